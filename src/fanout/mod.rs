@@ -1,0 +1,1 @@
+//! The fan-out core.

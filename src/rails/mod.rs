@@ -1,0 +1,1 @@
+//! What Rails defines and Hearth must match, byte for byte.
