@@ -1,0 +1,700 @@
+//! Rails' signed cookie jar (`cookies.signed`), so Hearth can read and write the same cookies
+//! as a Rails application with the same `secret_key_base`.
+//!
+//! What `cookies.signed[:user_id] = "erin"` puts in `Set-Cookie` (`actionpack`,
+//! `action_dispatch/middleware/cookies.rb`, `SignedKeyRotatingCookieJar`):
+//!
+//! 1. The value is wrapped in a *metadata envelope* that binds it to the cookie's name (the
+//!    purpose `cookie.<name>`) and optionally to an expiry time
+//!    (`activesupport/lib/active_support/messages/metadata.rb`). Two envelopes exist:
+//!    - Rails 7.1+ (`use_message_serializer_for_metadata`), the value inline:
+//!      `{"_rails":{"data":"erin","exp":"2046-11-30T03:08:15.123Z","pur":"cookie.user_id"}}`
+//!      (`exp` left out when the cookie has no expiry);
+//!    - Rails 6.0–7.0 and any jar whose verifier serializer is not an envelope serializer, the
+//!      value as base64 of its JSON: `{"_rails":{"message":"ImVyaW4i","exp":null,"pur":"cookie.user_id"}}`.
+//!
+//!    The expiry is `Time#utc.iso8601(3)`: UTC, milliseconds, `Z`.
+//! 2. The envelope JSON is signed with a [`MessageVerifier`]: `base64 + "--" + hex HMAC`. The
+//!    key is `key_generator.generate_key("signed cookie")` (64 bytes of PBKDF2); the MAC digest
+//!    is `config.action_dispatch.signed_cookie_digest`, `"SHA1"` when unset. Hearth and the
+//!    reference peer use SHA256 for both the key derivation and the MAC.
+//! 3. Rack percent-escapes the token for the header, so `=` padding becomes `%3D`.
+//!
+//! Reading reverses this: percent-decode, verify the MAC, parse the envelope, check the
+//! purpose and the expiry, and return the value, which must be a JSON string.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use percent_encoding::{percent_decode_str, utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
+use serde_json::Value;
+
+use super::json::{write_json_string, JsonEscaping};
+use super::key_generator::{generate_key, KdfDigest, ITERATIONS};
+use super::message_verifier::{decode64_with_fallback, MacDigest, MessageVerifier};
+
+/// The key generator salt of the signed cookie jar (`config.action_dispatch.signed_cookie_salt`).
+const SIGNED_COOKIE_SALT: &str = "signed cookie";
+
+/// Bytes escaped in a cookie value: everything except ASCII letters, digits and `-` `_` `.`
+/// `~`. For the characters a signed cookie can contain (base64, `-`, hex) this is exactly what
+/// Rack's `Utils.escape` does: `+` → `%2B`, `/` → `%2F`, `=` → `%3D`.
+const COOKIE_VALUE: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'~');
+
+/// Writes and reads cookies in the format of Rails' `cookies.signed` jar.
+///
+/// Holds the keyed MAC only; `Debug` never shows the key. See the [module docs](self) for the
+/// format and its sources.
+#[derive(Clone, Debug)]
+pub struct SignedCookieJar {
+    verifier: MessageVerifier,
+}
+
+impl SignedCookieJar {
+    /// The jar Hearth and the reference peer use: key = PBKDF2-HMAC-SHA256(`secret_key_base`,
+    /// `"signed cookie"`, 1000 iterations, 64 bytes), MAC = HMAC-SHA256.
+    ///
+    /// Runs PBKDF2, so build the jar once and share it.
+    pub fn from_secret_key_base(secret_key_base: &[u8]) -> Self {
+        Self::with_digests(secret_key_base, KdfDigest::Sha256, MacDigest::Sha256)
+    }
+
+    /// A jar for another Rails configuration: `kdf` is the app's
+    /// `key_generator_hash_digest_class`, `mac` its `signed_cookie_digest` (Rails falls back to
+    /// SHA1 when that setting is unset).
+    pub fn with_digests(secret_key_base: &[u8], kdf: KdfDigest, mac: MacDigest) -> Self {
+        let key = generate_key(secret_key_base, SIGNED_COOKIE_SALT, ITERATIONS, 64, kdf);
+        Self {
+            verifier: MessageVerifier::new(key, mac),
+        }
+    }
+
+    /// Signs `value` for the cookie `name`, like `cookies.signed[name] = { value:, expires: }`
+    /// in Rails 7.1+.
+    ///
+    /// Returns the cookie **value** for `Set-Cookie` (`name=` and the attributes are the
+    /// caller's), already percent-escaped:
+    /// `escape(strict_base64({"_rails":{"data":<value>,"exp":"<iso8601>","pur":"cookie.<name>"}}) + "--" + hex_mac)`.
+    /// `exp` is written as UTC with milliseconds (`2046-11-30T03:08:15.123Z`, sub-millisecond
+    /// part truncated) and left out when `expires_at` is `None`. Strings in the envelope are
+    /// escaped as ActiveSupport::JSON does.
+    pub fn sign(&self, name: &str, value: &str, expires_at: Option<SystemTime>) -> String {
+        let opts = JsonEscaping::default();
+        let mut envelope = Vec::with_capacity(value.len() + name.len() + 80);
+        envelope.extend_from_slice(br#"{"_rails":{"data":"#);
+        write_json_string(&mut envelope, value, opts);
+        if let Some(at) = expires_at {
+            envelope.extend_from_slice(br#","exp":""#);
+            envelope.extend_from_slice(format_iso8601_millis(unix_nanos(at)).as_bytes());
+            envelope.push(b'"');
+        }
+        envelope.extend_from_slice(br#","pur":"#);
+        write_json_string(&mut envelope, &purpose(name), opts);
+        envelope.extend_from_slice(b"}}");
+        let token = self.verifier.generate(&envelope);
+        utf8_percent_encode(&token, COOKIE_VALUE).to_string()
+    }
+
+    /// Reads the signed cookie `name` from its raw `Cookie` header value, checking expiry
+    /// against the system clock. See [`SignedCookieJar::verify_at`].
+    pub fn verify(&self, name: &str, cookie_value: &str) -> Option<String> {
+        self.verify_at(name, cookie_value, SystemTime::now())
+    }
+
+    /// Reads the signed cookie `name` as if the time were `now`.
+    ///
+    /// Steps, each returning `None` on failure (never panicking):
+    /// 1. percent-decode `cookie_value` (it must decode to UTF-8; `+` stays `+`);
+    /// 2. [`MessageVerifier::verify`] the token;
+    /// 3. parse the data as JSON: an object whose `_rails` member is an object;
+    /// 4. `pur`, if present and not `null`, must equal `cookie.<name>`;
+    /// 5. `exp`, if present and not `null`, must be an ISO 8601 string (`YYYY-MM-DDTHH:MM:SS`,
+    ///    optional fraction, `Z` or a numeric offset) later than `now`; any other type is
+    ///    rejected;
+    /// 6. the value is `data` (Rails 7.1+), which must be a JSON string, or else `message`
+    ///    (Rails 6.0–7.0), a base64 string whose decoded bytes are JSON for a string.
+    ///
+    /// A token without an envelope (cookies written before Rails 6.0) is rejected: Rails still
+    /// reads those as a fallback, but they carry no purpose, so one cookie could stand in for
+    /// another. Source: `SignedKeyRotatingCookieJar#parse` and `Messages::Metadata`.
+    pub fn verify_at(&self, name: &str, cookie_value: &str, now: SystemTime) -> Option<String> {
+        let token = percent_decode_str(cookie_value).decode_utf8().ok()?;
+        let data = self.verifier.verify(&token)?;
+        let envelope: Value = serde_json::from_slice(&data).ok()?;
+        let meta = envelope.as_object()?.get("_rails")?.as_object()?;
+
+        match meta.get("pur") {
+            None | Some(Value::Null) => {}
+            Some(Value::String(p)) if *p == purpose(name) => {}
+            Some(_) => return None,
+        }
+
+        match meta.get("exp") {
+            None | Some(Value::Null) => {}
+            Some(Value::String(exp)) => {
+                if unix_nanos(now) >= parse_iso8601(exp)? {
+                    return None;
+                }
+            }
+            Some(_) => return None,
+        }
+
+        if let Some(inline) = meta.get("data") {
+            return inline.as_str().map(str::to_owned);
+        }
+        let legacy = meta.get("message")?.as_str()?;
+        let json = decode64_with_fallback(legacy.as_bytes())?;
+        match serde_json::from_slice::<Value>(&json).ok()? {
+            Value::String(s) => Some(s),
+            _ => None,
+        }
+    }
+}
+
+/// The metadata purpose Rails gives a cookie: `"cookie.#{name}"`.
+fn purpose(name: &str) -> String {
+    format!("cookie.{name}")
+}
+
+const NANOS_PER_SEC: i128 = 1_000_000_000;
+const SECS_PER_DAY: i64 = 86_400;
+
+/// Nanoseconds since 1970-01-01T00:00:00Z, negative before it.
+fn unix_nanos(t: SystemTime) -> i128 {
+    match t.duration_since(UNIX_EPOCH) {
+        Ok(d) => d.as_nanos() as i128,
+        Err(before) => -(before.duration().as_nanos() as i128),
+    }
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (month 1–12, day 1–31).
+fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
+    // Shift the year to start in March so the leap day is the last day of the year.
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let year_of_era = y - era * 400; // 0..=399
+    let m = i64::from(month);
+    let shifted_month = if m > 2 { m - 3 } else { m + 9 }; // March = 0
+    let day_of_year = (153 * shifted_month + 2) / 5 + i64::from(day) - 1;
+    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    era * 146_097 + day_of_era - 719_468
+}
+
+/// Inverse of [`days_from_civil`]: (year, month 1–12, day 1–31).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let day_of_era = z - era * 146_097; // 0..=146_096
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let shifted_month = (5 * day_of_year + 2) / 153; // March = 0
+    let day = (day_of_year - (153 * shifted_month + 2) / 5 + 1) as u32;
+    let month = if shifted_month < 10 {
+        shifted_month + 3
+    } else {
+        shifted_month - 9
+    } as u32;
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+fn is_leap(year: i64) -> bool {
+    (year % 4 == 0 && year % 100 != 0) || year % 400 == 0
+}
+
+fn days_in_month(year: i64, month: u32) -> u32 {
+    match month {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if is_leap(year) => 29,
+        2 => 28,
+        _ => 0,
+    }
+}
+
+/// Ruby's `time.utc.iso8601(3)`: `YYYY-MM-DDTHH:MM:SS.mmmZ`, fraction truncated.
+fn format_iso8601_millis(nanos: i128) -> String {
+    let millis = nanos.div_euclid(1_000_000);
+    let secs = millis.div_euclid(1000);
+    let ms = millis.rem_euclid(1000);
+    // SystemTime spans far less than i64 seconds, so the narrowing cannot truncate.
+    let secs = secs as i64;
+    let (year, month, day) = civil_from_days(secs.div_euclid(SECS_PER_DAY));
+    let sod = secs.rem_euclid(SECS_PER_DAY);
+    let year_text = if year < 0 {
+        format!("-{:04}", -year)
+    } else {
+        format!("{year:04}")
+    };
+    format!(
+        "{year_text}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{ms:03}Z",
+        sod / 3600,
+        sod / 60 % 60,
+        sod % 60
+    )
+}
+
+/// A cursor over ASCII text for the ISO 8601 parser.
+struct Cursor<'a> {
+    rest: &'a [u8],
+}
+
+impl Cursor<'_> {
+    fn eat(&mut self, byte: u8) -> bool {
+        match self.rest.split_first() {
+            Some((&b, rest)) if b == byte => {
+                self.rest = rest;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn eat_any(&mut self, choices: &[u8]) -> Option<u8> {
+        let (&b, rest) = self.rest.split_first()?;
+        if choices.contains(&b) {
+            self.rest = rest;
+            Some(b)
+        } else {
+            None
+        }
+    }
+
+    /// Exactly `n` ASCII digits as a number.
+    fn digits(&mut self, n: usize) -> Option<i64> {
+        let (head, rest) = self.rest.split_at_checked(n)?;
+        let mut value = 0i64;
+        for &b in head {
+            if !b.is_ascii_digit() {
+                return None;
+            }
+            value = value * 10 + i64::from(b - b'0');
+        }
+        self.rest = rest;
+        Some(value)
+    }
+
+    /// A run of at least `min` and at most `max` ASCII digits, as the digit bytes.
+    fn digit_run(&mut self, min: usize, max: usize) -> Option<&[u8]> {
+        let len = self.rest.iter().take_while(|b| b.is_ascii_digit()).count();
+        if len < min || len > max {
+            return None;
+        }
+        let (head, rest) = self.rest.split_at(len);
+        self.rest = rest;
+        Some(head)
+    }
+}
+
+/// Parses the `exp` of a metadata envelope into nanoseconds since the Unix epoch.
+///
+/// Accepts `[-]YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH[[:]MM])`: a year of 4 to 9 digits, `T`/`Z`
+/// in either case, seconds up to 60 (a leap second counts as the next second's start), any
+/// number of fraction digits (nanoseconds kept). Text without a zone (local time in Ruby) or
+/// with surrounding spaces is rejected. Source of the format: `Time#iso8601` / `Time.iso8601`.
+fn parse_iso8601(text: &str) -> Option<i128> {
+    let mut c = Cursor {
+        rest: text.as_bytes(),
+    };
+    let negative = c.eat(b'-');
+    let year_digits = c.digit_run(4, 9)?;
+    let mut year = 0i64;
+    for &b in year_digits {
+        year = year * 10 + i64::from(b - b'0');
+    }
+    if negative {
+        year = -year;
+    }
+    c.eat(b'-').then_some(())?;
+    let month = u32::try_from(c.digits(2)?).ok()?;
+    c.eat(b'-').then_some(())?;
+    let day = u32::try_from(c.digits(2)?).ok()?;
+    c.eat_any(b"Tt")?;
+    let hour = c.digits(2)?;
+    c.eat(b':').then_some(())?;
+    let minute = c.digits(2)?;
+    c.eat(b':').then_some(())?;
+    let second = c.digits(2)?;
+    if !(1..=12).contains(&month)
+        || day == 0
+        || day > days_in_month(year, month)
+        || hour > 23
+        || minute > 59
+        || second > 60
+    {
+        return None;
+    }
+    let mut nanos: i128 = 0;
+    if c.eat(b'.') {
+        let fraction = c.digit_run(1, usize::MAX)?;
+        for i in 0..9 {
+            let digit = fraction.get(i).map_or(0, |b| b - b'0');
+            nanos = nanos * 10 + i128::from(digit);
+        }
+    }
+    let offset_secs: i64 = match c.eat_any(b"Zz+-")? {
+        b'Z' | b'z' => 0,
+        sign => {
+            let hours = c.digits(2)?;
+            let minutes = if c.rest.is_empty() {
+                0
+            } else {
+                let _ = c.eat(b':');
+                c.digits(2)?
+            };
+            if hours > 23 || minutes > 59 {
+                return None;
+            }
+            let offset = hours * 3600 + minutes * 60;
+            if sign == b'-' {
+                -offset
+            } else {
+                offset
+            }
+        }
+    };
+    if !c.rest.is_empty() {
+        return None;
+    }
+    let days = days_from_civil(year, month, day);
+    let secs = days * SECS_PER_DAY + hour * 3600 + minute * 60 + second - offset_secs;
+    Some(i128::from(secs) * NANOS_PER_SEC + nanos)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use base64::engine::general_purpose::STANDARD;
+    use base64::Engine as _;
+    use std::time::Duration;
+
+    const PEER_SKB: &str =
+        "peer-secret-key-base-0000000000000000000000000000000000000000000000000000000000000000";
+    const S6_VALUE: &str = "eyJfcmFpbHMiOnsibWVzc2FnZSI6IkltVnlhVzRpIiwiZXhwIjpudWxsLCJwdXIiOiJjb29raWUudXNlcl9pZCJ9fQ%3D%3D--d268d1c6afdbbf0e82262e49106c10897bbd93256ddc6e62fb6af2617558e7db";
+
+    fn jar() -> SignedCookieJar {
+        SignedCookieJar::from_secret_key_base(PEER_SKB.as_bytes())
+    }
+
+    fn at(secs: u64) -> SystemTime {
+        UNIX_EPOCH + Duration::from_secs(secs)
+    }
+
+    /// Decodes the envelope of a value `sign` returned, for format assertions.
+    fn envelope_of(signed: &str) -> String {
+        let token = percent_decode_str(signed).decode_utf8().unwrap();
+        let (data, _) = token.split_once("--").unwrap();
+        String::from_utf8(STANDARD.decode(data).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn peer_skb_is_the_documented_one() {
+        assert_eq!(PEER_SKB, format!("peer-secret-key-base-{}", "0".repeat(64)));
+    }
+
+    #[test]
+    fn transcript_s6_legacy_envelope() {
+        let jar = jar();
+        assert_eq!(jar.verify("user_id", S6_VALUE).as_deref(), Some("erin"));
+        // Same value, other cookie name: purpose mismatch.
+        assert_eq!(jar.verify("session_id", S6_VALUE), None);
+        // Other secret.
+        let other = SignedCookieJar::from_secret_key_base(b"another-secret");
+        assert_eq!(other.verify("user_id", S6_VALUE), None);
+        // SHA1 MAC or SHA1 KDF with the same secret: not this cookie.
+        let sha1_mac =
+            SignedCookieJar::with_digests(PEER_SKB.as_bytes(), KdfDigest::Sha256, MacDigest::Sha1);
+        assert_eq!(sha1_mac.verify("user_id", S6_VALUE), None);
+        let sha1_kdf =
+            SignedCookieJar::with_digests(PEER_SKB.as_bytes(), KdfDigest::Sha1, MacDigest::Sha256);
+        assert_eq!(sha1_kdf.verify("user_id", S6_VALUE), None);
+        // Not percent-escaped (as some clients send it) still decodes the same.
+        let raw = S6_VALUE.replace("%3D", "=");
+        assert_eq!(jar.verify("user_id", &raw).as_deref(), Some("erin"));
+    }
+
+    #[test]
+    fn transcript_s6_tampered() {
+        let jar = jar();
+        let mut tampered = S6_VALUE.to_owned();
+        tampered.replace_range(10..11, "Z");
+        assert_eq!(jar.verify("user_id", &tampered), None);
+        let flipped_mac = S6_VALUE.replace("e7db", "e7dc");
+        assert_eq!(jar.verify("user_id", &flipped_mac), None);
+        assert_eq!(jar.verify("user_id", ""), None);
+        assert_eq!(jar.verify("user_id", "erin"), None);
+        assert_eq!(jar.verify("user_id", "%ff%fe"), None);
+        assert_eq!(jar.verify("user_id", "%"), None);
+    }
+
+    #[test]
+    fn sign_writes_rails_71_envelope() {
+        let jar = jar();
+        let signed = jar.sign("user_id", "erin", None);
+        assert_eq!(
+            envelope_of(&signed),
+            r#"{"_rails":{"data":"erin","pur":"cookie.user_id"}}"#
+        );
+        assert!(signed
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.~%".contains(&b)));
+
+        let exp =
+            UNIX_EPOCH + Duration::from_millis(2_427_160_095_123) + Duration::from_micros(999);
+        let signed = jar.sign("user_id", "<b>&", Some(exp));
+        assert_eq!(
+            envelope_of(&signed),
+            r#"{"_rails":{"data":"\u003cb\u003e\u0026","exp":"2046-11-30T03:08:15.123Z","pur":"cookie.user_id"}}"#
+        );
+    }
+
+    #[test]
+    fn sign_verify_round_trip_without_and_with_exp() {
+        let jar = jar();
+        for value in ["erin", "", "é ☃ 😀", "a=b+c/d", "\"quoted\"\n", "<script>"] {
+            let signed = jar.sign("user_id", value, None);
+            assert_eq!(jar.verify("user_id", &signed).as_deref(), Some(value));
+            assert_eq!(jar.verify("other", &signed), None);
+        }
+        let exp = at(2_000_000_000);
+        let signed = jar.sign("session_id", "42", Some(exp));
+        assert_eq!(
+            jar.verify_at("session_id", &signed, at(1_999_999_999))
+                .as_deref(),
+            Some("42")
+        );
+        assert_eq!(jar.verify_at("session_id", &signed, exp), None);
+        assert_eq!(
+            jar.verify_at("session_id", &signed, at(2_000_000_001)),
+            None
+        );
+        // An expiry in the past is rejected by `verify`, which uses the clock.
+        let past = jar.sign("session_id", "42", Some(at(1)));
+        assert_eq!(jar.verify("session_id", &past), None);
+    }
+
+    #[test]
+    fn millisecond_expiry_boundary() {
+        let jar = jar();
+        let exp = at(1_800_000_000) + Duration::from_millis(500);
+        let signed = jar.sign("k", "v", Some(exp));
+        let just_before = exp - Duration::from_nanos(1);
+        assert_eq!(
+            jar.verify_at("k", &signed, just_before).as_deref(),
+            Some("v")
+        );
+        assert_eq!(jar.verify_at("k", &signed, exp), None);
+    }
+
+    /// Signs an arbitrary envelope with the jar's verifier, percent-escaped like a cookie.
+    fn sign_raw(jar: &SignedCookieJar, envelope: &str) -> String {
+        let token = jar.verifier.generate(envelope.as_bytes());
+        utf8_percent_encode(&token, COOKIE_VALUE).to_string()
+    }
+
+    #[test]
+    fn envelope_rules() {
+        let jar = jar();
+        let now = at(1_900_000_000);
+        let cases: &[(&str, Option<&str>)] = &[
+            (r#"{"_rails":{"data":"v","pur":"cookie.k"}}"#, Some("v")),
+            (r#"{"_rails":{"data":"v"}}"#, Some("v")),
+            (
+                r#"{"_rails":{"data":"v","pur":null,"exp":null}}"#,
+                Some("v"),
+            ),
+            (
+                r#"{"_rails":{"data":"v","exp":"2046-11-30T03:08:15.123Z"}}"#,
+                Some("v"),
+            ),
+            (
+                r#"{"_rails":{"data":"v","exp":"2046-11-30T03:08:15Z"}}"#,
+                Some("v"),
+            ),
+            (
+                r#"{"_rails":{"data":"v","exp":"2046-11-30T03:08:15+09:00"}}"#,
+                Some("v"),
+            ),
+            (
+                r#"{"_rails":{"data":"v","exp":"2020-01-01T00:00:00.000Z"}}"#,
+                None,
+            ),
+            (r#"{"_rails":{"data":"v","exp":1999999999}}"#, None),
+            (r#"{"_rails":{"data":"v","exp":false}}"#, None),
+            (r#"{"_rails":{"data":"v","exp":"tomorrow"}}"#, None),
+            (
+                r#"{"_rails":{"data":"v","exp":"2046-11-30T03:08:15"}}"#,
+                None,
+            ),
+            (r#"{"_rails":{"data":"v","pur":"cookie.other"}}"#, None),
+            (r#"{"_rails":{"data":"v","pur":""}}"#, None),
+            (r#"{"_rails":{"data":"v","pur":7}}"#, None),
+            (r#"{"_rails":{"data":42,"pur":"cookie.k"}}"#, None),
+            (r#"{"_rails":{"data":null,"pur":"cookie.k"}}"#, None),
+            (r#"{"_rails":{"data":{"a":"b"},"pur":"cookie.k"}}"#, None),
+            (r#"{"_rails":{"pur":"cookie.k"}}"#, None),
+            (r#"{"_rails":"v"}"#, None),
+            (r#"{"_rails":null}"#, None),
+            (r#"{"rails":{"data":"v"}}"#, None),
+            (r#""v""#, None),
+            (r#"["v"]"#, None),
+            (r#"{"_rails":{"data":"v""#, None),
+            ("", None),
+            // Legacy envelope: message is base64 of the JSON value.
+            (
+                r#"{"_rails":{"message":"InYi","exp":null,"pur":"cookie.k"}}"#,
+                Some("v"),
+            ),
+            (r#"{"_rails":{"message":"InYi","pur":"cookie.x"}}"#, None),
+            (r#"{"_rails":{"message":"NDI=","pur":"cookie.k"}}"#, None),
+            (
+                r#"{"_rails":{"message":"not base64!","pur":"cookie.k"}}"#,
+                None,
+            ),
+            (
+                r#"{"_rails":{"message":"bm90IGpzb24=","pur":"cookie.k"}}"#,
+                None,
+            ),
+            (r#"{"_rails":{"message":7,"pur":"cookie.k"}}"#, None),
+        ];
+        for (envelope, expected) in cases {
+            let signed = sign_raw(&jar, envelope);
+            assert_eq!(
+                jar.verify_at("k", &signed, now).as_deref(),
+                *expected,
+                "{envelope}"
+            );
+        }
+    }
+
+    #[test]
+    fn debug_hides_the_key() {
+        let shown = format!("{:?}", jar());
+        assert!(shown.contains("SignedCookieJar"));
+        assert!(!shown.contains("peer-secret"));
+    }
+
+    #[test]
+    fn huge_and_random_values_return_none() {
+        let jar = jar();
+        let huge = "%3D".repeat(1_000_000);
+        assert_eq!(jar.verify("k", &huge), None);
+        let mut state: u64 = 0xDEAD_BEEF_CAFE_F00D;
+        for _ in 0..2_000 {
+            let mut s = String::new();
+            for _ in 0..(state % 160) {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                s.push(char::from(b"AZaz09%3D-_+/="[(state % 14) as usize]));
+            }
+            assert_eq!(jar.verify("k", &s), None);
+            state = state.wrapping_add(1);
+        }
+    }
+
+    #[test]
+    fn civil_conversions() {
+        assert_eq!(days_from_civil(1970, 1, 1), 0);
+        assert_eq!(days_from_civil(2000, 3, 1), 11_017);
+        assert_eq!(days_from_civil(1969, 12, 31), -1);
+        for days in (-800_000..800_000).step_by(97) {
+            let (y, m, d) = civil_from_days(days);
+            assert!((1..=12).contains(&m) && d >= 1 && d <= days_in_month(y, m));
+            assert_eq!(days_from_civil(y, m, d), days);
+        }
+    }
+
+    #[test]
+    fn iso8601_format_and_parse() {
+        let ns = |s: i128, ms: i128| s * NANOS_PER_SEC + ms * 1_000_000;
+        assert_eq!(format_iso8601_millis(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(
+            format_iso8601_millis(ns(2_427_160_095, 123) + 999_999),
+            "2046-11-30T03:08:15.123Z"
+        );
+        assert_eq!(format_iso8601_millis(-1), "1969-12-31T23:59:59.999Z");
+        assert_eq!(
+            format_iso8601_millis(ns(951_782_400, 0)),
+            "2000-02-29T00:00:00.000Z"
+        );
+
+        assert_eq!(
+            parse_iso8601("2046-11-30T03:08:15.123Z"),
+            Some(ns(2_427_160_095, 123))
+        );
+        assert_eq!(
+            parse_iso8601("2046-11-30t03:08:15z"),
+            Some(ns(2_427_160_095, 0))
+        );
+        assert_eq!(
+            parse_iso8601("2046-11-30T03:08:15.123456789123Z"),
+            Some(ns(2_427_160_095, 123) + 456_789)
+        );
+        assert_eq!(
+            parse_iso8601("2046-11-30T12:08:15+09:00"),
+            Some(ns(2_427_160_095, 0))
+        );
+        assert_eq!(
+            parse_iso8601("2046-11-29T22:08:15-0500"),
+            Some(ns(2_427_160_095, 0))
+        );
+        assert_eq!(
+            parse_iso8601("2046-11-30T04:08:15+01"),
+            Some(ns(2_427_160_095, 0))
+        );
+        assert_eq!(
+            parse_iso8601("1969-12-31T23:59:59.5Z"),
+            Some(-NANOS_PER_SEC / 2)
+        );
+        assert_eq!(
+            parse_iso8601("2000-02-29T00:00:00Z"),
+            Some(ns(951_782_400, 0))
+        );
+        assert_eq!(
+            parse_iso8601("2016-12-31T23:59:60Z"),
+            Some(ns(1_483_228_800, 0))
+        );
+
+        for bad in [
+            "",
+            "2046-11-30",
+            "2046-11-30T03:08:15",
+            "2046-11-30T03:08:15.Z",
+            "2046-11-30T03:08:15.123",
+            "2046-11-30 03:08:15Z",
+            " 2046-11-30T03:08:15Z",
+            "2046-11-30T03:08:15Z ",
+            "2046-13-30T03:08:15Z",
+            "2046-00-30T03:08:15Z",
+            "2046-11-31T03:08:15Z",
+            "2001-02-29T03:08:15Z",
+            "2046-11-00T03:08:15Z",
+            "2046-11-30T24:00:00Z",
+            "2046-11-30T03:60:15Z",
+            "2046-11-30T03:08:61Z",
+            "2046-11-30T03:08:15+24:00",
+            "2046-11-30T03:08:15+09:60",
+            "2046-11-30T03:08:15+9",
+            "2046-11-30T03:08:15+09:0",
+            "046-11-30T03:08:15Z",
+            "2046-1-30T03:08:15Z",
+            "2046-11-30T03:08:15ZZ",
+            "２０４６-11-30T03:08:15Z",
+            "12345678901-11-30T03:08:15Z",
+        ] {
+            assert_eq!(parse_iso8601(bad), None, "{bad:?}");
+        }
+        // Round trip over a range of millisecond instants.
+        let mut t: i128 = -5_000_000_000 * NANOS_PER_SEC;
+        while t < 50_000_000_000 * NANOS_PER_SEC {
+            let text = format_iso8601_millis(t);
+            assert_eq!(parse_iso8601(&text), Some(t), "{text}");
+            t += 7_777_777_123_000_000;
+        }
+    }
+}
