@@ -1,1 +1,124 @@
-//! TODO
+//! Every setting of `hearth serve`, as a clap flag with an environment variable and a default.
+//!
+//! The README's configuration table lists the same settings; `hearth serve --help` prints them.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use crate::fanout::{EngineKind, QueueLimits};
+use crate::rails::KdfDigest;
+
+/// Settings of a running server.
+#[derive(Clone, Debug, clap::Args)]
+pub struct Config {
+    /// Address to listen on.
+    #[arg(long, env = "HEARTH_BIND", default_value = "127.0.0.1:3000")]
+    pub bind: SocketAddr,
+
+    /// SQLite database file (created, migrated and seeded when missing or empty).
+    #[arg(long, env = "HEARTH_DATABASE", default_value = "storage/hearth.sqlite3")]
+    pub database: PathBuf,
+
+    /// Directory for generated state (the secret_key_base file when SECRET_KEY_BASE is unset).
+    #[arg(long, env = "HEARTH_DATA_DIR", default_value = "storage")]
+    pub data_dir: PathBuf,
+
+    /// Log filter, in tracing's EnvFilter syntax (e.g. `info`, `hearth=debug`).
+    #[arg(long, env = "HEARTH_LOG_LEVEL", default_value = "info")]
+    pub log_level: String,
+
+    /// Write logs as JSON lines instead of text.
+    #[arg(long, env = "HEARTH_LOG_JSON", default_value_t = false)]
+    pub log_json: bool,
+
+    /// Rails' secret_key_base: the root of every signed cookie and signed stream name. When
+    /// unset, one is generated once and kept in `<data-dir>/secret_key_base`.
+    #[arg(long, env = "SECRET_KEY_BASE", hide_env_values = true)]
+    pub secret_key_base: Option<String>,
+
+    /// Production mode: refuse to start without an explicit SECRET_KEY_BASE and mark cookies
+    /// Secure.
+    #[arg(long, env = "HEARTH_PRODUCTION", default_value_t = false)]
+    pub production: bool,
+
+    /// Digest of the PBKDF2 key generator (Rails 7.0+ defaults: sha256; older apps: sha1).
+    #[arg(long, env = "HEARTH_KEY_GENERATOR_DIGEST", default_value = "sha256")]
+    pub key_generator_digest: KdfDigest,
+
+    /// Turbo's signed stream verifier key as hex, instead of deriving it from
+    /// secret_key_base (`Turbo.signed_stream_verifier_key` of the Rails app).
+    #[arg(long, env = "HEARTH_TURBO_VERIFIER_KEY", hide_env_values = true)]
+    pub turbo_verifier_key: Option<String>,
+
+    /// The GlobalID app name used in stream names (`gid://<app>/Room/1`).
+    #[arg(long, env = "HEARTH_GID_APP", default_value = "campfire")]
+    pub gid_app: String,
+
+    /// Fan-out engine: `queue` (owner-drained bounded queues) or `tokio-broadcast` (reference).
+    #[arg(long, env = "HEARTH_FANOUT", value_enum, default_value = "queue")]
+    pub fanout: EngineKind,
+
+    /// Per-connection outbound queue bound, in frames.
+    #[arg(long, env = "HEARTH_QUEUE_FRAMES", default_value_t = QueueLimits::default().max_frames)]
+    pub queue_frames: usize,
+
+    /// Per-connection outbound queue bound, in bytes.
+    #[arg(long, env = "HEARTH_QUEUE_BYTES", default_value_t = QueueLimits::default().max_bytes)]
+    pub queue_bytes: usize,
+
+    /// Login attempts allowed per IP address per 3 minutes (Campfire: 10); 0 disables the limit.
+    #[arg(long, env = "HEARTH_LOGIN_RATE_LIMIT", default_value_t = 10)]
+    pub login_rate_limit: u32,
+
+    /// Origins allowed to open /cable besides the same origin as the Host header
+    /// (comma-separated, exact match).
+    #[arg(long, env = "HEARTH_ALLOWED_ORIGINS", value_delimiter = ',')]
+    pub allowed_origins: Vec<String>,
+
+    /// Disable the /cable Origin check (Rails' `disable_request_forgery_protection`).
+    #[arg(long, env = "HEARTH_DISABLE_ORIGIN_CHECK", default_value_t = false)]
+    pub disable_origin_check: bool,
+
+    /// Escape U+2028/U+2029 in JSON frames (ActiveSupport's `escape_js_separators_in_json`;
+    /// Rails 8.1 defaults turn it off).
+    #[arg(long, env = "HEARTH_ESCAPE_JS_SEPARATORS", default_value_t = true, action = clap::ArgAction::Set)]
+    pub escape_js_separators: bool,
+
+    /// Largest accepted HTTP request body, in bytes.
+    #[arg(long, env = "HEARTH_MAX_BODY_BYTES", default_value_t = 1024 * 1024)]
+    pub max_body_bytes: usize,
+
+    /// Generated users to create when an empty database is seeded on first start.
+    #[arg(long, env = "HEARTH_SEED_USERS", default_value_t = 1000)]
+    pub seed_users: usize,
+
+    /// Seconds between Action Cable pings (Rails: 3).
+    #[arg(long, env = "HEARTH_PING_INTERVAL", default_value_t = 3)]
+    pub ping_interval: u64,
+}
+
+impl Config {
+    /// The queue bounds given by the flags.
+    pub fn queue_limits(&self) -> QueueLimits {
+        QueueLimits { max_frames: self.queue_frames, max_bytes: self.queue_bytes }
+    }
+
+    /// A configuration for tests: an ephemeral port, the given database and data directory,
+    /// no login rate limit, the same-origin check on.
+    pub fn for_tests(dir: &std::path::Path) -> Self {
+        use clap::Parser;
+        #[derive(clap::Parser)]
+        struct Wrap {
+            #[command(flatten)]
+            config: Config,
+        }
+        let mut config = Wrap::parse_from(["hearth"]).config;
+        config.bind = "127.0.0.1:0".parse().expect("literal address");
+        config.database = dir.join("hearth.sqlite3");
+        config.data_dir = dir.to_path_buf();
+        config.secret_key_base = Some("0123456789abcdef".repeat(8));
+        config.login_rate_limit = 0;
+        config.seed_users = 20;
+        config
+    }
+}

@@ -19,6 +19,7 @@
 //! - [`app`]: wiring: shared state, the router and `serve`.
 
 pub mod app;
+pub mod broadcasts;
 pub mod cable;
 pub mod config;
 pub mod db;

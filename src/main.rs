@@ -1,1 +1,80 @@
-fn main() {}
+//! `hearth`: the command-line front. `serve` runs the server, `seed` builds a seed database,
+//! `sign-stream` prints a signed stream name. Thin on purpose: the work is in the library.
+
+use clap::{Parser, Subcommand};
+
+use hearth::config::Config;
+
+#[derive(Debug, Parser)]
+#[command(name = "hearth", version, about = "A Campfire-style chat with a Rails-compatible Action Cable server")]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// Run the server (creates, migrates and seeds the database on first start).
+    Serve(Config),
+    /// Build a deterministic seed database.
+    Seed {
+        /// SQLite database file to create; must not hold users yet.
+        #[arg(long, env = "HEARTH_DATABASE", default_value = "storage/hearth.sqlite3")]
+        database: std::path::PathBuf,
+        /// Generated users `user1@example.com` … `userN@example.com` (password `password`).
+        #[arg(long, default_value_t = 1000)]
+        users: usize,
+    },
+    /// Print the signed name of a stream, as Turbo's `signed_stream_name` would.
+    SignStream {
+        /// The stream name, e.g. `rooms`.
+        name: String,
+        #[command(flatten)]
+        config: Config,
+    },
+}
+
+fn init_tracing(level: &str, json: bool) {
+    let filter = tracing_subscriber::EnvFilter::try_new(level).unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    if json {
+        builder.json().init();
+    } else {
+        builder.init();
+    }
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Cmd::Serve(config) => {
+            init_tracing(&config.log_level, config.log_json);
+            let server = hearth::app::Server::bind(config).await?;
+            tracing::info!(
+                address = %server.local_addr()?,
+                fanout = ?server.state.fanout.kind(),
+                "Hearth is listening"
+            );
+            server.run(hearth::app::shutdown_signal()).await?;
+        }
+        Cmd::Seed { database, users } => {
+            init_tracing("info", false);
+            let pool = hearth::db::open(&database).await?;
+            let options = hearth::db::seed::SeedOptions { users, ..Default::default() };
+            let started = std::time::Instant::now();
+            let report = hearth::db::seed::seed(&pool, &options).await?;
+            pool.close().await;
+            println!("{report:?} in {:.2?}", started.elapsed());
+        }
+        Cmd::SignStream { name, config } => {
+            let secret = hearth::app::secret_key_base(&config)?;
+            let signer = match &config.turbo_verifier_key {
+                Some(key) => hearth::rails::StreamNameSigner::from_raw_key(hex::decode(key.trim())?),
+                None => hearth::rails::StreamNameSigner::from_secret_key_base(secret.as_bytes(), config.key_generator_digest),
+            };
+            println!("{}", signer.sign(&name));
+        }
+    }
+    Ok(())
+}

@@ -1,1 +1,157 @@
-//! TODO
+//! The Action Cable server at `/cable`, compatible with Rails, `@rails/actioncable` and Turbo.
+//!
+//! - [`upgrade`]: the RFC 6455 handshake with Rails' checks: GET WebSocket upgrades only, the
+//!   Origin check (`allow_request_origin?`), the subprotocol pick, cookie identification.
+//! - [`protocol`]: commands in, frames out, byte for byte as Rails writes them.
+//! - [`connection`]: one task per connection, applying commands in order.
+//! - [`channels`]: Campfire's channels.
+//! - [`registry`]: open connections by user and session, for server-side disconnects.
+
+pub mod channels;
+pub mod connection;
+pub mod protocol;
+pub mod registry;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use base64::Engine as _;
+use hyper_util::rt::TokioIo;
+use sha1::Digest as _;
+use tokio::net::TcpStream;
+
+use crate::app::SharedState;
+use crate::web::context::Ctx;
+
+/// The subprotocols Rails supports, in its order (`ActionCable::INTERNAL[:protocols]`).
+pub const PROTOCOLS: [&str; 2] = ["actioncable-v1-json", "actioncable-unsupported"];
+
+/// The GUID of RFC 6455 §1.3, appended to the key for `Sec-WebSocket-Accept`.
+const WEBSOCKET_GUID: &str = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
+
+/// What Rails answers for anything at the mount that it will not upgrade: 404 `text/plain`
+/// `Page not found` (`Connection::Base#respond_to_invalid_request`).
+pub fn page_not_found() -> Response {
+    (StatusCode::NOT_FOUND, [(header::CONTENT_TYPE, "text/plain")], "Page not found").into_response()
+}
+
+/// `Sec-WebSocket-Accept` for a `Sec-WebSocket-Key` (RFC 6455 §4.2.2): base64(SHA-1(key ‖ GUID)).
+pub fn accept_key(key: &[u8]) -> String {
+    let mut sha = sha1::Sha1::new();
+    sha.update(key);
+    sha.update(WEBSOCKET_GUID.as_bytes());
+    base64::engine::general_purpose::STANDARD.encode(sha.finalize())
+}
+
+/// The first subprotocol offered by the client that Rails supports (websocket-driver picks in
+/// the client's order); None when nothing matches, and then the header is omitted.
+pub fn pick_protocol(headers: &HeaderMap) -> Option<&'static str> {
+    headers
+        .get_all(header::SEC_WEBSOCKET_PROTOCOL)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .find_map(|offered| PROTOCOLS.iter().find(|p| **p == offered).copied())
+}
+
+fn header_has_token(headers: &HeaderMap, name: header::HeaderName, token: &str) -> bool {
+    headers
+        .get_all(name)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|t| t.trim().eq_ignore_ascii_case(token))
+}
+
+/// Rails' `allow_request_origin?`: the check is off, or the Origin equals
+/// `<proto>://<Host>`, or it is in the allowed list. A missing Origin is refused.
+pub fn origin_allowed(state: &SharedState, headers: &HeaderMap, secure: bool) -> bool {
+    if state.config.disable_origin_check {
+        return true;
+    }
+    let Some(origin) = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()) else { return false };
+    if let Some(host) = headers.get(header::HOST).and_then(|v| v.to_str().ok()) {
+        let proto = if secure { "https" } else { "http" };
+        if origin == format!("{proto}://{host}") {
+            return true;
+        }
+    }
+    state.config.allowed_origins.iter().any(|allowed| allowed == origin)
+}
+
+/// `GET /cable`: validates the upgrade, answers 101 and hands the socket to
+/// [`connection::run`]. Anything else gets [`page_not_found`].
+pub async fn upgrade(State(state): State<SharedState>, mut request: Request<Body>) -> Response {
+    let headers = request.headers();
+    let is_upgrade = request.method() == Method::GET
+        && header_has_token(headers, header::CONNECTION, "upgrade")
+        && header_has_token(headers, header::UPGRADE, "websocket")
+        && headers.get(header::SEC_WEBSOCKET_VERSION).is_some_and(|v| v == "13");
+    let Some(key) = headers.get(header::SEC_WEBSOCKET_KEY).filter(|_| is_upgrade).cloned() else {
+        return page_not_found();
+    };
+    let Some(ctx) = request.extensions().get::<Ctx>().cloned() else { return page_not_found() };
+    if !origin_allowed(&state, headers, ctx.secure) {
+        tracing::warn!(
+            "Request origin not allowed: {}",
+            headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()).unwrap_or("")
+        );
+        return page_not_found();
+    }
+    let protocol = pick_protocol(headers);
+    let on_upgrade = hyper::upgrade::on(&mut request);
+    let task_state = state.clone();
+    tokio::spawn(async move {
+        let upgraded = match on_upgrade.await {
+            Ok(u) => u,
+            Err(e) => {
+                tracing::debug!(error = %e, "upgrade failed");
+                return;
+            }
+        };
+        let parts = match upgraded.downcast::<TokioIo<TcpStream>>() {
+            Ok(parts) => parts,
+            Err(_) => {
+                tracing::error!("upgraded connection is not a TcpStream");
+                return;
+            }
+        };
+        connection::run(task_state, parts.io.into_inner(), parts.read_buf, ctx.user, ctx.session_token).await;
+    });
+    let mut response = Response::new(Body::empty());
+    *response.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
+    let h = response.headers_mut();
+    h.insert(header::UPGRADE, HeaderValue::from_static("websocket"));
+    h.insert(header::CONNECTION, HeaderValue::from_static("Upgrade"));
+    if let Ok(v) = HeaderValue::from_str(&accept_key(key.as_bytes())) {
+        h.insert(header::SEC_WEBSOCKET_ACCEPT, v);
+    }
+    if let Some(p) = protocol {
+        h.insert(header::SEC_WEBSOCKET_PROTOCOL, HeaderValue::from_static(p));
+    }
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accept_key_matches_rfc_6455_example() {
+        assert_eq!(accept_key(b"dGhlIHNhbXBsZSBub25jZQ=="), "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");
+    }
+
+    #[test]
+    fn protocol_pick_follows_client_order() {
+        let mut h = HeaderMap::new();
+        h.insert(header::SEC_WEBSOCKET_PROTOCOL, HeaderValue::from_static("actioncable-v1-json, actioncable-unsupported"));
+        assert_eq!(pick_protocol(&h), Some("actioncable-v1-json"));
+        h.insert(header::SEC_WEBSOCKET_PROTOCOL, HeaderValue::from_static("foo, actioncable-unsupported"));
+        assert_eq!(pick_protocol(&h), Some("actioncable-unsupported"));
+        h.insert(header::SEC_WEBSOCKET_PROTOCOL, HeaderValue::from_static("actioncable-v1-ext-json"));
+        assert_eq!(pick_protocol(&h), None);
+        assert_eq!(pick_protocol(&HeaderMap::new()), None);
+    }
+}

@@ -1,0 +1,122 @@
+//! Campfire's channels, one file each. A channel decides, on `subscribe`, whether to confirm
+//! (and which streams to attach) or reject; it may run side effects on unsubscribe and
+//! answer actions sent with the `message` command.
+//!
+//! | channel (params) | streams | actions |
+//! |---|---|---|
+//! | `Turbo::StreamsChannel` `{signed_stream_name}` | the verified name (names ending in `:messages` are refused, as Campfire's `RoomStreamsAreAuthorized`) | — |
+//! | `RoomMessagesChannel` `{signed_stream_name}` | `<room gid>:messages`, members only | — |
+//! | `PresenceChannel` `{room_id}` | `presence:<room gid>` | `present`, `absent`, `refresh` |
+//! | `TypingNotificationsChannel` `{room_id}` | `typing_notifications:<room gid>` | `start`, `stop` |
+//! | `UnreadRoomsChannel` `{}` | `user_<id>_unreads` | — |
+//! | `ReadRoomsChannel` `{}` | `user_<id>_reads` | — |
+//! | `HeartbeatChannel` `{}` | none | — |
+
+pub mod heartbeat;
+pub mod presence;
+pub mod read_rooms;
+pub mod room_messages;
+pub mod turbo_streams;
+pub mod typing_notifications;
+pub mod unread_rooms;
+
+use serde_json::{Map, Value};
+
+use crate::app::AppState;
+use crate::db::rooms::Room;
+use crate::db::users::User;
+
+/// Which channel a subscription belongs to, with what it resolved at subscribe time.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Channel {
+    /// `Turbo::StreamsChannel`.
+    TurboStreams,
+    /// `RoomMessagesChannel`.
+    RoomMessages,
+    /// `PresenceChannel` for a room.
+    Presence(Room),
+    /// `TypingNotificationsChannel` for a room.
+    TypingNotifications(Room),
+    /// `UnreadRoomsChannel`.
+    UnreadRooms,
+    /// `ReadRoomsChannel`.
+    ReadRooms,
+    /// `HeartbeatChannel`.
+    Heartbeat,
+}
+
+/// A confirmed subscription's channel and streams.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Subscribed {
+    /// The channel.
+    pub channel: Channel,
+    /// The streams to attach (`stream_from`).
+    pub streams: Vec<String>,
+}
+
+/// What a `subscribe` comes to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Attach the streams, then send `confirm_subscription`.
+    Confirm(Subscribed),
+    /// Send `reject_subscription` (the channel called `reject`).
+    Reject,
+    /// No such channel class: Rails sends nothing and logs `Subscription class not found`.
+    UnknownChannel,
+}
+
+/// Everything a channel may need about the connection.
+#[derive(Clone, Copy, Debug)]
+pub struct ChannelContext<'a> {
+    /// Server state (database, signer, fan-out).
+    pub state: &'a AppState,
+    /// The connection's user (`current_user`).
+    pub user: &'a User,
+}
+
+/// Runs a channel's `subscribed` for `channel` with `params`.
+pub async fn subscribe(ctx: ChannelContext<'_>, channel: &str, params: &Map<String, Value>) -> anyhow::Result<Outcome> {
+    Ok(match channel {
+        "Turbo::StreamsChannel" => turbo_streams::subscribe(ctx, params),
+        "RoomMessagesChannel" => room_messages::subscribe(ctx, params).await?,
+        "PresenceChannel" => presence::subscribe(ctx, params).await?,
+        "TypingNotificationsChannel" => typing_notifications::subscribe(ctx, params).await?,
+        "UnreadRoomsChannel" => unread_rooms::subscribe(ctx),
+        "ReadRoomsChannel" => read_rooms::subscribe(ctx),
+        "HeartbeatChannel" => heartbeat::subscribe(),
+        _ => Outcome::UnknownChannel,
+    })
+}
+
+/// Runs a channel's `unsubscribed` (on `unsubscribe` and when the connection closes).
+pub async fn unsubscribed(ctx: ChannelContext<'_>, sub: &Subscribed) -> anyhow::Result<()> {
+    if let Channel::Presence(room) = &sub.channel {
+        presence::unsubscribed(ctx, room).await?;
+    }
+    Ok(())
+}
+
+/// Runs action `action` of a subscription with the decoded `data`. Returns false when the
+/// channel has no such action (Rails logs `Unable to process Channel#action`).
+pub async fn perform(ctx: ChannelContext<'_>, sub: &Subscribed, action: &str) -> anyhow::Result<bool> {
+    match &sub.channel {
+        Channel::Presence(room) => presence::perform(ctx, room, action).await,
+        Channel::TypingNotifications(room) => Ok(typing_notifications::perform(ctx, room, action)),
+        _ => Ok(false),
+    }
+}
+
+/// Reads `room_id` from params as a number or a numeric string.
+pub(crate) fn room_id_param(params: &Map<String, Value>) -> Option<i64> {
+    match params.get("room_id")? {
+        Value::Number(n) => n.as_i64(),
+        Value::String(s) => s.parse().ok(),
+        _ => None,
+    }
+}
+
+/// The room named by `room_id` when the user is a member of it.
+pub(crate) async fn member_room(ctx: ChannelContext<'_>, params: &Map<String, Value>) -> anyhow::Result<Option<Room>> {
+    let Some(id) = room_id_param(params) else { return Ok(None) };
+    Ok(crate::db::rooms::find_for_member(&ctx.state.pool, id, ctx.user.id).await?)
+}

@@ -1,0 +1,12 @@
+//! `ReadRoomsChannel` (Campfire `app/channels/read_rooms_channel.rb`): streams from
+//! `user_<id>_reads`, where `PresenceChannel` announces rooms the user just read.
+
+use super::{ChannelContext, Channel, Outcome, Subscribed};
+
+/// `subscribed`.
+pub fn subscribe(ctx: ChannelContext<'_>) -> Outcome {
+    Outcome::Confirm(Subscribed {
+        channel: Channel::ReadRooms,
+        streams: vec![crate::broadcasts::reads_stream(ctx.user.id)],
+    })
+}

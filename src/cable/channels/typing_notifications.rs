@@ -1,0 +1,23 @@
+//! `TypingNotificationsChannel` (Campfire `app/channels/typing_notifications_channel.rb`):
+//! actions `start` and `stop` broadcast `{action, user: {id, name}}` to the room.
+
+use serde_json::{Map, Value};
+
+use super::{member_room, ChannelContext, Channel, Outcome, Subscribed};
+use crate::db::rooms::Room;
+
+/// `subscribed`: members of the room only.
+pub async fn subscribe(ctx: ChannelContext<'_>, params: &Map<String, Value>) -> anyhow::Result<Outcome> {
+    let Some(room) = member_room(ctx, params).await? else { return Ok(Outcome::Reject) };
+    let stream = crate::broadcasts::typing_stream(&ctx.state.config.gid_app, &room);
+    Ok(Outcome::Confirm(Subscribed { channel: Channel::TypingNotifications(room), streams: vec![stream] }))
+}
+
+/// Actions `start` and `stop`.
+pub fn perform(ctx: ChannelContext<'_>, room: &Room, action: &str) -> bool {
+    if !matches!(action, "start" | "stop") {
+        return false;
+    }
+    crate::broadcasts::typing(ctx.state, room, action, ctx.user.id, &ctx.user.name);
+    true
+}

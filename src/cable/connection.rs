@@ -1,0 +1,232 @@
+//! One Action Cable connection, from the socket handed over by the upgrade to its close.
+//!
+//! The welcome (or the `unauthorized` disconnect) is written straight to the socket before the
+//! fan-out engine takes the write half over, so it is always the first frame. After that, this
+//! task reads client frames (a well-kept WebSocket reader: masked, fragmented, control frames
+//! interleaved) and applies commands strictly in the order they arrived; everything it sends
+//! goes through the engine's queue for this connection.
+//!
+//! A subscribe attaches the subscription's streams first and queues `confirm_subscription`
+//! after, so no broadcast after the confirm can be missed (Rails: `ensure_confirmation_sent`).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use fastwebsockets::{OpCode, Role, WebSocketError};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use super::channels::{self, ChannelContext, Outcome, Subscribed};
+use super::protocol::{self, Command, DisconnectReason};
+use crate::app::SharedState;
+use crate::db::users::User;
+use crate::fanout::frame::Frame;
+use crate::fanout::Connection;
+
+/// Largest accepted client message, in bytes; a larger one closes with 1009 (RFC 6455 §7.4.1).
+pub const MAX_MESSAGE_BYTES: usize = 1024 * 1024;
+
+/// RFC 6455 §7.4.1 close codes used here.
+pub mod close_code {
+    /// Normal closure.
+    pub const NORMAL: u16 = 1000;
+    /// Protocol error.
+    pub const PROTOCOL_ERROR: u16 = 1002;
+    /// Invalid frame payload data (e.g. a text frame that is not UTF-8).
+    pub const INVALID_PAYLOAD: u16 = 1007;
+    /// Message too big.
+    pub const MESSAGE_TOO_BIG: u16 = 1009;
+}
+
+/// A subscription of this connection.
+#[derive(Debug)]
+struct Subscription {
+    subscribed: Subscribed,
+}
+
+/// Runs a connection to its end. `leftover` holds bytes the HTTP layer read past the
+/// handshake (a client may send its first command in the same packet).
+pub async fn run(state: SharedState, stream: TcpStream, leftover: Bytes, user: Option<User>, session_token: Option<String>) {
+    let _ = stream.set_nodelay(true);
+    let (read_half, mut write_half) = stream.into_split();
+    let Some(user) = user else {
+        // Rails: reject_unauthorized_connection → disconnect frame, close 1000, no welcome.
+        let mut bytes = Frame::text(&protocol::disconnect(DisconnectReason::Unauthorized, false)).0.to_vec();
+        bytes.extend_from_slice(&Frame::close(close_code::NORMAL, "").0);
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(5), async {
+            let _ = write_half.write_all(&bytes).await;
+            let _ = write_half.shutdown().await;
+            // Wait for the client's close (or EOF) so the close handshake completes.
+            let mut sink = [0u8; 512];
+            let mut rd = read_half;
+            while let Ok(n) = rd.read(&mut sink).await {
+                if n == 0 {
+                    break;
+                }
+            }
+        })
+        .await;
+        tracing::info!("An unauthorized connection attempt was rejected");
+        return;
+    };
+    if write_half.write_all(&Frame::text(protocol::WELCOME).0).await.is_err() {
+        return;
+    }
+    let conn = state.fanout.attach(write_half);
+    state.cable.register(user.id, session_token, conn.clone());
+    let mut reader = Reader { state: state.clone(), user, conn: conn.clone(), subscriptions: HashMap::new() };
+    reader.read_loop(read_half, leftover).await;
+    reader.unsubscribe_all().await;
+    state.cable.deregister(conn.id());
+    if !conn.is_closed() {
+        conn.abort();
+    }
+}
+
+struct Reader {
+    state: SharedState,
+    user: User,
+    conn: Connection,
+    subscriptions: HashMap<Arc<str>, Subscription>,
+}
+
+impl Reader {
+    async fn read_loop(&mut self, read_half: tokio::net::tcp::OwnedReadHalf, leftover: Bytes) {
+        let source = std::io::Cursor::new(leftover).chain(read_half);
+        let (ws_read, _) = fastwebsockets::after_handshake_split(source, tokio::io::sink(), Role::Server);
+        let mut ws = fastwebsockets::FragmentCollectorRead::new(ws_read);
+        let conn = self.conn.clone();
+        let mut obligated = move |frame: fastwebsockets::Frame<'_>| {
+            match frame.opcode {
+                OpCode::Pong => {
+                    conn.send(Frame::pong(&frame.payload));
+                }
+                OpCode::Close => {
+                    let code = if frame.payload.len() >= 2 {
+                        u16::from_be_bytes([frame.payload[0], frame.payload[1]])
+                    } else {
+                        close_code::NORMAL
+                    };
+                    conn.close(&[Frame::close(code, "")]);
+                }
+                _ => {}
+            }
+            std::future::ready(Ok::<(), std::convert::Infallible>(()))
+        };
+        loop {
+            let frame = tokio::select! {
+                biased;
+                _ = self.conn.closed() => return,
+                frame = ws.read_frame(&mut obligated) => frame,
+            };
+            match frame {
+                Ok(frame) => match frame.opcode {
+                    OpCode::Text => match std::str::from_utf8(&frame.payload) {
+                        Ok(text) => {
+                            let text = text.to_owned();
+                            self.handle_text(&text).await;
+                        }
+                        Err(_) => return self.close_with_code(close_code::INVALID_PAYLOAD),
+                    },
+                    OpCode::Binary => tracing::warn!("Couldn't handle non-string message"),
+                    OpCode::Close => return,
+                    _ => {}
+                },
+                Err(WebSocketError::InvalidUTF8) => return self.close_with_code(close_code::INVALID_PAYLOAD),
+                Err(WebSocketError::FrameTooLarge) => return self.close_with_code(close_code::MESSAGE_TOO_BIG),
+                Err(WebSocketError::UnexpectedEOF) | Err(WebSocketError::IoError(_)) => return,
+                Err(e) => {
+                    tracing::debug!(error = %e, "WebSocket protocol error");
+                    return self.close_with_code(close_code::PROTOCOL_ERROR);
+                }
+            }
+        }
+    }
+
+    fn close_with_code(&self, code: u16) {
+        self.conn.close(&[Frame::close(code, "")]);
+    }
+
+    fn ctx(&self) -> ChannelContext<'_> {
+        ChannelContext { state: &self.state, user: &self.user }
+    }
+
+    async fn handle_text(&mut self, text: &str) {
+        let command = match protocol::parse_command(text) {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::warn!(error = %e, "Could not execute command");
+                return;
+            }
+        };
+        let result = match command {
+            Command::Subscribe { identifier } => self.subscribe(identifier).await,
+            Command::Unsubscribe { identifier } => self.unsubscribe(&identifier).await,
+            Command::Message { identifier, data } => self.perform(&identifier, &data).await,
+        };
+        if let Err(e) = result {
+            tracing::warn!(error = %e, "Could not execute command");
+        }
+    }
+
+    async fn subscribe(&mut self, identifier: Arc<str>) -> anyhow::Result<()> {
+        if self.subscriptions.contains_key(&identifier) {
+            // Rails ignores a duplicate subscribe silently (no second confirm).
+            return Ok(());
+        }
+        let Some((channel, params)) = protocol::identifier_params(&identifier) else {
+            anyhow::bail!("identifier is not a JSON object with a channel: {identifier}");
+        };
+        let escaping = self.state.json;
+        match channels::subscribe(self.ctx(), &channel, &params).await? {
+            Outcome::Confirm(subscribed) => {
+                let variant = protocol::variant(&identifier, escaping);
+                for stream in &subscribed.streams {
+                    self.conn.subscribe(stream, &variant);
+                }
+                self.conn.send(Frame::text(&protocol::confirm(&identifier, escaping)));
+                self.subscriptions.insert(identifier, Subscription { subscribed });
+            }
+            Outcome::Reject => {
+                self.conn.send(Frame::text(&protocol::reject(&identifier, escaping)));
+            }
+            Outcome::UnknownChannel => {
+                tracing::warn!("Subscription class not found: {channel:?}");
+            }
+        }
+        Ok(())
+    }
+
+    async fn unsubscribe(&mut self, identifier: &Arc<str>) -> anyhow::Result<()> {
+        let Some(sub) = self.subscriptions.remove(identifier) else {
+            anyhow::bail!("Unable to find subscription with identifier: {identifier}");
+        };
+        for stream in &sub.subscribed.streams {
+            self.conn.unsubscribe(stream, identifier);
+        }
+        channels::unsubscribed(self.ctx(), &sub.subscribed).await
+    }
+
+    async fn perform(&mut self, identifier: &Arc<str>, data: &str) -> anyhow::Result<()> {
+        let Some(sub) = self.subscriptions.get(identifier) else {
+            anyhow::bail!("Unable to find subscription with identifier: {identifier}");
+        };
+        let subscribed = sub.subscribed.clone();
+        let decoded: serde_json::Value = serde_json::from_str(data)?;
+        let action = decoded.get("action").and_then(|a| a.as_str()).filter(|a| !a.is_empty()).unwrap_or("receive");
+        if !channels::perform(self.ctx(), &subscribed, action).await? {
+            tracing::warn!("Unable to process {identifier}#{action}");
+        }
+        Ok(())
+    }
+
+    async fn unsubscribe_all(&mut self) {
+        let subs: Vec<Subscription> = self.subscriptions.drain().map(|(_, s)| s).collect();
+        for sub in subs {
+            if let Err(e) = channels::unsubscribed(self.ctx(), &sub.subscribed).await {
+                tracing::warn!(error = %e, "unsubscribed failed");
+            }
+        }
+    }
+}

@@ -1,0 +1,174 @@
+//! Queries on `rooms` and `memberships` (Campfire's `Room` STI kinds open/closed/direct and
+//! `Membership` with involvement, unread and presence columns).
+
+use sqlx::SqlitePool;
+
+/// A membership counts as connected while `connected_at` is this recent (Campfire's
+/// `Membership::Connectable::CONNECTION_TTL`, 60 s).
+pub const CONNECTION_TTL_MS: i64 = 60_000;
+
+/// A room row.
+#[derive(Clone, Debug, sqlx::FromRow, PartialEq, Eq)]
+pub struct Room {
+    /// Primary key.
+    pub id: i64,
+    /// Name; direct rooms have none.
+    pub name: Option<String>,
+    /// `open`, `closed` or `direct` (Campfire's `Rooms::Open`, `Rooms::Closed`, `Rooms::Direct`).
+    pub kind: String,
+    /// Bumped by every new message (`belongs_to :room, touch: true`), in ms.
+    pub updated_at: i64,
+}
+
+impl Room {
+    /// The GlobalID model name of this room's class (`Rooms::Open`, …).
+    pub fn model_name(&self) -> &'static str {
+        match self.kind.as_str() {
+            "closed" => "Rooms::Closed",
+            "direct" => "Rooms::Direct",
+            _ => "Rooms::Open",
+        }
+    }
+
+    /// `dom_id(room, :messages)`: the id of the message container and the target of appends
+    /// (`messages_rooms_open_1`).
+    pub fn messages_target(&self) -> String {
+        format!("messages_rooms_{}_{}", self.kind, self.id)
+    }
+
+    /// The name shown for the room (`"Direct message"` for unnamed direct rooms).
+    pub fn display_name(&self) -> &str {
+        self.name.as_deref().unwrap_or("Direct message")
+    }
+}
+
+/// A room in a user's sidebar, with that user's unread mark.
+#[derive(Clone, Debug, sqlx::FromRow, PartialEq, Eq)]
+pub struct SidebarRoom {
+    /// Room id.
+    pub id: i64,
+    /// Room name (None for direct rooms).
+    pub name: Option<String>,
+    /// Room kind.
+    pub kind: String,
+    /// Whether this user has unread messages in it.
+    pub unread: bool,
+}
+
+/// Finds a room by id.
+pub async fn find(pool: &SqlitePool, id: i64) -> sqlx::Result<Option<Room>> {
+    sqlx::query_as("SELECT id, name, kind, updated_at FROM rooms WHERE id = ?")
+        .bind(id)
+        .fetch_optional(pool)
+        .await
+}
+
+/// Finds a room by id only when `user_id` is a member of it (Campfire's
+/// `Current.user.rooms.find`): the way every room route looks rooms up, so that a
+/// non-member gets a 404.
+pub async fn find_for_member(pool: &SqlitePool, id: i64, user_id: i64) -> sqlx::Result<Option<Room>> {
+    sqlx::query_as(
+        "SELECT r.id, r.name, r.kind, r.updated_at FROM rooms r \
+         JOIN memberships m ON m.room_id = r.id WHERE r.id = ? AND m.user_id = ?",
+    )
+    .bind(id)
+    .bind(user_id)
+    .fetch_optional(pool)
+    .await
+}
+
+/// The rooms of a user's sidebar, visible memberships only, shared rooms by name then
+/// direct rooms.
+pub async fn for_sidebar(pool: &SqlitePool, user_id: i64) -> sqlx::Result<Vec<SidebarRoom>> {
+    sqlx::query_as(
+        "SELECT r.id, r.name, r.kind, (m.unread_at IS NOT NULL) AS unread FROM rooms r \
+         JOIN memberships m ON m.room_id = r.id \
+         WHERE m.user_id = ? AND m.involvement != 'invisible' \
+         ORDER BY r.kind = 'direct', r.name COLLATE NOCASE, r.id",
+    )
+    .bind(user_id)
+    .fetch_all(pool)
+    .await
+}
+
+/// The first room of a user, for `GET /` when no room was visited yet.
+pub async fn first_for_user(pool: &SqlitePool, user_id: i64) -> sqlx::Result<Option<i64>> {
+    sqlx::query_scalar("SELECT room_id FROM memberships WHERE user_id = ? ORDER BY room_id LIMIT 1")
+        .bind(user_id)
+        .fetch_optional(pool)
+        .await
+}
+
+/// Ids of every member of a room (Campfire's `room.memberships.pluck(:user_id)`).
+pub async fn member_ids(pool: &SqlitePool, room_id: i64) -> sqlx::Result<Vec<i64>> {
+    sqlx::query_scalar("SELECT user_id FROM memberships WHERE room_id = ? ORDER BY user_id")
+        .bind(room_id)
+        .fetch_all(pool)
+        .await
+}
+
+/// Marks a membership present (Campfire's `Membership#present`): one more connection (or 1
+/// when the last was stale), `connected_at` now, `unread_at` cleared. Returns false when the
+/// user is not a member.
+pub async fn present(pool: &SqlitePool, room_id: i64, user_id: i64) -> sqlx::Result<bool> {
+    let now = super::now_ms();
+    let changed = sqlx::query(
+        "UPDATE memberships SET \
+           connections = CASE WHEN connected_at IS NOT NULL AND connected_at >= ? THEN connections + 1 ELSE 1 END, \
+           connected_at = ?, unread_at = NULL, updated_at = ? \
+         WHERE room_id = ? AND user_id = ?",
+    )
+    .bind(now - CONNECTION_TTL_MS)
+    .bind(now)
+    .bind(now)
+    .bind(room_id)
+    .bind(user_id)
+    .execute(pool)
+    .await?
+    .rows_affected();
+    Ok(changed > 0)
+}
+
+/// Marks one connection gone (Campfire's `Membership#disconnected`): `connections - 1`, and
+/// `connected_at` cleared when none is left.
+pub async fn absent(pool: &SqlitePool, room_id: i64, user_id: i64) -> sqlx::Result<()> {
+    sqlx::query(
+        "UPDATE memberships SET \
+           connections = MAX(connections - 1, 0), \
+           connected_at = CASE WHEN connections - 1 < 1 THEN NULL ELSE connected_at END, \
+           updated_at = ? \
+         WHERE room_id = ? AND user_id = ?",
+    )
+    .bind(super::now_ms())
+    .bind(room_id)
+    .bind(user_id)
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
+/// Keeps a membership connected (Campfire's `Membership#refresh_connection`).
+pub async fn refresh_connection(pool: &SqlitePool, room_id: i64, user_id: i64) -> sqlx::Result<()> {
+    let now = super::now_ms();
+    sqlx::query("UPDATE memberships SET connected_at = ?, updated_at = ? WHERE room_id = ? AND user_id = ?")
+        .bind(now)
+        .bind(now)
+        .bind(room_id)
+        .bind(user_id)
+        .execute(pool)
+        .await?;
+    Ok(())
+}
+
+/// Reads a membership's presence columns: `(connections, connected_at, unread_at)`.
+pub async fn membership_state(
+    pool: &SqlitePool,
+    room_id: i64,
+    user_id: i64,
+) -> sqlx::Result<Option<(i64, Option<i64>, Option<i64>)>> {
+    sqlx::query_as("SELECT connections, connected_at, unread_at FROM memberships WHERE room_id = ? AND user_id = ?")
+        .bind(room_id)
+        .bind(user_id)
+        .fetch_optional(pool)
+        .await
+}

@@ -1,0 +1,77 @@
+//! Queries on `sessions` (Campfire's `Session`, `has_secure_token`): one row per login, found
+//! by the random token that the signed `session_token` cookie carries.
+
+use sqlx::SqlitePool;
+
+use super::users::User;
+
+/// How often `last_active_at` is refreshed at most (Campfire: once an hour).
+pub const ACTIVITY_REFRESH_MS: i64 = 60 * 60 * 1000;
+
+/// A new random session token: 24 alphanumeric characters, as Rails' `has_secure_token`.
+pub fn new_token() -> String {
+    use rand::RngExt;
+    const ALPHABET: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+    let mut rng = rand::rng();
+    (0..24).map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char).collect()
+}
+
+/// Starts a session for `user_id` and returns its token (Campfire's `Session.start!`).
+pub async fn start(
+    pool: &SqlitePool,
+    user_id: i64,
+    ip_address: Option<&str>,
+    user_agent: Option<&str>,
+) -> sqlx::Result<String> {
+    let token = new_token();
+    let now = super::now_ms();
+    sqlx::query(
+        "INSERT INTO sessions (user_id, token, ip_address, user_agent, last_active_at, created_at, updated_at) \
+         VALUES (?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(user_id)
+    .bind(&token)
+    .bind(ip_address)
+    .bind(user_agent)
+    .bind(now)
+    .bind(now)
+    .bind(now)
+    .execute(pool)
+    .await?;
+    Ok(token)
+}
+
+/// Resolves a session token to its **active** user, refreshing `last_active_at` at most once
+/// per [`ACTIVITY_REFRESH_MS`] (Campfire's `Session#resume`).
+pub async fn resume(pool: &SqlitePool, token: &str) -> sqlx::Result<Option<User>> {
+    let row: Option<(i64, i64, String, Option<String>, String, String)> = sqlx::query_as(
+        "SELECT s.last_active_at, u.id, u.name, u.email_address, u.role, u.status \
+         FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.token = ?",
+    )
+    .bind(token)
+    .fetch_optional(pool)
+    .await?;
+    let Some((last_active_at, id, name, email_address, role, status)) = row else { return Ok(None) };
+    let user = User { id, name, email_address, role, status };
+    if !user.is_active() {
+        return Ok(None);
+    }
+    let now = super::now_ms();
+    if now - last_active_at > ACTIVITY_REFRESH_MS {
+        sqlx::query("UPDATE sessions SET last_active_at = ?, updated_at = ? WHERE token = ?")
+            .bind(now)
+            .bind(now)
+            .bind(token)
+            .execute(pool)
+            .await?;
+    }
+    Ok(Some(user))
+}
+
+/// Destroys the session with this token; returns the user id it belonged to.
+pub async fn destroy(pool: &SqlitePool, token: &str) -> sqlx::Result<Option<i64>> {
+    sqlx::query_scalar("DELETE FROM sessions WHERE token = ? RETURNING user_id")
+        .bind(token)
+        .fetch_optional(pool)
+        .await
+}

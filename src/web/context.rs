@@ -1,0 +1,248 @@
+//! The per-request context: cookies, the signed-in user, the CSRF secret and the form.
+//!
+//! [`prepare`] wraps the whole router (it must run before routing, since the `_method` form
+//! override changes the method that routing sees, as Rack's `MethodOverride` does).
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, Method};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use super::csrf::CsrfSecret;
+use super::error::AppError;
+use super::form::Form;
+use crate::app::SharedState;
+use crate::db::users::User;
+
+/// Name of the signed cookie holding the session token (Campfire's `session_token`).
+pub const SESSION_COOKIE: &str = "session_token";
+/// Name of the signed cookie holding the CSRF secret (Campfire's `_campfire_session`).
+pub const CSRF_COOKIE: &str = "_hearth_session";
+/// Name of the cookie remembering the last visited room (Campfire's `last_room`).
+pub const LAST_ROOM_COOKIE: &str = "last_room";
+/// Lifetime of permanent cookies (Rails' `cookies.permanent`: 20 years), in seconds.
+pub const PERMANENT_SECS: u64 = 20 * 365 * 24 * 3600;
+
+/// What [`prepare`] learned about a request.
+#[derive(Clone, Debug)]
+pub struct Ctx {
+    /// The signed-in, active user, if any.
+    pub user: Option<User>,
+    /// The verified session token, if any.
+    pub session_token: Option<String>,
+    /// The browser's CSRF secret.
+    pub csrf: CsrfSecret,
+    /// The parsed form of a urlencoded body (empty otherwise).
+    pub form: Arc<Form>,
+    /// The raw body of a state-changing request.
+    pub body: Bytes,
+    /// The client's IP address.
+    pub ip: IpAddr,
+    /// Whether the request came over TLS (directly or per `X-Forwarded-Proto`).
+    pub secure: bool,
+    /// Every cookie of the request, undecoded.
+    pub cookies: Arc<Vec<(String, String)>>,
+}
+
+impl Ctx {
+    /// The signed-in user, or 401 when there is none.
+    pub fn require_user(&self) -> Result<&User, AppError> {
+        self.user.as_ref().ok_or(AppError::Unauthorized)
+    }
+
+    /// A freshly masked authenticity token for a page.
+    pub fn csrf_token(&self) -> String {
+        self.csrf.masked_token()
+    }
+
+    /// The raw value of cookie `name`.
+    pub fn cookie(&self, name: &str) -> Option<&str> {
+        self.cookies.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+    }
+}
+
+/// Parses every `Cookie` header into `(name, value)` pairs.
+pub fn parse_cookies(headers: &HeaderMap) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for value in headers.get_all(header::COOKIE) {
+        let Ok(text) = value.to_str() else { continue };
+        for part in text.split(';') {
+            if let Some((name, value)) = part.trim().split_once('=') {
+                out.push((name.trim().to_owned(), value.trim().to_owned()));
+            }
+        }
+    }
+    out
+}
+
+/// A `Set-Cookie` value: `name=value; path=/; [expires]; HttpOnly; SameSite=Lax; [Secure]`.
+/// `value` must already be cookie-safe (signed values are percent-escaped by the jar).
+pub fn set_cookie(name: &str, value: &str, max_age_secs: Option<u64>, secure: bool) -> HeaderValue {
+    let mut s = format!("{name}={value}; path=/");
+    if let Some(secs) = max_age_secs {
+        let expires = httpdate::fmt_http_date(std::time::SystemTime::now() + std::time::Duration::from_secs(secs));
+        s.push_str(&format!("; expires={expires}"));
+    }
+    s.push_str("; HttpOnly; SameSite=Lax");
+    if secure {
+        s.push_str("; Secure");
+    }
+    HeaderValue::from_str(&s).unwrap_or_else(|_| HeaderValue::from_static(""))
+}
+
+/// A `Set-Cookie` value that deletes cookie `name`.
+pub fn delete_cookie(name: &str) -> HeaderValue {
+    HeaderValue::from_str(&format!("{name}=; path=/; max-age=0; expires=Thu, 01 Jan 1970 00:00:00 GMT"))
+        .unwrap_or_else(|_| HeaderValue::from_static(""))
+}
+
+/// Whether a path is a bot route (`/rooms/{id}/{user_id}-{bot_token}/messages`), which
+/// authenticates by the key in the path and is exempt from CSRF (Campfire's
+/// `allow_bot_access`).
+pub fn is_bot_path(path: &str) -> bool {
+    let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
+    matches!(parts.as_slice(), ["rooms", room, key, "messages"]
+        if room.parse::<i64>().is_ok()
+            && key.split_once('-').is_some_and(|(id, token)| id.parse::<i64>().is_ok()
+                && !token.is_empty() && token.bytes().all(|b| b.is_ascii_alphanumeric())))
+}
+
+/// The middleware that builds [`Ctx`] (see the module docs). Answers 413 for a body over
+/// the limit, 400 for a malformed form and 422 for a missing or wrong CSRF token.
+pub async fn prepare(State(state): State<SharedState>, request: Request, next: Next) -> Response {
+    match prepare_inner(&state, request).await {
+        Ok((request, new_csrf_cookie, secure)) => {
+            let mut response = next.run(request).await;
+            if let Some(secret) = new_csrf_cookie {
+                let value = state.cookies.sign(CSRF_COOKIE, &secret.encode(), None);
+                response.headers_mut().append(header::SET_COOKIE, set_cookie(CSRF_COOKIE, &value, None, secure));
+            }
+            response
+        }
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn prepare_inner(
+    state: &SharedState,
+    request: Request,
+) -> Result<(Request, Option<CsrfSecret>, bool), AppError> {
+    let (mut parts, body) = request.into_parts();
+    let cookies = parse_cookies(&parts.headers);
+    let find = |name: &str| cookies.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str());
+    let secure = parts
+        .headers
+        .get("x-forwarded-proto")
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"https"));
+    let ip = parts
+        .extensions
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|c| c.0.ip())
+        .unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST));
+
+    let stored_csrf = find(CSRF_COOKIE)
+        .and_then(|v| state.cookies.verify(CSRF_COOKIE, v))
+        .and_then(|v| CsrfSecret::decode(&v));
+    let (csrf, new_csrf_cookie) = match stored_csrf {
+        Some(secret) => (secret, None),
+        None => {
+            let secret = CsrfSecret::generate();
+            (secret.clone(), Some(secret))
+        }
+    };
+
+    let session_token = find(SESSION_COOKIE).and_then(|v| state.cookies.verify(SESSION_COOKIE, v));
+    let user = match &session_token {
+        Some(token) => crate::db::sessions::resume(&state.pool, token).await?,
+        None => None,
+    };
+    let session_token = session_token.filter(|_| user.is_some());
+
+    let safe = matches!(parts.method, Method::GET | Method::HEAD | Method::OPTIONS);
+    let (body_bytes, form) = if safe {
+        (Bytes::new(), Form::default())
+    } else {
+        let limit = state.config.max_body_bytes;
+        let declared = parts
+            .headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        if declared.is_some_and(|n| n > limit as u64) {
+            return Err(AppError::PayloadTooLarge);
+        }
+        let bytes = axum::body::to_bytes(body, limit).await.map_err(|_| AppError::PayloadTooLarge)?;
+        let urlencoded = parts
+            .headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("application/x-www-form-urlencoded"));
+        let form = if urlencoded { Form::parse(&bytes).map_err(AppError::BadRequest)? } else { Form::default() };
+        (bytes, form)
+    };
+
+    if parts.method == Method::POST {
+        if let Some(method) = form.get("_method") {
+            parts.method = match method.to_ascii_lowercase().as_str() {
+                "delete" => Method::DELETE,
+                "patch" => Method::PATCH,
+                "put" => Method::PUT,
+                _ => Method::POST,
+            };
+        }
+    }
+
+    if !safe && !is_bot_path(parts.uri.path()) {
+        let token = parts
+            .headers
+            .get("x-csrf-token")
+            .and_then(|v| v.to_str().ok())
+            .or_else(|| form.get("authenticity_token"));
+        if !token.is_some_and(|t| csrf.verify(t)) {
+            tracing::info!(path = %parts.uri.path(), "CSRF token missing or invalid");
+            return Err(AppError::Unprocessable("Can't verify CSRF token authenticity.".into()));
+        }
+    }
+
+    let ctx = Ctx {
+        user,
+        session_token,
+        csrf,
+        form: Arc::new(form),
+        body: body_bytes.clone(),
+        ip,
+        secure,
+        cookies: Arc::new(cookies),
+    };
+    parts.extensions.insert(ctx);
+    Ok((Request::from_parts(parts, Body::from(body_bytes)), new_csrf_cookie, secure))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bot_paths() {
+        assert!(is_bot_path("/rooms/1/5-abcDEF123456/messages"));
+        assert!(!is_bot_path("/rooms/1/messages"));
+        assert!(!is_bot_path("/rooms/1/messages/5"));
+        assert!(!is_bot_path("/rooms/1/x-/messages"));
+        assert!(!is_bot_path("/rooms/x/5-abc/messages"));
+    }
+
+    #[test]
+    fn cookies_parse() {
+        let mut h = HeaderMap::new();
+        h.append(header::COOKIE, HeaderValue::from_static("a=1; b=x%3D%3D--ff"));
+        h.append(header::COOKIE, HeaderValue::from_static("c=3"));
+        assert_eq!(
+            parse_cookies(&h),
+            vec![("a".into(), "1".into()), ("b".into(), "x%3D%3D--ff".into()), ("c".into(), "3".into())]
+        );
+    }
+}

@@ -1,0 +1,83 @@
+//! Errors of HTTP handlers and the pages they turn into.
+//!
+//! A handler returns `Result<_, AppError>`; each variant has one status. Database and other
+//! internal errors are logged with their detail and shown to the client as a generic 500
+//! page: no SQL, path or secret ever reaches a response.
+
+use axum::http::StatusCode;
+use axum::response::{Html, IntoResponse, Response};
+
+use super::render::ErrorPage;
+
+/// What went wrong in a request, mapped to its HTTP status.
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    /// 404: unknown route, room or message, or a room the user is not a member of.
+    #[error("not found")]
+    NotFound,
+    /// 400: malformed request (invalid UTF-8, bad parameter).
+    #[error("bad request: {0}")]
+    BadRequest(String),
+    /// 401: not signed in, or a bad bot key.
+    #[error("unauthorized")]
+    Unauthorized,
+    /// 403: signed in but not allowed.
+    #[error("forbidden")]
+    Forbidden,
+    /// 413: body over the configured limit.
+    #[error("payload too large")]
+    PayloadTooLarge,
+    /// 422: missing or invalid CSRF token, or a missing/invalid field.
+    #[error("unprocessable: {0}")]
+    Unprocessable(String),
+    /// 429: login rate limit reached.
+    #[error("too many requests")]
+    TooManyRequests,
+    /// 500: anything else; the detail is logged, not shown.
+    #[error("internal error: {0}")]
+    Internal(#[from] anyhow::Error),
+}
+
+impl From<sqlx::Error> for AppError {
+    fn from(e: sqlx::Error) -> Self {
+        AppError::Internal(e.into())
+    }
+}
+
+impl AppError {
+    /// The HTTP status of this error.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            AppError::NotFound => StatusCode::NOT_FOUND,
+            AppError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            AppError::Unauthorized => StatusCode::UNAUTHORIZED,
+            AppError::Forbidden => StatusCode::FORBIDDEN,
+            AppError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            AppError::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            AppError::TooManyRequests => StatusCode::TOO_MANY_REQUESTS,
+            AppError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+}
+
+impl IntoResponse for AppError {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        let (title, detail): (&str, String) = match &self {
+            AppError::NotFound => ("Not found", "The page you were looking for doesn't exist.".into()),
+            AppError::BadRequest(why) => ("Bad request", why.clone()),
+            AppError::Unauthorized => ("Unauthorized", "Please sign in.".into()),
+            AppError::Forbidden => ("Forbidden", "You are not allowed to do that.".into()),
+            AppError::PayloadTooLarge => ("Payload too large", "The request body is over the limit.".into()),
+            AppError::Unprocessable(why) => ("Unprocessable", why.clone()),
+            AppError::TooManyRequests => ("Too many requests", "Try again later.".into()),
+            AppError::Internal(e) => {
+                tracing::error!(error = %e, "request failed");
+                ("Something went wrong", "Please try again.".into())
+            }
+        };
+        let page = ErrorPage { csrf_token: "", title, detail: &detail };
+        let body = askama::Template::render(&page).unwrap_or_else(|_| title.to_owned());
+        (status, Html(body)).into_response()
+    }
+}

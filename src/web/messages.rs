@@ -1,0 +1,226 @@
+//! Posting, editing, deleting and boosting messages (Campfire's `MessagesController`,
+//! `Messages::ByBotsController` and `Messages::BoostsController`).
+//!
+//! A post is stored in one transaction with its membership updates and only then handed to
+//! the fan-out engine; the response never waits for a socket write.
+
+use axum::extract::{Path, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::Extension;
+
+use super::context::Ctx;
+use super::error::AppError;
+use super::rooms::TURBO_STREAM;
+use crate::app::SharedState;
+use crate::broadcasts;
+use crate::db::{messages, rooms, users};
+
+/// Longest accepted `client_message_id`, in bytes.
+pub const MAX_CLIENT_MESSAGE_ID: usize = 64;
+
+/// Whether the client asked for a turbo-stream answer.
+fn wants_turbo_stream(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.contains("text/vnd.turbo-stream.html"))
+}
+
+fn turbo_response(status: StatusCode, body: String) -> Response {
+    (status, [(header::CONTENT_TYPE, HeaderValue::from_static(TURBO_STREAM))], body).into_response()
+}
+
+fn back_to_room(room_id: i64) -> Response {
+    let mut r = Redirect::to(&format!("/rooms/{room_id}")).into_response();
+    *r.status_mut() = StatusCode::FOUND;
+    r
+}
+
+/// Turns typed plain text into message body HTML: escaped, lines joined with `<br>`, inside a
+/// `<div>` (the shape of an Action Text body).
+pub fn body_html(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 16);
+    out.push_str("<div>");
+    for (i, line) in text.trim().lines().enumerate() {
+        if i > 0 {
+            out.push_str("<br>");
+        }
+        for c in line.chars() {
+            match c {
+                '<' => out.push_str("&lt;"),
+                '>' => out.push_str("&gt;"),
+                '&' => out.push_str("&amp;"),
+                '"' => out.push_str("&quot;"),
+                '\'' => out.push_str("&#39;"),
+                c => out.push(c),
+            }
+        }
+    }
+    out.push_str("</div>");
+    out
+}
+
+fn parse_id(raw: &str) -> Result<i64, AppError> {
+    raw.parse::<i64>().map_err(|_| AppError::NotFound)
+}
+
+fn client_message_id(given: Option<&str>) -> Result<String, AppError> {
+    match given.map(str::trim).filter(|s| !s.is_empty()) {
+        None => Ok(broadcasts::new_client_message_id()),
+        Some(id) if id.len() <= MAX_CLIENT_MESSAGE_ID
+            && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') =>
+        {
+            Ok(id.to_owned())
+        }
+        Some(_) => Err(AppError::Unprocessable(format!(
+            "message[client_message_id] must be 1-{MAX_CLIENT_MESSAGE_ID} letters, digits, '-' or '_'"
+        ))),
+    }
+}
+
+/// `POST /rooms/{room_id}/messages` with `message[body]` and `message[client_message_id]`:
+/// 200 turbo-stream `append` when asked for, else 302 back to the room. Non-members get 404,
+/// a blank body 422.
+pub async fn create(
+    State(state): State<SharedState>,
+    Extension(ctx): Extension<Ctx>,
+    Path(room_id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, AppError> {
+    let user = ctx.require_user()?;
+    let room = rooms::find_for_member(&state.pool, parse_id(&room_id)?, user.id).await?.ok_or(AppError::NotFound)?;
+    let text = ctx.form.get("message[body]").unwrap_or("");
+    if text.trim().is_empty() {
+        return Err(AppError::Unprocessable("message[body] can't be blank".into()));
+    }
+    let cid = client_message_id(ctx.form.get("message[client_message_id]"))?;
+    let created = messages::create(&state.pool, room.id, user.id, &user.name, &cid, &body_html(text)).await?;
+    let html = broadcasts::message_append(&room, &created.message);
+    broadcasts::message_created(&state, &room, &html, &created.member_ids);
+    if wants_turbo_stream(&headers) {
+        Ok(turbo_response(StatusCode::OK, html))
+    } else {
+        Ok(back_to_room(room.id))
+    }
+}
+
+/// `POST /rooms/{room_id}/{bot_key}/messages`: a bot posts the raw request body as the
+/// message text; 201 with `Location`. A bad key gets 401; a room the bot is not in, 404.
+pub async fn create_by_bot(
+    State(state): State<SharedState>,
+    Extension(ctx): Extension<Ctx>,
+    Path((room_id, bot_key)): Path<(String, String)>,
+) -> Result<Response, AppError> {
+    let bot = users::authenticate_bot(&state.pool, &bot_key).await?.ok_or(AppError::Unauthorized)?;
+    let room = rooms::find_for_member(&state.pool, parse_id(&room_id)?, bot.id).await?.ok_or(AppError::NotFound)?;
+    let text = std::str::from_utf8(&ctx.body).map_err(|_| AppError::BadRequest("body is not valid UTF-8".into()))?;
+    if text.trim().is_empty() {
+        return Err(AppError::Unprocessable("message body can't be blank".into()));
+    }
+    let cid = broadcasts::new_client_message_id();
+    let created = messages::create(&state.pool, room.id, bot.id, &bot.name, &cid, &body_html(text)).await?;
+    let html = broadcasts::message_append(&room, &created.message);
+    broadcasts::message_created(&state, &room, &html, &created.member_ids);
+    let location = format!("/rooms/{}/@{}", room.id, created.message.id);
+    Ok((StatusCode::CREATED, [(header::LOCATION, location)]).into_response())
+}
+
+/// `PATCH /rooms/{room_id}/messages/{id}` with `message[body]`: the creator (or an
+/// administrator) edits; broadcasts a `replace`.
+pub async fn update(
+    State(state): State<SharedState>,
+    Extension(ctx): Extension<Ctx>,
+    Path((room_id, message_id)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Result<Response, AppError> {
+    let user = ctx.require_user()?;
+    let room = rooms::find_for_member(&state.pool, parse_id(&room_id)?, user.id).await?.ok_or(AppError::NotFound)?;
+    let message = messages::find(&state.pool, room.id, parse_id(&message_id)?).await?.ok_or(AppError::NotFound)?;
+    if message.creator_id != user.id && user.role != "administrator" {
+        return Err(AppError::Forbidden);
+    }
+    let text = ctx.form.get("message[body]").unwrap_or("");
+    if text.trim().is_empty() {
+        return Err(AppError::Unprocessable("message[body] can't be blank".into()));
+    }
+    let updated = messages::update_body(&state.pool, room.id, message.id, &body_html(text)).await?.ok_or(AppError::NotFound)?;
+    broadcasts::message_updated(&state, &room, &updated);
+    if wants_turbo_stream(&headers) {
+        let html = super::render::turbo_stream(
+            "replace",
+            &format!("message_{}", updated.client_message_id),
+            Some(&super::render::message(&updated)),
+        );
+        Ok(turbo_response(StatusCode::OK, html))
+    } else {
+        Ok(back_to_room(room.id))
+    }
+}
+
+/// `DELETE /rooms/{room_id}/messages/{id}`: the creator (or an administrator) deletes;
+/// broadcasts a `remove`.
+pub async fn destroy(
+    State(state): State<SharedState>,
+    Extension(ctx): Extension<Ctx>,
+    Path((room_id, message_id)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Result<Response, AppError> {
+    let user = ctx.require_user()?;
+    let room = rooms::find_for_member(&state.pool, parse_id(&room_id)?, user.id).await?.ok_or(AppError::NotFound)?;
+    let message = messages::find(&state.pool, room.id, parse_id(&message_id)?).await?.ok_or(AppError::NotFound)?;
+    if message.creator_id != user.id && user.role != "administrator" {
+        return Err(AppError::Forbidden);
+    }
+    let removed = messages::delete(&state.pool, room.id, message.id).await?.ok_or(AppError::NotFound)?;
+    broadcasts::message_removed(&state, &room, &removed);
+    if wants_turbo_stream(&headers) {
+        let html = super::render::turbo_stream("remove", &format!("message_{}", removed.client_message_id), None);
+        Ok(turbo_response(StatusCode::OK, html))
+    } else {
+        Ok(back_to_room(room.id))
+    }
+}
+
+/// `POST /messages/{id}/boosts` with `boost[content]` (at most 16 characters): broadcasts an
+/// `append` to the message's boosts container.
+pub async fn boost(
+    State(state): State<SharedState>,
+    Extension(ctx): Extension<Ctx>,
+    Path(message_id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, AppError> {
+    let user = ctx.require_user()?;
+    let message = messages::find_any(&state.pool, parse_id(&message_id)?).await?.ok_or(AppError::NotFound)?;
+    let room = rooms::find_for_member(&state.pool, message.room_id, user.id).await?.ok_or(AppError::NotFound)?;
+    let content = ctx.form.get("boost[content]").unwrap_or("").trim();
+    if content.is_empty() || content.chars().count() > 16 {
+        return Err(AppError::Unprocessable("boost[content] must be 1-16 characters".into()));
+    }
+    let boost = messages::boost(&state.pool, message.id, user.id, &user.name, content).await?;
+    let html = broadcasts::boost_created(&state, &room, &message, &boost);
+    if wants_turbo_stream(&headers) {
+        Ok(turbo_response(StatusCode::OK, html))
+    } else {
+        Ok(back_to_room(room.id))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn body_html_escapes_and_keeps_lines() {
+        assert_eq!(body_html("<script>alert(1)</script>"), "<div>&lt;script&gt;alert(1)&lt;/script&gt;</div>");
+        assert_eq!(body_html(" a\nb & c "), "<div>a<br>b &amp; c</div>");
+    }
+
+    #[test]
+    fn client_message_ids_are_checked() {
+        assert_eq!(client_message_id(Some("abc-1_2")).unwrap(), "abc-1_2");
+        assert!(client_message_id(Some("a\"><script>")).is_err());
+        assert!(client_message_id(Some(&"a".repeat(65))).is_err());
+        assert_eq!(client_message_id(None).unwrap().len(), 36);
+    }
+}

@@ -1,0 +1,195 @@
+//! Rendering: askama templates for pages and partials, and the `<turbo-stream>` wrapper.
+//!
+//! A message partial is rendered once per event and shared by everyone who receives it, so
+//! it holds nothing specific to a viewer (no per-user CSRF token: Turbo sends the page's
+//! `csrf-token` meta as `X-CSRF-Token`).
+
+use askama::Template;
+
+use crate::db::messages::Message;
+use crate::db::rooms::SidebarRoom;
+use crate::db::users::User;
+
+/// The `messages/_message` partial (Campfire: `app/views/messages/_message.html.erb`).
+#[derive(Template)]
+#[template(path = "messages/_message.html")]
+struct MessagePartial<'a> {
+    m: &'a Message,
+    hue: u32,
+    initials: String,
+    created_iso: String,
+    created_time: String,
+}
+
+impl std::fmt::Debug for MessagePartial<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MessagePartial").field("id", &self.m.id).finish()
+    }
+}
+
+/// Renders one message partial: `<div id="message_<client_message_id>" class="message" …>`.
+pub fn message(m: &Message) -> String {
+    let initials: String = m
+        .creator_name
+        .split_whitespace()
+        .filter_map(|w| w.chars().next())
+        .take(2)
+        .flat_map(char::to_uppercase)
+        .collect();
+    let partial = MessagePartial {
+        m,
+        hue: (m.creator_id.unsigned_abs() * 47 % 360) as u32,
+        initials,
+        created_iso: iso8601(m.created_at),
+        created_time: clock_time(m.created_at),
+    };
+    partial.render().unwrap_or_default()
+}
+
+/// Renders several message partials, one after another, separated by newlines.
+pub fn messages(list: &[Message]) -> String {
+    let mut out = String::with_capacity(list.len() * 6 * 1024);
+    for m in list {
+        out.push_str(&message(m));
+        out.push('\n');
+    }
+    out
+}
+
+/// A turbo-stream element, as turbo-rails' `turbo_stream_action_tag` writes it:
+/// `<turbo-stream action="append" target="messages_rooms_open_1"><template>…</template></turbo-stream>`.
+/// `remove` has no template. `target` is escaped as an attribute; `template` is trusted HTML.
+pub fn turbo_stream(action: &str, target: &str, template: Option<&str>) -> String {
+    let target = askama::filters::escape(target, askama::filters::Html)
+        .map(|s| s.to_string())
+        .unwrap_or_default();
+    match template {
+        Some(html) => format!(
+            "<turbo-stream action=\"{action}\" target=\"{target}\"><template>{html}</template></turbo-stream>"
+        ),
+        None => format!("<turbo-stream action=\"{action}\" target=\"{target}\"></turbo-stream>"),
+    }
+}
+
+/// The sign-in page.
+#[derive(Template, Debug)]
+#[template(path = "sessions/new.html")]
+pub struct SignInPage<'a> {
+    /// The masked authenticity token.
+    pub csrf_token: &'a str,
+    /// An alert above the form (failed login, rate limit).
+    pub alert: Option<&'a str>,
+    /// The e-mail address typed before, kept on failure.
+    pub email_address: &'a str,
+}
+
+/// The room page.
+#[derive(Template, Debug)]
+#[template(path = "rooms/show.html")]
+pub struct RoomPage<'a> {
+    /// The masked authenticity token.
+    pub csrf_token: &'a str,
+    /// The signed-in user.
+    pub user: &'a User,
+    /// The room shown.
+    pub room: &'a crate::db::rooms::Room,
+    /// The signed name of `<room gid>:messages`.
+    pub messages_stream: &'a str,
+    /// The rendered partials of the latest page.
+    pub messages_html: &'a str,
+    /// Whether older messages exist.
+    pub has_older: bool,
+    /// Id of the first message shown (for the "older" link).
+    pub first_message_id: i64,
+    /// A fresh client_message_id for the composer (no-JS posts).
+    pub client_message_id: &'a str,
+}
+
+/// The sidebar frame (`GET /users/me/sidebar`).
+#[derive(Template, Debug)]
+#[template(path = "users/sidebar.html")]
+pub struct Sidebar<'a> {
+    /// The signed name of `rooms`.
+    pub rooms_stream: &'a str,
+    /// The signed name of `<user gid>:rooms`.
+    pub user_rooms_stream: &'a str,
+    /// The user's id.
+    pub user_id: i64,
+    /// Open and closed rooms.
+    pub shared: Vec<SidebarRoom>,
+    /// Direct rooms.
+    pub direct: Vec<SidebarRoom>,
+}
+
+/// An error page.
+#[derive(Template, Debug)]
+#[template(path = "errors/page.html")]
+pub struct ErrorPage<'a> {
+    /// Empty: error pages carry no form.
+    pub csrf_token: &'a str,
+    /// Headline ("Not found").
+    pub title: &'a str,
+    /// One sentence for the reader.
+    pub detail: &'a str,
+}
+
+/// `YYYY-MM-DDTHH:MM:SSZ` for a time in ms since the epoch (UTC).
+pub fn iso8601(ms: i64) -> String {
+    let (y, mo, d, h, mi, s) = civil(ms);
+    format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}Z")
+}
+
+/// `3:04pm` for a time in ms since the epoch (UTC).
+pub fn clock_time(ms: i64) -> String {
+    let (_, _, _, h, mi, _) = civil(ms);
+    let (h12, ampm) = match h {
+        0 => (12, "am"),
+        1..=11 => (h, "am"),
+        12 => (12, "pm"),
+        _ => (h - 12, "pm"),
+    };
+    format!("{h12}:{mi:02}{ampm}")
+}
+
+/// Splits ms since the epoch into UTC (year, month, day, hour, minute, second), by Howard
+/// Hinnant's days-to-civil algorithm.
+fn civil(ms: i64) -> (i64, u32, u32, u32, u32, u32) {
+    let secs = ms.div_euclid(1000);
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400) as u32;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d, rem / 3600, rem / 60 % 60, rem % 60)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_format_in_utc() {
+        assert_eq!(iso8601(0), "1970-01-01T00:00:00Z");
+        assert_eq!(iso8601(1_796_004_300_000), "2026-11-30T02:05:00Z");
+        assert_eq!(clock_time(1_796_004_300_000), "2:05am");
+        assert_eq!(clock_time(1_796_047_500_000), "2:05pm");
+    }
+
+    #[test]
+    fn turbo_stream_shapes() {
+        assert_eq!(
+            turbo_stream("append", "messages", Some("<p>x</p>")),
+            "<turbo-stream action=\"append\" target=\"messages\"><template><p>x</p></template></turbo-stream>"
+        );
+        assert_eq!(
+            turbo_stream("remove", "message_1", None),
+            "<turbo-stream action=\"remove\" target=\"message_1\"></turbo-stream>"
+        );
+    }
+}

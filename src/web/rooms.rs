@@ -1,0 +1,179 @@
+//! Room pages (Campfire's `WelcomeController`, `RoomsController`, `Messages` paging,
+//! `Rooms::RefreshesController` and `Users::SidebarsController`).
+
+use axum::extract::{Path, Query, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use axum::Extension;
+use serde::Deserialize;
+
+use super::context::{set_cookie, Ctx, LAST_ROOM_COOKIE};
+use super::error::AppError;
+use super::render::{self, RoomPage, Sidebar};
+use crate::app::SharedState;
+use crate::db::{messages, rooms};
+
+/// The content type of turbo-stream responses.
+pub const TURBO_STREAM: &str = "text/vnd.turbo-stream.html; charset=utf-8";
+
+fn sign_in() -> Response {
+    let mut r = Redirect::to("/session/new").into_response();
+    *r.status_mut() = StatusCode::FOUND;
+    r
+}
+
+fn found(to: &str) -> Response {
+    let mut r = Redirect::to(to).into_response();
+    *r.status_mut() = StatusCode::FOUND;
+    r
+}
+
+/// `GET /`: the last visited room (the `last_room` cookie), else the user's first room.
+pub async fn root(State(state): State<SharedState>, Extension(ctx): Extension<Ctx>) -> Result<Response, AppError> {
+    let Some(user) = &ctx.user else { return Ok(sign_in()) };
+    if let Some(id) = ctx.cookie(LAST_ROOM_COOKIE).and_then(|v| v.parse::<i64>().ok()) {
+        if rooms::find_for_member(&state.pool, id, user.id).await?.is_some() {
+            return Ok(found(&format!("/rooms/{id}")));
+        }
+    }
+    match rooms::first_for_user(&state.pool, user.id).await? {
+        Some(id) => Ok(found(&format!("/rooms/{id}"))),
+        None => Err(AppError::NotFound),
+    }
+}
+
+fn parse_id(raw: &str) -> Result<i64, AppError> {
+    raw.parse::<i64>().map_err(|_| AppError::NotFound)
+}
+
+/// `GET /rooms/{id}`: the latest 40 messages, the room's signed message stream and the
+/// composer.
+pub async fn show(
+    State(state): State<SharedState>,
+    Extension(ctx): Extension<Ctx>,
+    Path(room_id): Path<String>,
+) -> Result<Response, AppError> {
+    render_room(&state, &ctx, parse_id(&room_id)?).await
+}
+
+/// `GET /rooms/{id}/@{message_id}`: a deep link to a message (the room page). Other
+/// segments are unknown (404).
+pub async fn show_segment(
+    State(state): State<SharedState>,
+    Extension(ctx): Extension<Ctx>,
+    Path((room_id, segment)): Path<(String, String)>,
+) -> Result<Response, AppError> {
+    let Some(message_id) = segment.strip_prefix('@') else { return Err(AppError::NotFound) };
+    parse_id(message_id)?;
+    render_room(&state, &ctx, parse_id(&room_id)?).await
+}
+
+async fn render_room(state: &SharedState, ctx: &Ctx, room_id: i64) -> Result<Response, AppError> {
+    let Some(user) = &ctx.user else { return Ok(sign_in()) };
+    let room = rooms::find_for_member(&state.pool, room_id, user.id).await?.ok_or(AppError::NotFound)?;
+    let page = messages::last_page(&state.pool, room.id).await?;
+    let has_older = match page.first() {
+        Some(first) => !messages::page_before(&state.pool, room.id, first.id).await?.is_empty(),
+        None => false,
+    };
+    let messages_html = render::messages(&page);
+    let messages_stream = state.streams.sign(&crate::broadcasts::room_messages_stream(&state.config.gid_app, &room));
+    let token = ctx.csrf_token();
+    let client_message_id = crate::broadcasts::new_client_message_id();
+    let view = RoomPage {
+        csrf_token: &token,
+        user,
+        room: &room,
+        messages_stream: &messages_stream,
+        messages_html: &messages_html,
+        has_older,
+        first_message_id: page.first().map_or(0, |m| m.id),
+        client_message_id: &client_message_id,
+    };
+    let html = askama::Template::render(&view).map_err(|e| AppError::Internal(e.into()))?;
+    let mut response = Html(html).into_response();
+    let secure = ctx.secure || state.config.production;
+    response
+        .headers_mut()
+        .append(header::SET_COOKIE, set_cookie(LAST_ROOM_COOKIE, &room.id.to_string(), None, secure));
+    Ok(response)
+}
+
+/// Query of `GET /rooms/{id}/messages`.
+#[derive(Debug, Deserialize)]
+pub struct PageQuery {
+    /// Messages before this message id.
+    pub before: Option<String>,
+    /// Messages after this message id.
+    pub after: Option<String>,
+}
+
+/// `GET /rooms/{id}/messages?before=ID|after=ID`: a page of 40 partials, no layout; 204 when
+/// empty.
+pub async fn messages_page(
+    State(state): State<SharedState>,
+    Extension(ctx): Extension<Ctx>,
+    Path(room_id): Path<String>,
+    Query(q): Query<PageQuery>,
+) -> Result<Response, AppError> {
+    let user = ctx.require_user()?;
+    let room = rooms::find_for_member(&state.pool, parse_id(&room_id)?, user.id).await?.ok_or(AppError::NotFound)?;
+    let bad = || AppError::BadRequest("before and after must be message ids".into());
+    let page = match (&q.before, &q.after) {
+        (Some(b), None) => messages::page_before(&state.pool, room.id, b.parse().map_err(|_| bad())?).await?,
+        (None, Some(a)) => messages::page_after(&state.pool, room.id, a.parse().map_err(|_| bad())?).await?,
+        (None, None) => messages::last_page(&state.pool, room.id).await?,
+        (Some(_), Some(_)) => return Err(AppError::BadRequest("give before or after, not both".into())),
+    };
+    if page.is_empty() {
+        return Ok(StatusCode::NO_CONTENT.into_response());
+    }
+    Ok(Html(render::messages(&page)).into_response())
+}
+
+/// Query of `GET /rooms/{id}/refresh`.
+#[derive(Debug, Deserialize)]
+pub struct RefreshQuery {
+    /// Epoch milliseconds of the client's last load.
+    pub since: Option<String>,
+}
+
+/// `GET /rooms/{id}/refresh?since=<epoch ms>`: a turbo-stream that appends the messages
+/// created since then and replaces those updated since then (the catch-up a client runs after
+/// a reconnect).
+pub async fn refresh(
+    State(state): State<SharedState>,
+    Extension(ctx): Extension<Ctx>,
+    Path(room_id): Path<String>,
+    Query(q): Query<RefreshQuery>,
+) -> Result<Response, AppError> {
+    let user = ctx.require_user()?;
+    let room = rooms::find_for_member(&state.pool, parse_id(&room_id)?, user.id).await?.ok_or(AppError::NotFound)?;
+    let since: i64 = q
+        .since
+        .as_deref()
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| AppError::BadRequest("since must be epoch milliseconds".into()))?;
+    let (created, updated) = messages::changed_since(&state.pool, room.id, since).await?;
+    let mut body = String::new();
+    for m in &updated {
+        body.push_str(&render::turbo_stream("replace", &format!("message_{}", m.client_message_id), Some(&render::message(m))));
+    }
+    if !created.is_empty() {
+        body.push_str(&render::turbo_stream("append", &room.messages_target(), Some(&render::messages(&created))));
+    }
+    Ok(([(header::CONTENT_TYPE, HeaderValue::from_static(TURBO_STREAM))], body).into_response())
+}
+
+/// `GET /users/me/sidebar`: the room list with its two stream sources (`rooms` and
+/// `<user gid>:rooms`).
+pub async fn sidebar(State(state): State<SharedState>, Extension(ctx): Extension<Ctx>) -> Result<Response, AppError> {
+    let user = ctx.require_user()?;
+    let list = rooms::for_sidebar(&state.pool, user.id).await?;
+    let (direct, shared): (Vec<_>, Vec<_>) = list.into_iter().partition(|r| r.kind == "direct");
+    let rooms_stream = state.streams.sign("rooms");
+    let user_rooms_stream = state.streams.sign(&crate::broadcasts::user_rooms_stream(&state.config.gid_app, user.id));
+    let view = Sidebar { rooms_stream: &rooms_stream, user_rooms_stream: &user_rooms_stream, user_id: user.id, shared, direct };
+    let html = askama::Template::render(&view).map_err(|e| AppError::Internal(e.into()))?;
+    Ok(Html(html).into_response())
+}

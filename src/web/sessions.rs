@@ -1,0 +1,95 @@
+//! Sign in and sign out (Campfire's `SessionsController`).
+//!
+//! `POST /session` answers 302 with the signed `session_token` cookie on success, 401 with
+//! the form again on failure, and 429 past the per-IP login rate limit.
+
+use std::time::Instant;
+
+use axum::extract::State;
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use axum::Extension;
+
+use super::context::{delete_cookie, set_cookie, Ctx, PERMANENT_SECS, SESSION_COOKIE};
+use super::error::AppError;
+use super::render::SignInPage;
+use crate::app::SharedState;
+
+/// bcrypt ignores bytes past 72; Rails' `has_secure_password` refuses longer passwords, and so
+/// does Hearth (such a login fails).
+pub const MAX_PASSWORD_BYTES: usize = 72;
+
+/// `GET /session/new`: the sign-in form (signed-in users go to `/`).
+pub async fn new(Extension(ctx): Extension<Ctx>) -> Result<Response, AppError> {
+    if ctx.user.is_some() {
+        return Ok(Redirect::to("/").into_response());
+    }
+    Ok(sign_in_page(&ctx, StatusCode::OK, None, ""))
+}
+
+fn sign_in_page(ctx: &Ctx, status: StatusCode, alert: Option<&str>, email: &str) -> Response {
+    let token = ctx.csrf_token();
+    let page = SignInPage { csrf_token: &token, alert, email_address: email };
+    match askama::Template::render(&page) {
+        Ok(html) => (status, Html(html)).into_response(),
+        Err(e) => AppError::Internal(e.into()).into_response(),
+    }
+}
+
+/// `POST /session` with `email_address` and `password`: starts a session.
+pub async fn create(
+    State(state): State<SharedState>,
+    Extension(ctx): Extension<Ctx>,
+    headers: HeaderMap,
+) -> Result<Response, AppError> {
+    let email = ctx.form.get("email_address").unwrap_or("").trim().to_owned();
+    if !state.login_limiter.allow(ctx.ip, Instant::now()) {
+        let alert = "Too many sign-in attempts. Try again later.";
+        return Ok(sign_in_page(&ctx, StatusCode::TOO_MANY_REQUESTS, Some(alert), &email));
+    }
+    let password = ctx.form.get("password").unwrap_or("").to_owned();
+    let found = if password.is_empty() || password.len() > MAX_PASSWORD_BYTES {
+        None
+    } else {
+        crate::db::users::find_active_for_login(&state.pool, &email).await?
+    };
+    let authenticated = match found {
+        Some((user, digest)) => {
+            let ok = tokio::task::spawn_blocking(move || bcrypt::verify(password, &digest).unwrap_or(false))
+                .await
+                .unwrap_or(false);
+            ok.then_some(user)
+        }
+        None => None,
+    };
+    let Some(user) = authenticated else {
+        tracing::info!(ip = %ctx.ip, "failed sign-in");
+        let alert = "Try another email address or password.";
+        return Ok(sign_in_page(&ctx, StatusCode::UNAUTHORIZED, Some(alert), &email));
+    };
+    let user_agent = headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok());
+    let ip = ctx.ip.to_string();
+    let token = crate::db::sessions::start(&state.pool, user.id, Some(&ip), user_agent).await?;
+    let expires = std::time::SystemTime::now() + std::time::Duration::from_secs(PERMANENT_SECS);
+    let value = state.cookies.sign(SESSION_COOKIE, &token, Some(expires));
+    let secure = ctx.secure || state.config.production;
+    let mut response = Redirect::to("/").into_response();
+    *response.status_mut() = StatusCode::FOUND;
+    response
+        .headers_mut()
+        .append(header::SET_COOKIE, set_cookie(SESSION_COOKIE, &value, Some(PERMANENT_SECS), secure));
+    Ok(response)
+}
+
+/// `DELETE /session` (or `POST /session` with `_method=delete`): destroys the server-side
+/// session, deletes the cookie and closes the cable connections opened with it.
+pub async fn destroy(State(state): State<SharedState>, Extension(ctx): Extension<Ctx>) -> Result<Response, AppError> {
+    if let Some(token) = &ctx.session_token {
+        crate::db::sessions::destroy(&state.pool, token).await?;
+        state.cable.disconnect_session(token, false);
+    }
+    let mut response = Redirect::to("/session/new").into_response();
+    *response.status_mut() = StatusCode::FOUND;
+    response.headers_mut().append(header::SET_COOKIE, delete_cookie(SESSION_COOKIE));
+    Ok(response)
+}
