@@ -184,6 +184,7 @@ impl Server {
                 app.clone().oneshot(request.map(axum::body::Body::new))
             });
             let conn = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
                 .header_read_timeout(Duration::from_secs(30))
                 .serve_connection(TokioIo::new(stream), service)
                 .with_upgrades();

@@ -1,0 +1,388 @@
+//! Test support: a seeded Hearth on an ephemeral port in a temp dir, a small cookie-keeping
+//! HTTP/1.1 client and a small WebSocket client, both over plain TCP.
+#![allow(dead_code, unreachable_pub, missing_debug_implementations)]
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// A running test server and its temp dir (removed on drop).
+pub struct TestServer {
+    pub addr: SocketAddr,
+    pub dir: PathBuf,
+    pub state: hearth::app::SharedState,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+pub fn temp_dir(tag: &str) -> PathBuf {
+    let n: u64 = rand::random();
+    let dir = std::env::temp_dir().join(format!("hearth-test-{tag}-{}-{n:x}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+impl TestServer {
+    pub async fn start() -> TestServer {
+        Self::start_with(|_| {}).await
+    }
+
+    pub async fn start_with(tweak: impl FnOnce(&mut hearth::config::Config)) -> TestServer {
+        let dir = temp_dir("srv");
+        let mut config = hearth::config::Config::for_tests(&dir);
+        config.ping_interval = 1;
+        tweak(&mut config);
+        let server = hearth::app::Server::bind(config).await.expect("server binds");
+        let addr = server.local_addr().unwrap();
+        let state = server.state.clone();
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            server
+                .run(async {
+                    let _ = rx.await;
+                })
+                .await
+                .expect("server runs");
+        });
+        TestServer { addr, dir, state, stop: Some(tx), task: Some(task) }
+    }
+
+    pub fn origin(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn client(&self) -> Client {
+        Client { addr: self.addr, cookies: Vec::new() }
+    }
+
+    /// A client signed in as `email`.
+    pub async fn signed_in(&self, email: &str, password: &str) -> Client {
+        let mut c = self.client();
+        let r = c.login(email, password).await;
+        assert_eq!(r.status, 302, "login of {email} failed: {}", r.body);
+        c
+    }
+
+    /// Stops the server (sends server_restart to cable clients) and waits for it to end.
+    pub async fn stop(mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        if let Some(task) = self.task.take() {
+            let _ = tokio::time::timeout(Duration::from_secs(15), task).await;
+        }
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Response {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl Response {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+    pub fn headers_named(&self, name: &str) -> Vec<&str> {
+        self.headers.iter().filter(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str()).collect()
+    }
+}
+
+/// Percent-encodes a form value.
+pub fn enc(s: &str) -> String {
+    let mut out = String::new();
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// A form body from pairs.
+pub fn form(pairs: &[(&str, &str)]) -> String {
+    pairs.iter().map(|(k, v)| format!("{}={}", enc(k), enc(v))).collect::<Vec<_>>().join("&")
+}
+
+/// The value of `<meta name="csrf-token" content="…">`.
+pub fn csrf_meta(html: &str) -> String {
+    attr_after(html, "name=\"csrf-token\" content=\"").expect("csrf meta")
+}
+
+/// The text between `marker` and the next `"`.
+pub fn attr_after(html: &str, marker: &str) -> Option<String> {
+    let start = html.find(marker)? + marker.len();
+    let end = html[start..].find('"')? + start;
+    Some(html[start..end].to_owned())
+}
+
+/// A minimal cookie-keeping HTTP/1.1 client (one connection per request).
+#[derive(Clone)]
+pub struct Client {
+    pub addr: SocketAddr,
+    pub cookies: Vec<(String, String)>,
+}
+
+impl Client {
+    pub fn cookie_header(&self) -> String {
+        self.cookies.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join("; ")
+    }
+
+    pub fn cookie(&self, name: &str) -> Option<&str> {
+        self.cookies.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+    }
+
+    pub async fn request(&mut self, method: &str, path: &str, extra: &[(&str, &str)], body: &[u8]) -> Response {
+        let mut stream = TcpStream::connect(self.addr).await.unwrap();
+        let mut req = format!("{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n", self.addr);
+        if !self.cookies.is_empty() {
+            req.push_str(&format!("Cookie: {}\r\n", self.cookie_header()));
+        }
+        for (k, v) in extra {
+            req.push_str(&format!("{k}: {v}\r\n"));
+        }
+        if !body.is_empty() || method != "GET" {
+            req.push_str(&format!("Content-Length: {}\r\n", body.len()));
+        }
+        req.push_str("\r\n");
+        stream.write_all(req.as_bytes()).await.unwrap();
+        stream.write_all(body).await.unwrap();
+        let mut raw = Vec::new();
+        tokio::time::timeout(Duration::from_secs(20), stream.read_to_end(&mut raw)).await.expect("response in time").unwrap();
+        let response = parse_response(&raw);
+        for set in response.headers_named("set-cookie") {
+            let pair = set.split(';').next().unwrap_or("");
+            if let Some((k, v)) = pair.split_once('=') {
+                self.cookies.retain(|(n, _)| n != k);
+                if !v.is_empty() && !set.contains("max-age=0") {
+                    self.cookies.push((k.to_owned(), v.to_owned()));
+                }
+            }
+        }
+        response
+    }
+
+    pub async fn get(&mut self, path: &str) -> Response {
+        self.request("GET", path, &[], b"").await
+    }
+
+    pub async fn post_form(&mut self, path: &str, body: &str, extra: &[(&str, &str)]) -> Response {
+        let mut headers = vec![("Content-Type", "application/x-www-form-urlencoded")];
+        headers.extend_from_slice(extra);
+        self.request("POST", path, &headers, body.as_bytes()).await
+    }
+
+    pub async fn login(&mut self, email: &str, password: &str) -> Response {
+        let page = self.get("/session/new").await;
+        let token = csrf_meta(&page.body);
+        let body = form(&[("email_address", email), ("password", password), ("authenticity_token", &token)]);
+        self.post_form("/session", &body, &[]).await
+    }
+
+    /// GETs the room page and returns (csrf token, body).
+    pub async fn room(&mut self, id: i64) -> (String, String) {
+        let page = self.get(&format!("/rooms/{id}")).await;
+        assert_eq!(page.status, 200, "{}", page.body);
+        (csrf_meta(&page.body), page.body)
+    }
+
+    /// Posts a message as a Turbo client would.
+    pub async fn post_message(&mut self, room: i64, body: &str, cid: &str, csrf: &str) -> Response {
+        let b = form(&[("message[body]", body), ("message[client_message_id]", cid), ("authenticity_token", csrf)]);
+        self.post_form(&format!("/rooms/{room}/messages"), &b, &[("Accept", "text/vnd.turbo-stream.html, text/html")]).await
+    }
+}
+
+fn parse_response(raw: &[u8]) -> Response {
+    let split = raw.windows(4).position(|w| w == b"\r\n\r\n").expect("header end");
+    let head = String::from_utf8_lossy(&raw[..split]).to_string();
+    let mut lines = head.split("\r\n");
+    let status: u16 = lines.next().unwrap().split(' ').nth(1).unwrap().parse().unwrap();
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':').map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned())))
+        .collect();
+    let mut body = raw[split + 4..].to_vec();
+    let chunked = headers.iter().any(|(k, v)| k.eq_ignore_ascii_case("transfer-encoding") && v.contains("chunked"));
+    if chunked {
+        let mut out = Vec::new();
+        let mut rest = &body[..];
+        loop {
+            let Some(eol) = rest.windows(2).position(|w| w == b"\r\n") else { break };
+            let size = usize::from_str_radix(std::str::from_utf8(&rest[..eol]).unwrap().trim(), 16).unwrap_or(0);
+            if size == 0 {
+                break;
+            }
+            out.extend_from_slice(&rest[eol + 2..eol + 2 + size]);
+            rest = &rest[eol + 2 + size + 2..];
+        }
+        body = out;
+    }
+    Response { status, headers, body: String::from_utf8_lossy(&body).to_string() }
+}
+
+/// A WebSocket client frame or event seen by [`Ws`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WsEvent {
+    Text(String),
+    Close(u16),
+    Eof,
+}
+
+/// A small WebSocket client: handshake, masked text frames out, frames in.
+pub struct Ws {
+    pub stream: TcpStream,
+    pub status: u16,
+    pub response_head: String,
+    buf: Vec<u8>,
+}
+
+impl Ws {
+    /// Opens `/cable` with the given cookie, origin and subprotocol header.
+    pub async fn connect(addr: SocketAddr, cookie: Option<&str>, origin: Option<&str>, protocols: Option<&str>) -> Ws {
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        let mut req = format!(
+            "GET /cable HTTP/1.1\r\nHost: {addr}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+             Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+        );
+        if let Some(c) = cookie {
+            req.push_str(&format!("Cookie: {c}\r\n"));
+        }
+        if let Some(o) = origin {
+            req.push_str(&format!("Origin: {o}\r\n"));
+        }
+        if let Some(p) = protocols {
+            req.push_str(&format!("Sec-WebSocket-Protocol: {p}\r\n"));
+        }
+        req.push_str("\r\n");
+        stream.write_all(req.as_bytes()).await.unwrap();
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 4096];
+        let split = loop {
+            if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                break p;
+            }
+            let n = tokio::time::timeout(Duration::from_secs(10), stream.read(&mut chunk)).await.unwrap().unwrap();
+            assert!(n > 0, "EOF during handshake");
+            buf.extend_from_slice(&chunk[..n]);
+        };
+        let head = String::from_utf8_lossy(&buf[..split]).to_string();
+        let status: u16 = head.split(' ').nth(1).unwrap().parse().unwrap();
+        let rest = buf[split + 4..].to_vec();
+        Ws { stream, status, response_head: head, buf: rest }
+    }
+
+    pub fn header(&self, name: &str) -> Option<String> {
+        self.response_head.split("\r\n").skip(1).find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.trim().eq_ignore_ascii_case(name).then(|| v.trim().to_owned())
+        })
+    }
+
+    /// Sends a masked frame with `opcode`.
+    pub async fn send_frame(&mut self, opcode: u8, fin: bool, payload: &[u8]) {
+        let mut f = vec![if fin { 0x80 } else { 0 } | opcode];
+        let len = payload.len();
+        if len < 126 {
+            f.push(0x80 | len as u8);
+        } else if len < 65536 {
+            f.push(0x80 | 126);
+            f.extend_from_slice(&(len as u16).to_be_bytes());
+        } else {
+            f.push(0x80 | 127);
+            f.extend_from_slice(&(len as u64).to_be_bytes());
+        }
+        let mask = [0x12u8, 0x34, 0x56, 0x78];
+        f.extend_from_slice(&mask);
+        f.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
+        let _ = self.stream.write_all(&f).await;
+    }
+
+    pub async fn send_text(&mut self, text: &str) {
+        self.send_frame(0x1, true, text.as_bytes()).await;
+    }
+
+    /// Reads the next text or close frame (answers nothing; pings from the server are JSON).
+    pub async fn next(&mut self, timeout: Duration) -> Option<WsEvent> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            if let Some((event, used)) = parse_frame(&self.buf) {
+                self.buf.drain(..used);
+                match event {
+                    Some(e) => return Some(e),
+                    None => continue,
+                }
+            }
+            let mut chunk = vec![0u8; 64 * 1024];
+            let n = match tokio::time::timeout_at(deadline, self.stream.read(&mut chunk)).await {
+                Err(_) => return None,
+                Ok(Ok(n)) => n,
+                Ok(Err(_)) => 0,
+            };
+            if n == 0 {
+                return Some(WsEvent::Eof);
+            }
+            self.buf.extend_from_slice(&chunk[..n]);
+        }
+    }
+
+    /// The next text frame that is not a ping.
+    pub async fn next_non_ping(&mut self, timeout: Duration) -> Option<WsEvent> {
+        loop {
+            match self.next(timeout).await? {
+                WsEvent::Text(t) if t.starts_with("{\"type\":\"ping\"") => continue,
+                other => return Some(other),
+            }
+        }
+    }
+}
+
+/// Parses one server frame from `buf`: Some((event, bytes used)); event None for frames the
+/// tests ignore (pong). None when incomplete.
+fn parse_frame(buf: &[u8]) -> Option<(Option<WsEvent>, usize)> {
+    if buf.len() < 2 {
+        return None;
+    }
+    let opcode = buf[0] & 0x0f;
+    assert_eq!(buf[1] & 0x80, 0, "server frames must not be masked");
+    let (len, header) = match buf[1] & 0x7f {
+        126 => {
+            if buf.len() < 4 {
+                return None;
+            }
+            (u16::from_be_bytes([buf[2], buf[3]]) as usize, 4)
+        }
+        127 => {
+            if buf.len() < 10 {
+                return None;
+            }
+            (u64::from_be_bytes(buf[2..10].try_into().unwrap()) as usize, 10)
+        }
+        n => (n as usize, 2),
+    };
+    if buf.len() < header + len {
+        return None;
+    }
+    let payload = &buf[header..header + len];
+    let event = match opcode {
+        0x1 => Some(WsEvent::Text(String::from_utf8(payload.to_vec()).expect("utf-8 text frame"))),
+        0x8 => Some(WsEvent::Close(if len >= 2 { u16::from_be_bytes([payload[0], payload[1]]) } else { 1005 })),
+        _ => None,
+    };
+    Some((event, header + len))
+}
