@@ -65,7 +65,8 @@ pub fn secret_key_base(config: &Config) -> anyhow::Result<String> {
             return Ok(existing);
         }
     }
-    std::fs::create_dir_all(&config.data_dir).with_context(|| format!("creating {}", config.data_dir.display()))?;
+    std::fs::create_dir_all(&config.data_dir)
+        .with_context(|| format!("creating {}", config.data_dir.display()))?;
     let mut bytes = [0u8; 64];
     rand::fill(&mut bytes);
     let secret = hex::encode(bytes);
@@ -88,20 +89,31 @@ impl AppState {
         let secret = secret_key_base(&config)?;
         let pool = crate::db::open(&config.database).await?;
         if crate::db::seed::is_empty(&pool).await? {
-            let options = crate::db::seed::SeedOptions { users: config.seed_users, ..Default::default() };
+            let options = crate::db::seed::SeedOptions {
+                users: config.seed_users,
+                ..Default::default()
+            };
             let report = crate::db::seed::seed(&pool, &options).await?;
             tracing::info!(?report, "seeded an empty database");
         }
         let streams = match &config.turbo_verifier_key {
-            Some(hex_key) => StreamNameSigner::from_raw_key(hex::decode(hex_key.trim()).context("HEARTH_TURBO_VERIFIER_KEY must be hex")?),
-            None => StreamNameSigner::from_secret_key_base(secret.as_bytes(), config.key_generator_digest),
+            Some(hex_key) => StreamNameSigner::from_raw_key(
+                hex::decode(hex_key.trim()).context("HEARTH_TURBO_VERIFIER_KEY must be hex")?,
+            ),
+            None => StreamNameSigner::from_secret_key_base(
+                secret.as_bytes(),
+                config.key_generator_digest,
+            ),
         };
         let state = AppState {
             pool,
             fanout: Fanout::new(config.fanout, config.queue_limits()),
             cookies: SignedCookieJar::from_secret_key_base(secret.as_bytes()),
             streams,
-            json: JsonEscaping { escape_html_entities: true, escape_js_separators: config.escape_js_separators },
+            json: JsonEscaping {
+                escape_html_entities: true,
+                escape_js_separators: config.escape_js_separators,
+            },
             login_limiter: RateLimiter::new(config.login_rate_limit, WINDOW),
             cable: Registry::default(),
             config,
@@ -129,8 +141,12 @@ pub fn spawn_pinger(state: SharedState) -> tokio::task::JoinHandle<()> {
         ticker.tick().await;
         loop {
             ticker.tick().await;
-            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-            state.fanout.send_all(&Frame::text(&crate::cable::protocol::ping(now.as_secs())));
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default();
+            state
+                .fanout
+                .send_all(&Frame::text(&crate::cable::protocol::ping(now.as_secs())));
         }
     })
 }
@@ -146,7 +162,9 @@ pub struct Server {
 impl Server {
     /// Binds `config.bind` and builds the state.
     pub async fn bind(config: Config) -> anyhow::Result<Server> {
-        let listener = TcpListener::bind(config.bind).await.with_context(|| format!("binding {}", config.bind))?;
+        let listener = TcpListener::bind(config.bind)
+            .await
+            .with_context(|| format!("binding {}", config.bind))?;
         let state = AppState::build(config).await?;
         Ok(Server { state, listener })
     }
@@ -158,7 +176,10 @@ impl Server {
 
     /// Serves until `shutdown` resolves, then sends `server_restart` to every cable
     /// connection, stops accepting, and waits (at most `drain`) for open HTTP requests.
-    pub async fn run(self, shutdown: impl std::future::Future<Output = ()> + Send) -> anyhow::Result<()> {
+    pub async fn run(
+        self,
+        shutdown: impl std::future::Future<Output = ()> + Send,
+    ) -> anyhow::Result<()> {
         let Server { state, listener } = self;
         let pinger = spawn_pinger(state.clone());
         let app = service(state.clone());
@@ -179,10 +200,12 @@ impl Server {
             };
             let _ = stream.set_nodelay(true);
             let app = app.clone();
-            let service = hyper::service::service_fn(move |mut request: hyper::Request<hyper::body::Incoming>| {
-                request.extensions_mut().insert(ConnectInfo(peer));
-                app.clone().oneshot(request.map(axum::body::Body::new))
-            });
+            let service = hyper::service::service_fn(
+                move |mut request: hyper::Request<hyper::body::Incoming>| {
+                    request.extensions_mut().insert(ConnectInfo(peer));
+                    app.clone().oneshot(request.map(axum::body::Body::new))
+                },
+            );
             let conn = hyper::server::conn::http1::Builder::new()
                 .timer(hyper_util::rt::TokioTimer::new())
                 .header_read_timeout(Duration::from_secs(30))

@@ -23,7 +23,10 @@ use crate::web::render;
 /// `<room gid param>:messages`, the stream of a room's message list
 /// (`turbo_stream_from @room, :messages`).
 pub fn room_messages_stream(app: &str, room: &Room) -> String {
-    format!("{}:messages", global_id::to_gid_param(app, room.model_name(), room.id))
+    format!(
+        "{}:messages",
+        global_id::to_gid_param(app, room.model_name(), room.id)
+    )
 }
 
 /// `<user gid param>:rooms`, the stream of a user's room list.
@@ -33,12 +36,18 @@ pub fn user_rooms_stream(app: &str, user_id: i64) -> String {
 
 /// `typing_notifications:<room gid param>` (`TypingNotificationsChannel.broadcast_to room`).
 pub fn typing_stream(app: &str, room: &Room) -> String {
-    format!("typing_notifications:{}", global_id::to_gid_param(app, room.model_name(), room.id))
+    format!(
+        "typing_notifications:{}",
+        global_id::to_gid_param(app, room.model_name(), room.id)
+    )
 }
 
 /// `presence:<room gid param>` (`PresenceChannel`'s `stream_for room`; nothing is sent on it).
 pub fn presence_stream(app: &str, room: &Room) -> String {
-    format!("presence:{}", global_id::to_gid_param(app, room.model_name(), room.id))
+    format!(
+        "presence:{}",
+        global_id::to_gid_param(app, room.model_name(), room.id)
+    )
 }
 
 /// `user_<id>_unreads` (`UnreadRoomsChannel`).
@@ -58,13 +67,24 @@ pub fn new_client_message_id() -> String {
     b[6] = (b[6] & 0x0f) | 0x40;
     b[8] = (b[8] & 0x3f) | 0x80;
     let h = hex::encode(b);
-    format!("{}-{}-{}-{}-{}", &h[0..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32])
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    )
 }
 
 /// The turbo-stream `append` of a new message to its room's list (also the poster's own
 /// turbo-stream response).
 pub fn message_append(room: &Room, message: &Message) -> String {
-    render::turbo_stream("append", &room.messages_target(), Some(&render::message(message)))
+    render::turbo_stream(
+        "append",
+        &room.messages_target(),
+        Some(&render::message(message)),
+    )
 }
 
 fn send_html(state: &AppState, stream: &str, html: &str) -> usize {
@@ -76,7 +96,11 @@ fn send_html(state: &AppState, stream: &str, html: &str) -> usize {
 /// member's unread stream. `html` is the rendered append (rendered once, shared with the
 /// HTTP response).
 pub fn message_created(state: &AppState, room: &Room, html: &str, member_ids: &[i64]) {
-    send_html(state, &room_messages_stream(&state.config.gid_app, room), html);
+    send_html(
+        state,
+        &room_messages_stream(&state.config.gid_app, room),
+        html,
+    );
     let unread = format!("{{\"roomId\":{}}}", room.id);
     let mut stream = String::with_capacity(32);
     for id in member_ids {
@@ -94,13 +118,25 @@ pub fn message_updated(state: &AppState, room: &Room, message: &Message) {
         &format!("message_{}", message.client_message_id),
         Some(&render::message(message)),
     );
-    send_html(state, &room_messages_stream(&state.config.gid_app, room), &html);
+    send_html(
+        state,
+        &room_messages_stream(&state.config.gid_app, room),
+        &html,
+    );
 }
 
 /// Broadcasts a deleted message: a `remove` of its element.
 pub fn message_removed(state: &AppState, room: &Room, message: &Message) {
-    let html = render::turbo_stream("remove", &format!("message_{}", message.client_message_id), None);
-    send_html(state, &room_messages_stream(&state.config.gid_app, room), &html);
+    let html = render::turbo_stream(
+        "remove",
+        &format!("message_{}", message.client_message_id),
+        None,
+    );
+    send_html(
+        state,
+        &room_messages_stream(&state.config.gid_app, room),
+        &html,
+    );
 }
 
 /// The HTML of one boost, as the boosts container holds it.
@@ -111,7 +147,10 @@ pub fn boost_html(boost: &Boost) -> String {
     let content = askama::filters::escape(&boost.content, askama::filters::Html)
         .map(|s| s.to_string())
         .unwrap_or_default();
-    format!("<span id=\"boost_{}\" class=\"boost\" title=\"{title}\">{content}</span>", boost.id)
+    format!(
+        "<span id=\"boost_{}\" class=\"boost\" title=\"{title}\">{content}</span>",
+        boost.id
+    )
 }
 
 /// Broadcasts a boost: an `append` to `boosts_message_<client_message_id>`.
@@ -121,7 +160,11 @@ pub fn boost_created(state: &AppState, room: &Room, message: &Message, boost: &B
         &format!("boosts_message_{}", message.client_message_id),
         Some(&boost_html(boost)),
     );
-    send_html(state, &room_messages_stream(&state.config.gid_app, room), &html);
+    send_html(
+        state,
+        &room_messages_stream(&state.config.gid_app, room),
+        &html,
+    );
     html
 }
 
@@ -133,12 +176,17 @@ pub fn typing(state: &AppState, room: &Room, action: &str, user_id: i64, user_na
     payload.extend_from_slice(format!(",\"user\":{{\"id\":{user_id},\"name\":").as_bytes());
     json::write_json_string(&mut payload, user_name, state.json);
     payload.extend_from_slice(b"}}");
-    state.fanout.broadcast(&typing_stream(&state.config.gid_app, room), &payload);
+    state
+        .fanout
+        .broadcast(&typing_stream(&state.config.gid_app, room), &payload);
 }
 
 /// Broadcasts a read notice `{"room_id":…}` to the user's reads stream (PresenceChannel).
 pub fn room_read(state: &AppState, room_id: i64, user_id: i64) {
-    state.fanout.broadcast(&reads_stream(user_id), format!("{{\"room_id\":{room_id}}}").as_bytes());
+    state.fanout.broadcast(
+        &reads_stream(user_id),
+        format!("{{\"room_id\":{room_id}}}").as_bytes(),
+    );
 }
 
 #[cfg(test)]
@@ -147,9 +195,17 @@ mod tests {
 
     #[test]
     fn stream_names_follow_global_id() {
-        let room = Room { id: 1, name: None, kind: "open".into(), updated_at: 0 };
+        let room = Room {
+            id: 1,
+            name: None,
+            kind: "open".into(),
+            updated_at: 0,
+        };
         // base64url("gid://campfire/Rooms::Open/1"), unpadded.
-        assert_eq!(room_messages_stream("campfire", &room), "Z2lkOi8vY2FtcGZpcmUvUm9vbXM6Ok9wZW4vMQ:messages");
+        assert_eq!(
+            room_messages_stream("campfire", &room),
+            "Z2lkOi8vY2FtcGZpcmUvUm9vbXM6Ok9wZW4vMQ:messages"
+        );
         assert_eq!(unreads_stream(7), "user_7_unreads");
     }
 

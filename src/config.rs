@@ -16,7 +16,11 @@ pub struct Config {
     pub bind: SocketAddr,
 
     /// SQLite database file (created, migrated and seeded when missing or empty).
-    #[arg(long, env = "HEARTH_DATABASE", default_value = "storage/hearth.sqlite3")]
+    #[arg(
+        long,
+        env = "HEARTH_DATABASE",
+        default_value = "storage/hearth.sqlite3"
+    )]
     pub database: PathBuf,
 
     /// Directory for generated state (the secret_key_base file when SECRET_KEY_BASE is unset).
@@ -100,7 +104,10 @@ pub struct Config {
 impl Config {
     /// The queue bounds given by the flags.
     pub fn queue_limits(&self) -> QueueLimits {
-        QueueLimits { max_frames: self.queue_frames, max_bytes: self.queue_bytes }
+        QueueLimits {
+            max_frames: self.queue_frames,
+            max_bytes: self.queue_bytes,
+        }
     }
 
     /// A configuration for tests: an ephemeral port, the given database and data directory,

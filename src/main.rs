@@ -6,7 +6,11 @@ use clap::{Parser, Subcommand};
 use hearth::config::Config;
 
 #[derive(Debug, Parser)]
-#[command(name = "hearth", version, about = "A Campfire-style chat with a Rails-compatible Action Cable server")]
+#[command(
+    name = "hearth",
+    version,
+    about = "A Campfire-style chat with a Rails-compatible Action Cable server"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Cmd,
@@ -19,7 +23,11 @@ enum Cmd {
     /// Build a deterministic seed database.
     Seed {
         /// SQLite database file to create; must not hold users yet.
-        #[arg(long, env = "HEARTH_DATABASE", default_value = "storage/hearth.sqlite3")]
+        #[arg(
+            long,
+            env = "HEARTH_DATABASE",
+            default_value = "storage/hearth.sqlite3"
+        )]
         database: std::path::PathBuf,
         /// Generated users `user1@example.com` … `userN@example.com` (password `password`).
         #[arg(long, default_value_t = 1000)]
@@ -35,7 +43,8 @@ enum Cmd {
 }
 
 fn init_tracing(level: &str, json: bool) {
-    let filter = tracing_subscriber::EnvFilter::try_new(level).unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let filter = tracing_subscriber::EnvFilter::try_new(level)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt().with_env_filter(filter);
     if json {
         builder.json().init();
@@ -61,7 +70,10 @@ async fn main() -> anyhow::Result<()> {
         Cmd::Seed { database, users } => {
             init_tracing("info", false);
             let pool = hearth::db::open(&database).await?;
-            let options = hearth::db::seed::SeedOptions { users, ..Default::default() };
+            let options = hearth::db::seed::SeedOptions {
+                users,
+                ..Default::default()
+            };
             let started = std::time::Instant::now();
             let report = hearth::db::seed::seed(&pool, &options).await?;
             pool.close().await;
@@ -70,8 +82,13 @@ async fn main() -> anyhow::Result<()> {
         Cmd::SignStream { name, config } => {
             let secret = hearth::app::secret_key_base(&config)?;
             let signer = match &config.turbo_verifier_key {
-                Some(key) => hearth::rails::StreamNameSigner::from_raw_key(hex::decode(key.trim())?),
-                None => hearth::rails::StreamNameSigner::from_secret_key_base(secret.as_bytes(), config.key_generator_digest),
+                Some(key) => {
+                    hearth::rails::StreamNameSigner::from_raw_key(hex::decode(key.trim())?)
+                }
+                None => hearth::rails::StreamNameSigner::from_secret_key_base(
+                    secret.as_bytes(),
+                    config.key_generator_digest,
+                ),
             };
             println!("{}", signer.sign(&name));
         }

@@ -15,18 +15,35 @@ async fn login_succeeds_with_a_signed_session_cookie() {
     let page = c.get("/session/new").await;
     assert_eq!(page.status, 200);
     assert!(page.body.contains("name=\"authenticity_token\""));
-    assert!(c.cookie("_hearth_session").is_some(), "the CSRF cookie is set on the form");
+    assert!(
+        c.cookie("_hearth_session").is_some(),
+        "the CSRF cookie is set on the form"
+    );
     let token = csrf_meta(&page.body);
-    let body = form(&[("email_address", DAVID), ("password", SECRET), ("authenticity_token", &token)]);
+    let body = form(&[
+        ("email_address", DAVID),
+        ("password", SECRET),
+        ("authenticity_token", &token),
+    ]);
     let r = c.post_form("/session", &body, &[]).await;
     assert_eq!(r.status, 302);
     assert_eq!(r.header("location"), Some("/"));
-    let set = r.headers_named("set-cookie").into_iter().find(|s| s.starts_with("session_token=")).unwrap().to_owned();
-    assert!(set.contains("HttpOnly") && set.contains("SameSite=Lax") && set.contains("path=/"), "{set}");
+    let set = r
+        .headers_named("set-cookie")
+        .into_iter()
+        .find(|s| s.starts_with("session_token="))
+        .unwrap()
+        .to_owned();
+    assert!(
+        set.contains("HttpOnly") && set.contains("SameSite=Lax") && set.contains("path=/"),
+        "{set}"
+    );
     assert!(!set.contains("Secure"), "no Secure flag over plain HTTP");
     // The cookie is in Rails' signed format: a jar with the same secret_key_base reads it.
     let jar = SignedCookieJar::from_secret_key_base("0123456789abcdef".repeat(8).as_bytes());
-    let token = jar.verify("session_token", c.cookie("session_token").unwrap()).expect("Rails-signed cookie");
+    let token = jar
+        .verify("session_token", c.cookie("session_token").unwrap())
+        .expect("Rails-signed cookie");
     let stored: i64 = sqlx::query_scalar("SELECT user_id FROM sessions WHERE token = ?")
         .bind(&token)
         .fetch_one(&server.state.pool)
@@ -42,7 +59,12 @@ async fn login_succeeds_with_a_signed_session_cookie() {
 async fn login_failure_is_401_with_the_form() {
     let server = TestServer::start().await;
     let mut c = server.client();
-    for (email, password) in [(DAVID, "wrong"), ("nobody@example.com", SECRET), ("mallory@example.com", SECRET), (DAVID, "")] {
+    for (email, password) in [
+        (DAVID, "wrong"),
+        ("nobody@example.com", SECRET),
+        ("mallory@example.com", SECRET),
+        (DAVID, ""),
+    ] {
         let r = c.login(email, password).await;
         assert_eq!(r.status, 401, "{email}");
         assert!(r.body.contains("Try another email address or password."));
@@ -72,10 +94,19 @@ async fn logout_destroys_the_server_side_session() {
     let mut c = server.signed_in(DAVID, SECRET).await;
     let stolen_cookie = c.cookie("session_token").unwrap().to_owned();
     let (csrf, _) = c.room(1).await;
-    let r = c.post_form("/session", &form(&[("_method", "delete"), ("authenticity_token", &csrf)]), &[]).await;
+    let r = c
+        .post_form(
+            "/session",
+            &form(&[("_method", "delete"), ("authenticity_token", &csrf)]),
+            &[],
+        )
+        .await;
     assert_eq!(r.status, 302);
     assert_eq!(r.header("location"), Some("/session/new"));
-    let sessions: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM sessions").fetch_one(&server.state.pool).await.unwrap();
+    let sessions: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM sessions")
+        .fetch_one(&server.state.pool)
+        .await
+        .unwrap();
     assert_eq!(sessions, 0);
     // Replaying the old cookie no longer works.
     let mut replay = server.client();
@@ -89,20 +120,46 @@ async fn logout_destroys_the_server_side_session() {
 async fn state_changing_requests_without_csrf_get_422() {
     let server = TestServer::start().await;
     let mut c = server.signed_in(DAVID, SECRET).await;
-    let before: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM messages").fetch_one(&server.state.pool).await.unwrap();
-    let r = c.post_form("/rooms/1/messages", &form(&[("message[body]", "hi")]), &[]).await;
+    let before: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM messages")
+        .fetch_one(&server.state.pool)
+        .await
+        .unwrap();
+    let r = c
+        .post_form("/rooms/1/messages", &form(&[("message[body]", "hi")]), &[])
+        .await;
     assert_eq!(r.status, 422);
-    let r = c.post_form("/rooms/1/messages", &form(&[("message[body]", "hi"), ("authenticity_token", "forged")]), &[]).await;
+    let r = c
+        .post_form(
+            "/rooms/1/messages",
+            &form(&[("message[body]", "hi"), ("authenticity_token", "forged")]),
+            &[],
+        )
+        .await;
     assert_eq!(r.status, 422);
     // The header form works, as Turbo sends it.
     let (csrf, _) = c.room(1).await;
-    let r = c.post_form("/rooms/1/messages", &form(&[("message[body]", "via header")]), &[("X-CSRF-Token", &csrf)]).await;
+    let r = c
+        .post_form(
+            "/rooms/1/messages",
+            &form(&[("message[body]", "via header")]),
+            &[("X-CSRF-Token", &csrf)],
+        )
+        .await;
     assert_eq!(r.status, 302);
-    let after: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM messages").fetch_one(&server.state.pool).await.unwrap();
+    let after: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM messages")
+        .fetch_one(&server.state.pool)
+        .await
+        .unwrap();
     assert_eq!(after, before + 1);
     // Sign-in needs the token too.
     let mut anon = server.client();
-    let r = anon.post_form("/session", &form(&[("email_address", DAVID), ("password", SECRET)]), &[]).await;
+    let r = anon
+        .post_form(
+            "/session",
+            &form(&[("email_address", DAVID), ("password", SECRET)]),
+            &[],
+        )
+        .await;
     assert_eq!(r.status, 422);
 }
 
@@ -115,14 +172,27 @@ async fn the_room_page_has_what_turbo_needs_and_the_latest_40_messages() {
     assert!(html.contains("<meta name=\"action-cable-url\" content=\"/cable\">"));
     assert!(html.contains("id=\"messages_rooms_open_1\""));
     assert_eq!(html.matches("class=\"message\"").count(), 40);
-    let signed = common::attr_after(&html, "channel=\"RoomMessagesChannel\" signed-stream-name=\"").unwrap();
-    let signed = signed.replace("&#x3D;", "=").replace("&#61;", "=").replace("&#43;", "+");
+    let signed = common::attr_after(
+        &html,
+        "channel=\"RoomMessagesChannel\" signed-stream-name=\"",
+    )
+    .unwrap();
+    let signed = signed
+        .replace("&#x3D;", "=")
+        .replace("&#61;", "=")
+        .replace("&#43;", "+");
     // The signed name is `<room 1 gid param>:messages`, verifiable with the same key.
     let name = server.state.streams.verify(&signed).expect("verifies");
     assert_eq!(name, "Z2lkOi8vY2FtcGZpcmUvUm9vbXM6Ok9wZW4vMQ:messages");
     let sidebar = c.get("/users/me/sidebar").await;
     assert_eq!(sidebar.status, 200);
-    assert_eq!(sidebar.body.matches("channel=\"Turbo::StreamsChannel\"").count(), 2);
+    assert_eq!(
+        sidebar
+            .body
+            .matches("channel=\"Turbo::StreamsChannel\"")
+            .count(),
+        2
+    );
     assert!(sidebar.body.contains("All Talk"));
 }
 
@@ -131,19 +201,32 @@ async fn a_post_is_stored_and_answered_with_an_escaped_turbo_stream() {
     let server = TestServer::start().await;
     let mut c = server.signed_in(DAVID, SECRET).await;
     let (csrf, _) = c.room(1).await;
-    let r = c.post_message(1, "<script>alert('x')</script> & hi", "cid-1", &csrf).await;
+    let r = c
+        .post_message(1, "<script>alert('x')</script> & hi", "cid-1", &csrf)
+        .await;
     assert_eq!(r.status, 200);
-    assert!(r.header("content-type").unwrap().starts_with("text/vnd.turbo-stream.html"));
-    assert!(r.body.starts_with("<turbo-stream action=\"append\" target=\"messages_rooms_open_1\"><template>"));
+    assert!(r
+        .header("content-type")
+        .unwrap()
+        .starts_with("text/vnd.turbo-stream.html"));
+    assert!(r.body.starts_with(
+        "<turbo-stream action=\"append\" target=\"messages_rooms_open_1\"><template>"
+    ));
     assert!(r.body.contains("id=\"message_cid-1\""));
-    assert!(r.body.contains("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; hi"));
+    assert!(r
+        .body
+        .contains("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; hi"));
     assert!(!r.body.contains("<script>"));
-    let stored: String = sqlx::query_scalar("SELECT body FROM messages WHERE client_message_id = 'cid-1'")
+    let stored: String =
+        sqlx::query_scalar("SELECT body FROM messages WHERE client_message_id = 'cid-1'")
+            .fetch_one(&server.state.pool)
+            .await
+            .unwrap();
+    assert!(stored.contains("&lt;script&gt;"));
+    let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM messages WHERE room_id = 1")
         .fetch_one(&server.state.pool)
         .await
         .unwrap();
-    assert!(stored.contains("&lt;script&gt;"));
-    let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM messages WHERE room_id = 1").fetch_one(&server.state.pool).await.unwrap();
     assert_eq!(count, 170);
     // Without the turbo-stream Accept header the answer is a redirect back to the room.
     let b = form(&[("message[body]", "plain"), ("authenticity_token", &csrf)]);
@@ -157,16 +240,29 @@ async fn bad_posts_store_nothing() {
     let server = TestServer::start_with(|c| c.max_body_bytes = 4096).await;
     let mut c = server.signed_in(DAVID, SECRET).await;
     let (csrf, _) = c.room(1).await;
-    let count = || async { sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM messages").fetch_one(&server.state.pool).await.unwrap() };
+    let count = || async {
+        sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM messages")
+            .fetch_one(&server.state.pool)
+            .await
+            .unwrap()
+    };
     let before = count().await;
     assert_eq!(c.post_message(1, "   ", "blank", &csrf).await.status, 422);
     assert_eq!(c.post_message(1, "x", "bad id\"<", &csrf).await.status, 422);
-    assert_eq!(c.post_message(1, &"x".repeat(5000), "big", &csrf).await.status, 413);
+    assert_eq!(
+        c.post_message(1, &"x".repeat(5000), "big", &csrf)
+            .await
+            .status,
+        413
+    );
     let r = c
         .request(
             "POST",
             "/rooms/1/messages",
-            &[("Content-Type", "application/x-www-form-urlencoded"), ("X-CSRF-Token", &csrf)],
+            &[
+                ("Content-Type", "application/x-www-form-urlencoded"),
+                ("X-CSRF-Token", &csrf),
+            ],
             b"message%5Bbody%5D=%FF%FE",
         )
         .await;
@@ -184,7 +280,10 @@ async fn non_members_get_404() {
     assert_eq!(c.get("/rooms/4").await.status, 404);
     assert_eq!(c.get("/rooms/4/messages").await.status, 404);
     assert_eq!(c.get("/rooms/4/refresh?since=0").await.status, 404);
-    assert_eq!(c.post_message(4, "let me in", "x1", &csrf).await.status, 404);
+    assert_eq!(
+        c.post_message(4, "let me in", "x1", &csrf).await.status,
+        404
+    );
     assert_eq!(c.get("/rooms/9999").await.status, 404);
     assert_eq!(c.get("/no/such/page").await.status, 404);
 }
@@ -193,16 +292,27 @@ async fn non_members_get_404() {
 async fn bots_post_with_their_key() {
     let server = TestServer::start().await;
     let mut c = server.client();
-    let r = c.request("POST", "/rooms/1/5-bNd3rB0tK3y7/messages", &[("Content-Type", "text/plain")], b"Deploy finished <ok>").await;
+    let r = c
+        .request(
+            "POST",
+            "/rooms/1/5-bNd3rB0tK3y7/messages",
+            &[("Content-Type", "text/plain")],
+            b"Deploy finished <ok>",
+        )
+        .await;
     assert_eq!(r.status, 201, "{}", r.body);
     let location = r.header("location").unwrap().to_owned();
     assert!(location.starts_with("/rooms/1/@"), "{location}");
-    let body: String = sqlx::query_scalar("SELECT body FROM messages WHERE creator_id = 5 ORDER BY id DESC LIMIT 1")
-        .fetch_one(&server.state.pool)
-        .await
-        .unwrap();
+    let body: String = sqlx::query_scalar(
+        "SELECT body FROM messages WHERE creator_id = 5 ORDER BY id DESC LIMIT 1",
+    )
+    .fetch_one(&server.state.pool)
+    .await
+    .unwrap();
     assert_eq!(body, "<div>Deploy finished &lt;ok&gt;</div>");
-    let bad = c.request("POST", "/rooms/1/5-wrongtoken12/messages", &[], b"x").await;
+    let bad = c
+        .request("POST", "/rooms/1/5-wrongtoken12/messages", &[], b"x")
+        .await;
     assert_eq!(bad.status, 401);
 }
 
@@ -210,21 +320,33 @@ async fn bots_post_with_their_key() {
 async fn pages_of_40_and_204_when_empty() {
     let server = TestServer::start().await;
     let mut c = server.signed_in(DAVID, SECRET).await;
-    let ids: Vec<i64> = sqlx::query_scalar("SELECT id FROM messages WHERE room_id = 1 ORDER BY created_at, id")
-        .fetch_all(&server.state.pool)
-        .await
-        .unwrap();
+    let ids: Vec<i64> =
+        sqlx::query_scalar("SELECT id FROM messages WHERE room_id = 1 ORDER BY created_at, id")
+            .fetch_all(&server.state.pool)
+            .await
+            .unwrap();
     assert_eq!(ids.len(), 169);
     let before_last_page = ids[169 - 40];
-    let page = c.get(&format!("/rooms/1/messages?before={before_last_page}")).await;
+    let page = c
+        .get(&format!("/rooms/1/messages?before={before_last_page}"))
+        .await;
     assert_eq!(page.status, 200);
     assert_eq!(page.body.matches("class=\"message\"").count(), 40);
-    assert!(page.body.contains(&format!("data-message-id=\"{}\"", ids[169 - 41])));
+    assert!(page
+        .body
+        .contains(&format!("data-message-id=\"{}\"", ids[169 - 41])));
     let first = c.get(&format!("/rooms/1/messages?before={}", ids[0])).await;
     assert_eq!(first.status, 204);
-    let after = c.get(&format!("/rooms/1/messages?after={}", ids[165])).await;
+    let after = c
+        .get(&format!("/rooms/1/messages?after={}", ids[165]))
+        .await;
     assert_eq!(after.body.matches("class=\"message\"").count(), 3);
-    assert_eq!(c.get(&format!("/rooms/1/messages?after={}", ids[168])).await.status, 204);
+    assert_eq!(
+        c.get(&format!("/rooms/1/messages?after={}", ids[168]))
+            .await
+            .status,
+        204
+    );
     assert_eq!(c.get("/rooms/1/messages?before=abc").await.status, 400);
 }
 
@@ -235,14 +357,29 @@ async fn refresh_since_appends_new_and_replaces_updated() {
     let (csrf, _) = c.room(1).await;
     let since = hearth::db::now_ms();
     tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-    assert_eq!(c.post_message(1, "after the reconnect", "fresh-1", &csrf).await.status, 200);
+    assert_eq!(
+        c.post_message(1, "after the reconnect", "fresh-1", &csrf)
+            .await
+            .status,
+        200
+    );
     let r = c.get(&format!("/rooms/1/refresh?since={since}")).await;
     assert_eq!(r.status, 200);
-    assert!(r.header("content-type").unwrap().starts_with("text/vnd.turbo-stream.html"));
-    assert!(r.body.contains("<turbo-stream action=\"append\" target=\"messages_rooms_open_1\">"));
+    assert!(r
+        .header("content-type")
+        .unwrap()
+        .starts_with("text/vnd.turbo-stream.html"));
+    assert!(r
+        .body
+        .contains("<turbo-stream action=\"append\" target=\"messages_rooms_open_1\">"));
     assert!(r.body.contains("id=\"message_fresh-1\""));
     assert_eq!(r.body.matches("class=\"message\"").count(), 1);
-    let nothing = c.get(&format!("/rooms/1/refresh?since={}", hearth::db::now_ms() + 1000)).await;
+    let nothing = c
+        .get(&format!(
+            "/rooms/1/refresh?since={}",
+            hearth::db::now_ms() + 1000
+        ))
+        .await;
     assert_eq!(nothing.body, "");
     assert_eq!(c.get("/rooms/1/refresh").await.status, 400);
 }

@@ -47,12 +47,20 @@ struct Subscription {
 
 /// Runs a connection to its end. `leftover` holds bytes the HTTP layer read past the
 /// handshake (a client may send its first command in the same packet).
-pub async fn run(state: SharedState, stream: TcpStream, leftover: Bytes, user: Option<User>, session_token: Option<String>) {
+pub async fn run(
+    state: SharedState,
+    stream: TcpStream,
+    leftover: Bytes,
+    user: Option<User>,
+    session_token: Option<String>,
+) {
     let _ = stream.set_nodelay(true);
     let (read_half, mut write_half) = stream.into_split();
     let Some(user) = user else {
         // Rails: reject_unauthorized_connection → disconnect frame, close 1000, no welcome.
-        let mut bytes = Frame::text(&protocol::disconnect(DisconnectReason::Unauthorized, false)).0.to_vec();
+        let mut bytes = Frame::text(&protocol::disconnect(DisconnectReason::Unauthorized, false))
+            .0
+            .to_vec();
         bytes.extend_from_slice(&Frame::close(close_code::NORMAL, "").0);
         let _ = tokio::time::timeout(std::time::Duration::from_secs(5), async {
             let _ = write_half.write_all(&bytes).await;
@@ -70,12 +78,21 @@ pub async fn run(state: SharedState, stream: TcpStream, leftover: Bytes, user: O
         tracing::info!("An unauthorized connection attempt was rejected");
         return;
     };
-    if write_half.write_all(&Frame::text(protocol::WELCOME).0).await.is_err() {
+    if write_half
+        .write_all(&Frame::text(protocol::WELCOME).0)
+        .await
+        .is_err()
+    {
         return;
     }
     let conn = state.fanout.attach(write_half);
     state.cable.register(user.id, session_token, conn.clone());
-    let mut reader = Reader { state: state.clone(), user, conn: conn.clone(), subscriptions: HashMap::new() };
+    let mut reader = Reader {
+        state: state.clone(),
+        user,
+        conn: conn.clone(),
+        subscriptions: HashMap::new(),
+    };
     reader.read_loop(read_half, leftover).await;
     reader.unsubscribe_all().await;
     state.cable.deregister(conn.id());
@@ -94,7 +111,8 @@ struct Reader {
 impl Reader {
     async fn read_loop(&mut self, read_half: tokio::net::tcp::OwnedReadHalf, leftover: Bytes) {
         let source = std::io::Cursor::new(leftover).chain(read_half);
-        let (ws_read, _) = fastwebsockets::after_handshake_split(source, tokio::io::sink(), Role::Server);
+        let (ws_read, _) =
+            fastwebsockets::after_handshake_split(source, tokio::io::sink(), Role::Server);
         let mut ws = fastwebsockets::FragmentCollectorRead::new(ws_read);
         let conn = self.conn.clone();
         let mut obligated = move |frame: fastwebsockets::Frame<'_>| {
@@ -133,8 +151,12 @@ impl Reader {
                     OpCode::Close => return,
                     _ => {}
                 },
-                Err(WebSocketError::InvalidUTF8) => return self.close_with_code(close_code::INVALID_PAYLOAD),
-                Err(WebSocketError::FrameTooLarge) => return self.close_with_code(close_code::MESSAGE_TOO_BIG),
+                Err(WebSocketError::InvalidUTF8) => {
+                    return self.close_with_code(close_code::INVALID_PAYLOAD)
+                }
+                Err(WebSocketError::FrameTooLarge) => {
+                    return self.close_with_code(close_code::MESSAGE_TOO_BIG)
+                }
                 Err(WebSocketError::UnexpectedEOF) | Err(WebSocketError::IoError(_)) => return,
                 Err(e) => {
                     tracing::debug!(error = %e, "WebSocket protocol error");
@@ -149,7 +171,10 @@ impl Reader {
     }
 
     fn ctx(&self) -> ChannelContext<'_> {
-        ChannelContext { state: &self.state, user: &self.user }
+        ChannelContext {
+            state: &self.state,
+            user: &self.user,
+        }
     }
 
     async fn handle_text(&mut self, text: &str) {
@@ -185,11 +210,14 @@ impl Reader {
                 for stream in &subscribed.streams {
                     self.conn.subscribe(stream, &variant);
                 }
-                self.conn.send(Frame::text(&protocol::confirm(&identifier, escaping)));
-                self.subscriptions.insert(identifier, Subscription { subscribed });
+                self.conn
+                    .send(Frame::text(&protocol::confirm(&identifier, escaping)));
+                self.subscriptions
+                    .insert(identifier, Subscription { subscribed });
             }
             Outcome::Reject => {
-                self.conn.send(Frame::text(&protocol::reject(&identifier, escaping)));
+                self.conn
+                    .send(Frame::text(&protocol::reject(&identifier, escaping)));
             }
             Outcome::UnknownChannel => {
                 tracing::warn!("Subscription class not found: {channel:?}");
@@ -214,7 +242,11 @@ impl Reader {
         };
         let subscribed = sub.subscribed.clone();
         let decoded: serde_json::Value = serde_json::from_str(data)?;
-        let action = decoded.get("action").and_then(|a| a.as_str()).filter(|a| !a.is_empty()).unwrap_or("receive");
+        let action = decoded
+            .get("action")
+            .and_then(|a| a.as_str())
+            .filter(|a| !a.is_empty())
+            .unwrap_or("receive");
         if !channels::perform(self.ctx(), &subscribed, action).await? {
             tracing::warn!("Unable to process {identifier}#{action}");
         }

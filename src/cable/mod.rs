@@ -33,7 +33,12 @@ const WEBSOCKET_GUID: &str = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
 /// What Rails answers for anything at the mount that it will not upgrade: 404 `text/plain`
 /// `Page not found` (`Connection::Base#respond_to_invalid_request`).
 pub fn page_not_found() -> Response {
-    (StatusCode::NOT_FOUND, [(header::CONTENT_TYPE, "text/plain")], "Page not found").into_response()
+    (
+        StatusCode::NOT_FOUND,
+        [(header::CONTENT_TYPE, "text/plain")],
+        "Page not found",
+    )
+        .into_response()
 }
 
 /// `Sec-WebSocket-Accept` for a `Sec-WebSocket-Key` (RFC 6455 §4.2.2): base64(SHA-1(key ‖ GUID)).
@@ -71,14 +76,20 @@ pub fn origin_allowed(state: &SharedState, headers: &HeaderMap, secure: bool) ->
     if state.config.disable_origin_check {
         return true;
     }
-    let Some(origin) = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()) else { return false };
+    let Some(origin) = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()) else {
+        return false;
+    };
     if let Some(host) = headers.get(header::HOST).and_then(|v| v.to_str().ok()) {
         let proto = if secure { "https" } else { "http" };
         if origin == format!("{proto}://{host}") {
             return true;
         }
     }
-    state.config.allowed_origins.iter().any(|allowed| allowed == origin)
+    state
+        .config
+        .allowed_origins
+        .iter()
+        .any(|allowed| allowed == origin)
 }
 
 /// `GET /cable`: validates the upgrade, answers 101 and hands the socket to
@@ -88,21 +99,31 @@ pub async fn upgrade(State(state): State<SharedState>, mut request: Request<Body
     let is_upgrade = request.method() == Method::GET
         && header_has_token(headers, header::CONNECTION, "upgrade")
         && header_has_token(headers, header::UPGRADE, "websocket")
-        && headers.get(header::SEC_WEBSOCKET_VERSION).is_some_and(|v| v == "13");
-    let Some(key) = headers.get(header::SEC_WEBSOCKET_KEY).filter(|_| is_upgrade).cloned() else {
+        && headers
+            .get(header::SEC_WEBSOCKET_VERSION)
+            .is_some_and(|v| v == "13");
+    let Some(key) = headers
+        .get(header::SEC_WEBSOCKET_KEY)
+        .filter(|_| is_upgrade)
+        .cloned()
+    else {
         return page_not_found();
     };
-    let Some(ctx) = request.extensions().get::<Ctx>().cloned() else { return page_not_found() };
+    let Some(ctx) = request.extensions().get::<Ctx>().cloned() else {
+        return page_not_found();
+    };
     if !origin_allowed(&state, headers, ctx.secure) {
         tracing::warn!(
             "Request origin not allowed: {}",
-            headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()).unwrap_or("")
+            headers
+                .get(header::ORIGIN)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("")
         );
         return page_not_found();
     }
     let protocol = pick_protocol(headers);
     let on_upgrade = hyper::upgrade::on(&mut request);
-    let task_state = state.clone();
     tokio::spawn(async move {
         let upgraded = match on_upgrade.await {
             Ok(u) => u,
@@ -118,7 +139,14 @@ pub async fn upgrade(State(state): State<SharedState>, mut request: Request<Body
                 return;
             }
         };
-        connection::run(task_state, parts.io.into_inner(), parts.read_buf, ctx.user, ctx.session_token).await;
+        connection::run(
+            state,
+            parts.io.into_inner(),
+            parts.read_buf,
+            ctx.user,
+            ctx.session_token,
+        )
+        .await;
     });
     let mut response = Response::new(Body::empty());
     *response.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
@@ -140,17 +168,29 @@ mod tests {
 
     #[test]
     fn accept_key_matches_rfc_6455_example() {
-        assert_eq!(accept_key(b"dGhlIHNhbXBsZSBub25jZQ=="), "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");
+        assert_eq!(
+            accept_key(b"dGhlIHNhbXBsZSBub25jZQ=="),
+            "s3pPLMBiTxaQ9kYGzzhZRbK+xOo="
+        );
     }
 
     #[test]
     fn protocol_pick_follows_client_order() {
         let mut h = HeaderMap::new();
-        h.insert(header::SEC_WEBSOCKET_PROTOCOL, HeaderValue::from_static("actioncable-v1-json, actioncable-unsupported"));
+        h.insert(
+            header::SEC_WEBSOCKET_PROTOCOL,
+            HeaderValue::from_static("actioncable-v1-json, actioncable-unsupported"),
+        );
         assert_eq!(pick_protocol(&h), Some("actioncable-v1-json"));
-        h.insert(header::SEC_WEBSOCKET_PROTOCOL, HeaderValue::from_static("foo, actioncable-unsupported"));
+        h.insert(
+            header::SEC_WEBSOCKET_PROTOCOL,
+            HeaderValue::from_static("foo, actioncable-unsupported"),
+        );
         assert_eq!(pick_protocol(&h), Some("actioncable-unsupported"));
-        h.insert(header::SEC_WEBSOCKET_PROTOCOL, HeaderValue::from_static("actioncable-v1-ext-json"));
+        h.insert(
+            header::SEC_WEBSOCKET_PROTOCOL,
+            HeaderValue::from_static("actioncable-v1-ext-json"),
+        );
         assert_eq!(pick_protocol(&h), None);
         assert_eq!(pick_protocol(&HeaderMap::new()), None);
     }

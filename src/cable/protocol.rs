@@ -55,7 +55,11 @@ impl DisconnectReason {
 
 /// `{"type":"disconnect","reason":"<reason>","reconnect":<bool>}`.
 pub fn disconnect(reason: DisconnectReason, reconnect: bool) -> Vec<u8> {
-    format!(r#"{{"type":"disconnect","reason":"{}","reconnect":{reconnect}}}"#, reason.as_str()).into_bytes()
+    format!(
+        r#"{{"type":"disconnect","reason":"{}","reconnect":{reconnect}}}"#,
+        reason.as_str()
+    )
+    .into_bytes()
 }
 
 /// `{"type":"ping","message":<unix seconds>}`.
@@ -154,12 +158,15 @@ pub enum CommandError {
 
 /// Parses one text frame into a [`Command`].
 pub fn parse_command(text: &str) -> Result<Command, CommandError> {
-    let raw: RawCommand = serde_json::from_str(text).map_err(|e| CommandError::Malformed(e.to_string()))?;
+    let raw: RawCommand =
+        serde_json::from_str(text).map_err(|e| CommandError::Malformed(e.to_string()))?;
     let identifier = match raw.identifier {
         Some(serde_json::Value::String(s)) => Arc::<str>::from(s),
         _ => {
             return match raw.command.as_deref() {
-                Some("subscribe" | "unsubscribe" | "message") => Err(CommandError::MissingIdentifier),
+                Some("subscribe" | "unsubscribe" | "message") => {
+                    Err(CommandError::MissingIdentifier)
+                }
                 other => Err(CommandError::UnknownCommand(other.unwrap_or("").to_owned())),
             }
         }
@@ -177,8 +184,12 @@ pub fn parse_command(text: &str) -> Result<Command, CommandError> {
 
 /// The params of an identifier (`{"channel":"…", …}`): None when the identifier is not a
 /// JSON object or has no string `channel`.
-pub fn identifier_params(identifier: &str) -> Option<(String, serde_json::Map<String, serde_json::Value>)> {
-    let serde_json::Value::Object(map) = serde_json::from_str(identifier).ok()? else { return None };
+pub fn identifier_params(
+    identifier: &str,
+) -> Option<(String, serde_json::Map<String, serde_json::Value>)> {
+    let serde_json::Value::Object(map) = serde_json::from_str(identifier).ok()? else {
+        return None;
+    };
     let channel = map.get("channel")?.as_str()?.to_owned();
     Some((channel, map))
 }
@@ -200,7 +211,10 @@ mod tests {
             String::from_utf8(reject(r#"{"channel":"RejectChannel"}"#, esc)).unwrap(),
             r#"{"identifier":"{\"channel\":\"RejectChannel\"}","type":"reject_subscription"}"#
         );
-        assert_eq!(String::from_utf8(ping(1796004300)).unwrap(), r#"{"type":"ping","message":1796004300}"#);
+        assert_eq!(
+            String::from_utf8(ping(1796004300)).unwrap(),
+            r#"{"type":"ping","message":1796004300}"#
+        );
         assert_eq!(
             String::from_utf8(disconnect(DisconnectReason::Unauthorized, false)).unwrap(),
             r#"{"type":"disconnect","reason":"unauthorized","reconnect":false}"#
@@ -234,23 +248,51 @@ mod tests {
     fn commands_parse() {
         assert_eq!(
             parse_command(r#"{"command":"subscribe","identifier":"{\"channel\":\"A\"}"}"#),
-            Ok(Command::Subscribe { identifier: Arc::from(r#"{"channel":"A"}"#) })
+            Ok(Command::Subscribe {
+                identifier: Arc::from(r#"{"channel":"A"}"#)
+            })
         );
         assert_eq!(
             parse_command(r#"{"command":"message","identifier":"x","data":"{\"action\":\"a\"}"}"#),
-            Ok(Command::Message { identifier: Arc::from("x"), data: r#"{"action":"a"}"#.into() })
+            Ok(Command::Message {
+                identifier: Arc::from("x"),
+                data: r#"{"action":"a"}"#.into()
+            })
         );
-        assert!(matches!(parse_command("not json at all"), Err(CommandError::Malformed(_))));
-        assert!(matches!(parse_command("[1,2]"), Err(CommandError::Malformed(_))));
-        assert_eq!(parse_command(r#"{"command":"bogus"}"#), Err(CommandError::UnknownCommand("bogus".into())));
-        assert_eq!(parse_command(r#"{"command":"subscribe"}"#), Err(CommandError::MissingIdentifier));
-        assert_eq!(parse_command(r#"{"command":"subscribe","identifier":{"channel":"A"}}"#), Err(CommandError::MissingIdentifier));
-        assert_eq!(parse_command(r#"{"command":"message","identifier":"x"}"#), Err(CommandError::MissingData));
+        assert!(matches!(
+            parse_command("not json at all"),
+            Err(CommandError::Malformed(_))
+        ));
+        assert!(matches!(
+            parse_command("[1,2]"),
+            Err(CommandError::Malformed(_))
+        ));
+        assert_eq!(
+            parse_command(r#"{"command":"bogus"}"#),
+            Err(CommandError::UnknownCommand("bogus".into()))
+        );
+        assert_eq!(
+            parse_command(r#"{"command":"subscribe"}"#),
+            Err(CommandError::MissingIdentifier)
+        );
+        assert_eq!(
+            parse_command(r#"{"command":"subscribe","identifier":{"channel":"A"}}"#),
+            Err(CommandError::MissingIdentifier)
+        );
+        assert_eq!(
+            parse_command(r#"{"command":"message","identifier":"x"}"#),
+            Err(CommandError::MissingData)
+        );
     }
 
     #[test]
     fn identifier_params_need_a_channel() {
-        assert_eq!(identifier_params(r#"{"channel":"A","room_id":1}"#).unwrap().0, "A");
+        assert_eq!(
+            identifier_params(r#"{"channel":"A","room_id":1}"#)
+                .unwrap()
+                .0,
+            "A"
+        );
         assert!(identifier_params(r#"{"room_id":1}"#).is_none());
         assert!(identifier_params("nope").is_none());
         assert!(identifier_params(r#"{"channel":5}"#).is_none());

@@ -25,13 +25,23 @@ pub struct Registry {
 
 /// Queues the disconnect frame and a close frame (code 1000) on `connection`.
 pub fn close_with(connection: &Connection, reason: DisconnectReason, reconnect: bool) {
-    connection.close(&[Frame::text(&disconnect(reason, reconnect)), Frame::close(1000, "")]);
+    connection.close(&[
+        Frame::text(&disconnect(reason, reconnect)),
+        Frame::close(1000, ""),
+    ]);
 }
 
 impl Registry {
     /// Records an identified connection.
     pub fn register(&self, user_id: i64, session_token: Option<String>, connection: Connection) {
-        self.entries.lock().insert(connection.id(), Entry { user_id, session_token, connection });
+        self.entries.lock().insert(
+            connection.id(),
+            Entry {
+                user_id,
+                session_token,
+                connection,
+            },
+        );
     }
 
     /// Forgets a connection (it closed).
@@ -49,9 +59,19 @@ impl Registry {
         self.len() == 0
     }
 
-    fn close_matching(&self, reason: DisconnectReason, reconnect: bool, pred: impl Fn(&Entry) -> bool) -> usize {
-        let matching: Vec<Connection> =
-            self.entries.lock().values().filter(|e| pred(e)).map(|e| e.connection.clone()).collect();
+    fn close_matching(
+        &self,
+        reason: DisconnectReason,
+        reconnect: bool,
+        pred: impl Fn(&Entry) -> bool,
+    ) -> usize {
+        let matching: Vec<Connection> = self
+            .entries
+            .lock()
+            .values()
+            .filter(|e| pred(e))
+            .map(|e| e.connection.clone())
+            .collect();
         for c in &matching {
             close_with(c, reason, reconnect);
         }
@@ -60,12 +80,16 @@ impl Registry {
 
     /// Closes the user's connections with `{"type":"disconnect","reason":"remote",…}`.
     pub fn disconnect_user(&self, user_id: i64, reconnect: bool) -> usize {
-        self.close_matching(DisconnectReason::Remote, reconnect, |e| e.user_id == user_id)
+        self.close_matching(DisconnectReason::Remote, reconnect, |e| {
+            e.user_id == user_id
+        })
     }
 
     /// Closes the connections opened with this session token (sign-out).
     pub fn disconnect_session(&self, token: &str, reconnect: bool) -> usize {
-        self.close_matching(DisconnectReason::Remote, reconnect, |e| e.session_token.as_deref() == Some(token))
+        self.close_matching(DisconnectReason::Remote, reconnect, |e| {
+            e.session_token.as_deref() == Some(token)
+        })
     }
 
     /// Closes every connection with `{"type":"disconnect","reason":"server_restart","reconnect":true}`.

@@ -90,7 +90,9 @@ async fn with_boosts(pool: &SqlitePool, rows: Vec<Row>) -> sqlx::Result<Vec<Mess
     if messages.is_empty() {
         return Ok(messages);
     }
-    let (lo, hi) = messages.iter().fold((i64::MAX, i64::MIN), |(lo, hi), m| (lo.min(m.id), hi.max(m.id)));
+    let (lo, hi) = messages.iter().fold((i64::MAX, i64::MIN), |(lo, hi), m| {
+        (lo.min(m.id), hi.max(m.id))
+    });
     let boosts: Vec<Boost> = sqlx::query_as(
         "SELECT b.id, b.message_id, b.booster_id, u.name AS booster_name, b.content FROM boosts b \
          JOIN users u ON u.id = b.booster_id JOIN messages m ON m.id = b.message_id \
@@ -123,7 +125,11 @@ pub async fn last_page(pool: &SqlitePool, room_id: i64) -> sqlx::Result<Vec<Mess
 }
 
 /// The page of messages before message `before_id` (exclusive), oldest first (`page_before`).
-pub async fn page_before(pool: &SqlitePool, room_id: i64, before_id: i64) -> sqlx::Result<Vec<Message>> {
+pub async fn page_before(
+    pool: &SqlitePool,
+    room_id: i64,
+    before_id: i64,
+) -> sqlx::Result<Vec<Message>> {
     let mut rows: Vec<Row> = sqlx::query_as(select!(
         "WHERE m.room_id = ?1 AND (m.created_at, m.id) < \
            (SELECT created_at, id FROM messages WHERE id = ?2) \
@@ -139,7 +145,11 @@ pub async fn page_before(pool: &SqlitePool, room_id: i64, before_id: i64) -> sql
 }
 
 /// The page of messages after message `after_id` (exclusive), oldest first (`page_after`).
-pub async fn page_after(pool: &SqlitePool, room_id: i64, after_id: i64) -> sqlx::Result<Vec<Message>> {
+pub async fn page_after(
+    pool: &SqlitePool,
+    room_id: i64,
+    after_id: i64,
+) -> sqlx::Result<Vec<Message>> {
     let rows: Vec<Row> = sqlx::query_as(select!(
         "WHERE m.room_id = ?1 AND (m.created_at, m.id) > \
            (SELECT created_at, id FROM messages WHERE id = ?2) \
@@ -179,13 +189,15 @@ pub async fn changed_since(
     .bind(PAGE_SIZE)
     .fetch_all(pool)
     .await?;
-    Ok((with_boosts(pool, created).await?, with_boosts(pool, updated).await?))
+    Ok((
+        with_boosts(pool, created).await?,
+        with_boosts(pool, updated).await?,
+    ))
 }
 
 /// Finds one message of a room.
 pub async fn find(pool: &SqlitePool, room_id: i64, id: i64) -> sqlx::Result<Option<Message>> {
-    let row: Option<Row> = sqlx::query_as(select!(
-        "WHERE m.room_id = ? AND m.id = ?"))
+    let row: Option<Row> = sqlx::query_as(select!("WHERE m.room_id = ? AND m.id = ?"))
         .bind(room_id)
         .bind(id)
         .fetch_optional(pool)
@@ -195,8 +207,7 @@ pub async fn find(pool: &SqlitePool, room_id: i64, id: i64) -> sqlx::Result<Opti
 
 /// Finds a message by id, whatever its room.
 pub async fn find_any(pool: &SqlitePool, id: i64) -> sqlx::Result<Option<Message>> {
-    let row: Option<Row> = sqlx::query_as(select!(
-        "WHERE m.id = ?"))
+    let row: Option<Row> = sqlx::query_as(select!("WHERE m.id = ?"))
         .bind(id)
         .fetch_optional(pool)
         .await?;
@@ -274,19 +285,28 @@ pub async fn create(
         updated_at: now,
         boosts: Vec::new(),
     };
-    Ok(Created { message, member_ids })
+    Ok(Created {
+        message,
+        member_ids,
+    })
 }
 
 /// Replaces a message's body; returns the updated message, or None when it does not exist.
-pub async fn update_body(pool: &SqlitePool, room_id: i64, id: i64, body: &str) -> sqlx::Result<Option<Message>> {
-    let changed = sqlx::query("UPDATE messages SET body = ?, updated_at = ? WHERE room_id = ? AND id = ?")
-        .bind(body)
-        .bind(super::now_ms())
-        .bind(room_id)
-        .bind(id)
-        .execute(pool)
-        .await?
-        .rows_affected();
+pub async fn update_body(
+    pool: &SqlitePool,
+    room_id: i64,
+    id: i64,
+    body: &str,
+) -> sqlx::Result<Option<Message>> {
+    let changed =
+        sqlx::query("UPDATE messages SET body = ?, updated_at = ? WHERE room_id = ? AND id = ?")
+            .bind(body)
+            .bind(super::now_ms())
+            .bind(room_id)
+            .bind(id)
+            .execute(pool)
+            .await?
+            .rows_affected();
     if changed == 0 {
         return Ok(None);
     }
@@ -295,7 +315,9 @@ pub async fn update_body(pool: &SqlitePool, room_id: i64, id: i64, body: &str) -
 
 /// Deletes a message (and its boosts); returns it as it was, or None when it does not exist.
 pub async fn delete(pool: &SqlitePool, room_id: i64, id: i64) -> sqlx::Result<Option<Message>> {
-    let Some(message) = find(pool, room_id, id).await? else { return Ok(None) };
+    let Some(message) = find(pool, room_id, id).await? else {
+        return Ok(None);
+    };
     sqlx::query("DELETE FROM messages WHERE room_id = ? AND id = ?")
         .bind(room_id)
         .bind(id)
@@ -323,10 +345,19 @@ pub async fn boost(
     .bind(now)
     .fetch_one(pool)
     .await?;
-    Ok(Boost { id, message_id, booster_id, booster_name: booster_name.to_owned(), content: content.to_owned() })
+    Ok(Boost {
+        id,
+        message_id,
+        booster_id,
+        booster_name: booster_name.to_owned(),
+        content: content.to_owned(),
+    })
 }
 
 /// Counts a room's messages.
 pub async fn count(pool: &SqlitePool, room_id: i64) -> sqlx::Result<i64> {
-    sqlx::query_scalar("SELECT COUNT(*) FROM messages WHERE room_id = ?").bind(room_id).fetch_one(pool).await
+    sqlx::query_scalar("SELECT COUNT(*) FROM messages WHERE room_id = ?")
+        .bind(room_id)
+        .fetch_one(pool)
+        .await
 }

@@ -66,7 +66,11 @@ pub async fn find(pool: &SqlitePool, id: i64) -> sqlx::Result<Option<Room>> {
 /// Finds a room by id only when `user_id` is a member of it (Campfire's
 /// `Current.user.rooms.find`): the way every room route looks rooms up, so that a
 /// non-member gets a 404.
-pub async fn find_for_member(pool: &SqlitePool, id: i64, user_id: i64) -> sqlx::Result<Option<Room>> {
+pub async fn find_for_member(
+    pool: &SqlitePool,
+    id: i64,
+    user_id: i64,
+) -> sqlx::Result<Option<Room>> {
     sqlx::query_as(
         "SELECT r.id, r.name, r.kind, r.updated_at FROM rooms r \
          JOIN memberships m ON m.room_id = r.id WHERE r.id = ? AND m.user_id = ?",
@@ -150,13 +154,15 @@ pub async fn absent(pool: &SqlitePool, room_id: i64, user_id: i64) -> sqlx::Resu
 /// Keeps a membership connected (Campfire's `Membership#refresh_connection`).
 pub async fn refresh_connection(pool: &SqlitePool, room_id: i64, user_id: i64) -> sqlx::Result<()> {
     let now = super::now_ms();
-    sqlx::query("UPDATE memberships SET connected_at = ?, updated_at = ? WHERE room_id = ? AND user_id = ?")
-        .bind(now)
-        .bind(now)
-        .bind(room_id)
-        .bind(user_id)
-        .execute(pool)
-        .await?;
+    sqlx::query(
+        "UPDATE memberships SET connected_at = ?, updated_at = ? WHERE room_id = ? AND user_id = ?",
+    )
+    .bind(now)
+    .bind(now)
+    .bind(room_id)
+    .bind(user_id)
+    .execute(pool)
+    .await?;
     Ok(())
 }
 

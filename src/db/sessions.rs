@@ -13,7 +13,9 @@ pub fn new_token() -> String {
     use rand::RngExt;
     const ALPHABET: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
     let mut rng = rand::rng();
-    (0..24).map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char).collect()
+    (0..24)
+        .map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char)
+        .collect()
 }
 
 /// Starts a session for `user_id` and returns its token (Campfire's `Session.start!`).
@@ -51,8 +53,16 @@ pub async fn resume(pool: &SqlitePool, token: &str) -> sqlx::Result<Option<User>
     .bind(token)
     .fetch_optional(pool)
     .await?;
-    let Some((last_active_at, id, name, email_address, role, status)) = row else { return Ok(None) };
-    let user = User { id, name, email_address, role, status };
+    let Some((last_active_at, id, name, email_address, role, status)) = row else {
+        return Ok(None);
+    };
+    let user = User {
+        id,
+        name,
+        email_address,
+        role,
+        status,
+    };
     if !user.is_active() {
         return Ok(None);
     }

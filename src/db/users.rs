@@ -35,6 +35,9 @@ impl User {
     }
 }
 
+/// A user row plus one secret column (password digest or bot token).
+type UserRowWithSecret = (i64, String, Option<String>, String, String, Option<String>);
+
 /// Finds a user by id.
 pub async fn find(pool: &SqlitePool, id: i64) -> sqlx::Result<Option<User>> {
     sqlx::query_as("SELECT id, name, email_address, role, status FROM users WHERE id = ?")
@@ -49,31 +52,59 @@ pub async fn find_active_for_login(
     pool: &SqlitePool,
     email_address: &str,
 ) -> sqlx::Result<Option<(User, String)>> {
-    let row: Option<(i64, String, Option<String>, String, String, Option<String>)> = sqlx::query_as(
+    let row: Option<UserRowWithSecret> = sqlx::query_as(
         "SELECT id, name, email_address, role, status, password_digest FROM users \
          WHERE email_address = ? AND status = 'active' AND role != 'bot'",
     )
     .bind(email_address.trim().to_lowercase())
     .fetch_optional(pool)
     .await?;
-    Ok(row.and_then(|(id, name, email_address, role, status, digest)| {
-        digest.map(|d| (User { id, name, email_address, role, status }, d))
-    }))
+    Ok(
+        row.and_then(|(id, name, email_address, role, status, digest)| {
+            digest.map(|d| {
+                (
+                    User {
+                        id,
+                        name,
+                        email_address,
+                        role,
+                        status,
+                    },
+                    d,
+                )
+            })
+        }),
+    )
 }
 
 /// Finds an active bot by its bot key `"<user_id>-<bot_token>"` (Campfire's
 /// `User.authenticate_bot`). `None` for a malformed key or no match.
 pub async fn authenticate_bot(pool: &SqlitePool, bot_key: &str) -> sqlx::Result<Option<User>> {
-    let Some((id, token)) = bot_key.split_once('-') else { return Ok(None) };
-    let Ok(id) = id.parse::<i64>() else { return Ok(None) };
-    let candidate: Option<(User, Option<String>)> = sqlx::query_as::<_, (i64, String, Option<String>, String, String, Option<String>)>(
+    let Some((id, token)) = bot_key.split_once('-') else {
+        return Ok(None);
+    };
+    let Ok(id) = id.parse::<i64>() else {
+        return Ok(None);
+    };
+    let candidate: Option<(User, Option<String>)> = sqlx::query_as::<_, UserRowWithSecret>(
         "SELECT id, name, email_address, role, status, bot_token FROM users \
          WHERE id = ? AND role = 'bot' AND status = 'active'",
     )
     .bind(id)
     .fetch_optional(pool)
     .await?
-    .map(|(id, name, email_address, role, status, t)| (User { id, name, email_address, role, status }, t));
+    .map(|(id, name, email_address, role, status, t)| {
+        (
+            User {
+                id,
+                name,
+                email_address,
+                role,
+                status,
+            },
+            t,
+        )
+    });
     Ok(candidate.and_then(|(user, stored)| {
         let stored = stored?;
         let equal: bool = subtle::ConstantTimeEq::ct_eq(stored.as_bytes(), token.as_bytes()).into();
@@ -93,7 +124,10 @@ pub async fn set_status(pool: &SqlitePool, id: i64, status: &str) -> sqlx::Resul
         .await?
         .rows_affected();
     if status != "active" {
-        sqlx::query("DELETE FROM sessions WHERE user_id = ?").bind(id).execute(&mut *tx).await?;
+        sqlx::query("DELETE FROM sessions WHERE user_id = ?")
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
     }
     tx.commit().await?;
     Ok(changed > 0)

@@ -1,1 +1,164 @@
-//! The fan-out core.
+//! The fan-out core: delivering one broadcast to every subscribed WebSocket connection.
+//!
+//! This module knows nothing of HTTP, SQL or Action Cable channels. It takes a stream name and
+//! an already-encoded message and puts WebSocket frames on sockets. The Action Cable layer
+//! reads client frames itself and uses this module only to send.
+//!
+//! ## How a broadcast travels (the default, [`EngineKind::Queue`])
+//!
+//! 1. [`Fanout::broadcast`] looks the stream up in the subscriber **index** (one hash lookup,
+//!    no scan of connections) and takes that stream's read lock.
+//! 2. For each identifier [`Variant`] among the stream's subscribers it encodes **one frame**:
+//!    the RFC 6455 header plus `prefix + message + suffix`, in one [`bytes::Bytes`] buffer
+//!    ([`frame::Frame`]).
+//! 3. It pushes a refcount clone of that frame into the bounded **outbox** of every subscriber
+//!    of the variant, and wakes a connection only if its outbox was idle. It never waits for a
+//!    socket and allocates nothing per subscriber.
+//! 4. Each connection's own **writer** task takes everything in its outbox and writes it with
+//!    one vectored write (`writev`) per up to [`MAX_WRITE_SLICES`] frames, resuming partial
+//!    writes at their offset.
+//! 5. A connection whose outbox passes its [`QueueLimits`] is cut off alone: it gets the
+//!    `too_slow` disconnect notice and a close frame, its queue is dropped, others carry on.
+//!
+//! ## Files
+//!
+//! - `frame.rs`: encoding a server frame once, to be shared.
+//! - `queue.rs`: the per-connection outbox (lock-free ring, byte bound, armed wake-up flag).
+//! - `writer.rs`: the owner's drain loop (vectored writes, offsets, close and cut-off).
+//! - `index.rs`: stream → variants → subscribers.
+//! - `engine.rs`: [`Fanout`] and [`Connection`], the API the cable layer calls.
+//! - `reference.rs`: the [`EngineKind::TokioBroadcast`] reference engine, the design most
+//!   Rust servers start with, kept to measure the default against.
+//! - `stats.rs`: counters ([`StatsSnapshot`]).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+
+mod engine;
+pub mod frame;
+mod index;
+mod queue;
+mod reference;
+mod stats;
+mod writer;
+
+pub use engine::{Connection, Fanout};
+pub use stats::StatsSnapshot;
+
+/// Which engine delivers frames, chosen at start (`--fanout queue|tokio-broadcast`).
+///
+/// Both engines put the same bytes on the wire; they differ in how frames reach the socket.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum EngineKind {
+    /// The default: an index lookup, one shared frame per variant, a bounded lock-free outbox
+    /// per connection drained by the connection's own task with vectored writes.
+    #[default]
+    Queue,
+    /// The reference design: a `tokio::sync::broadcast` channel per stream, one forwarding
+    /// task per subscription writing each message through the WebSocket library's sink
+    /// (`fastwebsockets::WebSocketWrite` behind a `tokio::sync::Mutex`), and an unbounded mpsc
+    /// per connection for direct sends. A lagged receiver is disconnected as too slow.
+    TokioBroadcast,
+}
+
+/// Bounds of one connection's outbox. Passing either cuts the connection off as too slow.
+///
+/// Defaults: 1,024 frames and 16 MiB. Only frames longer than `max_bytes / max_frames`
+/// (16 KiB by default) count against `max_bytes`; shorter ones are bounded by `max_frames`
+/// alone, so an outbox holds at most `2 × max_bytes` (see `queue.rs`). With 1,024 frames the
+/// ring costs about 40 KiB per connection (40 bytes a slot), allocated on the connection's
+/// first frame. For the reference engine `max_frames` is the capacity of each broadcast
+/// channel and `max_bytes` is not used.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QueueLimits {
+    /// Most frames queued and not yet taken by the writer (at least 1).
+    pub max_frames: usize,
+    /// Most bytes (headers included) queued and not yet completely written, counting frames
+    /// longer than `max_bytes / max_frames`.
+    pub max_bytes: usize,
+}
+
+impl Default for QueueLimits {
+    fn default() -> QueueLimits {
+        QueueLimits {
+            max_frames: 1024,
+            max_bytes: 16 * 1024 * 1024,
+        }
+    }
+}
+
+/// How a subscription wraps a broadcast message: the frame payload is
+/// `prefix + message + suffix`.
+///
+/// For Action Cable the prefix is `{"identifier":"<escaped identifier JSON>","message":` and
+/// the suffix is `}` (the transmit shape of `ActionCable::Channel::Base#transmit`, see
+/// `actioncable/lib/action_cable/channel/base.rb`). Subscribers of one stream with equal `key`
+/// (normally the identifier string) share one encoded frame per broadcast, so the key must
+/// determine prefix and suffix.
+#[derive(Clone, Debug)]
+pub struct Variant {
+    /// Groups subscribers that receive identical frames (e.g. the channel identifier).
+    pub key: Arc<str>,
+    /// Bytes placed before the message in the frame payload.
+    pub prefix: Bytes,
+    /// Bytes placed after the message in the frame payload.
+    pub suffix: Bytes,
+}
+
+impl Variant {
+    /// A variant from its key and wrapping bytes.
+    pub fn new(
+        key: impl Into<Arc<str>>,
+        prefix: impl Into<Bytes>,
+        suffix: impl Into<Bytes>,
+    ) -> Variant {
+        Variant {
+            key: key.into(),
+            prefix: prefix.into(),
+            suffix: suffix.into(),
+        }
+    }
+}
+
+/// Most frames one vectored write carries (one `IoSlice` each; Linux allows 1,024).
+pub const MAX_WRITE_SLICES: usize = 64;
+
+/// The text payload sent to a connection cut off for falling behind. The shape is Action
+/// Cable's `disconnect` message (`ActionCable::Connection::Base#close`, which the JS client
+/// handles in `connection.js`); `too_slow` is AnyCable's reason for the same event, and
+/// `reconnect: true` lets the client come back at once.
+pub const TOO_SLOW_MESSAGE: &[u8] =
+    br#"{"type":"disconnect","reason":"too_slow","reconnect":true}"#;
+
+/// How long a writer keeps trying to deliver the too-slow notice and close frame to a peer
+/// that may not be reading before it drops the socket.
+pub const SLOW_CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// How long [`Connection::close`] may spend flushing queued frames and its final frames
+/// before the socket is dropped.
+pub const CLOSE_FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::ValueEnum;
+
+    #[test]
+    fn engine_kind_flag_values() {
+        assert_eq!(EngineKind::from_str("queue", false), Ok(EngineKind::Queue));
+        assert_eq!(
+            EngineKind::from_str("tokio-broadcast", false),
+            Ok(EngineKind::TokioBroadcast)
+        );
+        assert!(EngineKind::from_str("broadcast", false).is_err());
+        assert_eq!(EngineKind::default(), EngineKind::Queue);
+    }
+
+    #[test]
+    fn default_limits_are_the_documented_ones() {
+        let limits = QueueLimits::default();
+        assert_eq!((limits.max_frames, limits.max_bytes), (1024, 16 << 20));
+    }
+}

@@ -61,7 +61,10 @@ impl Ctx {
 
     /// The raw value of cookie `name`.
     pub fn cookie(&self, name: &str) -> Option<&str> {
-        self.cookies.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+        self.cookies
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
     }
 }
 
@@ -84,7 +87,9 @@ pub fn parse_cookies(headers: &HeaderMap) -> Vec<(String, String)> {
 pub fn set_cookie(name: &str, value: &str, max_age_secs: Option<u64>, secure: bool) -> HeaderValue {
     let mut s = format!("{name}={value}; path=/");
     if let Some(secs) = max_age_secs {
-        let expires = httpdate::fmt_http_date(std::time::SystemTime::now() + std::time::Duration::from_secs(secs));
+        let expires = httpdate::fmt_http_date(
+            std::time::SystemTime::now() + std::time::Duration::from_secs(secs),
+        );
         s.push_str(&format!("; expires={expires}"));
     }
     s.push_str("; HttpOnly; SameSite=Lax");
@@ -96,8 +101,10 @@ pub fn set_cookie(name: &str, value: &str, max_age_secs: Option<u64>, secure: bo
 
 /// A `Set-Cookie` value that deletes cookie `name`.
 pub fn delete_cookie(name: &str) -> HeaderValue {
-    HeaderValue::from_str(&format!("{name}=; path=/; max-age=0; expires=Thu, 01 Jan 1970 00:00:00 GMT"))
-        .unwrap_or_else(|_| HeaderValue::from_static(""))
+    HeaderValue::from_str(&format!(
+        "{name}=; path=/; max-age=0; expires=Thu, 01 Jan 1970 00:00:00 GMT"
+    ))
+    .unwrap_or_else(|_| HeaderValue::from_static(""))
 }
 
 /// Whether a path is a bot route (`/rooms/{id}/{user_id}-{bot_token}/messages`), which
@@ -119,7 +126,10 @@ pub async fn prepare(State(state): State<SharedState>, request: Request, next: N
             let mut response = next.run(request).await;
             if let Some(secret) = new_csrf_cookie {
                 let value = state.cookies.sign(CSRF_COOKIE, &secret.encode(), None);
-                response.headers_mut().append(header::SET_COOKIE, set_cookie(CSRF_COOKIE, &value, None, secure));
+                response.headers_mut().append(
+                    header::SET_COOKIE,
+                    set_cookie(CSRF_COOKIE, &value, None, secure),
+                );
             }
             response
         }
@@ -133,7 +143,12 @@ async fn prepare_inner(
 ) -> Result<(Request, Option<CsrfSecret>, bool), AppError> {
     let (mut parts, body) = request.into_parts();
     let cookies = parse_cookies(&parts.headers);
-    let find = |name: &str| cookies.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str());
+    let find = |name: &str| {
+        cookies
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    };
     let secure = parts
         .headers
         .get("x-forwarded-proto")
@@ -175,13 +190,19 @@ async fn prepare_inner(
         if declared.is_some_and(|n| n > limit as u64) {
             return Err(AppError::PayloadTooLarge);
         }
-        let bytes = axum::body::to_bytes(body, limit).await.map_err(|_| AppError::PayloadTooLarge)?;
+        let bytes = axum::body::to_bytes(body, limit)
+            .await
+            .map_err(|_| AppError::PayloadTooLarge)?;
         let urlencoded = parts
             .headers
             .get(header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.starts_with("application/x-www-form-urlencoded"));
-        let form = if urlencoded { Form::parse(&bytes).map_err(AppError::BadRequest)? } else { Form::default() };
+        let form = if urlencoded {
+            Form::parse(&bytes).map_err(AppError::BadRequest)?
+        } else {
+            Form::default()
+        };
         (bytes, form)
     };
 
@@ -204,7 +225,9 @@ async fn prepare_inner(
             .or_else(|| form.get("authenticity_token"));
         if !token.is_some_and(|t| csrf.verify(t)) {
             tracing::info!(path = %parts.uri.path(), "CSRF token missing or invalid");
-            return Err(AppError::Unprocessable("Can't verify CSRF token authenticity.".into()));
+            return Err(AppError::Unprocessable(
+                "Can't verify CSRF token authenticity.".into(),
+            ));
         }
     }
 
@@ -219,7 +242,11 @@ async fn prepare_inner(
         cookies: Arc::new(cookies),
     };
     parts.extensions.insert(ctx);
-    Ok((Request::from_parts(parts, Body::from(body_bytes)), new_csrf_cookie, secure))
+    Ok((
+        Request::from_parts(parts, Body::from(body_bytes)),
+        new_csrf_cookie,
+        secure,
+    ))
 }
 
 #[cfg(test)]
@@ -238,11 +265,18 @@ mod tests {
     #[test]
     fn cookies_parse() {
         let mut h = HeaderMap::new();
-        h.append(header::COOKIE, HeaderValue::from_static("a=1; b=x%3D%3D--ff"));
+        h.append(
+            header::COOKIE,
+            HeaderValue::from_static("a=1; b=x%3D%3D--ff"),
+        );
         h.append(header::COOKIE, HeaderValue::from_static("c=3"));
         assert_eq!(
             parse_cookies(&h),
-            vec![("a".into(), "1".into()), ("b".into(), "x%3D%3D--ff".into()), ("c".into(), "3".into())]
+            vec![
+                ("a".into(), "1".into()),
+                ("b".into(), "x%3D%3D--ff".into()),
+                ("c".into(), "3".into())
+            ]
         );
     }
 }

@@ -64,11 +64,17 @@ impl IntoResponse for AppError {
     fn into_response(self) -> Response {
         let status = self.status();
         let (title, detail): (&str, String) = match &self {
-            AppError::NotFound => ("Not found", "The page you were looking for doesn't exist.".into()),
+            AppError::NotFound => (
+                "Not found",
+                "The page you were looking for doesn't exist.".into(),
+            ),
             AppError::BadRequest(why) => ("Bad request", why.clone()),
             AppError::Unauthorized => ("Unauthorized", "Please sign in.".into()),
             AppError::Forbidden => ("Forbidden", "You are not allowed to do that.".into()),
-            AppError::PayloadTooLarge => ("Payload too large", "The request body is over the limit.".into()),
+            AppError::PayloadTooLarge => (
+                "Payload too large",
+                "The request body is over the limit.".into(),
+            ),
             AppError::Unprocessable(why) => ("Unprocessable", why.clone()),
             AppError::TooManyRequests => ("Too many requests", "Try again later.".into()),
             AppError::Internal(e) => {
@@ -76,7 +82,11 @@ impl IntoResponse for AppError {
                 ("Something went wrong", "Please try again.".into())
             }
         };
-        let page = ErrorPage { csrf_token: "", title, detail: &detail };
+        let page = ErrorPage {
+            csrf_token: "",
+            title,
+            detail: &detail,
+        };
         let body = askama::Template::render(&page).unwrap_or_else(|_| title.to_owned());
         (status, Html(body)).into_response()
     }

@@ -25,17 +25,25 @@ impl Form {
 
     /// The first value of `name`.
     pub fn get(&self, name: &str) -> Option<&str> {
-        self.fields.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+        self.fields
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
     }
 
     /// Builds a form from pairs (for tests and clients).
     pub fn from_pairs<I: IntoIterator<Item = (String, String)>>(pairs: I) -> Form {
-        Form { fields: pairs.into_iter().collect() }
+        Form {
+            fields: pairs.into_iter().collect(),
+        }
     }
 }
 
 fn decode(raw: &[u8]) -> Result<String, String> {
-    let plus: Vec<u8> = raw.iter().map(|b| if *b == b'+' { b' ' } else { *b }).collect();
+    let plus: Vec<u8> = raw
+        .iter()
+        .map(|b| if *b == b'+' { b' ' } else { *b })
+        .collect();
     let bytes: Vec<u8> = percent_decode(&plus).collect();
     String::from_utf8(bytes).map_err(|_| "form field is not valid UTF-8".to_owned())
 }

@@ -28,7 +28,12 @@ fn wants_turbo_stream(headers: &HeaderMap) -> bool {
 }
 
 fn turbo_response(status: StatusCode, body: String) -> Response {
-    (status, [(header::CONTENT_TYPE, HeaderValue::from_static(TURBO_STREAM))], body).into_response()
+    (
+        status,
+        [(header::CONTENT_TYPE, HeaderValue::from_static(TURBO_STREAM))],
+        body,
+    )
+        .into_response()
 }
 
 fn back_to_room(room_id: i64) -> Response {
@@ -89,13 +94,25 @@ pub async fn create(
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
     let user = ctx.require_user()?;
-    let room = rooms::find_for_member(&state.pool, parse_id(&room_id)?, user.id).await?.ok_or(AppError::NotFound)?;
+    let room = rooms::find_for_member(&state.pool, parse_id(&room_id)?, user.id)
+        .await?
+        .ok_or(AppError::NotFound)?;
     let text = ctx.form.get("message[body]").unwrap_or("");
     if text.trim().is_empty() {
-        return Err(AppError::Unprocessable("message[body] can't be blank".into()));
+        return Err(AppError::Unprocessable(
+            "message[body] can't be blank".into(),
+        ));
     }
     let cid = client_message_id(ctx.form.get("message[client_message_id]"))?;
-    let created = messages::create(&state.pool, room.id, user.id, &user.name, &cid, &body_html(text)).await?;
+    let created = messages::create(
+        &state.pool,
+        room.id,
+        user.id,
+        &user.name,
+        &cid,
+        &body_html(text),
+    )
+    .await?;
     let html = broadcasts::message_append(&room, &created.message);
     broadcasts::message_created(&state, &room, &html, &created.member_ids);
     if wants_turbo_stream(&headers) {
@@ -112,14 +129,29 @@ pub async fn create_by_bot(
     Extension(ctx): Extension<Ctx>,
     Path((room_id, bot_key)): Path<(String, String)>,
 ) -> Result<Response, AppError> {
-    let bot = users::authenticate_bot(&state.pool, &bot_key).await?.ok_or(AppError::Unauthorized)?;
-    let room = rooms::find_for_member(&state.pool, parse_id(&room_id)?, bot.id).await?.ok_or(AppError::NotFound)?;
-    let text = std::str::from_utf8(&ctx.body).map_err(|_| AppError::BadRequest("body is not valid UTF-8".into()))?;
+    let bot = users::authenticate_bot(&state.pool, &bot_key)
+        .await?
+        .ok_or(AppError::Unauthorized)?;
+    let room = rooms::find_for_member(&state.pool, parse_id(&room_id)?, bot.id)
+        .await?
+        .ok_or(AppError::NotFound)?;
+    let text = std::str::from_utf8(&ctx.body)
+        .map_err(|_| AppError::BadRequest("body is not valid UTF-8".into()))?;
     if text.trim().is_empty() {
-        return Err(AppError::Unprocessable("message body can't be blank".into()));
+        return Err(AppError::Unprocessable(
+            "message body can't be blank".into(),
+        ));
     }
     let cid = broadcasts::new_client_message_id();
-    let created = messages::create(&state.pool, room.id, bot.id, &bot.name, &cid, &body_html(text)).await?;
+    let created = messages::create(
+        &state.pool,
+        room.id,
+        bot.id,
+        &bot.name,
+        &cid,
+        &body_html(text),
+    )
+    .await?;
     let html = broadcasts::message_append(&room, &created.message);
     broadcasts::message_created(&state, &room, &html, &created.member_ids);
     let location = format!("/rooms/{}/@{}", room.id, created.message.id);
@@ -135,16 +167,24 @@ pub async fn update(
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
     let user = ctx.require_user()?;
-    let room = rooms::find_for_member(&state.pool, parse_id(&room_id)?, user.id).await?.ok_or(AppError::NotFound)?;
-    let message = messages::find(&state.pool, room.id, parse_id(&message_id)?).await?.ok_or(AppError::NotFound)?;
+    let room = rooms::find_for_member(&state.pool, parse_id(&room_id)?, user.id)
+        .await?
+        .ok_or(AppError::NotFound)?;
+    let message = messages::find(&state.pool, room.id, parse_id(&message_id)?)
+        .await?
+        .ok_or(AppError::NotFound)?;
     if message.creator_id != user.id && user.role != "administrator" {
         return Err(AppError::Forbidden);
     }
     let text = ctx.form.get("message[body]").unwrap_or("");
     if text.trim().is_empty() {
-        return Err(AppError::Unprocessable("message[body] can't be blank".into()));
+        return Err(AppError::Unprocessable(
+            "message[body] can't be blank".into(),
+        ));
     }
-    let updated = messages::update_body(&state.pool, room.id, message.id, &body_html(text)).await?.ok_or(AppError::NotFound)?;
+    let updated = messages::update_body(&state.pool, room.id, message.id, &body_html(text))
+        .await?
+        .ok_or(AppError::NotFound)?;
     broadcasts::message_updated(&state, &room, &updated);
     if wants_turbo_stream(&headers) {
         let html = super::render::turbo_stream(
@@ -167,15 +207,25 @@ pub async fn destroy(
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
     let user = ctx.require_user()?;
-    let room = rooms::find_for_member(&state.pool, parse_id(&room_id)?, user.id).await?.ok_or(AppError::NotFound)?;
-    let message = messages::find(&state.pool, room.id, parse_id(&message_id)?).await?.ok_or(AppError::NotFound)?;
+    let room = rooms::find_for_member(&state.pool, parse_id(&room_id)?, user.id)
+        .await?
+        .ok_or(AppError::NotFound)?;
+    let message = messages::find(&state.pool, room.id, parse_id(&message_id)?)
+        .await?
+        .ok_or(AppError::NotFound)?;
     if message.creator_id != user.id && user.role != "administrator" {
         return Err(AppError::Forbidden);
     }
-    let removed = messages::delete(&state.pool, room.id, message.id).await?.ok_or(AppError::NotFound)?;
+    let removed = messages::delete(&state.pool, room.id, message.id)
+        .await?
+        .ok_or(AppError::NotFound)?;
     broadcasts::message_removed(&state, &room, &removed);
     if wants_turbo_stream(&headers) {
-        let html = super::render::turbo_stream("remove", &format!("message_{}", removed.client_message_id), None);
+        let html = super::render::turbo_stream(
+            "remove",
+            &format!("message_{}", removed.client_message_id),
+            None,
+        );
         Ok(turbo_response(StatusCode::OK, html))
     } else {
         Ok(back_to_room(room.id))
@@ -191,11 +241,17 @@ pub async fn boost(
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
     let user = ctx.require_user()?;
-    let message = messages::find_any(&state.pool, parse_id(&message_id)?).await?.ok_or(AppError::NotFound)?;
-    let room = rooms::find_for_member(&state.pool, message.room_id, user.id).await?.ok_or(AppError::NotFound)?;
+    let message = messages::find_any(&state.pool, parse_id(&message_id)?)
+        .await?
+        .ok_or(AppError::NotFound)?;
+    let room = rooms::find_for_member(&state.pool, message.room_id, user.id)
+        .await?
+        .ok_or(AppError::NotFound)?;
     let content = ctx.form.get("boost[content]").unwrap_or("").trim();
     if content.is_empty() || content.chars().count() > 16 {
-        return Err(AppError::Unprocessable("boost[content] must be 1-16 characters".into()));
+        return Err(AppError::Unprocessable(
+            "boost[content] must be 1-16 characters".into(),
+        ));
     }
     let boost = messages::boost(&state.pool, message.id, user.id, &user.name, content).await?;
     let html = broadcasts::boost_created(&state, &room, &message, &boost);
@@ -212,7 +268,10 @@ mod tests {
 
     #[test]
     fn body_html_escapes_and_keeps_lines() {
-        assert_eq!(body_html("<script>alert(1)</script>"), "<div>&lt;script&gt;alert(1)&lt;/script&gt;</div>");
+        assert_eq!(
+            body_html("<script>alert(1)</script>"),
+            "<div>&lt;script&gt;alert(1)&lt;/script&gt;</div>"
+        );
         assert_eq!(body_html(" a\nb & c "), "<div>a<br>b &amp; c</div>");
     }
 

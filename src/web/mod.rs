@@ -39,12 +39,20 @@ pub fn routes(state: SharedState) -> Router {
         .route("/rooms/{room_id}", get(rooms::show))
         .route("/rooms/{room_id}/{segment}", get(rooms::show_segment))
         .route("/rooms/{room_id}/refresh", get(rooms::refresh))
-        .route("/rooms/{room_id}/messages", get(rooms::messages_page).post(messages::create))
+        .route(
+            "/rooms/{room_id}/messages",
+            get(rooms::messages_page).post(messages::create),
+        )
         .route(
             "/rooms/{room_id}/messages/{message_id}",
-            patch(messages::update).put(messages::update).delete(messages::destroy),
+            patch(messages::update)
+                .put(messages::update)
+                .delete(messages::destroy),
         )
-        .route("/rooms/{room_id}/{bot_key}/messages", post(messages::create_by_bot))
+        .route(
+            "/rooms/{room_id}/{bot_key}/messages",
+            post(messages::create_by_bot),
+        )
         .route("/messages/{message_id}/boosts", post(messages::boost))
         .route("/users/me/sidebar", get(rooms::sidebar))
         .route("/cable", any(crate::cable::upgrade))

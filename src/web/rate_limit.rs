@@ -21,7 +21,11 @@ pub struct RateLimiter {
 impl RateLimiter {
     /// A limiter allowing `limit` attempts per `window`; `limit == 0` disables it.
     pub fn new(limit: u32, window: Duration) -> Self {
-        RateLimiter { limit, window, attempts: Mutex::new(HashMap::new()) }
+        RateLimiter {
+            limit,
+            window,
+            attempts: Mutex::new(HashMap::new()),
+        }
     }
 
     /// Records an attempt from `ip` at `now`; false when the attempt is over the limit (and
@@ -36,7 +40,10 @@ impl RateLimiter {
             attempts.retain(|_, q| q.back().is_some_and(|t| now.duration_since(*t) < window));
         }
         let q = attempts.entry(ip).or_default();
-        while q.front().is_some_and(|t| now.duration_since(*t) >= self.window) {
+        while q
+            .front()
+            .is_some_and(|t| now.duration_since(*t) >= self.window)
+        {
             q.pop_front();
         }
         if q.len() >= self.limit as usize {

@@ -23,7 +23,9 @@ struct MessagePartial<'a> {
 
 impl std::fmt::Debug for MessagePartial<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MessagePartial").field("id", &self.m.id).finish()
+        f.debug_struct("MessagePartial")
+            .field("id", &self.m.id)
+            .finish()
     }
 }
 

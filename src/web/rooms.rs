@@ -29,10 +29,21 @@ fn found(to: &str) -> Response {
 }
 
 /// `GET /`: the last visited room (the `last_room` cookie), else the user's first room.
-pub async fn root(State(state): State<SharedState>, Extension(ctx): Extension<Ctx>) -> Result<Response, AppError> {
-    let Some(user) = &ctx.user else { return Ok(sign_in()) };
-    if let Some(id) = ctx.cookie(LAST_ROOM_COOKIE).and_then(|v| v.parse::<i64>().ok()) {
-        if rooms::find_for_member(&state.pool, id, user.id).await?.is_some() {
+pub async fn root(
+    State(state): State<SharedState>,
+    Extension(ctx): Extension<Ctx>,
+) -> Result<Response, AppError> {
+    let Some(user) = &ctx.user else {
+        return Ok(sign_in());
+    };
+    if let Some(id) = ctx
+        .cookie(LAST_ROOM_COOKIE)
+        .and_then(|v| v.parse::<i64>().ok())
+    {
+        if rooms::find_for_member(&state.pool, id, user.id)
+            .await?
+            .is_some()
+        {
             return Ok(found(&format!("/rooms/{id}")));
         }
     }
@@ -63,21 +74,32 @@ pub async fn show_segment(
     Extension(ctx): Extension<Ctx>,
     Path((room_id, segment)): Path<(String, String)>,
 ) -> Result<Response, AppError> {
-    let Some(message_id) = segment.strip_prefix('@') else { return Err(AppError::NotFound) };
+    let Some(message_id) = segment.strip_prefix('@') else {
+        return Err(AppError::NotFound);
+    };
     parse_id(message_id)?;
     render_room(&state, &ctx, parse_id(&room_id)?).await
 }
 
 async fn render_room(state: &SharedState, ctx: &Ctx, room_id: i64) -> Result<Response, AppError> {
-    let Some(user) = &ctx.user else { return Ok(sign_in()) };
-    let room = rooms::find_for_member(&state.pool, room_id, user.id).await?.ok_or(AppError::NotFound)?;
+    let Some(user) = &ctx.user else {
+        return Ok(sign_in());
+    };
+    let room = rooms::find_for_member(&state.pool, room_id, user.id)
+        .await?
+        .ok_or(AppError::NotFound)?;
     let page = messages::last_page(&state.pool, room.id).await?;
     let has_older = match page.first() {
-        Some(first) => !messages::page_before(&state.pool, room.id, first.id).await?.is_empty(),
+        Some(first) => !messages::page_before(&state.pool, room.id, first.id)
+            .await?
+            .is_empty(),
         None => false,
     };
     let messages_html = render::messages(&page);
-    let messages_stream = state.streams.sign(&crate::broadcasts::room_messages_stream(&state.config.gid_app, &room));
+    let messages_stream = state.streams.sign(&crate::broadcasts::room_messages_stream(
+        &state.config.gid_app,
+        &room,
+    ));
     let token = ctx.csrf_token();
     let client_message_id = crate::broadcasts::new_client_message_id();
     let view = RoomPage {
@@ -93,9 +115,10 @@ async fn render_room(state: &SharedState, ctx: &Ctx, room_id: i64) -> Result<Res
     let html = askama::Template::render(&view).map_err(|e| AppError::Internal(e.into()))?;
     let mut response = Html(html).into_response();
     let secure = ctx.secure || state.config.production;
-    response
-        .headers_mut()
-        .append(header::SET_COOKIE, set_cookie(LAST_ROOM_COOKIE, &room.id.to_string(), None, secure));
+    response.headers_mut().append(
+        header::SET_COOKIE,
+        set_cookie(LAST_ROOM_COOKIE, &room.id.to_string(), None, secure),
+    );
     Ok(response)
 }
 
@@ -117,13 +140,23 @@ pub async fn messages_page(
     Query(q): Query<PageQuery>,
 ) -> Result<Response, AppError> {
     let user = ctx.require_user()?;
-    let room = rooms::find_for_member(&state.pool, parse_id(&room_id)?, user.id).await?.ok_or(AppError::NotFound)?;
+    let room = rooms::find_for_member(&state.pool, parse_id(&room_id)?, user.id)
+        .await?
+        .ok_or(AppError::NotFound)?;
     let bad = || AppError::BadRequest("before and after must be message ids".into());
     let page = match (&q.before, &q.after) {
-        (Some(b), None) => messages::page_before(&state.pool, room.id, b.parse().map_err(|_| bad())?).await?,
-        (None, Some(a)) => messages::page_after(&state.pool, room.id, a.parse().map_err(|_| bad())?).await?,
+        (Some(b), None) => {
+            messages::page_before(&state.pool, room.id, b.parse().map_err(|_| bad())?).await?
+        }
+        (None, Some(a)) => {
+            messages::page_after(&state.pool, room.id, a.parse().map_err(|_| bad())?).await?
+        }
         (None, None) => messages::last_page(&state.pool, room.id).await?,
-        (Some(_), Some(_)) => return Err(AppError::BadRequest("give before or after, not both".into())),
+        (Some(_), Some(_)) => {
+            return Err(AppError::BadRequest(
+                "give before or after, not both".into(),
+            ))
+        }
     };
     if page.is_empty() {
         return Ok(StatusCode::NO_CONTENT.into_response());
@@ -148,7 +181,9 @@ pub async fn refresh(
     Query(q): Query<RefreshQuery>,
 ) -> Result<Response, AppError> {
     let user = ctx.require_user()?;
-    let room = rooms::find_for_member(&state.pool, parse_id(&room_id)?, user.id).await?.ok_or(AppError::NotFound)?;
+    let room = rooms::find_for_member(&state.pool, parse_id(&room_id)?, user.id)
+        .await?
+        .ok_or(AppError::NotFound)?;
     let since: i64 = q
         .since
         .as_deref()
@@ -157,23 +192,47 @@ pub async fn refresh(
     let (created, updated) = messages::changed_since(&state.pool, room.id, since).await?;
     let mut body = String::new();
     for m in &updated {
-        body.push_str(&render::turbo_stream("replace", &format!("message_{}", m.client_message_id), Some(&render::message(m))));
+        body.push_str(&render::turbo_stream(
+            "replace",
+            &format!("message_{}", m.client_message_id),
+            Some(&render::message(m)),
+        ));
     }
     if !created.is_empty() {
-        body.push_str(&render::turbo_stream("append", &room.messages_target(), Some(&render::messages(&created))));
+        body.push_str(&render::turbo_stream(
+            "append",
+            &room.messages_target(),
+            Some(&render::messages(&created)),
+        ));
     }
-    Ok(([(header::CONTENT_TYPE, HeaderValue::from_static(TURBO_STREAM))], body).into_response())
+    Ok((
+        [(header::CONTENT_TYPE, HeaderValue::from_static(TURBO_STREAM))],
+        body,
+    )
+        .into_response())
 }
 
 /// `GET /users/me/sidebar`: the room list with its two stream sources (`rooms` and
 /// `<user gid>:rooms`).
-pub async fn sidebar(State(state): State<SharedState>, Extension(ctx): Extension<Ctx>) -> Result<Response, AppError> {
+pub async fn sidebar(
+    State(state): State<SharedState>,
+    Extension(ctx): Extension<Ctx>,
+) -> Result<Response, AppError> {
     let user = ctx.require_user()?;
     let list = rooms::for_sidebar(&state.pool, user.id).await?;
     let (direct, shared): (Vec<_>, Vec<_>) = list.into_iter().partition(|r| r.kind == "direct");
     let rooms_stream = state.streams.sign("rooms");
-    let user_rooms_stream = state.streams.sign(&crate::broadcasts::user_rooms_stream(&state.config.gid_app, user.id));
-    let view = Sidebar { rooms_stream: &rooms_stream, user_rooms_stream: &user_rooms_stream, user_id: user.id, shared, direct };
+    let user_rooms_stream = state.streams.sign(&crate::broadcasts::user_rooms_stream(
+        &state.config.gid_app,
+        user.id,
+    ));
+    let view = Sidebar {
+        rooms_stream: &rooms_stream,
+        user_rooms_stream: &user_rooms_stream,
+        user_id: user.id,
+        shared,
+        direct,
+    };
     let html = askama::Template::render(&view).map_err(|e| AppError::Internal(e.into()))?;
     Ok(Html(html).into_response())
 }

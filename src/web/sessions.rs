@@ -29,7 +29,11 @@ pub async fn new(Extension(ctx): Extension<Ctx>) -> Result<Response, AppError> {
 
 fn sign_in_page(ctx: &Ctx, status: StatusCode, alert: Option<&str>, email: &str) -> Response {
     let token = ctx.csrf_token();
-    let page = SignInPage { csrf_token: &token, alert, email_address: email };
+    let page = SignInPage {
+        csrf_token: &token,
+        alert,
+        email_address: email,
+    };
     match askama::Template::render(&page) {
         Ok(html) => (status, Html(html)).into_response(),
         Err(e) => AppError::Internal(e.into()).into_response(),
@@ -42,10 +46,20 @@ pub async fn create(
     Extension(ctx): Extension<Ctx>,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
-    let email = ctx.form.get("email_address").unwrap_or("").trim().to_owned();
+    let email = ctx
+        .form
+        .get("email_address")
+        .unwrap_or("")
+        .trim()
+        .to_owned();
     if !state.login_limiter.allow(ctx.ip, Instant::now()) {
         let alert = "Too many sign-in attempts. Try again later.";
-        return Ok(sign_in_page(&ctx, StatusCode::TOO_MANY_REQUESTS, Some(alert), &email));
+        return Ok(sign_in_page(
+            &ctx,
+            StatusCode::TOO_MANY_REQUESTS,
+            Some(alert),
+            &email,
+        ));
     }
     let password = ctx.form.get("password").unwrap_or("").to_owned();
     let found = if password.is_empty() || password.len() > MAX_PASSWORD_BYTES {
@@ -55,9 +69,11 @@ pub async fn create(
     };
     let authenticated = match found {
         Some((user, digest)) => {
-            let ok = tokio::task::spawn_blocking(move || bcrypt::verify(password, &digest).unwrap_or(false))
-                .await
-                .unwrap_or(false);
+            let ok = tokio::task::spawn_blocking(move || {
+                bcrypt::verify(password, &digest).unwrap_or(false)
+            })
+            .await
+            .unwrap_or(false);
             ok.then_some(user)
         }
         None => None,
@@ -65,9 +81,16 @@ pub async fn create(
     let Some(user) = authenticated else {
         tracing::info!(ip = %ctx.ip, "failed sign-in");
         let alert = "Try another email address or password.";
-        return Ok(sign_in_page(&ctx, StatusCode::UNAUTHORIZED, Some(alert), &email));
+        return Ok(sign_in_page(
+            &ctx,
+            StatusCode::UNAUTHORIZED,
+            Some(alert),
+            &email,
+        ));
     };
-    let user_agent = headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok());
+    let user_agent = headers
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok());
     let ip = ctx.ip.to_string();
     let token = crate::db::sessions::start(&state.pool, user.id, Some(&ip), user_agent).await?;
     let expires = std::time::SystemTime::now() + std::time::Duration::from_secs(PERMANENT_SECS);
@@ -75,21 +98,27 @@ pub async fn create(
     let secure = ctx.secure || state.config.production;
     let mut response = Redirect::to("/").into_response();
     *response.status_mut() = StatusCode::FOUND;
-    response
-        .headers_mut()
-        .append(header::SET_COOKIE, set_cookie(SESSION_COOKIE, &value, Some(PERMANENT_SECS), secure));
+    response.headers_mut().append(
+        header::SET_COOKIE,
+        set_cookie(SESSION_COOKIE, &value, Some(PERMANENT_SECS), secure),
+    );
     Ok(response)
 }
 
 /// `DELETE /session` (or `POST /session` with `_method=delete`): destroys the server-side
 /// session, deletes the cookie and closes the cable connections opened with it.
-pub async fn destroy(State(state): State<SharedState>, Extension(ctx): Extension<Ctx>) -> Result<Response, AppError> {
+pub async fn destroy(
+    State(state): State<SharedState>,
+    Extension(ctx): Extension<Ctx>,
+) -> Result<Response, AppError> {
     if let Some(token) = &ctx.session_token {
         crate::db::sessions::destroy(&state.pool, token).await?;
         state.cable.disconnect_session(token, false);
     }
     let mut response = Redirect::to("/session/new").into_response();
     *response.status_mut() = StatusCode::FOUND;
-    response.headers_mut().append(header::SET_COOKIE, delete_cookie(SESSION_COOKIE));
+    response
+        .headers_mut()
+        .append(header::SET_COOKIE, delete_cookie(SESSION_COOKIE));
     Ok(response)
 }

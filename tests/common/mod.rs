@@ -35,7 +35,9 @@ impl TestServer {
         let mut config = hearth::config::Config::for_tests(&dir);
         config.ping_interval = 1;
         tweak(&mut config);
-        let server = hearth::app::Server::bind(config).await.expect("server binds");
+        let server = hearth::app::Server::bind(config)
+            .await
+            .expect("server binds");
         let addr = server.local_addr().unwrap();
         let state = server.state.clone();
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
@@ -47,7 +49,13 @@ impl TestServer {
                 .await
                 .expect("server runs");
         });
-        TestServer { addr, dir, state, stop: Some(tx), task: Some(task) }
+        TestServer {
+            addr,
+            dir,
+            state,
+            stop: Some(tx),
+            task: Some(task),
+        }
     }
 
     pub fn origin(&self) -> String {
@@ -55,7 +63,10 @@ impl TestServer {
     }
 
     pub fn client(&self) -> Client {
-        Client { addr: self.addr, cookies: Vec::new() }
+        Client {
+            addr: self.addr,
+            cookies: Vec::new(),
+        }
     }
 
     /// A client signed in as `email`.
@@ -95,10 +106,17 @@ pub struct Response {
 
 impl Response {
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
     }
     pub fn headers_named(&self, name: &str) -> Vec<&str> {
-        self.headers.iter().filter(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str()).collect()
+        self.headers
+            .iter()
+            .filter(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+            .collect()
     }
 }
 
@@ -117,7 +135,11 @@ pub fn enc(s: &str) -> String {
 
 /// A form body from pairs.
 pub fn form(pairs: &[(&str, &str)]) -> String {
-    pairs.iter().map(|(k, v)| format!("{}={}", enc(k), enc(v))).collect::<Vec<_>>().join("&")
+    pairs
+        .iter()
+        .map(|(k, v)| format!("{}={}", enc(k), enc(v)))
+        .collect::<Vec<_>>()
+        .join("&")
 }
 
 /// The value of `<meta name="csrf-token" content="…">`.
@@ -141,16 +163,32 @@ pub struct Client {
 
 impl Client {
     pub fn cookie_header(&self) -> String {
-        self.cookies.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join("; ")
+        self.cookies
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join("; ")
     }
 
     pub fn cookie(&self, name: &str) -> Option<&str> {
-        self.cookies.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+        self.cookies
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
     }
 
-    pub async fn request(&mut self, method: &str, path: &str, extra: &[(&str, &str)], body: &[u8]) -> Response {
+    pub async fn request(
+        &mut self,
+        method: &str,
+        path: &str,
+        extra: &[(&str, &str)],
+        body: &[u8],
+    ) -> Response {
         let mut stream = TcpStream::connect(self.addr).await.unwrap();
-        let mut req = format!("{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n", self.addr);
+        let mut req = format!(
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n",
+            self.addr
+        );
         if !self.cookies.is_empty() {
             req.push_str(&format!("Cookie: {}\r\n", self.cookie_header()));
         }
@@ -164,7 +202,10 @@ impl Client {
         stream.write_all(req.as_bytes()).await.unwrap();
         stream.write_all(body).await.unwrap();
         let mut raw = Vec::new();
-        tokio::time::timeout(Duration::from_secs(20), stream.read_to_end(&mut raw)).await.expect("response in time").unwrap();
+        tokio::time::timeout(Duration::from_secs(20), stream.read_to_end(&mut raw))
+            .await
+            .expect("response in time")
+            .unwrap();
         let response = parse_response(&raw);
         for set in response.headers_named("set-cookie") {
             let pair = set.split(';').next().unwrap_or("");
@@ -191,7 +232,11 @@ impl Client {
     pub async fn login(&mut self, email: &str, password: &str) -> Response {
         let page = self.get("/session/new").await;
         let token = csrf_meta(&page.body);
-        let body = form(&[("email_address", email), ("password", password), ("authenticity_token", &token)]);
+        let body = form(&[
+            ("email_address", email),
+            ("password", password),
+            ("authenticity_token", &token),
+        ]);
         self.post_form("/session", &body, &[]).await
     }
 
@@ -204,27 +249,51 @@ impl Client {
 
     /// Posts a message as a Turbo client would.
     pub async fn post_message(&mut self, room: i64, body: &str, cid: &str, csrf: &str) -> Response {
-        let b = form(&[("message[body]", body), ("message[client_message_id]", cid), ("authenticity_token", csrf)]);
-        self.post_form(&format!("/rooms/{room}/messages"), &b, &[("Accept", "text/vnd.turbo-stream.html, text/html")]).await
+        let b = form(&[
+            ("message[body]", body),
+            ("message[client_message_id]", cid),
+            ("authenticity_token", csrf),
+        ]);
+        self.post_form(
+            &format!("/rooms/{room}/messages"),
+            &b,
+            &[("Accept", "text/vnd.turbo-stream.html, text/html")],
+        )
+        .await
     }
 }
 
 fn parse_response(raw: &[u8]) -> Response {
-    let split = raw.windows(4).position(|w| w == b"\r\n\r\n").expect("header end");
+    let split = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("header end");
     let head = String::from_utf8_lossy(&raw[..split]).to_string();
     let mut lines = head.split("\r\n");
-    let status: u16 = lines.next().unwrap().split(' ').nth(1).unwrap().parse().unwrap();
+    let status: u16 = lines
+        .next()
+        .unwrap()
+        .split(' ')
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
     let headers: Vec<(String, String)> = lines
-        .filter_map(|l| l.split_once(':').map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned())))
+        .filter_map(|l| {
+            l.split_once(':')
+                .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+        })
         .collect();
     let mut body = raw[split + 4..].to_vec();
-    let chunked = headers.iter().any(|(k, v)| k.eq_ignore_ascii_case("transfer-encoding") && v.contains("chunked"));
+    let chunked = headers
+        .iter()
+        .any(|(k, v)| k.eq_ignore_ascii_case("transfer-encoding") && v.contains("chunked"));
     if chunked {
         let mut out = Vec::new();
         let mut rest = &body[..];
-        loop {
-            let Some(eol) = rest.windows(2).position(|w| w == b"\r\n") else { break };
-            let size = usize::from_str_radix(std::str::from_utf8(&rest[..eol]).unwrap().trim(), 16).unwrap_or(0);
+        while let Some(eol) = rest.windows(2).position(|w| w == b"\r\n") {
+            let size = usize::from_str_radix(std::str::from_utf8(&rest[..eol]).unwrap().trim(), 16)
+                .unwrap_or(0);
             if size == 0 {
                 break;
             }
@@ -233,7 +302,11 @@ fn parse_response(raw: &[u8]) -> Response {
         }
         body = out;
     }
-    Response { status, headers, body: String::from_utf8_lossy(&body).to_string() }
+    Response {
+        status,
+        headers,
+        body: String::from_utf8_lossy(&body).to_string(),
+    }
 }
 
 /// A WebSocket client frame or event seen by [`Ws`].
@@ -254,7 +327,12 @@ pub struct Ws {
 
 impl Ws {
     /// Opens `/cable` with the given cookie, origin and subprotocol header.
-    pub async fn connect(addr: SocketAddr, cookie: Option<&str>, origin: Option<&str>, protocols: Option<&str>) -> Ws {
+    pub async fn connect(
+        addr: SocketAddr,
+        cookie: Option<&str>,
+        origin: Option<&str>,
+        protocols: Option<&str>,
+    ) -> Ws {
         let mut stream = TcpStream::connect(addr).await.unwrap();
         let mut req = format!(
             "GET /cable HTTP/1.1\r\nHost: {addr}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
@@ -277,20 +355,30 @@ impl Ws {
             if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
                 break p;
             }
-            let n = tokio::time::timeout(Duration::from_secs(10), stream.read(&mut chunk)).await.unwrap().unwrap();
+            let n = tokio::time::timeout(Duration::from_secs(10), stream.read(&mut chunk))
+                .await
+                .unwrap()
+                .unwrap();
             assert!(n > 0, "EOF during handshake");
             buf.extend_from_slice(&chunk[..n]);
         };
         let head = String::from_utf8_lossy(&buf[..split]).to_string();
         let status: u16 = head.split(' ').nth(1).unwrap().parse().unwrap();
         let rest = buf[split + 4..].to_vec();
-        Ws { stream, status, response_head: head, buf: rest }
+        Ws {
+            stream,
+            status,
+            response_head: head,
+            buf: rest,
+        }
     }
 
     pub fn header(&self, name: &str) -> Option<String> {
         self.response_head.split("\r\n").skip(1).find_map(|l| {
             let (k, v) = l.split_once(':')?;
-            k.trim().eq_ignore_ascii_case(name).then(|| v.trim().to_owned())
+            k.trim()
+                .eq_ignore_ascii_case(name)
+                .then(|| v.trim().to_owned())
         })
     }
 
@@ -371,7 +459,10 @@ fn parse_frame(buf: &[u8]) -> Option<(Option<WsEvent>, usize)> {
             if buf.len() < 10 {
                 return None;
             }
-            (u64::from_be_bytes(buf[2..10].try_into().unwrap()) as usize, 10)
+            (
+                u64::from_be_bytes(buf[2..10].try_into().unwrap()) as usize,
+                10,
+            )
         }
         n => (n as usize, 2),
     };
@@ -380,8 +471,14 @@ fn parse_frame(buf: &[u8]) -> Option<(Option<WsEvent>, usize)> {
     }
     let payload = &buf[header..header + len];
     let event = match opcode {
-        0x1 => Some(WsEvent::Text(String::from_utf8(payload.to_vec()).expect("utf-8 text frame"))),
-        0x8 => Some(WsEvent::Close(if len >= 2 { u16::from_be_bytes([payload[0], payload[1]]) } else { 1005 })),
+        0x1 => Some(WsEvent::Text(
+            String::from_utf8(payload.to_vec()).expect("utf-8 text frame"),
+        )),
+        0x8 => Some(WsEvent::Close(if len >= 2 {
+            u16::from_be_bytes([payload[0], payload[1]])
+        } else {
+            1005
+        })),
         _ => None,
     };
     Some((event, header + len))

@@ -5,5 +5,8 @@ use super::{Channel, Outcome, Subscribed};
 
 /// `subscribed`.
 pub fn subscribe() -> Outcome {
-    Outcome::Confirm(Subscribed { channel: Channel::Heartbeat, streams: Vec::new() })
+    Outcome::Confirm(Subscribed {
+        channel: Channel::Heartbeat,
+        streams: Vec::new(),
+    })
 }

@@ -75,7 +75,11 @@ pub struct ChannelContext<'a> {
 }
 
 /// Runs a channel's `subscribed` for `channel` with `params`.
-pub async fn subscribe(ctx: ChannelContext<'_>, channel: &str, params: &Map<String, Value>) -> anyhow::Result<Outcome> {
+pub async fn subscribe(
+    ctx: ChannelContext<'_>,
+    channel: &str,
+    params: &Map<String, Value>,
+) -> anyhow::Result<Outcome> {
     Ok(match channel {
         "Turbo::StreamsChannel" => turbo_streams::subscribe(ctx, params),
         "RoomMessagesChannel" => room_messages::subscribe(ctx, params).await?,
@@ -98,7 +102,11 @@ pub async fn unsubscribed(ctx: ChannelContext<'_>, sub: &Subscribed) -> anyhow::
 
 /// Runs action `action` of a subscription with the decoded `data`. Returns false when the
 /// channel has no such action (Rails logs `Unable to process Channel#action`).
-pub async fn perform(ctx: ChannelContext<'_>, sub: &Subscribed, action: &str) -> anyhow::Result<bool> {
+pub async fn perform(
+    ctx: ChannelContext<'_>,
+    sub: &Subscribed,
+    action: &str,
+) -> anyhow::Result<bool> {
     match &sub.channel {
         Channel::Presence(room) => presence::perform(ctx, room, action).await,
         Channel::TypingNotifications(room) => Ok(typing_notifications::perform(ctx, room, action)),
@@ -116,7 +124,12 @@ pub(crate) fn room_id_param(params: &Map<String, Value>) -> Option<i64> {
 }
 
 /// The room named by `room_id` when the user is a member of it.
-pub(crate) async fn member_room(ctx: ChannelContext<'_>, params: &Map<String, Value>) -> anyhow::Result<Option<Room>> {
-    let Some(id) = room_id_param(params) else { return Ok(None) };
+pub(crate) async fn member_room(
+    ctx: ChannelContext<'_>,
+    params: &Map<String, Value>,
+) -> anyhow::Result<Option<Room>> {
+    let Some(id) = room_id_param(params) else {
+        return Ok(None);
+    };
     Ok(crate::db::rooms::find_for_member(&ctx.state.pool, id, ctx.user.id).await?)
 }

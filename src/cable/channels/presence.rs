@@ -5,15 +5,23 @@
 
 use serde_json::{Map, Value};
 
-use super::{member_room, ChannelContext, Channel, Outcome, Subscribed};
+use super::{member_room, Channel, ChannelContext, Outcome, Subscribed};
 use crate::db::rooms::{self, Room};
 
 /// `subscribed`.
-pub async fn subscribe(ctx: ChannelContext<'_>, params: &Map<String, Value>) -> anyhow::Result<Outcome> {
-    let Some(room) = member_room(ctx, params).await? else { return Ok(Outcome::Reject) };
+pub async fn subscribe(
+    ctx: ChannelContext<'_>,
+    params: &Map<String, Value>,
+) -> anyhow::Result<Outcome> {
+    let Some(room) = member_room(ctx, params).await? else {
+        return Ok(Outcome::Reject);
+    };
     present(ctx, &room).await?;
     let stream = crate::broadcasts::presence_stream(&ctx.state.config.gid_app, &room);
-    Ok(Outcome::Confirm(Subscribed { channel: Channel::Presence(room), streams: vec![stream] }))
+    Ok(Outcome::Confirm(Subscribed {
+        channel: Channel::Presence(room),
+        streams: vec![stream],
+    }))
 }
 
 async fn present(ctx: ChannelContext<'_>, room: &Room) -> anyhow::Result<()> {

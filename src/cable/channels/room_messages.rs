@@ -4,22 +4,34 @@
 
 use serde_json::{Map, Value};
 
-use super::{ChannelContext, Channel, Outcome, Subscribed};
+use super::{Channel, ChannelContext, Outcome, Subscribed};
 use crate::rails::global_id;
 
 /// `subscribed`.
-pub async fn subscribe(ctx: ChannelContext<'_>, params: &Map<String, Value>) -> anyhow::Result<Outcome> {
-    let Some(signed) = params.get("signed_stream_name").and_then(Value::as_str) else { return Ok(Outcome::Reject) };
-    let Some(name) = ctx.state.streams.verify(signed) else { return Ok(Outcome::Reject) };
-    let Some(param) = name.strip_suffix(":messages") else { return Ok(Outcome::Reject) };
-    let Some((app, model, id)) = global_id::parse_gid_param(param) else { return Ok(Outcome::Reject) };
+pub async fn subscribe(
+    ctx: ChannelContext<'_>,
+    params: &Map<String, Value>,
+) -> anyhow::Result<Outcome> {
+    let Some(signed) = params.get("signed_stream_name").and_then(Value::as_str) else {
+        return Ok(Outcome::Reject);
+    };
+    let Some(name) = ctx.state.streams.verify(signed) else {
+        return Ok(Outcome::Reject);
+    };
+    let Some(param) = name.strip_suffix(":messages") else {
+        return Ok(Outcome::Reject);
+    };
+    let Some((app, model, id)) = global_id::parse_gid_param(param) else {
+        return Ok(Outcome::Reject);
+    };
     if app != ctx.state.config.gid_app || !model.starts_with("Rooms::") {
         return Ok(Outcome::Reject);
     }
     match crate::db::rooms::find_for_member(&ctx.state.pool, id, ctx.user.id).await? {
-        Some(room) if room.model_name() == model => {
-            Ok(Outcome::Confirm(Subscribed { channel: Channel::RoomMessages, streams: vec![name] }))
-        }
+        Some(room) if room.model_name() == model => Ok(Outcome::Confirm(Subscribed {
+            channel: Channel::RoomMessages,
+            streams: vec![name],
+        })),
         _ => Ok(Outcome::Reject),
     }
 }

@@ -5,15 +5,18 @@
 
 use serde_json::{Map, Value};
 
-use super::{ChannelContext, Channel, Outcome, Subscribed};
+use super::{Channel, ChannelContext, Outcome, Subscribed};
 
 /// `subscribed`.
 pub fn subscribe(ctx: ChannelContext<'_>, params: &Map<String, Value>) -> Outcome {
-    let Some(signed) = params.get("signed_stream_name").and_then(Value::as_str) else { return Outcome::Reject };
+    let Some(signed) = params.get("signed_stream_name").and_then(Value::as_str) else {
+        return Outcome::Reject;
+    };
     match ctx.state.streams.verify(signed) {
-        Some(name) if !name.ends_with(":messages") => {
-            Outcome::Confirm(Subscribed { channel: Channel::TurboStreams, streams: vec![name] })
-        }
+        Some(name) if !name.ends_with(":messages") => Outcome::Confirm(Subscribed {
+            channel: Channel::TurboStreams,
+            streams: vec![name],
+        }),
         _ => Outcome::Reject,
     }
 }

@@ -3,14 +3,22 @@
 
 use serde_json::{Map, Value};
 
-use super::{member_room, ChannelContext, Channel, Outcome, Subscribed};
+use super::{member_room, Channel, ChannelContext, Outcome, Subscribed};
 use crate::db::rooms::Room;
 
 /// `subscribed`: members of the room only.
-pub async fn subscribe(ctx: ChannelContext<'_>, params: &Map<String, Value>) -> anyhow::Result<Outcome> {
-    let Some(room) = member_room(ctx, params).await? else { return Ok(Outcome::Reject) };
+pub async fn subscribe(
+    ctx: ChannelContext<'_>,
+    params: &Map<String, Value>,
+) -> anyhow::Result<Outcome> {
+    let Some(room) = member_room(ctx, params).await? else {
+        return Ok(Outcome::Reject);
+    };
     let stream = crate::broadcasts::typing_stream(&ctx.state.config.gid_app, &room);
-    Ok(Outcome::Confirm(Subscribed { channel: Channel::TypingNotifications(room), streams: vec![stream] }))
+    Ok(Outcome::Confirm(Subscribed {
+        channel: Channel::TypingNotifications(room),
+        streams: vec![stream],
+    }))
 }
 
 /// Actions `start` and `stop`.

@@ -1,0 +1,103 @@
+//! Fan-out benchmarks, in process (no sockets): what a broadcast costs per subscriber.
+//!
+//! - `enqueue_per_subscriber/N`: the default engine's `broadcast` into N subscribers' outboxes
+//!   (one stream, one identifier variant, a 1.5 KB message). Only the broadcast calls are
+//!   timed, in runs of up to 64 broadcasts; the outboxes are drained outside the timed part.
+//!   Throughput is per subscriber, so time / N is the enqueue cost of one subscriber.
+//! - `broadcast_1000/{queue,tokio-broadcast}`: one broadcast to 1,000 subscribers plus every
+//!   subscriber taking it, for both engines in one run. For the reference engine that is the
+//!   channel `send` plus each receiver's `recv`, the way a tokio-broadcast hub is usually
+//!   measured; for the default engine it is the broadcast plus each outbox being drained.
+//!
+//! Run: `cargo bench --bench fanout -- --warm-up-time 1 --measurement-time 3`.
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use hearth::fanout::{Connection, EngineKind, Fanout, QueueLimits, Variant};
+
+const STREAM: &str = "Z2lkOi8vY2FtcGZpcmUvUm9vbS8x:messages";
+
+/// Broadcasts timed per run; the outboxes are drained between runs.
+const RUN: u64 = 64;
+
+fn message() -> Vec<u8> {
+    let mut m = br#""<turbo-stream action=\"append\" target=\"messages\"><template>"#.to_vec();
+    m.resize(1500 - 30, b'x');
+    m.extend_from_slice(br#"</template></turbo-stream>""#);
+    m
+}
+
+fn setup(kind: EngineKind, subscribers: usize) -> (Fanout, Vec<Connection>) {
+    let fanout = Fanout::new(kind, QueueLimits::default());
+    let variant = Variant::new(
+        r#"{"channel":"Turbo::StreamsChannel","signed_stream_name":"abc--123"}"#,
+        r#"{"identifier":"{\"channel\":\"Turbo::StreamsChannel\",\"signed_stream_name\":\"abc--123\"}","message":"#,
+        "}",
+    );
+    let conns: Vec<Connection> = (0..subscribers).map(|_| fanout.attach_detached()).collect();
+    for conn in &conns {
+        conn.subscribe(STREAM, &variant);
+    }
+    (fanout, conns)
+}
+
+fn drain(fanout: &Fanout, conns: &[Connection]) -> usize {
+    conns.iter().map(|c| fanout.drain_detached(c)).sum()
+}
+
+fn enqueue_per_subscriber(c: &mut Criterion) {
+    let message = message();
+    let mut group = c.benchmark_group("enqueue_per_subscriber");
+    for n in [1usize, 100, 1_000, 10_000] {
+        let (fanout, conns) = setup(EngineKind::Queue, n);
+        // Warm up: allocate every outbox ring.
+        fanout.broadcast(STREAM, &message);
+        drain(&fanout, &conns);
+        group.throughput(Throughput::Elements(n as u64));
+        group.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, &n| {
+            b.iter_custom(|iters| {
+                let mut timed = Duration::ZERO;
+                let mut left = iters;
+                while left > 0 {
+                    let run = left.min(RUN);
+                    let start = Instant::now();
+                    for _ in 0..run {
+                        black_box(fanout.broadcast(STREAM, black_box(&message)));
+                    }
+                    timed += start.elapsed();
+                    assert_eq!(drain(&fanout, &conns), n * run as usize);
+                    left -= run;
+                }
+                timed
+            })
+        });
+    }
+    group.finish();
+}
+
+fn broadcast_1000(c: &mut Criterion) {
+    const N: usize = 1_000;
+    let message = message();
+    let mut group = c.benchmark_group("broadcast_1000");
+    group.throughput(Throughput::Elements(N as u64));
+    for (name, kind) in [
+        ("queue", EngineKind::Queue),
+        ("tokio-broadcast", EngineKind::TokioBroadcast),
+    ] {
+        let (fanout, conns) = setup(kind, N);
+        fanout.broadcast(STREAM, &message);
+        drain(&fanout, &conns);
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                black_box(fanout.broadcast(STREAM, black_box(&message)));
+                drain(&fanout, &conns)
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, enqueue_per_subscriber, broadcast_1000);
+criterion_main!(benches);

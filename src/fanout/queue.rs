@@ -1,0 +1,411 @@
+//! The bounded per-connection outbox: producers push, the connection's own writer drains.
+//!
+//! Every attached connection has one [`Outbox`]. Any thread may push a frame into it (a
+//! broadcast, a `send_all` ping, a direct `send`); only the connection's writer task pops. The
+//! handoff takes no lock that the writer also takes:
+//!
+//! - **Frames** go into a `crossbeam_queue::ArrayQueue<Bytes>` (a bounded lock-free ring,
+//!   FIFO for all producers, allocated on the first push so an attached connection that never
+//!   receives anything costs no ring). Its capacity is the frame bound.
+//! - **Bytes** are accounted in an `AtomicUsize`: a producer adds the frame's length before
+//!   pushing, the writer subtracts it once the frame is completely written. Exceeding either
+//!   bound cuts the connection off as too slow (see [`Outbox::push`]). Only frames longer than
+//!   `max_bytes / max_frames` (16 KiB with the defaults) are accounted: shorter ones cannot
+//!   reach `max_bytes` within `max_frames` anyway, and skipping the atomic add saves one of the
+//!   three atomic read-modify-writes a push would otherwise cost (each is several ns, the
+//!   largest part of the per-subscriber cost). An outbox therefore holds at most `max_bytes`
+//!   of long frames plus `max_frames` short ones: never more than `2 × max_bytes`.
+//! - **Wake-ups** use an atomic `armed` flag and a `tokio::sync::Notify`. The first push of a
+//!   drain epoch flips `armed` from false to true and notifies; later pushes see `armed` set and
+//!   only enqueue. The writer clears `armed` *before* it pops, so a push that races with the
+//!   end of a drain is either seen by that drain or re-arms and notifies again. A connection is
+//!   therefore woken at most once per drain epoch, however many broadcasts hit it.
+//!
+//! Why no wake-up is lost: the producer's ring push (a `SeqCst` compare-exchange on the tail)
+//! comes before its `SeqCst` load of `armed`; the writer's `SeqCst` swap of `armed` comes
+//! before its pop (which reads the tail after a `SeqCst` fence). In the single total order of
+//! those operations either the producer's load follows the writer's swap — it sees `false`
+//! and notifies — or it precedes it, and then the writer's pop sees the pushed frame.
+//!
+//! The outbox also carries the connection's lifecycle [`State`], because producers must stop
+//! pushing into a connection that is closing or cut off, and the writer must learn of it.
+
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+use std::sync::OnceLock;
+
+use bytes::Bytes;
+use crossbeam_queue::ArrayQueue;
+use tokio::sync::futures::Notified;
+use tokio::sync::Notify;
+
+use super::QueueLimits;
+
+/// Where a connection is in its life. Only `Open` accepts frames.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub(crate) enum State {
+    /// Accepting frames.
+    Open = 0,
+    /// `close` was called: the writer flushes what was queued, then the final frames.
+    Closing = 1,
+    /// A push passed a bound: the writer sends the too-slow notice and shuts the socket.
+    TooSlow = 2,
+    /// `abort` was called: the writer stops without flushing.
+    Aborted = 3,
+    /// The writer has ended (or a detached connection was closed).
+    Ended = 4,
+}
+
+impl State {
+    fn from_u8(v: u8) -> State {
+        match v {
+            0 => State::Open,
+            1 => State::Closing,
+            2 => State::TooSlow,
+            3 => State::Aborted,
+            _ => State::Ended,
+        }
+    }
+}
+
+/// The result of one [`Outbox::push`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Push {
+    /// The frame was queued; the outbox now accounts `bytes` bytes. (The depth in frames is
+    /// not read here: that would touch the consumer's cache line on every push. The writer
+    /// samples it once per drain instead.)
+    Queued { bytes: usize },
+    /// The outbox no longer accepts frames (closing, closed, or already cut off).
+    Refused,
+    /// This push passed a bound and cut the connection off as too slow.
+    CutOff,
+}
+
+/// A connection's bounded outbox and lifecycle state. Shared (`Arc`) between the producers,
+/// the stream index and the connection's writer.
+#[derive(Debug)]
+pub(crate) struct Outbox {
+    id: u64,
+    limits: QueueLimits,
+    /// Frames up to this length are not byte-accounted (`max_bytes / max_frames`).
+    short_frame: usize,
+    ring: OnceLock<ArrayQueue<Bytes>>,
+    bytes: AtomicUsize,
+    armed: AtomicBool,
+    state: AtomicU8,
+    notify: Notify,
+    final_frames: OnceLock<Box<[Bytes]>>,
+}
+
+impl Outbox {
+    /// An empty, open outbox for connection `id`. The ring itself is allocated on first push.
+    pub(crate) fn new(id: u64, limits: QueueLimits) -> Outbox {
+        let max_frames = limits.max_frames.max(1);
+        Outbox {
+            id,
+            limits: QueueLimits {
+                max_frames,
+                max_bytes: limits.max_bytes,
+            },
+            short_frame: limits.max_bytes / max_frames,
+            ring: OnceLock::new(),
+            bytes: AtomicUsize::new(0),
+            armed: AtomicBool::new(false),
+            state: AtomicU8::new(State::Open as u8),
+            notify: Notify::new(),
+            final_frames: OnceLock::new(),
+        }
+    }
+
+    /// The connection id this outbox belongs to.
+    #[inline]
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Current lifecycle state.
+    #[inline]
+    pub(crate) fn state(&self) -> State {
+        State::from_u8(self.state.load(Ordering::Acquire))
+    }
+
+    /// Queues `frame` (a refcount clone) and wakes the writer if this is the first push of a
+    /// drain epoch. Never blocks. Passing `max_frames` or `max_bytes` cuts the connection off:
+    /// the frame is not queued, the state becomes [`State::TooSlow`] and the writer is told.
+    #[inline]
+    pub(crate) fn push(&self, frame: &Bytes) -> Push {
+        if self.state.load(Ordering::Acquire) != State::Open as u8 {
+            return Push::Refused;
+        }
+        let len = self.weigh(frame.len());
+        let bytes = if len > 0 {
+            let bytes = self.bytes.fetch_add(len, Ordering::AcqRel) + len;
+            if bytes > self.limits.max_bytes {
+                self.bytes.fetch_sub(len, Ordering::AcqRel);
+                return self.overflow();
+            }
+            bytes
+        } else {
+            self.bytes.load(Ordering::Relaxed)
+        };
+        let ring = self
+            .ring
+            .get_or_init(|| ArrayQueue::new(self.limits.max_frames));
+        if ring.push(frame.clone()).is_err() {
+            self.release(frame.len());
+            return self.overflow();
+        }
+        // A plain load first: while the writer is busy (armed), pushes skip the swap.
+        if !self.armed.load(Ordering::SeqCst) && !self.armed.swap(true, Ordering::SeqCst) {
+            self.notify.notify_one();
+        }
+        Push::Queued { bytes }
+    }
+
+    fn overflow(&self) -> Push {
+        if self.transition(State::Open, State::TooSlow) {
+            Push::CutOff
+        } else {
+            Push::Refused
+        }
+    }
+
+    /// Compare-exchanges the state and, on success, wakes the writer to act on it.
+    fn transition(&self, from: State, to: State) -> bool {
+        let ok = self
+            .state
+            .compare_exchange(from as u8, to as u8, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok();
+        if ok {
+            self.notify.notify_one();
+        }
+        ok
+    }
+
+    /// Starts a graceful close: stores `frames` to be written after everything already queued,
+    /// stops accepting pushes and wakes the writer. Returns false (and does nothing) unless the
+    /// outbox was open.
+    pub(crate) fn request_close(&self, frames: &[Bytes]) -> bool {
+        if self.state() != State::Open {
+            return false;
+        }
+        // Only the first close stores its frames; a racing second close finds them set.
+        let stored = self.final_frames.set(frames.into()).is_ok();
+        stored && self.transition(State::Open, State::Closing)
+    }
+
+    /// Stops the connection without flushing. Returns false if the writer had already ended.
+    pub(crate) fn request_abort(&self) -> bool {
+        let mut current = self.state.load(Ordering::Acquire);
+        loop {
+            if current == State::Ended as u8 || current == State::Aborted as u8 {
+                return false;
+            }
+            match self.state.compare_exchange(
+                current,
+                State::Aborted as u8,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => {
+                    self.notify.notify_one();
+                    return true;
+                }
+                Err(actual) => current = actual,
+            }
+        }
+    }
+
+    /// Marks the writer as ended. Returns true the first time.
+    pub(crate) fn mark_ended(&self) -> bool {
+        self.state.swap(State::Ended as u8, Ordering::AcqRel) != State::Ended as u8
+    }
+
+    /// The frames `close` asked to be written last (empty when none were given).
+    pub(crate) fn final_frames(&self) -> &[Bytes] {
+        self.final_frames.get().map(|f| &f[..]).unwrap_or(&[])
+    }
+
+    // ----- writer side -----
+
+    /// Opens a new drain epoch: the next push will notify again. Call before popping.
+    #[inline]
+    pub(crate) fn disarm(&self) {
+        self.armed.swap(false, Ordering::SeqCst);
+    }
+
+    /// Takes the oldest queued frame.
+    #[inline]
+    pub(crate) fn pop(&self) -> Option<Bytes> {
+        self.ring.get()?.pop()
+    }
+
+    /// The bytes a frame of `len` bytes counts against `max_bytes`: its length when it is
+    /// longer than `max_bytes / max_frames`, else 0 (see the module docs).
+    #[inline]
+    fn weigh(&self, len: usize) -> usize {
+        if len > self.short_frame {
+            len
+        } else {
+            0
+        }
+    }
+
+    /// Gives back the byte budget of a frame of `len` bytes that has left the connection
+    /// (completely written or dropped).
+    #[inline]
+    pub(crate) fn release(&self, len: usize) {
+        let len = self.weigh(len);
+        if len > 0 {
+            self.bytes.fetch_sub(len, Ordering::AcqRel);
+        }
+    }
+
+    /// Accounts a frame of `len` bytes that the writer adds itself (the final frames of a
+    /// close or cut-off), so that [`Outbox::release`] balances when it is written.
+    #[inline]
+    pub(crate) fn charge(&self, len: usize) {
+        let len = self.weigh(len);
+        if len > 0 {
+            self.bytes.fetch_add(len, Ordering::AcqRel);
+        }
+    }
+
+    /// Bytes currently accounted to this outbox (long frames queued, or popped and not yet
+    /// completely written).
+    #[cfg(test)]
+    pub(crate) fn queued_bytes(&self) -> usize {
+        self.bytes.load(Ordering::Acquire)
+    }
+
+    /// Frames waiting in the ring (not counting those the writer has popped).
+    pub(crate) fn queued_frames(&self) -> usize {
+        self.ring.get().map_or(0, ArrayQueue::len)
+    }
+
+    /// Drops every queued frame and releases its bytes. Returns how many were dropped.
+    pub(crate) fn discard(&self) -> usize {
+        let mut n = 0;
+        while let Some(frame) = self.pop() {
+            self.release(frame.len());
+            n += 1;
+        }
+        n
+    }
+
+    /// A future that resolves on the next push-wake-up or state change (or at once if one
+    /// arrived since the last wait).
+    pub(crate) fn notified(&self) -> Notified<'_> {
+        self.notify.notified()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits(max_frames: usize, max_bytes: usize) -> QueueLimits {
+        QueueLimits {
+            max_frames,
+            max_bytes,
+        }
+    }
+
+    #[test]
+    fn push_and_pop_keep_fifo_order_and_account_bytes() {
+        // max_bytes / max_frames = 5: 10-byte frames are long, so accounted.
+        let outbox = Outbox::new(1, limits(8, 40));
+        assert_eq!(outbox.queued_frames(), 0);
+        for i in 0..3u8 {
+            let pushed = outbox.push(&Bytes::from(vec![i; 10]));
+            assert_eq!(
+                pushed,
+                Push::Queued {
+                    bytes: 10 * (usize::from(i) + 1)
+                }
+            );
+            assert_eq!(outbox.queued_frames(), usize::from(i) + 1);
+        }
+        for i in 0..3u8 {
+            let frame = outbox.pop().unwrap();
+            assert_eq!(frame[0], i);
+            outbox.release(frame.len());
+        }
+        assert_eq!(outbox.pop(), None);
+        assert_eq!(outbox.queued_bytes(), 0);
+    }
+
+    #[test]
+    fn frame_bound_cuts_off_once_and_then_refuses() {
+        let outbox = Outbox::new(1, limits(2, 1000));
+        let frame = Bytes::from_static(b"ab");
+        assert!(matches!(outbox.push(&frame), Push::Queued { .. }));
+        assert!(matches!(outbox.push(&frame), Push::Queued { .. }));
+        assert_eq!(outbox.push(&frame), Push::CutOff);
+        assert_eq!(outbox.state(), State::TooSlow);
+        assert_eq!(outbox.push(&frame), Push::Refused);
+        // Short frames are bounded by count, not bytes.
+        assert_eq!(outbox.queued_bytes(), 0);
+    }
+
+    #[test]
+    fn only_frames_longer_than_the_average_budget_are_byte_accounted() {
+        // max_bytes / max_frames = 100.
+        let outbox = Outbox::new(1, limits(4, 400));
+        assert_eq!(
+            outbox.push(&Bytes::from(vec![0u8; 100])),
+            Push::Queued { bytes: 0 }
+        );
+        assert_eq!(
+            outbox.push(&Bytes::from(vec![0u8; 150])),
+            Push::Queued { bytes: 150 }
+        );
+        assert_eq!(outbox.push(&Bytes::from(vec![0u8; 300])), Push::CutOff);
+        assert_eq!(outbox.queued_bytes(), 150);
+        assert_eq!(outbox.discard(), 2);
+        assert_eq!(outbox.queued_bytes(), 0);
+    }
+
+    #[test]
+    fn byte_bound_cuts_off() {
+        let outbox = Outbox::new(1, limits(100, 25));
+        let frame = Bytes::from(vec![0u8; 10]);
+        assert!(matches!(outbox.push(&frame), Push::Queued { .. }));
+        assert!(matches!(outbox.push(&frame), Push::Queued { .. }));
+        assert_eq!(outbox.push(&frame), Push::CutOff);
+        assert_eq!(outbox.queued_bytes(), 20);
+        assert_eq!(outbox.discard(), 2);
+        assert_eq!(outbox.queued_bytes(), 0);
+    }
+
+    #[test]
+    fn close_stops_pushes_and_keeps_final_frames() {
+        let outbox = Outbox::new(1, limits(8, 1000));
+        assert!(outbox.request_close(&[Bytes::from_static(b"bye")]));
+        assert_eq!(outbox.state(), State::Closing);
+        assert_eq!(outbox.push(&Bytes::from_static(b"x")), Push::Refused);
+        assert!(!outbox.request_close(&[]));
+        assert_eq!(outbox.final_frames(), &[Bytes::from_static(b"bye")]);
+        assert!(outbox.request_abort());
+        assert!(outbox.mark_ended());
+        assert!(!outbox.mark_ended());
+        assert!(!outbox.request_abort());
+    }
+
+    #[tokio::test]
+    async fn first_push_of_an_epoch_notifies_and_later_ones_do_not() {
+        let outbox = Outbox::new(1, limits(8, 1000));
+        let frame = Bytes::from_static(b"x");
+        outbox.push(&frame);
+        outbox.push(&frame);
+        // One permit is stored by the first push: this resolves at once.
+        outbox.notified().await;
+        // The second push did not notify (still armed), so no permit is left.
+        let mut second = std::pin::pin!(outbox.notified());
+        assert!(futures_util::poll!(second.as_mut()).is_pending());
+        // After the writer disarms, the next push wakes it again.
+        outbox.disarm();
+        outbox.push(&frame);
+        assert!(futures_util::poll!(second.as_mut()).is_ready());
+    }
+}

@@ -1,0 +1,462 @@
+//! `/cable` against the frames recorded from a real Rails Action Cable server
+//! (`rails-cable-transcripts.md`), byte for byte, ping timestamps normalized; plus Campfire's
+//! channels end to end.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{TestServer, Ws, WsEvent};
+
+const T: Duration = Duration::from_secs(5);
+const PROTOCOLS: &str = "actioncable-v1-json, actioncable-unsupported";
+
+fn text(s: &str) -> Option<WsEvent> {
+    Some(WsEvent::Text(s.to_owned()))
+}
+
+/// Connects as a signed-in `email` with the same Origin as the Host.
+async fn connect_as(server: &TestServer, email: &str, password: &str) -> (common::Client, Ws) {
+    let c = server.signed_in(email, password).await;
+    let mut ws = Ws::connect(
+        server.addr,
+        Some(&c.cookie_header()),
+        Some(&server.origin()),
+        Some(PROTOCOLS),
+    )
+    .await;
+    assert_eq!(ws.status, 101);
+    assert_eq!(ws.next(T).await, text(r#"{"type":"welcome"}"#));
+    (c, ws)
+}
+
+fn subscribe_cmd(identifier: &str) -> String {
+    serde_json::json!({"command": "subscribe", "identifier": identifier}).to_string()
+}
+
+fn turbo_identifier(signed: &str) -> String {
+    serde_json::json!({"channel": "Turbo::StreamsChannel", "signed_stream_name": signed})
+        .to_string()
+}
+
+fn room_identifier(signed: &str) -> String {
+    serde_json::json!({"channel": "RoomMessagesChannel", "signed_stream_name": signed}).to_string()
+}
+
+/// Rails' confirm frame for an identifier (the identifier written as a JSON string).
+fn confirm(identifier: &str) -> String {
+    format!(
+        r#"{{"identifier":{},"type":"confirm_subscription"}}"#,
+        serde_json::to_string(identifier).unwrap()
+    )
+}
+
+fn reject(identifier: &str) -> String {
+    format!(
+        r#"{{"identifier":{},"type":"reject_subscription"}}"#,
+        serde_json::to_string(identifier).unwrap()
+    )
+}
+
+#[tokio::test]
+async fn handshake_welcome_and_subprotocol_like_rails() {
+    let server = TestServer::start().await;
+    let (c, ws) = connect_as(&server, "david@example.com", "secret123456").await;
+    assert_eq!(
+        ws.header("sec-websocket-protocol").as_deref(),
+        Some("actioncable-v1-json")
+    );
+    assert_eq!(
+        ws.header("sec-websocket-accept").as_deref(),
+        Some("s3pPLMBiTxaQ9kYGzzhZRbK+xOo=")
+    );
+    assert_eq!(
+        ws.header("sec-websocket-extensions"),
+        None,
+        "permessage-deflate is never negotiated"
+    );
+    // S8: no protocol offered → 101 without the header, welcome still sent.
+    let mut none = Ws::connect(
+        server.addr,
+        Some(&c.cookie_header()),
+        Some(&server.origin()),
+        None,
+    )
+    .await;
+    assert_eq!(none.status, 101);
+    assert_eq!(none.header("sec-websocket-protocol"), None);
+    assert_eq!(none.next(T).await, text(r#"{"type":"welcome"}"#));
+    // Unknown protocol only → no header.
+    let unknown = Ws::connect(
+        server.addr,
+        Some(&c.cookie_header()),
+        Some(&server.origin()),
+        Some("actioncable-v1-ext-json"),
+    )
+    .await;
+    assert_eq!(unknown.status, 101);
+    assert_eq!(unknown.header("sec-websocket-protocol"), None);
+    // actioncable-unsupported only → selected.
+    let unsupported = Ws::connect(
+        server.addr,
+        Some(&c.cookie_header()),
+        Some(&server.origin()),
+        Some("actioncable-unsupported"),
+    )
+    .await;
+    assert_eq!(
+        unsupported.header("sec-websocket-protocol").as_deref(),
+        Some("actioncable-unsupported")
+    );
+}
+
+#[tokio::test]
+async fn unauthorized_gets_disconnect_then_close_1000_and_no_welcome() {
+    let server = TestServer::start().await;
+    // S3: no cookie.
+    let mut ws = Ws::connect(server.addr, None, Some(&server.origin()), Some(PROTOCOLS)).await;
+    assert_eq!(ws.status, 101);
+    assert_eq!(
+        ws.next(T).await,
+        text(r#"{"type":"disconnect","reason":"unauthorized","reconnect":false}"#)
+    );
+    assert_eq!(ws.next(T).await, Some(WsEvent::Close(1000)));
+    // S6b: tampered signed cookie.
+    let c = server.signed_in("david@example.com", "secret123456").await;
+    let tampered = c
+        .cookie_header()
+        .replace("session_token=", "session_token=x");
+    let mut ws = Ws::connect(
+        server.addr,
+        Some(&tampered),
+        Some(&server.origin()),
+        Some(PROTOCOLS),
+    )
+    .await;
+    assert_eq!(
+        ws.next(T).await,
+        text(r#"{"type":"disconnect","reason":"unauthorized","reconnect":false}"#)
+    );
+    assert_eq!(ws.next(T).await, Some(WsEvent::Close(1000)));
+}
+
+#[tokio::test]
+async fn bad_origins_and_plain_gets_get_404_page_not_found() {
+    let server = TestServer::start().await;
+    let c = server.signed_in("david@example.com", "secret123456").await;
+    // S7: disallowed Origin, and no Origin at all.
+    for origin in [Some("http://evil.example"), None] {
+        let ws = Ws::connect(
+            server.addr,
+            Some(&c.cookie_header()),
+            origin,
+            Some(PROTOCOLS),
+        )
+        .await;
+        assert_eq!(ws.status, 404);
+        assert_eq!(ws.header("content-type").as_deref(), Some("text/plain"));
+        assert_eq!(ws.header("content-length").as_deref(), Some("14"));
+    }
+    // S9: GET /cable without an upgrade.
+    let r = server.client().get("/cable").await;
+    assert_eq!(r.status, 404);
+    assert_eq!(r.header("content-type"), Some("text/plain"));
+    assert_eq!(r.body, "Page not found");
+}
+
+#[tokio::test]
+async fn allowed_origins_and_disabled_check() {
+    let server =
+        TestServer::start_with(|c| c.allowed_origins = vec!["https://chat.example".into()]).await;
+    let c = server.signed_in("david@example.com", "secret123456").await;
+    let ws = Ws::connect(
+        server.addr,
+        Some(&c.cookie_header()),
+        Some("https://chat.example"),
+        Some(PROTOCOLS),
+    )
+    .await;
+    assert_eq!(ws.status, 101);
+    let off = TestServer::start_with(|c| c.disable_origin_check = true).await;
+    let c = off.signed_in("david@example.com", "secret123456").await;
+    let ws = Ws::connect(off.addr, Some(&c.cookie_header()), None, Some(PROTOCOLS)).await;
+    assert_eq!(ws.status, 101);
+}
+
+#[tokio::test]
+async fn pings_every_interval_with_unix_seconds() {
+    let server = TestServer::start().await;
+    let (_c, mut ws) = connect_as(&server, "david@example.com", "secret123456").await;
+    let mut seen = Vec::new();
+    while seen.len() < 2 {
+        match ws.next(Duration::from_secs(4)).await {
+            Some(WsEvent::Text(t)) => seen.push(t),
+            other => panic!("expected pings, got {other:?}"),
+        }
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    for p in &seen {
+        let digits = p
+            .strip_prefix(r#"{"type":"ping","message":"#)
+            .and_then(|r| r.strip_suffix('}'))
+            .expect(p);
+        let ts: u64 = digits.parse().unwrap();
+        assert!(ts.abs_diff(now) <= 5, "{p}");
+    }
+}
+
+#[tokio::test]
+async fn subscribe_confirm_reject_and_silent_cases_like_rails() {
+    let server = TestServer::start().await;
+    let (_c, mut ws) = connect_as(&server, "david@example.com", "secret123456").await;
+    let good = turbo_identifier(&server.state.streams.sign("rooms"));
+    let bad = turbo_identifier(
+        "ImNoYXQ6MjAyMSI=--f9ee45dbccb1da04d8ceb99cc820207804370ba0d06b46fc3b8b373af1315628",
+    );
+    // S4: unknown channel → nothing; then a rejected and a confirmed subscription.
+    ws.send_text(&subscribe_cmd(r#"{"channel":"NoSuchChannel"}"#))
+        .await;
+    ws.send_text(&subscribe_cmd(&bad)).await;
+    assert_eq!(ws.next_non_ping(T).await, text(&reject(&bad)));
+    ws.send_text(&subscribe_cmd(&good)).await;
+    assert_eq!(ws.next_non_ping(T).await, text(&confirm(&good)));
+    // Duplicate subscribe, unknown command, malformed JSON, unsubscribe of an unknown
+    // identifier: all silent, and the connection stays open.
+    ws.send_text(&subscribe_cmd(&good)).await;
+    ws.send_text(r#"{"command":"bogus"}"#).await;
+    ws.send_text("not json at all").await;
+    ws.send_text(r#"{"command":"unsubscribe","identifier":"{\"channel\":\"Nope\"}"}"#)
+        .await;
+    ws.send_text(r#"{"command":"message","identifier":"{\"channel\":\"Nope\"}","data":"{}"}"#)
+        .await;
+    ws.send_frame(0x2, true, b"binary is ignored").await;
+    // A broadcast still arrives, exactly once, as Rails wraps it.
+    let sent = server
+        .state
+        .fanout
+        .broadcast("rooms", br#""just a string""#);
+    assert_eq!(sent, 1);
+    let expected = format!(
+        r#"{{"identifier":{},"message":"just a string"}}"#,
+        serde_json::to_string(&good).unwrap()
+    );
+    assert_eq!(ws.next_non_ping(T).await, text(&expected));
+    // Unsubscribe: no ack, and no more broadcasts.
+    ws.send_text(&serde_json::json!({"command": "unsubscribe", "identifier": good}).to_string())
+        .await;
+    ws.send_text(&subscribe_cmd(r#"{"channel":"HeartbeatChannel"}"#))
+        .await;
+    assert_eq!(
+        ws.next_non_ping(T).await,
+        text(&confirm(r#"{"channel":"HeartbeatChannel"}"#))
+    );
+    assert_eq!(server.state.fanout.broadcast("rooms", b"1"), 0);
+}
+
+#[tokio::test]
+async fn a_post_reaches_room_subscribers_with_activesupport_escaping() {
+    let server = TestServer::start().await;
+    let (mut c, mut ws) = connect_as(&server, "david@example.com", "secret123456").await;
+    let (csrf, html) = c.room(1).await;
+    let signed = common::attr_after(
+        &html,
+        "channel=\"RoomMessagesChannel\" signed-stream-name=\"",
+    )
+    .unwrap();
+    let signed = signed.replace("&#x3D;", "=");
+    let id = room_identifier(&signed);
+    ws.send_text(&subscribe_cmd(&id)).await;
+    assert_eq!(ws.next_non_ping(T).await, text(&confirm(&id)));
+    ws.send_text(&subscribe_cmd(r#"{"channel":"UnreadRoomsChannel"}"#))
+        .await;
+    assert_eq!(
+        ws.next_non_ping(T).await,
+        text(&confirm(r#"{"channel":"UnreadRoomsChannel"}"#))
+    );
+    let r = c
+        .post_message(1, "a < b & c > d \u{2028} é", "esc-1", &csrf)
+        .await;
+    assert_eq!(r.status, 200);
+    let Some(WsEvent::Text(frame)) = ws.next_non_ping(T).await else {
+        panic!("no frame")
+    };
+    let prefix = format!(
+        r#"{{"identifier":{},"message":""#,
+        serde_json::to_string(&id).unwrap()
+    );
+    assert!(frame.starts_with(&prefix), "{frame}");
+    assert!(frame.contains(r#"\u003cturbo-stream action=\"append\" target=\"messages_rooms_open_1\"\u003e\u003ctemplate\u003e"#));
+    assert!(
+        frame.contains(r#"a \u0026lt; b \u0026amp; c \u0026gt; d \u2028 é"#),
+        "{frame}"
+    );
+    assert!(!frame.contains('<') && !frame.contains('>'));
+    // The frame's message is a JSON string holding exactly the HTTP response's HTML.
+    let parsed: serde_json::Value = serde_json::from_str(&frame).unwrap();
+    assert_eq!(parsed["message"].as_str().unwrap(), r.body);
+    // Then the unread notice for the room.
+    assert_eq!(
+        ws.next_non_ping(T).await,
+        text(r#"{"identifier":"{\"channel\":\"UnreadRoomsChannel\"}","message":{"roomId":1}}"#)
+    );
+}
+
+#[tokio::test]
+async fn room_streams_are_authorized() {
+    let server = TestServer::start().await;
+    let (_c, mut ws) = connect_as(&server, "user1@example.com", "password").await;
+    let designers = hearth::db::rooms::find(&server.state.pool, 4)
+        .await
+        .unwrap()
+        .unwrap();
+    let name = hearth::broadcasts::room_messages_stream("campfire", &designers);
+    let signed = server.state.streams.sign(&name);
+    // A validly signed name for a room the user is not a member of is rejected…
+    let id = room_identifier(&signed);
+    ws.send_text(&subscribe_cmd(&id)).await;
+    assert_eq!(ws.next_non_ping(T).await, text(&reject(&id)));
+    // …and Turbo::StreamsChannel refuses every `:messages` name, even a member's.
+    let all_talk = hearth::db::rooms::find(&server.state.pool, 1)
+        .await
+        .unwrap()
+        .unwrap();
+    let signed = server
+        .state
+        .streams
+        .sign(&hearth::broadcasts::room_messages_stream(
+            "campfire", &all_talk,
+        ));
+    let id = turbo_identifier(&signed);
+    ws.send_text(&subscribe_cmd(&id)).await;
+    assert_eq!(ws.next_non_ping(T).await, text(&reject(&id)));
+    let id = room_identifier(&signed);
+    ws.send_text(&subscribe_cmd(&id)).await;
+    assert_eq!(ws.next_non_ping(T).await, text(&confirm(&id)));
+}
+
+#[tokio::test]
+async fn presence_and_typing_notifications() {
+    let server = TestServer::start().await;
+    let (_c1, mut david) = connect_as(&server, "david@example.com", "secret123456").await;
+    let (_c2, mut jason) = connect_as(&server, "jason@example.com", "secret123456").await;
+    let reads = r#"{"channel":"ReadRoomsChannel"}"#;
+    david.send_text(&subscribe_cmd(reads)).await;
+    assert_eq!(david.next_non_ping(T).await, text(&confirm(reads)));
+    let presence = r#"{"channel":"PresenceChannel","room_id":1}"#;
+    david.send_text(&subscribe_cmd(presence)).await;
+    // The read notice to the user's own reads stream, then the confirm.
+    assert_eq!(
+        david.next_non_ping(T).await,
+        text(r#"{"identifier":"{\"channel\":\"ReadRoomsChannel\"}","message":{"room_id":1}}"#)
+    );
+    assert_eq!(david.next_non_ping(T).await, text(&confirm(presence)));
+    let state = hearth::db::rooms::membership_state(&server.state.pool, 1, 1)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(state.0, 1);
+    assert!(state.1.is_some());
+    assert_eq!(state.2, None);
+
+    let typing = r#"{"channel":"TypingNotificationsChannel","room_id":1}"#;
+    jason.send_text(&subscribe_cmd(typing)).await;
+    assert_eq!(jason.next_non_ping(T).await, text(&confirm(typing)));
+    david.send_text(&subscribe_cmd(typing)).await;
+    assert_eq!(david.next_non_ping(T).await, text(&confirm(typing)));
+    let start = serde_json::json!({"command": "message", "identifier": typing, "data": r#"{"action":"start"}"#}).to_string();
+    david.send_text(&start).await;
+    assert_eq!(
+        jason.next_non_ping(T).await,
+        text(
+            r#"{"identifier":"{\"channel\":\"TypingNotificationsChannel\",\"room_id\":1}","message":{"action":"start","user":{"id":1,"name":"David"}}}"#
+        )
+    );
+    // The typer's own subscription gets it too (Campfire's client ignores its own notices).
+    assert!(
+        matches!(david.next_non_ping(T).await, Some(WsEvent::Text(t)) if t.contains(r#""action":"start""#))
+    );
+    // Unsubscribing from presence marks the membership absent.
+    david
+        .send_text(
+            &serde_json::json!({"command": "unsubscribe", "identifier": presence}).to_string(),
+        )
+        .await;
+    david
+        .send_text(&subscribe_cmd(r#"{"channel":"HeartbeatChannel"}"#))
+        .await;
+    assert_eq!(
+        david.next_non_ping(T).await,
+        text(&confirm(r#"{"channel":"HeartbeatChannel"}"#))
+    );
+    let state = hearth::db::rooms::membership_state(&server.state.pool, 1, 1)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((state.0, state.1), (0, None));
+    // A non-member cannot be present in a closed room.
+    let (_c3, mut user1) = connect_as(&server, "user1@example.com", "password").await;
+    let closed = r#"{"channel":"PresenceChannel","room_id":4}"#;
+    user1.send_text(&subscribe_cmd(closed)).await;
+    assert_eq!(user1.next_non_ping(T).await, text(&reject(closed)));
+}
+
+#[tokio::test]
+async fn sign_out_closes_that_sessions_connections_with_remote() {
+    let server = TestServer::start().await;
+    let (mut c, mut ws) = connect_as(&server, "david@example.com", "secret123456").await;
+    let (csrf, _) = c.room(1).await;
+    let r = c
+        .post_form(
+            "/session",
+            &common::form(&[("_method", "delete"), ("authenticity_token", &csrf)]),
+            &[],
+        )
+        .await;
+    assert_eq!(r.status, 302);
+    assert_eq!(
+        ws.next_non_ping(T).await,
+        text(r#"{"type":"disconnect","reason":"remote","reconnect":false}"#)
+    );
+    assert_eq!(ws.next_non_ping(T).await, Some(WsEvent::Close(1000)));
+}
+
+#[tokio::test]
+async fn stopping_sends_server_restart_to_everyone() {
+    let server = TestServer::start().await;
+    let (_c, mut ws) = connect_as(&server, "david@example.com", "secret123456").await;
+    let stop = tokio::spawn(server.stop());
+    assert_eq!(
+        ws.next_non_ping(T).await,
+        text(r#"{"type":"disconnect","reason":"server_restart","reconnect":true}"#)
+    );
+    assert_eq!(ws.next_non_ping(T).await, Some(WsEvent::Close(1000)));
+    stop.await.unwrap();
+}
+
+#[tokio::test]
+async fn client_close_is_echoed_and_pings_answered() {
+    let server = TestServer::start().await;
+    let (_c, mut ws) = connect_as(&server, "david@example.com", "secret123456").await;
+    ws.send_frame(0x9, true, b"hi").await;
+    ws.send_frame(0x8, true, &1000u16.to_be_bytes()).await;
+    assert_eq!(ws.next_non_ping(T).await, Some(WsEvent::Close(1000)));
+    assert_eq!(ws.next_non_ping(T).await, Some(WsEvent::Eof));
+}
+
+#[tokio::test]
+async fn commands_split_across_fragments_and_sent_with_the_handshake() {
+    let server = TestServer::start().await;
+    let (_c, mut ws) = connect_as(&server, "david@example.com", "secret123456").await;
+    let cmd = subscribe_cmd(r#"{"channel":"HeartbeatChannel"}"#);
+    let (a, b) = cmd.as_bytes().split_at(10);
+    ws.send_frame(0x1, false, a).await;
+    ws.send_frame(0x9, true, b"interleaved ping").await;
+    ws.send_frame(0x0, true, b).await;
+    assert_eq!(
+        ws.next_non_ping(T).await,
+        text(&confirm(r#"{"channel":"HeartbeatChannel"}"#))
+    );
+}

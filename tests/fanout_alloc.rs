@@ -1,0 +1,228 @@
+//! Allocation discipline of the broadcast path, counted with a wrapping global allocator.
+//!
+//! A steady-state broadcast must allocate per identifier variant (the one shared frame), never
+//! per subscriber: the count must be the same at 10 and at 1,000 subscribers. Subscribers are
+//! in-process connections without sockets (`attach_detached`), warmed up (their outboxes
+//! allocated) and drained between broadcasts, and only allocations made on the measuring
+//! thread while a broadcast runs are counted.
+
+// The one use of unsafe in the workspace, and the measured need for it: `GlobalAlloc` is an
+// unsafe trait, so a counting allocator needs `unsafe impl` and unsafe calls into `System`.
+// The workspace lint is `deny` (not `forbid`) so that this file alone can allow it.
+#![allow(unsafe_code)]
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+use hearth::fanout::frame::Frame;
+use hearth::fanout::{Connection, EngineKind, Fanout, QueueLimits, Variant};
+
+/// Forwards to the system allocator and counts allocation calls made on a thread that has
+/// counting switched on.
+struct Counting;
+
+thread_local! {
+    static ENABLED: Cell<bool> = const { Cell::new(false) };
+    static COUNT: Cell<u64> = const { Cell::new(0) };
+}
+
+fn note() {
+    // `try_with`: never panic inside the allocator, even during thread teardown.
+    let _ = ENABLED.try_with(|on| {
+        if on.get() {
+            let _ = COUNT.try_with(|n| n.set(n.get() + 1));
+        }
+    });
+}
+
+// SAFETY: every method forwards its arguments unchanged to `System`, which upholds the
+// `GlobalAlloc` contract; the counting touches only const-initialised thread-locals, which
+// never allocate.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        note();
+        // SAFETY: same contract as the caller's.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        note();
+        // SAFETY: same contract as the caller's.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        note();
+        // SAFETY: same contract as the caller's.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: same contract as the caller's.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+/// Allocations made on this thread while `f` runs.
+fn count_allocations<R>(f: impl FnOnce() -> R) -> (u64, R) {
+    COUNT.with(|n| n.set(0));
+    ENABLED.with(|on| on.set(true));
+    let result = f();
+    ENABLED.with(|on| on.set(false));
+    (COUNT.with(Cell::get), result)
+}
+
+const MESSAGE: &[u8] = br#""<turbo-stream action=\"append\" target=\"messages\"><template>hello</template></turbo-stream>""#;
+
+/// `subscribers` detached connections on one stream, split evenly over `variants` variants.
+fn setup(kind: EngineKind, subscribers: usize, variants: usize) -> (Fanout, Vec<Connection>) {
+    let fanout = Fanout::new(kind, QueueLimits::default());
+    let variants: Vec<Variant> = (0..variants)
+        .map(|v| {
+            Variant::new(
+                format!("id{v}"),
+                format!(r#"{{"identifier":"{{\"channel\":\"C{v}\"}}","message":"#),
+                "}",
+            )
+        })
+        .collect();
+    let conns: Vec<Connection> = (0..subscribers).map(|_| fanout.attach_detached()).collect();
+    for (i, conn) in conns.iter().enumerate() {
+        conn.subscribe("room:1", &variants[i % variants.len()]);
+    }
+    (fanout, conns)
+}
+
+fn drain(fanout: &Fanout, conns: &[Connection]) -> usize {
+    conns.iter().map(|c| fanout.drain_detached(c)).sum()
+}
+
+/// The most allocations any of several steady-state broadcasts made (after warm-up, with
+/// every queue drained between broadcasts).
+fn broadcast_allocations(kind: EngineKind, subscribers: usize, variants: usize) -> u64 {
+    let (fanout, conns) = setup(kind, subscribers, variants);
+    for _ in 0..3 {
+        assert_eq!(fanout.broadcast("room:1", MESSAGE), subscribers);
+        assert_eq!(drain(&fanout, &conns), subscribers);
+    }
+    let mut worst = 0;
+    for _ in 0..5 {
+        let (allocations, queued) = count_allocations(|| fanout.broadcast("room:1", MESSAGE));
+        assert_eq!(queued, subscribers);
+        assert_eq!(drain(&fanout, &conns), subscribers);
+        worst = worst.max(allocations);
+    }
+    worst
+}
+
+fn send_all_allocations(kind: EngineKind, connections: usize) -> u64 {
+    let (fanout, conns) = setup(kind, connections, 1);
+    let ping = Frame::text(br#"{"type":"ping","message":1712345678}"#);
+    for _ in 0..3 {
+        assert_eq!(fanout.send_all(&ping), connections);
+        drain(&fanout, &conns);
+    }
+    let (allocations, queued) = count_allocations(|| fanout.send_all(&ping));
+    assert_eq!(queued, connections);
+    allocations
+}
+
+#[test]
+fn the_counter_sees_allocations() {
+    let (n, v) = count_allocations(|| vec![1u8; 100]);
+    assert_eq!(n, 1);
+    drop(v);
+}
+
+#[test]
+fn queue_engine_broadcast_allocates_per_variant_not_per_subscriber() {
+    for variants in [1, 3] {
+        let at_10 = broadcast_allocations(EngineKind::Queue, 10 * variants, variants);
+        let at_1000 = broadcast_allocations(EngineKind::Queue, 1000 * variants, variants);
+        assert_eq!(
+            at_10, at_1000,
+            "{variants} variant(s): allocations must not grow with subscribers"
+        );
+        // One frame buffer per variant, plus `Bytes`' shared header made on the frame's first
+        // clone: at most two allocations per variant.
+        assert!(
+            at_1000 <= 2 * variants as u64,
+            "{at_1000} allocations for {variants} variant(s)"
+        );
+        assert!(at_1000 >= variants as u64, "each variant builds one frame");
+    }
+}
+
+#[test]
+fn reference_engine_broadcast_allocates_once_whatever_the_receivers() {
+    let at_10 = broadcast_allocations(EngineKind::TokioBroadcast, 10, 1);
+    let at_1000 = broadcast_allocations(EngineKind::TokioBroadcast, 1000, 1);
+    assert_eq!(at_10, at_1000);
+}
+
+#[test]
+fn send_all_does_not_allocate_per_connection() {
+    for kind in [EngineKind::Queue, EngineKind::TokioBroadcast] {
+        assert_eq!(
+            send_all_allocations(kind, 10),
+            send_all_allocations(kind, 1000),
+            "{kind:?}"
+        );
+    }
+    assert_eq!(send_all_allocations(EngineKind::Queue, 1000), 0);
+}
+
+/// The writer's drain over a real socket: after warm-up, a broadcast plus the writer writing
+/// it plus the client reading it allocates only what the broadcast itself does (the shared
+/// frame): the writer's batch and slices are retained, not allocated per drain.
+#[test]
+fn steady_state_drains_do_not_allocate() {
+    use tokio::io::AsyncReadExt;
+    use tokio::net::{TcpListener, TcpStream};
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let fanout = Fanout::new(EngineKind::Queue, QueueLimits::default());
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (client, accepted) = tokio::join!(TcpStream::connect(addr), listener.accept());
+        let mut client = client.unwrap();
+        let (_server_read, server_write) = accepted.unwrap().0.into_split();
+        let conn = fanout.attach(server_write);
+        let variant = Variant::new("k", "[", "]");
+        conn.subscribe("s", &variant);
+        let frame_len = Frame::text_parts(&[b"[", MESSAGE, b"]"]).len();
+        let mut buf = vec![0u8; frame_len];
+
+        for _ in 0..50 {
+            assert_eq!(fanout.broadcast("s", MESSAGE), 1);
+            client.read_exact(&mut buf).await.unwrap();
+        }
+        let per_broadcast = broadcast_allocations(EngineKind::Queue, 1, 1);
+        const ROUNDS: u64 = 200;
+        COUNT.with(|n| n.set(0));
+        ENABLED.with(|on| on.set(true));
+        for _ in 0..ROUNDS {
+            assert_eq!(fanout.broadcast("s", MESSAGE), 1);
+            client.read_exact(&mut buf).await.unwrap();
+        }
+        ENABLED.with(|on| on.set(false));
+        let total = COUNT.with(Cell::get);
+        assert_eq!(
+            &buf[buf.len() - MESSAGE.len() - 1..],
+            &[MESSAGE, b"]"].concat()[..]
+        );
+        assert_eq!(fanout.stats().frames_written, 50 + ROUNDS);
+        assert_eq!(
+            total,
+            ROUNDS * per_broadcast,
+            "allocations beyond the broadcasts' own frames"
+        );
+    });
+}

@@ -1,0 +1,106 @@
+// Drives the official @rails/actioncable consumer (under Node, with `ws` as its WebSocket)
+// against a running Hearth, the way a browser page would: sign in over HTTP, read the signed
+// stream name from the room page, subscribe, post, and wait for the turbo-stream append.
+//
+//   node driver.mjs --base http://127.0.0.1:3000 --scenario post|unauthorized|rejected
+//                   [--email david@example.com] [--password secret123456] [--timeout 10]
+//
+// Prints one line per event and exits 0 when the scenario's outcome was observed:
+//   post          RECEIVED <client_message_id>   (the append reached the subscription)
+//   unauthorized  DISCONNECTED reconnect=false    (no cookie: the server refused the connection)
+//   rejected      REJECTED                        (a tampered signed stream name)
+import WS from "ws";
+
+const args = Object.fromEntries(
+  process.argv.slice(2).reduce((acc, a, i, all) => (a.startsWith("--") ? [...acc, [a.slice(2), all[i + 1]]] : acc), []),
+);
+const base = args.base;
+const scenario = args.scenario ?? "post";
+const email = args.email ?? "david@example.com";
+const password = args.password ?? "secret123456";
+const timeout = Number(args.timeout ?? 10);
+const out = (...parts) => process.stdout.write(parts.join(" ") + "\n");
+const fail = (why) => { out("FAIL", why); process.exit(1); };
+setTimeout(() => fail(`timeout after ${timeout}s`), timeout * 1000);
+
+const jar = new Map();
+const cookieHeader = () => [...jar].map(([k, v]) => `${k}=${v}`).join("; ");
+function keepCookies(res) {
+  for (const line of res.headers.getSetCookie()) {
+    const [pair] = line.split(";");
+    const i = pair.indexOf("=");
+    jar.set(pair.slice(0, i), pair.slice(i + 1));
+  }
+}
+async function http(path, init = {}) {
+  const res = await fetch(base + path, { redirect: "manual", ...init, headers: { Cookie: cookieHeader(), ...(init.headers ?? {}) } });
+  keepCookies(res);
+  return res;
+}
+const decode = (s) => s.replace(/&#x([0-9a-f]+);/gi, (_, h) => String.fromCharCode(parseInt(h, 16)))
+  .replace(/&#(\d+);/g, (_, d) => String.fromCharCode(Number(d))).replace(/&quot;/g, '"').replace(/&amp;/g, "&");
+const meta = (html, name) => decode(html.match(new RegExp(`<meta name="${name}" content="([^"]*)"`))[1]);
+
+async function signIn() {
+  const form = await (await http("/session/new")).text();
+  const body = new URLSearchParams({ email_address: email, password, authenticity_token: meta(form, "csrf-token") });
+  const res = await http("/session", { method: "POST", body });
+  if (res.status !== 302 || !jar.has("session_token")) fail(`sign-in answered ${res.status}`);
+  out("SIGNED-IN", email);
+}
+
+globalThis.addEventListener ??= () => {};
+globalThis.removeEventListener ??= () => {};
+globalThis.document ??= { visibilityState: "visible" };
+const AC = await import("@rails/actioncable");
+AC.adapters.WebSocket = class extends WS {
+  constructor(url, protocols) {
+    super(url, protocols, { headers: jar.size ? { Cookie: cookieHeader() } : {}, origin: base });
+    this.on("message", (data) => out("RECV", data.toString("utf8").slice(0, 200)));
+  }
+};
+AC.adapters.logger = { log: () => {} };
+
+if (scenario === "unauthorized") {
+  const consumer = AC.createConsumer(base.replace(/^http/, "ws") + "/cable");
+  consumer.subscriptions.create({ channel: "HeartbeatChannel" }, {
+    connected() { fail("connected without a session"); },
+  });
+  const poll = setInterval(() => {
+    const c = consumer.connection;
+    if (c.webSocket && c.webSocket.readyState === WS.CLOSED && !c.monitor.isRunning()) {
+      clearInterval(poll);
+      out("DISCONNECTED", "reconnect=false");
+      process.exit(0);
+    }
+  }, 50);
+} else {
+  await signIn();
+  const room = await (await http("/rooms/1")).text();
+  const csrf = meta(room, "csrf-token");
+  const signed = decode(room.match(/<turbo-cable-stream-source channel="RoomMessagesChannel" signed-stream-name="([^"]*)"/)[1]);
+  const consumer = AC.createConsumer(base.replace(/^http/, "ws") + "/cable");
+  if (scenario === "rejected") {
+    consumer.subscriptions.create({ channel: "RoomMessagesChannel", signed_stream_name: signed.slice(0, -1) + "0" }, {
+      connected() { fail("a tampered name was confirmed"); },
+      rejected() { out("REJECTED"); process.exit(0); },
+    });
+  } else {
+    const cid = `node-${Date.now()}`;
+    consumer.subscriptions.create({ channel: "RoomMessagesChannel", signed_stream_name: signed }, {
+      async connected() {
+        out("CONNECTED");
+        const body = new URLSearchParams({ "message[body]": "hello from @rails/actioncable", "message[client_message_id]": cid, authenticity_token: csrf });
+        const res = await http("/rooms/1/messages", { method: "POST", body, headers: { Accept: "text/vnd.turbo-stream.html" } });
+        out("POSTED", res.status);
+      },
+      received(data) {
+        if (typeof data === "string" && data.includes(`id="message_${cid}"`) && data.startsWith('<turbo-stream action="append"')) {
+          out("RECEIVED", cid);
+          process.exit(0);
+        }
+      },
+      rejected() { fail("rejected"); },
+    });
+  }
+}
