@@ -1,0 +1,520 @@
+//! Action Cable clients: N connections on one thread, each a task that owns its socket.
+//!
+//! A client (Action Cable protocol, `@rails/actioncable` `connection.js` and
+//! `subscriptions.js`):
+//! 1. opens a TCP connection and performs the WebSocket upgrade with the user's `Cookie`,
+//!    `Origin` and `Sec-WebSocket-Protocol: actioncable-v1-json, actioncable-unsupported`
+//!    ([`crate::ws`]);
+//! 2. waits for `{"type":"welcome"}`, then sends one `subscribe` command per identifier, all in
+//!    one write;
+//! 3. is *ready* when it has one `confirm_subscription` per identifier; a
+//!    `reject_subscription`, a `disconnect` message, a close frame or EOF before that makes it
+//!    *failed*, after that *disconnected*;
+//! 4. then reads frames until the cell ends, answering WebSocket pings with pongs and matching
+//!    each text frame to a posted message by searching the payload for the cell's token prefix
+//!    with a prebuilt `memchr::memmem::Finder` ([`crate::tracker`]).
+//!
+//! The receive path is built for throughput: one large buffer per connection (default 64 KiB),
+//! frames parsed in place with [`crate::ws::parse_frame`], no allocation per frame, one
+//! timestamp per `read()` shared by every frame it returned, and partial frames moved to the
+//! buffer's start only when the free tail gets short. All tasks run on one current-thread tokio
+//! runtime, so the shared state below is `Rc` + `RefCell`/`Cell` without locks.
+
+use crate::endpoint::Endpoint;
+use crate::tracker::{Receipt, TokenScheme, Tracker};
+use crate::ws::{self, Parse, OP_BINARY, OP_CLOSE, OP_CONTINUATION, OP_PING, OP_PONG, OP_TEXT};
+use memchr::memmem::Finder;
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::{Notify, Semaphore};
+
+/// What one client connects as: its `Cookie` header and the identifiers it subscribes to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientProfile {
+    /// `Cookie` header value, if any.
+    pub cookie: Option<String>,
+    /// Subscription identifier JSON strings.
+    pub identifiers: Vec<String>,
+}
+
+/// Settings shared by every client of a cell.
+#[derive(Debug, Clone)]
+pub struct CableConfig {
+    /// The `ws://` Action Cable URL.
+    pub endpoint: Endpoint,
+    /// `Origin` header value.
+    pub origin: String,
+    /// Receive buffer per connection, bytes.
+    pub read_buffer: usize,
+    /// Subprotocol the server must select (`actioncable-v1-json`), or `None` to accept any.
+    pub required_protocol: Option<String>,
+}
+
+/// Connection outcome counters of a cell.
+#[derive(Debug, Default, Clone)]
+pub struct ConnCounters {
+    /// Clients with every subscription confirmed.
+    pub ready: usize,
+    /// Clients that failed before becoming ready.
+    pub failed: usize,
+    /// Clients that were ready and then lost their connection.
+    pub disconnected: usize,
+    /// When the last client became ready.
+    pub last_ready: Option<Instant>,
+    /// The first distinct error texts (at most 10).
+    pub errors: Vec<String>,
+}
+
+impl ConnCounters {
+    fn note_error(&mut self, e: String) {
+        if self.errors.len() < 10 && !self.errors.contains(&e) {
+            self.errors.push(e);
+        }
+    }
+}
+
+/// State shared by a cell's clients and posters (single-threaded).
+#[derive(Debug)]
+pub struct Shared {
+    /// Message accounting.
+    pub tracker: RefCell<Tracker>,
+    /// Connection outcomes.
+    pub conns: RefCell<ConnCounters>,
+    /// Signalled whenever a client becomes ready, fails or disconnects.
+    pub conn_changed: Notify,
+    /// Signalled whenever a message completes or a post fails (the window may have opened).
+    pub progress: Notify,
+    /// Bytes read from all WebSockets (handshake responses excluded).
+    pub bytes_received: Cell<u64>,
+    /// Data frames received by ready clients.
+    pub frames: Cell<u64>,
+    /// Data frames that carried no token of this cell (pings, unread notices...).
+    pub other_frames: Cell<u64>,
+    /// WebSocket pings answered.
+    pub pongs: Cell<u64>,
+    ready_flags: RefCell<Vec<bool>>,
+    finder: Finder<'static>,
+    prefix_len: usize,
+}
+
+impl Shared {
+    /// Shared state for `clients` client slots and `posters` posters, matching `tokens`.
+    pub fn new(clients: usize, posters: usize, tokens: &TokenScheme) -> Self {
+        let prefix = tokens.prefix().as_bytes().to_vec();
+        Self {
+            tracker: RefCell::new(Tracker::new(clients, clients as u32, posters)),
+            conns: RefCell::new(ConnCounters::default()),
+            conn_changed: Notify::new(),
+            progress: Notify::new(),
+            bytes_received: Cell::new(0),
+            frames: Cell::new(0),
+            other_frames: Cell::new(0),
+            pongs: Cell::new(0),
+            ready_flags: RefCell::new(vec![false; clients]),
+            prefix_len: prefix.len(),
+            finder: Finder::new(&prefix).into_owned(),
+        }
+    }
+
+    /// Matches one text payload received by ready client `idx` at `now`.
+    #[inline]
+    pub fn on_data(&self, idx: usize, payload: &[u8], now: Instant) {
+        self.frames.set(self.frames.get() + 1);
+        let Some(pos) = self.finder.find(payload) else {
+            self.other_frames.set(self.other_frames.get() + 1);
+            return;
+        };
+        let Some(seq) = TokenScheme::parse_seq(&payload[pos + self.prefix_len..]) else {
+            self.other_frames.set(self.other_frames.get() + 1);
+            return;
+        };
+        let outcome = self
+            .tracker
+            .borrow_mut()
+            .receipt(idx, seq, now, payload.len());
+        if outcome == Receipt::Completed {
+            self.progress.notify_waiters();
+        }
+    }
+
+    /// Whether client `idx` is ready (all subscriptions confirmed, connection still open).
+    pub fn is_ready(&self, idx: usize) -> bool {
+        self.ready_flags.borrow().get(idx).copied().unwrap_or(false)
+    }
+
+    fn client_ready(&self, idx: usize, now: Instant) {
+        if let Some(f) = self.ready_flags.borrow_mut().get_mut(idx) {
+            *f = true;
+        }
+        let mut c = self.conns.borrow_mut();
+        c.ready += 1;
+        c.last_ready = Some(now);
+        drop(c);
+        self.conn_changed.notify_waiters();
+    }
+
+    fn client_ended(&self, idx: usize, was_ready: bool, error: String) {
+        if let Some(f) = self.ready_flags.borrow_mut().get_mut(idx) {
+            *f = false;
+        }
+        let mut c = self.conns.borrow_mut();
+        if was_ready {
+            c.disconnected += 1;
+        } else {
+            c.failed += 1;
+        }
+        c.note_error(error);
+        drop(c);
+        self.conn_changed.notify_waiters();
+        // A lost client means some messages can never complete: wake window waiters so they
+        // re-check the deadline.
+        self.progress.notify_waiters();
+    }
+}
+
+/// Opens a WebSocket: TCP connect, upgrade request, response check. Returns the stream and the
+/// bytes read past the response head (the start of the first frames).
+///
+/// Errors: a text naming the step that failed.
+pub async fn open(cfg: &CableConfig, cookie: Option<&str>) -> Result<(TcpStream, Vec<u8>), String> {
+    let authority = cfg.endpoint.authority();
+    let mut stream = TcpStream::connect(&authority)
+        .await
+        .map_err(|e| format!("connect {authority}: {e}"))?;
+    let _ = stream.set_nodelay(true);
+    let key = ws::new_key();
+    let req = ws::UpgradeRequest {
+        host: &authority,
+        path: &cfg.endpoint.path,
+        origin: &cfg.origin,
+        cookie,
+        protocols: ws::ACTION_CABLE_PROTOCOLS,
+        key: &key,
+    }
+    .to_bytes();
+    stream
+        .write_all(&req)
+        .await
+        .map_err(|e| format!("sending upgrade request: {e}"))?;
+    let mut buf = Vec::with_capacity(4096);
+    let mut chunk = [0u8; 4096];
+    loop {
+        let n = stream
+            .read(&mut chunk)
+            .await
+            .map_err(|e| format!("reading upgrade response: {e}"))?;
+        if n == 0 {
+            return Err("connection closed during the WebSocket handshake".to_string());
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        match ws::parse_upgrade_response(&buf, &key, cfg.required_protocol.as_deref()) {
+            Ok(Some(head)) => return Ok((stream, buf.split_off(head))),
+            Ok(None) => continue,
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    AwaitWelcome,
+    Subscribing,
+    Ready,
+}
+
+/// Bounded text of a payload for error messages.
+fn shown(payload: &[u8]) -> String {
+    String::from_utf8_lossy(&payload[..payload.len().min(200)]).into_owned()
+}
+
+struct Session<'a> {
+    idx: usize,
+    phase: Phase,
+    confirmed: usize,
+    profile: &'a ClientProfile,
+    shared: &'a Shared,
+    gate: Option<tokio::sync::SemaphorePermit<'a>>,
+}
+
+impl Session<'_> {
+    #[inline]
+    fn on_message(
+        &mut self,
+        payload: &[u8],
+        now: Instant,
+        out: &mut Vec<u8>,
+    ) -> Result<(), String> {
+        match self.phase {
+            Phase::Ready => {
+                self.shared.on_data(self.idx, payload, now);
+                if payload.len() < 512 && memchr::memmem::find(payload, b"\"disconnect\"").is_some()
+                {
+                    return Err(format!("server sent {}", shown(payload)));
+                }
+            }
+            Phase::AwaitWelcome => {
+                if memchr::memmem::find(payload, b"\"welcome\"").is_some() {
+                    for id in &self.profile.identifiers {
+                        let cmd = crate::campfire::subscribe_command(id);
+                        ws::encode_text(cmd.as_bytes(), out);
+                    }
+                    self.phase = Phase::Subscribing;
+                    if self.profile.identifiers.is_empty() {
+                        self.become_ready(now);
+                    }
+                } else if memchr::memmem::find(payload, b"\"disconnect\"").is_some() {
+                    return Err(format!("server sent {} instead of welcome", shown(payload)));
+                }
+            }
+            Phase::Subscribing => {
+                if memchr::memmem::find(payload, b"\"confirm_subscription\"").is_some() {
+                    self.confirmed += 1;
+                    if self.confirmed == self.profile.identifiers.len() {
+                        self.become_ready(now);
+                    }
+                } else if memchr::memmem::find(payload, b"\"reject_subscription\"").is_some() {
+                    return Err(format!("subscription rejected: {}", shown(payload)));
+                } else if memchr::memmem::find(payload, b"\"disconnect\"").is_some() {
+                    return Err(format!("server sent {} while subscribing", shown(payload)));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn become_ready(&mut self, now: Instant) {
+        self.phase = Phase::Ready;
+        self.gate = None;
+        self.shared.client_ready(self.idx, now);
+    }
+}
+
+/// Runs client `idx` until its connection ends or the task is aborted: connect (holding a
+/// permit of `gate`, which bounds concurrent handshakes, until ready), subscribe, then receive.
+/// Outcomes are counted in `shared.conns`.
+pub async fn run_client(
+    idx: usize,
+    profile: Rc<ClientProfile>,
+    cfg: Rc<CableConfig>,
+    shared: Rc<Shared>,
+    gate: Rc<Semaphore>,
+) {
+    let permit = gate.acquire().await.ok();
+    let mut session = Session {
+        idx,
+        phase: Phase::AwaitWelcome,
+        confirmed: 0,
+        profile: &profile,
+        shared: &shared,
+        gate: permit,
+    };
+    let result = drive(&mut session, &cfg).await;
+    let was_ready = session.phase == Phase::Ready;
+    let when = match session.phase {
+        Phase::AwaitWelcome => "before welcome".to_string(),
+        Phase::Subscribing => format!(
+            "while subscribing ({} of {} confirmed)",
+            session.confirmed,
+            session.profile.identifiers.len()
+        ),
+        Phase::Ready => "after ready".to_string(),
+    };
+    drop(session);
+    let error = result
+        .err()
+        .unwrap_or_else(|| "connection closed".to_string());
+    shared.client_ended(idx, was_ready, format!("{when}: {error}"));
+}
+
+async fn drive(session: &mut Session<'_>, cfg: &CableConfig) -> Result<(), String> {
+    let (mut stream, leftover) = open(cfg, session.profile.cookie.as_deref()).await?;
+    let mut buf = vec![0u8; cfg.read_buffer.max(leftover.len()).max(4096)];
+    buf[..leftover.len()].copy_from_slice(&leftover);
+    let (mut start, mut end) = (0usize, leftover.len());
+    let mut frag: Vec<u8> = Vec::new();
+    let mut frag_active = false;
+    let mut out: Vec<u8> = Vec::new();
+    let mut now = Instant::now();
+    let shared = session.shared;
+    loop {
+        let mut close_code: Option<u16> = None;
+        let mut needed = 0usize;
+        loop {
+            match ws::parse_frame(&buf[start..end]).map_err(|e| e.to_string())? {
+                Parse::Frame(h) => {
+                    let p0 = start + h.header_len;
+                    let p1 = start + h.total_len();
+                    start = p1;
+                    let payload = &buf[p0..p1];
+                    match h.opcode {
+                        OP_TEXT | OP_BINARY if !frag_active => {
+                            if h.fin {
+                                session.on_message(payload, now, &mut out)?;
+                            } else {
+                                frag_active = true;
+                                frag.clear();
+                                frag.extend_from_slice(payload);
+                            }
+                        }
+                        OP_CONTINUATION if frag_active => {
+                            frag.extend_from_slice(payload);
+                            if h.fin {
+                                frag_active = false;
+                                session.on_message(&frag, now, &mut out)?;
+                            }
+                        }
+                        OP_TEXT | OP_BINARY | OP_CONTINUATION => {
+                            return Err("bad fragmentation sequence (RFC 6455 §5.4)".to_string())
+                        }
+                        OP_PING => {
+                            ws::encode_client_frame(OP_PONG, payload, rand::random(), &mut out);
+                            shared.pongs.set(shared.pongs.get() + 1);
+                        }
+                        OP_PONG => {}
+                        OP_CLOSE => {
+                            let code = if payload.len() >= 2 {
+                                u16::from_be_bytes([payload[0], payload[1]])
+                            } else {
+                                1005
+                            };
+                            let echo = if payload.len() >= 2 {
+                                &payload[..2]
+                            } else {
+                                &[][..]
+                            };
+                            ws::encode_client_frame(OP_CLOSE, echo, rand::random(), &mut out);
+                            close_code = Some(code);
+                            break;
+                        }
+                        _ => {}
+                    }
+                }
+                Parse::Incomplete { needed: n } => {
+                    needed = n;
+                    break;
+                }
+            }
+        }
+        if !out.is_empty() {
+            let r = stream.write_all(&out).await;
+            out.clear();
+            if close_code.is_none() {
+                r.map_err(|e| format!("write: {e}"))?;
+            }
+        }
+        if let Some(code) = close_code {
+            return Err(format!("server closed the WebSocket with code {code}"));
+        }
+        if start == end {
+            start = 0;
+            end = 0;
+        } else if needed > buf.len() - start || buf.len() - end < 4096 {
+            // Move the partial frame to the front; grow if one frame exceeds the buffer.
+            buf.copy_within(start..end, 0);
+            end -= start;
+            start = 0;
+            if needed > buf.len() {
+                buf.resize(needed.next_power_of_two(), 0);
+            }
+        }
+        let n = stream
+            .read(&mut buf[end..])
+            .await
+            .map_err(|e| format!("read: {e}"))?;
+        if n == 0 {
+            return Err("server closed the TCP connection".to_string());
+        }
+        end += n;
+        shared
+            .bytes_received
+            .set(shared.bytes_received.get() + n as u64);
+        now = Instant::now();
+    }
+}
+
+/// The clients of a cell: tasks on the current `LocalSet`, aborted on drop.
+#[derive(Debug)]
+pub struct ClientSet {
+    handles: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl ClientSet {
+    /// Spawns `n` clients; client `i` uses `profiles[i % profiles.len()]`. At most
+    /// `concurrency` handshakes-plus-subscriptions run at once.
+    pub fn spawn(
+        n: usize,
+        profiles: &[Rc<ClientProfile>],
+        cfg: Rc<CableConfig>,
+        shared: Rc<Shared>,
+        concurrency: usize,
+    ) -> Self {
+        let gate = Rc::new(Semaphore::new(concurrency.max(1)));
+        let handles = (0..n)
+            .map(|i| {
+                let profile = profiles[i % profiles.len()].clone();
+                tokio::task::spawn_local(run_client(
+                    i,
+                    profile,
+                    cfg.clone(),
+                    shared.clone(),
+                    gate.clone(),
+                ))
+            })
+            .collect();
+        Self { handles }
+    }
+
+    /// Waits until every client is ready or failed, or `timeout` passes. Returns the counters
+    /// and whether everything settled in time.
+    pub async fn wait_settled(&self, shared: &Shared, timeout: Duration) -> (ConnCounters, bool) {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let notified = shared.conn_changed.notified();
+            let c = shared.conns.borrow().clone();
+            if c.ready + c.failed >= self.handles.len() {
+                return (c, true);
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                return (shared.conns.borrow().clone(), false);
+            }
+        }
+    }
+
+    /// Number of clients spawned.
+    pub fn len(&self) -> usize {
+        self.handles.len()
+    }
+
+    /// Whether no client was spawned.
+    pub fn is_empty(&self) -> bool {
+        self.handles.is_empty()
+    }
+
+    /// Aborts the clients that are not ready (after a connect timeout); returns how many.
+    pub fn abort_unready(&self, shared: &Shared) -> usize {
+        let mut aborted = 0;
+        for (i, h) in self.handles.iter().enumerate() {
+            if !shared.is_ready(i) && !h.is_finished() {
+                h.abort();
+                aborted += 1;
+            }
+        }
+        aborted
+    }
+
+    /// Aborts every client task (closing its socket).
+    pub fn abort_all(&self) {
+        for h in &self.handles {
+            h.abort();
+        }
+    }
+}
+
+impl Drop for ClientSet {
+    fn drop(&mut self) {
+        self.abort_all();
+    }
+}
