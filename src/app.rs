@@ -182,6 +182,7 @@ impl Server {
     ) -> anyhow::Result<()> {
         let Server { state, listener } = self;
         let pinger = spawn_pinger(state.clone());
+        let checkpointer = crate::db::spawn_checkpointer(state.pool.clone());
         let app = service(state.clone());
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         let in_flight = Arc::new(std::sync::atomic::AtomicUsize::new(0));
@@ -233,6 +234,7 @@ impl Server {
         let closed = state.cable.disconnect_all_for_restart();
         tracing::info!(connections = closed, "stopping: sent server_restart");
         pinger.abort();
+        checkpointer.abort();
         let _ = stop_tx.send(true);
         let _ = tokio::time::timeout(Duration::from_secs(5), async {
             while in_flight.load(std::sync::atomic::Ordering::SeqCst) > 0 {

@@ -25,6 +25,7 @@ pub async fn start(
     ip_address: Option<&str>,
     user_agent: Option<&str>,
 ) -> sqlx::Result<String> {
+    let _write = super::write_lock().await;
     let token = new_token();
     let now = super::now_ms();
     sqlx::query(
@@ -68,6 +69,7 @@ pub async fn resume(pool: &SqlitePool, token: &str) -> sqlx::Result<Option<User>
     }
     let now = super::now_ms();
     if now - last_active_at > ACTIVITY_REFRESH_MS {
+        let _write = super::write_lock().await;
         sqlx::query("UPDATE sessions SET last_active_at = ?, updated_at = ? WHERE token = ?")
             .bind(now)
             .bind(now)
@@ -80,6 +82,7 @@ pub async fn resume(pool: &SqlitePool, token: &str) -> sqlx::Result<Option<User>
 
 /// Destroys the session with this token; returns the user id it belonged to.
 pub async fn destroy(pool: &SqlitePool, token: &str) -> sqlx::Result<Option<i64>> {
+    let _write = super::write_lock().await;
     sqlx::query_scalar("DELETE FROM sessions WHERE token = ? RETURNING user_id")
         .bind(token)
         .fetch_optional(pool)
