@@ -231,6 +231,17 @@ impl Server {
             });
         }
         drop(listener);
+        let stats = state.fanout.stats();
+        tracing::warn!(
+            frames_written = stats.frames_written,
+            bytes_written = stats.bytes_written,
+            write_syscalls = stats.write_syscalls,
+            frames_per_write = stats.frames_written as f64 / stats.write_syscalls.max(1) as f64,
+            broadcasts = stats.broadcasts,
+            slow_disconnects = stats.slow_disconnects,
+            queue_depth_high_water = stats.queue_depth_high_water,
+            "fan-out totals"
+        );
         let closed = state.cable.disconnect_all_for_restart();
         tracing::info!(connections = closed, "stopping: sent server_restart");
         pinger.abort();

@@ -139,10 +139,14 @@ pub async fn upgrade(State(state): State<SharedState>, mut request: Request<Body
                 return;
             }
         };
+        // `read_buf` is a slice of hyper's read buffer; copying the (usually empty) leftover
+        // lets that buffer go instead of keeping it alive for the connection's lifetime.
+        let leftover = bytes::Bytes::copy_from_slice(&parts.read_buf);
+        drop(parts.read_buf);
         connection::run(
             state,
             parts.io.into_inner(),
-            parts.read_buf,
+            leftover,
             ctx.user,
             ctx.session_token,
         )
