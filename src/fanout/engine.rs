@@ -287,6 +287,8 @@ pub(crate) struct QueueEngine {
     index: Index,
     registry: Registry,
     stats: Stats,
+    /// The writers' thread, started on the first `attach` (see `runtime.rs`).
+    writers: std::sync::OnceLock<Option<super::runtime::WriterRuntime>>,
 }
 
 /// One registry shard: connection id → outbox.
@@ -337,6 +339,7 @@ impl QueueEngine {
             index: Index::new(),
             registry: Registry::new(),
             stats: Stats::default(),
+            writers: std::sync::OnceLock::new(),
         }
     }
 
@@ -361,10 +364,23 @@ impl QueueEngine {
         let conn = self.register(false);
         let engine = self.clone();
         let task_conn = conn.clone();
-        tokio::spawn(async move {
+        let task = async move {
             writer::drive(&task_conn.outbox, &engine.stats, write).await;
             engine.finish(&task_conn);
+        };
+        let writers = self.writers.get_or_init(|| match super::runtime::WriterRuntime::start() {
+            Ok(runtime) => Some(runtime),
+            Err(e) => {
+                tracing::warn!(error = %e, "no writer thread; writers share the caller's runtime");
+                None
+            }
         });
+        match writers {
+            Some(runtime) => runtime.spawn(task),
+            None => {
+                tokio::spawn(task);
+            }
+        }
         conn
     }
 

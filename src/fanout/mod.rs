@@ -29,6 +29,7 @@
 //! - `engine.rs`: [`Fanout`] and [`Connection`], the API the cable layer calls.
 //! - `reference.rs`: the [`EngineKind::TokioBroadcast`] reference engine, the design most
 //!   Rust servers start with, kept to measure the default against.
+//! - `runtime.rs`: the writers' own thread, so requests never queue behind drains.
 //! - `stats.rs`: counters ([`StatsSnapshot`]).
 
 use std::sync::Arc;
@@ -41,6 +42,7 @@ pub mod frame;
 mod index;
 mod queue;
 mod reference;
+mod runtime;
 mod stats;
 mod writer;
 

@@ -1,0 +1,59 @@
+//! The writers' own thread: where every connection's drain loop runs (queue engine).
+//!
+//! Requests must never queue behind drains. If writers shared the request runtime, a post's
+//! handler — which hops to SQLite's worker threads and back several times — would wait behind
+//! hundreds of ready writer tasks at each hop. With the writers on a thread of their own, a
+//! request's thread is idle when the request arrives, and the OS scheduler runs it first
+//! (a thread that slept is favoured over one that has been busy). Sockets stay registered
+//! with the reactor of the runtime that accepted them; only their write loops live here.
+
+use std::future::Future;
+
+use tokio::runtime::Handle;
+use tokio::sync::oneshot;
+
+/// A current-thread tokio runtime on a dedicated OS thread named `hearth-fanout`. Dropping it
+/// stops the thread (and drops any writer still running there).
+#[derive(Debug)]
+pub(crate) struct WriterRuntime {
+    handle: Handle,
+    stop: Option<oneshot::Sender<()>>,
+}
+
+impl WriterRuntime {
+    /// Starts the thread. Errors when the OS refuses a thread or the runtime cannot be built.
+    pub(crate) fn start() -> std::io::Result<WriterRuntime> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let handle = runtime.handle().clone();
+        let (stop, stopped) = oneshot::channel::<()>();
+        std::thread::Builder::new()
+            .name("hearth-fanout".into())
+            .spawn(move || {
+                runtime.block_on(async {
+                    let _ = stopped.await;
+                });
+            })?;
+        Ok(WriterRuntime {
+            handle,
+            stop: Some(stop),
+        })
+    }
+
+    /// Spawns a writer task on the thread.
+    pub(crate) fn spawn<F>(&self, task: F)
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        self.handle.spawn(task);
+    }
+}
+
+impl Drop for WriterRuntime {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
