@@ -269,12 +269,10 @@ pub async fn create(
     .bind(now - CONNECTION_TTL_MS)
     .execute(&mut *tx)
     .await?;
-    let member_ids: Vec<i64> =
-        sqlx::query_scalar("SELECT user_id FROM memberships WHERE room_id = ? ORDER BY user_id")
-            .bind(room_id)
-            .fetch_all(&mut *tx)
-            .await?;
     tx.commit().await?;
+    drop(_write);
+    // Read after the commit, outside the write lock: who receives the unread notices.
+    let member_ids = super::rooms::member_ids(pool, room_id).await?;
     let message = Message {
         id,
         room_id,
