@@ -75,6 +75,7 @@ pub async fn run(
             }
         })
         .await;
+        state.metrics.connection_rejected();
         tracing::info!("An unauthorized connection attempt was rejected");
         return;
     };
@@ -85,6 +86,7 @@ pub async fn run(
     {
         return;
     }
+    state.metrics.connection_opened();
     let conn = state.fanout.attach(write_half);
     state.cable.register(user.id, session_token, conn.clone());
     let mut reader = Reader {

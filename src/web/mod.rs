@@ -14,6 +14,7 @@
 //! | `GET /cable` | [`crate::cable::upgrade`] |
 //! | `GET /up` | health check |
 
+pub mod assets;
 pub mod context;
 pub mod csrf;
 pub mod error;
