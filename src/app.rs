@@ -159,7 +159,10 @@ async fn metrics(
 ) -> impl axum::response::IntoResponse {
     let body = state.metrics.render(&state.fanout.stats());
     (
-        [(axum::http::header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)],
+        [(
+            axum::http::header::CONTENT_TYPE,
+            crate::metrics::CONTENT_TYPE,
+        )],
         body,
     )
 }

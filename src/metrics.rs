@@ -19,7 +19,7 @@
 //! | `hearth_fanout_frames_sent_total`, `hearth_fanout_sent_bytes_total` | counter | frames completely written to sockets, bytes written |
 //! | `hearth_fanout_write_calls_total` | counter | socket write calls that wrote at least one byte |
 //! | `hearth_fanout_queue_depth_high_water_frames` | gauge | deepest connection queue seen, in frames |
-//! | `hearth_fanout_queue_high_water_bytes` | gauge | most bytes seen queued for one connection |
+//! | `hearth_fanout_queue_high_water_bytes` | gauge | most bytes seen accounted in one connection's queue (frames longer than `queue-bytes / queue-frames` only) |
 //! | `hearth_fanout_slow_consumer_disconnects_total` | counter | connections cut off for falling behind |
 //! | `hearth_messages_posted_total{source}` | counter | messages stored, `source` = `web` or `bot` |
 //! | `hearth_post_duration_seconds{source}` | histogram | post handler duration (see [`Metrics::post_finished`]) |
@@ -29,7 +29,9 @@
 use std::time::Duration;
 
 use metrics::{Counter, Gauge, Histogram, Key, KeyName, Label, Level, Metadata, Recorder, Unit};
-use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle, PrometheusRecorder};
+use metrics_exporter_prometheus::{
+    Matcher, PrometheusBuilder, PrometheusHandle, PrometheusRecorder,
+};
 use parking_lot::Mutex;
 
 use crate::fanout::StatsSnapshot;
@@ -47,8 +49,7 @@ pub const POST_BUCKETS: &[f64] = &[
 
 /// Bucket bounds of `hearth_broadcast_duration_seconds`, in seconds (10 µs to 100 ms).
 pub const BROADCAST_BUCKETS: &[f64] = &[
-    0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
-    0.1,
+    0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1,
 ];
 
 const POST_DURATION: &str = "hearth_post_duration_seconds";
@@ -181,7 +182,9 @@ impl Metrics {
             queue_bytes_high_water: gauge(
                 "hearth_fanout_queue_high_water_bytes",
                 Some(Unit::Bytes),
-                "Most bytes seen queued for one connection since start.",
+                "Most bytes seen accounted in one connection's queue since start (only frames \
+                 longer than queue-bytes / queue-frames are accounted; 0 for the reference \
+                 engine).",
             ),
         };
         let connections_opened = counter(
@@ -206,7 +209,8 @@ impl Metrics {
         recorder.describe_histogram(
             KeyName::from_const_str(POST_DURATION),
             Some(Unit::Seconds),
-            "Post handler duration, from the handler's start to its response (successful posts).".into(),
+            "Post handler duration, from the handler's start to its response (successful posts)."
+                .into(),
         );
         let post_duration_web =
             recorder.register_histogram(&labelled(POST_DURATION, "web"), &metadata());
@@ -224,7 +228,10 @@ impl Metrics {
             recorder.register_histogram(&Key::from_static_name(BROADCAST_DURATION), &metadata());
         let info = Key::from_parts(
             "hearth_build_info",
-            vec![Label::from_static_parts("version", env!("CARGO_PKG_VERSION"))],
+            vec![Label::from_static_parts(
+                "version",
+                env!("CARGO_PKG_VERSION"),
+            )],
         );
         recorder.describe_gauge(
             KeyName::from_const_str("hearth_build_info"),
@@ -346,7 +353,10 @@ mod tests {
             value(&text, "hearth_messages_posted_total{source=\"web\"}"),
             Some(0.0)
         );
-        assert!(text.contains("# TYPE hearth_post_duration_seconds histogram"), "{text}");
+        assert!(
+            text.contains("# TYPE hearth_post_duration_seconds histogram"),
+            "{text}"
+        );
         assert!(!text.contains(REDIS_LINK_UP), "{text}");
 
         m.post_finished(PostSource::Web, Duration::from_millis(3));
@@ -365,14 +375,23 @@ mod tests {
             Some(1.0)
         );
         assert_eq!(
-            value(&text, "hearth_post_duration_seconds_bucket{source=\"web\",le=\"0.005\"}"),
+            value(
+                &text,
+                "hearth_post_duration_seconds_bucket{source=\"web\",le=\"0.005\"}"
+            ),
             Some(1.0)
         );
         assert_eq!(
-            value(&text, "hearth_post_duration_seconds_bucket{source=\"web\",le=\"0.0025\"}"),
+            value(
+                &text,
+                "hearth_post_duration_seconds_bucket{source=\"web\",le=\"0.0025\"}"
+            ),
             Some(0.0)
         );
-        assert_eq!(value(&text, "hearth_broadcast_duration_seconds_count"), Some(1.0));
+        assert_eq!(
+            value(&text, "hearth_broadcast_duration_seconds_count"),
+            Some(1.0)
+        );
         assert_eq!(value(&text, REDIS_LINK_UP), Some(1.0));
     }
 

@@ -23,7 +23,11 @@ use tower_http::services::ServeDir;
 pub const NPM_PREFIX: &str = "/assets/npm";
 
 /// The npm packages served, by name (each must be pinned in `assets/package.json`).
-pub const PACKAGES: [&str; 3] = ["@hotwired/turbo", "@hotwired/turbo-rails", "@rails/actioncable"];
+pub const PACKAGES: [&str; 3] = [
+    "@hotwired/turbo",
+    "@hotwired/turbo-rails",
+    "@rails/actioncable",
+];
 
 /// Import map entries: (specifier, file under `node_modules`). The four extensionless
 /// relative imports inside turbo-rails' sources are mapped by their resolved URL, since a
@@ -33,7 +37,10 @@ pub const NPM_PINS: [(&str, &str); 8] = [
         "@hotwired/turbo-rails",
         "@hotwired/turbo-rails/app/javascript/turbo/index.js",
     ),
-    ("@hotwired/turbo", "@hotwired/turbo/dist/turbo.es2017-esm.js"),
+    (
+        "@hotwired/turbo",
+        "@hotwired/turbo/dist/turbo.es2017-esm.js",
+    ),
     (
         "@rails/actioncable",
         "@rails/actioncable/app/assets/javascripts/actioncable.esm.js",
@@ -96,7 +103,9 @@ impl BrowserAssets {
             return true;
         }
         let modules = self.dir.join("node_modules");
-        let all = NPM_PINS.iter().all(|(_, file)| modules.join(file).is_file())
+        let all = NPM_PINS
+            .iter()
+            .all(|(_, file)| modules.join(file).is_file())
             && self.dir.join("js/hearth.js").is_file();
         if all {
             self.found.store(true, Ordering::Relaxed);
@@ -149,17 +158,13 @@ async fn not_installed() -> Response {
 fn head_html() -> String {
     let mut imports = serde_json::Map::new();
     for (specifier, file) in NPM_PINS {
-        imports.insert(
-            specifier.to_owned(),
-            format!("{NPM_PREFIX}/{file}").into(),
-        );
+        imports.insert(specifier.to_owned(), format!("{NPM_PREFIX}/{file}").into());
     }
     imports.insert(ENTRY.0.to_owned(), ENTRY.1.into());
     let map = serde_json::json!({ "imports": imports });
     let json = crate::rails::json::encode_value(&map, crate::rails::json::JsonEscaping::default());
-    let mut html = format!(
-        "<script type=\"importmap\" data-turbo-track=\"reload\">{json}</script>\n"
-    );
+    let mut html =
+        format!("<script type=\"importmap\" data-turbo-track=\"reload\">{json}</script>\n");
     for href in [
         ENTRY.1.to_owned(),
         format!("{NPM_PREFIX}/{}", NPM_PINS[0].1),

@@ -14,8 +14,8 @@ use super::error::AppError;
 use super::rooms::TURBO_STREAM;
 use crate::app::SharedState;
 use crate::broadcasts;
-use crate::metrics::PostSource;
 use crate::db::{messages, rooms, users};
+use crate::metrics::PostSource;
 
 /// Longest accepted `client_message_id`, in bytes.
 pub const MAX_CLIENT_MESSAGE_ID: usize = 64;
