@@ -173,6 +173,8 @@ try {
   base = `http://${address}`
   out("HEARTH", base)
 
+  // launch() starts Chromium on a new, empty --user-data-dir of its own (removed at close);
+  // each person gets an isolated context with its own cookies.
   browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_FLAGS })
   out("CHROMIUM", browser.version())
   const viewport = { width: 760, height: 600 }
