@@ -43,6 +43,10 @@ pub struct AppState {
     pub login_limiter: RateLimiter,
     /// Open cable connections by user and session.
     pub cable: Registry,
+    /// The room page's scripts under `/assets` (`--assets-dir`).
+    pub assets: crate::web::assets::BrowserAssets,
+    /// Counters, gauges and histograms for `/metrics`.
+    pub metrics: crate::metrics::Metrics,
 }
 
 /// The state as handlers receive it.
@@ -116,19 +120,63 @@ impl AppState {
             },
             login_limiter: RateLimiter::new(config.login_rate_limit, WINDOW),
             cable: Registry::default(),
+            assets: crate::web::assets::BrowserAssets::new(&config.assets_dir),
+            metrics: crate::metrics::Metrics::new(),
             config,
         };
+        if !state.assets.installed() {
+            tracing::warn!(
+                assets_dir = %state.assets.dir().display(),
+                "browser packages not installed: room pages work by plain form posts, without \
+                 live updates; run `{}` to install them",
+                crate::web::assets::INSTALL_COMMAND
+            );
+        }
         Ok(Arc::new(state))
     }
 }
 
-/// The whole HTTP service: [`crate::web::context::prepare`] in front of the routes.
+/// The whole HTTP service: [`crate::web::context::prepare`] in front of the routes; static
+/// assets and `/metrics` beside it (they need no cookies, session or CSRF).
 pub fn service(state: SharedState) -> axum::Router {
     let routes = crate::web::routes(state.clone());
+    let mut direct = state.assets.routes();
+    if state.config.metrics {
+        direct = direct.route(
+            "/metrics",
+            axum::routing::get(metrics).with_state(state.clone()),
+        );
+    }
     let prepared = axum::middleware::from_fn_with_state(state, crate::web::context::prepare);
     // Wrapping the router (not `Router::layer`) runs the middleware before routing, so the
     // `_method` override is seen by the router.
-    axum::Router::new().fallback_service(tower::Layer::layer(&prepared, routes))
+    direct.fallback_service(tower::Layer::layer(&prepared, routes))
+}
+
+/// `GET /metrics`: every metric in Prometheus' text format (see [`crate::metrics`]).
+async fn metrics(
+    axum::extract::State(state): axum::extract::State<SharedState>,
+) -> impl axum::response::IntoResponse {
+    let body = state.metrics.render(&state.fanout.stats());
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            crate::metrics::CONTENT_TYPE,
+        )],
+        body,
+    )
+}
+
+/// Folds histogram samples into buckets every [`crate::metrics::UPKEEP_INTERVAL`].
+pub fn spawn_metrics_upkeep(state: SharedState) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut ticker = tokio::time::interval(crate::metrics::UPKEEP_INTERVAL);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            ticker.tick().await;
+            state.metrics.upkeep();
+        }
+    })
 }
 
 /// Sends `{"type":"ping","message":<unix seconds>}` to every connection every
@@ -183,6 +231,7 @@ impl Server {
         let Server { state, listener } = self;
         let pinger = spawn_pinger(state.clone());
         let checkpointer = crate::db::spawn_checkpointer(state.pool.clone());
+        let upkeep = spawn_metrics_upkeep(state.clone());
         let app = service(state.clone());
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         let in_flight = Arc::new(std::sync::atomic::AtomicUsize::new(0));
@@ -246,6 +295,7 @@ impl Server {
         tracing::info!(connections = closed, "stopping: sent server_restart");
         pinger.abort();
         checkpointer.abort();
+        upkeep.abort();
         let _ = stop_tx.send(true);
         let _ = tokio::time::timeout(Duration::from_secs(5), async {
             while in_flight.load(std::sync::atomic::Ordering::SeqCst) > 0 {

@@ -94,8 +94,9 @@ fn send_html(state: &AppState, stream: &str, html: &str) -> usize {
 
 /// Broadcasts a new message: the append to the room's stream, then `{"roomId":…}` to every
 /// member's unread stream. `html` is the rendered append (rendered once, shared with the
-/// HTTP response).
+/// HTTP response). The call's duration is recorded as `hearth_broadcast_duration_seconds`.
 pub fn message_created(state: &AppState, room: &Room, html: &str, member_ids: &[i64]) {
+    let started = std::time::Instant::now();
     send_html(
         state,
         &room_messages_stream(&state.config.gid_app, room),
@@ -109,6 +110,7 @@ pub fn message_created(state: &AppState, room: &Room, html: &str, member_ids: &[
         let _ = write!(stream, "user_{id}_unreads");
         state.fanout.broadcast(&stream, unread.as_bytes());
     }
+    state.metrics.broadcast_finished(started.elapsed());
 }
 
 /// Broadcasts an edited message: a `replace` of its element.

@@ -99,6 +99,17 @@ pub struct Config {
     /// Seconds between Action Cable pings (Rails: 3).
     #[arg(long, env = "HEARTH_PING_INTERVAL", default_value_t = 3)]
     pub ping_interval: u64,
+
+    /// Directory of the browser assets, served under /assets: `js/` (the page's own scripts)
+    /// and `node_modules/` (Turbo and @rails/actioncable, installed by
+    /// `npm ci --prefix assets`). Without the npm packages the room page works by plain
+    /// form posts, without live updates.
+    #[arg(long, env = "HEARTH_ASSETS_DIR", default_value = "assets")]
+    pub assets_dir: PathBuf,
+
+    /// Serve Prometheus metrics (text format) at /metrics on the same address.
+    #[arg(long, env = "HEARTH_METRICS", default_value_t = true, action = clap::ArgAction::Set)]
+    pub metrics: bool,
 }
 
 impl Config {
@@ -126,6 +137,7 @@ impl Config {
         config.secret_key_base = Some("0123456789abcdef".repeat(8));
         config.login_rate_limit = 0;
         config.seed_users = 20;
+        config.assets_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets");
         config
     }
 }

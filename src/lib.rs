@@ -16,6 +16,7 @@
 //! - [`fanout`]: the delivery core, with no HTTP, SQL or Action Cable in it: a stream index,
 //!   pre-encoded shared frames, bounded per-connection queues drained by their owner with
 //!   vectored writes, and the `tokio::sync::broadcast` reference engine.
+//! - [`metrics`]: Prometheus metrics at `/metrics`.
 //! - [`app`]: wiring: shared state, the router and `serve`.
 
 pub mod app;
@@ -24,5 +25,6 @@ pub mod cable;
 pub mod config;
 pub mod db;
 pub mod fanout;
+pub mod metrics;
 pub mod rails;
 pub mod web;

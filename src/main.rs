@@ -9,7 +9,13 @@ use hearth::config::Config;
 #[command(
     name = "hearth",
     version,
-    about = "A Campfire-style chat with a Rails-compatible Action Cable server"
+    about = "A Campfire-style chat with a Rails-compatible Action Cable server",
+    after_help = "Every setting of `hearth serve` is a flag with an environment variable; \
+`hearth serve --help` lists them all with their defaults.\n\n\
+A server answers the chat at /, Action Cable at /cable, a health check at /up and \
+Prometheus metrics at /metrics. It logs to stdout (JSON lines with --log-json). SIGTERM or \
+SIGINT stops it gracefully: cable clients are told to reconnect (server_restart) and open \
+requests finish."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -30,7 +36,7 @@ enum Cmd {
         )]
         database: std::path::PathBuf,
         /// Generated users `user1@example.com` … `userN@example.com` (password `password`).
-        #[arg(long, default_value_t = 1000)]
+        #[arg(long, env = "HEARTH_SEED_USERS", default_value_t = 1000)]
         users: usize,
     },
     /// Print the signed name of a stream, as Turbo's `signed_stream_name` would.

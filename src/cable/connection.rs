@@ -57,6 +57,7 @@ pub async fn run(
     let _ = stream.set_nodelay(true);
     let (read_half, mut write_half) = stream.into_split();
     let Some(user) = user else {
+        state.metrics.connection_rejected();
         // Rails: reject_unauthorized_connection → disconnect frame, close 1000, no welcome.
         let mut bytes = Frame::text(&protocol::disconnect(DisconnectReason::Unauthorized, false))
             .0
@@ -85,6 +86,7 @@ pub async fn run(
     {
         return;
     }
+    state.metrics.connection_opened();
     let conn = state.fanout.attach(write_half);
     state.cable.register(user.id, session_token, conn.clone());
     let mut reader = Reader {

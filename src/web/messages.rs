@@ -15,6 +15,7 @@ use super::rooms::TURBO_STREAM;
 use crate::app::SharedState;
 use crate::broadcasts;
 use crate::db::{messages, rooms, users};
+use crate::metrics::PostSource;
 
 /// Longest accepted `client_message_id`, in bytes.
 pub const MAX_CLIENT_MESSAGE_ID: usize = 64;
@@ -93,6 +94,7 @@ pub async fn create(
     Path(room_id): Path<String>,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
+    let started = std::time::Instant::now();
     let user = ctx.require_user()?;
     let room = rooms::find_for_member(&state.pool, parse_id(&room_id)?, user.id)
         .await?
@@ -115,11 +117,15 @@ pub async fn create(
     .await?;
     let html = broadcasts::message_append(&room, &created.message);
     broadcasts::message_created(&state, &room, &html, &created.member_ids);
-    if wants_turbo_stream(&headers) {
-        Ok(turbo_response(StatusCode::OK, html))
+    let response = if wants_turbo_stream(&headers) {
+        turbo_response(StatusCode::OK, html)
     } else {
-        Ok(back_to_room(room.id))
-    }
+        back_to_room(room.id)
+    };
+    state
+        .metrics
+        .post_finished(PostSource::Web, started.elapsed());
+    Ok(response)
 }
 
 /// `POST /rooms/{room_id}/{bot_key}/messages`: a bot posts the raw request body as the
@@ -129,6 +135,7 @@ pub async fn create_by_bot(
     Extension(ctx): Extension<Ctx>,
     Path((room_id, bot_key)): Path<(String, String)>,
 ) -> Result<Response, AppError> {
+    let started = std::time::Instant::now();
     let bot = users::authenticate_bot(&state.pool, &bot_key)
         .await?
         .ok_or(AppError::Unauthorized)?;
@@ -155,7 +162,11 @@ pub async fn create_by_bot(
     let html = broadcasts::message_append(&room, &created.message);
     broadcasts::message_created(&state, &room, &html, &created.member_ids);
     let location = format!("/rooms/{}/@{}", room.id, created.message.id);
-    Ok((StatusCode::CREATED, [(header::LOCATION, location)]).into_response())
+    let response = (StatusCode::CREATED, [(header::LOCATION, location)]).into_response();
+    state
+        .metrics
+        .post_finished(PostSource::Bot, started.elapsed());
+    Ok(response)
 }
 
 /// `PATCH /rooms/{room_id}/messages/{id}` with `message[body]`: the creator (or an

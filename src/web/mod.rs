@@ -13,7 +13,10 @@
 //! | `POST /rooms/{id}/{bot_key}/messages` | [`messages::create_by_bot`] |
 //! | `GET /cable` | [`crate::cable::upgrade`] |
 //! | `GET /up` | health check |
+//! | `GET /assets/js/…`, `GET /assets/npm/<package>/…` | [`assets`] (in front of the request context, see [`crate::app::service`]) |
+//! | `GET /metrics` | [`crate::metrics`] (likewise) |
 
+pub mod assets;
 pub mod context;
 pub mod csrf;
 pub mod error;

@@ -1,0 +1,58 @@
+// The room page's behaviour. Turbo Drive and Turbo Streams come from turbo-rails (which also
+// defines <turbo-cable-stream-source>); this module adds the composer, typing notices,
+// presence, unread marks, older messages and the catch-up after a reconnect. Everything runs
+// on one Action Cable consumer, the one turbo-rails' stream sources use.
+//
+// Each room page is set up on `turbo:load` and torn down before Turbo renders the next page.
+import { Turbo, cable } from "@hotwired/turbo-rails"
+import { startComposer } from "./composer.js"
+import { startTyping } from "./typing.js"
+import { startPresence } from "./presence.js"
+import { startConnection } from "./connection.js"
+import { startUnreads } from "./unreads.js"
+import { startScrolling } from "./scrolling.js"
+
+let current = null
+
+function meta(name) {
+  return document.querySelector(`meta[name="${name}"]`)?.content
+}
+
+async function setUp() {
+  if (current?.body === document.body) return
+  tearDown()
+  const roomId = Number(meta("current-room-id"))
+  const list = document.querySelector("[data-refresh-room-url-value]")
+  if (!roomId || !list) return
+  const page = { body: document.body, stops: [] }
+  current = page
+  const consumer = await cable.getConsumer()
+  if (current !== page) return
+  const context = {
+    consumer,
+    Turbo,
+    roomId,
+    userId: Number(meta("current-user-id")),
+    list,
+    form: document.querySelector("form.composer"),
+  }
+  page.stops = [
+    startScrolling(context),
+    startComposer(context),
+    startTyping(context),
+    startPresence(context),
+    startUnreads(context),
+    startConnection(context),
+  ]
+}
+
+function tearDown() {
+  if (!current) return
+  for (const stop of current.stops) stop()
+  current = null
+}
+
+addEventListener("turbo:load", setUp)
+addEventListener("turbo:before-render", tearDown)
+// Turbo may have fired the first `turbo:load` before this module ran.
+if (document.readyState !== "loading") setUp()

@@ -1,0 +1,407 @@
+//! Operational metrics, scraped at `GET /metrics` in Prometheus' text exposition format
+//! (version 0.0.4), through the `metrics` facade and `metrics-exporter-prometheus`.
+//!
+//! Each server owns its recorder (none is installed globally), so several servers in one
+//! process (the tests) keep separate counts. Handlers hold pre-registered handles: recording is
+//! an atomic add. The fan-out engine keeps its own counters ([`crate::fanout::StatsSnapshot`]);
+//! they are copied into the exporter when a scrape arrives, not counted twice on the hot path.
+//!
+//! | metric | type | what |
+//! |---|---|---|
+//! | `hearth_build_info{version}` | gauge | always 1 |
+//! | `hearth_cable_connections` | gauge | open Action Cable connections attached to the fan-out engine |
+//! | `hearth_cable_subscriptions` | gauge | (connection, stream, identifier) subscriptions attached |
+//! | `hearth_cable_connections_opened_total` | counter | connections welcomed |
+//! | `hearth_cable_connections_rejected_total` | counter | upgrades refused as unauthorized (no signed-in user) |
+//! | `hearth_fanout_streams` | gauge | streams with at least one subscriber |
+//! | `hearth_fanout_broadcasts_total` | counter | calls to `Fanout::broadcast` |
+//! | `hearth_fanout_frames_queued_total`, `hearth_fanout_queued_bytes_total` | counter | frames (and their bytes) put into connection queues |
+//! | `hearth_fanout_frames_sent_total`, `hearth_fanout_sent_bytes_total` | counter | frames completely written to sockets, bytes written |
+//! | `hearth_fanout_write_calls_total` | counter | socket write calls that wrote at least one byte |
+//! | `hearth_fanout_queue_depth_high_water_frames` | gauge | deepest connection queue seen, in frames |
+//! | `hearth_fanout_queue_high_water_bytes` | gauge | most bytes seen accounted in one connection's queue (frames longer than `queue-bytes / queue-frames` only) |
+//! | `hearth_fanout_slow_consumer_disconnects_total` | counter | connections cut off for falling behind |
+//! | `hearth_messages_posted_total{source}` | counter | messages stored, `source` = `web` or `bot` |
+//! | `hearth_post_duration_seconds{source}` | histogram | post handler duration (see [`Metrics::post_finished`]) |
+//! | `hearth_broadcast_duration_seconds` | histogram | duration of a post's broadcast call (see [`Metrics::broadcast_finished`]) |
+//! | `hearth_redis_link_up` | gauge | 1 while a Redis link is up, 0 while down; absent when no Redis link is configured |
+
+use std::time::Duration;
+
+use metrics::{Counter, Gauge, Histogram, Key, KeyName, Label, Level, Metadata, Recorder, Unit};
+use metrics_exporter_prometheus::{
+    Matcher, PrometheusBuilder, PrometheusHandle, PrometheusRecorder,
+};
+use parking_lot::Mutex;
+
+use crate::fanout::StatsSnapshot;
+
+/// The content type of the text exposition format.
+pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// How often histogram samples are folded into their buckets between scrapes.
+pub const UPKEEP_INTERVAL: Duration = Duration::from_secs(5);
+
+/// Bucket bounds of `hearth_post_duration_seconds`, in seconds (0.5 ms to 2.5 s).
+pub const POST_BUCKETS: &[f64] = &[
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+];
+
+/// Bucket bounds of `hearth_broadcast_duration_seconds`, in seconds (10 µs to 100 ms).
+pub const BROADCAST_BUCKETS: &[f64] = &[
+    0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1,
+];
+
+const POST_DURATION: &str = "hearth_post_duration_seconds";
+const BROADCAST_DURATION: &str = "hearth_broadcast_duration_seconds";
+const REDIS_LINK_UP: &str = "hearth_redis_link_up";
+
+/// Where a post came from, as the `source` label.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PostSource {
+    /// A signed-in person (`POST /rooms/:id/messages`).
+    Web,
+    /// A bot (`POST /rooms/:id/:bot_key/messages`).
+    Bot,
+}
+
+/// The copies of the fan-out engine's counters, refreshed at scrape time.
+#[derive(Debug)]
+struct FanoutMirror {
+    connections: Gauge,
+    subscriptions: Gauge,
+    streams: Gauge,
+    broadcasts: Counter,
+    frames_queued: Counter,
+    bytes_queued: Counter,
+    frames_sent: Counter,
+    bytes_sent: Counter,
+    write_calls: Counter,
+    slow_disconnects: Counter,
+    queue_depth_high_water: Gauge,
+    queue_bytes_high_water: Gauge,
+}
+
+/// A server's metrics: its own Prometheus recorder and the handles the code records into.
+#[derive(Debug)]
+pub struct Metrics {
+    recorder: PrometheusRecorder,
+    handle: PrometheusHandle,
+    fanout: FanoutMirror,
+    connections_opened: Counter,
+    connections_rejected: Counter,
+    posted_web: Counter,
+    posted_bot: Counter,
+    post_duration_web: Histogram,
+    post_duration_bot: Histogram,
+    broadcast_duration: Histogram,
+    redis_link: Mutex<Option<Gauge>>,
+}
+
+fn metadata() -> Metadata<'static> {
+    Metadata::new(module_path!(), Level::INFO, Some(module_path!()))
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    /// A recorder with every metric registered (so each shows from the first scrape, at 0) and
+    /// described (`# HELP` lines).
+    pub fn new() -> Metrics {
+        let recorder = PrometheusBuilder::new()
+            .set_buckets_for_metric(Matcher::Full(POST_DURATION.into()), POST_BUCKETS)
+            .and_then(|b| {
+                b.set_buckets_for_metric(
+                    Matcher::Full(BROADCAST_DURATION.into()),
+                    BROADCAST_BUCKETS,
+                )
+            })
+            .expect("bucket lists are not empty")
+            .build_recorder();
+        let counter = |name: &'static str, help: &'static str| {
+            recorder.describe_counter(KeyName::from_const_str(name), None, help.into());
+            recorder.register_counter(&Key::from_static_name(name), &metadata())
+        };
+        let gauge = |name: &'static str, unit: Option<Unit>, help: &'static str| {
+            recorder.describe_gauge(KeyName::from_const_str(name), unit, help.into());
+            recorder.register_gauge(&Key::from_static_name(name), &metadata())
+        };
+        let fanout = FanoutMirror {
+            connections: gauge(
+                "hearth_cable_connections",
+                None,
+                "Open Action Cable connections attached to the fan-out engine.",
+            ),
+            subscriptions: gauge(
+                "hearth_cable_subscriptions",
+                None,
+                "Attached (connection, stream, identifier) subscriptions.",
+            ),
+            streams: gauge(
+                "hearth_fanout_streams",
+                None,
+                "Streams with at least one subscriber.",
+            ),
+            broadcasts: counter(
+                "hearth_fanout_broadcasts_total",
+                "Broadcast calls, whether or not the stream had subscribers.",
+            ),
+            frames_queued: counter(
+                "hearth_fanout_frames_queued_total",
+                "Frames accepted into connection queues (broadcasts, pings and direct sends).",
+            ),
+            bytes_queued: counter(
+                "hearth_fanout_queued_bytes_total",
+                "Bytes (WebSocket header and payload) of the frames queued.",
+            ),
+            frames_sent: counter(
+                "hearth_fanout_frames_sent_total",
+                "Frames completely written to sockets.",
+            ),
+            bytes_sent: counter(
+                "hearth_fanout_sent_bytes_total",
+                "Bytes written to sockets.",
+            ),
+            write_calls: counter(
+                "hearth_fanout_write_calls_total",
+                "Socket write calls that wrote at least one byte.",
+            ),
+            slow_disconnects: counter(
+                "hearth_fanout_slow_consumer_disconnects_total",
+                "Connections cut off because their queue passed its bound.",
+            ),
+            queue_depth_high_water: gauge(
+                "hearth_fanout_queue_depth_high_water_frames",
+                Some(Unit::Count),
+                "Deepest connection queue seen since start, in frames.",
+            ),
+            queue_bytes_high_water: gauge(
+                "hearth_fanout_queue_high_water_bytes",
+                Some(Unit::Bytes),
+                "Most bytes seen accounted in one connection's queue since start (only frames \
+                 longer than queue-bytes / queue-frames are accounted; 0 for the reference \
+                 engine).",
+            ),
+        };
+        let connections_opened = counter(
+            "hearth_cable_connections_opened_total",
+            "Action Cable connections welcomed.",
+        );
+        let connections_rejected = counter(
+            "hearth_cable_connections_rejected_total",
+            "Action Cable upgrades refused as unauthorized.",
+        );
+        let posted = "hearth_messages_posted_total";
+        recorder.describe_counter(
+            KeyName::from_const_str(posted),
+            None,
+            "Messages stored, by source (web or bot).".into(),
+        );
+        let labelled = |name: &'static str, source: &'static str| {
+            Key::from_parts(name, vec![Label::from_static_parts("source", source)])
+        };
+        let posted_web = recorder.register_counter(&labelled(posted, "web"), &metadata());
+        let posted_bot = recorder.register_counter(&labelled(posted, "bot"), &metadata());
+        recorder.describe_histogram(
+            KeyName::from_const_str(POST_DURATION),
+            Some(Unit::Seconds),
+            "Post handler duration, from the handler's start to its response (successful posts)."
+                .into(),
+        );
+        let post_duration_web =
+            recorder.register_histogram(&labelled(POST_DURATION, "web"), &metadata());
+        let post_duration_bot =
+            recorder.register_histogram(&labelled(POST_DURATION, "bot"), &metadata());
+        recorder.describe_histogram(
+            KeyName::from_const_str(BROADCAST_DURATION),
+            Some(Unit::Seconds),
+            "Duration of a post's broadcast call: encoding and queueing its frames for every \
+             subscriber of the room stream and every member's unread stream; socket writes \
+             happen after, in each connection's writer."
+                .into(),
+        );
+        let broadcast_duration =
+            recorder.register_histogram(&Key::from_static_name(BROADCAST_DURATION), &metadata());
+        let info = Key::from_parts(
+            "hearth_build_info",
+            vec![Label::from_static_parts(
+                "version",
+                env!("CARGO_PKG_VERSION"),
+            )],
+        );
+        recorder.describe_gauge(
+            KeyName::from_const_str("hearth_build_info"),
+            None,
+            "Always 1; the label gives the version.".into(),
+        );
+        recorder.register_gauge(&info, &metadata()).set(1.0);
+        let handle = recorder.handle();
+        Metrics {
+            recorder,
+            handle,
+            fanout,
+            connections_opened,
+            connections_rejected,
+            posted_web,
+            posted_bot,
+            post_duration_web,
+            post_duration_bot,
+            broadcast_duration,
+            redis_link: Mutex::new(None),
+        }
+    }
+
+    /// Counts a welcomed Action Cable connection.
+    pub fn connection_opened(&self) {
+        self.connections_opened.increment(1);
+    }
+
+    /// Counts an Action Cable upgrade refused as unauthorized.
+    pub fn connection_rejected(&self) {
+        self.connections_rejected.increment(1);
+    }
+
+    /// Records a stored post: counts it and observes `elapsed`, the post handler's duration
+    /// from its start (after the request context is built: body read, session resumed, CSRF
+    /// checked) until its response is built. That span holds the membership check, the
+    /// insert transaction, rendering the partial once and the broadcast call; it does not wait
+    /// for any socket write.
+    pub fn post_finished(&self, source: PostSource, elapsed: Duration) {
+        let (count, histogram) = match source {
+            PostSource::Web => (&self.posted_web, &self.post_duration_web),
+            PostSource::Bot => (&self.posted_bot, &self.post_duration_bot),
+        };
+        count.increment(1);
+        histogram.record(elapsed.as_secs_f64());
+    }
+
+    /// Observes the duration of a post's broadcast call
+    /// ([`crate::broadcasts::message_created`]): JSON-encoding the append once, looking up
+    /// the room stream, encoding one frame per identifier variant and queueing it for every
+    /// subscriber, then the same for each member's unread stream. It is the fan-out latency up
+    /// to the queues; the writes to sockets follow in each connection's writer task and are
+    /// not included.
+    pub fn broadcast_finished(&self, elapsed: Duration) {
+        self.broadcast_duration.record(elapsed.as_secs_f64());
+    }
+
+    /// Sets `hearth_redis_link_up` (1 up, 0 down). The gauge appears from its first call on,
+    /// so a server without a Redis link never shows it.
+    pub fn set_redis_link_up(&self, up: bool) {
+        let mut slot = self.redis_link.lock();
+        let gauge = slot.get_or_insert_with(|| {
+            self.recorder.describe_gauge(
+                KeyName::from_const_str(REDIS_LINK_UP),
+                None,
+                "1 while the Redis link is up, 0 while it is down.".into(),
+            );
+            self.recorder
+                .register_gauge(&Key::from_static_name(REDIS_LINK_UP), &metadata())
+        });
+        gauge.set(if up { 1.0 } else { 0.0 });
+    }
+
+    /// Folds recorded histogram samples into their buckets (run every [`UPKEEP_INTERVAL`] and
+    /// before each scrape).
+    pub fn upkeep(&self) {
+        self.handle.run_upkeep();
+    }
+
+    /// The text exposition of every metric, after copying the fan-out engine's counters in.
+    pub fn render(&self, fanout: &StatsSnapshot) -> String {
+        let m = &self.fanout;
+        m.connections.set(fanout.connections as f64);
+        m.subscriptions.set(fanout.subscriptions as f64);
+        m.streams.set(fanout.streams as f64);
+        m.broadcasts.absolute(fanout.broadcasts);
+        m.frames_queued.absolute(fanout.frames_queued);
+        m.bytes_queued.absolute(fanout.bytes_queued);
+        m.frames_sent.absolute(fanout.frames_written);
+        m.bytes_sent.absolute(fanout.bytes_written);
+        m.write_calls.absolute(fanout.write_syscalls);
+        m.slow_disconnects.absolute(fanout.slow_disconnects);
+        m.queue_depth_high_water
+            .set(fanout.queue_depth_high_water as f64);
+        m.queue_bytes_high_water
+            .set(fanout.queue_bytes_high_water as f64);
+        self.upkeep();
+        self.handle.render()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn value(text: &str, series: &str) -> Option<f64> {
+        text.lines()
+            .find(|l| l.split_once(' ').is_some_and(|(name, _)| name == series))
+            .and_then(|l| l.rsplit_once(' '))
+            .and_then(|(_, v)| v.parse().ok())
+    }
+
+    #[test]
+    fn every_metric_shows_from_the_start_and_counts() {
+        let m = Metrics::new();
+        let text = m.render(&StatsSnapshot::default());
+        assert_eq!(value(&text, "hearth_fanout_broadcasts_total"), Some(0.0));
+        assert_eq!(
+            value(&text, "hearth_messages_posted_total{source=\"web\"}"),
+            Some(0.0)
+        );
+        assert!(
+            text.contains("# TYPE hearth_post_duration_seconds histogram"),
+            "{text}"
+        );
+        assert!(!text.contains(REDIS_LINK_UP), "{text}");
+
+        m.post_finished(PostSource::Web, Duration::from_millis(3));
+        m.broadcast_finished(Duration::from_micros(40));
+        m.set_redis_link_up(true);
+        let stats = StatsSnapshot {
+            broadcasts: 7,
+            frames_written: 5,
+            ..Default::default()
+        };
+        let text = m.render(&stats);
+        assert_eq!(value(&text, "hearth_fanout_broadcasts_total"), Some(7.0));
+        assert_eq!(value(&text, "hearth_fanout_frames_sent_total"), Some(5.0));
+        assert_eq!(
+            value(&text, "hearth_messages_posted_total{source=\"web\"}"),
+            Some(1.0)
+        );
+        assert_eq!(
+            value(
+                &text,
+                "hearth_post_duration_seconds_bucket{source=\"web\",le=\"0.005\"}"
+            ),
+            Some(1.0)
+        );
+        assert_eq!(
+            value(
+                &text,
+                "hearth_post_duration_seconds_bucket{source=\"web\",le=\"0.0025\"}"
+            ),
+            Some(0.0)
+        );
+        assert_eq!(
+            value(&text, "hearth_broadcast_duration_seconds_count"),
+            Some(1.0)
+        );
+        assert_eq!(value(&text, REDIS_LINK_UP), Some(1.0));
+    }
+
+    #[test]
+    fn servers_keep_separate_counts() {
+        let a = Metrics::new();
+        let b = Metrics::new();
+        a.connection_opened();
+        let name = "hearth_cable_connections_opened_total";
+        assert_eq!(value(&a.render(&StatsSnapshot::default()), name), Some(1.0));
+        assert_eq!(value(&b.render(&StatsSnapshot::default()), name), Some(0.0));
+    }
+}

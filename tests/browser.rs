@@ -1,0 +1,104 @@
+//! The room page in a real browser: Debian's headless Chromium (`/usr/bin/chromium`), driven
+//! by `playwright-core` (pinned in `tests/browser/package.json`) through
+//! `tests/browser/live_room.mjs`, against the `hearth` binary with the browser packages of
+//! `assets/`. Two people see a post live and a typing notice; both pages reconnect after a
+//! restart and catch up; a page without JavaScript posts by plain form. Screenshots of the two
+//! windows side by side are kept in `target/artifacts/browser/`.
+//!
+//! Chromium must be installed (`apt-get install -y --no-install-recommends chromium`, which
+//! `.ci/run` does): without it this test fails, it does not skip. The npm packages are
+//! installed with `npm ci` on first use.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const CHROMIUM: &str = "/usr/bin/chromium";
+
+fn npm_ci(dir: &Path, marker: &str) {
+    if !dir.join(marker).exists() {
+        let status = Command::new("npm")
+            .args(["ci", "--no-audit", "--no-fund"])
+            .current_dir(dir)
+            .status()
+            .expect("npm runs");
+        assert!(status.success(), "npm ci in {} failed", dir.display());
+    }
+}
+
+fn work_dir() -> PathBuf {
+    let n: u64 = rand::random();
+    std::env::temp_dir().join(format!("hearth-browser-{}-{n:x}", std::process::id()))
+}
+
+#[test]
+fn two_people_see_a_post_live_and_catch_up_after_a_restart() {
+    assert!(
+        Path::new(CHROMIUM).exists(),
+        "{CHROMIUM} is missing: install Debian's Chromium with \
+         `apt-get install -y --no-install-recommends chromium` (.ci/run does this)"
+    );
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    npm_ci(&root.join("assets"), "node_modules/@hotwired/turbo-rails");
+    npm_ci(&root.join("tests/browser"), "node_modules/playwright-core");
+    let artifacts = root.join("target/artifacts/browser");
+    let work = work_dir();
+    let output = Command::new("node")
+        .arg(root.join("tests/browser/live_room.mjs"))
+        .arg("--hearth")
+        .arg(env!("CARGO_BIN_EXE_hearth"))
+        .arg("--assets")
+        .arg(root.join("assets"))
+        .arg("--work")
+        .arg(&work)
+        .arg("--artifacts")
+        .arg(&artifacts)
+        .output()
+        .expect("node runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    println!("{stdout}");
+    let log = std::fs::read_to_string(work.join("hearth.log")).unwrap_or_default();
+    assert!(
+        output.status.success(),
+        "the browser scenario failed:\n{stdout}\n{stderr}\n--- hearth log (tail) ---\n{}",
+        log.lines()
+            .rev()
+            .take(40)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    for step in [
+        "LIVE-PAGES",
+        "TYPING-SEEN \"Jason is typing…\"",
+        "TYPING-STOPPED",
+        "LIVE ",
+        "COMPOSER-CLEARED",
+        "ONCE-EACH",
+        "DISCONNECTED server_restart",
+        "POSTED-WHILE-DISCONNECTED",
+        "CAUGHT-UP",
+        "LIVE-AFTER-RESTART",
+        "NO-JS-POST",
+        "NO-PAGE-ERRORS NO-FOREIGN-REQUESTS",
+        "OK",
+    ] {
+        assert!(
+            stdout.lines().any(|l| l.starts_with(step)),
+            "step {step:?} missing:\n{stdout}"
+        );
+    }
+    for shot in ["live-message.png", "after-restart.png"] {
+        let path = artifacts.join(shot);
+        let bytes = std::fs::read(&path).unwrap_or_default();
+        assert!(
+            bytes.starts_with(b"\x89PNG"),
+            "{} is not a PNG",
+            path.display()
+        );
+        eprintln!("screenshot: {}", path.display());
+    }
+    let _ = std::fs::remove_dir_all(&work);
+}

@@ -1,0 +1,263 @@
+// Two people in a real browser: Debian's headless Chromium, driven by playwright-core, against
+// the `hearth` binary. Run by tests/browser.rs (so `cargo test` and scripts/test run it):
+//
+//   node live_room.mjs --hearth PATH --assets DIR --work DIR --artifacts DIR [--timeout 150]
+//
+// 1. Starts `hearth serve` on a free port with a fresh database in --work.
+// 2. David and Jason sign in through the sign-in form, each in their own browser context,
+//    and open room 1. Jason types: David sees "Jason is typing…"; Jason clears the field and
+//    the notice goes. David posts with Enter: Jason's page shows it live, David's field clears,
+//    and each page holds the message once. A screenshot of both windows side by side is kept.
+// 3. Hearth is stopped with SIGTERM (both pages get `server_restart` and show
+//    data-cable="disconnected") and started again on the same port and database. A bot posts
+//    while the pages are still disconnected; once @rails/actioncable reconnects, each page
+//    catches up through /rooms/1/refresh and shows it. Then a post is live again.
+// 4. Kevin, with JavaScript off, posts through the plain form (POST, redirect): his page shows
+//    the message and Jason's shows it live.
+// 5. No page threw, and no request left the server's origin (no CDN).
+//
+// Prints one line per step; exits 0 with "OK" when every step was seen.
+import { spawn } from "node:child_process"
+import { createInterface } from "node:readline"
+import { mkdirSync, createWriteStream } from "node:fs"
+import { join } from "node:path"
+import { chromium } from "playwright-core"
+
+const args = Object.fromEntries(
+  process.argv.slice(2).reduce((acc, a, i, all) => (a.startsWith("--") ? [...acc, [a.slice(2), all[i + 1]]] : acc), []),
+)
+for (const required of ["hearth", "assets", "work", "artifacts"]) {
+  if (!args[required]) {
+    console.error(`missing --${required}`)
+    process.exit(2)
+  }
+}
+const CHROMIUM = "/usr/bin/chromium"
+const CHROMIUM_FLAGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+  "--no-first-run",
+]
+const PASSWORD = "secret123456"
+const BOT_KEY = "5-bNd3rB0tK3y7"
+const ROOM = 1
+const timeout = Number(args.timeout ?? 150)
+const nonce = Math.random().toString(36).slice(2, 8)
+mkdirSync(args.artifacts, { recursive: true })
+mkdirSync(args.work, { recursive: true })
+
+const out = (...parts) => process.stdout.write(parts.join(" ") + "\n")
+let server = null
+let browser = null
+const pageErrors = []
+const foreignRequests = []
+
+async function cleanup() {
+  if (browser) await browser.close().catch(() => {})
+  browser = null
+  if (server) await stopHearth(server).catch(() => {})
+  server = null
+}
+
+async function fail(why) {
+  out("FAIL", why)
+  await cleanup()
+  process.exit(1)
+}
+
+setTimeout(() => fail(`timeout after ${timeout}s`), timeout * 1000).unref()
+
+// --- the server ------------------------------------------------------------------------------
+
+const serverLog = createWriteStream(join(args.work, "hearth.log"), { flags: "a" })
+
+function startHearth(bind) {
+  const child = spawn(args.hearth, ["serve", "--bind", bind], {
+    env: {
+      ...process.env,
+      HEARTH_DATABASE: join(args.work, "hearth.sqlite3"),
+      HEARTH_DATA_DIR: args.work,
+      HEARTH_ASSETS_DIR: args.assets,
+      HEARTH_SEED_USERS: "20",
+      HEARTH_LOGIN_RATE_LIMIT: "0",
+      HEARTH_LOG_JSON: "true",
+      HEARTH_LOG_LEVEL: "info",
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  })
+  const exited = new Promise((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })))
+  child.stderr.pipe(serverLog, { end: false })
+  const listening = new Promise((resolve, reject) => {
+    createInterface({ input: child.stdout }).on("line", (line) => {
+      serverLog.write(line + "\n")
+      try {
+        const entry = JSON.parse(line)
+        if (entry.fields?.message === "Hearth is listening") resolve(entry.fields.address)
+      } catch {
+        // not a JSON log line
+      }
+    })
+    exited.then(({ code }) => reject(new Error(`hearth exited with ${code} before listening (see ${serverLog.path})`)))
+  })
+  return { child, exited, listening }
+}
+
+async function stopHearth(s) {
+  s.child.kill("SIGTERM")
+  return s.exited
+}
+
+// --- pages -----------------------------------------------------------------------------------
+
+let base = null
+
+function watch(page, who) {
+  page.on("pageerror", (error) => pageErrors.push(`${who}: ${error.message}`))
+  page.on("request", (request) => {
+    const url = request.url()
+    if (!url.startsWith(base) && !url.startsWith(base.replace("http:", "ws:")) && !url.startsWith("data:")) {
+      foreignRequests.push(`${who}: ${url}`)
+    }
+  })
+}
+
+async function signIn(context, who, email) {
+  const page = await context.newPage()
+  watch(page, who)
+  await page.goto(`${base}/session/new`)
+  await page.fill('input[name="email_address"]', email)
+  await page.fill('input[name="password"]', PASSWORD)
+  await Promise.all([page.waitForURL(/\/rooms\/\d+$/), page.click('button[name="log_in"]')])
+  await page.goto(`${base}/rooms/${ROOM}`)
+  return page
+}
+
+// The page is live: the heartbeat subscription is connected, the room's stream source is
+// subscribed, and the first catch-up has run.
+async function live(page, refreshesAtLeast = 1) {
+  await page.waitForSelector('html[data-cable="connected"]', { state: "attached" })
+  await page.waitForSelector('turbo-cable-stream-source[channel="RoomMessagesChannel"][connected]', { state: "attached" })
+  await page.waitForFunction((n) => Number(document.documentElement.dataset.refreshes) >= n, refreshesAtLeast)
+}
+
+const message = (page, text) => page.locator("#message-area .message", { hasText: text })
+const typingNotice = (page) => page.evaluate(() => document.getElementById("typing_notifications").textContent)
+
+async function sideBySide(pages, file) {
+  const shots = []
+  for (const [who, page] of pages) shots.push([who, (await page.screenshot()).toString("base64")])
+  const sheet = await browser.newPage({ viewport: { width: 1560, height: 660 } })
+  await sheet.setContent(
+    `<body style="margin:0;padding:10px;display:flex;gap:20px;background:#d4d4d8;font:14px sans-serif">` +
+      shots
+        .map(([who, png]) => `<figure style="margin:0"><figcaption style="padding:0 0 4px">${who}</figcaption>` +
+          `<img style="border:1px solid #71717a" src="data:image/png;base64,${png}"></figure>`)
+        .join("") +
+      `</body>`,
+  )
+  const path = join(args.artifacts, file)
+  await sheet.screenshot({ path, fullPage: true })
+  await sheet.close()
+  return path
+}
+
+// --- the scenario ----------------------------------------------------------------------------
+
+try {
+  server = startHearth("127.0.0.1:0")
+  const address = await server.listening
+  base = `http://${address}`
+  out("HEARTH", base)
+
+  // launch() starts Chromium on a new, empty --user-data-dir of its own (removed at close);
+  // each person gets an isolated context with its own cookies.
+  browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_FLAGS })
+  out("CHROMIUM", browser.version())
+  const viewport = { width: 760, height: 600 }
+  const davidContext = await browser.newContext({ viewport })
+  const jasonContext = await browser.newContext({ viewport })
+  const david = await signIn(davidContext, "david", "david@example.com")
+  const jason = await signIn(jasonContext, "jason", "jason@example.com")
+  await Promise.all([live(david), live(jason)])
+  out("LIVE-PAGES", "david", "jason")
+
+  // Typing notices.
+  await jason.locator("#message_body").pressSequentially("Hi Dav", { delay: 40 })
+  await david.waitForFunction(() => document.getElementById("typing_notifications").textContent === "Jason is typing…")
+  out("TYPING-SEEN", JSON.stringify(await typingNotice(david)))
+  const ownNotice = await typingNotice(jason)
+  if (ownNotice !== "") await fail(`Jason sees his own typing notice: ${JSON.stringify(ownNotice)}`)
+  await jason.fill("#message_body", "")
+  await david.waitForFunction(() => document.getElementById("typing_notifications").textContent === "")
+  out("TYPING-STOPPED")
+
+  // A live post.
+  const text = `Hello Jason, this is live (${nonce})`
+  await david.fill("#message_body", text)
+  const posted = Date.now()
+  await david.press("#message_body", "Enter")
+  await message(jason, text).waitFor()
+  out("LIVE", `seen by Jason ${Date.now() - posted} ms after David pressed Enter (as observed by the driver)`)
+  await message(david, text).waitFor()
+  await david.waitForFunction(() => document.getElementById("message_body").value === "")
+  out("COMPOSER-CLEARED")
+  for (const [who, page] of [["david", david], ["jason", jason]]) {
+    const count = await message(page, text).count()
+    if (count !== 1) await fail(`${who}'s page holds the message ${count} times`)
+  }
+  out("ONCE-EACH")
+  out("SCREENSHOT", await sideBySide([["David (posted)", david], ["Jason (live)", jason]], "live-message.png"))
+
+  // A restart: both pages are told, reconnect by themselves and catch up.
+  await stopHearth(server)
+  server = null
+  await Promise.all([
+    david.waitForSelector('html[data-cable="disconnected"]', { state: "attached" }),
+    jason.waitForSelector('html[data-cable="disconnected"]', { state: "attached" }),
+  ])
+  out("DISCONNECTED", "server_restart")
+  server = startHearth(address)
+  await server.listening
+  const restarted = Date.now()
+  out("RESTARTED", base)
+  const awayText = `Posted while you were away (${nonce})`
+  const bot = await fetch(`${base}/rooms/${ROOM}/${BOT_KEY}/messages`, { method: "POST", body: awayText })
+  if (bot.status !== 201) await fail(`bot post answered ${bot.status}`)
+  const states = await Promise.all([david, jason].map((p) => p.evaluate(() => document.documentElement.dataset.cable)))
+  if (states.some((s) => s !== "disconnected")) {
+    await fail(`a page reconnected before the bot's post (${states}); the catch-up was not exercised`)
+  }
+  out("POSTED-WHILE-DISCONNECTED")
+  await Promise.all([message(david, awayText).waitFor(), message(jason, awayText).waitFor()])
+  await Promise.all([live(david, 2), live(jason, 2)])
+  out("CAUGHT-UP", `${Date.now() - restarted} ms after the restart`)
+  const again = `Live again after the restart (${nonce})`
+  await jason.fill("#message_body", again)
+  await jason.press("#message_body", "Enter")
+  await message(david, again).waitFor()
+  out("LIVE-AFTER-RESTART")
+  out("SCREENSHOT", await sideBySide([["David", david], ["Jason", jason]], "after-restart.png"))
+
+  // Without JavaScript the form posts and redirects.
+  const kevinContext = await browser.newContext({ viewport, javaScriptEnabled: false })
+  const kevin = await signIn(kevinContext, "kevin", "kevin@example.com")
+  const plain = `Sent without JavaScript (${nonce})`
+  await kevin.fill("#message_body", plain)
+  await Promise.all([kevin.waitForURL(`${base}/rooms/${ROOM}`), kevin.click('form.composer button[type="submit"]')])
+  await message(kevin, plain).waitFor({ state: "attached" })
+  await message(jason, plain).waitFor()
+  out("NO-JS-POST")
+
+  if (pageErrors.length > 0) await fail(`page errors: ${pageErrors.join(" | ")}`)
+  if (foreignRequests.length > 0) await fail(`requests left the origin: ${foreignRequests.join(" | ")}`)
+  out("NO-PAGE-ERRORS", "NO-FOREIGN-REQUESTS")
+  await cleanup()
+  out("OK")
+  process.exit(0)
+} catch (error) {
+  await fail(error.stack ?? String(error))
+}
