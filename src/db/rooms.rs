@@ -103,12 +103,20 @@ pub async fn first_for_user(pool: &SqlitePool, user_id: i64) -> sqlx::Result<Opt
         .await
 }
 
-/// Ids of every member of a room (Campfire's `room.memberships.pluck(:user_id)`).
+/// Ids of every member of a room, ascending (Campfire's `room.memberships.pluck(:user_id)`).
+///
+/// Fetched as ONE row (a JSON array built by SQLite): sqlx hands every result row from its
+/// SQLite worker thread to the async side through a channel, so a thousand-member room read
+/// row by row would cost a thousand thread wake-ups on every post.
 pub async fn member_ids(pool: &SqlitePool, room_id: i64) -> sqlx::Result<Vec<i64>> {
-    sqlx::query_scalar("SELECT user_id FROM memberships WHERE room_id = ? ORDER BY user_id")
-        .bind(room_id)
-        .fetch_all(pool)
-        .await
+    let json: String = sqlx::query_scalar(
+        "SELECT json_group_array(user_id) FROM \
+           (SELECT user_id FROM memberships WHERE room_id = ? ORDER BY user_id)",
+    )
+    .bind(room_id)
+    .fetch_one(pool)
+    .await?;
+    serde_json::from_str(&json).map_err(|e| sqlx::Error::Decode(Box::new(e)))
 }
 
 /// Marks a membership present (Campfire's `Membership#present`): one more connection (or 1
