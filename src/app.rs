@@ -111,7 +111,11 @@ impl AppState {
         };
         let state = AppState {
             pool,
-            fanout: Fanout::new(config.fanout, config.queue_limits()),
+            fanout: {
+                let fanout = Fanout::new(config.fanout, config.queue_limits());
+                fanout.start();
+                fanout
+            },
             cookies: SignedCookieJar::from_secret_key_base(secret.as_bytes()),
             streams,
             json: JsonEscaping {

@@ -104,6 +104,15 @@ impl Fanout {
         Connection { inner }
     }
 
+    /// Starts the engine's own threads now rather than on the first connection (the queue
+    /// engine's writer thread), so that a server's thread count is the same before and after
+    /// connections arrive. Idempotent; a no-op for the reference engine.
+    pub fn start(&self) {
+        if let EngineRef::Queue(engine) = &self.engine {
+            engine.writers();
+        }
+    }
+
     /// Delivers `message` (already-encoded JSON value bytes) to every subscriber of `stream`:
     /// one frame per identifier variant, payload `prefix + message + suffix`. Returns the number
     /// of subscriptions (connection, variant) it was queued to — the number of connections
@@ -343,6 +352,19 @@ impl QueueEngine {
         }
     }
 
+    /// The writers' thread, started on first use.
+    fn writers(&self) -> Option<&super::runtime::WriterRuntime> {
+        self.writers
+            .get_or_init(|| match super::runtime::WriterRuntime::start() {
+                Ok(runtime) => Some(runtime),
+                Err(e) => {
+                    tracing::warn!(error = %e, "no writer thread; writers share the caller's runtime");
+                    None
+                }
+            })
+            .as_ref()
+    }
+
     /// Creates a connection and registers it for `send_all`.
     fn register(&self, detached: bool) -> Arc<QueueConn> {
         let conn = Arc::new(QueueConn {
@@ -368,14 +390,7 @@ impl QueueEngine {
             writer::drive(&task_conn.outbox, &engine.stats, write).await;
             engine.finish(&task_conn);
         };
-        let writers = self.writers.get_or_init(|| match super::runtime::WriterRuntime::start() {
-            Ok(runtime) => Some(runtime),
-            Err(e) => {
-                tracing::warn!(error = %e, "no writer thread; writers share the caller's runtime");
-                None
-            }
-        });
-        match writers {
+        match self.writers() {
             Some(runtime) => runtime.spawn(task),
             None => {
                 tokio::spawn(task);

@@ -4,7 +4,7 @@
 //! takes everything queued and writes it with as few syscalls as possible:
 //!
 //! 1. **Batch**: pop up to [`MAX_WRITE_SLICES`] frames into a retained `VecDeque` (no
-//!    allocation once it has grown to that size).
+//!    allocation once it has grown to what the connection needs).
 //! 2. **Vectored write**: one `try_write_vectored` with one `IoSlice` per frame, pointing
 //!    straight into the shared frame bytes — no copy into a per-connection buffer. The kernel
 //!    cost is per call, nearly independent of size, so coalescing is the main lever.
@@ -42,7 +42,9 @@ pub(crate) struct Batch {
 impl Batch {
     pub(crate) fn new() -> Batch {
         Batch {
-            frames: VecDeque::with_capacity(MAX_WRITE_SLICES),
+            // Grows on demand (an idle connection never needs 64 slots) and keeps its
+            // capacity afterwards, so a busy connection's drains do not allocate.
+            frames: VecDeque::new(),
             offset: 0,
         }
     }
