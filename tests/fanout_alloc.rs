@@ -188,7 +188,8 @@ fn steady_state_drains_do_not_allocate() {
         .build()
         .unwrap();
     runtime.block_on(async {
-        let fanout = Fanout::new(EngineKind::Queue, QueueLimits::default());
+        // Writers on this thread, so the thread-local counter sees the drain's allocations.
+        let fanout = Fanout::new_inline_writers(EngineKind::Queue, QueueLimits::default());
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (client, accepted) = tokio::join!(TcpStream::connect(addr), listener.accept());

@@ -10,6 +10,15 @@ use std::time::Duration;
 use bytes::Bytes;
 use hearth::fanout::frame::{Frame, OPCODE_CLOSE, OPCODE_TEXT};
 use hearth::fanout::{Connection, EngineKind, Fanout, QueueLimits, Variant, TOO_SLOW_MESSAGE};
+
+/// Bounds roomy enough for the bursts these tests queue faster than any writer drains them
+/// (the default bound is sized for chat traffic, not for 300 broadcasts in a tight loop).
+fn roomy() -> QueueLimits {
+    QueueLimits {
+        max_frames: 1024,
+        ..QueueLimits::default()
+    }
+}
 use tokio::io::AsyncReadExt;
 use tokio::net::tcp::OwnedReadHalf;
 use tokio::net::{TcpListener, TcpStream};
@@ -84,7 +93,7 @@ async fn eventually(mut done: impl FnMut() -> bool) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_subscriber_gets_every_broadcast_once_and_in_order() {
     for kind in ENGINES {
-        let fanout = Fanout::new(kind, QueueLimits::default());
+        let fanout = Fanout::new(kind, roomy());
         let v = variant("room");
         let mut pairs = Vec::new();
         for _ in 0..3 {
@@ -120,7 +129,7 @@ async fn every_subscriber_gets_every_broadcast_once_and_in_order() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_variant_gets_its_own_prefix_and_suffix() {
     for kind in ENGINES {
-        let fanout = Fanout::new(kind, QueueLimits::default());
+        let fanout = Fanout::new(kind, roomy());
         let (x, y) = (variant("x"), Variant::new("y", "[", "]"));
         let mut a = connect(&fanout).await;
         let mut b = connect(&fanout).await;
@@ -141,7 +150,7 @@ async fn each_variant_gets_its_own_prefix_and_suffix() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unsubscribe_stops_delivery() {
     for kind in ENGINES {
-        let fanout = Fanout::new(kind, QueueLimits::default());
+        let fanout = Fanout::new(kind, roomy());
         let v = variant("v");
         let mut p = connect(&fanout).await;
         p.conn.subscribe("s", &v);
@@ -165,7 +174,7 @@ async fn unsubscribe_stops_delivery() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_send_after_subscribe_is_ordered_after_earlier_broadcasts() {
     // One FIFO per connection: the queue engine's guarantee (see `Connection::send`).
-    let fanout = Fanout::new(EngineKind::Queue, QueueLimits::default());
+    let fanout = Fanout::new(EngineKind::Queue, roomy());
     let (va, vb) = (variant("a"), variant("b"));
     let mut p = connect(&fanout).await;
     assert!(p.conn.send(Frame::text(b"welcome")));
@@ -190,7 +199,7 @@ async fn a_send_after_subscribe_is_ordered_after_earlier_broadcasts() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn big_frames_to_a_slow_reader_arrive_intact() {
     for kind in ENGINES {
-        let fanout = Fanout::new(kind, QueueLimits::default());
+        let fanout = Fanout::new(kind, roomy());
         let v = Variant::new("big", "", "");
         let mut p = connect(&fanout).await;
         p.conn.subscribe("big", &v);
@@ -297,7 +306,7 @@ async fn overflow_before_the_first_drain_sends_only_the_notice() {
             max_frames: 8,
             max_bytes: 1 << 20,
         };
-        let fanout = Fanout::new(kind, limits);
+        let fanout = Fanout::new_inline_writers(kind, limits);
         let v = Variant::new("k", "", "");
         let mut p = connect(&fanout).await;
         p.conn.subscribe("s", &v);
@@ -321,7 +330,7 @@ async fn overflow_before_the_first_drain_sends_only_the_notice() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn close_sends_queued_then_given_frames_then_eof() {
     for kind in ENGINES {
-        let fanout = Fanout::new(kind, QueueLimits::default());
+        let fanout = Fanout::new(kind, roomy());
         let mut p = connect(&fanout).await;
         p.conn.subscribe("s", &variant("v"));
         assert!(p.conn.send(Frame::text(b"{\"type\":\"welcome\"}")));
@@ -348,7 +357,7 @@ async fn close_sends_queued_then_given_frames_then_eof() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn send_all_reaches_every_connection() {
     for kind in ENGINES {
-        let fanout = Fanout::new(kind, QueueLimits::default());
+        let fanout = Fanout::new(kind, roomy());
         let mut pairs = Vec::new();
         for _ in 0..4 {
             pairs.push(connect(&fanout).await);
@@ -370,7 +379,7 @@ async fn send_all_reaches_every_connection() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn abort_stops_the_writer_and_detaches() {
     for kind in ENGINES {
-        let fanout = Fanout::new(kind, QueueLimits::default());
+        let fanout = Fanout::new(kind, roomy());
         let mut p = connect(&fanout).await;
         p.conn.subscribe("s", &variant("v"));
         p.conn.abort();
@@ -385,7 +394,7 @@ async fn abort_stops_the_writer_and_detaches() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_broadcasters_keep_each_streams_order() {
-    let fanout = Fanout::new(EngineKind::Queue, QueueLimits::default());
+    let fanout = Fanout::new(EngineKind::Queue, roomy());
     let (va, vb) = (Variant::new("a", "a", ""), Variant::new("b", "b", ""));
     let mut p = connect(&fanout).await;
     p.conn.subscribe("a", &va);
@@ -432,7 +441,7 @@ async fn concurrent_broadcasters_keep_each_streams_order() {
 #[tokio::test(flavor = "current_thread")]
 async fn queued_frames_are_coalesced_into_vectored_writes() {
     for kind in ENGINES {
-        let fanout = Fanout::new(kind, QueueLimits::default());
+        let fanout = Fanout::new_inline_writers(kind, roomy());
         let v = Variant::new("k", "", "");
         let mut p = connect(&fanout).await;
         p.conn.subscribe("s", &v);

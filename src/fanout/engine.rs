@@ -104,6 +104,18 @@ impl Fanout {
         Connection { inner }
     }
 
+    /// Test support: like [`Fanout::new`], but the queue engine's writers run on the runtime
+    /// that calls [`Fanout::attach`] instead of their own thread, so a single-threaded test
+    /// sees every allocation and counter update of the drain on its own thread.
+    #[doc(hidden)]
+    pub fn new_inline_writers(kind: EngineKind, limits: QueueLimits) -> Fanout {
+        let fanout = Fanout::new(kind, limits);
+        if let EngineRef::Queue(engine) = &fanout.engine {
+            let _ = engine.writers.set(None);
+        }
+        fanout
+    }
+
     /// Starts the engine's own threads now rather than on the first connection (the queue
     /// engine's writer thread), so that a server's thread count is the same before and after
     /// connections arrive. Idempotent; a no-op for the reference engine.
