@@ -390,3 +390,52 @@ async fn health_check_answers() {
     let r = server.client().get("/up").await;
     assert_eq!(r.status, 200);
 }
+
+#[tokio::test]
+async fn a_post_touches_the_room_and_marks_disconnected_members_unread() {
+    let server = TestServer::start().await;
+    let pool = &server.state.pool;
+    // Start from a read room, with Jason connected (present) and User 1 not.
+    sqlx::query("UPDATE memberships SET unread_at = NULL WHERE room_id = 1")
+        .execute(pool)
+        .await
+        .unwrap();
+    assert!(hearth::db::rooms::present(pool, 1, 2).await.unwrap());
+    let mut c = server.signed_in(DAVID, SECRET).await;
+    let (csrf, _) = c.room(1).await;
+    assert_eq!(
+        c.post_message(1, "anyone there?", "unread-1", &csrf)
+            .await
+            .status,
+        200
+    );
+    let created: i64 =
+        sqlx::query_scalar("SELECT created_at FROM messages WHERE client_message_id = 'unread-1'")
+            .fetch_one(pool)
+            .await
+            .unwrap();
+    let unread = |user: i64| async move {
+        hearth::db::rooms::membership_state(pool, 1, user)
+            .await
+            .unwrap()
+            .unwrap()
+            .2
+    };
+    assert_eq!(
+        unread(8).await,
+        Some(created),
+        "a disconnected member is marked unread"
+    );
+    assert_eq!(unread(1).await, None, "never the creator");
+    assert_eq!(unread(2).await, None, "not a connected member");
+    let room = hearth::db::rooms::find(pool, 1).await.unwrap().unwrap();
+    assert_eq!(room.updated_at, created, "the room is touched");
+    // Every member is in the unread fan-out list, in one query.
+    let members = hearth::db::rooms::member_ids(pool, 1).await.unwrap();
+    let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM memberships WHERE room_id = 1")
+        .fetch_one(pool)
+        .await
+        .unwrap();
+    assert_eq!(members.len() as i64, count);
+    assert!(members.windows(2).all(|w| w[0] < w[1]));
+}

@@ -3,8 +3,6 @@
 
 use sqlx::SqlitePool;
 
-use super::rooms::CONNECTION_TTL_MS;
-
 /// Messages per page (Campfire's `Message::Pagination::PAGE_SIZE`).
 pub const PAGE_SIZE: i64 = 40;
 
@@ -225,10 +223,11 @@ pub struct Created {
     pub member_ids: Vec<i64>,
 }
 
-/// Stores a new message in ONE transaction with its side effects (Campfire's
-/// `room.messages.create!` + `Room#receive`): the row, the room's `updated_at` touch, and
-/// `unread_at` on every visible, disconnected membership other than the creator's that has no
-/// unread mark yet. Nothing is stored when any step fails.
+/// Stores a new message with its side effects (Campfire's `room.messages.create!` +
+/// `Room#receive`): one `INSERT`, whose `messages_receive` trigger (migration 0003) touches the
+/// room's `updated_at` and sets `unread_at` on every visible, disconnected membership other
+/// than the creator's that has no unread mark yet. The statement is atomic: nothing is stored
+/// when any part fails. The member ids are read after the commit.
 pub async fn create(
     pool: &SqlitePool,
     room_id: i64,
@@ -237,9 +236,8 @@ pub async fn create(
     client_message_id: &str,
     body: &str,
 ) -> sqlx::Result<Created> {
-    let _write = super::write_lock().await;
     let now = super::now_ms();
-    let mut tx = pool.begin().await?;
+    let write = super::write_lock().await;
     let id: i64 = sqlx::query_scalar(
         "INSERT INTO messages (room_id, creator_id, client_message_id, body, created_at, updated_at) \
          VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
@@ -250,28 +248,10 @@ pub async fn create(
     .bind(body)
     .bind(now)
     .bind(now)
-    .fetch_one(&mut *tx)
+    .fetch_one(pool)
     .await?;
-    sqlx::query("UPDATE rooms SET updated_at = ? WHERE id = ?")
-        .bind(now)
-        .bind(room_id)
-        .execute(&mut *tx)
-        .await?;
-    sqlx::query(
-        "UPDATE memberships SET unread_at = ?, updated_at = ? \
-         WHERE room_id = ? AND user_id != ? AND involvement != 'invisible' AND unread_at IS NULL \
-           AND (connected_at IS NULL OR connected_at < ?)",
-    )
-    .bind(now)
-    .bind(now)
-    .bind(room_id)
-    .bind(creator_id)
-    .bind(now - CONNECTION_TTL_MS)
-    .execute(&mut *tx)
-    .await?;
-    tx.commit().await?;
-    drop(_write);
-    // Read after the commit, outside the write lock: who receives the unread notices.
+    drop(write);
+    // Who receives the unread notices, read outside the write lock.
     let member_ids = super::rooms::member_ids(pool, room_id).await?;
     let message = Message {
         id,

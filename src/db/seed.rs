@@ -741,8 +741,10 @@ async fn write(
 
     insert_users(conn, plan, &named_digests, &generated_digest).await?;
     insert_rooms(conn, plan).await?;
-    insert_memberships(conn, plan).await?;
+    // Messages before memberships: the `messages_receive` trigger (migration 0003) marks
+    // memberships unread as each message arrives, and the seed sets its own unread marks.
     insert_messages(conn, plan).await?;
+    insert_memberships(conn, plan).await?;
     insert_boosts(conn, plan).await?;
     Ok(())
 }
