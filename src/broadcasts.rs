@@ -113,8 +113,9 @@ pub fn message_created(state: &AppState, room: &Room, html: &str, member_ids: &[
     state.metrics.broadcast_finished(started.elapsed());
 }
 
-/// Broadcasts an edited message: a `replace` of its element.
-pub fn message_updated(state: &AppState, room: &Room, message: &Message) {
+/// Broadcasts an edited message: a `replace` of its element. Returns the turbo-stream (the
+/// editor's own response).
+pub fn message_updated(state: &AppState, room: &Room, message: &Message) -> String {
     let html = render::turbo_stream(
         "replace",
         &format!("message_{}", message.client_message_id),
@@ -125,10 +126,11 @@ pub fn message_updated(state: &AppState, room: &Room, message: &Message) {
         &room_messages_stream(&state.config.gid_app, room),
         &html,
     );
+    html
 }
 
-/// Broadcasts a deleted message: a `remove` of its element.
-pub fn message_removed(state: &AppState, room: &Room, message: &Message) {
+/// Broadcasts a deleted message: a `remove` of its element. Returns the turbo-stream.
+pub fn message_removed(state: &AppState, room: &Room, message: &Message) -> String {
     let html = render::turbo_stream(
         "remove",
         &format!("message_{}", message.client_message_id),
@@ -139,6 +141,7 @@ pub fn message_removed(state: &AppState, room: &Room, message: &Message) {
         &room_messages_stream(&state.config.gid_app, room),
         &html,
     );
+    html
 }
 
 /// The HTML of one boost, as the boosts container holds it.

@@ -460,3 +460,97 @@ async fn commands_split_across_fragments_and_sent_with_the_handshake() {
         text(&confirm(r#"{"channel":"HeartbeatChannel"}"#))
     );
 }
+
+#[tokio::test]
+async fn edits_deletes_and_boosts_are_broadcast_to_the_room() {
+    let server = TestServer::start().await;
+    let (mut c, mut ws) = connect_as(&server, "david@example.com", "secret123456").await;
+    let (csrf, html) = c.room(1).await;
+    let signed = common::attr_after(
+        &html,
+        "channel=\"RoomMessagesChannel\" signed-stream-name=\"",
+    )
+    .unwrap()
+    .replace("&#x3D;", "=");
+    let id = room_identifier(&signed);
+    ws.send_text(&subscribe_cmd(&id)).await;
+    assert_eq!(ws.next_non_ping(T).await, text(&confirm(&id)));
+    assert_eq!(
+        c.post_message(1, "first draft", "edit-me", &csrf)
+            .await
+            .status,
+        200
+    );
+    let message = |frame: Option<WsEvent>| -> String {
+        let Some(WsEvent::Text(t)) = frame else {
+            panic!("no frame: {frame:?}")
+        };
+        let v: serde_json::Value = serde_json::from_str(&t).unwrap();
+        v["message"].as_str().unwrap_or_default().to_owned()
+    };
+    assert!(message(ws.next_non_ping(T).await).starts_with("<turbo-stream action=\"append\""));
+    let message_id: i64 =
+        sqlx::query_scalar("SELECT id FROM messages WHERE client_message_id = 'edit-me'")
+            .fetch_one(&server.state.pool)
+            .await
+            .unwrap();
+    let path = format!("/rooms/1/messages/{message_id}");
+    let turbo = [("Accept", "text/vnd.turbo-stream.html")];
+
+    // Someone else may not edit it.
+    let mut jason = server.signed_in("jason@example.com", "secret123456").await;
+    let (jason_csrf, _) = jason.room(1).await;
+    let body = common::form(&[
+        ("_method", "patch"),
+        ("message[body]", "hijack"),
+        ("authenticity_token", &jason_csrf),
+    ]);
+    assert_eq!(jason.post_form(&path, &body, &turbo).await.status, 403);
+
+    let body = common::form(&[
+        ("_method", "patch"),
+        ("message[body]", "final <b>text</b>"),
+        ("authenticity_token", &csrf),
+    ]);
+    let r = c.post_form(&path, &body, &turbo).await;
+    assert_eq!(r.status, 200);
+    let replace = message(ws.next_non_ping(T).await);
+    assert!(
+        replace
+            .starts_with("<turbo-stream action=\"replace\" target=\"message_edit-me\"><template>"),
+        "{replace}"
+    );
+    assert!(replace.contains("final &lt;b&gt;text&lt;/b&gt;"));
+    assert_eq!(replace, r.body);
+
+    let r = c
+        .post_form(
+            &format!("/messages/{message_id}/boosts"),
+            &common::form(&[("boost[content]", "🎉"), ("authenticity_token", &csrf)]),
+            &turbo,
+        )
+        .await;
+    assert_eq!(r.status, 200);
+    let boost = message(ws.next_non_ping(T).await);
+    assert!(boost.starts_with("<turbo-stream action=\"append\" target=\"boosts_message_edit-me\"><template><span id=\"boost_"), "{boost}");
+    assert!(boost.contains("🎉"));
+
+    let r = c
+        .post_form(
+            &path,
+            &common::form(&[("_method", "delete"), ("authenticity_token", &csrf)]),
+            &turbo,
+        )
+        .await;
+    assert_eq!(r.status, 200);
+    assert_eq!(
+        message(ws.next_non_ping(T).await),
+        "<turbo-stream action=\"remove\" target=\"message_edit-me\"></turbo-stream>"
+    );
+    let left: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM messages WHERE id = ?")
+        .bind(message_id)
+        .fetch_one(&server.state.pool)
+        .await
+        .unwrap();
+    assert_eq!(left, 0);
+}

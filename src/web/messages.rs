@@ -169,6 +169,27 @@ pub async fn create_by_bot(
     Ok(response)
 }
 
+/// The room and message a `PATCH`/`DELETE` names, when the user is a member of the room (404
+/// otherwise) and the message's creator or an administrator (403 otherwise).
+async fn editable_message(
+    state: &SharedState,
+    ctx: &Ctx,
+    room_id: &str,
+    message_id: &str,
+) -> Result<(rooms::Room, messages::Message), AppError> {
+    let user = ctx.require_user()?;
+    let room = rooms::find_for_member(&state.pool, parse_id(room_id)?, user.id)
+        .await?
+        .ok_or(AppError::NotFound)?;
+    let message = messages::find(&state.pool, room.id, parse_id(message_id)?)
+        .await?
+        .ok_or(AppError::NotFound)?;
+    if message.creator_id != user.id && user.role != "administrator" {
+        return Err(AppError::Forbidden);
+    }
+    Ok((room, message))
+}
+
 /// `PATCH /rooms/{room_id}/messages/{id}` with `message[body]`: the creator (or an
 /// administrator) edits; broadcasts a `replace`.
 pub async fn update(
@@ -177,16 +198,7 @@ pub async fn update(
     Path((room_id, message_id)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
-    let user = ctx.require_user()?;
-    let room = rooms::find_for_member(&state.pool, parse_id(&room_id)?, user.id)
-        .await?
-        .ok_or(AppError::NotFound)?;
-    let message = messages::find(&state.pool, room.id, parse_id(&message_id)?)
-        .await?
-        .ok_or(AppError::NotFound)?;
-    if message.creator_id != user.id && user.role != "administrator" {
-        return Err(AppError::Forbidden);
-    }
+    let (room, message) = editable_message(&state, &ctx, &room_id, &message_id).await?;
     let text = ctx.form.get("message[body]").unwrap_or("");
     if text.trim().is_empty() {
         return Err(AppError::Unprocessable(
@@ -196,13 +208,8 @@ pub async fn update(
     let updated = messages::update_body(&state.pool, room.id, message.id, &body_html(text))
         .await?
         .ok_or(AppError::NotFound)?;
-    broadcasts::message_updated(&state, &room, &updated);
+    let html = broadcasts::message_updated(&state, &room, &updated);
     if wants_turbo_stream(&headers) {
-        let html = super::render::turbo_stream(
-            "replace",
-            &format!("message_{}", updated.client_message_id),
-            Some(&super::render::message(&updated)),
-        );
         Ok(turbo_response(StatusCode::OK, html))
     } else {
         Ok(back_to_room(room.id))
@@ -217,26 +224,12 @@ pub async fn destroy(
     Path((room_id, message_id)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
-    let user = ctx.require_user()?;
-    let room = rooms::find_for_member(&state.pool, parse_id(&room_id)?, user.id)
-        .await?
-        .ok_or(AppError::NotFound)?;
-    let message = messages::find(&state.pool, room.id, parse_id(&message_id)?)
-        .await?
-        .ok_or(AppError::NotFound)?;
-    if message.creator_id != user.id && user.role != "administrator" {
-        return Err(AppError::Forbidden);
-    }
+    let (room, message) = editable_message(&state, &ctx, &room_id, &message_id).await?;
     let removed = messages::delete(&state.pool, room.id, message.id)
         .await?
         .ok_or(AppError::NotFound)?;
-    broadcasts::message_removed(&state, &room, &removed);
+    let html = broadcasts::message_removed(&state, &room, &removed);
     if wants_turbo_stream(&headers) {
-        let html = super::render::turbo_stream(
-            "remove",
-            &format!("message_{}", removed.client_message_id),
-            None,
-        );
         Ok(turbo_response(StatusCode::OK, html))
     } else {
         Ok(back_to_room(room.id))
