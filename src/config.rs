@@ -92,6 +92,31 @@ pub struct Config {
     #[arg(long, env = "HEARTH_MAX_BODY_BYTES", default_value_t = 1024 * 1024)]
     pub max_body_bytes: usize,
 
+    /// Largest accepted Action Cable message, in bytes, whether sent in one frame or in
+    /// fragments; a larger one closes the connection with 1009.
+    #[arg(long, env = "HEARTH_MAX_MESSAGE_BYTES", default_value_t = crate::cable::connection::MAX_MESSAGE_BYTES)]
+    pub max_message_bytes: usize,
+
+    /// Most subscriptions one cable connection may hold; the next subscribe is rejected.
+    #[arg(long, env = "HEARTH_MAX_SUBSCRIPTIONS", default_value_t = crate::cable::connection::MAX_SUBSCRIPTIONS)]
+    pub max_subscriptions: usize,
+
+    /// Most open cable connections; past it, new /cable upgrades get 503.
+    #[arg(long, env = "HEARTH_MAX_CONNECTIONS", default_value_t = 10_000)]
+    pub max_connections: usize,
+
+    /// Seconds a client has to send a request's whole header block; a slower one is dropped.
+    #[arg(long, env = "HEARTH_HEADER_TIMEOUT", default_value_t = 30)]
+    pub header_timeout: u64,
+
+    /// Seconds a client has to send a request's whole body; a slower one gets 408.
+    #[arg(long, env = "HEARTH_BODY_TIMEOUT", default_value_t = 30)]
+    pub body_timeout: u64,
+
+    /// Seconds a stopping server waits for open requests and cable connections to finish.
+    #[arg(long, env = "HEARTH_DRAIN_TIMEOUT", default_value_t = 10)]
+    pub drain_timeout: u64,
+
     /// Generated users to create when an empty database is seeded on first start.
     #[arg(long, env = "HEARTH_SEED_USERS", default_value_t = 1000)]
     pub seed_users: usize,
