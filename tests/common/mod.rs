@@ -9,6 +9,8 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+pub mod child;
+
 /// A running test server and its temp dir (removed on drop).
 pub struct TestServer {
     pub addr: SocketAddr,
@@ -333,7 +335,33 @@ impl Ws {
         origin: Option<&str>,
         protocols: Option<&str>,
     ) -> Ws {
-        let mut stream = TcpStream::connect(addr).await.unwrap();
+        let stream = TcpStream::connect(addr).await.unwrap();
+        Self::handshake(stream, addr, cookie, origin, protocols).await
+    }
+
+    /// Opens `/cable` over a socket whose receive buffer is as small as the kernel allows, so
+    /// that little is buffered for a client that stops reading.
+    pub async fn connect_small_window(addr: SocketAddr, cookie: &str, origin: &str) -> Ws {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.set_recv_buffer_size(4096).unwrap();
+        let stream = socket.connect(addr).await.unwrap();
+        Self::handshake(
+            stream,
+            addr,
+            Some(cookie),
+            Some(origin),
+            Some("actioncable-v1-json"),
+        )
+        .await
+    }
+
+    async fn handshake(
+        mut stream: TcpStream,
+        addr: SocketAddr,
+        cookie: Option<&str>,
+        origin: Option<&str>,
+        protocols: Option<&str>,
+    ) -> Ws {
         let mut req = format!(
             "GET /cable HTTP/1.1\r\nHost: {addr}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
              Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
@@ -371,6 +399,11 @@ impl Ws {
             response_head: head,
             buf: rest,
         }
+    }
+
+    /// The socket and the bytes already read past the handshake.
+    pub fn into_parts(self) -> (TcpStream, Vec<u8>) {
+        (self.stream, self.buf)
     }
 
     pub fn header(&self, name: &str) -> Option<String> {
