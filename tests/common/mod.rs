@@ -33,7 +33,14 @@ impl TestServer {
     }
 
     pub async fn start_with(tweak: impl FnOnce(&mut hearth::config::Config)) -> TestServer {
-        let dir = temp_dir("srv");
+        Self::start_in(temp_dir("srv"), tweak).await
+    }
+
+    /// A server on the database in `dir` (seeded when empty).
+    pub async fn start_in(
+        dir: PathBuf,
+        tweak: impl FnOnce(&mut hearth::config::Config),
+    ) -> TestServer {
         let mut config = hearth::config::Config::for_tests(&dir);
         config.ping_interval = 1;
         tweak(&mut config);
@@ -90,12 +97,24 @@ impl TestServer {
     }
 }
 
+impl TestServer {
+    /// Stops the server like [`TestServer::stop`] but keeps its directory (database and
+    /// secret), for a restart with [`TestServer::start_in`]; returns the directory.
+    pub async fn stop_keeping_dir(mut self) -> PathBuf {
+        let dir = std::mem::take(&mut self.dir);
+        self.stop().await;
+        dir
+    }
+}
+
 impl Drop for TestServer {
     fn drop(&mut self) {
         if let Some(tx) = self.stop.take() {
             let _ = tx.send(());
         }
-        let _ = std::fs::remove_dir_all(&self.dir);
+        if !self.dir.as_os_str().is_empty() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
     }
 }
 
