@@ -241,8 +241,7 @@ impl Server {
         pinger.abort();
         let _ = stop_tx.send(true);
         let drained = tokio::time::timeout(drain, async {
-            while in_flight.load(std::sync::atomic::Ordering::SeqCst) > 0
-                || !state.cable.is_empty()
+            while in_flight.load(std::sync::atomic::Ordering::SeqCst) > 0 || !state.cable.is_empty()
             {
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }

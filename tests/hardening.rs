@@ -172,7 +172,13 @@ async fn upgrades_past_the_connection_limit_get_503() {
     // A closed connection frees its place.
     drop(first);
     let state = server.state.clone();
-    eventually(|| state.cable_sockets.load(std::sync::atomic::Ordering::SeqCst) < 2).await;
+    eventually(|| {
+        state
+            .cable_sockets
+            .load(std::sync::atomic::Ordering::SeqCst)
+            < 2
+    })
+    .await;
     let _again = connect_with(&server, &c).await;
 }
 
@@ -272,7 +278,11 @@ async fn every_state_changing_route_needs_the_csrf_token() {
     let routes = [
         ("POST", "/session".to_owned(), "email_address=x&password=y"),
         ("DELETE", "/session".to_owned(), ""),
-        ("POST", "/rooms/1/messages".to_owned(), "message%5Bbody%5D=x"),
+        (
+            "POST",
+            "/rooms/1/messages".to_owned(),
+            "message%5Bbody%5D=x",
+        ),
         (
             "PATCH",
             format!("/rooms/1/messages/{message_id}"),
@@ -392,7 +402,10 @@ async fn hostile_user_names_and_bodies_are_escaped_in_pages_and_frames() {
         .unwrap();
     let (mut c, mut ws) = connect_as(&server, DAVID, SECRET).await;
     let (_, html) = c.room(1).await;
-    assert!(!html.contains("<script>alert"), "raw user name in the room page");
+    assert!(
+        !html.contains("<script>alert"),
+        "raw user name in the room page"
+    );
     let room = hearth::db::rooms::find(&server.state.pool, 1)
         .await
         .unwrap()
@@ -416,7 +429,9 @@ async fn hostile_user_names_and_bodies_are_escaped_in_pages_and_frames() {
     assert!(html.contains("&lt;script&gt;") || html.contains("&#60;script&#62;"));
     let frame = loop {
         match ws.next_non_ping(T).await {
-            Some(WsEvent::Text(t)) if t.contains("cid-hostile") || t.contains("onerror") => break t,
+            Some(WsEvent::Text(t)) if t.contains("cid-hostile") || t.contains("onerror") => {
+                break t
+            }
             Some(WsEvent::Text(_)) => continue,
             other => panic!("no broadcast: {other:?}"),
         }
@@ -426,7 +441,10 @@ async fn hostile_user_names_and_bodies_are_escaped_in_pages_and_frames() {
     let html = value["message"].as_str().unwrap_or_default().to_owned();
     assert!(!html.contains("<img src=x"), "{html}");
     assert!(!html.contains("<script>alert"), "{html}");
-    assert!(html.contains("&lt;img src=x") || html.contains("&#60;img src=x"), "{html}");
+    assert!(
+        html.contains("&lt;img src=x") || html.contains("&#60;img src=x"),
+        "{html}"
+    );
 }
 
 #[tokio::test]

@@ -81,17 +81,25 @@ async fn rails_client_reconnects_and_resubscribes_after_a_restart() {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/node/driver.mjs");
     let mut child = tokio::process::Command::new("node")
         .arg(script)
-        .args(["--base", &server.origin(), "--scenario", "restart", "--timeout", "60"])
+        .args([
+            "--base",
+            &server.origin(),
+            "--scenario",
+            "restart",
+            "--timeout",
+            "60",
+        ])
         .stdout(std::process::Stdio::piped())
         .kill_on_drop(true)
         .spawn()
         .expect("node runs");
     let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
     let mut out = String::new();
-    while let Some(line) = tokio::time::timeout(std::time::Duration::from_secs(30), lines.next_line())
-        .await
-        .expect("the client connects")
-        .unwrap()
+    while let Some(line) =
+        tokio::time::timeout(std::time::Duration::from_secs(30), lines.next_line())
+            .await
+            .expect("the client connects")
+            .unwrap()
     {
         out.push_str(&line);
         out.push('\n');
@@ -120,7 +128,10 @@ async fn rails_client_reconnects_and_resubscribes_after_a_restart() {
         out.contains(r#"RECV {"type":"disconnect","reason":"server_restart","reconnect":true}"#),
         "{out}"
     );
-    assert!(out.contains("DISCONNECTED willAttemptReconnect=true"), "{out}");
+    assert!(
+        out.contains("DISCONNECTED willAttemptReconnect=true"),
+        "{out}"
+    );
     assert!(out.contains("RECONNECTED 2"), "{out}");
     assert!(out.contains("POSTED 200"), "{out}");
     assert!(

@@ -257,7 +257,9 @@ async fn no_secret_reaches_the_logs_even_at_trace_level() {
     assert_eq!(c.login(DAVID, PASSWORD).await.status, 302);
     let (csrf, _) = c.room(1).await;
     assert_eq!(
-        c.post_message(1, "hello logs", "logs-1", &csrf).await.status,
+        c.post_message(1, "hello logs", "logs-1", &csrf)
+            .await
+            .status,
         200
     );
     let origin = format!("http://{}", hearth.addr);

@@ -106,7 +106,9 @@ async fn read_all(mut stream: TcpStream, mut buf: Vec<u8>, me: usize, progress: 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thousand_connections_two_thousand_posts_one_stalled_reader() {
-    tokio::time::timeout(RUN_LIMIT, run()).await.expect("stress run within its limit");
+    tokio::time::timeout(RUN_LIMIT, run())
+        .await
+        .expect("stress run within its limit");
 }
 
 async fn run() {
@@ -132,23 +134,33 @@ async fn run() {
     let identifier =
         serde_json::json!({"channel": "RoomMessagesChannel", "signed_stream_name": signed})
             .to_string();
-    let subscribe = serde_json::json!({"command": "subscribe", "identifier": identifier})
-        .to_string();
+    let subscribe =
+        serde_json::json!({"command": "subscribe", "identifier": identifier}).to_string();
     let confirm = format!(
         r#"{{"identifier":{},"type":"confirm_subscription"}}"#,
         serde_json::to_string(&identifier).unwrap()
     );
 
     let open = |stalled: bool| {
-        let (cookie, origin, subscribe, confirm) =
-            (cookie.clone(), origin.clone(), subscribe.clone(), confirm.clone());
+        let (cookie, origin, subscribe, confirm) = (
+            cookie.clone(),
+            origin.clone(),
+            subscribe.clone(),
+            confirm.clone(),
+        );
         let addr = hearth.addr;
         async move {
             let mut ws = if stalled {
                 // A small receive window, so that the kernel buffers little for it.
                 Ws::connect_small_window(addr, &cookie, &origin).await
             } else {
-                Ws::connect(addr, Some(&cookie), Some(&origin), Some("actioncable-v1-json")).await
+                Ws::connect(
+                    addr,
+                    Some(&cookie),
+                    Some(&origin),
+                    Some("actioncable-v1-json"),
+                )
+                .await
             };
             assert_eq!(ws.status, 101);
             let t = Duration::from_secs(30);
@@ -221,7 +233,7 @@ async fn run() {
     assert!(next < POSTS, "the stalled client was never cut off");
     // The notice and close frame are sent when they fit; a peer that reads nothing may not
     // have room for them, and then the socket is dropped after a short grace period.
-    let notice = vec![
+    let notice = [
         (0x1, hearth::fanout::TOO_SLOW_MESSAGE.to_vec()),
         (0x8, 1000u16.to_be_bytes().to_vec()),
     ];

@@ -12,7 +12,10 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     if let Some((channel, params)) = identifier_params(text) {
-        assert_eq!(params.get("channel").and_then(|c| c.as_str()), Some(&*channel));
+        assert_eq!(
+            params.get("channel").and_then(|c| c.as_str()),
+            Some(&*channel)
+        );
         let _ = room_id_param(&params);
     }
     let param = text.strip_suffix(":messages").unwrap_or(text);

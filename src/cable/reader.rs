@@ -100,7 +100,10 @@ impl<S> std::fmt::Debug for MessageReader<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MessageReader")
             .field("max_message_bytes", &self.max_message_bytes)
-            .field("partial_bytes", &self.partial.as_ref().map(|p| p.bytes.len()))
+            .field(
+                "partial_bytes",
+                &self.partial.as_ref().map(|p| p.bytes.len()),
+            )
             .finish()
     }
 }
@@ -183,7 +186,6 @@ impl<S: AsyncRead + Unpin> MessageReader<S> {
             }
         }
     }
-
 }
 
 fn map_error(error: WebSocketError, limit: usize) -> ReadError {

@@ -34,7 +34,13 @@ impl Hearth {
             .arg(dir.join("hearth.sqlite3"))
             .arg("--data-dir")
             .arg(dir)
-            .args(["--seed-users", "20", "--login-rate-limit", "0", "--log-json"])
+            .args([
+                "--seed-users",
+                "20",
+                "--login-rate-limit",
+                "0",
+                "--log-json",
+            ])
             .args(extra)
             .env("SECRET_KEY_BASE", SECRET_KEY_BASE)
             .env_remove("HEARTH_LOG_LEVEL")
