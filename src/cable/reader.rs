@@ -1,10 +1,10 @@
 //! The inbound half of a cable connection: client frames in, whole messages out, bounded.
 //!
-//! Frames are parsed by fastwebsockets (masking, header checks, close-frame validation, UTF-8
-//! of single-frame text). Its size limit applies to one frame only, so a message sent as many
-//! small fragments is assembled here, where the running total is checked against the limit
-//! before each fragment is appended: no message grows past `max_message_bytes` in memory,
-//! however it is split. Text is checked for UTF-8 as the fragments arrive (each byte once),
+//! Frames are parsed by fastwebsockets (unmasking, header checks, close-frame validation,
+//! UTF-8 of single-frame text); unmasked client frames are refused here. Its size limit
+//! applies to one frame only, so a message sent as many small fragments is assembled here,
+//! where the running total is checked against the limit before each fragment is appended: no
+//! message grows past `max_message_bytes` in memory, however it is split. Text is checked for UTF-8 as the fragments arrive (each byte once),
 //! so a bad sequence is refused at the fragment that carries it.
 //!
 //! RFC 6455 close codes for the errors: [`ReadError::close_code`].
@@ -41,9 +41,9 @@ pub enum ReadError {
     /// A text message is not UTF-8, or a close reason is not (close 1007).
     #[error("invalid UTF-8 in a text message")]
     InvalidUtf8,
-    /// Anything else RFC 6455 forbids: reserved bits, bad opcodes, fragmented control frames,
-    /// continuation without a start, a new message inside a fragmented one, bad close codes
-    /// (close 1002).
+    /// Anything else RFC 6455 forbids: unmasked frames, reserved bits, bad opcodes, fragmented
+    /// control frames, continuation without a start, a new message inside a fragmented one,
+    /// bad close codes (close 1002).
     #[error("WebSocket protocol error: {0}")]
     Protocol(String),
     /// The peer went away (EOF or an I/O error) without a close frame: nothing more to send.
@@ -133,11 +133,18 @@ impl<S: AsyncRead + Unpin> MessageReader<S> {
             |_: fastwebsockets::Frame<'_>| std::future::ready(Ok::<(), Infallible>(()));
         let limit = self.max_message_bytes;
         loop {
-            let frame = self
+            let mut frame = self
                 .frames
                 .read_frame(&mut ignore)
                 .await
                 .map_err(|e| map_error(e, limit))?;
+            // RFC 6455 §5.1: a server must fail the connection on an unmasked client frame.
+            // The frame keeps its masking key after unmasking; its formatted head shows it.
+            let mut head = [0u8; 16];
+            frame.fmt_head(&mut head);
+            if head[1] & 0x80 == 0 {
+                return Err(ReadError::Protocol("unmasked client frame".into()));
+            }
             match frame.opcode {
                 OpCode::Text | OpCode::Binary => {
                     if self.partial.is_some() {
@@ -319,6 +326,13 @@ mod tests {
         let (_, err) = read_all(nested, 100).await;
         assert_eq!(err.and_then(|e| e.close_code()), Some(1002));
         let (_, err) = read_all(frame(false, 0x9, b"x"), 100).await;
+        assert_eq!(err.and_then(|e| e.close_code()), Some(1002));
+    }
+
+    #[tokio::test]
+    async fn unmasked_client_frames_are_protocol_errors() {
+        let (out, err) = read_all(vec![0x81, 0x02, b'h', b'i'], 100).await;
+        assert!(out.is_empty());
         assert_eq!(err.and_then(|e| e.close_code()), Some(1002));
     }
 
