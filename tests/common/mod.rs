@@ -482,9 +482,12 @@ impl Ws {
     }
 
     /// The next text frame that is not a ping.
+    /// `timeout` bounds the whole wait, pings included.
     pub async fn next_non_ping(&mut self, timeout: Duration) -> Option<WsEvent> {
+        let deadline = tokio::time::Instant::now() + timeout;
         loop {
-            match self.next(timeout).await? {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            match self.next(left).await? {
                 WsEvent::Text(t) if t.starts_with("{\"type\":\"ping\"") => continue,
                 other => return Some(other),
             }
