@@ -212,6 +212,15 @@ async fn a_request_whose_headers_drip_is_dropped_at_the_header_timeout() {
 }
 
 #[tokio::test]
+async fn a_connection_that_sends_nothing_is_dropped_at_the_header_timeout() {
+    let server = TestServer::start_with(|c| c.header_timeout = 1).await;
+    let mut idle = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    let mut rest = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(10), idle.read_to_end(&mut rest)).await;
+    assert!(read.is_ok(), "the server still holds an idle connection");
+}
+
+#[tokio::test]
 async fn a_request_whose_body_drips_gets_408() {
     let server = TestServer::start_with(|c| c.body_timeout = 1).await;
     let mut c = server.signed_in(DAVID, SECRET).await;
