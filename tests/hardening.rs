@@ -432,7 +432,7 @@ async fn hostile_user_names_and_bodies_are_escaped_in_pages_and_frames() {
     let r = c.post_message(1, body, "cid-hostile", &csrf).await;
     assert!(r.status == 200 || r.status == 302, "{}", r.status);
     let (_, html) = c.room(1).await;
-    for raw in ["<script>alert", "<img src=x", "</turbo-stream>\" "] {
+    for raw in ["<script>alert", "<img src=x", "& </turbo-stream>"] {
         assert!(!html.contains(raw), "raw {raw:?} in the room page");
     }
     assert!(html.contains("&lt;script&gt;") || html.contains("&#60;script&#62;"));
@@ -450,8 +450,13 @@ async fn hostile_user_names_and_bodies_are_escaped_in_pages_and_frames() {
     let html = value["message"].as_str().unwrap_or_default().to_owned();
     assert!(!html.contains("<img src=x"), "{html}");
     assert!(!html.contains("<script>alert"), "{html}");
+    assert!(!html.contains("& </turbo-stream>"), "{html}");
     assert!(
         html.contains("&lt;img src=x") || html.contains("&#60;img src=x"),
+        "{html}"
+    );
+    assert!(
+        html.contains("&lt;script&gt;alert") || html.contains("&#60;script&#62;alert"),
         "{html}"
     );
 }
