@@ -47,6 +47,8 @@ pub struct AppState {
     pub assets: crate::web::assets::BrowserAssets,
     /// Counters, gauges and histograms for `/metrics`.
     pub metrics: crate::metrics::Metrics,
+    /// Open (upgraded) cable sockets, identified or not, against `config.max_connections`.
+    pub cable_sockets: std::sync::atomic::AtomicUsize,
 }
 
 /// The state as handlers receive it.
@@ -126,6 +128,7 @@ impl AppState {
             cable: Registry::default(),
             assets: crate::web::assets::BrowserAssets::new(&config.assets_dir),
             metrics: crate::metrics::Metrics::new(),
+            cable_sockets: std::sync::atomic::AtomicUsize::new(0),
             config,
         };
         if !state.assets.installed() {
@@ -226,8 +229,9 @@ impl Server {
         self.listener.local_addr()
     }
 
-    /// Serves until `shutdown` resolves, then sends `server_restart` to every cable
-    /// connection, stops accepting, and waits (at most `drain`) for open HTTP requests.
+    /// Serves until `shutdown` resolves, then stops accepting, sends `server_restart` (with
+    /// `reconnect: true`) to every cable connection, and waits at most
+    /// `config.drain_timeout` seconds for open HTTP requests and cable connections to end.
     pub async fn run(
         self,
         shutdown: impl std::future::Future<Output = ()> + Send,
@@ -239,6 +243,8 @@ impl Server {
         let app = service(state.clone());
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         let in_flight = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let header_timeout = Duration::from_secs(state.config.header_timeout.max(1));
+        let drain = Duration::from_secs(state.config.drain_timeout);
         tokio::pin!(shutdown);
         loop {
             let (stream, peer) = tokio::select! {
@@ -262,7 +268,7 @@ impl Server {
             );
             let conn = hyper::server::conn::http1::Builder::new()
                 .timer(hyper_util::rt::TokioTimer::new())
-                .header_read_timeout(Duration::from_secs(30))
+                .header_read_timeout(header_timeout)
                 .serve_connection(TokioIo::new(stream), service)
                 .with_upgrades();
             let mut stop = stop_rx.clone();
@@ -301,18 +307,20 @@ impl Server {
         checkpointer.abort();
         upkeep.abort();
         let _ = stop_tx.send(true);
-        let _ = tokio::time::timeout(Duration::from_secs(5), async {
-            while in_flight.load(std::sync::atomic::Ordering::SeqCst) > 0 {
+        let drained = tokio::time::timeout(drain, async {
+            while in_flight.load(std::sync::atomic::Ordering::SeqCst) > 0 || !state.cable.is_empty()
+            {
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
         })
         .await;
-        let _ = tokio::time::timeout(Duration::from_secs(2), async {
-            while !state.cable.is_empty() {
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        })
-        .await;
+        if drained.is_err() {
+            tracing::warn!(
+                requests = in_flight.load(std::sync::atomic::Ordering::SeqCst),
+                cable = state.cable.len(),
+                "drain timeout reached; closing what is left"
+            );
+        }
         state.pool.close().await;
         Ok(())
     }

@@ -9,7 +9,7 @@ use crate::fanout::{EngineKind, QueueLimits};
 use crate::rails::KdfDigest;
 
 /// Settings of a running server.
-#[derive(Clone, Debug, clap::Args)]
+#[derive(Clone, clap::Args)]
 pub struct Config {
     /// Address to listen on.
     #[arg(long, env = "HEARTH_BIND", default_value = "127.0.0.1:3000")]
@@ -92,6 +92,31 @@ pub struct Config {
     #[arg(long, env = "HEARTH_MAX_BODY_BYTES", default_value_t = 1024 * 1024)]
     pub max_body_bytes: usize,
 
+    /// Largest accepted Action Cable message, in bytes, whether sent in one frame or in
+    /// fragments; a larger one closes the connection with 1009.
+    #[arg(long, env = "HEARTH_MAX_MESSAGE_BYTES", default_value_t = crate::cable::connection::MAX_MESSAGE_BYTES)]
+    pub max_message_bytes: usize,
+
+    /// Most subscriptions one cable connection may hold; the next subscribe is rejected.
+    #[arg(long, env = "HEARTH_MAX_SUBSCRIPTIONS", default_value_t = crate::cable::connection::MAX_SUBSCRIPTIONS)]
+    pub max_subscriptions: usize,
+
+    /// Most open cable connections; past it, new /cable upgrades get 503.
+    #[arg(long, env = "HEARTH_MAX_CONNECTIONS", default_value_t = 10_000)]
+    pub max_connections: usize,
+
+    /// Seconds a client has to send a request's whole header block; a slower one is dropped.
+    #[arg(long, env = "HEARTH_HEADER_TIMEOUT", default_value_t = 30)]
+    pub header_timeout: u64,
+
+    /// Seconds a client has to send a request's whole body; a slower one gets 408.
+    #[arg(long, env = "HEARTH_BODY_TIMEOUT", default_value_t = 30)]
+    pub body_timeout: u64,
+
+    /// Seconds a stopping server waits for open requests and cable connections to finish.
+    #[arg(long, env = "HEARTH_DRAIN_TIMEOUT", default_value_t = 10)]
+    pub drain_timeout: u64,
+
     /// Generated users to create when an empty database is seeded on first start.
     #[arg(long, env = "HEARTH_SEED_USERS", default_value_t = 1000)]
     pub seed_users: usize,
@@ -110,6 +135,47 @@ pub struct Config {
     /// Serve Prometheus metrics (text format) at /metrics on the same address.
     #[arg(long, env = "HEARTH_METRICS", default_value_t = true, action = clap::ArgAction::Set)]
     pub metrics: bool,
+}
+
+/// Every setting, with `secret_key_base` and `turbo_verifier_key` shown as `[REDACTED]` so
+/// that logging a configuration never writes a secret.
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field("bind", &self.bind)
+            .field("database", &self.database)
+            .field("data_dir", &self.data_dir)
+            .field("log_level", &self.log_level)
+            .field("log_json", &self.log_json)
+            .field(
+                "secret_key_base",
+                &self.secret_key_base.as_ref().map(|_| "[REDACTED]"),
+            )
+            .field("production", &self.production)
+            .field("key_generator_digest", &self.key_generator_digest)
+            .field(
+                "turbo_verifier_key",
+                &self.turbo_verifier_key.as_ref().map(|_| "[REDACTED]"),
+            )
+            .field("gid_app", &self.gid_app)
+            .field("fanout", &self.fanout)
+            .field("queue_frames", &self.queue_frames)
+            .field("queue_bytes", &self.queue_bytes)
+            .field("login_rate_limit", &self.login_rate_limit)
+            .field("allowed_origins", &self.allowed_origins)
+            .field("disable_origin_check", &self.disable_origin_check)
+            .field("escape_js_separators", &self.escape_js_separators)
+            .field("max_body_bytes", &self.max_body_bytes)
+            .field("max_message_bytes", &self.max_message_bytes)
+            .field("max_subscriptions", &self.max_subscriptions)
+            .field("max_connections", &self.max_connections)
+            .field("header_timeout", &self.header_timeout)
+            .field("body_timeout", &self.body_timeout)
+            .field("drain_timeout", &self.drain_timeout)
+            .field("seed_users", &self.seed_users)
+            .field("ping_interval", &self.ping_interval)
+            .finish()
+    }
 }
 
 impl Config {
@@ -139,5 +205,21 @@ impl Config {
         config.seed_users = 20;
         config.assets_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets");
         config
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_output_redacts_the_secrets() {
+        let mut config = Config::for_tests(std::path::Path::new("/nonexistent"));
+        config.turbo_verifier_key = Some("abcdef0123456789".into());
+        let shown = format!("{config:?}");
+        assert!(!shown.contains("0123456789abcdef"), "{shown}");
+        assert!(!shown.contains("abcdef0123456789"), "{shown}");
+        assert!(shown.contains("[REDACTED]"));
+        assert!(shown.contains("max_message_bytes"));
     }
 }

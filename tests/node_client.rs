@@ -1,6 +1,7 @@
 //! The official `@rails/actioncable` client (pinned in `tests/node/package.json`) against
 //! Hearth: sign in, subscribe to the room's signed stream, post over HTTP, receive the
-//! turbo-stream append; plus the unauthorized and rejected cases. Runs `npm ci` first when
+//! turbo-stream append; plus the unauthorized and rejected cases, and a server restart the
+//! client rides out on its own (reconnect, resubscribe, live again). Runs `npm ci` first when
 //! `tests/node/node_modules` is missing.
 
 mod common;
@@ -69,4 +70,73 @@ async fn rails_client_sees_a_rejected_subscription() {
     let server = TestServer::start().await;
     let out = drive(&server, "rejected").await;
     assert!(out.contains("REJECTED"), "{out}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rails_client_reconnects_and_resubscribes_after_a_restart() {
+    use tokio::io::AsyncBufReadExt;
+    ensure_node_modules();
+    let server = TestServer::start().await;
+    let addr = server.addr;
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/node/driver.mjs");
+    let mut child = tokio::process::Command::new("node")
+        .arg(script)
+        .args([
+            "--base",
+            &server.origin(),
+            "--scenario",
+            "restart",
+            "--timeout",
+            "60",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("node runs");
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut out = String::new();
+    while let Some(line) =
+        tokio::time::timeout(std::time::Duration::from_secs(30), lines.next_line())
+            .await
+            .expect("the client connects")
+            .unwrap()
+    {
+        out.push_str(&line);
+        out.push('\n');
+        if line == "CONNECTED" {
+            break;
+        }
+    }
+    assert!(out.ends_with("CONNECTED\n"), "{out}");
+    // Stop (server_restart to every client) and start again on the same address and database.
+    let dir = server.stop_keeping_dir().await;
+    let server = TestServer::start_in(dir, |c| c.bind = addr).await;
+    let rest = tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        let mut rest = String::new();
+        while let Ok(Some(line)) = lines.next_line().await {
+            rest.push_str(&line);
+            rest.push('\n');
+        }
+        rest
+    })
+    .await
+    .expect("the client finishes");
+    let status = child.wait().await.unwrap();
+    out.push_str(&rest);
+    assert!(status.success(), "{out}");
+    assert!(
+        out.contains(r#"RECV {"type":"disconnect","reason":"server_restart","reconnect":true}"#),
+        "{out}"
+    );
+    assert!(
+        out.contains("DISCONNECTED willAttemptReconnect=true"),
+        "{out}"
+    );
+    assert!(out.contains("RECONNECTED 2"), "{out}");
+    assert!(out.contains("POSTED 200"), "{out}");
+    assert!(
+        out.lines().any(|l| l.starts_with("RECEIVED node-restart-")),
+        "{out}"
+    );
+    drop(server);
 }

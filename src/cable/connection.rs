@@ -13,19 +13,28 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use fastwebsockets::{OpCode, Role, WebSocketError};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use super::channels::{self, ChannelContext, Outcome, Subscribed};
 use super::protocol::{self, Command, DisconnectReason};
+use super::reader::{Inbound, MessageReader};
 use crate::app::SharedState;
 use crate::db::users::User;
 use crate::fanout::frame::Frame;
 use crate::fanout::Connection;
 
-/// Largest accepted client message, in bytes; a larger one closes with 1009 (RFC 6455 §7.4.1).
+/// Default largest accepted client message, in bytes (`--max-message-bytes`); a larger one,
+/// in one frame or in fragments, closes with 1009 (RFC 6455 §7.4.1).
 pub const MAX_MESSAGE_BYTES: usize = 1024 * 1024;
+
+/// Default most subscriptions one connection may hold (`--max-subscriptions`); a subscribe
+/// past it is answered with `reject_subscription`.
+pub const MAX_SUBSCRIPTIONS: usize = 64;
+
+/// How long a connection refused for a bad message keeps draining the client's input after
+/// its close frame, before the socket is dropped.
+const LINGER: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// RFC 6455 §7.4.1 close codes used here.
 pub mod close_code {
@@ -112,59 +121,49 @@ struct Reader {
 
 impl Reader {
     async fn read_loop(&mut self, read_half: tokio::net::tcp::OwnedReadHalf, leftover: Bytes) {
-        let source = std::io::Cursor::new(leftover).chain(read_half);
-        let (ws_read, _) =
-            fastwebsockets::after_handshake_split(source, tokio::io::sink(), Role::Server);
-        let mut ws = fastwebsockets::FragmentCollectorRead::new(ws_read);
-        let conn = self.conn.clone();
-        let mut obligated = move |frame: fastwebsockets::Frame<'_>| {
-            match frame.opcode {
-                OpCode::Pong => {
-                    conn.send(Frame::pong(&frame.payload));
-                }
-                OpCode::Close => {
-                    let code = if frame.payload.len() >= 2 {
-                        u16::from_be_bytes([frame.payload[0], frame.payload[1]])
-                    } else {
-                        close_code::NORMAL
-                    };
-                    conn.close(&[Frame::close(code, "")]);
-                }
-                _ => {}
-            }
-            std::future::ready(Ok::<(), std::convert::Infallible>(()))
-        };
-        loop {
-            let frame = tokio::select! {
+        let mut source = std::io::Cursor::new(leftover).chain(read_half);
+        let mut reader = MessageReader::new(&mut source, self.state.config.max_message_bytes);
+        let refused = loop {
+            let inbound = tokio::select! {
                 biased;
                 _ = self.conn.closed() => return,
-                frame = ws.read_frame(&mut obligated) => frame,
+                inbound = reader.read() => inbound,
             };
-            match frame {
-                Ok(frame) => match frame.opcode {
-                    OpCode::Text => match std::str::from_utf8(&frame.payload) {
-                        Ok(text) => {
-                            let text = text.to_owned();
-                            self.handle_text(&text).await;
-                        }
-                        Err(_) => return self.close_with_code(close_code::INVALID_PAYLOAD),
-                    },
-                    OpCode::Binary => tracing::warn!("Couldn't handle non-string message"),
-                    OpCode::Close => return,
-                    _ => {}
-                },
-                Err(WebSocketError::InvalidUTF8) => {
-                    return self.close_with_code(close_code::INVALID_PAYLOAD)
+            match inbound {
+                Ok(Inbound::Text(text)) => self.handle_text(&text).await,
+                Ok(Inbound::Binary(_)) => tracing::warn!("Couldn't handle non-string message"),
+                Ok(Inbound::Ping(payload)) => {
+                    self.conn.send(Frame::pong(&payload));
                 }
-                Err(WebSocketError::FrameTooLarge) => {
-                    return self.close_with_code(close_code::MESSAGE_TOO_BIG)
+                Ok(Inbound::Close(code)) => {
+                    return self.close_with_code(code.unwrap_or(close_code::NORMAL))
                 }
-                Err(WebSocketError::UnexpectedEOF) | Err(WebSocketError::IoError(_)) => return,
                 Err(e) => {
-                    tracing::debug!(error = %e, "WebSocket protocol error");
-                    return self.close_with_code(close_code::PROTOCOL_ERROR);
+                    tracing::debug!(error = %e, "cable read ended");
+                    match e.close_code() {
+                        Some(code) => {
+                            self.close_with_code(code);
+                            break true;
+                        }
+                        None => return,
+                    }
                 }
             }
+        };
+        drop(reader);
+        if refused {
+            // Keep reading (and dropping) what the client still sends, for a short while, so
+            // that closing the socket with unread input does not reset the connection before
+            // the client has read the close frame.
+            let _ = tokio::time::timeout(LINGER, async {
+                let mut sink = vec![0u8; 16 * 1024];
+                while let Ok(n) = source.read(&mut sink).await {
+                    if n == 0 {
+                        break;
+                    }
+                }
+            })
+            .await;
         }
     }
 
@@ -200,6 +199,15 @@ impl Reader {
     async fn subscribe(&mut self, identifier: Arc<str>) -> anyhow::Result<()> {
         if self.subscriptions.contains_key(&identifier) {
             // Rails ignores a duplicate subscribe silently (no second confirm).
+            return Ok(());
+        }
+        if self.subscriptions.len() >= self.state.config.max_subscriptions {
+            tracing::warn!(
+                limit = self.state.config.max_subscriptions,
+                "Subscription refused: too many subscriptions on this connection"
+            );
+            self.conn
+                .send(Frame::text(&protocol::reject(&identifier, self.state.json)));
             return Ok(());
         }
         let Some((channel, params)) = protocol::identifier_params(&identifier) else {

@@ -4,18 +4,22 @@
 //!   Origin check (`allow_request_origin?`), the subprotocol pick, cookie identification.
 //! - [`protocol`]: commands in, frames out, byte for byte as Rails writes them.
 //! - [`connection`]: one task per connection, applying commands in order.
+//! - [`reader`]: inbound frames to whole messages, with the message size bound.
 //! - [`channels`]: Campfire's channels.
 //! - [`registry`]: open connections by user and session, for server-side disconnects.
 
 pub mod channels;
 pub mod connection;
 pub mod protocol;
+pub mod reader;
 pub mod registry;
 
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
+use std::sync::atomic::Ordering;
+
 use base64::Engine as _;
 use hyper_util::rt::TokioIo;
 use sha1::Digest as _;
@@ -92,8 +96,37 @@ pub fn origin_allowed(state: &SharedState, headers: &HeaderMap, secure: bool) ->
         .any(|allowed| allowed == origin)
 }
 
+/// One counted cable socket (`AppState::cable_sockets`), released when dropped.
+#[derive(Debug)]
+pub struct SocketPermit {
+    state: SharedState,
+}
+
+impl SocketPermit {
+    /// Counts one more socket, or None when `config.max_connections` are already open.
+    pub fn acquire(state: &SharedState) -> Option<SocketPermit> {
+        let limit = state.config.max_connections;
+        state
+            .cable_sockets
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |open| {
+                (open < limit).then_some(open + 1)
+            })
+            .ok()?;
+        Some(SocketPermit {
+            state: state.clone(),
+        })
+    }
+}
+
+impl Drop for SocketPermit {
+    fn drop(&mut self) {
+        self.state.cable_sockets.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 /// `GET /cable`: validates the upgrade, answers 101 and hands the socket to
-/// [`connection::run`]. Anything else gets [`page_not_found`].
+/// [`connection::run`]. Anything else gets [`page_not_found`]; past
+/// `config.max_connections` open sockets, an upgrade gets 503 with `Retry-After`.
 pub async fn upgrade(State(state): State<SharedState>, mut request: Request<Body>) -> Response {
     let headers = request.headers();
     let is_upgrade = request.method() == Method::GET
@@ -122,9 +155,22 @@ pub async fn upgrade(State(state): State<SharedState>, mut request: Request<Body
         );
         return page_not_found();
     }
+    let Some(permit) = SocketPermit::acquire(&state) else {
+        tracing::warn!(
+            limit = state.config.max_connections,
+            "Cable connection refused: at the connection limit"
+        );
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            [(header::RETRY_AFTER, "5")],
+            "Too many connections",
+        )
+            .into_response();
+    };
     let protocol = pick_protocol(headers);
     let on_upgrade = hyper::upgrade::on(&mut request);
     tokio::spawn(async move {
+        let _permit = permit;
         let upgraded = match on_upgrade.await {
             Ok(u) => u,
             Err(e) => {

@@ -119,10 +119,11 @@ pub fn is_bot_path(path: &str) -> bool {
 }
 
 /// The middleware that builds [`Ctx`] (see the module docs). Answers 413 for a body over
-/// the limit, 400 for a malformed form and 422 for a missing or wrong CSRF token.
+/// the limit, 408 for a body slower than the body timeout, 400 for a malformed form and 422 for a missing or wrong CSRF token.
 pub async fn prepare(State(state): State<SharedState>, request: Request, next: Next) -> Response {
     match prepare_inner(&state, request).await {
         Ok((request, new_csrf_cookie, secure)) => {
+            let secure = secure || state.config.production;
             let mut response = next.run(request).await;
             if let Some(secret) = new_csrf_cookie {
                 let value = state.cookies.sign(CSRF_COOKIE, &secret.encode(), None);
@@ -190,8 +191,10 @@ async fn prepare_inner(
         if declared.is_some_and(|n| n > limit as u64) {
             return Err(AppError::PayloadTooLarge);
         }
-        let bytes = axum::body::to_bytes(body, limit)
+        let deadline = std::time::Duration::from_secs(state.config.body_timeout);
+        let bytes = tokio::time::timeout(deadline, axum::body::to_bytes(body, limit))
             .await
+            .map_err(|_| AppError::RequestTimeout)?
             .map_err(|_| AppError::PayloadTooLarge)?;
         let urlencoded = parts
             .headers

@@ -27,6 +27,9 @@ pub enum AppError {
     /// 413: body over the configured limit.
     #[error("payload too large")]
     PayloadTooLarge,
+    /// 408: the body did not arrive within the body timeout.
+    #[error("request timeout")]
+    RequestTimeout,
     /// 422: missing or invalid CSRF token, or a missing/invalid field.
     #[error("unprocessable: {0}")]
     Unprocessable(String),
@@ -53,6 +56,7 @@ impl AppError {
             AppError::Unauthorized => StatusCode::UNAUTHORIZED,
             AppError::Forbidden => StatusCode::FORBIDDEN,
             AppError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            AppError::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             AppError::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
             AppError::TooManyRequests => StatusCode::TOO_MANY_REQUESTS,
             AppError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -74,6 +78,10 @@ impl IntoResponse for AppError {
             AppError::PayloadTooLarge => (
                 "Payload too large",
                 "The request body is over the limit.".into(),
+            ),
+            AppError::RequestTimeout => (
+                "Request timeout",
+                "The request body did not arrive in time.".into(),
             ),
             AppError::Unprocessable(why) => ("Unprocessable", why.clone()),
             AppError::TooManyRequests => ("Too many requests", "Try again later.".into()),

@@ -11,6 +11,7 @@
 //! | `GET /`, `GET /rooms/{id}`, `GET /rooms/{id}/@{message_id}`, `GET /rooms/{id}/messages`, `GET /rooms/{id}/refresh`, `GET /users/me/sidebar` | [`rooms`] |
 //! | `POST /rooms/{id}/messages`, `PATCH`/`DELETE /rooms/{id}/messages/{message_id}`, `POST /messages/{id}/boosts` | [`messages`] |
 //! | `POST /rooms/{id}/{bot_key}/messages` | [`messages::create_by_bot`] |
+//! | `PATCH /users/{id}` (administrators: `user[status]`) | [`users`] |
 //! | `GET /cable` | [`crate::cable::upgrade`] |
 //! | `GET /up` | health check |
 //! | `GET /assets/js/…`, `GET /assets/npm/<package>/…` | [`assets`] (in front of the request context, see [`crate::app::service`]) |
@@ -26,6 +27,7 @@ pub mod rate_limit;
 pub mod render;
 pub mod rooms;
 pub mod sessions;
+pub mod users;
 
 use axum::routing::{any, get, patch, post};
 use axum::Router;
@@ -58,6 +60,7 @@ pub fn routes(state: SharedState) -> Router {
         )
         .route("/messages/{message_id}/boosts", post(messages::boost))
         .route("/users/me/sidebar", get(rooms::sidebar))
+        .route("/users/{user_id}", patch(users::update))
         .route("/cable", any(crate::cable::upgrade))
         .route("/assets/hearth.css", get(assets_css))
         .fallback(|| async { error::AppError::NotFound })

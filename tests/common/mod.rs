@@ -9,6 +9,8 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+pub mod child;
+
 /// A running test server and its temp dir (removed on drop).
 pub struct TestServer {
     pub addr: SocketAddr,
@@ -31,7 +33,14 @@ impl TestServer {
     }
 
     pub async fn start_with(tweak: impl FnOnce(&mut hearth::config::Config)) -> TestServer {
-        let dir = temp_dir("srv");
+        Self::start_in(temp_dir("srv"), tweak).await
+    }
+
+    /// A server on the database in `dir` (seeded when empty).
+    pub async fn start_in(
+        dir: PathBuf,
+        tweak: impl FnOnce(&mut hearth::config::Config),
+    ) -> TestServer {
         let mut config = hearth::config::Config::for_tests(&dir);
         config.ping_interval = 1;
         tweak(&mut config);
@@ -88,12 +97,24 @@ impl TestServer {
     }
 }
 
+impl TestServer {
+    /// Stops the server like [`TestServer::stop`] but keeps its directory (database and
+    /// secret), for a restart with [`TestServer::start_in`]; returns the directory.
+    pub async fn stop_keeping_dir(mut self) -> PathBuf {
+        let dir = std::mem::take(&mut self.dir);
+        self.stop().await;
+        dir
+    }
+}
+
 impl Drop for TestServer {
     fn drop(&mut self) {
         if let Some(tx) = self.stop.take() {
             let _ = tx.send(());
         }
-        let _ = std::fs::remove_dir_all(&self.dir);
+        if !self.dir.as_os_str().is_empty() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
     }
 }
 
@@ -333,7 +354,33 @@ impl Ws {
         origin: Option<&str>,
         protocols: Option<&str>,
     ) -> Ws {
-        let mut stream = TcpStream::connect(addr).await.unwrap();
+        let stream = TcpStream::connect(addr).await.unwrap();
+        Self::handshake(stream, addr, cookie, origin, protocols).await
+    }
+
+    /// Opens `/cable` over a socket whose receive buffer is as small as the kernel allows, so
+    /// that little is buffered for a client that stops reading.
+    pub async fn connect_small_window(addr: SocketAddr, cookie: &str, origin: &str) -> Ws {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.set_recv_buffer_size(4096).unwrap();
+        let stream = socket.connect(addr).await.unwrap();
+        Self::handshake(
+            stream,
+            addr,
+            Some(cookie),
+            Some(origin),
+            Some("actioncable-v1-json"),
+        )
+        .await
+    }
+
+    async fn handshake(
+        mut stream: TcpStream,
+        addr: SocketAddr,
+        cookie: Option<&str>,
+        origin: Option<&str>,
+        protocols: Option<&str>,
+    ) -> Ws {
         let mut req = format!(
             "GET /cable HTTP/1.1\r\nHost: {addr}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
              Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
@@ -371,6 +418,11 @@ impl Ws {
             response_head: head,
             buf: rest,
         }
+    }
+
+    /// The socket and the bytes already read past the handshake.
+    pub fn into_parts(self) -> (TcpStream, Vec<u8>) {
+        (self.stream, self.buf)
     }
 
     pub fn header(&self, name: &str) -> Option<String> {
@@ -430,9 +482,12 @@ impl Ws {
     }
 
     /// The next text frame that is not a ping.
+    /// `timeout` bounds the whole wait, pings included.
     pub async fn next_non_ping(&mut self, timeout: Duration) -> Option<WsEvent> {
+        let deadline = tokio::time::Instant::now() + timeout;
         loop {
-            match self.next(timeout).await? {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            match self.next(left).await? {
                 WsEvent::Text(t) if t.starts_with("{\"type\":\"ping\"") => continue,
                 other => return Some(other),
             }

@@ -2,13 +2,16 @@
 // against a running Hearth, the way a browser page would: sign in over HTTP, read the signed
 // stream name from the room page, subscribe, post, and wait for the turbo-stream append.
 //
-//   node driver.mjs --base http://127.0.0.1:3000 --scenario post|unauthorized|rejected
+//   node driver.mjs --base http://127.0.0.1:3000 --scenario post|unauthorized|rejected|restart
 //                   [--email david@example.com] [--password secret123456] [--timeout 10]
 //
 // Prints one line per event and exits 0 when the scenario's outcome was observed:
 //   post          RECEIVED <client_message_id>   (the append reached the subscription)
 //   unauthorized  DISCONNECTED reconnect=false    (no cookie: the server refused the connection)
 //   rejected      REJECTED                        (a tampered signed stream name)
+//   restart       CONNECTED, then (after the server restarts) DISCONNECTED, RECONNECTED and
+//                 RECEIVED <client_message_id>    (resubscribed by the client on its own, and
+//                                                 live again: a post after the restart arrives)
 import WS from "ws";
 
 const args = Object.fromEntries(
@@ -84,6 +87,27 @@ if (scenario === "unauthorized") {
     consumer.subscriptions.create({ channel: "RoomMessagesChannel", signed_stream_name: signed.slice(0, -1) + "0" }, {
       connected() { fail("a tampered name was confirmed"); },
       rejected() { out("REJECTED"); process.exit(0); },
+    });
+  } else if (scenario === "restart") {
+    let confirmations = 0;
+    const cid = `node-restart-${Date.now()}`;
+    consumer.subscriptions.create({ channel: "RoomMessagesChannel", signed_stream_name: signed }, {
+      async connected() {
+        confirmations += 1;
+        if (confirmations === 1) { out("CONNECTED"); return; }
+        out("RECONNECTED", confirmations);
+        const body = new URLSearchParams({ "message[body]": "after the restart", "message[client_message_id]": cid, authenticity_token: csrf });
+        const res = await http("/rooms/1/messages", { method: "POST", body, headers: { Accept: "text/vnd.turbo-stream.html" } });
+        out("POSTED", res.status);
+      },
+      disconnected({ willAttemptReconnect }) { out("DISCONNECTED", `willAttemptReconnect=${willAttemptReconnect}`); },
+      received(data) {
+        if (confirmations > 1 && typeof data === "string" && data.includes(`id="message_${cid}"`)) {
+          out("RECEIVED", cid);
+          process.exit(0);
+        }
+      },
+      rejected() { fail("rejected"); },
     });
   } else {
     const cid = `node-${Date.now()}`;

@@ -114,8 +114,10 @@ pub async fn perform(
     }
 }
 
-/// Reads `room_id` from params as a number or a numeric string.
-pub(crate) fn room_id_param(params: &Map<String, Value>) -> Option<i64> {
+/// Reads `room_id` from a subscription's params as an integer or a decimal string (as Rails'
+/// `Room.find(params[:room_id])` accepts both); None when missing, fractional, out of `i64`
+/// range or of another type.
+pub fn room_id_param(params: &Map<String, Value>) -> Option<i64> {
     match params.get("room_id")? {
         Value::Number(n) => n.as_i64(),
         Value::String(s) => s.parse().ok(),

@@ -1,0 +1,347 @@
+//! The inbound half of a cable connection: client frames in, whole messages out, bounded.
+//!
+//! Frames are parsed by fastwebsockets (unmasking, header checks, close-frame validation,
+//! UTF-8 of single-frame text); unmasked client frames are refused here. Its size limit
+//! applies to one frame only, so a message sent as many small fragments is assembled here,
+//! where the running total is checked against the limit before each fragment is appended: no
+//! message grows past `max_message_bytes` in memory, however it is split. Text is checked for UTF-8 as the fragments arrive (each byte once),
+//! so a bad sequence is refused at the fragment that carries it.
+//!
+//! RFC 6455 close codes for the errors: [`ReadError::close_code`].
+
+use std::convert::Infallible;
+
+use fastwebsockets::{OpCode, Role, WebSocketError, WebSocketRead};
+use tokio::io::AsyncRead;
+
+use super::connection::close_code;
+
+/// One inbound message or control frame the connection must act on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Inbound {
+    /// A whole text message (all fragments), valid UTF-8.
+    Text(String),
+    /// A whole binary message; Action Cable ignores these, so only the length is kept.
+    Binary(usize),
+    /// A ping with its payload (at most 125 bytes); answer with a pong carrying it.
+    Ping(Vec<u8>),
+    /// The client's close frame, with its status code when it sent one (None: no code, 1005).
+    Close(Option<u16>),
+}
+
+/// Why reading stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// A frame, or the fragments of one message together, exceed the limit (close 1009).
+    #[error("message larger than {limit} bytes")]
+    TooBig {
+        /// The limit, in bytes.
+        limit: usize,
+    },
+    /// A text message is not UTF-8, or a close reason is not (close 1007).
+    #[error("invalid UTF-8 in a text message")]
+    InvalidUtf8,
+    /// Anything else RFC 6455 forbids: unmasked frames, reserved bits, bad opcodes, fragmented
+    /// control frames, continuation without a start, a new message inside a fragmented one,
+    /// bad close codes (close 1002).
+    #[error("WebSocket protocol error: {0}")]
+    Protocol(String),
+    /// The peer went away (EOF or an I/O error) without a close frame: nothing more to send.
+    #[error("connection lost")]
+    Gone,
+}
+
+impl ReadError {
+    /// The close code to answer with (RFC 6455 §7.4.1), or None when the socket is gone.
+    pub fn close_code(&self) -> Option<u16> {
+        match self {
+            ReadError::TooBig { .. } => Some(close_code::MESSAGE_TOO_BIG),
+            ReadError::InvalidUtf8 => Some(close_code::INVALID_PAYLOAD),
+            ReadError::Protocol(_) => Some(close_code::PROTOCOL_ERROR),
+            ReadError::Gone => None,
+        }
+    }
+}
+
+/// A message being assembled from fragments.
+#[derive(Debug)]
+struct Partial {
+    text: bool,
+    bytes: Vec<u8>,
+    /// For text: the prefix of `bytes` already known to be valid UTF-8 (an incomplete
+    /// sequence of at most 3 bytes may follow it).
+    checked: usize,
+}
+
+impl Partial {
+    /// Checks the bytes appended since the last call; an incomplete trailing sequence is left
+    /// for the next fragment. Each byte is examined a bounded number of times.
+    fn check_utf8(&mut self) -> Result<(), ReadError> {
+        if !self.text {
+            return Ok(());
+        }
+        match std::str::from_utf8(&self.bytes[self.checked..]) {
+            Ok(_) => self.checked = self.bytes.len(),
+            Err(e) if e.error_len().is_some() => return Err(ReadError::InvalidUtf8),
+            Err(e) => self.checked += e.valid_up_to(),
+        }
+        Ok(())
+    }
+}
+
+/// Reads whole messages from a server-side WebSocket stream (client frames are masked).
+pub struct MessageReader<S> {
+    frames: WebSocketRead<S>,
+    max_message_bytes: usize,
+    partial: Option<Partial>,
+}
+
+impl<S> std::fmt::Debug for MessageReader<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MessageReader")
+            .field("max_message_bytes", &self.max_message_bytes)
+            .field(
+                "partial_bytes",
+                &self.partial.as_ref().map(|p| p.bytes.len()),
+            )
+            .finish()
+    }
+}
+
+impl<S: AsyncRead + Unpin> MessageReader<S> {
+    /// A reader over `stream` (positioned right after the handshake) that refuses messages
+    /// of more than `max_message_bytes` bytes of payload.
+    pub fn new(stream: S, max_message_bytes: usize) -> Self {
+        let (mut frames, _) =
+            fastwebsockets::after_handshake_split(stream, tokio::io::sink(), Role::Server);
+        // fastwebsockets refuses a frame whose length is >= its setting.
+        frames.set_max_message_size(max_message_bytes.saturating_add(1));
+        // Pings are handed to the caller; close frames are validated here and echoed by it.
+        frames.set_auto_pong(false);
+        frames.set_auto_close(true);
+        MessageReader {
+            frames,
+            max_message_bytes,
+            partial: None,
+        }
+    }
+
+    /// The next whole message or control frame. Pongs are skipped. After an error the reader
+    /// must not be used again.
+    pub async fn read(&mut self) -> Result<Inbound, ReadError> {
+        let mut ignore =
+            |_: fastwebsockets::Frame<'_>| std::future::ready(Ok::<(), Infallible>(()));
+        let limit = self.max_message_bytes;
+        loop {
+            let mut frame = self
+                .frames
+                .read_frame(&mut ignore)
+                .await
+                .map_err(|e| map_error(e, limit))?;
+            // RFC 6455 §5.1: a server must fail the connection on an unmasked client frame.
+            // The frame keeps its masking key after unmasking; its formatted head shows it.
+            let mut head = [0u8; 16];
+            frame.fmt_head(&mut head);
+            if head[1] & 0x80 == 0 {
+                return Err(ReadError::Protocol("unmasked client frame".into()));
+            }
+            match frame.opcode {
+                OpCode::Text | OpCode::Binary => {
+                    if self.partial.is_some() {
+                        return Err(ReadError::Protocol(
+                            "a new message started inside a fragmented one".into(),
+                        ));
+                    }
+                    let text = frame.opcode == OpCode::Text;
+                    if frame.fin {
+                        return finish(text, frame.payload.to_vec());
+                    }
+                    let mut partial = Partial {
+                        text,
+                        bytes: frame.payload.to_vec(),
+                        checked: 0,
+                    };
+                    partial.check_utf8()?;
+                    self.partial = Some(partial);
+                }
+                OpCode::Continuation => {
+                    let Some(partial) = self.partial.as_mut() else {
+                        return Err(ReadError::Protocol(
+                            "continuation frame without a message".into(),
+                        ));
+                    };
+                    if frame.payload.len() > self.max_message_bytes - partial.bytes.len() {
+                        self.partial = None;
+                        return Err(ReadError::TooBig {
+                            limit: self.max_message_bytes,
+                        });
+                    }
+                    partial.bytes.extend_from_slice(&frame.payload);
+                    partial.check_utf8()?;
+                    if frame.fin {
+                        let partial = self.partial.take().expect("checked above");
+                        return finish(partial.text, partial.bytes);
+                    }
+                }
+                OpCode::Ping => return Ok(Inbound::Ping(frame.payload.to_vec())),
+                OpCode::Pong => {}
+                OpCode::Close => {
+                    let code = (frame.payload.len() >= 2)
+                        .then(|| u16::from_be_bytes([frame.payload[0], frame.payload[1]]));
+                    return Ok(Inbound::Close(code));
+                }
+            }
+        }
+    }
+}
+
+fn map_error(error: WebSocketError, limit: usize) -> ReadError {
+    match error {
+        WebSocketError::FrameTooLarge => ReadError::TooBig { limit },
+        WebSocketError::InvalidUTF8 => ReadError::InvalidUtf8,
+        WebSocketError::UnexpectedEOF
+        | WebSocketError::IoError(_)
+        | WebSocketError::ConnectionClosed => ReadError::Gone,
+        other => ReadError::Protocol(other.to_string()),
+    }
+}
+
+fn finish(text: bool, bytes: Vec<u8>) -> Result<Inbound, ReadError> {
+    if text {
+        String::from_utf8(bytes)
+            .map(Inbound::Text)
+            .map_err(|_| ReadError::InvalidUtf8)
+    } else {
+        Ok(Inbound::Binary(bytes.len()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A masked client frame.
+    fn frame(fin: bool, opcode: u8, payload: &[u8]) -> Vec<u8> {
+        let mut f = vec![if fin { 0x80 } else { 0 } | opcode];
+        let len = payload.len();
+        if len < 126 {
+            f.push(0x80 | len as u8);
+        } else if len < 65536 {
+            f.push(0x80 | 126);
+            f.extend_from_slice(&(len as u16).to_be_bytes());
+        } else {
+            f.push(0x80 | 127);
+            f.extend_from_slice(&(len as u64).to_be_bytes());
+        }
+        let mask = [0xa1u8, 0x02, 0x7c, 0x40];
+        f.extend_from_slice(&mask);
+        f.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
+        f
+    }
+
+    async fn read_all(bytes: Vec<u8>, limit: usize) -> (Vec<Inbound>, Option<ReadError>) {
+        let mut reader = MessageReader::new(std::io::Cursor::new(bytes), limit);
+        let mut out = Vec::new();
+        loop {
+            match reader.read().await {
+                Ok(m) => out.push(m),
+                Err(ReadError::Gone) => return (out, None),
+                Err(e) => return (out, Some(e)),
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn fragments_interleaved_with_pings_make_one_message() {
+        let mut bytes = frame(false, 0x1, b"{\"com");
+        bytes.extend(frame(true, 0x9, b"hi"));
+        bytes.extend(frame(false, 0x0, b"mand\":"));
+        bytes.extend(frame(true, 0xA, b""));
+        bytes.extend(frame(true, 0x0, b"1}"));
+        bytes.extend(frame(true, 0x8, &1000u16.to_be_bytes()));
+        let (out, err) = read_all(bytes, 64).await;
+        assert!(err.is_none(), "{err:?}");
+        assert_eq!(
+            out,
+            vec![
+                Inbound::Ping(b"hi".to_vec()),
+                Inbound::Text("{\"command\":1}".into()),
+                Inbound::Close(Some(1000)),
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_message_of_exactly_the_limit_passes_and_one_more_byte_does_not() {
+        let (out, err) = read_all(frame(true, 0x1, &[b'a'; 100]), 100).await;
+        assert!(err.is_none());
+        assert_eq!(out, vec![Inbound::Text("a".repeat(100))]);
+        let (_, err) = read_all(frame(true, 0x1, &[b'a'; 101]), 100).await;
+        assert_eq!(err.and_then(|e| e.close_code()), Some(1009));
+    }
+
+    #[tokio::test]
+    async fn many_small_fragments_cannot_grow_past_the_limit() {
+        let mut bytes = frame(false, 0x1, b"ab");
+        for _ in 0..200 {
+            bytes.extend(frame(false, 0x0, b"ab"));
+        }
+        bytes.extend(frame(true, 0x0, b"ab"));
+        let (out, err) = read_all(bytes.clone(), 100).await;
+        assert!(out.is_empty());
+        assert_eq!(err.and_then(|e| e.close_code()), Some(1009));
+        let (out, err) = read_all(bytes, 1000).await;
+        assert!(err.is_none());
+        assert_eq!(out, vec![Inbound::Text("ab".repeat(202))]);
+    }
+
+    #[tokio::test]
+    async fn invalid_utf8_is_1007_even_split_across_fragments() {
+        let (_, err) = read_all(frame(true, 0x1, b"a\xffb"), 100).await;
+        assert_eq!(err.and_then(|e| e.close_code()), Some(1007));
+        // "é" split between two fragments is fine…
+        let mut ok = frame(false, 0x1, b"caf\xc3");
+        ok.extend(frame(true, 0x0, b"\xa9"));
+        let (out, err) = read_all(ok, 100).await;
+        assert!(err.is_none());
+        assert_eq!(out, vec![Inbound::Text("café".into())]);
+        // …a bad continuation byte is refused at its fragment, before the message ends.
+        let mut bad = frame(false, 0x1, b"caf\xc3");
+        bad.extend(frame(false, 0x0, b"("));
+        let (_, err) = read_all(bad, 100).await;
+        assert_eq!(err.and_then(|e| e.close_code()), Some(1007));
+        // A message ending inside a sequence is refused too.
+        let mut cut = frame(false, 0x1, b"caf");
+        cut.extend(frame(true, 0x0, b"\xc3"));
+        let (_, err) = read_all(cut, 100).await;
+        assert_eq!(err.and_then(|e| e.close_code()), Some(1007));
+    }
+
+    #[tokio::test]
+    async fn fragment_order_violations_are_protocol_errors() {
+        let (_, err) = read_all(frame(true, 0x0, b"x"), 100).await;
+        assert_eq!(err.and_then(|e| e.close_code()), Some(1002));
+        let mut nested = frame(false, 0x1, b"x");
+        nested.extend(frame(true, 0x1, b"y"));
+        let (_, err) = read_all(nested, 100).await;
+        assert_eq!(err.and_then(|e| e.close_code()), Some(1002));
+        let (_, err) = read_all(frame(false, 0x9, b"x"), 100).await;
+        assert_eq!(err.and_then(|e| e.close_code()), Some(1002));
+    }
+
+    #[tokio::test]
+    async fn unmasked_client_frames_are_protocol_errors() {
+        let (out, err) = read_all(vec![0x81, 0x02, b'h', b'i'], 100).await;
+        assert!(out.is_empty());
+        assert_eq!(err.and_then(|e| e.close_code()), Some(1002));
+    }
+
+    #[tokio::test]
+    async fn binary_messages_are_reported_by_length() {
+        let mut bytes = frame(false, 0x2, &[0xff; 10]);
+        bytes.extend(frame(true, 0x0, &[0xfe; 5]));
+        let (out, err) = read_all(bytes, 100).await;
+        assert!(err.is_none());
+        assert_eq!(out, vec![Inbound::Binary(15)]);
+    }
+}

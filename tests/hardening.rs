@@ -1,0 +1,539 @@
+//! Hostile and careless clients: message, subscription, connection and request limits with
+//! their documented answers, and the security rules (CSRF everywhere, cookie flags, escaping,
+//! deactivation and bans).
+
+mod common;
+
+use std::time::Duration;
+
+use common::{form, TestServer, Ws, WsEvent};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+const T: Duration = Duration::from_secs(10);
+const PROTOCOLS: &str = "actioncable-v1-json, actioncable-unsupported";
+const DAVID: &str = "david@example.com";
+const SECRET: &str = "secret123456";
+
+fn text(s: &str) -> Option<WsEvent> {
+    Some(WsEvent::Text(s.to_owned()))
+}
+
+fn subscribe_cmd(identifier: &str) -> String {
+    serde_json::json!({"command": "subscribe", "identifier": identifier}).to_string()
+}
+
+fn confirm(identifier: &str) -> String {
+    format!(
+        r#"{{"identifier":{},"type":"confirm_subscription"}}"#,
+        serde_json::to_string(identifier).unwrap()
+    )
+}
+
+fn reject(identifier: &str) -> String {
+    format!(
+        r#"{{"identifier":{},"type":"reject_subscription"}}"#,
+        serde_json::to_string(identifier).unwrap()
+    )
+}
+
+async fn connect_as(server: &TestServer, email: &str, password: &str) -> (common::Client, Ws) {
+    let c = server.signed_in(email, password).await;
+    let ws = connect_with(server, &c).await;
+    (c, ws)
+}
+
+async fn connect_with(server: &TestServer, c: &common::Client) -> Ws {
+    let mut ws = Ws::connect(
+        server.addr,
+        Some(&c.cookie_header()),
+        Some(&server.origin()),
+        Some(PROTOCOLS),
+    )
+    .await;
+    assert_eq!(ws.status, 101, "{}", ws.response_head);
+    assert_eq!(ws.next(T).await, text(r#"{"type":"welcome"}"#));
+    ws
+}
+
+/// Polls `done` until it holds (the server reacts asynchronously), failing after a while.
+async fn eventually(mut done: impl FnMut() -> bool) {
+    for _ in 0..500 {
+        if done() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("condition not reached");
+}
+
+#[tokio::test]
+async fn a_message_of_exactly_the_limit_is_read_and_one_byte_more_closes_with_1009() {
+    let server = TestServer::start_with(|c| c.max_message_bytes = 64 * 1024).await;
+    let (_c, mut ws) = connect_as(&server, DAVID, SECRET).await;
+    let id = r#"{"channel":"HeartbeatChannel"}"#;
+    let mut cmd = subscribe_cmd(id);
+    cmd.push_str(&" ".repeat(64 * 1024 - cmd.len()));
+    ws.send_text(&cmd).await;
+    assert_eq!(ws.next_non_ping(T).await, text(&confirm(id)));
+    cmd.push(' ');
+    ws.send_text(&cmd).await;
+    assert_eq!(ws.next_non_ping(T).await, Some(WsEvent::Close(1009)));
+}
+
+#[tokio::test]
+async fn the_default_limit_is_one_mebibyte_in_one_frame() {
+    let server = TestServer::start().await;
+    let (_c, mut ws) = connect_as(&server, DAVID, SECRET).await;
+    ws.send_frame(0x1, true, &vec![b' '; 1024 * 1024 + 1]).await;
+    assert_eq!(ws.next_non_ping(T).await, Some(WsEvent::Close(1009)));
+}
+
+#[tokio::test]
+async fn a_message_split_into_small_fragments_is_bounded_as_a_whole() {
+    let server = TestServer::start().await;
+    let (_c, mut ws) = connect_as(&server, DAVID, SECRET).await;
+    // 17 fragments of 64 KiB: each far below the limit, together past 1 MiB.
+    let chunk = vec![b' '; 64 * 1024];
+    ws.send_frame(0x1, false, &chunk).await;
+    for _ in 0..16 {
+        ws.send_frame(0x0, false, &chunk).await;
+    }
+    ws.send_frame(0x0, true, b"{}").await;
+    assert_eq!(ws.next_non_ping(T).await, Some(WsEvent::Close(1009)));
+}
+
+#[tokio::test]
+async fn invalid_utf8_closes_with_1007_in_one_frame_or_across_fragments() {
+    let server = TestServer::start().await;
+    let (_c, mut ws) = connect_as(&server, DAVID, SECRET).await;
+    ws.send_frame(0x1, true, b"{\"command\":\"\xff\"}").await;
+    assert_eq!(ws.next_non_ping(T).await, Some(WsEvent::Close(1007)));
+
+    let (_c, mut ws) = connect_as(&server, DAVID, SECRET).await;
+    ws.send_frame(0x1, false, b"{\"command\":\"caf\xc3").await;
+    ws.send_frame(0x0, true, b"(\"}").await;
+    assert_eq!(ws.next_non_ping(T).await, Some(WsEvent::Close(1007)));
+}
+
+#[tokio::test]
+async fn the_subscription_past_the_limit_is_rejected() {
+    let server = TestServer::start().await;
+    let (_c, mut ws) = connect_as(&server, DAVID, SECRET).await;
+    let identifier = |n: usize| format!(r#"{{"channel":"HeartbeatChannel","n":{n}}}"#);
+    for n in 0..64 {
+        ws.send_text(&subscribe_cmd(&identifier(n))).await;
+        assert_eq!(ws.next_non_ping(T).await, text(&confirm(&identifier(n))));
+    }
+    ws.send_text(&subscribe_cmd(&identifier(64))).await;
+    assert_eq!(ws.next_non_ping(T).await, text(&reject(&identifier(64))));
+    // Unsubscribing frees a place.
+    ws.send_text(
+        &serde_json::json!({"command": "unsubscribe", "identifier": identifier(0)}).to_string(),
+    )
+    .await;
+    ws.send_text(&subscribe_cmd(&identifier(64))).await;
+    assert_eq!(ws.next_non_ping(T).await, text(&confirm(&identifier(64))));
+}
+
+#[tokio::test]
+async fn the_subscription_limit_is_configurable() {
+    let server = TestServer::start_with(|c| c.max_subscriptions = 2).await;
+    let (_c, mut ws) = connect_as(&server, DAVID, SECRET).await;
+    let ids = [
+        r#"{"channel":"HeartbeatChannel"}"#,
+        r#"{"channel":"ReadRoomsChannel"}"#,
+        r#"{"channel":"UnreadRoomsChannel"}"#,
+    ];
+    for id in &ids[..2] {
+        ws.send_text(&subscribe_cmd(id)).await;
+        assert_eq!(ws.next_non_ping(T).await, text(&confirm(id)));
+    }
+    ws.send_text(&subscribe_cmd(ids[2])).await;
+    assert_eq!(ws.next_non_ping(T).await, text(&reject(ids[2])));
+}
+
+#[tokio::test]
+async fn upgrades_past_the_connection_limit_get_503() {
+    let server = TestServer::start_with(|c| c.max_connections = 2).await;
+    let c = server.signed_in(DAVID, SECRET).await;
+    let first = connect_with(&server, &c).await;
+    let _second = connect_with(&server, &c).await;
+    let third = Ws::connect(
+        server.addr,
+        Some(&c.cookie_header()),
+        Some(&server.origin()),
+        Some(PROTOCOLS),
+    )
+    .await;
+    assert_eq!(third.status, 503);
+    assert_eq!(third.header("retry-after").as_deref(), Some("5"));
+    // Plain HTTP is not affected.
+    assert_eq!(server.client().get("/up").await.status, 200);
+    // A closed connection frees its place.
+    drop(first);
+    let state = server.state.clone();
+    eventually(|| {
+        state
+            .cable_sockets
+            .load(std::sync::atomic::Ordering::SeqCst)
+            < 2
+    })
+    .await;
+    let _again = connect_with(&server, &c).await;
+}
+
+#[tokio::test]
+async fn a_request_whose_headers_drip_is_dropped_at_the_header_timeout() {
+    let server = TestServer::start_with(|c| c.header_timeout = 1).await;
+    let mut stream = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    stream
+        .write_all(b"GET /up HTTP/1.1\r\nHost: x\r\n")
+        .await
+        .unwrap();
+    // One header byte every 100 ms: each arrives well within any per-read timeout, the whole
+    // block never completes. The server must give up on its own.
+    let drip = async {
+        for _ in 0..200 {
+            if stream.write_all(b"X").await.is_err() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(10), drip).await;
+    let mut rest = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut rest)).await;
+    assert!(
+        read.is_ok(),
+        "the server still holds a connection that never finished its headers"
+    );
+    let head = String::from_utf8_lossy(&rest);
+    assert!(!head.contains("200 OK"), "{head}");
+}
+
+#[tokio::test]
+async fn a_connection_that_sends_nothing_is_dropped_at_the_header_timeout() {
+    let server = TestServer::start_with(|c| c.header_timeout = 1).await;
+    let mut idle = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    let mut rest = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(10), idle.read_to_end(&mut rest)).await;
+    assert!(read.is_ok(), "the server still holds an idle connection");
+}
+
+#[tokio::test]
+async fn a_request_whose_body_drips_gets_408() {
+    let server = TestServer::start_with(|c| c.body_timeout = 1).await;
+    let mut c = server.signed_in(DAVID, SECRET).await;
+    let (csrf, _) = c.room(1).await;
+    let before: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM messages")
+        .fetch_one(&server.state.pool)
+        .await
+        .unwrap();
+    let body = form(&[("message[body]", "slow"), ("authenticity_token", &csrf)]);
+    let mut stream = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    let head = format!(
+        "POST /rooms/1/messages HTTP/1.1\r\nHost: x\r\nCookie: {}\r\n\
+         Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n",
+        c.cookie_header(),
+        body.len() + 100
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream.write_all(body.as_bytes()).await.unwrap();
+    let mut response = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(15), async {
+        let mut chunk = [0u8; 4096];
+        while let Ok(n) = stream.read(&mut chunk).await {
+            if n == 0 {
+                break;
+            }
+            response.extend_from_slice(&chunk[..n]);
+            if response.windows(4).any(|w| w == b"\r\n\r\n") {
+                break;
+            }
+        }
+    })
+    .await;
+    let response = String::from_utf8_lossy(&response);
+    assert!(response.starts_with("HTTP/1.1 408"), "{response}");
+    let after: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM messages")
+        .fetch_one(&server.state.pool)
+        .await
+        .unwrap();
+    assert_eq!(after, before);
+}
+
+#[tokio::test]
+async fn every_state_changing_route_needs_the_csrf_token() {
+    let server = TestServer::start().await;
+    let mut c = server.signed_in(DAVID, SECRET).await;
+    let count = |sql: &'static str| {
+        let pool = server.state.pool.clone();
+        async move {
+            sqlx::query_scalar::<_, i64>(sql)
+                .fetch_one(&pool)
+                .await
+                .unwrap()
+        }
+    };
+    let messages = count("SELECT COUNT(*) FROM messages").await;
+    let boosts = count("SELECT COUNT(*) FROM boosts").await;
+    let sessions = count("SELECT COUNT(*) FROM sessions").await;
+    let active = count("SELECT COUNT(*) FROM users WHERE status = 'active'").await;
+    let message_id: i64 =
+        sqlx::query_scalar("SELECT id FROM messages WHERE room_id = 1 AND creator_id = 1 LIMIT 1")
+            .fetch_one(&server.state.pool)
+            .await
+            .unwrap();
+    let routes = [
+        ("POST", "/session".to_owned(), "email_address=x&password=y"),
+        ("DELETE", "/session".to_owned(), ""),
+        (
+            "POST",
+            "/rooms/1/messages".to_owned(),
+            "message%5Bbody%5D=x",
+        ),
+        (
+            "PATCH",
+            format!("/rooms/1/messages/{message_id}"),
+            "message%5Bbody%5D=x",
+        ),
+        (
+            "PUT",
+            format!("/rooms/1/messages/{message_id}"),
+            "message%5Bbody%5D=x",
+        ),
+        ("DELETE", format!("/rooms/1/messages/{message_id}"), ""),
+        (
+            "POST",
+            format!("/messages/{message_id}/boosts"),
+            "boost%5Bcontent%5D=x",
+        ),
+        ("PATCH", "/users/2".to_owned(), "user%5Bstatus%5D=banned"),
+    ];
+    for (method, path, body) in &routes {
+        for token in [None, Some("forged")] {
+            let mut body = body.to_string();
+            if let Some(t) = token {
+                body.push_str(&format!("&authenticity_token={t}"));
+            }
+            let r = c
+                .request(
+                    method,
+                    path,
+                    &[("Content-Type", "application/x-www-form-urlencoded")],
+                    body.as_bytes(),
+                )
+                .await;
+            assert_eq!(r.status, 422, "{method} {path} without a valid token");
+        }
+        // The `_method` override goes through the same check.
+        if *method != "POST" {
+            let body = format!("_method={}&{body}", method.to_lowercase());
+            let r = c.post_form(path, &body, &[]).await;
+            assert_eq!(r.status, 422, "POST _method={method} {path}");
+        }
+    }
+    assert_eq!(count("SELECT COUNT(*) FROM messages").await, messages);
+    assert_eq!(count("SELECT COUNT(*) FROM boosts").await, boosts);
+    assert_eq!(count("SELECT COUNT(*) FROM sessions").await, sessions);
+    assert_eq!(
+        count("SELECT COUNT(*) FROM users WHERE status = 'active'").await,
+        active
+    );
+}
+
+#[tokio::test]
+async fn production_cookies_are_secure_and_http_only() {
+    let server = TestServer::start_with(|c| c.production = true).await;
+    let mut c = server.client();
+    let page = c.get("/session/new").await;
+    let csrf_cookie = page
+        .headers_named("set-cookie")
+        .into_iter()
+        .find(|s| s.starts_with("_hearth_session="))
+        .expect("the CSRF cookie")
+        .to_owned();
+    assert!(
+        csrf_cookie.contains("; Secure") && csrf_cookie.contains("HttpOnly"),
+        "{csrf_cookie}"
+    );
+    let token = common::csrf_meta(&page.body);
+    let r = c
+        .post_form(
+            "/session",
+            &form(&[
+                ("email_address", DAVID),
+                ("password", SECRET),
+                ("authenticity_token", &token),
+            ]),
+            &[],
+        )
+        .await;
+    assert_eq!(r.status, 302);
+    let session = r
+        .headers_named("set-cookie")
+        .into_iter()
+        .find(|s| s.starts_with("session_token="))
+        .unwrap()
+        .to_owned();
+    assert!(
+        session.contains("; Secure")
+            && session.contains("HttpOnly")
+            && session.contains("SameSite=Lax"),
+        "{session}"
+    );
+}
+
+#[tokio::test]
+async fn production_mode_has_no_built_in_secret_key_base() {
+    let dir = common::temp_dir("prod");
+    let mut config = hearth::config::Config::for_tests(&dir);
+    config.production = true;
+    config.secret_key_base = None;
+    let err = hearth::app::secret_key_base(&config).unwrap_err();
+    assert!(err.to_string().contains("SECRET_KEY_BASE"), "{err}");
+    assert!(hearth::app::Server::bind(config.clone()).await.is_err());
+    assert!(!dir.join("secret_key_base").exists());
+    // An empty value counts as missing.
+    config.secret_key_base = Some(String::new());
+    assert!(hearth::app::secret_key_base(&config).is_err());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn hostile_user_names_and_bodies_are_escaped_in_pages_and_frames() {
+    let server = TestServer::start().await;
+    let name = r#"<script>alert("name")</script>"#;
+    sqlx::query("UPDATE users SET name = ? WHERE id = 1")
+        .bind(name)
+        .execute(&server.state.pool)
+        .await
+        .unwrap();
+    let (mut c, mut ws) = connect_as(&server, DAVID, SECRET).await;
+    let (_, html) = c.room(1).await;
+    assert!(
+        !html.contains("<script>alert"),
+        "raw user name in the room page"
+    );
+    let room = hearth::db::rooms::find(&server.state.pool, 1)
+        .await
+        .unwrap()
+        .unwrap();
+    let signed = server
+        .state
+        .streams
+        .sign(&hearth::broadcasts::room_messages_stream("campfire", &room));
+    let id = serde_json::json!({"channel": "RoomMessagesChannel", "signed_stream_name": signed})
+        .to_string();
+    ws.send_text(&subscribe_cmd(&id)).await;
+    assert_eq!(ws.next_non_ping(T).await, text(&confirm(&id)));
+    let body = r#"<img src=x onerror="alert('body')"> & </turbo-stream>"#;
+    let (csrf, _) = c.room(1).await;
+    let r = c.post_message(1, body, "cid-hostile", &csrf).await;
+    assert!(r.status == 200 || r.status == 302, "{}", r.status);
+    let (_, html) = c.room(1).await;
+    for raw in ["<script>alert", "<img src=x", "& </turbo-stream>"] {
+        assert!(!html.contains(raw), "raw {raw:?} in the room page");
+    }
+    assert!(html.contains("&lt;script&gt;") || html.contains("&#60;script&#62;"));
+    let frame = loop {
+        match ws.next_non_ping(T).await {
+            Some(WsEvent::Text(t)) if t.contains("cid-hostile") || t.contains("onerror") => {
+                break t
+            }
+            Some(WsEvent::Text(_)) => continue,
+            other => panic!("no broadcast: {other:?}"),
+        }
+    };
+    // The frame is JSON whose HTML payload has the body and the name escaped once.
+    let value: serde_json::Value = serde_json::from_str(&frame).unwrap();
+    let html = value["message"].as_str().unwrap_or_default().to_owned();
+    assert!(!html.contains("<img src=x"), "{html}");
+    assert!(!html.contains("<script>alert"), "{html}");
+    assert!(!html.contains("& </turbo-stream>"), "{html}");
+    assert!(
+        html.contains("&lt;img src=x") || html.contains("&#60;img src=x"),
+        "{html}"
+    );
+    assert!(
+        html.contains("&lt;script&gt;alert") || html.contains("&#60;script&#62;alert"),
+        "{html}"
+    );
+}
+
+#[tokio::test]
+async fn deactivated_and_banned_users_lose_their_sessions_and_connections() {
+    let server = TestServer::start().await;
+    let mut admin = server.signed_in(DAVID, SECRET).await;
+    let (csrf, _) = admin.room(1).await;
+    for (email, status) in [
+        ("jason@example.com", "deactivated"),
+        ("jz@example.com", "banned"),
+    ] {
+        let (victim, mut ws) = connect_as(&server, email, SECRET).await;
+        let user_id: i64 = sqlx::query_scalar("SELECT id FROM users WHERE email_address = ?")
+            .bind(email)
+            .fetch_one(&server.state.pool)
+            .await
+            .unwrap();
+        let r = admin
+            .post_form(
+                &format!("/users/{user_id}"),
+                &form(&[
+                    ("_method", "patch"),
+                    ("user[status]", status),
+                    ("authenticity_token", &csrf),
+                ]),
+                &[],
+            )
+            .await;
+        assert_eq!(r.status, 204, "{}", r.body);
+        assert_eq!(
+            ws.next_non_ping(T).await,
+            text(r#"{"type":"disconnect","reason":"remote","reconnect":false}"#)
+        );
+        assert_eq!(ws.next_non_ping(T).await, Some(WsEvent::Close(1000)));
+        // The old cookie opens neither a page nor a cable connection…
+        let mut old = server.client();
+        old.cookies = victim.cookies.clone();
+        let page = old.get("/rooms/1").await;
+        assert_eq!(page.status, 302);
+        let mut again = Ws::connect(
+            server.addr,
+            Some(&victim.cookie_header()),
+            Some(&server.origin()),
+            Some(PROTOCOLS),
+        )
+        .await;
+        assert_eq!(
+            again.next(T).await,
+            text(r#"{"type":"disconnect","reason":"unauthorized","reconnect":false}"#)
+        );
+        // …and the password no longer signs in.
+        assert_eq!(server.client().login(email, SECRET).await.status, 401);
+    }
+}
+
+#[tokio::test]
+async fn only_administrators_change_a_users_status() {
+    let server = TestServer::start().await;
+    let mut member = server.signed_in("jason@example.com", SECRET).await;
+    let (csrf, _) = member.room(1).await;
+    let r = member
+        .post_form(
+            "/users/1",
+            &form(&[
+                ("_method", "patch"),
+                ("user[status]", "banned"),
+                ("authenticity_token", &csrf),
+            ]),
+            &[],
+        )
+        .await;
+    assert_eq!(r.status, 403);
+    let status: String = sqlx::query_scalar("SELECT status FROM users WHERE id = 1")
+        .fetch_one(&server.state.pool)
+        .await
+        .unwrap();
+    assert_eq!(status, "active");
+}

@@ -1,0 +1,314 @@
+//! The real `hearth` binary as a child process: crash durability (SIGKILL during a posting
+//! run), graceful restarts (SIGTERM), and what it writes to its logs.
+
+mod common;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::child::{Hearth, DAVID, PASSWORD, SECRET_KEY_BASE};
+use common::{form, Ws, WsEvent};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+const T: Duration = Duration::from_secs(10);
+
+/// Posts like a browser, but never panics: None when the server is unreachable or the
+/// connection dies before a whole status line arrives.
+async fn try_post(addr: SocketAddr, cookies: &str, path: &str, body: &str) -> Option<u16> {
+    let mut stream = tokio::net::TcpStream::connect(addr).await.ok()?;
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nCookie: {cookies}\r\n\
+         Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await.ok()?;
+    stream.write_all(body.as_bytes()).await.ok()?;
+    let mut raw = Vec::new();
+    tokio::time::timeout(Duration::from_secs(20), stream.read_to_end(&mut raw))
+        .await
+        .ok()?
+        .ok()?;
+    let text = String::from_utf8_lossy(&raw);
+    text.strip_prefix("HTTP/1.1 ")?.get(..3)?.parse().ok()
+}
+
+fn body_for(cid: &str) -> String {
+    // Long enough to span several pages of the WAL when many are in flight.
+    format!("{cid}:{}", ["durable"; 250].join(" "))
+}
+
+fn sidecar(dir: &Path, suffix: &str) -> PathBuf {
+    dir.join(format!("hearth.sqlite3{suffix}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_acknowledged_post_survives_sigkill_and_nothing_is_half_written() {
+    let dir = common::temp_dir("kill");
+    let mut hearth = Hearth::start(&dir, &[]).await;
+    let mut c = hearth.client();
+    assert_eq!(c.login(DAVID, PASSWORD).await.status, 302);
+    let (csrf, _) = c.room(1).await;
+    let cookies = c.cookie_header();
+
+    const WRITERS: usize = 8;
+    const KILL_AFTER: usize = 150;
+    let acked = Arc::new(Mutex::new(Vec::<String>::new()));
+    let count = Arc::new(AtomicUsize::new(0));
+    let mut writers = Vec::new();
+    for w in 0..WRITERS {
+        let (acked, count, cookies, csrf) =
+            (acked.clone(), count.clone(), cookies.clone(), csrf.clone());
+        let addr = hearth.addr;
+        writers.push(tokio::spawn(async move {
+            // Bounded: each writer stops at its first failure (the server is gone) or after
+            // 1,000 posts.
+            for i in 0..1000 {
+                let cid = format!("kill-{w}-{i}");
+                let body = form(&[
+                    ("message[body]", &body_for(&cid)),
+                    ("message[client_message_id]", &cid),
+                    ("authenticity_token", &csrf),
+                ]);
+                match try_post(addr, &cookies, "/rooms/1/messages", &body).await {
+                    Some(302) | Some(200) => {
+                        acked.lock().unwrap().push(cid);
+                        count.fetch_add(1, Ordering::SeqCst);
+                    }
+                    Some(other) => panic!("post answered {other}"),
+                    None => return,
+                }
+            }
+        }));
+    }
+    while count.load(Ordering::SeqCst) < KILL_AFTER {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    hearth.signal("KILL");
+    assert_eq!(hearth.wait(T).await, None, "killed by the signal");
+    for w in writers {
+        w.await.unwrap();
+    }
+    let acked = acked.lock().unwrap().clone();
+    assert!(acked.len() >= KILL_AFTER);
+    // The crash left the write-ahead log and its index behind.
+    assert!(sidecar(&dir, "-wal").exists(), "no -wal file after SIGKILL");
+    assert!(sidecar(&dir, "-shm").exists(), "no -shm file after SIGKILL");
+
+    // Restart on the same files: SQLite replays the WAL.
+    let mut hearth = Hearth::start(&dir, &[]).await;
+    let pool = hearth::db::open(&dir.join("hearth.sqlite3")).await.unwrap();
+    let integrity: String = sqlx::query_scalar("PRAGMA integrity_check")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(integrity, "ok");
+    let broken_keys: Vec<(String,)> = sqlx::query_as("PRAGMA foreign_key_check")
+        .fetch_all(&pool)
+        .await
+        .unwrap();
+    assert!(broken_keys.is_empty());
+    let stored: Vec<(String, String)> = sqlx::query_as(
+        "SELECT client_message_id, body FROM messages WHERE client_message_id LIKE 'kill-%'",
+    )
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    let stored_map: std::collections::HashMap<&str, &str> = stored
+        .iter()
+        .map(|(cid, body)| (cid.as_str(), body.as_str()))
+        .collect();
+    assert_eq!(stored_map.len(), stored.len(), "a post was stored twice");
+    for cid in &acked {
+        assert!(
+            stored_map.contains_key(cid.as_str()),
+            "acknowledged post {cid} lost"
+        );
+    }
+    // Nothing half-written: every stored post is whole, and its room was touched in the same
+    // transaction.
+    for (cid, body) in &stored {
+        assert!(
+            body.contains(&format!("{}<", body_for(cid))),
+            "post {cid} is not whole: {body}"
+        );
+    }
+    let untouched: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM messages m JOIN rooms r ON r.id = m.room_id \
+         WHERE m.client_message_id LIKE 'kill-%' AND r.updated_at < m.created_at",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(untouched, 0);
+    // The restarted server takes posts again.
+    let mut c = hearth.client();
+    assert_eq!(c.login(DAVID, PASSWORD).await.status, 302);
+    let (csrf, _) = c.room(1).await;
+    assert_eq!(
+        c.post_message(1, "after the crash", "after-crash", &csrf)
+            .await
+            .status,
+        200
+    );
+    pool.close().await;
+    hearth.signal("TERM");
+    assert_eq!(hearth.wait(Duration::from_secs(30)).await, Some(0));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_sends_server_restart_stops_accepting_drains_and_exits_0() {
+    let dir = common::temp_dir("term");
+    let mut hearth = Hearth::start(&dir, &["--drain-timeout", "20"]).await;
+    let mut c = hearth.client();
+    assert_eq!(c.login(DAVID, PASSWORD).await.status, 302);
+    let (csrf, _) = c.room(1).await;
+    let origin = format!("http://{}", hearth.addr);
+    let mut ws = Ws::connect(
+        hearth.addr,
+        Some(&c.cookie_header()),
+        Some(&origin),
+        Some("actioncable-v1-json"),
+    )
+    .await;
+    assert_eq!(ws.status, 101);
+    assert_eq!(
+        ws.next(T).await,
+        Some(WsEvent::Text(r#"{"type":"welcome"}"#.into()))
+    );
+    // A post whose body is still on its way when the signal comes.
+    let body = form(&[
+        ("message[body]", "in flight"),
+        ("message[client_message_id]", "in-flight"),
+        ("authenticity_token", &csrf),
+    ]);
+    let mut in_flight = tokio::net::TcpStream::connect(hearth.addr).await.unwrap();
+    let head = format!(
+        "POST /rooms/1/messages HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nCookie: {}\r\n\
+         Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n",
+        hearth.addr,
+        c.cookie_header(),
+        body.len()
+    );
+    in_flight.write_all(head.as_bytes()).await.unwrap();
+    in_flight.write_all(&body.as_bytes()[..5]).await.unwrap();
+
+    hearth.signal("TERM");
+    assert_eq!(
+        ws.next_non_ping(T).await,
+        Some(WsEvent::Text(
+            r#"{"type":"disconnect","reason":"server_restart","reconnect":true}"#.into()
+        ))
+    );
+    assert_eq!(ws.next_non_ping(T).await, Some(WsEvent::Close(1000)));
+    // No new connections while it drains…
+    assert!(tokio::net::TcpStream::connect(hearth.addr).await.is_err());
+    assert!(hearth.child.try_wait().unwrap().is_none(), "still draining");
+    // …but the request in flight completes.
+    in_flight.write_all(&body.as_bytes()[5..]).await.unwrap();
+    let mut response = Vec::new();
+    tokio::time::timeout(T, in_flight.read_to_end(&mut response))
+        .await
+        .unwrap()
+        .unwrap();
+    let response = String::from_utf8_lossy(&response);
+    assert!(response.starts_with("HTTP/1.1 302"), "{response}");
+    assert_eq!(hearth.wait(Duration::from_secs(30)).await, Some(0));
+    let pool = hearth::db::open(&dir.join("hearth.sqlite3")).await.unwrap();
+    let n: i64 =
+        sqlx::query_scalar("SELECT COUNT(*) FROM messages WHERE client_message_id = 'in-flight'")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!(n, 1);
+    pool.close().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stuck_client_cannot_hold_the_shutdown_past_the_drain_timeout() {
+    let dir = common::temp_dir("stuck");
+    let mut hearth = Hearth::start(&dir, &["--drain-timeout", "1"]).await;
+    // Headers of a POST whose body never comes.
+    let mut stuck = tokio::net::TcpStream::connect(hearth.addr).await.unwrap();
+    stuck
+        .write_all(
+            b"POST /session HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\n\
+              Content-Length: 1000\r\n\r\nemail",
+        )
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    hearth.signal("TERM");
+    assert_eq!(hearth.wait(Duration::from_secs(20)).await, Some(0));
+    assert!(hearth.log().contains("drain timeout reached"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_secret_reaches_the_logs_even_at_trace_level() {
+    let dir = common::temp_dir("logs");
+    let mut hearth = Hearth::start(&dir, &["--log-level", "trace"]).await;
+    let mut c = hearth.client();
+    assert_eq!(c.login(DAVID, "wrong password 1").await.status, 401);
+    assert_eq!(c.login(DAVID, PASSWORD).await.status, 302);
+    let (csrf, _) = c.room(1).await;
+    assert_eq!(
+        c.post_message(1, "hello logs", "logs-1", &csrf)
+            .await
+            .status,
+        200
+    );
+    let origin = format!("http://{}", hearth.addr);
+    let mut ws = Ws::connect(
+        hearth.addr,
+        Some(&c.cookie_header()),
+        Some(&origin),
+        Some("actioncable-v1-json"),
+    )
+    .await;
+    assert_eq!(ws.status, 101);
+    let _ = ws.next(T).await;
+    let bot = try_post(hearth.addr, "", "/rooms/1/5-bNd3rB0tK3y7/messages", "beep").await;
+    assert_eq!(bot, Some(201));
+    hearth.signal("TERM");
+    assert_eq!(hearth.wait(Duration::from_secs(30)).await, Some(0));
+    let pool = hearth::db::open(&dir.join("hearth.sqlite3")).await.unwrap();
+    let token: String = sqlx::query_scalar("SELECT token FROM sessions LIMIT 1")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    let digest: String = sqlx::query_scalar("SELECT password_digest FROM users WHERE id = 1")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+    let log = hearth.log();
+    assert!(log.contains("Hearth is listening"), "the log was captured");
+    let session_cookie = c.cookie("session_token").unwrap().to_owned();
+    let csrf_cookie = c.cookie("_hearth_session").unwrap().to_owned();
+    for (what, secret) in [
+        ("secret_key_base", SECRET_KEY_BASE),
+        ("password", PASSWORD),
+        ("wrong password", "wrong password 1"),
+        ("session token", token.as_str()),
+        ("password digest", digest.as_str()),
+        ("session cookie", session_cookie.as_str()),
+        ("CSRF cookie", csrf_cookie.as_str()),
+        ("CSRF token", csrf.as_str()),
+        ("bot token", "bNd3rB0tK3y7"),
+    ] {
+        assert!(!log.contains(secret), "the {what} is in the log");
+    }
+    // `--help` does not print the environment's secret either.
+    let help = std::process::Command::new(env!("CARGO_BIN_EXE_hearth"))
+        .args(["serve", "--help"])
+        .env("SECRET_KEY_BASE", SECRET_KEY_BASE)
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&help.stdout).contains(SECRET_KEY_BASE));
+    let _ = std::fs::remove_dir_all(&dir);
+}
