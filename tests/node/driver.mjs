@@ -90,19 +90,21 @@ if (scenario === "unauthorized") {
     });
   } else if (scenario === "restart") {
     let confirmations = 0;
+    let posted;
     const cid = `node-restart-${Date.now()}`;
     consumer.subscriptions.create({ channel: "RoomMessagesChannel", signed_stream_name: signed }, {
-      async connected() {
+      connected() {
         confirmations += 1;
         if (confirmations === 1) { out("CONNECTED"); return; }
         out("RECONNECTED", confirmations);
         const body = new URLSearchParams({ "message[body]": "after the restart", "message[client_message_id]": cid, authenticity_token: csrf });
-        const res = await http("/rooms/1/messages", { method: "POST", body, headers: { Accept: "text/vnd.turbo-stream.html" } });
-        out("POSTED", res.status);
+        posted = http("/rooms/1/messages", { method: "POST", body, headers: { Accept: "text/vnd.turbo-stream.html" } })
+          .then((res) => out("POSTED", res.status));
       },
       disconnected({ willAttemptReconnect }) { out("DISCONNECTED", `willAttemptReconnect=${willAttemptReconnect}`); },
-      received(data) {
+      async received(data) {
         if (confirmations > 1 && typeof data === "string" && data.includes(`id="message_${cid}"`)) {
+          await posted;
           out("RECEIVED", cid);
           process.exit(0);
         }
@@ -111,15 +113,18 @@ if (scenario === "unauthorized") {
     });
   } else {
     const cid = `node-${Date.now()}`;
+    // The broadcast may arrive before the POST's own response: finish only with both.
+    let posted;
     consumer.subscriptions.create({ channel: "RoomMessagesChannel", signed_stream_name: signed }, {
-      async connected() {
+      connected() {
         out("CONNECTED");
         const body = new URLSearchParams({ "message[body]": "hello from @rails/actioncable", "message[client_message_id]": cid, authenticity_token: csrf });
-        const res = await http("/rooms/1/messages", { method: "POST", body, headers: { Accept: "text/vnd.turbo-stream.html" } });
-        out("POSTED", res.status);
+        posted = http("/rooms/1/messages", { method: "POST", body, headers: { Accept: "text/vnd.turbo-stream.html" } })
+          .then((res) => out("POSTED", res.status));
       },
-      received(data) {
+      async received(data) {
         if (typeof data === "string" && data.includes(`id="message_${cid}"`) && data.startsWith('<turbo-stream action="append"')) {
+          await posted;
           out("RECEIVED", cid);
           process.exit(0);
         }
