@@ -251,7 +251,9 @@ pub async fn create(
     .bind(now)
     .fetch_one(&mut *tx)
     .await?;
-    sqlx::query("UPDATE rooms SET updated_at = ? WHERE id = ?")
+    // MAX: posts committing out of the order of their timestamps never move the touch back,
+    // so a room's updated_at is never older than one of its messages.
+    sqlx::query("UPDATE rooms SET updated_at = MAX(updated_at, ?) WHERE id = ?")
         .bind(now)
         .bind(room_id)
         .execute(&mut *tx)
