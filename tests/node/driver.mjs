@@ -52,6 +52,13 @@ async function signIn() {
   out("SIGNED-IN", email);
 }
 
+// A post scenario ends once both the HTTP answer and the broadcast are in, whichever is first.
+const done = (() => {
+  let posted = false, received = false;
+  const check = () => { if (posted && received) process.exit(0); };
+  return { posted() { posted = true; check(); }, received() { received = true; check(); } };
+})();
+
 globalThis.addEventListener ??= () => {};
 globalThis.removeEventListener ??= () => {};
 globalThis.document ??= { visibilityState: "visible" };
@@ -99,12 +106,13 @@ if (scenario === "unauthorized") {
         const body = new URLSearchParams({ "message[body]": "after the restart", "message[client_message_id]": cid, authenticity_token: csrf });
         const res = await http("/rooms/1/messages", { method: "POST", body, headers: { Accept: "text/vnd.turbo-stream.html" } });
         out("POSTED", res.status);
+        done.posted();
       },
       disconnected({ willAttemptReconnect }) { out("DISCONNECTED", `willAttemptReconnect=${willAttemptReconnect}`); },
       received(data) {
         if (confirmations > 1 && typeof data === "string" && data.includes(`id="message_${cid}"`)) {
           out("RECEIVED", cid);
-          process.exit(0);
+          done.received();
         }
       },
       rejected() { fail("rejected"); },
@@ -117,11 +125,12 @@ if (scenario === "unauthorized") {
         const body = new URLSearchParams({ "message[body]": "hello from @rails/actioncable", "message[client_message_id]": cid, authenticity_token: csrf });
         const res = await http("/rooms/1/messages", { method: "POST", body, headers: { Accept: "text/vnd.turbo-stream.html" } });
         out("POSTED", res.status);
+        done.posted();
       },
       received(data) {
         if (typeof data === "string" && data.includes(`id="message_${cid}"`) && data.startsWith('<turbo-stream action="append"')) {
           out("RECEIVED", cid);
-          process.exit(0);
+          done.received();
         }
       },
       rejected() { fail("rejected"); },
