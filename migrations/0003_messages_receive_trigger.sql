@@ -8,7 +8,8 @@
 -- transaction of four.
 CREATE TRIGGER messages_receive AFTER INSERT ON messages
 BEGIN
-    UPDATE rooms SET updated_at = NEW.created_at WHERE id = NEW.room_id;
+    -- MAX: a post whose timestamp is older than the last touch never moves the room back.
+    UPDATE rooms SET updated_at = MAX(updated_at, NEW.created_at) WHERE id = NEW.room_id;
     UPDATE memberships SET unread_at = NEW.created_at, updated_at = NEW.created_at
      WHERE room_id = NEW.room_id
        AND user_id != NEW.creator_id

@@ -537,3 +537,24 @@ async fn only_administrators_change_a_users_status() {
         .unwrap();
     assert_eq!(status, "active");
 }
+
+#[tokio::test]
+async fn a_posts_room_touch_never_moves_back() {
+    // Concurrent posts commit in any order; the room's updated_at must stay at least the
+    // newest message's time (found by the SIGKILL run in tests/process.rs).
+    let server = TestServer::start().await;
+    let later = hearth::db::now_ms() + 60_000;
+    sqlx::query("UPDATE rooms SET updated_at = ? WHERE id = 1")
+        .bind(later)
+        .execute(&server.state.pool)
+        .await
+        .unwrap();
+    hearth::db::messages::create(&server.state.pool, 1, 1, "David", "touch-1", "<div>x</div>")
+        .await
+        .unwrap();
+    let touched: i64 = sqlx::query_scalar("SELECT updated_at FROM rooms WHERE id = 1")
+        .fetch_one(&server.state.pool)
+        .await
+        .unwrap();
+    assert_eq!(touched, later);
+}

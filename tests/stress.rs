@@ -112,6 +112,14 @@ async fn a_thousand_connections_two_thousand_posts_one_stalled_reader() {
 }
 
 async fn run() {
+    // Two sockets per connection across this process and the server (which inherits the
+    // limit): raise the soft descriptor limit towards the hard one where it is lower.
+    let wanted = (CONNECTIONS as u64) * 2 + 512;
+    let got = rlimit::increase_nofile_limit(wanted).expect("RLIMIT_NOFILE");
+    assert!(
+        got >= wanted,
+        "open-file limit {got} < {wanted}: raise `ulimit -n`"
+    );
     let started = std::time::Instant::now();
     let dir = common::temp_dir("stress");
     let mut hearth = Hearth::start(&dir, &["--ping-interval", "3"]).await;

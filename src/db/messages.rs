@@ -236,8 +236,9 @@ pub async fn create(
     client_message_id: &str,
     body: &str,
 ) -> sqlx::Result<Created> {
-    let now = super::now_ms();
     let write = super::write_lock().await;
+    // Stamped under the write lock, so posts commit in the order of their timestamps.
+    let now = super::now_ms();
     let id: i64 = sqlx::query_scalar(
         "INSERT INTO messages (room_id, creator_id, client_message_id, body, created_at, updated_at) \
          VALUES (?, ?, ?, ?, ?, ?) RETURNING id",

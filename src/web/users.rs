@@ -14,8 +14,7 @@ use axum::Extension;
 
 use super::context::Ctx;
 use super::error::AppError;
-use crate::app::AppState;
-use crate::app::SharedState;
+use crate::app::{AppState, SharedState};
 
 /// The statuses a user can be given.
 pub const STATUSES: [&str; 3] = ["active", "deactivated", "banned"];

@@ -52,6 +52,13 @@ async function signIn() {
   out("SIGNED-IN", email);
 }
 
+// A post scenario ends once both the HTTP answer and the broadcast are in, whichever is first.
+const done = (() => {
+  let posted = false, received = false;
+  const check = () => { if (posted && received) process.exit(0); };
+  return { posted() { posted = true; check(); }, received() { received = true; check(); } };
+})();
+
 globalThis.addEventListener ??= () => {};
 globalThis.removeEventListener ??= () => {};
 globalThis.document ??= { visibilityState: "visible" };
@@ -90,43 +97,40 @@ if (scenario === "unauthorized") {
     });
   } else if (scenario === "restart") {
     let confirmations = 0;
-    let posted;
     const cid = `node-restart-${Date.now()}`;
     consumer.subscriptions.create({ channel: "RoomMessagesChannel", signed_stream_name: signed }, {
-      connected() {
+      async connected() {
         confirmations += 1;
         if (confirmations === 1) { out("CONNECTED"); return; }
         out("RECONNECTED", confirmations);
         const body = new URLSearchParams({ "message[body]": "after the restart", "message[client_message_id]": cid, authenticity_token: csrf });
-        posted = http("/rooms/1/messages", { method: "POST", body, headers: { Accept: "text/vnd.turbo-stream.html" } })
-          .then((res) => out("POSTED", res.status));
+        const res = await http("/rooms/1/messages", { method: "POST", body, headers: { Accept: "text/vnd.turbo-stream.html" } });
+        out("POSTED", res.status);
+        done.posted();
       },
       disconnected({ willAttemptReconnect }) { out("DISCONNECTED", `willAttemptReconnect=${willAttemptReconnect}`); },
-      async received(data) {
+      received(data) {
         if (confirmations > 1 && typeof data === "string" && data.includes(`id="message_${cid}"`)) {
-          await posted;
           out("RECEIVED", cid);
-          process.exit(0);
+          done.received();
         }
       },
       rejected() { fail("rejected"); },
     });
   } else {
     const cid = `node-${Date.now()}`;
-    // The broadcast may arrive before the POST's own response: finish only with both.
-    let posted;
     consumer.subscriptions.create({ channel: "RoomMessagesChannel", signed_stream_name: signed }, {
-      connected() {
+      async connected() {
         out("CONNECTED");
         const body = new URLSearchParams({ "message[body]": "hello from @rails/actioncable", "message[client_message_id]": cid, authenticity_token: csrf });
-        posted = http("/rooms/1/messages", { method: "POST", body, headers: { Accept: "text/vnd.turbo-stream.html" } })
-          .then((res) => out("POSTED", res.status));
+        const res = await http("/rooms/1/messages", { method: "POST", body, headers: { Accept: "text/vnd.turbo-stream.html" } });
+        out("POSTED", res.status);
+        done.posted();
       },
-      async received(data) {
+      received(data) {
         if (typeof data === "string" && data.includes(`id="message_${cid}"`) && data.startsWith('<turbo-stream action="append"')) {
-          await posted;
           out("RECEIVED", cid);
-          process.exit(0);
+          done.received();
         }
       },
       rejected() { fail("rejected"); },
