@@ -67,15 +67,16 @@ pub enum EngineKind {
 
 /// Bounds of one connection's outbox. Passing either cuts the connection off as too slow.
 ///
-/// Defaults: 128 frames and 16 MiB. Only frames longer than `max_bytes / max_frames`
-/// (128 KiB by default) count against `max_bytes`; shorter ones are bounded by `max_frames`
+/// Defaults: 512 frames and 16 MiB. Only frames longer than `max_bytes / max_frames`
+/// (32 KiB by default) count against `max_bytes`; shorter ones are bounded by `max_frames`
 /// alone, so an outbox holds at most `2 × max_bytes` (see `queue.rs`). The ring costs 40 bytes
-/// a slot (5 KiB at 128 frames), allocated on the connection's first frame, so the frame bound
-/// is also the main per-connection memory cost: 1,024 frames measured 54 KiB RSS per idle
-/// connection, 128 frames 19 KiB (`scripts/idle-cost --n 2000`). 128 frames is 64 chat
-/// messages with their unread notices waiting behind a client, on top of what the kernel's
-/// socket buffer holds. For the reference engine `max_frames` is the capacity of each broadcast
-/// channel and `max_bytes` is not used.
+/// a slot (20 KiB at 512 frames), allocated on the connection's first frame, so the frame
+/// bound is also the main per-connection memory cost (`scripts/idle-cost`: 54 KiB RSS per idle
+/// connection at 1,024 frames, 17 KiB at 128). 128 frames proved too tight: under a full
+/// sweep's load (64 posts in flight, each a message and an unread notice per client) the
+/// writer thread falls that far behind in bursts and healthy clients were cut off; 512 leaves
+/// four times that headroom. For the reference engine `max_frames` is the capacity of each
+/// broadcast channel and `max_bytes` is not used.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct QueueLimits {
     /// Most frames queued and not yet taken by the writer (at least 1).
@@ -88,7 +89,7 @@ pub struct QueueLimits {
 impl Default for QueueLimits {
     fn default() -> QueueLimits {
         QueueLimits {
-            max_frames: 128,
+            max_frames: 512,
             max_bytes: 16 * 1024 * 1024,
         }
     }
@@ -164,6 +165,6 @@ mod tests {
     #[test]
     fn default_limits_are_the_documented_ones() {
         let limits = QueueLimits::default();
-        assert_eq!((limits.max_frames, limits.max_bytes), (128, 16 << 20));
+        assert_eq!((limits.max_frames, limits.max_bytes), (512, 16 << 20));
     }
 }
