@@ -291,7 +291,7 @@ impl Server {
         }
         drop(listener);
         let stats = state.fanout.stats();
-        tracing::warn!(
+        tracing::info!(
             frames_written = stats.frames_written,
             bytes_written = stats.bytes_written,
             write_syscalls = stats.write_syscalls,

@@ -51,7 +51,12 @@ enum Cmd {
 fn init_tracing(level: &str, json: bool) {
     let filter = tracing_subscriber::EnvFilter::try_new(level)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    // Colours only on a terminal: a log redirected to a file stays plain text.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(ansi)
+        .with_writer(std::io::stderr);
     if json {
         builder.json().init();
     } else {
