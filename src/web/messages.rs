@@ -37,6 +37,16 @@ fn turbo_response(status: StatusCode, body: String) -> Response {
         .into_response()
 }
 
+/// The answer to a state change in a room: its turbo-stream (200) when the client asked for
+/// one, else a 302 back to the room.
+fn stream_or_back(headers: &HeaderMap, html: String, room_id: i64) -> Response {
+    if wants_turbo_stream(headers) {
+        turbo_response(StatusCode::OK, html)
+    } else {
+        back_to_room(room_id)
+    }
+}
+
 fn back_to_room(room_id: i64) -> Response {
     let mut r = Redirect::to(&format!("/rooms/{room_id}")).into_response();
     *r.status_mut() = StatusCode::FOUND;
@@ -117,11 +127,7 @@ pub async fn create(
     .await?;
     let html = broadcasts::message_append(&room, &created.message);
     broadcasts::message_created(&state, &room, &html, &created.member_ids);
-    let response = if wants_turbo_stream(&headers) {
-        turbo_response(StatusCode::OK, html)
-    } else {
-        back_to_room(room.id)
-    };
+    let response = stream_or_back(&headers, html, room.id);
     state
         .metrics
         .post_finished(PostSource::Web, started.elapsed());
@@ -209,11 +215,7 @@ pub async fn update(
         .await?
         .ok_or(AppError::NotFound)?;
     let html = broadcasts::message_updated(&state, &room, &updated);
-    if wants_turbo_stream(&headers) {
-        Ok(turbo_response(StatusCode::OK, html))
-    } else {
-        Ok(back_to_room(room.id))
-    }
+    Ok(stream_or_back(&headers, html, room.id))
 }
 
 /// `DELETE /rooms/{room_id}/messages/{id}`: the creator (or an administrator) deletes;
@@ -229,11 +231,7 @@ pub async fn destroy(
         .await?
         .ok_or(AppError::NotFound)?;
     let html = broadcasts::message_removed(&state, &room, &removed);
-    if wants_turbo_stream(&headers) {
-        Ok(turbo_response(StatusCode::OK, html))
-    } else {
-        Ok(back_to_room(room.id))
-    }
+    Ok(stream_or_back(&headers, html, room.id))
 }
 
 /// `POST /messages/{id}/boosts` with `boost[content]` (at most 16 characters): broadcasts an
@@ -259,11 +257,7 @@ pub async fn boost(
     }
     let boost = messages::boost(&state.pool, message.id, user.id, &user.name, content).await?;
     let html = broadcasts::boost_created(&state, &room, &message, &boost);
-    if wants_turbo_stream(&headers) {
-        Ok(turbo_response(StatusCode::OK, html))
-    } else {
-        Ok(back_to_room(room.id))
-    }
+    Ok(stream_or_back(&headers, html, room.id))
 }
 
 #[cfg(test)]
