@@ -52,11 +52,10 @@ fn init_tracing(level: &str, json: bool) {
     let filter = tracing_subscriber::EnvFilter::try_new(level)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     // Colours only on a terminal: a log redirected to a file stays plain text.
-    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stdout());
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_ansi(ansi)
-        .with_writer(std::io::stderr);
+        .with_ansi(ansi);
     if json {
         builder.json().init();
     } else {
