@@ -6,33 +6,11 @@ mod common;
 
 use std::time::Duration;
 
-use common::{TestServer, Ws, WsEvent};
+use common::{
+    confirm, connect_as, reject, subscribe_cmd, text, TestServer, Ws, WsEvent, PROTOCOLS,
+};
 
 const T: Duration = Duration::from_secs(5);
-const PROTOCOLS: &str = "actioncable-v1-json, actioncable-unsupported";
-
-fn text(s: &str) -> Option<WsEvent> {
-    Some(WsEvent::Text(s.to_owned()))
-}
-
-/// Connects as a signed-in `email` with the same Origin as the Host.
-async fn connect_as(server: &TestServer, email: &str, password: &str) -> (common::Client, Ws) {
-    let c = server.signed_in(email, password).await;
-    let mut ws = Ws::connect(
-        server.addr,
-        Some(&c.cookie_header()),
-        Some(&server.origin()),
-        Some(PROTOCOLS),
-    )
-    .await;
-    assert_eq!(ws.status, 101);
-    assert_eq!(ws.next(T).await, text(r#"{"type":"welcome"}"#));
-    (c, ws)
-}
-
-fn subscribe_cmd(identifier: &str) -> String {
-    serde_json::json!({"command": "subscribe", "identifier": identifier}).to_string()
-}
 
 fn turbo_identifier(signed: &str) -> String {
     serde_json::json!({"channel": "Turbo::StreamsChannel", "signed_stream_name": signed})
@@ -41,21 +19,6 @@ fn turbo_identifier(signed: &str) -> String {
 
 fn room_identifier(signed: &str) -> String {
     serde_json::json!({"channel": "RoomMessagesChannel", "signed_stream_name": signed}).to_string()
-}
-
-/// Rails' confirm frame for an identifier (the identifier written as a JSON string).
-fn confirm(identifier: &str) -> String {
-    format!(
-        r#"{{"identifier":{},"type":"confirm_subscription"}}"#,
-        serde_json::to_string(identifier).unwrap()
-    )
-}
-
-fn reject(identifier: &str) -> String {
-    format!(
-        r#"{{"identifier":{},"type":"reject_subscription"}}"#,
-        serde_json::to_string(identifier).unwrap()
-    )
 }
 
 #[tokio::test]

@@ -6,54 +6,15 @@ mod common;
 
 use std::time::Duration;
 
-use common::{form, TestServer, Ws, WsEvent};
+use common::{
+    confirm, connect_as, connect_with, form, reject, subscribe_cmd, text, TestServer, Ws, WsEvent,
+    PROTOCOLS,
+};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const T: Duration = Duration::from_secs(10);
-const PROTOCOLS: &str = "actioncable-v1-json, actioncable-unsupported";
 const DAVID: &str = "david@example.com";
 const SECRET: &str = "secret123456";
-
-fn text(s: &str) -> Option<WsEvent> {
-    Some(WsEvent::Text(s.to_owned()))
-}
-
-fn subscribe_cmd(identifier: &str) -> String {
-    serde_json::json!({"command": "subscribe", "identifier": identifier}).to_string()
-}
-
-fn confirm(identifier: &str) -> String {
-    format!(
-        r#"{{"identifier":{},"type":"confirm_subscription"}}"#,
-        serde_json::to_string(identifier).unwrap()
-    )
-}
-
-fn reject(identifier: &str) -> String {
-    format!(
-        r#"{{"identifier":{},"type":"reject_subscription"}}"#,
-        serde_json::to_string(identifier).unwrap()
-    )
-}
-
-async fn connect_as(server: &TestServer, email: &str, password: &str) -> (common::Client, Ws) {
-    let c = server.signed_in(email, password).await;
-    let ws = connect_with(server, &c).await;
-    (c, ws)
-}
-
-async fn connect_with(server: &TestServer, c: &common::Client) -> Ws {
-    let mut ws = Ws::connect(
-        server.addr,
-        Some(&c.cookie_header()),
-        Some(&server.origin()),
-        Some(PROTOCOLS),
-    )
-    .await;
-    assert_eq!(ws.status, 101, "{}", ws.response_head);
-    assert_eq!(ws.next(T).await, text(r#"{"type":"welcome"}"#));
-    ws
-}
 
 /// Polls `done` until it holds (the server reacts asynchronously), failing after a while.
 async fn eventually(mut done: impl FnMut() -> bool) {

@@ -538,3 +538,57 @@ fn parse_frame(buf: &[u8]) -> Option<(Option<WsEvent>, usize)> {
     };
     Some((event, header + len))
 }
+
+/// The subprotocols `@rails/actioncable` offers.
+pub const PROTOCOLS: &str = "actioncable-v1-json, actioncable-unsupported";
+
+/// A text-frame event, for comparing with [`Ws::next`].
+pub fn text(s: &str) -> Option<WsEvent> {
+    Some(WsEvent::Text(s.to_owned()))
+}
+
+/// `{"command":"subscribe","identifier":"…"}`.
+pub fn subscribe_cmd(identifier: &str) -> String {
+    serde_json::json!({"command": "subscribe", "identifier": identifier}).to_string()
+}
+
+/// Rails' confirm frame for an identifier (the identifier written as a JSON string).
+pub fn confirm(identifier: &str) -> String {
+    format!(
+        r#"{{"identifier":{},"type":"confirm_subscription"}}"#,
+        serde_json::to_string(identifier).unwrap()
+    )
+}
+
+/// Rails' reject frame for an identifier.
+pub fn reject(identifier: &str) -> String {
+    format!(
+        r#"{{"identifier":{},"type":"reject_subscription"}}"#,
+        serde_json::to_string(identifier).unwrap()
+    )
+}
+
+/// Opens `/cable` as a signed-in client, with the same Origin as the Host, and reads the
+/// welcome.
+pub async fn connect_with(server: &TestServer, c: &Client) -> Ws {
+    let mut ws = Ws::connect(
+        server.addr,
+        Some(&c.cookie_header()),
+        Some(&server.origin()),
+        Some(PROTOCOLS),
+    )
+    .await;
+    assert_eq!(ws.status, 101, "{}", ws.response_head);
+    assert_eq!(
+        ws.next(Duration::from_secs(10)).await,
+        text(r#"{"type":"welcome"}"#)
+    );
+    ws
+}
+
+/// Signs `email` in and opens `/cable` with its cookies (see [`connect_with`]).
+pub async fn connect_as(server: &TestServer, email: &str, password: &str) -> (Client, Ws) {
+    let c = server.signed_in(email, password).await;
+    let ws = connect_with(server, &c).await;
+    (c, ws)
+}
