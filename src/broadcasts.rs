@@ -11,214 +11,203 @@
 //! | typing start/stop | `typing_notifications:<room gid param>` | `{"action":"start","user":{"id":1,"name":"…"}}` |
 //! | presence | `user_<id>_reads` | `{"room_id":<room id>}` |
 //!
-//! Each payload is rendered and JSON-encoded (ActiveSupport escaping) once, then handed to the
-//! fan-out engine, which wraps it once per identifier variant.
+//! One call per event: it renders the payload once, JSON-encodes it once (ActiveSupport
+//! escaping), hands it to the [`Broadcaster`] (which wraps it once per identifier variant) and
+//! returns the turbo-stream HTML for the HTTP answer of the request that caused it. A render
+//! that fails is an error, never an empty broadcast. Nothing here touches the database.
 
-use crate::app::AppState;
 use crate::db::messages::{Boost, Message};
 use crate::db::rooms::Room;
-use crate::rails::{global_id, json};
-use crate::web::render;
+use crate::pubsub::Broadcaster;
+use crate::rails::json;
+use crate::render;
+use crate::streams;
 
-/// `<room gid param>:messages`, the stream of a room's message list
-/// (`turbo_stream_from @room, :messages`).
-pub fn room_messages_stream(app: &str, room: &Room) -> String {
-    format!(
-        "{}:messages",
-        global_id::to_gid_param(app, room.model_name(), room.id)
-    )
-}
-
-/// `<user gid param>:rooms`, the stream of a user's room list.
-pub fn user_rooms_stream(app: &str, user_id: i64) -> String {
-    format!("{}:rooms", global_id::to_gid_param(app, "User", user_id))
-}
-
-/// `typing_notifications:<room gid param>` (`TypingNotificationsChannel.broadcast_to room`).
-pub fn typing_stream(app: &str, room: &Room) -> String {
-    format!(
-        "typing_notifications:{}",
-        global_id::to_gid_param(app, room.model_name(), room.id)
-    )
-}
-
-/// `presence:<room gid param>` (`PresenceChannel`'s `stream_for room`; nothing is sent on it).
-pub fn presence_stream(app: &str, room: &Room) -> String {
-    format!(
-        "presence:{}",
-        global_id::to_gid_param(app, room.model_name(), room.id)
-    )
-}
-
-/// `user_<id>_unreads` (`UnreadRoomsChannel`).
-pub fn unreads_stream(user_id: i64) -> String {
-    format!("user_{user_id}_unreads")
-}
-
-/// `user_<id>_reads` (`ReadRoomsChannel`).
-pub fn reads_stream(user_id: i64) -> String {
-    format!("user_{user_id}_reads")
-}
-
-/// A random client message id (a UUID v4 in its text form), for posts that give none.
-pub fn new_client_message_id() -> String {
-    let mut b = [0u8; 16];
-    rand::fill(&mut b);
-    b[6] = (b[6] & 0x0f) | 0x40;
-    b[8] = (b[8] & 0x3f) | 0x80;
-    let h = hex::encode(b);
-    format!(
-        "{}-{}-{}-{}-{}",
-        &h[0..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..32]
-    )
-}
-
-/// The turbo-stream `append` of a new message to its room's list (also the poster's own
-/// turbo-stream response).
-pub fn message_append(room: &Room, message: &Message) -> String {
-    render::turbo_stream(
+/// Broadcasts a new message: the `append` to the room's stream, then `{"roomId":…}` to every
+/// member's unread stream. Returns the `append` (the poster's own turbo-stream answer). The
+/// call's duration is recorded as `hearth_broadcast_duration_seconds`.
+///
+/// # Errors
+/// The message partial failed to render; nothing was broadcast.
+pub fn message_created(
+    b: &Broadcaster,
+    room: &Room,
+    message: &Message,
+    member_ids: &[i64],
+) -> Result<String, askama::Error> {
+    let started = std::time::Instant::now();
+    let html = render::turbo_stream(
         "append",
         &room.messages_target(),
-        Some(&render::message(message)),
-    )
-}
-
-fn send_html(state: &AppState, stream: &str, html: &str) -> usize {
-    let payload = json::json_string(html, state.json);
-    state.fanout.broadcast(stream, payload.as_bytes())
-}
-
-/// Broadcasts a new message: the append to the room's stream, then `{"roomId":…}` to every
-/// member's unread stream. `html` is the rendered append (rendered once, shared with the
-/// HTTP response). The call's duration is recorded as `hearth_broadcast_duration_seconds`.
-pub fn message_created(state: &AppState, room: &Room, html: &str, member_ids: &[i64]) {
-    let started = std::time::Instant::now();
-    send_html(
-        state,
-        &room_messages_stream(&state.config.gid_app, room),
-        html,
+        Some(&render::message(message)?),
     );
+    b.broadcast_string(&streams::room_messages(b.gid_app(), room), &html);
     let unread = format!("{{\"roomId\":{}}}", room.id);
-    let mut stream = String::with_capacity(32);
     for id in member_ids {
-        stream.clear();
-        use std::fmt::Write as _;
-        let _ = write!(stream, "user_{id}_unreads");
-        state.fanout.broadcast(&stream, unread.as_bytes());
+        b.broadcast(&streams::unreads(*id), unread.as_bytes());
     }
-    state.metrics.broadcast_finished(started.elapsed());
+    b.record_duration(started.elapsed());
+    Ok(html)
 }
 
 /// Broadcasts an edited message: a `replace` of its element. Returns the turbo-stream (the
-/// editor's own response).
-pub fn message_updated(state: &AppState, room: &Room, message: &Message) -> String {
+/// editor's own answer).
+///
+/// # Errors
+/// The message partial failed to render; nothing was broadcast.
+pub fn message_updated(
+    b: &Broadcaster,
+    room: &Room,
+    message: &Message,
+) -> Result<String, askama::Error> {
     let html = render::turbo_stream(
         "replace",
-        &format!("message_{}", message.client_message_id),
-        Some(&render::message(message)),
+        &message.dom_id(),
+        Some(&render::message(message)?),
     );
-    send_html(
-        state,
-        &room_messages_stream(&state.config.gid_app, room),
-        &html,
-    );
-    html
+    b.broadcast_string(&streams::room_messages(b.gid_app(), room), &html);
+    Ok(html)
 }
 
 /// Broadcasts a deleted message: a `remove` of its element. Returns the turbo-stream.
-pub fn message_removed(state: &AppState, room: &Room, message: &Message) -> String {
-    let html = render::turbo_stream(
-        "remove",
-        &format!("message_{}", message.client_message_id),
-        None,
-    );
-    send_html(
-        state,
-        &room_messages_stream(&state.config.gid_app, room),
-        &html,
-    );
+pub fn message_removed(b: &Broadcaster, room: &Room, message: &Message) -> String {
+    let html = render::turbo_stream("remove", &message.dom_id(), None);
+    b.broadcast_string(&streams::room_messages(b.gid_app(), room), &html);
     html
 }
 
-/// The HTML of one boost, as the boosts container holds it.
-pub fn boost_html(boost: &Boost) -> String {
-    let title = askama::filters::escape(&boost.booster_name, askama::filters::Html)
-        .map(|s| s.to_string())
-        .unwrap_or_default();
-    let content = askama::filters::escape(&boost.content, askama::filters::Html)
-        .map(|s| s.to_string())
-        .unwrap_or_default();
-    format!(
-        "<span id=\"boost_{}\" class=\"boost\" title=\"{title}\">{content}</span>",
-        boost.id
-    )
-}
-
-/// Broadcasts a boost: an `append` to `boosts_message_<client_message_id>`.
-pub fn boost_created(state: &AppState, room: &Room, message: &Message, boost: &Boost) -> String {
+/// Broadcasts a boost: an `append` to `boosts_message_<client_message_id>`. Returns the
+/// turbo-stream.
+pub fn boost_created(b: &Broadcaster, room: &Room, message: &Message, boost: &Boost) -> String {
     let html = render::turbo_stream(
         "append",
-        &format!("boosts_message_{}", message.client_message_id),
-        Some(&boost_html(boost)),
+        &format!("boosts_{}", message.dom_id()),
+        Some(&render::boost(boost)),
     );
-    send_html(
-        state,
-        &room_messages_stream(&state.config.gid_app, room),
-        &html,
-    );
+    b.broadcast_string(&streams::room_messages(b.gid_app(), room), &html);
     html
 }
 
 /// Broadcasts a typing notice: `{"action":"start"|"stop","user":{"id":…,"name":"…"}}`.
-pub fn typing(state: &AppState, room: &Room, action: &str, user_id: i64, user_name: &str) {
+pub fn typing(b: &Broadcaster, room: &Room, action: &str, user_id: i64, user_name: &str) {
     let mut payload = Vec::with_capacity(64);
     payload.extend_from_slice(b"{\"action\":");
-    json::write_json_string(&mut payload, action, state.json);
+    json::write_json_string(&mut payload, action, b.json());
     payload.extend_from_slice(format!(",\"user\":{{\"id\":{user_id},\"name\":").as_bytes());
-    json::write_json_string(&mut payload, user_name, state.json);
+    json::write_json_string(&mut payload, user_name, b.json());
     payload.extend_from_slice(b"}}");
-    state
-        .fanout
-        .broadcast(&typing_stream(&state.config.gid_app, room), &payload);
+    b.broadcast(&streams::typing(b.gid_app(), room), &payload);
 }
 
 /// Broadcasts a read notice `{"room_id":…}` to the user's reads stream (PresenceChannel).
-pub fn room_read(state: &AppState, room_id: i64, user_id: i64) {
-    state.fanout.broadcast(
-        &reads_stream(user_id),
+pub fn room_read(b: &Broadcaster, room_id: i64, user_id: i64) {
+    b.broadcast(
+        &streams::reads(user_id),
         format!("{{\"room_id\":{room_id}}}").as_bytes(),
     );
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use std::sync::{Arc, Mutex};
 
-    #[test]
-    fn stream_names_follow_global_id() {
-        let room = Room {
+    use super::*;
+    use crate::metrics::Metrics;
+    use crate::pubsub::Publish;
+    use crate::rails::json::JsonEscaping;
+
+    /// Records every publish: (stream, payload).
+    #[derive(Debug, Default)]
+    struct Recorder(Mutex<Vec<(String, String)>>);
+
+    impl Publish for Recorder {
+        fn publish(&self, stream: &str, payload: &[u8]) -> usize {
+            let payload = String::from_utf8_lossy(payload).into_owned();
+            self.0
+                .lock()
+                .expect("not poisoned")
+                .push((stream.to_owned(), payload));
+            1
+        }
+    }
+
+    fn broadcaster() -> (Arc<Recorder>, Broadcaster) {
+        let recorder = Arc::new(Recorder::default());
+        let json = JsonEscaping {
+            escape_html_entities: true,
+            escape_js_separators: true,
+        };
+        let b =
+            Broadcaster::with_sink(recorder.clone(), json, "campfire", Arc::new(Metrics::new()));
+        (recorder, b)
+    }
+
+    fn room() -> Room {
+        Room {
             id: 1,
-            name: None,
+            name: Some("All Talk".into()),
             kind: "open".into(),
             updated_at: 0,
-        };
-        // base64url("gid://campfire/Rooms::Open/1"), unpadded.
-        assert_eq!(
-            room_messages_stream("campfire", &room),
-            "Z2lkOi8vY2FtcGZpcmUvUm9vbXM6Ok9wZW4vMQ:messages"
-        );
-        assert_eq!(unreads_stream(7), "user_7_unreads");
+        }
+    }
+
+    fn message() -> Message {
+        Message {
+            id: 7,
+            room_id: 1,
+            creator_id: 2,
+            creator_name: "Ada <Lovelace>".into(),
+            client_message_id: "c-7".into(),
+            body: "<div>hi</div>".into(),
+            created_at: 1_796_004_300_000,
+            updated_at: 1_796_004_300_000,
+            boosts: Vec::new(),
+        }
     }
 
     #[test]
-    fn client_message_ids_look_like_uuids() {
-        let id = new_client_message_id();
-        assert_eq!(id.len(), 36);
-        assert_eq!(&id[14..15], "4");
-        assert_ne!(id, new_client_message_id());
+    fn a_new_message_goes_to_the_room_then_to_each_members_unreads() {
+        let (recorder, b) = broadcaster();
+        let html = message_created(&b, &room(), &message(), &[2, 3]).expect("renders");
+        assert!(html.starts_with(
+            "<turbo-stream action=\"append\" target=\"messages_rooms_open_1\"><template>"
+        ));
+        let sent = recorder.0.lock().expect("not poisoned").clone();
+        assert_eq!(sent.len(), 3);
+        assert_eq!(sent[0].0, streams::room_messages("campfire", &room()));
+        // The payload is the returned HTML as one JSON string, with ActiveSupport's escaping.
+        assert_eq!(sent[0].1, json::json_string(&html, b.json()));
+        assert!(!sent[0].1.contains('<'));
+        assert_eq!(sent[1], ("user_2_unreads".into(), "{\"roomId\":1}".into()));
+        assert_eq!(sent[2], ("user_3_unreads".into(), "{\"roomId\":1}".into()));
+    }
+
+    #[test]
+    fn edits_and_deletes_target_the_messages_element() {
+        let (recorder, b) = broadcaster();
+        let replaced = message_updated(&b, &room(), &message()).expect("renders");
+        assert!(replaced.starts_with("<turbo-stream action=\"replace\" target=\"message_c-7\">"));
+        let removed = message_removed(&b, &room(), &message());
+        assert_eq!(
+            removed,
+            "<turbo-stream action=\"remove\" target=\"message_c-7\"></turbo-stream>"
+        );
+        let sent = recorder.0.lock().expect("not poisoned").clone();
+        let stream = streams::room_messages("campfire", &room());
+        assert_eq!(sent.len(), 2);
+        assert!(sent.iter().all(|(s, _)| *s == stream));
+    }
+
+    #[test]
+    fn typing_and_reads_are_json_objects_on_their_streams() {
+        let (recorder, b) = broadcaster();
+        typing(&b, &room(), "start", 2, "Ada \"A\" </script>");
+        room_read(&b, 1, 2);
+        let sent = recorder.0.lock().expect("not poisoned").clone();
+        assert_eq!(sent[0].0, streams::typing("campfire", &room()));
+        let parsed: serde_json::Value = serde_json::from_str(&sent[0].1).expect("JSON");
+        assert_eq!(parsed["user"]["name"], "Ada \"A\" </script>");
+        assert!(!sent[0].1.contains("</script>"));
+        assert_eq!(sent[1], ("user_2_reads".into(), "{\"room_id\":1}".into()));
     }
 }

@@ -6,6 +6,14 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use crate::fanout::{EngineKind, QueueLimits};
+
+/// Default largest accepted client message, in bytes (`--max-message-bytes`); a larger one,
+/// in one frame or in fragments, closes with 1009 (RFC 6455 §7.4.1).
+pub const MAX_MESSAGE_BYTES: usize = 1024 * 1024;
+
+/// Default most subscriptions one connection may hold (`--max-subscriptions`); a subscribe
+/// past it is answered with `reject_subscription`.
+pub const MAX_SUBSCRIPTIONS: usize = 64;
 use crate::rails::KdfDigest;
 
 /// Settings of a running server.
@@ -94,11 +102,11 @@ pub struct Config {
 
     /// Largest accepted Action Cable message, in bytes, whether sent in one frame or in
     /// fragments; a larger one closes the connection with 1009.
-    #[arg(long, env = "HEARTH_MAX_MESSAGE_BYTES", default_value_t = crate::cable::connection::MAX_MESSAGE_BYTES)]
+    #[arg(long, env = "HEARTH_MAX_MESSAGE_BYTES", default_value_t = MAX_MESSAGE_BYTES)]
     pub max_message_bytes: usize,
 
     /// Most subscriptions one cable connection may hold; the next subscribe is rejected.
-    #[arg(long, env = "HEARTH_MAX_SUBSCRIPTIONS", default_value_t = crate::cable::connection::MAX_SUBSCRIPTIONS)]
+    #[arg(long, env = "HEARTH_MAX_SUBSCRIPTIONS", default_value_t = MAX_SUBSCRIPTIONS)]
     pub max_subscriptions: usize,
 
     /// Most open cable connections; past it, new /cable upgrades get 503.

@@ -5,19 +5,28 @@
 //!
 //! ## Layout
 //!
-//! - [`config`]: every setting, as a flag with an environment variable and a default.
-//! - [`rails`]: what Rails defines and Hearth must match: PBKDF2 key generation, the
-//!   `MessageVerifier` token format (signed stream names, signed cookies), GlobalID params and
-//!   ActiveSupport's JSON escaping.
-//! - [`db`]: the SQLite pool, migrations, the seed and one file of queries per table.
-//! - [`web`]: the axum routes: sessions, CSRF, rooms, messages, bots, the sidebar.
-//! - [`cable`]: the Action Cable server: upgrade, protocol frames, one task per connection
-//!   reading commands in order, and Campfire's channels.
-//! - [`fanout`]: the delivery core, with no HTTP, SQL or Action Cable in it: a stream index,
-//!   pre-encoded shared frames, bounded per-connection queues drained by their owner with
-//!   vectored writes, and the `tokio::sync::broadcast` reference engine.
-//! - [`metrics`]: Prometheus metrics at `/metrics`.
-//! - [`app`]: wiring: shared state, the router and `serve`.
+//! Bottom-up; a module imports only from the floors below it (`tests/layers.rs` holds this).
+//!
+//! 1. Foundations, importing nothing of Hearth's above them:
+//!    - [`rails`]: what Rails defines and Hearth must match: PBKDF2 key generation, the
+//!      `MessageVerifier` token format (signed stream names, signed cookies), GlobalID params
+//!      and ActiveSupport's JSON escaping.
+//!    - [`db`]: the SQLite pool, migrations, the seed and one file of queries per table.
+//!    - [`fanout`]: the delivery core, with no HTTP, SQL or Action Cable in it: a stream index,
+//!      pre-encoded shared frames, bounded per-connection queues drained by their owner with
+//!      vectored writes.
+//! 2. Settings and leaf services: [`config`] (every setting, as a flag with an environment
+//!    variable and a default), [`metrics`] (Prometheus metrics at `/metrics`), [`rate_limit`]
+//!    (the sign-in limit), [`registry`] (open connections by user and session).
+//! 3. What the app says: [`render`] (askama pages and partials, the `<turbo-stream>` wrapper),
+//!    [`streams`] (stream names), [`pubsub`] (the [`pubsub::Broadcaster`] seam every broadcast
+//!    goes through) and [`state`] (the shared state built at start).
+//! 4. [`broadcasts`]: what each event broadcasts, to which stream, in one call per event.
+//! 5. The two faces: [`web`] (the axum routes: sessions, CSRF, rooms, messages, bots, the
+//!    sidebar) and [`cable`] (the Action Cable server: upgrade, protocol frames, one task per
+//!    connection reading commands in order, Campfire's channels).
+//! 6. [`app`]: wiring: the service (routes, `/cable`, `/metrics`), the accept loop and the
+//!    graceful drain.
 
 pub mod app;
 pub mod broadcasts;
@@ -26,5 +35,11 @@ pub mod config;
 pub mod db;
 pub mod fanout;
 pub mod metrics;
+pub mod pubsub;
 pub mod rails;
+pub mod rate_limit;
+pub mod registry;
+pub mod render;
+pub mod state;
+pub mod streams;
 pub mod web;

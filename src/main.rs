@@ -90,7 +90,7 @@ async fn main() -> anyhow::Result<()> {
             println!("{report:?} in {:.2?}", started.elapsed());
         }
         Cmd::SignStream { name, config } => {
-            let secret = hearth::app::secret_key_base(&config)?;
+            let secret = hearth::state::secret_key_base(&config)?;
             let signer = match &config.turbo_verifier_key {
                 Some(key) => {
                     hearth::rails::StreamNameSigner::from_raw_key(hex::decode(key.trim())?)

@@ -280,7 +280,7 @@ impl Metrics {
     }
 
     /// Observes the duration of a post's broadcast call
-    /// ([`crate::broadcasts::message_created`]): JSON-encoding the append once, looking up
+    /// (the new-message event of `broadcasts`): JSON-encoding the append once, looking up
     /// the room stream, encoding one frame per identifier variant and queueing it for every
     /// subscriber, then the same for each member's unread stream. It is the fan-out latency up
     /// to the queues; the writes to sockets follow in each connection's writer task and are

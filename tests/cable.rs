@@ -175,7 +175,7 @@ async fn pings_every_interval_with_unix_seconds() {
 async fn subscribe_confirm_reject_and_silent_cases_like_rails() {
     let server = TestServer::start().await;
     let (_c, mut ws) = connect_as(&server, "david@example.com", "secret123456").await;
-    let good = turbo_identifier(&server.state.streams.sign("rooms"));
+    let good = turbo_identifier(&server.state.signer.sign("rooms"));
     let bad = turbo_identifier(
         "ImNoYXQ6MjAyMSI=--f9ee45dbccb1da04d8ceb99cc820207804370ba0d06b46fc3b8b373af1315628",
     );
@@ -275,8 +275,8 @@ async fn room_streams_are_authorized() {
         .await
         .unwrap()
         .unwrap();
-    let name = hearth::broadcasts::room_messages_stream("campfire", &designers);
-    let signed = server.state.streams.sign(&name);
+    let name = hearth::streams::room_messages("campfire", &designers);
+    let signed = server.state.signer.sign(&name);
     // A validly signed name for a room the user is not a member of is rejected…
     let id = room_identifier(&signed);
     ws.send_text(&subscribe_cmd(&id)).await;
@@ -288,10 +288,8 @@ async fn room_streams_are_authorized() {
         .unwrap();
     let signed = server
         .state
-        .streams
-        .sign(&hearth::broadcasts::room_messages_stream(
-            "campfire", &all_talk,
-        ));
+        .signer
+        .sign(&hearth::streams::room_messages("campfire", &all_talk));
     let id = turbo_identifier(&signed);
     ws.send_text(&subscribe_cmd(&id)).await;
     assert_eq!(ws.next_non_ping(T).await, text(&reject(&id)));

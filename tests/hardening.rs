@@ -133,13 +133,7 @@ async fn upgrades_past_the_connection_limit_get_503() {
     // A closed connection frees its place.
     drop(first);
     let state = server.state.clone();
-    eventually(|| {
-        state
-            .cable_sockets
-            .load(std::sync::atomic::Ordering::SeqCst)
-            < 2
-    })
-    .await;
+    eventually(|| state.open_cable_sockets() < 2).await;
     let _again = connect_with(&server, &c).await;
 }
 
@@ -351,13 +345,13 @@ async fn production_mode_has_no_built_in_secret_key_base() {
     let mut config = hearth::config::Config::for_tests(&dir);
     config.production = true;
     config.secret_key_base = None;
-    let err = hearth::app::secret_key_base(&config).unwrap_err();
+    let err = hearth::state::secret_key_base(&config).unwrap_err();
     assert!(err.to_string().contains("SECRET_KEY_BASE"), "{err}");
     assert!(hearth::app::Server::bind(config.clone()).await.is_err());
     assert!(!dir.join("secret_key_base").exists());
     // An empty value counts as missing.
     config.secret_key_base = Some(String::new());
-    assert!(hearth::app::secret_key_base(&config).is_err());
+    assert!(hearth::state::secret_key_base(&config).is_err());
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -382,8 +376,8 @@ async fn hostile_user_names_and_bodies_are_escaped_in_pages_and_frames() {
         .unwrap();
     let signed = server
         .state
-        .streams
-        .sign(&hearth::broadcasts::room_messages_stream("campfire", &room));
+        .signer
+        .sign(&hearth::streams::room_messages("campfire", &room));
     let id = serde_json::json!({"channel": "RoomMessagesChannel", "signed_stream_name": signed})
         .to_string();
     ws.send_text(&subscribe_cmd(&id)).await;

@@ -138,7 +138,7 @@ async fn run() {
         SECRET_KEY_BASE.as_bytes(),
         hearth::rails::KdfDigest::Sha256,
     );
-    let signed = signer.sign(&hearth::broadcasts::room_messages_stream("campfire", &room));
+    let signed = signer.sign(&hearth::streams::room_messages("campfire", &room));
     let identifier =
         serde_json::json!({"channel": "RoomMessagesChannel", "signed_stream_name": signed})
             .to_string();

@@ -182,7 +182,7 @@ async fn the_room_page_has_what_turbo_needs_and_the_latest_40_messages() {
         .replace("&#61;", "=")
         .replace("&#43;", "+");
     // The signed name is `<room 1 gid param>:messages`, verifiable with the same key.
-    let name = server.state.streams.verify(&signed).expect("verifies");
+    let name = server.state.signer.verify(&signed).expect("verifies");
     assert_eq!(name, "Z2lkOi8vY2FtcGZpcmUvUm9vbXM6Ok9wZW4vMQ:messages");
     let sidebar = c.get("/users/me/sidebar").await;
     assert_eq!(sidebar.status, 200);

@@ -17,36 +17,16 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use super::channels::{self, ChannelContext, Outcome, Subscribed};
-use super::protocol::{self, Command, DisconnectReason};
+use super::protocol::{self, close_code, Command, DisconnectReason};
 use super::reader::{Inbound, MessageReader};
-use crate::app::SharedState;
 use crate::db::users::User;
 use crate::fanout::frame::Frame;
 use crate::fanout::Connection;
-
-/// Default largest accepted client message, in bytes (`--max-message-bytes`); a larger one,
-/// in one frame or in fragments, closes with 1009 (RFC 6455 §7.4.1).
-pub const MAX_MESSAGE_BYTES: usize = 1024 * 1024;
-
-/// Default most subscriptions one connection may hold (`--max-subscriptions`); a subscribe
-/// past it is answered with `reject_subscription`.
-pub const MAX_SUBSCRIPTIONS: usize = 64;
+use crate::state::SharedState;
 
 /// How long a connection refused for a bad message keeps draining the client's input after
 /// its close frame, before the socket is dropped.
 const LINGER: std::time::Duration = std::time::Duration::from_secs(2);
-
-/// RFC 6455 §7.4.1 close codes used here.
-pub mod close_code {
-    /// Normal closure.
-    pub const NORMAL: u16 = 1000;
-    /// Protocol error.
-    pub const PROTOCOL_ERROR: u16 = 1002;
-    /// Invalid frame payload data (e.g. a text frame that is not UTF-8).
-    pub const INVALID_PAYLOAD: u16 = 1007;
-    /// Message too big.
-    pub const MESSAGE_TOO_BIG: u16 = 1009;
-}
 
 /// A subscription of this connection.
 #[derive(Debug)]
@@ -173,7 +153,9 @@ impl Reader {
 
     fn ctx(&self) -> ChannelContext<'_> {
         ChannelContext {
-            state: &self.state,
+            pool: &self.state.pool,
+            broadcaster: &self.state.broadcaster,
+            signer: &self.state.signer,
             user: &self.user,
         }
     }

@@ -6,27 +6,24 @@
 //! - [`connection`]: one task per connection, applying commands in order.
 //! - [`reader`]: inbound frames to whole messages, with the message size bound.
 //! - [`channels`]: Campfire's channels.
-//! - [`registry`]: open connections by user and session, for server-side disconnects.
 
 pub mod channels;
 pub mod connection;
 pub mod protocol;
 pub mod reader;
-pub mod registry;
 
 use axum::body::Body;
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
-use std::sync::atomic::Ordering;
 
 use base64::Engine as _;
 use hyper_util::rt::TokioIo;
 use sha1::Digest as _;
 use tokio::net::TcpStream;
 
-use crate::app::SharedState;
-use crate::web::context::Ctx;
+use crate::db::users::User;
+use crate::state::{AppState, SharedState};
 
 /// The subprotocols Rails supports, in its order (`ActionCable::INTERNAL[:protocols]`).
 pub const PROTOCOLS: [&str; 2] = ["actioncable-v1-json", "actioncable-unsupported"];
@@ -76,7 +73,7 @@ fn header_has_token(headers: &HeaderMap, name: header::HeaderName, token: &str) 
 
 /// Rails' `allow_request_origin?`: the check is off, or the Origin equals
 /// `<proto>://<Host>`, or it is in the allowed list. A missing Origin is refused.
-pub fn origin_allowed(state: &SharedState, headers: &HeaderMap, secure: bool) -> bool {
+pub fn origin_allowed(state: &AppState, headers: &HeaderMap, secure: bool) -> bool {
     if state.config.disable_origin_check {
         return true;
     }
@@ -96,38 +93,28 @@ pub fn origin_allowed(state: &SharedState, headers: &HeaderMap, secure: bool) ->
         .any(|allowed| allowed == origin)
 }
 
-/// One counted cable socket (`AppState::cable_sockets`), released when dropped.
-#[derive(Debug)]
-pub struct SocketPermit {
-    state: SharedState,
-}
-
-impl SocketPermit {
-    /// Counts one more socket, or None when `config.max_connections` are already open.
-    pub fn acquire(state: &SharedState) -> Option<SocketPermit> {
-        let limit = state.config.max_connections;
-        state
-            .cable_sockets
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |open| {
-                (open < limit).then_some(open + 1)
-            })
-            .ok()?;
-        Some(SocketPermit {
-            state: state.clone(),
-        })
-    }
-}
-
-impl Drop for SocketPermit {
-    fn drop(&mut self) {
-        self.state.cable_sockets.fetch_sub(1, Ordering::AcqRel);
-    }
+/// Who a connection is, as the HTTP layer resolved it from the request's cookies before the
+/// upgrade (Campfire's `ApplicationCable::Connection#connect` → `find_verified_user`).
+#[derive(Clone, Debug, Default)]
+pub struct Identity {
+    /// The signed-in, active user; None makes the connection answer `unauthorized`.
+    pub user: Option<User>,
+    /// The session token the user was found by (sign-out closes the connections opened with
+    /// it).
+    pub session_token: Option<String>,
+    /// Whether the request came over TLS (directly or per `X-Forwarded-Proto`): the scheme the
+    /// Origin check expects.
+    pub secure: bool,
 }
 
 /// `GET /cable`: validates the upgrade, answers 101 and hands the socket to
 /// [`connection::run`]. Anything else gets [`page_not_found`]; past
 /// `config.max_connections` open sockets, an upgrade gets 503 with `Retry-After`.
-pub async fn upgrade(State(state): State<SharedState>, mut request: Request<Body>) -> Response {
+pub async fn upgrade(
+    state: SharedState,
+    mut request: Request<Body>,
+    identity: Identity,
+) -> Response {
     let headers = request.headers();
     let is_upgrade = request.method() == Method::GET
         && header_has_token(headers, header::CONNECTION, "upgrade")
@@ -142,10 +129,7 @@ pub async fn upgrade(State(state): State<SharedState>, mut request: Request<Body
     else {
         return page_not_found();
     };
-    let Some(ctx) = request.extensions().get::<Ctx>().cloned() else {
-        return page_not_found();
-    };
-    if !origin_allowed(&state, headers, ctx.secure) {
+    if !origin_allowed(&state, headers, identity.secure) {
         tracing::warn!(
             "Request origin not allowed: {}",
             headers
@@ -155,7 +139,7 @@ pub async fn upgrade(State(state): State<SharedState>, mut request: Request<Body
         );
         return page_not_found();
     }
-    let Some(permit) = SocketPermit::acquire(&state) else {
+    let Ok(permit) = state.cable_sockets.clone().try_acquire_owned() else {
         tracing::warn!(
             limit = state.config.max_connections,
             "Cable connection refused: at the connection limit"
@@ -193,8 +177,8 @@ pub async fn upgrade(State(state): State<SharedState>, mut request: Request<Body
             state,
             parts.io.into_inner(),
             leftover,
-            ctx.user,
-            ctx.session_token,
+            identity.user,
+            identity.session_token,
         )
         .await;
     });

@@ -21,6 +21,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use serde::Deserialize;
 
+use crate::fanout::frame::Frame;
 use crate::fanout::Variant;
 use crate::rails::json::{write_json_string, JsonEscaping};
 
@@ -60,6 +61,27 @@ pub fn disconnect(reason: DisconnectReason, reconnect: bool) -> Vec<u8> {
         reason.as_str()
     )
     .into_bytes()
+}
+
+/// The last two frames of a connection the server ends: the `disconnect` notice, then a close
+/// frame with code 1000 (what Rails' `Connection::Base#close` writes).
+pub fn disconnect_frames(reason: DisconnectReason, reconnect: bool) -> [Frame; 2] {
+    [
+        Frame::text(&disconnect(reason, reconnect)),
+        Frame::close(close_code::NORMAL, ""),
+    ]
+}
+
+/// RFC 6455 §7.4.1 close codes Hearth sends.
+pub mod close_code {
+    /// Normal closure.
+    pub const NORMAL: u16 = 1000;
+    /// Protocol error.
+    pub const PROTOCOL_ERROR: u16 = 1002;
+    /// Invalid frame payload data (e.g. a text frame that is not UTF-8).
+    pub const INVALID_PAYLOAD: u16 = 1007;
+    /// Message too big.
+    pub const MESSAGE_TOO_BIG: u16 = 1009;
 }
 
 /// `{"type":"ping","message":<unix seconds>}`.

@@ -14,7 +14,7 @@ use std::convert::Infallible;
 use fastwebsockets::{OpCode, Role, WebSocketError, WebSocketRead};
 use tokio::io::AsyncRead;
 
-use super::connection::close_code;
+use super::protocol::close_code;
 
 /// One inbound message or control frame the connection must act on.
 #[derive(Clone, Debug, PartialEq, Eq)]

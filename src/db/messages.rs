@@ -29,6 +29,20 @@ pub struct Message {
     pub boosts: Vec<Boost>,
 }
 
+impl Message {
+    /// `dom_id(message)`: `message_<client_message_id>`, the id of the message's element and
+    /// the target of its `replace` and `remove` turbo-stream actions.
+    pub fn dom_id(&self) -> String {
+        format!("message_{}", self.client_message_id)
+    }
+}
+
+/// A random client message id (a UUID v4 in its text form, as `@rails/request.js`-era
+/// Campfire clients make with `crypto.randomUUID()`), for posts that give none.
+pub fn new_client_message_id() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
 /// A boost (a short reaction) on a message.
 #[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
 pub struct Boost {

@@ -15,8 +15,8 @@ use axum::response::{IntoResponse, Response};
 use super::csrf::CsrfSecret;
 use super::error::AppError;
 use super::form::Form;
-use crate::app::SharedState;
 use crate::db::users::User;
+use crate::state::SharedState;
 
 /// Name of the signed cookie holding the session token (Campfire's `session_token`).
 pub const SESSION_COOKIE: &str = "session_token";

@@ -7,7 +7,7 @@
 use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Response};
 
-use super::render::ErrorPage;
+use crate::render::ErrorPage;
 
 /// What went wrong in a request, mapped to its HTTP status.
 #[derive(Debug, thiserror::Error)]
@@ -43,6 +43,12 @@ pub enum AppError {
 
 impl From<sqlx::Error> for AppError {
     fn from(e: sqlx::Error) -> Self {
+        AppError::Internal(e.into())
+    }
+}
+
+impl From<askama::Error> for AppError {
+    fn from(e: askama::Error) -> Self {
         AppError::Internal(e.into())
     }
 }

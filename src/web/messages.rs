@@ -5,53 +5,23 @@
 //! the fan-out engine; the response never waits for a socket write.
 
 use axum::extract::{Path, State};
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Redirect, Response};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
 use axum::Extension;
 
 use super::context::Ctx;
 use super::error::AppError;
-use super::rooms::TURBO_STREAM;
-use crate::app::SharedState;
+use super::extract::{parse_id, MemberRoom};
+use super::respond::stream_or_back;
 use crate::broadcasts;
+use crate::db::rooms::Room;
+use crate::db::users::User;
 use crate::db::{messages, rooms, users};
 use crate::metrics::PostSource;
+use crate::state::{AppState, SharedState};
 
 /// Longest accepted `client_message_id`, in bytes.
 pub const MAX_CLIENT_MESSAGE_ID: usize = 64;
-
-/// Whether the client asked for a turbo-stream answer.
-fn wants_turbo_stream(headers: &HeaderMap) -> bool {
-    headers
-        .get(header::ACCEPT)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.contains("text/vnd.turbo-stream.html"))
-}
-
-fn turbo_response(status: StatusCode, body: String) -> Response {
-    (
-        status,
-        [(header::CONTENT_TYPE, HeaderValue::from_static(TURBO_STREAM))],
-        body,
-    )
-        .into_response()
-}
-
-/// The answer to a state change in a room: its turbo-stream (200) when the client asked for
-/// one, else a 302 back to the room.
-fn stream_or_back(headers: &HeaderMap, html: String, room_id: i64) -> Response {
-    if wants_turbo_stream(headers) {
-        turbo_response(StatusCode::OK, html)
-    } else {
-        back_to_room(room_id)
-    }
-}
-
-fn back_to_room(room_id: i64) -> Response {
-    let mut r = Redirect::to(&format!("/rooms/{room_id}")).into_response();
-    *r.status_mut() = StatusCode::FOUND;
-    r
-}
 
 /// Turns typed plain text into message body HTML: escaped, lines joined with `<br>`, inside a
 /// `<div>` (the shape of an Action Text body).
@@ -77,13 +47,9 @@ pub fn body_html(text: &str) -> String {
     out
 }
 
-fn parse_id(raw: &str) -> Result<i64, AppError> {
-    raw.parse::<i64>().map_err(|_| AppError::NotFound)
-}
-
 fn client_message_id(given: Option<&str>) -> Result<String, AppError> {
     match given.map(str::trim).filter(|s| !s.is_empty()) {
-        None => Ok(broadcasts::new_client_message_id()),
+        None => Ok(messages::new_client_message_id()),
         Some(id) if id.len() <= MAX_CLIENT_MESSAGE_ID
             && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') =>
         {
@@ -95,38 +61,57 @@ fn client_message_id(given: Option<&str>) -> Result<String, AppError> {
     }
 }
 
+/// Stores a post by `author` in `room` and broadcasts it (Campfire's `Room#receive` and
+/// `Message#broadcast_create`): the one path of people's and bots' posts. Returns the stored
+/// message and its turbo-stream `append` (the HTML the poster's answer carries). The post is
+/// answered only after its commit; the broadcast never waits for a socket.
+///
+/// # Errors
+/// 422 for a blank `text`; a database failure (nothing stored); a render failure (stored,
+/// not broadcast).
+async fn post_message(
+    state: &AppState,
+    room: &Room,
+    author: &User,
+    text: &str,
+    client_message_id: &str,
+) -> Result<(messages::Message, String), AppError> {
+    if text.trim().is_empty() {
+        return Err(AppError::Unprocessable(
+            "message body can't be blank".into(),
+        ));
+    }
+    let created = messages::create(
+        &state.pool,
+        room.id,
+        author.id,
+        &author.name,
+        client_message_id,
+        &body_html(text),
+    )
+    .await?;
+    let html = broadcasts::message_created(
+        &state.broadcaster,
+        room,
+        &created.message,
+        &created.member_ids,
+    )?;
+    Ok((created.message, html))
+}
+
 /// `POST /rooms/{room_id}/messages` with `message[body]` and `message[client_message_id]`:
 /// 200 turbo-stream `append` when asked for, else 302 back to the room. Non-members get 404,
 /// a blank body 422.
 pub async fn create(
     State(state): State<SharedState>,
     Extension(ctx): Extension<Ctx>,
-    Path(room_id): Path<String>,
+    MemberRoom { user, room }: MemberRoom,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
     let started = std::time::Instant::now();
-    let user = ctx.require_user()?;
-    let room = rooms::find_for_member(&state.pool, parse_id(&room_id)?, user.id)
-        .await?
-        .ok_or(AppError::NotFound)?;
     let text = ctx.form.get("message[body]").unwrap_or("");
-    if text.trim().is_empty() {
-        return Err(AppError::Unprocessable(
-            "message[body] can't be blank".into(),
-        ));
-    }
     let cid = client_message_id(ctx.form.get("message[client_message_id]"))?;
-    let created = messages::create(
-        &state.pool,
-        room.id,
-        user.id,
-        &user.name,
-        &cid,
-        &body_html(text),
-    )
-    .await?;
-    let html = broadcasts::message_append(&room, &created.message);
-    broadcasts::message_created(&state, &room, &html, &created.member_ids);
+    let (_, html) = post_message(&state, &room, &user, text, &cid).await?;
     let response = stream_or_back(&headers, html, room.id);
     state
         .metrics
@@ -150,24 +135,9 @@ pub async fn create_by_bot(
         .ok_or(AppError::NotFound)?;
     let text = std::str::from_utf8(&ctx.body)
         .map_err(|_| AppError::BadRequest("body is not valid UTF-8".into()))?;
-    if text.trim().is_empty() {
-        return Err(AppError::Unprocessable(
-            "message body can't be blank".into(),
-        ));
-    }
-    let cid = broadcasts::new_client_message_id();
-    let created = messages::create(
-        &state.pool,
-        room.id,
-        bot.id,
-        &bot.name,
-        &cid,
-        &body_html(text),
-    )
-    .await?;
-    let html = broadcasts::message_append(&room, &created.message);
-    broadcasts::message_created(&state, &room, &html, &created.member_ids);
-    let location = format!("/rooms/{}/@{}", room.id, created.message.id);
+    let cid = messages::new_client_message_id();
+    let (message, _) = post_message(&state, &room, &bot, text, &cid).await?;
+    let location = format!("/rooms/{}/@{}", room.id, message.id);
     let response = (StatusCode::CREATED, [(header::LOCATION, location)]).into_response();
     state
         .metrics
@@ -175,25 +145,20 @@ pub async fn create_by_bot(
     Ok(response)
 }
 
-/// The room and message a `PATCH`/`DELETE` names, when the user is a member of the room (404
-/// otherwise) and the message's creator or an administrator (403 otherwise).
+/// The message a `PATCH`/`DELETE` names in the member's room (404 otherwise), when the user is
+/// its creator or an administrator (403 otherwise).
 async fn editable_message(
     state: &SharedState,
-    ctx: &Ctx,
-    room_id: &str,
+    member: &MemberRoom,
     message_id: &str,
-) -> Result<(rooms::Room, messages::Message), AppError> {
-    let user = ctx.require_user()?;
-    let room = rooms::find_for_member(&state.pool, parse_id(room_id)?, user.id)
+) -> Result<messages::Message, AppError> {
+    let message = messages::find(&state.pool, member.room.id, parse_id(message_id)?)
         .await?
         .ok_or(AppError::NotFound)?;
-    let message = messages::find(&state.pool, room.id, parse_id(message_id)?)
-        .await?
-        .ok_or(AppError::NotFound)?;
-    if message.creator_id != user.id && user.role != "administrator" {
+    if message.creator_id != member.user.id && member.user.role != "administrator" {
         return Err(AppError::Forbidden);
     }
-    Ok((room, message))
+    Ok(message)
 }
 
 /// `PATCH /rooms/{room_id}/messages/{id}` with `message[body]`: the creator (or an
@@ -201,10 +166,12 @@ async fn editable_message(
 pub async fn update(
     State(state): State<SharedState>,
     Extension(ctx): Extension<Ctx>,
-    Path((room_id, message_id)): Path<(String, String)>,
+    member: MemberRoom,
+    Path((_, message_id)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
-    let (room, message) = editable_message(&state, &ctx, &room_id, &message_id).await?;
+    let message = editable_message(&state, &member, &message_id).await?;
+    let room = member.room;
     let text = ctx.form.get("message[body]").unwrap_or("");
     if text.trim().is_empty() {
         return Err(AppError::Unprocessable(
@@ -214,7 +181,7 @@ pub async fn update(
     let updated = messages::update_body(&state.pool, room.id, message.id, &body_html(text))
         .await?
         .ok_or(AppError::NotFound)?;
-    let html = broadcasts::message_updated(&state, &room, &updated);
+    let html = broadcasts::message_updated(&state.broadcaster, &room, &updated)?;
     Ok(stream_or_back(&headers, html, room.id))
 }
 
@@ -222,15 +189,16 @@ pub async fn update(
 /// broadcasts a `remove`.
 pub async fn destroy(
     State(state): State<SharedState>,
-    Extension(ctx): Extension<Ctx>,
-    Path((room_id, message_id)): Path<(String, String)>,
+    member: MemberRoom,
+    Path((_, message_id)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
-    let (room, message) = editable_message(&state, &ctx, &room_id, &message_id).await?;
+    let message = editable_message(&state, &member, &message_id).await?;
+    let room = member.room;
     let removed = messages::delete(&state.pool, room.id, message.id)
         .await?
         .ok_or(AppError::NotFound)?;
-    let html = broadcasts::message_removed(&state, &room, &removed);
+    let html = broadcasts::message_removed(&state.broadcaster, &room, &removed);
     Ok(stream_or_back(&headers, html, room.id))
 }
 
@@ -256,7 +224,7 @@ pub async fn boost(
         ));
     }
     let boost = messages::boost(&state.pool, message.id, user.id, &user.name, content).await?;
-    let html = broadcasts::boost_created(&state, &room, &message, &boost);
+    let html = broadcasts::boost_created(&state.broadcaster, &room, &message, &boost);
     Ok(stream_or_back(&headers, html, room.id))
 }
 

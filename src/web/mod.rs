@@ -12,29 +12,29 @@
 //! | `POST /rooms/{id}/messages`, `PATCH`/`DELETE /rooms/{id}/messages/{message_id}`, `POST /messages/{id}/boosts` | [`messages`] |
 //! | `POST /rooms/{id}/{bot_key}/messages` | [`messages::create_by_bot`] |
 //! | `PATCH /users/{id}` (administrators: `user[status]`) | [`users`] |
-//! | `GET /cable` | [`crate::cable::upgrade`] |
 //! | `GET /up` | health check |
-//! | `GET /assets/js/…`, `GET /assets/npm/<package>/…` | [`assets`] (in front of the request context, see [`crate::app::service`]) |
-//! | `GET /metrics` | [`crate::metrics`] (likewise) |
+//! | `GET /assets/js/…`, `GET /assets/npm/<package>/…` | [`assets`] (mounted by the wiring in front of the request context) |
+//!
+//! `/cable` and `/metrics` are mounted by the wiring (`app`), beside these routes.
 
 pub mod assets;
 pub mod context;
 pub mod csrf;
 pub mod error;
+pub mod extract;
 pub mod form;
 pub mod messages;
-pub mod rate_limit;
-pub mod render;
+pub mod respond;
 pub mod rooms;
 pub mod sessions;
 pub mod users;
 
-use axum::routing::{any, get, patch, post};
+use axum::routing::{get, patch, post};
 use axum::Router;
 
-use crate::app::SharedState;
+use crate::state::SharedState;
 
-/// The routes, without the [`context::prepare`] wrapper (see [`crate::app::service`]).
+/// The routes, without the [`context::prepare`] wrapper (the wiring puts it in front).
 pub fn routes(state: SharedState) -> Router {
     Router::new()
         .route("/up", get(|| async { "OK" }))
@@ -61,7 +61,6 @@ pub fn routes(state: SharedState) -> Router {
         .route("/messages/{message_id}/boosts", post(messages::boost))
         .route("/users/me/sidebar", get(rooms::sidebar))
         .route("/users/{user_id}", patch(users::update))
-        .route("/cable", any(crate::cable::upgrade))
         .route("/assets/hearth.css", get(assets_css))
         .fallback(|| async { error::AppError::NotFound })
         .with_state(state)

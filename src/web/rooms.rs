@@ -3,29 +3,21 @@
 
 use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderValue, StatusCode};
-use axum::response::{Html, IntoResponse, Redirect, Response};
+use axum::response::{Html, IntoResponse, Response};
 use axum::Extension;
 use serde::Deserialize;
 
 use super::context::{set_cookie, Ctx, LAST_ROOM_COOKIE};
 use super::error::AppError;
-use super::render::{self, RoomPage, Sidebar};
-use crate::app::SharedState;
+use super::extract::{parse_id, MemberRoom};
+use super::respond::{found, TURBO_STREAM};
 use crate::db::{messages, rooms};
-
-/// The content type of turbo-stream responses.
-pub const TURBO_STREAM: &str = "text/vnd.turbo-stream.html; charset=utf-8";
+use crate::render::{self, RoomPage, Sidebar};
+use crate::state::SharedState;
+use crate::streams;
 
 fn sign_in() -> Response {
-    let mut r = Redirect::to("/session/new").into_response();
-    *r.status_mut() = StatusCode::FOUND;
-    r
-}
-
-fn found(to: &str) -> Response {
-    let mut r = Redirect::to(to).into_response();
-    *r.status_mut() = StatusCode::FOUND;
-    r
+    found("/session/new")
 }
 
 /// `GET /`: the last visited room (the `last_room` cookie), else the user's first room.
@@ -51,10 +43,6 @@ pub async fn root(
         Some(id) => Ok(found(&format!("/rooms/{id}"))),
         None => Err(AppError::NotFound),
     }
-}
-
-fn parse_id(raw: &str) -> Result<i64, AppError> {
-    raw.parse::<i64>().map_err(|_| AppError::NotFound)
 }
 
 /// `GET /rooms/{id}`: the latest 40 messages, the room's signed message stream and the
@@ -95,13 +83,12 @@ async fn render_room(state: &SharedState, ctx: &Ctx, room_id: i64) -> Result<Res
             .is_empty(),
         None => false,
     };
-    let messages_html = render::messages(&page);
-    let messages_stream = state.streams.sign(&crate::broadcasts::room_messages_stream(
-        &state.config.gid_app,
-        &room,
-    ));
+    let messages_html = render::messages(&page)?;
+    let messages_stream = state
+        .signer
+        .sign(&streams::room_messages(&state.config.gid_app, &room));
     let token = ctx.csrf_token();
-    let client_message_id = crate::broadcasts::new_client_message_id();
+    let client_message_id = messages::new_client_message_id();
     let view = RoomPage {
         csrf_token: &token,
         user,
@@ -114,7 +101,7 @@ async fn render_room(state: &SharedState, ctx: &Ctx, room_id: i64) -> Result<Res
         scripts: state.assets.head_html(),
         scripts_missing: (!state.assets.installed()).then_some(super::assets::INSTALL_COMMAND),
     };
-    let html = askama::Template::render(&view).map_err(|e| AppError::Internal(e.into()))?;
+    let html = askama::Template::render(&view)?;
     let mut response = Html(html).into_response();
     let secure = ctx.secure || state.config.production;
     response.headers_mut().append(
@@ -137,14 +124,9 @@ pub struct PageQuery {
 /// empty.
 pub async fn messages_page(
     State(state): State<SharedState>,
-    Extension(ctx): Extension<Ctx>,
-    Path(room_id): Path<String>,
+    MemberRoom { room, .. }: MemberRoom,
     Query(q): Query<PageQuery>,
 ) -> Result<Response, AppError> {
-    let user = ctx.require_user()?;
-    let room = rooms::find_for_member(&state.pool, parse_id(&room_id)?, user.id)
-        .await?
-        .ok_or(AppError::NotFound)?;
     let bad = || AppError::BadRequest("before and after must be message ids".into());
     let page = match (&q.before, &q.after) {
         (Some(b), None) => {
@@ -163,7 +145,7 @@ pub async fn messages_page(
     if page.is_empty() {
         return Ok(StatusCode::NO_CONTENT.into_response());
     }
-    Ok(Html(render::messages(&page)).into_response())
+    Ok(Html(render::messages(&page)?).into_response())
 }
 
 /// Query of `GET /rooms/{id}/refresh`.
@@ -178,14 +160,9 @@ pub struct RefreshQuery {
 /// a reconnect).
 pub async fn refresh(
     State(state): State<SharedState>,
-    Extension(ctx): Extension<Ctx>,
-    Path(room_id): Path<String>,
+    MemberRoom { room, .. }: MemberRoom,
     Query(q): Query<RefreshQuery>,
 ) -> Result<Response, AppError> {
-    let user = ctx.require_user()?;
-    let room = rooms::find_for_member(&state.pool, parse_id(&room_id)?, user.id)
-        .await?
-        .ok_or(AppError::NotFound)?;
     let since: i64 = q
         .since
         .as_deref()
@@ -196,15 +173,15 @@ pub async fn refresh(
     for m in &updated {
         body.push_str(&render::turbo_stream(
             "replace",
-            &format!("message_{}", m.client_message_id),
-            Some(&render::message(m)),
+            &m.dom_id(),
+            Some(&render::message(m)?),
         ));
     }
     if !created.is_empty() {
         body.push_str(&render::turbo_stream(
             "append",
             &room.messages_target(),
-            Some(&render::messages(&created)),
+            Some(&render::messages(&created)?),
         ));
     }
     Ok((
@@ -223,11 +200,10 @@ pub async fn sidebar(
     let user = ctx.require_user()?;
     let list = rooms::for_sidebar(&state.pool, user.id).await?;
     let (direct, shared): (Vec<_>, Vec<_>) = list.into_iter().partition(|r| r.kind == "direct");
-    let rooms_stream = state.streams.sign("rooms");
-    let user_rooms_stream = state.streams.sign(&crate::broadcasts::user_rooms_stream(
-        &state.config.gid_app,
-        user.id,
-    ));
+    let rooms_stream = state.signer.sign("rooms");
+    let user_rooms_stream = state
+        .signer
+        .sign(&streams::user_rooms(&state.config.gid_app, user.id));
     let view = Sidebar {
         rooms_stream: &rooms_stream,
         user_rooms_stream: &user_rooms_stream,
@@ -235,6 +211,6 @@ pub async fn sidebar(
         shared,
         direct,
     };
-    let html = askama::Template::render(&view).map_err(|e| AppError::Internal(e.into()))?;
+    let html = askama::Template::render(&view)?;
     Ok(Html(html).into_response())
 }

@@ -7,13 +7,15 @@ use std::time::Instant;
 
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
-use axum::response::{Html, IntoResponse, Redirect, Response};
+use axum::response::{Html, IntoResponse, Response};
 use axum::Extension;
 
 use super::context::{delete_cookie, set_cookie, Ctx, PERMANENT_SECS, SESSION_COOKIE};
 use super::error::AppError;
-use super::render::SignInPage;
-use crate::app::SharedState;
+use super::respond;
+use crate::cable::protocol::{disconnect_frames, DisconnectReason};
+use crate::render::SignInPage;
+use crate::state::SharedState;
 
 /// bcrypt ignores bytes past 72; Rails' `has_secure_password` refuses longer passwords, and so
 /// does Hearth (such a login fails).
@@ -22,7 +24,7 @@ pub const MAX_PASSWORD_BYTES: usize = 72;
 /// `GET /session/new`: the sign-in form (signed-in users go to `/`).
 pub async fn new(Extension(ctx): Extension<Ctx>) -> Result<Response, AppError> {
     if ctx.user.is_some() {
-        return Ok(Redirect::to("/").into_response());
+        return Ok(respond::found("/"));
     }
     Ok(sign_in_page(&ctx, StatusCode::OK, None, ""))
 }
@@ -96,8 +98,7 @@ pub async fn create(
     let expires = std::time::SystemTime::now() + std::time::Duration::from_secs(PERMANENT_SECS);
     let value = state.cookies.sign(SESSION_COOKIE, &token, Some(expires));
     let secure = ctx.secure || state.config.production;
-    let mut response = Redirect::to("/").into_response();
-    *response.status_mut() = StatusCode::FOUND;
+    let mut response = respond::found("/");
     response.headers_mut().append(
         header::SET_COOKIE,
         set_cookie(SESSION_COOKIE, &value, Some(PERMANENT_SECS), secure),
@@ -113,10 +114,11 @@ pub async fn destroy(
 ) -> Result<Response, AppError> {
     if let Some(token) = &ctx.session_token {
         crate::db::sessions::destroy(&state.pool, token).await?;
-        state.cable.disconnect_session(token, false);
+        state
+            .cable
+            .close_session(token, &disconnect_frames(DisconnectReason::Remote, false));
     }
-    let mut response = Redirect::to("/session/new").into_response();
-    *response.status_mut() = StatusCode::FOUND;
+    let mut response = respond::found("/session/new");
     response
         .headers_mut()
         .append(header::SET_COOKIE, delete_cookie(SESSION_COOKIE));

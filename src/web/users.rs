@@ -14,7 +14,8 @@ use axum::Extension;
 
 use super::context::Ctx;
 use super::error::AppError;
-use crate::app::{AppState, SharedState};
+use crate::cable::protocol::{disconnect_frames, DisconnectReason};
+use crate::state::{AppState, SharedState};
 
 /// The statuses a user can be given.
 pub const STATUSES: [&str; 3] = ["active", "deactivated", "banned"];
@@ -28,7 +29,9 @@ pub async fn set_status(state: &AppState, user_id: i64, status: &str) -> Result<
     }
     let changed = crate::db::users::set_status(&state.pool, user_id, status).await?;
     if changed && status != "active" {
-        let closed = state.cable.disconnect_user(user_id, false);
+        let closed = state
+            .cable
+            .close_user(user_id, &disconnect_frames(DisconnectReason::Remote, false));
         tracing::info!(user_id, status, connections = closed, "user disabled");
     }
     Ok(changed)

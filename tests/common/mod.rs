@@ -15,7 +15,7 @@ pub mod child;
 pub struct TestServer {
     pub addr: SocketAddr,
     pub dir: PathBuf,
-    pub state: hearth::app::SharedState,
+    pub state: hearth::state::SharedState,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<()>>,
 }

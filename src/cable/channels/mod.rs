@@ -22,9 +22,12 @@ pub mod unread_rooms;
 
 use serde_json::{Map, Value};
 
-use crate::app::AppState;
+use sqlx::SqlitePool;
+
 use crate::db::rooms::Room;
 use crate::db::users::User;
+use crate::pubsub::Broadcaster;
+use crate::rails::StreamNameSigner;
 
 /// Which channel a subscription belongs to, with what it resolved at subscribe time.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -65,11 +68,16 @@ pub enum Outcome {
     UnknownChannel,
 }
 
-/// Everything a channel may need about the connection.
+/// Everything a channel may need: the database, the broadcaster, the stream signer and the
+/// connection's user — not the whole server state.
 #[derive(Clone, Copy, Debug)]
 pub struct ChannelContext<'a> {
-    /// Server state (database, signer, fan-out).
-    pub state: &'a AppState,
+    /// The SQLite pool (membership lookups, presence).
+    pub pool: &'a SqlitePool,
+    /// Where the channel's broadcasts go (typing, reads).
+    pub broadcaster: &'a Broadcaster,
+    /// Turbo's signed stream name verifier.
+    pub signer: &'a StreamNameSigner,
     /// The connection's user (`current_user`).
     pub user: &'a User,
 }
@@ -133,5 +141,5 @@ pub(crate) async fn member_room(
     let Some(id) = room_id_param(params) else {
         return Ok(None);
     };
-    Ok(crate::db::rooms::find_for_member(&ctx.state.pool, id, ctx.user.id).await?)
+    Ok(crate::db::rooms::find_for_member(ctx.pool, id, ctx.user.id).await?)
 }

@@ -17,7 +17,7 @@ pub async fn subscribe(
         return Ok(Outcome::Reject);
     };
     present(ctx, &room).await?;
-    let stream = crate::broadcasts::presence_stream(&ctx.state.config.gid_app, &room);
+    let stream = crate::streams::presence(ctx.broadcaster.gid_app(), &room);
     Ok(Outcome::Confirm(Subscribed {
         channel: Channel::Presence(room),
         streams: vec![stream],
@@ -25,14 +25,14 @@ pub async fn subscribe(
 }
 
 async fn present(ctx: ChannelContext<'_>, room: &Room) -> anyhow::Result<()> {
-    rooms::present(&ctx.state.pool, room.id, ctx.user.id).await?;
-    crate::broadcasts::room_read(ctx.state, room.id, ctx.user.id);
+    rooms::present(ctx.pool, room.id, ctx.user.id).await?;
+    crate::broadcasts::room_read(ctx.broadcaster, room.id, ctx.user.id);
     Ok(())
 }
 
 /// `unsubscribed`.
 pub async fn unsubscribed(ctx: ChannelContext<'_>, room: &Room) -> anyhow::Result<()> {
-    rooms::absent(&ctx.state.pool, room.id, ctx.user.id).await?;
+    rooms::absent(ctx.pool, room.id, ctx.user.id).await?;
     Ok(())
 }
 
@@ -40,8 +40,8 @@ pub async fn unsubscribed(ctx: ChannelContext<'_>, room: &Room) -> anyhow::Resul
 pub async fn perform(ctx: ChannelContext<'_>, room: &Room, action: &str) -> anyhow::Result<bool> {
     match action {
         "present" => present(ctx, room).await?,
-        "absent" => rooms::absent(&ctx.state.pool, room.id, ctx.user.id).await?,
-        "refresh" => rooms::refresh_connection(&ctx.state.pool, room.id, ctx.user.id).await?,
+        "absent" => rooms::absent(ctx.pool, room.id, ctx.user.id).await?,
+        "refresh" => rooms::refresh_connection(ctx.pool, room.id, ctx.user.id).await?,
         _ => return Ok(false),
     }
     Ok(true)

@@ -7,6 +7,6 @@ use super::{Channel, ChannelContext, Outcome, Subscribed};
 pub fn subscribe(ctx: ChannelContext<'_>) -> Outcome {
     Outcome::Confirm(Subscribed {
         channel: Channel::ReadRooms,
-        streams: vec![crate::broadcasts::reads_stream(ctx.user.id)],
+        streams: vec![crate::streams::reads(ctx.user.id)],
     })
 }

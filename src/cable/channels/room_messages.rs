@@ -15,7 +15,7 @@ pub async fn subscribe(
     let Some(signed) = params.get("signed_stream_name").and_then(Value::as_str) else {
         return Ok(Outcome::Reject);
     };
-    let Some(name) = ctx.state.streams.verify(signed) else {
+    let Some(name) = ctx.signer.verify(signed) else {
         return Ok(Outcome::Reject);
     };
     let Some(param) = name.strip_suffix(":messages") else {
@@ -24,10 +24,10 @@ pub async fn subscribe(
     let Some((app, model, id)) = global_id::parse_gid_param(param) else {
         return Ok(Outcome::Reject);
     };
-    if app != ctx.state.config.gid_app || !model.starts_with("Rooms::") {
+    if app != ctx.broadcaster.gid_app() || !model.starts_with("Rooms::") {
         return Ok(Outcome::Reject);
     }
-    match crate::db::rooms::find_for_member(&ctx.state.pool, id, ctx.user.id).await? {
+    match crate::db::rooms::find_for_member(ctx.pool, id, ctx.user.id).await? {
         Some(room) if room.model_name() == model => Ok(Outcome::Confirm(Subscribed {
             channel: Channel::RoomMessages,
             streams: vec![name],

@@ -12,7 +12,7 @@ pub fn subscribe(ctx: ChannelContext<'_>, params: &Map<String, Value>) -> Outcom
     let Some(signed) = params.get("signed_stream_name").and_then(Value::as_str) else {
         return Outcome::Reject;
     };
-    match ctx.state.streams.verify(signed) {
+    match ctx.signer.verify(signed) {
         Some(name) if !name.ends_with(":messages") => Outcome::Confirm(Subscribed {
             channel: Channel::TurboStreams,
             streams: vec![name],

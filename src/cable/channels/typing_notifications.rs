@@ -14,7 +14,7 @@ pub async fn subscribe(
     let Some(room) = member_room(ctx, params).await? else {
         return Ok(Outcome::Reject);
     };
-    let stream = crate::broadcasts::typing_stream(&ctx.state.config.gid_app, &room);
+    let stream = crate::streams::typing(ctx.broadcaster.gid_app(), &room);
     Ok(Outcome::Confirm(Subscribed {
         channel: Channel::TypingNotifications(room),
         streams: vec![stream],
@@ -26,6 +26,6 @@ pub fn perform(ctx: ChannelContext<'_>, room: &Room, action: &str) -> bool {
     if !matches!(action, "start" | "stop") {
         return false;
     }
-    crate::broadcasts::typing(ctx.state, room, action, ctx.user.id, &ctx.user.name);
+    crate::broadcasts::typing(ctx.broadcaster, room, action, ctx.user.id, &ctx.user.name);
     true
 }

@@ -7,6 +7,6 @@ use super::{Channel, ChannelContext, Outcome, Subscribed};
 pub fn subscribe(ctx: ChannelContext<'_>) -> Outcome {
     Outcome::Confirm(Subscribed {
         channel: Channel::UnreadRooms,
-        streams: vec![crate::broadcasts::unreads_stream(ctx.user.id)],
+        streams: vec![crate::streams::unreads(ctx.user.id)],
     })
 }

@@ -6,7 +6,7 @@
 
 use askama::Template;
 
-use crate::db::messages::Message;
+use crate::db::messages::{Boost, Message};
 use crate::db::rooms::SidebarRoom;
 use crate::db::users::User;
 
@@ -30,7 +30,10 @@ impl std::fmt::Debug for MessagePartial<'_> {
 }
 
 /// Renders one message partial: `<div id="message_<client_message_id>" class="message" …>`.
-pub fn message(m: &Message) -> String {
+///
+/// # Errors
+/// The template failed to render (askama's error).
+pub fn message(m: &Message) -> Result<String, askama::Error> {
     let initials: String = m
         .creator_name
         .split_whitespace()
@@ -45,26 +48,45 @@ pub fn message(m: &Message) -> String {
         created_iso: iso8601(m.created_at),
         created_time: clock_time(m.created_at),
     };
-    partial.render().unwrap_or_default()
+    partial.render()
 }
 
 /// Renders several message partials, one after another, separated by newlines.
-pub fn messages(list: &[Message]) -> String {
+///
+/// # Errors
+/// A partial failed to render.
+pub fn messages(list: &[Message]) -> Result<String, askama::Error> {
     let mut out = String::with_capacity(list.len() * 6 * 1024);
     for m in list {
-        out.push_str(&message(m));
+        out.push_str(&message(m)?);
         out.push('\n');
     }
-    out
+    Ok(out)
+}
+
+/// The HTML of one boost, as the boosts container of a message holds it:
+/// `<span id="boost_<id>" class="boost" title="<booster>">content</span>`, both texts escaped.
+pub fn boost(boost: &Boost) -> String {
+    format!(
+        "<span id=\"boost_{}\" class=\"boost\" title=\"{}\">{}</span>",
+        boost.id,
+        escape_html(&boost.booster_name),
+        escape_html(&boost.content)
+    )
+}
+
+/// `text` escaped for HTML text and double-quoted attributes (askama's HTML escaper).
+pub fn escape_html(text: &str) -> String {
+    askama::filters::escape(text, askama::filters::Html)
+        .map(|s| s.to_string())
+        .unwrap_or_default()
 }
 
 /// A turbo-stream element, as turbo-rails' `turbo_stream_action_tag` writes it:
 /// `<turbo-stream action="append" target="messages_rooms_open_1"><template>…</template></turbo-stream>`.
 /// `remove` has no template. `target` is escaped as an attribute; `template` is trusted HTML.
 pub fn turbo_stream(action: &str, target: &str, template: Option<&str>) -> String {
-    let target = askama::filters::escape(target, askama::filters::Html)
-        .map(|s| s.to_string())
-        .unwrap_or_default();
+    let target = escape_html(target);
     match template {
         Some(html) => format!(
             "<turbo-stream action=\"{action}\" target=\"{target}\"><template>{html}</template></turbo-stream>"

@@ -1,12 +1,15 @@
-//! The open, identified connections by user and session, for server-side disconnects:
+//! The open, identified cable connections by user and session, for server-side disconnects:
 //! sign-out and deactivation (Rails' `remote_connections.where(current_user:).disconnect`) and
 //! the `server_restart` sent to everyone on SIGTERM.
+//!
+//! The registry knows connections and ids only; the caller gives the frames that end a
+//! connection (the Action Cable `disconnect` notice and a close frame, see
+//! [`crate::cable::protocol::disconnect_frames`]).
 
 use std::collections::HashMap;
 
 use parking_lot::Mutex;
 
-use super::protocol::{disconnect, DisconnectReason};
 use crate::fanout::frame::Frame;
 use crate::fanout::Connection;
 
@@ -21,14 +24,6 @@ struct Entry {
 #[derive(Debug, Default)]
 pub struct Registry {
     entries: Mutex<HashMap<u64, Entry>>,
-}
-
-/// Queues the disconnect frame and a close frame (code 1000) on `connection`.
-pub fn close_with(connection: &Connection, reason: DisconnectReason, reconnect: bool) {
-    connection.close(&[
-        Frame::text(&disconnect(reason, reconnect)),
-        Frame::close(1000, ""),
-    ]);
 }
 
 impl Registry {
@@ -59,12 +54,7 @@ impl Registry {
         self.len() == 0
     }
 
-    fn close_matching(
-        &self,
-        reason: DisconnectReason,
-        reconnect: bool,
-        pred: impl Fn(&Entry) -> bool,
-    ) -> usize {
+    fn close_matching(&self, frames: &[Frame], pred: impl Fn(&Entry) -> bool) -> usize {
         let matching: Vec<Connection> = self
             .entries
             .lock()
@@ -73,27 +63,25 @@ impl Registry {
             .map(|e| e.connection.clone())
             .collect();
         for c in &matching {
-            close_with(c, reason, reconnect);
+            c.close(frames);
         }
         matching.len()
     }
 
-    /// Closes the user's connections with `{"type":"disconnect","reason":"remote",…}`.
-    pub fn disconnect_user(&self, user_id: i64, reconnect: bool) -> usize {
-        self.close_matching(DisconnectReason::Remote, reconnect, |e| {
-            e.user_id == user_id
-        })
+    /// Queues `frames` as the last frames of each of the user's connections and closes them.
+    /// Returns how many were closed.
+    pub fn close_user(&self, user_id: i64, frames: &[Frame]) -> usize {
+        self.close_matching(frames, |e| e.user_id == user_id)
     }
 
-    /// Closes the connections opened with this session token (sign-out).
-    pub fn disconnect_session(&self, token: &str, reconnect: bool) -> usize {
-        self.close_matching(DisconnectReason::Remote, reconnect, |e| {
-            e.session_token.as_deref() == Some(token)
-        })
+    /// Queues `frames` as the last frames of each connection opened with this session token
+    /// (sign-out) and closes them. Returns how many were closed.
+    pub fn close_session(&self, token: &str, frames: &[Frame]) -> usize {
+        self.close_matching(frames, |e| e.session_token.as_deref() == Some(token))
     }
 
-    /// Closes every connection with `{"type":"disconnect","reason":"server_restart","reconnect":true}`.
-    pub fn disconnect_all_for_restart(&self) -> usize {
-        self.close_matching(DisconnectReason::ServerRestart, true, |_| true)
+    /// Queues `frames` on every connection and closes them all (shutdown). Returns how many.
+    pub fn close_all(&self, frames: &[Frame]) -> usize {
+        self.close_matching(frames, |_| true)
     }
 }

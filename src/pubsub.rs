@@ -1,0 +1,94 @@
+//! The broadcasting seam: where a payload for a stream goes.
+//!
+//! [`Broadcaster`] is the narrow interface that handlers, channels and [`crate::broadcasts`]
+//! receive instead of the whole server state: "send these bytes to every subscriber of this
+//! stream" (Action Cable's `ActionCable.server.broadcast(broadcasting, message)`), plus the two
+//! settings an event needs to build its payload and stream name (ActiveSupport's JSON escaping
+//! and the GlobalID app name). Where the bytes go is a [`Publish`] sink: the in-process
+//! fan-out engine by default; a pub/sub adapter that shares broadcasts between nodes, or a
+//! test's recorder, plugs in the same way.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::fanout::Fanout;
+use crate::metrics::Metrics;
+use crate::rails::json::{self, JsonEscaping};
+
+/// Where a broadcast's bytes go: one call per broadcast (never per subscriber).
+pub trait Publish: Send + Sync + std::fmt::Debug {
+    /// Delivers `payload` (one JSON value, the `message` of the Action Cable frame) to the
+    /// subscribers of `stream`. Returns how many local connections it was queued for. Must
+    /// not wait for a socket.
+    fn publish(&self, stream: &str, payload: &[u8]) -> usize;
+}
+
+/// The in-process engine: every subscriber is a connection of this process.
+impl Publish for Fanout {
+    fn publish(&self, stream: &str, payload: &[u8]) -> usize {
+        self.broadcast(stream, payload)
+    }
+}
+
+/// Sends already-encoded payloads to streams. Cheap to clone (two `Arc`s, an app name and a
+/// flag pair).
+#[derive(Clone, Debug)]
+pub struct Broadcaster {
+    sink: Arc<dyn Publish>,
+    json: JsonEscaping,
+    gid_app: Arc<str>,
+    metrics: Arc<Metrics>,
+}
+
+impl Broadcaster {
+    /// A broadcaster onto the in-process `fanout` engine. `gid_app` is the GlobalID app name
+    /// of stream names (`gid://<app>/…`, `--gid-app`); `json` the escaping of every JSON
+    /// string it encodes; `metrics` records each event's duration.
+    pub fn new(fanout: Fanout, json: JsonEscaping, gid_app: &str, metrics: Arc<Metrics>) -> Self {
+        Self::with_sink(Arc::new(fanout), json, gid_app, metrics)
+    }
+
+    /// A broadcaster onto any [`Publish`] sink (a pub/sub adapter, a test's recorder).
+    pub fn with_sink(
+        sink: Arc<dyn Publish>,
+        json: JsonEscaping,
+        gid_app: &str,
+        metrics: Arc<Metrics>,
+    ) -> Self {
+        Self {
+            sink,
+            json,
+            gid_app: gid_app.into(),
+            metrics,
+        }
+    }
+
+    /// Sends `payload` (one JSON value, the `message` of the Action Cable frame) to every
+    /// subscriber of `stream`. Returns the number of local connections it was queued for;
+    /// never waits for a socket.
+    pub fn broadcast(&self, stream: &str, payload: &[u8]) -> usize {
+        self.sink.publish(stream, payload)
+    }
+
+    /// Sends `text` as a JSON string (ActiveSupport escaping), as turbo-rails'
+    /// `broadcast_*_to` does with rendered HTML. Returns what [`Self::broadcast`] returns.
+    pub fn broadcast_string(&self, stream: &str, text: &str) -> usize {
+        let payload = json::json_string(text, self.json);
+        self.broadcast(stream, payload.as_bytes())
+    }
+
+    /// ActiveSupport's JSON escaping settings for payloads.
+    pub fn json(&self) -> JsonEscaping {
+        self.json
+    }
+
+    /// The GlobalID app name of stream names (`gid://<app>/…`).
+    pub fn gid_app(&self) -> &str {
+        &self.gid_app
+    }
+
+    /// Records how long one event's broadcasts took (`hearth_broadcast_duration_seconds`).
+    pub fn record_duration(&self, elapsed: Duration) {
+        self.metrics.broadcast_finished(elapsed);
+    }
+}

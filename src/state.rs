@@ -1,0 +1,155 @@
+//! The shared server state: what every request and connection needs, built once at start.
+//!
+//! It sits below the web and cable layers (which receive it) and above the parts it holds:
+//! the database pool, the fan-out engine behind its [`Broadcaster`], Rails' cookie jar and
+//! stream signer, the registry of open connections, the sign-in rate limit and the metrics.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use sqlx::SqlitePool;
+use tokio::sync::Semaphore;
+
+use crate::config::Config;
+use crate::fanout::Fanout;
+use crate::metrics::Metrics;
+use crate::pubsub::Broadcaster;
+use crate::rails::json::JsonEscaping;
+use crate::rails::{SignedCookieJar, StreamNameSigner};
+use crate::rate_limit::{RateLimiter, WINDOW};
+use crate::registry::Registry;
+
+/// Everything a request or a connection needs, shared behind an `Arc`.
+#[derive(Debug)]
+pub struct AppState {
+    /// The settings the server started with.
+    pub config: Config,
+    /// The SQLite pool.
+    pub pool: SqlitePool,
+    /// The fan-out engine (cable connections attach to it).
+    pub fanout: Fanout,
+    /// Where events are broadcast (the fan-out engine, through the pub/sub seam).
+    pub broadcaster: Broadcaster,
+    /// Rails' signed cookie jar (`cookies.signed`).
+    pub cookies: SignedCookieJar,
+    /// Turbo's signed stream name signer and verifier.
+    pub signer: StreamNameSigner,
+    /// ActiveSupport's JSON escaping settings for frames.
+    pub json: JsonEscaping,
+    /// The login rate limit.
+    pub login_limiter: RateLimiter,
+    /// Open cable connections by user and session.
+    pub cable: Registry,
+    /// The room page's scripts under `/assets` (`--assets-dir`).
+    pub assets: crate::web::assets::BrowserAssets,
+    /// Counters, gauges and histograms for `/metrics`.
+    pub metrics: Arc<Metrics>,
+    /// One permit per open (upgraded) cable socket, identified or not:
+    /// `config.max_connections` in all.
+    pub cable_sockets: Arc<Semaphore>,
+}
+
+/// The state as handlers receive it.
+pub type SharedState = Arc<AppState>;
+
+/// Reads `SECRET_KEY_BASE` from the config, else from `<data_dir>/secret_key_base`, creating
+/// that file with 64 random bytes in hex (128 characters, as `rails secret`) on first use.
+/// In production mode a missing `SECRET_KEY_BASE` is an error.
+pub fn secret_key_base(config: &Config) -> anyhow::Result<String> {
+    if let Some(s) = config.secret_key_base.as_ref().filter(|s| !s.is_empty()) {
+        return Ok(s.clone());
+    }
+    if config.production {
+        anyhow::bail!("SECRET_KEY_BASE must be set in production mode");
+    }
+    let path = config.data_dir.join("secret_key_base");
+    if let Ok(existing) = std::fs::read_to_string(&path) {
+        let existing = existing.trim().to_owned();
+        if !existing.is_empty() {
+            return Ok(existing);
+        }
+    }
+    std::fs::create_dir_all(&config.data_dir)
+        .with_context(|| format!("creating {}", config.data_dir.display()))?;
+    let mut bytes = [0u8; 64];
+    rand::fill(&mut bytes);
+    let secret = hex::encode(bytes);
+    write_private(&path, &secret).with_context(|| format!("writing {}", path.display()))?;
+    Ok(secret)
+}
+
+fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options.open(path)?.write_all(text.as_bytes())
+}
+
+impl AppState {
+    /// Opens (and on first start, seeds) the database and builds the state.
+    pub async fn build(config: Config) -> anyhow::Result<SharedState> {
+        let secret = secret_key_base(&config)?;
+        let pool = crate::db::open(&config.database).await?;
+        if crate::db::seed::is_empty(&pool).await? {
+            let options = crate::db::seed::SeedOptions {
+                users: config.seed_users,
+                ..Default::default()
+            };
+            let report = crate::db::seed::seed(&pool, &options).await?;
+            tracing::info!(?report, "seeded an empty database");
+        }
+        let signer = match &config.turbo_verifier_key {
+            Some(hex_key) => StreamNameSigner::from_raw_key(
+                hex::decode(hex_key.trim()).context("HEARTH_TURBO_VERIFIER_KEY must be hex")?,
+            ),
+            None => StreamNameSigner::from_secret_key_base(
+                secret.as_bytes(),
+                config.key_generator_digest,
+            ),
+        };
+        let fanout = Fanout::new(config.fanout, config.queue_limits());
+        fanout.start();
+        let json = JsonEscaping {
+            escape_html_entities: true,
+            escape_js_separators: config.escape_js_separators,
+        };
+        let metrics = Arc::new(Metrics::new());
+        let state = AppState {
+            pool,
+            broadcaster: Broadcaster::new(fanout.clone(), json, &config.gid_app, metrics.clone()),
+            fanout,
+            cookies: SignedCookieJar::from_secret_key_base(secret.as_bytes()),
+            signer,
+            json,
+            login_limiter: RateLimiter::new(config.login_rate_limit, WINDOW),
+            cable: Registry::default(),
+            assets: crate::web::assets::BrowserAssets::new(&config.assets_dir),
+            metrics,
+            cable_sockets: Arc::new(Semaphore::new(
+                config.max_connections.min(Semaphore::MAX_PERMITS),
+            )),
+            config,
+        };
+        if !state.assets.installed() {
+            tracing::warn!(
+                assets_dir = %state.assets.dir().display(),
+                "browser packages not installed: room pages work by plain form posts, without \
+                 live updates; run `{}` to install them",
+                crate::web::assets::INSTALL_COMMAND
+            );
+        }
+        Ok(Arc::new(state))
+    }
+}
+
+impl AppState {
+    /// Open (upgraded) cable sockets right now, identified or not.
+    pub fn open_cable_sockets(&self) -> usize {
+        self.config
+            .max_connections
+            .saturating_sub(self.cable_sockets.available_permits())
+    }
+}

@@ -1,0 +1,70 @@
+//! Stream (broadcasting) names, as Campfire's models and channels spell them.
+//!
+//! A room or user stream is named by its GlobalID param (`base64url("gid://<app>/<Model>/<id>")`,
+//! unpadded, see [`crate::rails::global_id`]), so a Rails app with the same app name computes
+//! the same names.
+
+use crate::db::rooms::Room;
+use crate::rails::global_id;
+
+/// `<room gid param>:messages`, the stream of a room's message list
+/// (`turbo_stream_from @room, :messages`).
+pub fn room_messages(app: &str, room: &Room) -> String {
+    format!(
+        "{}:messages",
+        global_id::to_gid_param(app, room.model_name(), room.id)
+    )
+}
+
+/// `<user gid param>:rooms`, the stream of a user's room list.
+pub fn user_rooms(app: &str, user_id: i64) -> String {
+    format!("{}:rooms", global_id::to_gid_param(app, "User", user_id))
+}
+
+/// `typing_notifications:<room gid param>` (`TypingNotificationsChannel.broadcast_to room`).
+pub fn typing(app: &str, room: &Room) -> String {
+    format!(
+        "typing_notifications:{}",
+        global_id::to_gid_param(app, room.model_name(), room.id)
+    )
+}
+
+/// `presence:<room gid param>` (`PresenceChannel`'s `stream_for room`; nothing is sent on it).
+pub fn presence(app: &str, room: &Room) -> String {
+    format!(
+        "presence:{}",
+        global_id::to_gid_param(app, room.model_name(), room.id)
+    )
+}
+
+/// `user_<id>_unreads` (`UnreadRoomsChannel`).
+pub fn unreads(user_id: i64) -> String {
+    format!("user_{user_id}_unreads")
+}
+
+/// `user_<id>_reads` (`ReadRoomsChannel`).
+pub fn reads(user_id: i64) -> String {
+    format!("user_{user_id}_reads")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stream_names_follow_global_id() {
+        let room = Room {
+            id: 1,
+            name: None,
+            kind: "open".into(),
+            updated_at: 0,
+        };
+        // base64url("gid://campfire/Rooms::Open/1"), unpadded.
+        assert_eq!(
+            room_messages("campfire", &room),
+            "Z2lkOi8vY2FtcGZpcmUvUm9vbXM6Ok9wZW4vMQ:messages"
+        );
+        assert_eq!(unreads(7), "user_7_unreads");
+        assert_eq!(reads(7), "user_7_reads");
+    }
+}

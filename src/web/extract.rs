@@ -1,0 +1,57 @@
+//! Extractors that resolve what a route's path names, scoped to the signed-in user.
+//!
+//! [`MemberRoom`] is Campfire's `RoomScoped` concern (`@room = Current.user.rooms.find(
+//! params[:room_id])`): a room is found only among the user's own, so a room the user is not
+//! in answers exactly like one that does not exist (404).
+
+use std::collections::HashMap;
+
+use axum::extract::{FromRequestParts, Path};
+use axum::http::request::Parts;
+
+use super::context::Ctx;
+use super::error::AppError;
+use crate::db::rooms::{self, Room};
+use crate::db::users::User;
+use crate::state::SharedState;
+
+/// Parses an id from a path or query segment; anything but a decimal `i64` is a 404 (Rails'
+/// `find` raises `RecordNotFound` for such ids).
+pub fn parse_id(raw: &str) -> Result<i64, AppError> {
+    raw.parse::<i64>().map_err(|_| AppError::NotFound)
+}
+
+/// The signed-in user and the room of the path's `{room_id}`, when the user is a member.
+///
+/// Rejections: 401 without a signed-in user, 404 for a malformed id, an unknown room or a
+/// room the user is not in; 500 when the database fails.
+#[derive(Clone, Debug)]
+pub struct MemberRoom {
+    /// The signed-in user.
+    pub user: User,
+    /// The room, found among the user's memberships.
+    pub room: Room,
+}
+
+impl FromRequestParts<SharedState> for MemberRoom {
+    type Rejection = AppError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &SharedState,
+    ) -> Result<Self, Self::Rejection> {
+        let user = parts
+            .extensions
+            .get::<Ctx>()
+            .and_then(|ctx| ctx.user.clone())
+            .ok_or(AppError::Unauthorized)?;
+        let Path(params) = Path::<HashMap<String, String>>::from_request_parts(parts, state)
+            .await
+            .map_err(|_| AppError::NotFound)?;
+        let id = parse_id(params.get("room_id").ok_or(AppError::NotFound)?)?;
+        let room = rooms::find_for_member(&state.pool, id, user.id)
+            .await?
+            .ok_or(AppError::NotFound)?;
+        Ok(Self { user, room })
+    }
+}
