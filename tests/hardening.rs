@@ -519,3 +519,103 @@ async fn a_posts_room_touch_never_moves_back() {
         .unwrap();
     assert_eq!(touched, later);
 }
+
+/// Sends `request` as is on a new connection and returns the response head (status line and
+/// headers), read until the blank line or the end of the stream.
+async fn raw_head(addr: std::net::SocketAddr, request: &[u8]) -> String {
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream.write_all(request).await.unwrap();
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+        match tokio::time::timeout(T, stream.read(&mut chunk)).await {
+            Ok(Ok(0)) | Ok(Err(_)) | Err(_) => break,
+            Ok(Ok(n)) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
+fn cable_request(
+    server: &TestServer,
+    http: &str,
+    version: Option<&str>,
+    key: Option<&str>,
+    origin: &str,
+) -> Vec<u8> {
+    let mut req = format!(
+        "GET /cable {http}\r\nHost: {}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+         Origin: {origin}\r\nSec-WebSocket-Protocol: {PROTOCOLS}\r\n",
+        server.addr
+    );
+    if let Some(v) = version {
+        req.push_str(&format!("Sec-WebSocket-Version: {v}\r\n"));
+    }
+    if let Some(k) = key {
+        req.push_str(&format!("Sec-WebSocket-Key: {k}\r\n"));
+    }
+    req.push_str("\r\n");
+    req.into_bytes()
+}
+
+fn status_of(head: &str) -> u16 {
+    head.split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status line in {head:?}"))
+}
+
+#[tokio::test]
+async fn broken_websocket_handshakes_are_refused_before_any_101() {
+    let server = TestServer::start().await;
+    let origin = server.origin();
+    let key = Some("dGhlIHNhbXBsZSBub25jZQ==");
+    // RFC 6455 §4.1: the handshake is HTTP/1.1 or higher.
+    let head = raw_head(
+        server.addr,
+        &cable_request(&server, "HTTP/1.0", Some("13"), key, &origin),
+    )
+    .await;
+    assert_eq!(status_of(&head), 400, "{head}");
+    // §4.2.2: another version gets 426 and the version the server speaks.
+    for version in ["8", "14", "13, 8"] {
+        let head = raw_head(
+            server.addr,
+            &cable_request(&server, "HTTP/1.1", Some(version), key, &origin),
+        )
+        .await;
+        assert_eq!(status_of(&head), 426, "version {version}: {head}");
+        assert!(
+            head.to_ascii_lowercase()
+                .contains("\r\nsec-websocket-version: 13\r\n"),
+            "{head}"
+        );
+    }
+    // §4.2.1: the key is base64 of 16 bytes.
+    for bad_key in [
+        None,
+        Some("short"),
+        Some("dGhlIHNhbXBsZSBub25jZQ"),
+        Some("not base64 at all!!!!!=="),
+    ] {
+        let head = raw_head(
+            server.addr,
+            &cable_request(&server, "HTTP/1.1", Some("13"), bad_key, &origin),
+        )
+        .await;
+        assert_eq!(status_of(&head), 400, "key {bad_key:?}: {head}");
+    }
+    // Rails' 404 stays for a plain GET and for a bad Origin.
+    let plain = server.client().get("/cable").await;
+    assert_eq!((plain.status, plain.body.as_str()), (404, "Page not found"));
+    let head = raw_head(
+        server.addr,
+        &cable_request(&server, "HTTP/1.1", Some("13"), key, "http://evil.example"),
+    )
+    .await;
+    assert_eq!(status_of(&head), 404, "{head}");
+    // And a valid handshake still upgrades.
+    let c = server.signed_in(DAVID, SECRET).await;
+    connect_with(&server, &c).await;
+}
+
