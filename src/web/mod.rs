@@ -18,7 +18,9 @@
 //! | `GET /metrics` | [`crate::metrics`] (likewise) |
 
 pub mod assets;
+pub mod client_ip;
 pub mod context;
+pub mod cookies;
 pub mod csrf;
 pub mod error;
 pub mod form;
