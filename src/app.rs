@@ -238,7 +238,8 @@ impl Server {
     ) -> anyhow::Result<()> {
         let Server { state, listener } = self;
         let pinger = spawn_pinger(state.clone());
-        let checkpointer = crate::db::spawn_checkpointer(state.pool.clone());
+        let checkpointer =
+            crate::db::spawn_checkpointer_with(state.pool.clone(), state.metrics.wal_stats());
         let upkeep = spawn_metrics_upkeep(state.clone());
         let app = service(state.clone());
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
