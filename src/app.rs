@@ -139,7 +139,7 @@ impl Server {
         let Self { state, listener } = self;
         let background = [
             spawn_pinger(state.clone()),
-            crate::db::spawn_checkpointer(state.pool.clone()),
+            crate::db::spawn_checkpointer_with(state.pool.clone(), state.metrics.wal_stats()),
             spawn_metrics_upkeep(state.clone()),
         ];
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);

@@ -87,6 +87,12 @@ pub struct Config {
     #[arg(long, env = "HEARTH_ALLOWED_ORIGINS", value_delimiter = ',')]
     pub allowed_origins: Vec<String>,
 
+    /// Reverse proxies whose `X-Forwarded-For` / `Forwarded` headers name the client
+    /// (comma-separated addresses or CIDR networks, e.g. `127.0.0.1,10.0.0.0/8`); none by
+    /// default, so the TCP peer is the client (see `web::client_ip`).
+    #[arg(long, env = "HEARTH_TRUSTED_PROXIES", value_delimiter = ',')]
+    pub trusted_proxies: Vec<crate::web::client_ip::IpRange>,
+
     /// Disable the /cable Origin check (Rails' `disable_request_forgery_protection`).
     #[arg(long, env = "HEARTH_DISABLE_ORIGIN_CHECK", default_value_t = false)]
     pub disable_origin_check: bool,
@@ -171,6 +177,7 @@ impl std::fmt::Debug for Config {
             .field("queue_bytes", &self.queue_bytes)
             .field("login_rate_limit", &self.login_rate_limit)
             .field("allowed_origins", &self.allowed_origins)
+            .field("trusted_proxies", &self.trusted_proxies)
             .field("disable_origin_check", &self.disable_origin_check)
             .field("escape_js_separators", &self.escape_js_separators)
             .field("max_body_bytes", &self.max_body_bytes)

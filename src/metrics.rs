@@ -24,6 +24,9 @@
 //! | `hearth_messages_posted_total{source}` | counter | messages stored, `source` = `web` or `bot` |
 //! | `hearth_post_duration_seconds{source}` | histogram | post handler duration (see [`Metrics::post_finished`]) |
 //! | `hearth_broadcast_duration_seconds` | histogram | duration of a post's broadcast call (see [`Metrics::broadcast_finished`]) |
+//! | `hearth_sqlite_wal_bytes` | gauge | size of the SQLite `-wal` file at the last checkpoint, in bytes |
+//! | `hearth_sqlite_checkpoint_lag_frames` | gauge | WAL frames the last passive checkpoint could not copy back (pinned by a reader's snapshot, or written since) |
+//! | `hearth_sqlite_checkpoint_age_seconds` | gauge | seconds since a checkpoint last copied the whole WAL |
 //! | `hearth_redis_link_up` | gauge | 1 while a Redis link is up, 0 while down; absent when no Redis link is configured |
 
 use std::time::Duration;
@@ -96,6 +99,10 @@ pub struct Metrics {
     post_duration_bot: Histogram,
     broadcast_duration: Histogram,
     redis_link: Mutex<Option<Gauge>>,
+    wal: std::sync::Arc<crate::db::WalStats>,
+    wal_bytes: Gauge,
+    checkpoint_lag: Gauge,
+    checkpoint_age: Gauge,
 }
 
 fn metadata() -> Metadata<'static> {
@@ -239,6 +246,22 @@ impl Metrics {
             "Always 1; the label gives the version.".into(),
         );
         recorder.register_gauge(&info, &metadata()).set(1.0);
+        let wal_bytes = gauge(
+            "hearth_sqlite_wal_bytes",
+            Some(Unit::Bytes),
+            "Size of the SQLite -wal file at the last checkpoint.",
+        );
+        let checkpoint_lag = gauge(
+            "hearth_sqlite_checkpoint_lag_frames",
+            Some(Unit::Count),
+            "WAL frames the last passive checkpoint could not copy into the database file \
+             (pinned by a reader's snapshot, or written since).",
+        );
+        let checkpoint_age = gauge(
+            "hearth_sqlite_checkpoint_age_seconds",
+            Some(Unit::Seconds),
+            "Seconds since a checkpoint last copied the whole WAL.",
+        );
         let handle = recorder.handle();
         Metrics {
             recorder,
@@ -252,6 +275,10 @@ impl Metrics {
             post_duration_bot,
             broadcast_duration,
             redis_link: Mutex::new(None),
+            wal: std::sync::Arc::default(),
+            wal_bytes,
+            checkpoint_lag,
+            checkpoint_age,
         }
     }
 
@@ -305,6 +332,12 @@ impl Metrics {
         gauge.set(if up { 1.0 } else { 0.0 });
     }
 
+    /// The checkpointer's statistics behind the `hearth_sqlite_*` gauges; hand them to
+    /// [`crate::db::spawn_checkpointer_with`].
+    pub fn wal_stats(&self) -> std::sync::Arc<crate::db::WalStats> {
+        self.wal.clone()
+    }
+
     /// Folds recorded histogram samples into their buckets (run every [`UPKEEP_INTERVAL`] and
     /// before each scrape).
     pub fn upkeep(&self) {
@@ -328,6 +361,9 @@ impl Metrics {
             .set(fanout.queue_depth_high_water as f64);
         m.queue_bytes_high_water
             .set(fanout.queue_bytes_high_water as f64);
+        self.wal_bytes.set(self.wal.wal_bytes() as f64);
+        self.checkpoint_lag.set(self.wal.lag_frames() as f64);
+        self.checkpoint_age.set(self.wal.seconds_since_complete());
         self.upkeep();
         self.handle.render()
     }

@@ -513,3 +513,202 @@ async fn a_posts_room_touch_never_moves_back() {
         .unwrap();
     assert_eq!(touched, later);
 }
+
+/// Sends `request` as is on a new connection and returns the response head (status line and
+/// headers), read until the blank line or the end of the stream.
+async fn raw_head(addr: std::net::SocketAddr, request: &[u8]) -> String {
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream.write_all(request).await.unwrap();
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+        match tokio::time::timeout(T, stream.read(&mut chunk)).await {
+            Ok(Ok(0)) | Ok(Err(_)) | Err(_) => break,
+            Ok(Ok(n)) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
+fn cable_request(
+    server: &TestServer,
+    http: &str,
+    version: Option<&str>,
+    key: Option<&str>,
+    origin: &str,
+) -> Vec<u8> {
+    let mut req = format!(
+        "GET /cable {http}\r\nHost: {}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+         Origin: {origin}\r\nSec-WebSocket-Protocol: {PROTOCOLS}\r\n",
+        server.addr
+    );
+    if let Some(v) = version {
+        req.push_str(&format!("Sec-WebSocket-Version: {v}\r\n"));
+    }
+    if let Some(k) = key {
+        req.push_str(&format!("Sec-WebSocket-Key: {k}\r\n"));
+    }
+    req.push_str("\r\n");
+    req.into_bytes()
+}
+
+fn status_of(head: &str) -> u16 {
+    head.split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status line in {head:?}"))
+}
+
+#[tokio::test]
+async fn broken_websocket_handshakes_are_refused_before_any_101() {
+    let server = TestServer::start().await;
+    let origin = server.origin();
+    let key = Some("dGhlIHNhbXBsZSBub25jZQ==");
+    // RFC 6455 §4.1: the handshake is HTTP/1.1 or higher.
+    let head = raw_head(
+        server.addr,
+        &cable_request(&server, "HTTP/1.0", Some("13"), key, &origin),
+    )
+    .await;
+    assert_eq!(status_of(&head), 400, "{head}");
+    // §4.2.2: another version gets 426 and the version the server speaks.
+    for version in ["8", "14", "13, 8"] {
+        let head = raw_head(
+            server.addr,
+            &cable_request(&server, "HTTP/1.1", Some(version), key, &origin),
+        )
+        .await;
+        assert_eq!(status_of(&head), 426, "version {version}: {head}");
+        assert!(
+            head.to_ascii_lowercase()
+                .contains("\r\nsec-websocket-version: 13\r\n"),
+            "{head}"
+        );
+    }
+    // §4.2.1: the key is base64 of 16 bytes.
+    for bad_key in [
+        None,
+        Some("short"),
+        Some("dGhlIHNhbXBsZSBub25jZQ"),
+        Some("not base64 at all!!!!!=="),
+    ] {
+        let head = raw_head(
+            server.addr,
+            &cable_request(&server, "HTTP/1.1", Some("13"), bad_key, &origin),
+        )
+        .await;
+        assert_eq!(status_of(&head), 400, "key {bad_key:?}: {head}");
+    }
+    // Rails' 404 stays for a plain GET and for a bad Origin.
+    let plain = server.client().get("/cable").await;
+    assert_eq!((plain.status, plain.body.as_str()), (404, "Page not found"));
+    let head = raw_head(
+        server.addr,
+        &cable_request(&server, "HTTP/1.1", Some("13"), key, "http://evil.example"),
+    )
+    .await;
+    assert_eq!(status_of(&head), 404, "{head}");
+    // And a valid handshake still upgrades.
+    let c = server.signed_in(DAVID, SECRET).await;
+    connect_with(&server, &c).await;
+}
+
+#[tokio::test]
+async fn a_foreign_non_ascii_cookie_does_not_sign_anyone_out() {
+    let server = TestServer::start().await;
+    let mut c = server.client();
+    // Set by another app on the same host, before Hearth's own cookies: UTF-8 bytes, a
+    // duplicate name, a quoted value, stray separators.
+    c.cookies.insert(0, ("pref".into(), "café".into()));
+    c.cookies
+        .insert(1, ("theme".into(), "\"dark\";; ;x".into()));
+    // Signing in works (the CSRF cookie is read back).
+    let r = c.login(DAVID, SECRET).await;
+    assert_eq!(r.status, 302, "{}", r.body);
+    // The session is read: the room page, not the sign-in redirect.
+    let page = c.get("/rooms/1").await;
+    assert_eq!(page.status, 200, "{:?}", page.header("location"));
+    // A second copy of the session cookie after the first does not replace it.
+    c.cookies.push(("session_token".into(), "forged".into()));
+    assert_eq!(c.get("/rooms/1").await.status, 200);
+    // The cable identifies the user through the same parser.
+    let ws = connect_with(&server, &c).await;
+    drop(ws);
+}
+
+#[tokio::test]
+async fn the_sign_in_limit_counts_the_forwarded_client_behind_a_trusted_proxy_only() {
+    async fn attempt(server: &TestServer, header: (&str, &str)) -> u16 {
+        let mut c = server.client();
+        let page = c.get("/session/new").await;
+        let body = form(&[
+            ("email_address", DAVID),
+            ("password", "wrong-password"),
+            ("authenticity_token", &common::csrf_meta(&page.body)),
+        ]);
+        c.post_form("/session", &body, &[header]).await.status
+    }
+    let behind_proxy = TestServer::start_with(|c| {
+        c.login_rate_limit = 2;
+        c.trusted_proxies = vec!["127.0.0.0/8".parse().unwrap()];
+    })
+    .await;
+    let a = ("X-Forwarded-For", "198.51.100.1, 203.0.113.1");
+    assert_eq!(attempt(&behind_proxy, a).await, 401);
+    assert_eq!(attempt(&behind_proxy, a).await, 401);
+    assert_eq!(attempt(&behind_proxy, a).await, 429);
+    // Another client behind the same proxy has its own budget, also when the client forges
+    // the left part of the chain.
+    let b = ("X-Forwarded-For", "203.0.113.1, 203.0.113.2");
+    assert_eq!(attempt(&behind_proxy, b).await, 401);
+    let c = ("Forwarded", "for=203.0.113.3;proto=https");
+    assert_eq!(attempt(&behind_proxy, c).await, 401);
+
+    // Without trusted proxies the headers are the client's word and count for nothing.
+    let direct = TestServer::start_with(|c| c.login_rate_limit = 2).await;
+    for (n, ip) in ["203.0.113.7", "203.0.113.8", "203.0.113.9"]
+        .iter()
+        .enumerate()
+    {
+        let expected = if n < 2 { 401 } else { 429 };
+        assert_eq!(attempt(&direct, ("X-Forwarded-For", ip)).await, expected);
+    }
+}
+
+#[tokio::test]
+async fn an_unknown_email_takes_as_long_as_a_wrong_password() {
+    let server = TestServer::start().await;
+    let mut c = server.client();
+    let page = c.get("/session/new").await;
+    let token = common::csrf_meta(&page.body);
+    let timed = |email: &'static str| {
+        let body = form(&[
+            ("email_address", email),
+            ("password", "wrong-password"),
+            ("authenticity_token", &token),
+        ]);
+        let mut c = c.clone();
+        async move {
+            let started = std::time::Instant::now();
+            let r = c.post_form("/session", &body, &[]).await;
+            assert_eq!(r.status, 401);
+            started.elapsed()
+        }
+    };
+    // Warm both paths once, then take medians of alternating attempts.
+    timed("nobody@example.com").await;
+    timed(DAVID).await;
+    let (mut unknown, mut known) = (Vec::new(), Vec::new());
+    for _ in 0..5 {
+        unknown.push(timed("nobody@example.com").await);
+        known.push(timed(DAVID).await);
+    }
+    unknown.sort();
+    known.sort();
+    let (unknown, known) = (unknown[2], known[2]);
+    eprintln!("sign-in medians: unknown e-mail {unknown:?}, wrong password {known:?}");
+    assert!(
+        unknown.as_secs_f64() >= 0.5 * known.as_secs_f64(),
+        "unknown e-mail answered in {unknown:?}, a wrong password in {known:?}"
+    );
+}

@@ -312,3 +312,205 @@ async fn no_secret_reaches_the_logs_even_at_trace_level() {
     assert!(!String::from_utf8_lossy(&help.stdout).contains(SECRET_KEY_BASE));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Posts like [`try_post`] and returns the status, the `Retry-After` header and how long the
+/// answer took.
+async fn timed_post(
+    addr: SocketAddr,
+    cookies: &str,
+    body: &str,
+) -> (u16, Option<String>, Duration) {
+    let started = std::time::Instant::now();
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let head = format!(
+        "POST /rooms/1/messages HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nCookie: {cookies}\r\n\
+         Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream.write_all(body.as_bytes()).await.unwrap();
+    let mut raw = Vec::new();
+    tokio::time::timeout(Duration::from_secs(60), stream.read_to_end(&mut raw))
+        .await
+        .expect("an answer within a minute")
+        .unwrap();
+    let elapsed = started.elapsed();
+    let text = String::from_utf8_lossy(&raw);
+    let status = text[9..12].parse().unwrap();
+    let retry_after = text
+        .split("\r\n\r\n")
+        .next()
+        .unwrap()
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case("retry-after")
+                .then(|| v.trim().to_owned())
+        });
+    (status, retry_after, elapsed)
+}
+
+/// A connection of this test process to the server's database file, as another program
+/// (`sqlite3`, a backup) would open it.
+async fn outside_connection(dir: &Path) -> sqlx::SqliteConnection {
+    use sqlx::Connection as _;
+    let options = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(dir.join("hearth.sqlite3"))
+        .busy_timeout(Duration::from_secs(10));
+    sqlx::SqliteConnection::connect_with(&options)
+        .await
+        .unwrap()
+}
+
+async fn signed_in_poster(hearth: &Hearth) -> (String, String) {
+    let mut c = hearth.client();
+    assert_eq!(c.login(DAVID, PASSWORD).await.status, 302);
+    let (csrf, _) = c.room(1).await;
+    (c.cookie_header(), csrf)
+}
+
+fn post_body(cid: &str, csrf: &str) -> String {
+    form(&[
+        ("message[body]", cid),
+        ("message[client_message_id]", cid),
+        ("authenticity_token", csrf),
+    ])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queued_posts_wait_one_bounded_time_for_a_database_locked_from_outside() {
+    let dir = common::temp_dir("locked");
+    let hearth = Hearth::start(&dir, &[]).await;
+    let (cookies, csrf) = signed_in_poster(&hearth).await;
+    let mut outside = outside_connection(&dir).await;
+
+    // A lock held past the bound: every post fails within it, with 503 and Retry-After.
+    sqlx::query("BEGIN IMMEDIATE")
+        .execute(&mut outside)
+        .await
+        .unwrap();
+    let posts: Vec<_> = (0..6)
+        .map(|i| {
+            let (cookies, body) = (cookies.clone(), post_body(&format!("locked-{i}"), &csrf));
+            tokio::spawn(async move { timed_post(hearth.addr, &cookies, &body).await })
+        })
+        .collect();
+    let mut answers = Vec::new();
+    for p in posts {
+        answers.push(p.await.unwrap());
+    }
+    sqlx::query("ROLLBACK").execute(&mut outside).await.unwrap();
+    let times: Vec<_> = answers.iter().map(|a| a.2).collect();
+    eprintln!("six posts against a held lock: {answers:?}");
+    for (status, retry_after, elapsed) in &answers {
+        assert_eq!(*status, 503, "{answers:?}");
+        assert!(retry_after.is_some(), "no Retry-After: {answers:?}");
+        assert!(
+            *elapsed < Duration::from_secs(7),
+            "answered after {times:?}"
+        );
+    }
+
+    // A lock released within the bound: every queued post succeeds.
+    sqlx::query("BEGIN IMMEDIATE")
+        .execute(&mut outside)
+        .await
+        .unwrap();
+    let posts: Vec<_> = (0..6)
+        .map(|i| {
+            let (cookies, body) = (cookies.clone(), post_body(&format!("later-{i}"), &csrf));
+            tokio::spawn(async move { timed_post(hearth.addr, &cookies, &body).await })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    sqlx::query("ROLLBACK").execute(&mut outside).await.unwrap();
+    for p in posts {
+        let (status, _, elapsed) = p.await.unwrap();
+        assert_eq!(status, 302, "after {elapsed:?}");
+    }
+}
+
+fn metric(text: &str, name: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{name} not in /metrics"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reader_pinning_a_growing_wal_never_stalls_posts() {
+    let dir = common::temp_dir("pinned");
+    let hearth = Hearth::start(&dir, &[]).await;
+    let (cookies, csrf) = signed_in_poster(&hearth).await;
+
+    // A long reader: an open read transaction on an old snapshot.
+    let mut reader = outside_connection(&dir).await;
+    sqlx::query("BEGIN").execute(&mut reader).await.unwrap();
+    let _: i64 = sqlx::query_scalar("SELECT count(*) FROM messages")
+        .fetch_one(&mut reader)
+        .await
+        .unwrap();
+    // Meanwhile the WAL grows past 64 MiB (a bulk import by another program).
+    let mut writer = outside_connection(&dir).await;
+    sqlx::query("CREATE TABLE ballast (b BLOB)")
+        .execute(&mut writer)
+        .await
+        .unwrap();
+    sqlx::query("BEGIN").execute(&mut writer).await.unwrap();
+    for _ in 0..72 {
+        sqlx::query("INSERT INTO ballast VALUES (zeroblob(1048576))")
+            .execute(&mut writer)
+            .await
+            .unwrap();
+    }
+    sqlx::query("COMMIT").execute(&mut writer).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+
+    // Posts for a few checkpoint intervals: none waits for the checkpointer.
+    let mut slowest = Duration::ZERO;
+    let started = std::time::Instant::now();
+    let mut i = 0;
+    while started.elapsed() < Duration::from_secs(4) {
+        let (status, _, elapsed) = timed_post(
+            hearth.addr,
+            &cookies,
+            &post_body(&format!("pinned-{i}"), &csrf),
+        )
+        .await;
+        assert_eq!(status, 302);
+        slowest = slowest.max(elapsed);
+        i += 1;
+    }
+    eprintln!("{i} posts with a pinned WAL, slowest {slowest:?}");
+    assert!(
+        slowest < Duration::from_millis(1000),
+        "a post took {slowest:?}"
+    );
+
+    // The growth and the lag are visible.
+    let mut c = hearth.client();
+    let m = c.get("/metrics").await.body;
+    assert!(
+        metric(&m, "hearth_sqlite_wal_bytes") > 64.0 * 1024.0 * 1024.0,
+        "{m}"
+    );
+    assert!(metric(&m, "hearth_sqlite_checkpoint_lag_frames") > 0.0);
+    assert!(metric(&m, "hearth_sqlite_checkpoint_age_seconds") > 0.0);
+
+    // Once the reader ends, the WAL is copied back and truncated.
+    sqlx::query("COMMIT").execute(&mut reader).await.unwrap();
+    let mut truncated = false;
+    for _ in 0..100 {
+        let m = c.get("/metrics").await.body;
+        if metric(&m, "hearth_sqlite_wal_bytes") < 4.0 * 1024.0 * 1024.0
+            && metric(&m, "hearth_sqlite_checkpoint_lag_frames") == 0.0
+        {
+            truncated = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(
+        truncated,
+        "the WAL was not truncated after the reader ended"
+    );
+}

@@ -1,5 +1,6 @@
 //! The Action Cable server at `/cable`, compatible with Rails, `@rails/actioncable` and Turbo.
 //!
+//! - [`handshake`]: the RFC 6455 checks of the opening handshake (400, 426).
 //! - [`upgrade`]: the RFC 6455 handshake with Rails' checks: GET WebSocket upgrades only, the
 //!   Origin check (`allow_request_origin?`), the subprotocol pick, cookie identification.
 //! - [`protocol`]: commands in, frames out, byte for byte as Rails writes them.
@@ -9,12 +10,13 @@
 
 pub mod channels;
 pub mod connection;
+pub mod handshake;
 pub mod protocol;
 pub mod reader;
 
 use axum::body::Body;
 use axum::extract::Request;
-use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
 use base64::Engine as _;
@@ -62,15 +64,6 @@ pub fn pick_protocol(headers: &HeaderMap) -> Option<&'static str> {
         .find_map(|offered| PROTOCOLS.iter().find(|p| **p == offered).copied())
 }
 
-fn header_has_token(headers: &HeaderMap, name: header::HeaderName, token: &str) -> bool {
-    headers
-        .get_all(name)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .any(|t| t.trim().eq_ignore_ascii_case(token))
-}
-
 /// Rails' `allow_request_origin?`: the check is off, or the Origin equals
 /// `<proto>://<Host>`, or it is in the allowed list. A missing Origin is refused.
 pub fn origin_allowed(state: &AppState, headers: &HeaderMap, secure: bool) -> bool {
@@ -107,8 +100,9 @@ pub struct Identity {
     pub secure: bool,
 }
 
-/// `GET /cable`: validates the upgrade, answers 101 and hands the socket to
-/// [`connection::run`]. Anything else gets [`page_not_found`]; past
+/// `GET /cable`: validates the upgrade ([`handshake::check`]: 404 for what is not a WebSocket
+/// upgrade, 400 for a broken one, 426 for another version), checks the Origin (404 as Rails),
+/// answers 101 and hands the socket to [`connection::run`]; past
 /// `config.max_connections` open sockets, an upgrade gets 503 with `Retry-After`.
 pub async fn upgrade(
     state: SharedState,
@@ -116,18 +110,14 @@ pub async fn upgrade(
     identity: Identity,
 ) -> Response {
     let headers = request.headers();
-    let is_upgrade = request.method() == Method::GET
-        && header_has_token(headers, header::CONNECTION, "upgrade")
-        && header_has_token(headers, header::UPGRADE, "websocket")
-        && headers
-            .get(header::SEC_WEBSOCKET_VERSION)
-            .is_some_and(|v| v == "13");
-    let Some(key) = headers
-        .get(header::SEC_WEBSOCKET_KEY)
-        .filter(|_| is_upgrade)
-        .cloned()
-    else {
-        return page_not_found();
+    let key = match handshake::check(request.method(), request.version(), headers) {
+        handshake::Outcome::Accept { key } => key,
+        handshake::Outcome::NotWebSocket => return page_not_found(),
+        handshake::Outcome::BadRequest(why) => {
+            tracing::info!(reason = why, "Cable handshake refused");
+            return handshake::bad_request();
+        }
+        handshake::Outcome::UpgradeRequired => return handshake::upgrade_required(),
     };
     if !origin_allowed(&state, headers, identity.secure) {
         tracing::warn!(

@@ -250,7 +250,7 @@ pub async fn create(
     client_message_id: &str,
     body: &str,
 ) -> sqlx::Result<Created> {
-    let write = super::write_lock().await;
+    let write = super::write_lock().await?;
     // Stamped under the write lock, so posts commit in the order of their timestamps.
     let now = super::now_ms();
     let id: i64 = sqlx::query_scalar(
@@ -292,7 +292,7 @@ pub async fn update_body(
     id: i64,
     body: &str,
 ) -> sqlx::Result<Option<Message>> {
-    let _write = super::write_lock().await;
+    let _write = super::write_lock().await?;
     let changed =
         sqlx::query("UPDATE messages SET body = ?, updated_at = ? WHERE room_id = ? AND id = ?")
             .bind(body)
@@ -310,7 +310,7 @@ pub async fn update_body(
 
 /// Deletes a message (and its boosts); returns it as it was, or None when it does not exist.
 pub async fn delete(pool: &SqlitePool, room_id: i64, id: i64) -> sqlx::Result<Option<Message>> {
-    let _write = super::write_lock().await;
+    let _write = super::write_lock().await?;
     let Some(message) = find(pool, room_id, id).await? else {
         return Ok(None);
     };
@@ -330,7 +330,7 @@ pub async fn boost(
     booster_name: &str,
     content: &str,
 ) -> sqlx::Result<Boost> {
-    let _write = super::write_lock().await;
+    let _write = super::write_lock().await?;
     let now = super::now_ms();
     let id: i64 = sqlx::query_scalar(
         "INSERT INTO boosts (message_id, booster_id, content, created_at, updated_at) VALUES (?, ?, ?, ?, ?) RETURNING id",

@@ -12,13 +12,87 @@ pub mod users;
 
 use std::path::Path;
 use std::str::FromStr;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::SqlitePool;
+use sqlx::{Connection as _, SqliteConnection, SqlitePool};
 
-/// How long a writer waits for SQLite's lock before `SQLITE_BUSY` (Rails' default: 5 s).
-pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+/// The longest a write waits for the database, in total: first for this process's write
+/// lock ([`write_lock`], at most [`LOCK_WAIT`]), then for SQLite's lock held by another
+/// process (the busy handler, at most [`BUSY_TIMEOUT`]). However many writes are queued, each
+/// succeeds or fails with [`Busy`] within this bound (Rails' default busy timeout is also 5 s).
+pub const WRITE_WAIT: Duration = Duration::from_secs(5);
+
+/// How long SQLite's busy handler waits for a lock held by another connection or process
+/// before `SQLITE_BUSY`; the part of [`WRITE_WAIT`] left after [`LOCK_WAIT`].
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// How long a write waits in this process's queue ([`write_lock`]) before [`Busy`].
+pub const LOCK_WAIT: Duration = Duration::from_secs(3);
+
+/// `SQLITE_BUSY`, the primary result code of every "database is locked" error.
+pub const SQLITE_BUSY: i32 = 5;
+
+/// The database stayed locked for the whole [`WRITE_WAIT`]: another process (a backup, the
+/// `sqlite3` shell, a migration) holds SQLite's write lock. Travels as a
+/// [`sqlx::Error::Database`] with SQLite's code `5` (`SQLITE_BUSY`), so callers returning
+/// `sqlx::Result` pass it on unchanged; [`is_busy`] recognizes it and SQLite's own.
+#[derive(Debug, thiserror::Error)]
+#[error("database is locked (waited {waited_ms} ms for the write lock)")]
+pub struct Busy {
+    waited_ms: u64,
+    message: String,
+}
+
+impl Busy {
+    fn new(waited: Duration) -> Busy {
+        let waited_ms = u64::try_from(waited.as_millis()).unwrap_or(u64::MAX);
+        Busy {
+            waited_ms,
+            message: format!("database is locked (waited {waited_ms} ms for the write lock)"),
+        }
+    }
+}
+
+impl sqlx::error::DatabaseError for Busy {
+    fn message(&self) -> &str {
+        &self.message
+    }
+
+    fn code(&self) -> Option<std::borrow::Cow<'_, str>> {
+        Some(std::borrow::Cow::Borrowed("5"))
+    }
+
+    fn as_error(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
+        self
+    }
+
+    fn as_error_mut(&mut self) -> &mut (dyn std::error::Error + Send + Sync + 'static) {
+        self
+    }
+
+    fn into_error(self: Box<Self>) -> Box<dyn std::error::Error + Send + Sync + 'static> {
+        self
+    }
+
+    fn kind(&self) -> sqlx::error::ErrorKind {
+        sqlx::error::ErrorKind::Other
+    }
+}
+
+/// Whether `error` means the database was locked past the wait: [`Busy`], or SQLite's
+/// `SQLITE_BUSY` and its extended codes (`SQLITE_BUSY_SNAPSHOT` = 517, …; the primary code is
+/// the low byte), or `SQLITE_LOCKED` (6).
+pub fn is_busy(error: &sqlx::Error) -> bool {
+    let sqlx::Error::Database(db) = error else {
+        return false;
+    };
+    db.code()
+        .and_then(|c| c.parse::<i32>().ok())
+        .is_some_and(|code| matches!(code & 0xff, SQLITE_BUSY | 6))
+}
 
 /// Opens (creating when missing) the database at `path`, with WAL, `synchronous=NORMAL`,
 /// foreign keys and [`BUSY_TIMEOUT`], and applies every pending migration.
@@ -51,15 +125,81 @@ pub async fn open(path: &Path) -> anyhow::Result<SqlitePool> {
 /// How often the background checkpointer copies the WAL back into the database file.
 pub const CHECKPOINT_INTERVAL: Duration = Duration::from_secs(1);
 
-/// Runs `PRAGMA wal_checkpoint(PASSIVE)` every [`CHECKPOINT_INTERVAL`] on its own task.
+/// Past this size, and only once a passive checkpoint has copied every frame, the checkpointer
+/// truncates the WAL file (`wal_checkpoint(TRUNCATE)`), in bytes.
+pub const WAL_TRUNCATE_BYTES: u64 = 4 * 1024 * 1024;
+
+/// How long a `TRUNCATE` checkpoint may wait for a reader or writer before giving up; it holds
+/// this process's write lock meanwhile, so this is the most it delays a post.
+pub const TRUNCATE_WAIT: Duration = Duration::from_millis(100);
+
+/// What the checkpointer last saw, for `/metrics`: shared between [`spawn_checkpointer_with`]
+/// and [`crate::metrics::Metrics`]. Plain atomics, updated once per [`CHECKPOINT_INTERVAL`].
+#[derive(Debug, Default)]
+pub struct WalStats {
+    wal_bytes: AtomicU64,
+    lag_frames: AtomicU64,
+    last_complete_ms: AtomicI64,
+    truncations: AtomicU64,
+}
+
+impl WalStats {
+    /// Size of the `-wal` file at the last check, in bytes.
+    pub fn wal_bytes(&self) -> u64 {
+        self.wal_bytes.load(Ordering::Relaxed)
+    }
+
+    /// WAL frames not yet copied into the database file after the last passive checkpoint
+    /// (frames a reader's snapshot still pins, or written since).
+    pub fn lag_frames(&self) -> u64 {
+        self.lag_frames.load(Ordering::Relaxed)
+    }
+
+    /// Seconds since a checkpoint last copied every frame; 0 before the first check.
+    pub fn seconds_since_complete(&self) -> f64 {
+        let last = self.last_complete_ms.load(Ordering::Relaxed);
+        if last == 0 {
+            return 0.0;
+        }
+        (now_ms() - last).max(0) as f64 / 1000.0
+    }
+
+    /// `TRUNCATE` checkpoints done.
+    pub fn truncations(&self) -> u64 {
+        self.truncations.load(Ordering::Relaxed)
+    }
+}
+
+/// [`spawn_checkpointer_with`], with statistics nobody reads.
+pub fn spawn_checkpointer(pool: SqlitePool) -> tokio::task::JoinHandle<()> {
+    spawn_checkpointer_with(pool, Arc::new(WalStats::default()))
+}
+
+/// Runs `PRAGMA wal_checkpoint(PASSIVE)` every [`CHECKPOINT_INTERVAL`] on its own task and
+/// records what it saw in `stats`.
 ///
 /// SQLite's automatic checkpoint runs inside the commit that crosses the threshold, so one
 /// unlucky post pays for copying and syncing a thousand pages. With automatic checkpoints off
 /// (see [`open`]) this task does the same work between requests. A passive checkpoint never
-/// waits for readers or writers; when the WAL has grown past 64 MiB anyway, a `TRUNCATE`
-/// checkpoint resets it.
-pub fn spawn_checkpointer(pool: SqlitePool) -> tokio::task::JoinHandle<()> {
+/// waits for readers or writers. The blocking kind (`TRUNCATE`, which resets the file) runs
+/// only when it can finish at once: when the passive one just copied every frame (no reader's
+/// snapshot pins the WAL) and the file has grown past [`WAL_TRUNCATE_BYTES`]; it takes this
+/// process's write lock only if it is free, on its own connection whose busy handler gives up
+/// after [`TRUNCATE_WAIT`]. So a long reader (an open read transaction, a backup) lets the WAL
+/// grow (watch `hearth_sqlite_wal_bytes`) but never stalls posts.
+pub fn spawn_checkpointer_with(
+    pool: SqlitePool,
+    stats: Arc<WalStats>,
+) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
+        let options = pool.connect_options();
+        let wal_path = {
+            let mut p = options.get_filename().as_os_str().to_owned();
+            p.push("-wal");
+            std::path::PathBuf::from(p)
+        };
+        let truncate_options = (*options).clone().busy_timeout(TRUNCATE_WAIT);
+        let mut truncator: Option<SqliteConnection> = None;
         let mut ticker = tokio::time::interval(CHECKPOINT_INTERVAL);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -71,16 +211,54 @@ pub fn spawn_checkpointer(pool: SqlitePool) -> tokio::task::JoinHandle<()> {
                 sqlx::query_as("PRAGMA wal_checkpoint(PASSIVE)")
                     .fetch_one(&pool)
                     .await;
-            match result {
-                // (busy, frames in the WAL, frames checkpointed); 4 KiB pages.
-                Ok((_, log_frames, _)) if log_frames > 16_384 => {
-                    let _write = write_lock().await;
-                    let _ = sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
-                        .execute(&pool)
-                        .await;
+            let wal_bytes = std::fs::metadata(&wal_path).map(|m| m.len()).unwrap_or(0);
+            stats.wal_bytes.store(wal_bytes, Ordering::Relaxed);
+            // (busy, frames in the WAL, frames checkpointed).
+            let (log_frames, done_frames) = match result {
+                Ok((_, log, done)) => (log, done),
+                Err(e) => {
+                    tracing::warn!(error = %e, "checkpoint failed");
+                    continue;
                 }
-                Ok(_) => {}
-                Err(e) => tracing::warn!(error = %e, "checkpoint failed"),
+            };
+            let lag = u64::try_from(log_frames.saturating_sub(done_frames)).unwrap_or(0);
+            stats.lag_frames.store(lag, Ordering::Relaxed);
+            if lag > 0 {
+                continue;
+            }
+            stats.last_complete_ms.store(now_ms(), Ordering::Relaxed);
+            if wal_bytes <= WAL_TRUNCATE_BYTES {
+                continue;
+            }
+            let Ok(_write) = WRITE_LOCK.try_lock() else {
+                continue;
+            };
+            if truncator.is_none() {
+                match SqliteConnection::connect_with(&truncate_options).await {
+                    Ok(conn) => truncator = Some(conn),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "checkpoint connection failed");
+                        continue;
+                    }
+                }
+            }
+            let Some(conn) = truncator.as_mut() else {
+                continue;
+            };
+            let truncated: sqlx::Result<(i64, i64, i64)> =
+                sqlx::query_as("PRAGMA wal_checkpoint(TRUNCATE)")
+                    .fetch_one(&mut *conn)
+                    .await;
+            match truncated {
+                Ok((0, _, _)) => {
+                    stats.truncations.fetch_add(1, Ordering::Relaxed);
+                    stats.wal_bytes.store(
+                        std::fs::metadata(&wal_path).map(|m| m.len()).unwrap_or(0),
+                        Ordering::Relaxed,
+                    );
+                }
+                Ok(_) => tracing::debug!("truncating checkpoint skipped: database busy"),
+                Err(e) => tracing::debug!(error = %e, "truncating checkpoint failed"),
             }
         }
     })
@@ -96,8 +274,15 @@ static WRITE_LOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// Takes the process-wide write lock (see [`WRITE_LOCK`]); hold the guard for the whole write
 /// transaction.
-pub(crate) async fn write_lock() -> tokio::sync::MutexGuard<'static, ()> {
-    WRITE_LOCK.lock().await
+///
+/// Errors: [`Busy`] (as a `sqlx::Error`, see [`is_busy`]) when the lock is not free within
+/// [`LOCK_WAIT`]: the writes ahead are themselves stuck on a database locked from outside, and
+/// waiting behind each of them in turn would add their waits up.
+pub(crate) async fn write_lock() -> sqlx::Result<tokio::sync::MutexGuard<'static, ()>> {
+    match tokio::time::timeout(LOCK_WAIT, WRITE_LOCK.lock()).await {
+        Ok(guard) => Ok(guard),
+        Err(_) => Err(sqlx::Error::Database(Box::new(Busy::new(LOCK_WAIT)))),
+    }
 }
 
 /// Milliseconds since the Unix epoch, now.

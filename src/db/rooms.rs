@@ -123,7 +123,7 @@ pub async fn member_ids(pool: &SqlitePool, room_id: i64) -> sqlx::Result<Vec<i64
 /// when the last was stale), `connected_at` now, `unread_at` cleared. Returns false when the
 /// user is not a member.
 pub async fn present(pool: &SqlitePool, room_id: i64, user_id: i64) -> sqlx::Result<bool> {
-    let _write = super::write_lock().await;
+    let _write = super::write_lock().await?;
     let now = super::now_ms();
     let changed = sqlx::query(
         "UPDATE memberships SET \
@@ -145,7 +145,7 @@ pub async fn present(pool: &SqlitePool, room_id: i64, user_id: i64) -> sqlx::Res
 /// Marks one connection gone (Campfire's `Membership#disconnected`): `connections - 1`, and
 /// `connected_at` cleared when none is left.
 pub async fn absent(pool: &SqlitePool, room_id: i64, user_id: i64) -> sqlx::Result<()> {
-    let _write = super::write_lock().await;
+    let _write = super::write_lock().await?;
     sqlx::query(
         "UPDATE memberships SET \
            connections = MAX(connections - 1, 0), \
@@ -163,7 +163,7 @@ pub async fn absent(pool: &SqlitePool, room_id: i64, user_id: i64) -> sqlx::Resu
 
 /// Keeps a membership connected (Campfire's `Membership#refresh_connection`).
 pub async fn refresh_connection(pool: &SqlitePool, room_id: i64, user_id: i64) -> sqlx::Result<()> {
-    let _write = super::write_lock().await;
+    let _write = super::write_lock().await?;
     let now = super::now_ms();
     sqlx::query(
         "UPDATE memberships SET connected_at = ?, updated_at = ? WHERE room_id = ? AND user_id = ?",

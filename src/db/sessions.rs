@@ -25,7 +25,7 @@ pub async fn start(
     ip_address: Option<&str>,
     user_agent: Option<&str>,
 ) -> sqlx::Result<String> {
-    let _write = super::write_lock().await;
+    let _write = super::write_lock().await?;
     let token = new_token();
     let now = super::now_ms();
     sqlx::query(
@@ -69,20 +69,32 @@ pub async fn resume(pool: &SqlitePool, token: &str) -> sqlx::Result<Option<User>
     }
     let now = super::now_ms();
     if now - last_active_at > ACTIVITY_REFRESH_MS {
-        let _write = super::write_lock().await;
-        sqlx::query("UPDATE sessions SET last_active_at = ?, updated_at = ? WHERE token = ?")
-            .bind(now)
-            .bind(now)
-            .bind(token)
-            .execute(pool)
-            .await?;
+        // A locked database postpones the refresh to a later request instead of failing this
+        // one (the refresh is bookkeeping; the request may be a read).
+        match touch(pool, token, now).await {
+            Err(e) if super::is_busy(&e) => {
+                tracing::debug!("session activity refresh postponed: database locked");
+            }
+            other => other?,
+        }
     }
     Ok(Some(user))
 }
 
+async fn touch(pool: &SqlitePool, token: &str, now: i64) -> sqlx::Result<()> {
+    let _write = super::write_lock().await?;
+    sqlx::query("UPDATE sessions SET last_active_at = ?, updated_at = ? WHERE token = ?")
+        .bind(now)
+        .bind(now)
+        .bind(token)
+        .execute(pool)
+        .await?;
+    Ok(())
+}
+
 /// Destroys the session with this token; returns the user id it belonged to.
 pub async fn destroy(pool: &SqlitePool, token: &str) -> sqlx::Result<Option<i64>> {
-    let _write = super::write_lock().await;
+    let _write = super::write_lock().await?;
     sqlx::query_scalar("DELETE FROM sessions WHERE token = ? RETURNING user_id")
         .bind(token)
         .fetch_optional(pool)

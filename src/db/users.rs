@@ -115,7 +115,7 @@ pub async fn authenticate_bot(pool: &SqlitePool, bot_key: &str) -> sqlx::Result<
 /// Sets a user's status (`active`, `deactivated`, `banned`); deactivating or banning also
 /// deletes the user's sessions (Campfire's `User#deactivate`). Returns whether a row changed.
 pub async fn set_status(pool: &SqlitePool, id: i64, status: &str) -> sqlx::Result<bool> {
-    let _write = super::write_lock().await;
+    let _write = super::write_lock().await?;
     let mut tx = pool.begin().await?;
     let changed = sqlx::query("UPDATE users SET status = ?, updated_at = ? WHERE id = ?")
         .bind(status)

@@ -8,7 +8,8 @@ use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
 use axum::extract::{ConnectInfo, Request, State};
-use axum::http::{header, HeaderMap, HeaderValue, Method};
+use axum::http::request::Parts;
+use axum::http::{header, Method};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
@@ -68,44 +69,7 @@ impl Ctx {
     }
 }
 
-/// Parses every `Cookie` header into `(name, value)` pairs.
-pub fn parse_cookies(headers: &HeaderMap) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    for value in headers.get_all(header::COOKIE) {
-        let Ok(text) = value.to_str() else { continue };
-        for part in text.split(';') {
-            if let Some((name, value)) = part.trim().split_once('=') {
-                out.push((name.trim().to_owned(), value.trim().to_owned()));
-            }
-        }
-    }
-    out
-}
-
-/// A `Set-Cookie` value: `name=value; path=/; [expires]; HttpOnly; SameSite=Lax; [Secure]`.
-/// `value` must already be cookie-safe (signed values are percent-escaped by the jar).
-pub fn set_cookie(name: &str, value: &str, max_age_secs: Option<u64>, secure: bool) -> HeaderValue {
-    let mut s = format!("{name}={value}; path=/");
-    if let Some(secs) = max_age_secs {
-        let expires = httpdate::fmt_http_date(
-            std::time::SystemTime::now() + std::time::Duration::from_secs(secs),
-        );
-        s.push_str(&format!("; expires={expires}"));
-    }
-    s.push_str("; HttpOnly; SameSite=Lax");
-    if secure {
-        s.push_str("; Secure");
-    }
-    HeaderValue::from_str(&s).unwrap_or_else(|_| HeaderValue::from_static(""))
-}
-
-/// A `Set-Cookie` value that deletes cookie `name`.
-pub fn delete_cookie(name: &str) -> HeaderValue {
-    HeaderValue::from_str(&format!(
-        "{name}=; path=/; max-age=0; expires=Thu, 01 Jan 1970 00:00:00 GMT"
-    ))
-    .unwrap_or_else(|_| HeaderValue::from_static(""))
-}
+pub use super::cookies::{delete_cookie, parse_cookies, set_cookie};
 
 /// Whether a path is a bot route (`/rooms/{id}/{user_id}-{bot_token}/messages`), which
 /// authenticates by the key in the path and is exempt from CSRF (Campfire's
@@ -138,6 +102,10 @@ pub async fn prepare(State(state): State<SharedState>, request: Request, next: N
     }
 }
 
+/// Builds the [`Ctx`] of a request in named steps: read the cookies and the client's address,
+/// resolve the CSRF secret and the session, read the body, apply the method override, check the
+/// CSRF token. Returns the request (body restored), the CSRF secret to set when the browser
+/// had none, and whether the request came over TLS.
 async fn prepare_inner(
     state: &SharedState,
     request: Request,
@@ -154,84 +122,18 @@ async fn prepare_inner(
         .headers
         .get("x-forwarded-proto")
         .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"https"));
-    let ip = parts
-        .extensions
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|c| c.0.ip())
-        .unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST));
-
-    let stored_csrf = find(CSRF_COOKIE)
-        .and_then(|v| state.cookies.verify(CSRF_COOKIE, v))
-        .and_then(|v| CsrfSecret::decode(&v));
-    let (csrf, new_csrf_cookie) = match stored_csrf {
-        Some(secret) => (secret, None),
-        None => {
-            let secret = CsrfSecret::generate();
-            (secret.clone(), Some(secret))
-        }
-    };
-
-    let session_token = find(SESSION_COOKIE).and_then(|v| state.cookies.verify(SESSION_COOKIE, v));
-    let user = match &session_token {
-        Some(token) => crate::db::sessions::resume(&state.pool, token).await?,
-        None => None,
-    };
-    let session_token = session_token.filter(|_| user.is_some());
-
+    let ip = client_ip(state, &parts);
+    let (csrf, new_csrf_cookie) = csrf_secret(state, find(CSRF_COOKIE));
+    let (user, session_token) = resume_session(state, find(SESSION_COOKIE)).await?;
     let safe = matches!(parts.method, Method::GET | Method::HEAD | Method::OPTIONS);
     let (body_bytes, form) = if safe {
         (Bytes::new(), Form::default())
     } else {
-        let limit = state.config.max_body_bytes;
-        let declared = parts
-            .headers
-            .get(header::CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.parse::<u64>().ok());
-        if declared.is_some_and(|n| n > limit as u64) {
-            return Err(AppError::PayloadTooLarge);
-        }
-        let deadline = std::time::Duration::from_secs(state.config.body_timeout);
-        let bytes = tokio::time::timeout(deadline, axum::body::to_bytes(body, limit))
-            .await
-            .map_err(|_| AppError::RequestTimeout)?
-            .map_err(|_| AppError::PayloadTooLarge)?;
-        let urlencoded = parts
-            .headers
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("application/x-www-form-urlencoded"));
-        let form = if urlencoded {
-            Form::parse(&bytes).map_err(AppError::BadRequest)?
-        } else {
-            Form::default()
-        };
-        (bytes, form)
+        read_body(state, &parts, body).await?
     };
-
-    if parts.method == Method::POST {
-        if let Some(method) = form.get("_method") {
-            parts.method = match method.to_ascii_lowercase().as_str() {
-                "delete" => Method::DELETE,
-                "patch" => Method::PATCH,
-                "put" => Method::PUT,
-                _ => Method::POST,
-            };
-        }
-    }
-
+    method_override(&mut parts, &form);
     if !safe && !is_bot_path(parts.uri.path()) {
-        let token = parts
-            .headers
-            .get("x-csrf-token")
-            .and_then(|v| v.to_str().ok())
-            .or_else(|| form.get("authenticity_token"));
-        if !token.is_some_and(|t| csrf.verify(t)) {
-            tracing::info!(path = %parts.uri.path(), "CSRF token missing or invalid");
-            return Err(AppError::Unprocessable(
-                "Can't verify CSRF token authenticity.".into(),
-            ));
-        }
+        check_csrf(&parts, &form, &csrf)?;
     }
 
     let ctx = Ctx {
@@ -252,6 +154,115 @@ async fn prepare_inner(
     ))
 }
 
+/// The client's address: the TCP peer, or, when the peer is one of `--trusted-proxies`, the
+/// address the proxies forwarded (see [`super::client_ip`]). Loopback when the connection
+/// info is missing (requests served without a socket, as in router unit tests).
+fn client_ip(state: &SharedState, parts: &Parts) -> IpAddr {
+    let peer = parts
+        .extensions
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|c| c.0.ip())
+        .unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST));
+    super::client_ip::resolve(peer, &parts.headers, &state.config.trusted_proxies)
+}
+
+/// The browser's CSRF secret from its signed cookie, or a new one (returned twice: the second
+/// copy is the cookie to set).
+fn csrf_secret(state: &SharedState, cookie: Option<&str>) -> (CsrfSecret, Option<CsrfSecret>) {
+    let stored = cookie
+        .and_then(|v| state.cookies.verify(CSRF_COOKIE, v))
+        .and_then(|v| CsrfSecret::decode(&v));
+    match stored {
+        Some(secret) => (secret, None),
+        None => {
+            let secret = CsrfSecret::generate();
+            (secret.clone(), Some(secret))
+        }
+    }
+}
+
+/// The active user of the signed session cookie and the session token, both None when the
+/// cookie is missing, forged, or names an ended session or an inactive user.
+async fn resume_session(
+    state: &SharedState,
+    cookie: Option<&str>,
+) -> Result<(Option<User>, Option<String>), AppError> {
+    let session_token = cookie.and_then(|v| state.cookies.verify(SESSION_COOKIE, v));
+    let user = match &session_token {
+        Some(token) => crate::db::sessions::resume(&state.pool, token).await?,
+        None => None,
+    };
+    let session_token = session_token.filter(|_| user.is_some());
+    Ok((user, session_token))
+}
+
+/// Reads the body of a state-changing request within `--max-body-bytes` (413 past it, also
+/// when `Content-Length` announces more) and `--body-timeout` (408), and parses it when it is
+/// `application/x-www-form-urlencoded` (400 when malformed).
+async fn read_body(
+    state: &SharedState,
+    parts: &Parts,
+    body: Body,
+) -> Result<(Bytes, Form), AppError> {
+    let limit = state.config.max_body_bytes;
+    let declared = parts
+        .headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        return Err(AppError::PayloadTooLarge);
+    }
+    let deadline = std::time::Duration::from_secs(state.config.body_timeout);
+    let bytes = tokio::time::timeout(deadline, axum::body::to_bytes(body, limit))
+        .await
+        .map_err(|_| AppError::RequestTimeout)?
+        .map_err(|_| AppError::PayloadTooLarge)?;
+    let urlencoded = parts
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/x-www-form-urlencoded"));
+    let form = if urlencoded {
+        Form::parse(&bytes).map_err(AppError::BadRequest)?
+    } else {
+        Form::default()
+    };
+    Ok((bytes, form))
+}
+
+/// Rack's `MethodOverride`: a `POST` whose form has `_method` = `delete`, `patch` or `put`
+/// (any case) is routed as that method.
+fn method_override(parts: &mut Parts, form: &Form) {
+    if parts.method == Method::POST {
+        if let Some(method) = form.get("_method") {
+            parts.method = match method.to_ascii_lowercase().as_str() {
+                "delete" => Method::DELETE,
+                "patch" => Method::PATCH,
+                "put" => Method::PUT,
+                _ => Method::POST,
+            };
+        }
+    }
+}
+
+/// Rails' `verify_authenticity_token`: the `X-CSRF-Token` header or the form's
+/// `authenticity_token` must be a valid token for the browser's secret; 422 otherwise.
+fn check_csrf(parts: &Parts, form: &Form, csrf: &CsrfSecret) -> Result<(), AppError> {
+    let token = parts
+        .headers
+        .get("x-csrf-token")
+        .and_then(|v| v.to_str().ok())
+        .or_else(|| form.get("authenticity_token"));
+    if token.is_some_and(|t| csrf.verify(t)) {
+        return Ok(());
+    }
+    tracing::info!(path = %parts.uri.path(), "CSRF token missing or invalid");
+    Err(AppError::Unprocessable(
+        "Can't verify CSRF token authenticity.".into(),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -263,23 +274,5 @@ mod tests {
         assert!(!is_bot_path("/rooms/1/messages/5"));
         assert!(!is_bot_path("/rooms/1/x-/messages"));
         assert!(!is_bot_path("/rooms/x/5-abc/messages"));
-    }
-
-    #[test]
-    fn cookies_parse() {
-        let mut h = HeaderMap::new();
-        h.append(
-            header::COOKIE,
-            HeaderValue::from_static("a=1; b=x%3D%3D--ff"),
-        );
-        h.append(header::COOKIE, HeaderValue::from_static("c=3"));
-        assert_eq!(
-            parse_cookies(&h),
-            vec![
-                ("a".into(), "1".into()),
-                ("b".into(), "x%3D%3D--ff".into()),
-                ("c".into(), "3".into())
-            ]
-        );
     }
 }

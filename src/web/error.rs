@@ -9,6 +9,9 @@ use axum::response::{Html, IntoResponse, Response};
 
 use crate::render::ErrorPage;
 
+/// `Retry-After` of a [`AppError::Busy`] answer, in seconds.
+pub const RETRY_AFTER_SECS: &str = "1";
+
 /// What went wrong in a request, mapped to its HTTP status.
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
@@ -36,6 +39,10 @@ pub enum AppError {
     /// 429: login rate limit reached.
     #[error("too many requests")]
     TooManyRequests,
+    /// 503 with `Retry-After`: the database stayed locked (by another process) for the whole
+    /// bounded write wait ([`crate::db::WRITE_WAIT`]); the request changed nothing.
+    #[error("database busy")]
+    Busy,
     /// 500: anything else; the detail is logged, not shown.
     #[error("internal error: {0}")]
     Internal(#[from] anyhow::Error),
@@ -43,6 +50,10 @@ pub enum AppError {
 
 impl From<sqlx::Error> for AppError {
     fn from(e: sqlx::Error) -> Self {
+        if crate::db::is_busy(&e) {
+            tracing::warn!(error = %e, "database locked: answering 503");
+            return AppError::Busy;
+        }
         AppError::Internal(e.into())
     }
 }
@@ -65,6 +76,7 @@ impl AppError {
             AppError::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             AppError::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
             AppError::TooManyRequests => StatusCode::TOO_MANY_REQUESTS,
+            AppError::Busy => StatusCode::SERVICE_UNAVAILABLE,
             AppError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -91,6 +103,10 @@ impl IntoResponse for AppError {
             ),
             AppError::Unprocessable(why) => ("Unprocessable", why.clone()),
             AppError::TooManyRequests => ("Too many requests", "Try again later.".into()),
+            AppError::Busy => (
+                "Busy",
+                "The database is busy. Please try again in a moment.".into(),
+            ),
             AppError::Internal(e) => {
                 tracing::error!(error = %e, "request failed");
                 ("Something went wrong", "Please try again.".into())
@@ -102,6 +118,13 @@ impl IntoResponse for AppError {
             detail: &detail,
         };
         let body = askama::Template::render(&page).unwrap_or_else(|_| title.to_owned());
-        (status, Html(body)).into_response()
+        let mut response = (status, Html(body)).into_response();
+        if matches!(self, AppError::Busy) {
+            response.headers_mut().insert(
+                axum::http::header::RETRY_AFTER,
+                axum::http::HeaderValue::from_static(RETRY_AFTER_SECS),
+            );
+        }
+        response
     }
 }

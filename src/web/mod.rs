@@ -18,7 +18,9 @@
 //! `/cable` and `/metrics` are mounted by the wiring (`app`), beside these routes.
 
 pub mod assets;
+pub mod client_ip;
 pub mod context;
+pub mod cookies;
 pub mod csrf;
 pub mod error;
 pub mod extract;

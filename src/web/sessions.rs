@@ -21,6 +21,40 @@ use crate::state::SharedState;
 /// does Hearth (such a login fails).
 pub const MAX_PASSWORD_BYTES: usize = 72;
 
+/// The bcrypt cost of the stand-in digest checked when no account matches: the cost of the
+/// named accounts' digests (10; the generated load-test users have cost 4).
+pub const DUMMY_BCRYPT_COST: u32 = 10;
+
+/// Checks `password` against a bcrypt `digest` on the blocking pool; false for any error.
+/// Only the first [`MAX_PASSWORD_BYTES`] bytes are hashed, so an over-long password costs the
+/// same as any other (the caller refuses it before).
+async fn verify_password(password: String, digest: String) -> bool {
+    tokio::task::spawn_blocking(move || {
+        let bytes = password.as_bytes();
+        bcrypt::verify(&bytes[..bytes.len().min(MAX_PASSWORD_BYTES)], &digest).unwrap_or(false)
+    })
+    .await
+    .unwrap_or(false)
+}
+
+/// A fixed digest of [`DUMMY_BCRYPT_COST`] that no password matches in practice, computed once
+/// (on the blocking pool) and then reused.
+async fn dummy_digest() -> String {
+    static DUMMY: tokio::sync::OnceCell<String> = tokio::sync::OnceCell::const_new();
+    DUMMY
+        .get_or_init(|| async {
+            tokio::task::spawn_blocking(|| {
+                bcrypt::hash_with_salt(b"\0hearth-no-such-account", DUMMY_BCRYPT_COST, [7u8; 16])
+                    .map(|parts| parts.format_for_version(bcrypt::Version::TwoB))
+                    .unwrap_or_default()
+            })
+            .await
+            .unwrap_or_default()
+        })
+        .await
+        .clone()
+}
+
 /// `GET /session/new`: the sign-in form (signed-in users go to `/`).
 pub async fn new(Extension(ctx): Extension<Ctx>) -> Result<Response, AppError> {
     if ctx.user.is_some() {
@@ -70,15 +104,13 @@ pub async fn create(
         crate::db::users::find_active_for_login(&state.pool, &email).await?
     };
     let authenticated = match found {
-        Some((user, digest)) => {
-            let ok = tokio::task::spawn_blocking(move || {
-                bcrypt::verify(password, &digest).unwrap_or(false)
-            })
-            .await
-            .unwrap_or(false);
-            ok.then_some(user)
+        Some((user, digest)) => verify_password(password, digest).await.then_some(user),
+        None => {
+            // Same work as a wrong password, so the answer's timing does not tell whether the
+            // address has an account.
+            let _ = verify_password(password, dummy_digest().await).await;
+            None
         }
-        None => None,
     };
     let Some(user) = authenticated else {
         tracing::info!(ip = %ctx.ip, "failed sign-in");
