@@ -1,140 +1,173 @@
-//! The browser assets of the room page, served under `/assets` without CDNs.
+//! The browser assets of the room page, served under `/assets` without CDNs and without npm.
 //!
-//! - `/assets/js/…`: the page's own scripts, from `<assets-dir>/js`.
-//! - `/assets/npm/<package>/…`: the pinned npm packages the page imports (Turbo, turbo-rails'
-//!   stream source element, `@rails/actioncable`), from `<assets-dir>/node_modules`, which
-//!   `npm ci --prefix assets` fills from `assets/package-lock.json`.
+//! - `/assets/npm/<package>/<file>`: Turbo, turbo-rails' stream source element and
+//!   `@rails/actioncable`, vendored unmodified from npm in `vendor/javascript/` and pinned
+//!   (version, sha384 integrity) in `vendor/javascript/pins`, which `scripts/vendor-js`
+//!   refreshes. They are built into the binary (see `build.rs`).
+//! - `/assets/js/…`: the page's own scripts (`assets/js/`), also built in; with `--assets-dir`
+//!   they are read from `<dir>/js` instead, to edit them without rebuilding.
 //!
 //! The page loads them as ES modules through an import map (the way importmap-rails pins
-//! packages): [`BrowserAssets::head_html`] writes the `<script type="importmap">`, the
-//! `modulepreload` links and the entry `import "hearth"`. When the npm packages are not
-//! installed, [`BrowserAssets::installed`] is false, the page carries no scripts and says so,
-//! and every form still works by plain POST and redirect.
+//! packages): [`BrowserAssets::head_html`] writes the `<script type="importmap">` with the
+//! pinned files' `integrity`, the `modulepreload` links and the entry `import "hearth"`.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
+use axum::routing::{any, get};
 use axum::Router;
+use sha2::{Digest, Sha256};
 use tower_http::services::ServeDir;
 
-/// The URL prefix of the npm packages.
+/// The URL prefix of the vendored npm packages.
 pub const NPM_PREFIX: &str = "/assets/npm";
 
-/// The npm packages served, by name (each must be pinned in `assets/package.json`).
-pub const PACKAGES: [&str; 3] = [
-    "@hotwired/turbo",
-    "@hotwired/turbo-rails",
-    "@rails/actioncable",
-];
-
-/// Import map entries: (specifier, file under `node_modules`). The four extensionless
-/// relative imports inside turbo-rails' sources are mapped by their resolved URL, since a
-/// browser does not add `.js` the way a bundler does.
-pub const NPM_PINS: [(&str, &str); 8] = [
-    (
-        "@hotwired/turbo-rails",
-        "@hotwired/turbo-rails/app/javascript/turbo/index.js",
-    ),
-    (
-        "@hotwired/turbo",
-        "@hotwired/turbo/dist/turbo.es2017-esm.js",
-    ),
-    (
-        "@rails/actioncable",
-        "@rails/actioncable/app/assets/javascripts/actioncable.esm.js",
-    ),
-    (
-        "@rails/actioncable/src",
-        "@rails/actioncable/app/assets/javascripts/actioncable.esm.js",
-    ),
-    (
-        "/assets/npm/@hotwired/turbo-rails/app/javascript/turbo/cable_stream_source_element",
-        "@hotwired/turbo-rails/app/javascript/turbo/cable_stream_source_element.js",
-    ),
-    (
-        "/assets/npm/@hotwired/turbo-rails/app/javascript/turbo/cable",
-        "@hotwired/turbo-rails/app/javascript/turbo/cable.js",
-    ),
-    (
-        "/assets/npm/@hotwired/turbo-rails/app/javascript/turbo/fetch_requests",
-        "@hotwired/turbo-rails/app/javascript/turbo/fetch_requests.js",
-    ),
-    (
-        "/assets/npm/@hotwired/turbo-rails/app/javascript/turbo/snakeize",
-        "@hotwired/turbo-rails/app/javascript/turbo/snakeize.js",
-    ),
-];
+/// The URL prefix of the page's own scripts.
+pub const JS_PREFIX: &str = "/assets/js";
 
 /// The page's own entry module (`assets/js/hearth.js`), imported as `hearth`.
 pub const ENTRY: (&str, &str) = ("hearth", "/assets/js/hearth.js");
 
-/// What a person runs to install the npm packages.
-pub const INSTALL_COMMAND: &str = "npm ci --prefix assets";
+/// One vendored file of a pinned npm package (a line of `vendor/javascript/pins`).
+#[derive(Debug)]
+pub struct VendoredFile {
+    /// The npm package, e.g. `@hotwired/turbo`.
+    pub package: &'static str,
+    /// Its pinned version.
+    pub version: &'static str,
+    /// The file's path inside the package.
+    pub file: &'static str,
+    /// Subresource Integrity of the file, `sha384-<base64>`.
+    pub integrity: &'static str,
+    /// Import specifiers mapped to it; none for a file reached only by an extensionless
+    /// relative import, which the import map maps by its URL without `.js` (a browser does not
+    /// add the extension the way a bundler does).
+    pub specifiers: &'static [&'static str],
+    /// The file's bytes, as published.
+    pub bytes: &'static [u8],
+}
 
-/// The assets directory and whether its npm packages are installed.
+impl VendoredFile {
+    /// Where Hearth serves it: `/assets/npm/<package>/<file>`.
+    pub fn url(&self) -> String {
+        format!("{NPM_PREFIX}/{}/{}", self.package, self.file)
+    }
+}
+
+include!(concat!(env!("OUT_DIR"), "/browser_assets.rs"));
+
+/// An `--assets-dir` that cannot serve the page's scripts.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "--assets-dir {}: {} is missing (the directory must hold the page's own scripts in js/, \
+     like assets/ in the repository; leave --assets-dir unset to serve the built-in copies)",
+    dir.display(),
+    dir.join("js/hearth.js").display()
+)]
+pub struct AssetsDirError {
+    dir: PathBuf,
+}
+
+/// Where the page's own scripts come from, and the `<head>` tags that load everything.
 #[derive(Debug)]
 pub struct BrowserAssets {
-    dir: PathBuf,
-    found: AtomicBool,
+    dir: Option<PathBuf>,
     head: String,
 }
 
 impl BrowserAssets {
-    /// Assets served from `dir` (normally `assets`, `--assets-dir`).
-    pub fn new(dir: impl Into<PathBuf>) -> BrowserAssets {
-        BrowserAssets {
-            dir: dir.into(),
-            found: AtomicBool::new(false),
+    /// The built-in scripts, or with `dir` (`--assets-dir`) the page's own scripts from
+    /// `<dir>/js`, which must hold `hearth.js`.
+    pub fn new(dir: Option<PathBuf>) -> Result<BrowserAssets, AssetsDirError> {
+        if let Some(dir) = &dir {
+            if !dir.join("js/hearth.js").is_file() {
+                return Err(AssetsDirError { dir: dir.clone() });
+            }
+        }
+        Ok(BrowserAssets {
+            dir,
             head: head_html(),
-        }
+        })
     }
 
-    /// The assets directory.
-    pub fn dir(&self) -> &Path {
-        &self.dir
+    /// The `--assets-dir` the page's own scripts are read from, if any.
+    pub fn dir(&self) -> Option<&Path> {
+        self.dir.as_deref()
     }
 
-    /// Whether every pinned file exists. Checked on each call until it is true once (so an
-    /// `npm ci` run while the server is up takes effect on the next page), then remembered.
-    pub fn installed(&self) -> bool {
-        if self.found.load(Ordering::Relaxed) {
-            return true;
-        }
-        let modules = self.dir.join("node_modules");
-        let all = NPM_PINS
-            .iter()
-            .all(|(_, file)| modules.join(file).is_file())
-            && self.dir.join("js/hearth.js").is_file();
-        if all {
-            self.found.store(true, Ordering::Relaxed);
-        }
-        all
-    }
-
-    /// The `<head>` tags that load the page's scripts, or `""` when the packages are not
-    /// installed.
+    /// The `<head>` tags that load the page's scripts.
     pub fn head_html(&self) -> &str {
-        if self.installed() {
-            &self.head
-        } else {
-            ""
-        }
+        &self.head
     }
 
-    /// The `/assets/js` and `/assets/npm/<package>` routes. They sit in front of the request
-    /// context (no cookies, sessions or CSRF for static files) and answer `Cache-Control:
-    /// no-cache` (revalidate with `If-Modified-Since`, since the URLs carry no version).
+    /// The `/assets/js` and `/assets/npm` routes. They sit in front of the request context (no
+    /// cookies, sessions or CSRF for static files) and answer `Cache-Control: no-cache`
+    /// (revalidate with `If-None-Match`, or `If-Modified-Since` for files on disk, since the
+    /// URLs carry no version).
     pub fn routes(&self) -> Router {
-        let mut router =
-            Router::new().nest_service("/assets/js", ServeDir::new(self.dir.join("js")));
-        for package in PACKAGES {
-            let service = ServeDir::new(self.dir.join("node_modules").join(package))
-                .not_found_service(axum::routing::any(not_installed));
-            router = router.nest_service(&format!("{NPM_PREFIX}/{package}"), service);
+        let mut router = Router::new();
+        for vendored in VENDORED {
+            let file = Embedded::new(vendored.bytes, vendored.integrity);
+            router = router.route(&vendored.url(), get(move |h: HeaderMap| file.serve(h)));
+        }
+        router = router.route(&format!("{NPM_PREFIX}/{{*rest}}"), any(not_found));
+        match &self.dir {
+            Some(dir) => {
+                router = router.nest_service(JS_PREFIX, ServeDir::new(dir.join("js")));
+            }
+            None => {
+                for (name, bytes) in OWN_SCRIPTS {
+                    let tag = format!("sha256-{}", hex::encode(Sha256::digest(bytes)));
+                    let file = Embedded::new(bytes, &tag);
+                    router = router.route(
+                        &format!("{JS_PREFIX}/{name}"),
+                        get(move |h: HeaderMap| file.serve(h)),
+                    );
+                }
+                router = router.route(&format!("{JS_PREFIX}/{{*rest}}"), any(not_found));
+            }
         }
         router.layer(axum::middleware::map_response(no_cache))
+    }
+}
+
+/// A file built into the binary, with its entity tag.
+#[derive(Debug, Clone)]
+struct Embedded {
+    bytes: &'static [u8],
+    etag: HeaderValue,
+}
+
+impl Embedded {
+    fn new(bytes: &'static [u8], tag: &str) -> Embedded {
+        let etag = HeaderValue::from_str(&format!("\"{tag}\""))
+            .unwrap_or_else(|_| HeaderValue::from_static("\"\""));
+        Embedded { bytes, etag }
+    }
+
+    async fn serve(self, headers: HeaderMap) -> Response {
+        let etag = self.etag;
+        let fresh = headers
+            .get_all(header::IF_NONE_MATCH)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .any(|tag| tag.trim() == "*" || tag.trim().trim_start_matches("W/") == etag);
+        if fresh {
+            return (StatusCode::NOT_MODIFIED, [(header::ETAG, etag)]).into_response();
+        }
+        (
+            [
+                (
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("text/javascript"),
+                ),
+                (header::ETAG, etag),
+            ],
+            self.bytes,
+        )
+            .into_response()
     }
 }
 
@@ -145,33 +178,46 @@ async fn no_cache(mut response: Response) -> Response {
     response
 }
 
-async fn not_installed() -> Response {
+async fn not_found() -> Response {
     (
         StatusCode::NOT_FOUND,
         [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-        format!("Not found. If the browser packages are not installed, run `{INSTALL_COMMAND}`.\n"),
+        "Not found\n",
     )
         .into_response()
 }
 
-/// The import map, the preload links and the entry script, as importmap-rails writes them.
+/// The import map (with the vendored files' `integrity`), the preload links and the entry
+/// script, as importmap-rails writes them.
 fn head_html() -> String {
     let mut imports = serde_json::Map::new();
-    for (specifier, file) in NPM_PINS {
-        imports.insert(specifier.to_owned(), format!("{NPM_PREFIX}/{file}").into());
+    let mut integrity = serde_json::Map::new();
+    let mut preloads = vec![(ENTRY.1.to_owned(), None)];
+    for vendored in VENDORED {
+        let url = vendored.url();
+        if vendored.specifiers.is_empty() {
+            let bare = url.strip_suffix(".js").unwrap_or(&url);
+            imports.insert(bare.to_owned(), url.clone().into());
+        } else {
+            for specifier in vendored.specifiers {
+                imports.insert((*specifier).to_owned(), url.clone().into());
+            }
+            preloads.push((url.clone(), Some(vendored.integrity)));
+        }
+        integrity.insert(url, vendored.integrity.into());
     }
     imports.insert(ENTRY.0.to_owned(), ENTRY.1.into());
-    let map = serde_json::json!({ "imports": imports });
+    let map = serde_json::json!({ "imports": imports, "integrity": integrity });
     let json = crate::rails::json::encode_value(&map, crate::rails::json::JsonEscaping::default());
     let mut html =
         format!("<script type=\"importmap\" data-turbo-track=\"reload\">{json}</script>\n");
-    for href in [
-        ENTRY.1.to_owned(),
-        format!("{NPM_PREFIX}/{}", NPM_PINS[0].1),
-        format!("{NPM_PREFIX}/{}", NPM_PINS[1].1),
-        format!("{NPM_PREFIX}/{}", NPM_PINS[2].1),
-    ] {
-        html.push_str(&format!("  <link rel=\"modulepreload\" href=\"{href}\">\n"));
+    for (href, integrity) in preloads {
+        match integrity {
+            Some(sri) => html.push_str(&format!(
+                "  <link rel=\"modulepreload\" href=\"{href}\" integrity=\"{sri}\">\n"
+            )),
+            None => html.push_str(&format!("  <link rel=\"modulepreload\" href=\"{href}\">\n")),
+        }
     }
     html.push_str("  <script type=\"module\">import \"hearth\"</script>");
     html
@@ -188,22 +234,40 @@ mod tests {
         let end = html.find("</script>").unwrap();
         let map: serde_json::Value = serde_json::from_str(&html[start..end]).unwrap();
         let imports = map["imports"].as_object().unwrap();
-        assert_eq!(imports.len(), NPM_PINS.len() + 1);
         assert_eq!(
             imports["@rails/actioncable/src"],
             "/assets/npm/@rails/actioncable/app/assets/javascripts/actioncable.esm.js"
+        );
+        assert_eq!(
+            imports["/assets/npm/@hotwired/turbo-rails/app/javascript/turbo/cable"],
+            "/assets/npm/@hotwired/turbo-rails/app/javascript/turbo/cable.js"
         );
         assert_eq!(imports["hearth"], "/assets/js/hearth.js");
         assert!(imports
             .values()
             .all(|v| v.as_str().unwrap().starts_with("/assets/")));
+        assert_eq!(map["integrity"].as_object().unwrap().len(), VENDORED.len());
         assert!(html.ends_with("<script type=\"module\">import \"hearth\"</script>"));
     }
 
     #[test]
-    fn missing_packages_mean_no_scripts() {
-        let assets = BrowserAssets::new("/nonexistent/hearth-assets");
-        assert!(!assets.installed());
-        assert_eq!(assets.head_html(), "");
+    fn the_page_scripts_are_built_in() {
+        assert!(OWN_SCRIPTS.iter().any(|(name, _)| *name == "hearth.js"));
+        assert!(VENDORED.iter().all(|v| !v.bytes.is_empty()));
+    }
+
+    #[test]
+    fn an_assets_dir_without_the_scripts_is_refused_by_name() {
+        let err = BrowserAssets::new(Some("/nonexistent/hearth-assets".into())).unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("--assets-dir /nonexistent/hearth-assets"),
+            "{text}"
+        );
+        assert!(
+            text.contains("/nonexistent/hearth-assets/js/hearth.js"),
+            "{text}"
+        );
+        assert!(!text.contains("npm"), "{text}");
     }
 }
