@@ -245,11 +245,10 @@ async fn assets_dir_serves_the_page_scripts_from_disk_and_a_wrong_one_is_named()
     let empty = common::temp_dir("assets-empty");
     let mut config = hearth::config::Config::for_tests(&common::temp_dir("assets-db"));
     config.assets_dir = Some(empty.clone());
-    let err = hearth::app::Server::bind(config)
-        .await
-        .err()
-        .expect("a wrong --assets-dir is refused")
-        .to_string();
+    let err = match hearth::app::Server::bind(config).await {
+        Ok(_) => panic!("a wrong --assets-dir is refused"),
+        Err(e) => e.to_string(),
+    };
     assert!(
         err.contains(&format!("--assets-dir {}", empty.display())),
         "{err}"
