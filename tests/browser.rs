@@ -2,9 +2,10 @@
 //! by `playwright-core` (pinned in `tests/browser/package.json`) through
 //! `tests/browser/live_room.mjs`, against the `hearth` binary run from an empty directory: the
 //! page's scripts (Turbo, turbo-rails, `@rails/actioncable` and its own) are the ones built
-//! into the binary, so no `node_modules` and no checkout are involved. Two people see a post live and a typing notice; both pages reconnect after a
-//! restart and catch up; a page without JavaScript posts by plain form. Screenshots of the two
-//! windows side by side are kept in `target/artifacts/browser/`.
+//! into the binary, so no `node_modules` and no checkout are involved. Two people see a post
+//! live and a typing notice; both pages reconnect after a restart and catch up; a page without
+//! JavaScript posts by plain form. Screenshots of the two windows side by side are kept in
+//! `target/artifacts/browser/`.
 //!
 //! Chromium must be installed (`apt-get install -y --no-install-recommends chromium`, which
 //! `scripts/test` does): without it this test fails, it does not skip. The test's own npm
