@@ -91,7 +91,7 @@ pub struct Config {
     /// (comma-separated addresses or CIDR networks, e.g. `127.0.0.1,10.0.0.0/8`); none by
     /// default, so the TCP peer is the client (see `web::client_ip`).
     #[arg(long, env = "HEARTH_TRUSTED_PROXIES", value_delimiter = ',')]
-    pub trusted_proxies: Vec<crate::web::client_ip::IpRange>,
+    pub trusted_proxies: Vec<crate::net::IpRange>,
 
     /// Disable the /cable Origin check (Rails' `disable_request_forgery_protection`).
     #[arg(long, env = "HEARTH_DISABLE_ORIGIN_CHECK", default_value_t = false)]
@@ -139,12 +139,12 @@ pub struct Config {
     #[arg(long, env = "HEARTH_PING_INTERVAL", default_value_t = 3)]
     pub ping_interval: u64,
 
-    /// Directory of the browser assets, served under /assets: `js/` (the page's own scripts)
-    /// and `node_modules/` (Turbo and @rails/actioncable, installed by
-    /// `npm ci --prefix assets`). Without the npm packages the room page works by plain
-    /// form posts, without live updates.
-    #[arg(long, env = "HEARTH_ASSETS_DIR", default_value = "assets")]
-    pub assets_dir: PathBuf,
+    /// Serve the room page's own scripts from `<dir>/js` (a copy of the repository's
+    /// `assets/`, e.g. to edit them without rebuilding) instead of the copies built into the
+    /// binary. Turbo, turbo-rails and @rails/actioncable are always the built-in pinned files
+    /// (`vendor/javascript/`); no npm is needed to serve them.
+    #[arg(long, env = "HEARTH_ASSETS_DIR")]
+    pub assets_dir: Option<PathBuf>,
 
     /// Serve Prometheus metrics (text format) at /metrics on the same address.
     #[arg(long, env = "HEARTH_METRICS", default_value_t = true, action = clap::ArgAction::Set)]
@@ -218,7 +218,7 @@ impl Config {
         config.secret_key_base = Some("0123456789abcdef".repeat(8));
         config.login_rate_limit = 0;
         config.seed_users = 20;
-        config.assets_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets");
+        config.assets_dir = None;
         config
     }
 }

@@ -16,8 +16,9 @@
 //!      pre-encoded shared frames, bounded per-connection queues drained by their owner with
 //!      vectored writes.
 //! 2. Settings and leaf services: [`config`] (every setting, as a flag with an environment
-//!    variable and a default), [`metrics`] (Prometheus metrics at `/metrics`), [`rate_limit`]
-//!    (the sign-in limit), [`registry`] (open connections by user and session).
+//!    variable and a default), [`net`] (IP ranges for trusted proxies), [`metrics`] (Prometheus metrics at `/metrics`), [`rate_limit`]
+//!    (the sign-in limit), [`registry`] (open connections by user and session), [`assets`] (the
+//!    room page's scripts, vendored and built into the binary).
 //! 3. What the app says: [`render`] (askama pages and partials, the `<turbo-stream>` wrapper),
 //!    [`streams`] (stream names), [`pubsub`] (the [`pubsub::Broadcaster`] seam every broadcast
 //!    goes through) and [`state`] (the shared state built at start).
@@ -29,12 +30,14 @@
 //!    graceful drain.
 
 pub mod app;
+pub mod assets;
 pub mod broadcasts;
 pub mod cable;
 pub mod config;
 pub mod db;
 pub mod fanout;
 pub mod metrics;
+pub mod net;
 pub mod pubsub;
 pub mod rails;
 pub mod rate_limit;

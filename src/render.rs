@@ -127,11 +127,8 @@ pub struct RoomPage<'a> {
     pub first_message_id: i64,
     /// A fresh client_message_id for the composer (no-JS posts).
     pub client_message_id: &'a str,
-    /// The import map and script tags of the page's JS (empty when the npm packages are not
-    /// installed).
+    /// The import map and script tags of the page's JS.
     pub scripts: &'a str,
-    /// When the scripts are missing: the command that installs them (shown on the page).
-    pub scripts_missing: Option<&'a str>,
 }
 
 /// The sidebar frame (`GET /users/me/sidebar`).

@@ -41,8 +41,8 @@ pub struct AppState {
     pub login_limiter: RateLimiter,
     /// Open cable connections by user and session.
     pub cable: Registry,
-    /// The room page's scripts under `/assets` (`--assets-dir`).
-    pub assets: crate::web::assets::BrowserAssets,
+    /// The room page's scripts under `/assets` (built in, or `--assets-dir`).
+    pub assets: crate::assets::BrowserAssets,
     /// Counters, gauges and histograms for `/metrics`.
     pub metrics: Arc<Metrics>,
     /// One permit per open (upgraded) cable socket, identified or not:
@@ -126,20 +126,15 @@ impl AppState {
             json,
             login_limiter: RateLimiter::new(config.login_rate_limit, WINDOW),
             cable: Registry::default(),
-            assets: crate::web::assets::BrowserAssets::new(&config.assets_dir),
+            assets: crate::assets::BrowserAssets::new(config.assets_dir.clone())?,
             metrics,
             cable_sockets: Arc::new(Semaphore::new(
                 config.max_connections.min(Semaphore::MAX_PERMITS),
             )),
             config,
         };
-        if !state.assets.installed() {
-            tracing::warn!(
-                assets_dir = %state.assets.dir().display(),
-                "browser packages not installed: room pages work by plain form posts, without \
-                 live updates; run `{}` to install them",
-                crate::web::assets::INSTALL_COMMAND
-            );
+        if let Some(dir) = state.assets.dir() {
+            tracing::info!(assets_dir = %dir.display(), "the page's own scripts are read from disk");
         }
         Ok(Arc::new(state))
     }

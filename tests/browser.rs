@@ -1,13 +1,15 @@
 //! The room page in a real browser: Debian's headless Chromium (`/usr/bin/chromium`), driven
 //! by `playwright-core` (pinned in `tests/browser/package.json`) through
-//! `tests/browser/live_room.mjs`, against the `hearth` binary with the browser packages of
-//! `assets/`. Two people see a post live and a typing notice; both pages reconnect after a
-//! restart and catch up; a page without JavaScript posts by plain form. Screenshots of the two
-//! windows side by side are kept in `target/artifacts/browser/`.
+//! `tests/browser/live_room.mjs`, against the `hearth` binary run from an empty directory: the
+//! page's scripts (Turbo, turbo-rails, `@rails/actioncable` and its own) are the ones built
+//! into the binary, so no `node_modules` and no checkout are involved. Two people see a post
+//! live and a typing notice; both pages reconnect after a restart and catch up; a page without
+//! JavaScript posts by plain form. Screenshots of the two windows side by side are kept in
+//! `target/artifacts/browser/`.
 //!
 //! Chromium must be installed (`apt-get install -y --no-install-recommends chromium`, which
-//! `.ci/run` does): without it this test fails, it does not skip. The npm packages are
-//! installed with `npm ci` on first use.
+//! `scripts/test` does): without it this test fails, it does not skip. The test's own npm
+//! package (`playwright-core`) is installed with `npm ci` on first use.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -35,10 +37,9 @@ fn two_people_see_a_post_live_and_catch_up_after_a_restart() {
     assert!(
         Path::new(CHROMIUM).exists(),
         "{CHROMIUM} is missing: install Debian's Chromium with \
-         `apt-get install -y --no-install-recommends chromium` (.ci/run does this)"
+         `apt-get install -y --no-install-recommends chromium` (scripts/test does this)"
     );
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    npm_ci(&root.join("assets"), "node_modules/@hotwired/turbo-rails");
     npm_ci(&root.join("tests/browser"), "node_modules/playwright-core");
     let artifacts = root.join("target/artifacts/browser");
     let work = work_dir();
@@ -46,8 +47,6 @@ fn two_people_see_a_post_live_and_catch_up_after_a_restart() {
         .arg(root.join("tests/browser/live_room.mjs"))
         .arg("--hearth")
         .arg(env!("CARGO_BIN_EXE_hearth"))
-        .arg("--assets")
-        .arg(root.join("assets"))
         .arg("--work")
         .arg(&work)
         .arg("--artifacts")

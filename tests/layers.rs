@@ -13,7 +13,14 @@ use std::path::{Path, PathBuf};
 /// or below (and, on its own floor, without cycles).
 const FLOORS: &[&[&str]] = &[
     &["rails", "db", "fanout"],
-    &["config", "metrics", "rate_limit", "registry"],
+    &[
+        "net",
+        "config",
+        "metrics",
+        "rate_limit",
+        "registry",
+        "assets",
+    ],
     &["render", "streams", "pubsub", "state"],
     &["broadcasts"],
     &["web", "cable"],

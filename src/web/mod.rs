@@ -13,11 +13,10 @@
 //! | `POST /rooms/{id}/{bot_key}/messages` | [`messages::create_by_bot`] |
 //! | `PATCH /users/{id}` (administrators: `user[status]`) | [`users`] |
 //! | `GET /up` | health check |
-//! | `GET /assets/js/…`, `GET /assets/npm/<package>/…` | [`assets`] (mounted by the wiring in front of the request context) |
+//! | `GET /assets/js/…`, `GET /assets/npm/<package>/…` | `crate::assets` (mounted by the wiring in front of the request context) |
 //!
 //! `/cable` and `/metrics` are mounted by the wiring (`app`), beside these routes.
 
-pub mod assets;
 pub mod client_ip;
 pub mod context;
 pub mod cookies;

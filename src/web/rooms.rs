@@ -99,7 +99,6 @@ async fn render_room(state: &SharedState, ctx: &Ctx, room_id: i64) -> Result<Res
         first_message_id: page.first().map_or(0, |m| m.id),
         client_message_id: &client_message_id,
         scripts: state.assets.head_html(),
-        scripts_missing: (!state.assets.installed()).then_some(super::assets::INSTALL_COMMAND),
     };
     let html = askama::Template::render(&view)?;
     let mut response = Html(html).into_response();

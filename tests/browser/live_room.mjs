@@ -1,9 +1,11 @@
 // Two people in a real browser: Debian's headless Chromium, driven by playwright-core, against
 // the `hearth` binary. Run by tests/browser.rs (so `cargo test` and scripts/test run it):
 //
-//   node live_room.mjs --hearth PATH --assets DIR --work DIR --artifacts DIR [--timeout 150]
+//   node live_room.mjs --hearth PATH --work DIR --artifacts DIR [--assets DIR] [--timeout 150]
 //
-// 1. Starts `hearth serve` on a free port with a fresh database in --work.
+// 1. Starts `hearth serve` on a free port with a fresh database in --work, from inside --work:
+//    the page's scripts are the ones built into the binary (no checkout, no node_modules), or
+//    with --assets the page's own scripts from DIR/js.
 // 2. David and Jason sign in through the sign-in form, each in their own browser context,
 //    and open room 1. Jason types: David sees "Jason is typing…"; Jason clears the field and
 //    the notice goes. David posts with Enter: Jason's page shows it live, David's field clears,
@@ -26,7 +28,7 @@ import { chromium } from "playwright-core"
 const args = Object.fromEntries(
   process.argv.slice(2).reduce((acc, a, i, all) => (a.startsWith("--") ? [...acc, [a.slice(2), all[i + 1]]] : acc), []),
 )
-for (const required of ["hearth", "assets", "work", "artifacts"]) {
+for (const required of ["hearth", "work", "artifacts"]) {
   if (!args[required]) {
     console.error(`missing --${required}`)
     process.exit(2)
@@ -76,12 +78,17 @@ setTimeout(() => fail(`timeout after ${timeout}s`), timeout * 1000).unref()
 const serverLog = createWriteStream(join(args.work, "hearth.log"), { flags: "a" })
 
 function startHearth(bind) {
+  const env = {
+    ...process.env,
+    HEARTH_DATABASE: join(args.work, "hearth.sqlite3"),
+    HEARTH_DATA_DIR: args.work,
+  }
+  delete env.HEARTH_ASSETS_DIR
+  if (args.assets) env.HEARTH_ASSETS_DIR = args.assets
   const child = spawn(args.hearth, ["serve", "--bind", bind], {
+    cwd: args.work,
     env: {
-      ...process.env,
-      HEARTH_DATABASE: join(args.work, "hearth.sqlite3"),
-      HEARTH_DATA_DIR: args.work,
-      HEARTH_ASSETS_DIR: args.assets,
+      ...env,
       HEARTH_SEED_USERS: "20",
       HEARTH_LOGIN_RATE_LIMIT: "0",
       HEARTH_LOG_JSON: "true",

@@ -1,0 +1,273 @@
+//! The browser assets of the room page, served under `/assets` without CDNs and without npm.
+//!
+//! - `/assets/npm/<package>/<file>`: Turbo, turbo-rails' stream source element and
+//!   `@rails/actioncable`, vendored unmodified from npm in `vendor/javascript/` and pinned
+//!   (version, sha384 integrity) in `vendor/javascript/pins`, which `scripts/vendor-js`
+//!   refreshes. They are built into the binary (see `build.rs`).
+//! - `/assets/js/…`: the page's own scripts (`assets/js/`), also built in; with `--assets-dir`
+//!   they are read from `<dir>/js` instead, to edit them without rebuilding.
+//!
+//! The page loads them as ES modules through an import map (the way importmap-rails pins
+//! packages): [`BrowserAssets::head_html`] writes the `<script type="importmap">` with the
+//! pinned files' `integrity`, the `modulepreload` links and the entry `import "hearth"`.
+
+use std::path::{Path, PathBuf};
+
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{any, get};
+use axum::Router;
+use sha2::{Digest, Sha256};
+use tower_http::services::ServeDir;
+
+/// The URL prefix of the vendored npm packages.
+pub const NPM_PREFIX: &str = "/assets/npm";
+
+/// The URL prefix of the page's own scripts.
+pub const JS_PREFIX: &str = "/assets/js";
+
+/// The page's own entry module (`assets/js/hearth.js`), imported as `hearth`.
+pub const ENTRY: (&str, &str) = ("hearth", "/assets/js/hearth.js");
+
+/// One vendored file of a pinned npm package (a line of `vendor/javascript/pins`).
+#[derive(Debug)]
+pub struct VendoredFile {
+    /// The npm package, e.g. `@hotwired/turbo`.
+    pub package: &'static str,
+    /// Its pinned version.
+    pub version: &'static str,
+    /// The file's path inside the package.
+    pub file: &'static str,
+    /// Subresource Integrity of the file, `sha384-<base64>`.
+    pub integrity: &'static str,
+    /// Import specifiers mapped to it; none for a file reached only by an extensionless
+    /// relative import, which the import map maps by its URL without `.js` (a browser does not
+    /// add the extension the way a bundler does).
+    pub specifiers: &'static [&'static str],
+    /// The file's bytes, as published.
+    pub bytes: &'static [u8],
+}
+
+impl VendoredFile {
+    /// Where Hearth serves it: `/assets/npm/<package>/<file>`.
+    pub fn url(&self) -> String {
+        format!("{NPM_PREFIX}/{}/{}", self.package, self.file)
+    }
+}
+
+include!(concat!(env!("OUT_DIR"), "/browser_assets.rs"));
+
+/// An `--assets-dir` that cannot serve the page's scripts.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "--assets-dir {}: {} is missing (the directory must hold the page's own scripts in js/, \
+     like assets/ in the repository; leave --assets-dir unset to serve the built-in copies)",
+    dir.display(),
+    dir.join("js/hearth.js").display()
+)]
+pub struct AssetsDirError {
+    dir: PathBuf,
+}
+
+/// Where the page's own scripts come from, and the `<head>` tags that load everything.
+#[derive(Debug)]
+pub struct BrowserAssets {
+    dir: Option<PathBuf>,
+    head: String,
+}
+
+impl BrowserAssets {
+    /// The built-in scripts, or with `dir` (`--assets-dir`) the page's own scripts from
+    /// `<dir>/js`, which must hold `hearth.js`.
+    pub fn new(dir: Option<PathBuf>) -> Result<BrowserAssets, AssetsDirError> {
+        if let Some(dir) = &dir {
+            if !dir.join("js/hearth.js").is_file() {
+                return Err(AssetsDirError { dir: dir.clone() });
+            }
+        }
+        Ok(BrowserAssets {
+            dir,
+            head: head_html(),
+        })
+    }
+
+    /// The `--assets-dir` the page's own scripts are read from, if any.
+    pub fn dir(&self) -> Option<&Path> {
+        self.dir.as_deref()
+    }
+
+    /// The `<head>` tags that load the page's scripts.
+    pub fn head_html(&self) -> &str {
+        &self.head
+    }
+
+    /// The `/assets/js` and `/assets/npm` routes. They sit in front of the request context (no
+    /// cookies, sessions or CSRF for static files) and answer `Cache-Control: no-cache`
+    /// (revalidate with `If-None-Match`, or `If-Modified-Since` for files on disk, since the
+    /// URLs carry no version).
+    pub fn routes(&self) -> Router {
+        let mut router = Router::new();
+        for vendored in VENDORED {
+            let file = Embedded::new(vendored.bytes, vendored.integrity);
+            router = router.route(&vendored.url(), get(move |h: HeaderMap| file.serve(h)));
+        }
+        router = router.route(&format!("{NPM_PREFIX}/{{*rest}}"), any(not_found));
+        match &self.dir {
+            Some(dir) => {
+                router = router.nest_service(JS_PREFIX, ServeDir::new(dir.join("js")));
+            }
+            None => {
+                for (name, bytes) in OWN_SCRIPTS {
+                    let tag = format!("sha256-{}", hex::encode(Sha256::digest(bytes)));
+                    let file = Embedded::new(bytes, &tag);
+                    router = router.route(
+                        &format!("{JS_PREFIX}/{name}"),
+                        get(move |h: HeaderMap| file.serve(h)),
+                    );
+                }
+                router = router.route(&format!("{JS_PREFIX}/{{*rest}}"), any(not_found));
+            }
+        }
+        router.layer(axum::middleware::map_response(no_cache))
+    }
+}
+
+/// A file built into the binary, with its entity tag.
+#[derive(Debug, Clone)]
+struct Embedded {
+    bytes: &'static [u8],
+    etag: HeaderValue,
+}
+
+impl Embedded {
+    fn new(bytes: &'static [u8], tag: &str) -> Embedded {
+        let etag = HeaderValue::from_str(&format!("\"{tag}\""))
+            .unwrap_or_else(|_| HeaderValue::from_static("\"\""));
+        Embedded { bytes, etag }
+    }
+
+    async fn serve(self, headers: HeaderMap) -> Response {
+        let etag = self.etag;
+        let fresh = headers
+            .get_all(header::IF_NONE_MATCH)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .any(|tag| tag.trim() == "*" || tag.trim().trim_start_matches("W/") == etag);
+        if fresh {
+            return (StatusCode::NOT_MODIFIED, [(header::ETAG, etag)]).into_response();
+        }
+        (
+            [
+                (
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("text/javascript"),
+                ),
+                (header::ETAG, etag),
+            ],
+            self.bytes,
+        )
+            .into_response()
+    }
+}
+
+async fn no_cache(mut response: Response) -> Response {
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    response
+}
+
+async fn not_found() -> Response {
+    (
+        StatusCode::NOT_FOUND,
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        "Not found\n",
+    )
+        .into_response()
+}
+
+/// The import map (with the vendored files' `integrity`), the preload links and the entry
+/// script, as importmap-rails writes them.
+fn head_html() -> String {
+    let mut imports = serde_json::Map::new();
+    let mut integrity = serde_json::Map::new();
+    let mut preloads = vec![(ENTRY.1.to_owned(), None)];
+    for vendored in VENDORED {
+        let url = vendored.url();
+        if vendored.specifiers.is_empty() {
+            let bare = url.strip_suffix(".js").unwrap_or(&url);
+            imports.insert(bare.to_owned(), url.clone().into());
+        } else {
+            for specifier in vendored.specifiers {
+                imports.insert((*specifier).to_owned(), url.clone().into());
+            }
+            preloads.push((url.clone(), Some(vendored.integrity)));
+        }
+        integrity.insert(url, vendored.integrity.into());
+    }
+    imports.insert(ENTRY.0.to_owned(), ENTRY.1.into());
+    let map = serde_json::json!({ "imports": imports, "integrity": integrity });
+    let json = crate::rails::json::encode_value(&map, crate::rails::json::JsonEscaping::default());
+    let mut html =
+        format!("<script type=\"importmap\" data-turbo-track=\"reload\">{json}</script>\n");
+    for (href, integrity) in preloads {
+        match integrity {
+            Some(sri) => html.push_str(&format!(
+                "  <link rel=\"modulepreload\" href=\"{href}\" integrity=\"{sri}\">\n"
+            )),
+            None => html.push_str(&format!("  <link rel=\"modulepreload\" href=\"{href}\">\n")),
+        }
+    }
+    html.push_str("  <script type=\"module\">import \"hearth\"</script>");
+    html
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_import_map_pins_every_specifier_under_assets() {
+        let html = head_html();
+        let start = html.find('>').unwrap() + 1;
+        let end = html.find("</script>").unwrap();
+        let map: serde_json::Value = serde_json::from_str(&html[start..end]).unwrap();
+        let imports = map["imports"].as_object().unwrap();
+        assert_eq!(
+            imports["@rails/actioncable/src"],
+            "/assets/npm/@rails/actioncable/app/assets/javascripts/actioncable.esm.js"
+        );
+        assert_eq!(
+            imports["/assets/npm/@hotwired/turbo-rails/app/javascript/turbo/cable"],
+            "/assets/npm/@hotwired/turbo-rails/app/javascript/turbo/cable.js"
+        );
+        assert_eq!(imports["hearth"], "/assets/js/hearth.js");
+        assert!(imports
+            .values()
+            .all(|v| v.as_str().unwrap().starts_with("/assets/")));
+        assert_eq!(map["integrity"].as_object().unwrap().len(), VENDORED.len());
+        assert!(html.ends_with("<script type=\"module\">import \"hearth\"</script>"));
+    }
+
+    #[test]
+    fn the_page_scripts_are_built_in() {
+        assert!(OWN_SCRIPTS.iter().any(|(name, _)| *name == "hearth.js"));
+        assert!(VENDORED.iter().all(|v| !v.bytes.is_empty()));
+    }
+
+    #[test]
+    fn an_assets_dir_without_the_scripts_is_refused_by_name() {
+        let err = BrowserAssets::new(Some("/nonexistent/hearth-assets".into())).unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("--assets-dir /nonexistent/hearth-assets"),
+            "{text}"
+        );
+        assert!(
+            text.contains("/nonexistent/hearth-assets/js/hearth.js"),
+            "{text}"
+        );
+        assert!(!text.contains("npm"), "{text}");
+    }
+}
