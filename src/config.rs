@@ -2,7 +2,9 @@
 //!
 //! The README's configuration table lists the same settings; `hearth serve --help` prints them.
 
+use std::fmt;
 use std::net::SocketAddr;
+use std::ops::Deref;
 use std::path::PathBuf;
 
 use crate::fanout::{EngineKind, QueueLimits};
@@ -17,7 +19,10 @@ pub const MAX_SUBSCRIPTIONS: usize = 64;
 use crate::rails::KdfDigest;
 
 /// Settings of a running server.
-#[derive(Clone, clap::Args)]
+///
+/// `Debug` prints every field; the secrets are [`Redacted`], so logging a configuration never
+/// writes one.
+#[derive(Clone, Debug, clap::Args)]
 pub struct Config {
     /// Address to listen on.
     #[arg(long, env = "HEARTH_BIND", default_value = "127.0.0.1:3000")]
@@ -46,7 +51,7 @@ pub struct Config {
     /// Rails' secret_key_base: the root of every signed cookie and signed stream name. When
     /// unset, one is generated once and kept in `<data-dir>/secret_key_base`.
     #[arg(long, env = "SECRET_KEY_BASE", hide_env_values = true)]
-    pub secret_key_base: Option<String>,
+    pub secret_key_base: Option<Redacted<String>>,
 
     /// Production mode: refuse to start without an explicit SECRET_KEY_BASE and mark cookies
     /// Secure.
@@ -60,7 +65,7 @@ pub struct Config {
     /// Turbo's signed stream verifier key as hex, instead of deriving it from
     /// secret_key_base (`Turbo.signed_stream_verifier_key` of the Rails app).
     #[arg(long, env = "HEARTH_TURBO_VERIFIER_KEY", hide_env_values = true)]
-    pub turbo_verifier_key: Option<String>,
+    pub turbo_verifier_key: Option<Redacted<String>>,
 
     /// The GlobalID app name used in stream names (`gid://<app>/Room/1`).
     #[arg(long, env = "HEARTH_GID_APP", default_value = "campfire")]
@@ -151,45 +156,29 @@ pub struct Config {
     pub metrics: bool,
 }
 
-/// Every setting, with `secret_key_base` and `turbo_verifier_key` shown as `[REDACTED]` so
-/// that logging a configuration never writes a secret.
-impl std::fmt::Debug for Config {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Config")
-            .field("bind", &self.bind)
-            .field("database", &self.database)
-            .field("data_dir", &self.data_dir)
-            .field("log_level", &self.log_level)
-            .field("log_json", &self.log_json)
-            .field(
-                "secret_key_base",
-                &self.secret_key_base.as_ref().map(|_| "[REDACTED]"),
-            )
-            .field("production", &self.production)
-            .field("key_generator_digest", &self.key_generator_digest)
-            .field(
-                "turbo_verifier_key",
-                &self.turbo_verifier_key.as_ref().map(|_| "[REDACTED]"),
-            )
-            .field("gid_app", &self.gid_app)
-            .field("fanout", &self.fanout)
-            .field("queue_frames", &self.queue_frames)
-            .field("queue_bytes", &self.queue_bytes)
-            .field("login_rate_limit", &self.login_rate_limit)
-            .field("allowed_origins", &self.allowed_origins)
-            .field("trusted_proxies", &self.trusted_proxies)
-            .field("disable_origin_check", &self.disable_origin_check)
-            .field("escape_js_separators", &self.escape_js_separators)
-            .field("max_body_bytes", &self.max_body_bytes)
-            .field("max_message_bytes", &self.max_message_bytes)
-            .field("max_subscriptions", &self.max_subscriptions)
-            .field("max_connections", &self.max_connections)
-            .field("header_timeout", &self.header_timeout)
-            .field("body_timeout", &self.body_timeout)
-            .field("drain_timeout", &self.drain_timeout)
-            .field("seed_users", &self.seed_users)
-            .field("ping_interval", &self.ping_interval)
-            .finish()
+/// A secret setting: `Debug` prints `[REDACTED]` instead of the value, and there is no
+/// `Display`. The value is `.0`, or reached through `Deref` (`key.trim()`). Clap parses it as
+/// it would parse `T` (through `From<T>`).
+#[derive(Clone, PartialEq, Eq, Default)]
+pub struct Redacted<T>(pub T);
+
+impl<T> fmt::Debug for Redacted<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("[REDACTED]")
+    }
+}
+
+impl<T> Deref for Redacted<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+impl<T> From<T> for Redacted<T> {
+    fn from(value: T) -> Self {
+        Redacted(value)
     }
 }
 
@@ -215,7 +204,7 @@ impl Config {
         config.bind = "127.0.0.1:0".parse().expect("literal address");
         config.database = dir.join("hearth.sqlite3");
         config.data_dir = dir.to_path_buf();
-        config.secret_key_base = Some("0123456789abcdef".repeat(8));
+        config.secret_key_base = Some("0123456789abcdef".repeat(8).into());
         config.login_rate_limit = 0;
         config.seed_users = 20;
         config.assets_dir = None;
@@ -228,13 +217,70 @@ mod tests {
     use super::*;
 
     #[test]
-    fn debug_output_redacts_the_secrets() {
+    fn debug_output_names_every_field_and_no_secret() {
         let mut config = Config::for_tests(std::path::Path::new("/nonexistent"));
-        config.turbo_verifier_key = Some("abcdef0123456789".into());
+        config.turbo_verifier_key = Some("abcdef0123456789".to_owned().into());
         let shown = format!("{config:?}");
         assert!(!shown.contains("0123456789abcdef"), "{shown}");
         assert!(!shown.contains("abcdef0123456789"), "{shown}");
-        assert!(shown.contains("[REDACTED]"));
-        assert!(shown.contains("max_message_bytes"));
+        assert!(
+            shown.contains("secret_key_base: Some([REDACTED])"),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("turbo_verifier_key: Some([REDACTED])"),
+            "{shown}"
+        );
+
+        // Every field clap knows (one per flag), by its field name.
+        use clap::CommandFactory;
+        #[derive(clap::Parser)]
+        struct Wrap {
+            #[command(flatten)]
+            config: Config,
+        }
+        let command = Wrap::command();
+        let ids: Vec<&str> = command
+            .get_arguments()
+            .map(|arg| arg.get_id().as_str())
+            .filter(|id| *id != "help")
+            .collect();
+        assert!(
+            ids.contains(&"assets_dir") && ids.contains(&"metrics"),
+            "{ids:?}"
+        );
+        for id in ids {
+            assert!(
+                shown.contains(&format!("{id}: ")),
+                "{id} missing from {shown}"
+            );
+        }
+    }
+
+    #[test]
+    fn redacted_parses_and_derefs_like_its_value() {
+        use clap::Parser;
+        #[derive(clap::Parser)]
+        struct Wrap {
+            #[command(flatten)]
+            config: Config,
+        }
+        let config = Wrap::parse_from([
+            "hearth",
+            "--secret-key-base",
+            "s3cret",
+            "--turbo-verifier-key",
+            " 00ff ",
+        ])
+        .config;
+        assert_eq!(
+            config.secret_key_base.as_deref().map(String::as_str),
+            Some("s3cret")
+        );
+        assert_eq!(
+            config.turbo_verifier_key.as_ref().map(|k| k.trim()),
+            Some("00ff")
+        );
+        assert_eq!(format!("{:?}", Redacted(42)), "[REDACTED]");
     }
 }

@@ -161,13 +161,13 @@ pub struct ErrorPage<'a> {
 
 /// `YYYY-MM-DDTHH:MM:SSZ` for a time in ms since the epoch (UTC).
 pub fn iso8601(ms: i64) -> String {
-    let (y, mo, d, h, mi, s) = civil(ms);
-    format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}Z")
+    crate::rails::time::format_iso8601_seconds(ms)
 }
 
 /// `3:04pm` for a time in ms since the epoch (UTC).
 pub fn clock_time(ms: i64) -> String {
-    let (_, _, _, h, mi, _) = civil(ms);
+    let t = crate::rails::time::utc_from_millis(ms);
+    let (h, mi) = (t.hour(), t.minute());
     let (h12, ampm) = match h {
         0 => (12, "am"),
         1..=11 => (h, "am"),
@@ -175,24 +175,6 @@ pub fn clock_time(ms: i64) -> String {
         _ => (h - 12, "pm"),
     };
     format!("{h12}:{mi:02}{ampm}")
-}
-
-/// Splits ms since the epoch into UTC (year, month, day, hour, minute, second), by Howard
-/// Hinnant's days-to-civil algorithm.
-fn civil(ms: i64) -> (i64, u32, u32, u32, u32, u32) {
-    let secs = ms.div_euclid(1000);
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400) as u32;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d, rem / 3600, rem / 60 % 60, rem % 60)
 }
 
 #[cfg(test)]

@@ -58,7 +58,7 @@ pub type SharedState = Arc<AppState>;
 /// In production mode a missing `SECRET_KEY_BASE` is an error.
 pub fn secret_key_base(config: &Config) -> anyhow::Result<String> {
     if let Some(s) = config.secret_key_base.as_ref().filter(|s| !s.is_empty()) {
-        return Ok(s.clone());
+        return Ok(s.0.clone());
     }
     if config.production {
         anyhow::bail!("SECRET_KEY_BASE must be set in production mode");

@@ -350,7 +350,7 @@ async fn production_mode_has_no_built_in_secret_key_base() {
     assert!(hearth::app::Server::bind(config.clone()).await.is_err());
     assert!(!dir.join("secret_key_base").exists());
     // An empty value counts as missing.
-    config.secret_key_base = Some(String::new());
+    config.secret_key_base = Some(String::new().into());
     assert!(hearth::state::secret_key_base(&config).is_err());
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -25,19 +25,8 @@ fn jar() -> &'static SignedCookieJar {
 
 /// A masked client frame.
 fn frame(fin: bool, opcode: u8, payload: &[u8], mask: [u8; 4]) -> Vec<u8> {
-    let mut f = vec![if fin { 0x80 } else { 0 } | opcode];
-    let len = payload.len();
-    if len < 126 {
-        f.push(0x80 | len as u8);
-    } else if len < 65536 {
-        f.push(0x80 | 126);
-        f.extend_from_slice(&(len as u16).to_be_bytes());
-    } else {
-        f.push(0x80 | 127);
-        f.extend_from_slice(&(len as u64).to_be_bytes());
-    }
-    f.extend_from_slice(&mask);
-    f.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
+    let mut f = Vec::new();
+    loadgen::ws::encode_client_frame(fin, opcode, payload, mask, &mut f);
     f
 }
 

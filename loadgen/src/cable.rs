@@ -370,7 +370,13 @@ async fn drive(session: &mut Session<'_>, cfg: &CableConfig) -> Result<(), Strin
                             return Err("bad fragmentation sequence (RFC 6455 §5.4)".to_string())
                         }
                         OP_PING => {
-                            ws::encode_client_frame(OP_PONG, payload, rand::random(), &mut out);
+                            ws::encode_client_frame(
+                                true,
+                                OP_PONG,
+                                payload,
+                                rand::random(),
+                                &mut out,
+                            );
                             shared.pongs.set(shared.pongs.get() + 1);
                         }
                         OP_PONG => {}
@@ -385,7 +391,7 @@ async fn drive(session: &mut Session<'_>, cfg: &CableConfig) -> Result<(), Strin
                             } else {
                                 &[][..]
                             };
-                            ws::encode_client_frame(OP_CLOSE, echo, rand::random(), &mut out);
+                            ws::encode_client_frame(true, OP_CLOSE, echo, rand::random(), &mut out);
                             close_code = Some(code);
                             break;
                         }

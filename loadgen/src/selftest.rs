@@ -81,18 +81,8 @@ pub fn campfire_like_frame(token: &str, size: usize) -> Vec<u8> {
         payload.push(b'a' + (payload.len() % 26) as u8);
     }
     payload.extend_from_slice(tail.as_bytes());
-    let mut frame = vec![0x81];
-    let len = payload.len();
-    if len < 126 {
-        frame.push(len as u8);
-    } else if len <= 0xFFFF {
-        frame.push(126);
-        frame.extend_from_slice(&(len as u16).to_be_bytes());
-    } else {
-        frame.push(127);
-        frame.extend_from_slice(&(len as u64).to_be_bytes());
-    }
-    frame.extend_from_slice(&payload);
+    let mut frame = Vec::with_capacity(payload.len() + 10);
+    crate::ws::encode_server_frame(true, crate::ws::OP_TEXT, &payload, &mut frame);
     frame
 }
 

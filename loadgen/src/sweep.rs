@@ -53,25 +53,21 @@ pub struct SweepOptions {
     pub read_buffer: usize,
 }
 
-/// UTC `YYYYMMDD-HHMMSS` for `secs` since the Unix epoch (civil-from-days, proleptic
-/// Gregorian calendar).
+/// UTC `YYYYMMDD-HHMMSS` for `secs` since the Unix epoch. Instants past the end of year 9999
+/// print as its last second.
 pub fn utc_timestamp(secs: u64) -> String {
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + if m <= 2 { 1 } else { 0 };
+    let t = i64::try_from(secs)
+        .ok()
+        .and_then(|s| time::OffsetDateTime::from_unix_timestamp(s).ok())
+        .unwrap_or_else(|| time::PrimitiveDateTime::MAX.assume_utc());
     format!(
-        "{y:04}{m:02}{d:02}-{:02}{:02}{:02}",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
+        "{:04}{:02}{:02}-{:02}{:02}{:02}",
+        t.year(),
+        u8::from(t.month()),
+        t.day(),
+        t.hour(),
+        t.minute(),
+        t.second()
     )
 }
 
@@ -482,6 +478,7 @@ mod tests {
         assert_eq!(utc_timestamp(0), "19700101-000000");
         assert_eq!(utc_timestamp(951_782_400), "20000229-000000");
         assert_eq!(utc_timestamp(1_700_000_000), "20231114-221320");
+        assert_eq!(utc_timestamp(u64::MAX), "99991231-235959");
         assert!(default_out_dir().starts_with("results"));
     }
 }

@@ -330,46 +330,57 @@ pub fn parse_frame(buf: &[u8]) -> Result<Parse, FrameError> {
     }))
 }
 
-/// Appends one masked, unfragmented client frame to `out` (RFC 6455 §5.2–5.3).
-pub fn encode_client_frame(opcode: u8, payload: &[u8], mask: [u8; 4], out: &mut Vec<u8>) {
-    out.push(0x80 | (opcode & 0x0F));
-    let len = payload.len();
+/// Appends a frame header to `out`: the first byte (FIN and opcode), then the payload length
+/// in its shortest form (7 bits, or 126 + 16 bits, or 127 + 64 bits), with the mask bit set
+/// when `masked` (RFC 6455 §5.2).
+fn push_header(out: &mut Vec<u8>, fin: bool, opcode: u8, masked: bool, len: usize) {
+    out.push(if fin { 0x80 } else { 0 } | (opcode & 0x0F));
+    let mask_bit = if masked { 0x80 } else { 0 };
     if len < 126 {
-        out.push(0x80 | len as u8);
-    } else if len <= u16::MAX as usize {
-        out.push(0x80 | 126);
-        out.extend_from_slice(&(len as u16).to_be_bytes());
+        out.push(mask_bit | len as u8);
+    } else if let Ok(short) = u16::try_from(len) {
+        out.push(mask_bit | 126);
+        out.extend_from_slice(&short.to_be_bytes());
     } else {
-        out.push(0x80 | 127);
+        out.push(mask_bit | 127);
         out.extend_from_slice(&(len as u64).to_be_bytes());
     }
+}
+
+/// Appends one masked client frame to `out` (RFC 6455 §5.2–5.3): FIN set when `fin` (clear
+/// for all but the last fragment of a message), the low 4 bits of `opcode`, the payload XORed
+/// with `mask`. Servers must reject unmasked client frames, so this is what a client sends.
+pub fn encode_client_frame(
+    fin: bool,
+    opcode: u8,
+    payload: &[u8],
+    mask: [u8; 4],
+    out: &mut Vec<u8>,
+) {
+    push_header(out, fin, opcode, true, payload.len());
     out.extend_from_slice(&mask);
     out.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i & 3]));
 }
 
+/// Appends one unmasked server frame to `out` (RFC 6455 §5.2): FIN set when `fin`, the low 4
+/// bits of `opcode`, the payload as is. What a server (or a test standing in for one) sends.
+pub fn encode_server_frame(fin: bool, opcode: u8, payload: &[u8], out: &mut Vec<u8>) {
+    push_header(out, fin, opcode, false, payload.len());
+    out.extend_from_slice(payload);
+}
+
 /// Appends a masked client text frame with a fresh random mask key.
 pub fn encode_text(payload: &[u8], out: &mut Vec<u8>) {
-    encode_client_frame(OP_TEXT, payload, rand::random(), out);
+    encode_client_frame(true, OP_TEXT, payload, rand::random(), out);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// Encodes an unmasked server frame, as a server would.
     fn server_frame(fin: bool, opcode: u8, payload: &[u8]) -> Vec<u8> {
-        let mut v = vec![(if fin { 0x80 } else { 0 }) | opcode];
-        let len = payload.len();
-        if len < 126 {
-            v.push(len as u8);
-        } else if len <= 0xFFFF {
-            v.push(126);
-            v.extend_from_slice(&(len as u16).to_be_bytes());
-        } else {
-            v.push(127);
-            v.extend_from_slice(&(len as u64).to_be_bytes());
-        }
-        v.extend_from_slice(payload);
+        let mut v = Vec::new();
+        encode_server_frame(fin, opcode, payload, &mut v);
         v
     }
 
@@ -516,12 +527,26 @@ mod tests {
     }
 
     #[test]
+    fn length_forms_and_fin_bit() {
+        for (len, header) in [(125usize, 2usize), (126, 4), (65_535, 4), (65_536, 10)] {
+            let payload = vec![7u8; len];
+            let server = server_frame(true, OP_BINARY, &payload);
+            assert_eq!(server.len(), header + len, "{len}");
+            assert_eq!(&server[header..], &payload[..]);
+            let mut client = Vec::new();
+            encode_client_frame(false, OP_CONTINUATION, &payload, [0; 4], &mut client);
+            assert_eq!(client[0], 0x00, "FIN clear, continuation");
+            assert_eq!(client.len(), header + 4 + len, "{len}");
+        }
+    }
+
+    #[test]
     fn client_frames_are_masked() {
         let mask = [1, 2, 3, 4];
         for len in [3usize, 200, 70_000] {
             let payload: Vec<u8> = (0..len).map(|i| (i % 200) as u8).collect();
             let mut out = Vec::new();
-            encode_client_frame(OP_TEXT, &payload, mask, &mut out);
+            encode_client_frame(true, OP_TEXT, &payload, mask, &mut out);
             assert_eq!(out[0], 0x81);
             assert_eq!(out[1] & 0x80, 0x80, "mask bit set");
             let (hl, plen) = match out[1] & 0x7F {

@@ -12,6 +12,7 @@ use loadgen::campfire::{self, ExtraChannel, PrepareOptions};
 use loadgen::cell::{run_cell, CellOptions};
 use loadgen::endpoint::Endpoint;
 use loadgen::sweep::campfire_target;
+use loadgen::ws;
 use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -90,19 +91,10 @@ fn response(status: &str, ctype: &str, extra: &str, body: &str) -> Vec<u8> {
     .into_bytes()
 }
 
+/// An unmasked, final text frame.
 fn server_frame(payload: &[u8]) -> Vec<u8> {
-    let mut v = vec![0x81];
-    let len = payload.len();
-    if len < 126 {
-        v.push(len as u8);
-    } else if len <= 0xFFFF {
-        v.push(126);
-        v.extend_from_slice(&(len as u16).to_be_bytes());
-    } else {
-        v.push(127);
-        v.extend_from_slice(&(len as u64).to_be_bytes());
-    }
-    v.extend_from_slice(payload);
+    let mut v = Vec::new();
+    ws::encode_server_frame(true, ws::OP_TEXT, payload, &mut v);
     v
 }
 

@@ -23,16 +23,6 @@ impl User {
     pub fn is_active(&self) -> bool {
         self.status == "active"
     }
-
-    /// The initials shown in the avatar placeholder (`"David Heinemeier"` → `"DH"`).
-    pub fn initials(&self) -> String {
-        self.name
-            .split_whitespace()
-            .filter_map(|w| w.chars().next())
-            .take(2)
-            .flat_map(char::to_uppercase)
-            .collect()
-    }
 }
 
 /// A user row plus one secret column (password digest or bot token).

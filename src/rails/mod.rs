@@ -14,6 +14,8 @@
 //! - [`signed_cookie`]: `cookies.signed`, a verifier token around a metadata envelope that
 //!   binds the value to the cookie name and an expiry. Reads both the Rails 7.1+ and the older
 //!   envelope.
+//! - [`time`]: Ruby's ISO 8601 forms (`Time#iso8601`, `Time.iso8601`), the cookie expiry's
+//!   format and the times on a page.
 //! - [`global_id`]: `gid://app/Model/id` and its URL-safe base64 param, the form in which
 //!   records appear in stream names and connection identifiers.
 //! - [`json`]: ActiveSupport::JSON's string escaping (`<` `>` `&` and U+2028/U+2029 as
@@ -38,6 +40,7 @@ pub mod json;
 pub mod key_generator;
 pub mod message_verifier;
 pub mod signed_cookie;
+pub mod time;
 
 pub use global_id::{gid, parse_gid_param, to_gid_param};
 pub use json::{encode_value, json_string, write_json_string, JsonEscaping};

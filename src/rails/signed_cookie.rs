@@ -23,7 +23,7 @@
 //! Reading reverses this: percent-decode, verify the MAC, parse the envelope, check the
 //! purpose and the expiry, and return the value, which must be a JSON string.
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use percent_encoding::{percent_decode_str, utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use serde_json::Value;
@@ -31,6 +31,7 @@ use serde_json::Value;
 use super::json::{write_json_string, JsonEscaping};
 use super::key_generator::{generate_key, KdfDigest, ITERATIONS};
 use super::message_verifier::{decode64_with_fallback, MacDigest, MessageVerifier};
+use super::time::{format_iso8601_millis, parse_iso8601, unix_nanos};
 
 /// The key generator salt of the signed cookie jar (`config.action_dispatch.signed_cookie_salt`).
 const SIGNED_COOKIE_SALT: &str = "signed cookie";
@@ -167,218 +168,12 @@ fn purpose(name: &str) -> String {
     format!("cookie.{name}")
 }
 
-const NANOS_PER_SEC: i128 = 1_000_000_000;
-const SECS_PER_DAY: i64 = 86_400;
-
-/// Nanoseconds since 1970-01-01T00:00:00Z, negative before it.
-fn unix_nanos(t: SystemTime) -> i128 {
-    match t.duration_since(UNIX_EPOCH) {
-        Ok(d) => d.as_nanos() as i128,
-        Err(before) => -(before.duration().as_nanos() as i128),
-    }
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (month 1–12, day 1–31).
-fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
-    // Shift the year to start in March so the leap day is the last day of the year.
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let year_of_era = y - era * 400; // 0..=399
-    let m = i64::from(month);
-    let shifted_month = if m > 2 { m - 3 } else { m + 9 }; // March = 0
-    let day_of_year = (153 * shifted_month + 2) / 5 + i64::from(day) - 1;
-    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
-    era * 146_097 + day_of_era - 719_468
-}
-
-/// Inverse of [`days_from_civil`]: (year, month 1–12, day 1–31).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let day_of_era = z - era * 146_097; // 0..=146_096
-    let year_of_era =
-        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let shifted_month = (5 * day_of_year + 2) / 153; // March = 0
-    let day = (day_of_year - (153 * shifted_month + 2) / 5 + 1) as u32;
-    let month = if shifted_month < 10 {
-        shifted_month + 3
-    } else {
-        shifted_month - 9
-    } as u32;
-    let year = year_of_era + era * 400 + i64::from(month <= 2);
-    (year, month, day)
-}
-
-fn is_leap(year: i64) -> bool {
-    (year % 4 == 0 && year % 100 != 0) || year % 400 == 0
-}
-
-fn days_in_month(year: i64, month: u32) -> u32 {
-    match month {
-        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
-        4 | 6 | 9 | 11 => 30,
-        2 if is_leap(year) => 29,
-        2 => 28,
-        _ => 0,
-    }
-}
-
-/// Ruby's `time.utc.iso8601(3)`: `YYYY-MM-DDTHH:MM:SS.mmmZ`, fraction truncated.
-fn format_iso8601_millis(nanos: i128) -> String {
-    let millis = nanos.div_euclid(1_000_000);
-    let secs = millis.div_euclid(1000);
-    let ms = millis.rem_euclid(1000);
-    // SystemTime spans far less than i64 seconds, so the narrowing cannot truncate.
-    let secs = secs as i64;
-    let (year, month, day) = civil_from_days(secs.div_euclid(SECS_PER_DAY));
-    let sod = secs.rem_euclid(SECS_PER_DAY);
-    let year_text = if year < 0 {
-        format!("-{:04}", -year)
-    } else {
-        format!("{year:04}")
-    };
-    format!(
-        "{year_text}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{ms:03}Z",
-        sod / 3600,
-        sod / 60 % 60,
-        sod % 60
-    )
-}
-
-/// A cursor over ASCII text for the ISO 8601 parser.
-struct Cursor<'a> {
-    rest: &'a [u8],
-}
-
-impl Cursor<'_> {
-    fn eat(&mut self, byte: u8) -> bool {
-        match self.rest.split_first() {
-            Some((&b, rest)) if b == byte => {
-                self.rest = rest;
-                true
-            }
-            _ => false,
-        }
-    }
-
-    fn eat_any(&mut self, choices: &[u8]) -> Option<u8> {
-        let (&b, rest) = self.rest.split_first()?;
-        if choices.contains(&b) {
-            self.rest = rest;
-            Some(b)
-        } else {
-            None
-        }
-    }
-
-    /// Exactly `n` ASCII digits as a number.
-    fn digits(&mut self, n: usize) -> Option<i64> {
-        let (head, rest) = self.rest.split_at_checked(n)?;
-        let mut value = 0i64;
-        for &b in head {
-            if !b.is_ascii_digit() {
-                return None;
-            }
-            value = value * 10 + i64::from(b - b'0');
-        }
-        self.rest = rest;
-        Some(value)
-    }
-
-    /// A run of at least `min` and at most `max` ASCII digits, as the digit bytes.
-    fn digit_run(&mut self, min: usize, max: usize) -> Option<&[u8]> {
-        let len = self.rest.iter().take_while(|b| b.is_ascii_digit()).count();
-        if len < min || len > max {
-            return None;
-        }
-        let (head, rest) = self.rest.split_at(len);
-        self.rest = rest;
-        Some(head)
-    }
-}
-
-/// Parses the `exp` of a metadata envelope into nanoseconds since the Unix epoch.
-///
-/// Accepts `[-]YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH[[:]MM])`: a year of 4 to 9 digits, `T`/`Z`
-/// in either case, seconds up to 60 (a leap second counts as the next second's start), any
-/// number of fraction digits (nanoseconds kept). Text without a zone (local time in Ruby) or
-/// with surrounding spaces is rejected. Source of the format: `Time#iso8601` / `Time.iso8601`.
-fn parse_iso8601(text: &str) -> Option<i128> {
-    let mut c = Cursor {
-        rest: text.as_bytes(),
-    };
-    let negative = c.eat(b'-');
-    let year_digits = c.digit_run(4, 9)?;
-    let mut year = 0i64;
-    for &b in year_digits {
-        year = year * 10 + i64::from(b - b'0');
-    }
-    if negative {
-        year = -year;
-    }
-    c.eat(b'-').then_some(())?;
-    let month = u32::try_from(c.digits(2)?).ok()?;
-    c.eat(b'-').then_some(())?;
-    let day = u32::try_from(c.digits(2)?).ok()?;
-    c.eat_any(b"Tt")?;
-    let hour = c.digits(2)?;
-    c.eat(b':').then_some(())?;
-    let minute = c.digits(2)?;
-    c.eat(b':').then_some(())?;
-    let second = c.digits(2)?;
-    if !(1..=12).contains(&month)
-        || day == 0
-        || day > days_in_month(year, month)
-        || hour > 23
-        || minute > 59
-        || second > 60
-    {
-        return None;
-    }
-    let mut nanos: i128 = 0;
-    if c.eat(b'.') {
-        let fraction = c.digit_run(1, usize::MAX)?;
-        for i in 0..9 {
-            let digit = fraction.get(i).map_or(0, |b| b - b'0');
-            nanos = nanos * 10 + i128::from(digit);
-        }
-    }
-    let offset_secs: i64 = match c.eat_any(b"Zz+-")? {
-        b'Z' | b'z' => 0,
-        sign => {
-            let hours = c.digits(2)?;
-            let minutes = if c.rest.is_empty() {
-                0
-            } else {
-                let _ = c.eat(b':');
-                c.digits(2)?
-            };
-            if hours > 23 || minutes > 59 {
-                return None;
-            }
-            let offset = hours * 3600 + minutes * 60;
-            if sign == b'-' {
-                -offset
-            } else {
-                offset
-            }
-        }
-    };
-    if !c.rest.is_empty() {
-        return None;
-    }
-    let days = days_from_civil(year, month, day);
-    let secs = days * SECS_PER_DAY + hour * 3600 + minute * 60 + second - offset_secs;
-    Some(i128::from(secs) * NANOS_PER_SEC + nanos)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use base64::engine::general_purpose::STANDARD;
     use base64::Engine as _;
-    use std::time::Duration;
+    use std::time::{Duration, UNIX_EPOCH};
 
     const PEER_SKB: &str =
         "peer-secret-key-base-0000000000000000000000000000000000000000000000000000000000000000";
@@ -602,107 +397,6 @@ mod tests {
             }
             assert_eq!(jar.verify("k", &s), None);
             state = state.wrapping_add(1);
-        }
-    }
-
-    #[test]
-    fn civil_conversions() {
-        assert_eq!(days_from_civil(1970, 1, 1), 0);
-        assert_eq!(days_from_civil(2000, 3, 1), 11_017);
-        assert_eq!(days_from_civil(1969, 12, 31), -1);
-        for days in (-800_000..800_000).step_by(97) {
-            let (y, m, d) = civil_from_days(days);
-            assert!((1..=12).contains(&m) && d >= 1 && d <= days_in_month(y, m));
-            assert_eq!(days_from_civil(y, m, d), days);
-        }
-    }
-
-    #[test]
-    fn iso8601_format_and_parse() {
-        let ns = |s: i128, ms: i128| s * NANOS_PER_SEC + ms * 1_000_000;
-        assert_eq!(format_iso8601_millis(0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(
-            format_iso8601_millis(ns(2_427_160_095, 123) + 999_999),
-            "2046-11-30T03:08:15.123Z"
-        );
-        assert_eq!(format_iso8601_millis(-1), "1969-12-31T23:59:59.999Z");
-        assert_eq!(
-            format_iso8601_millis(ns(951_782_400, 0)),
-            "2000-02-29T00:00:00.000Z"
-        );
-
-        assert_eq!(
-            parse_iso8601("2046-11-30T03:08:15.123Z"),
-            Some(ns(2_427_160_095, 123))
-        );
-        assert_eq!(
-            parse_iso8601("2046-11-30t03:08:15z"),
-            Some(ns(2_427_160_095, 0))
-        );
-        assert_eq!(
-            parse_iso8601("2046-11-30T03:08:15.123456789123Z"),
-            Some(ns(2_427_160_095, 123) + 456_789)
-        );
-        assert_eq!(
-            parse_iso8601("2046-11-30T12:08:15+09:00"),
-            Some(ns(2_427_160_095, 0))
-        );
-        assert_eq!(
-            parse_iso8601("2046-11-29T22:08:15-0500"),
-            Some(ns(2_427_160_095, 0))
-        );
-        assert_eq!(
-            parse_iso8601("2046-11-30T04:08:15+01"),
-            Some(ns(2_427_160_095, 0))
-        );
-        assert_eq!(
-            parse_iso8601("1969-12-31T23:59:59.5Z"),
-            Some(-NANOS_PER_SEC / 2)
-        );
-        assert_eq!(
-            parse_iso8601("2000-02-29T00:00:00Z"),
-            Some(ns(951_782_400, 0))
-        );
-        assert_eq!(
-            parse_iso8601("2016-12-31T23:59:60Z"),
-            Some(ns(1_483_228_800, 0))
-        );
-
-        for bad in [
-            "",
-            "2046-11-30",
-            "2046-11-30T03:08:15",
-            "2046-11-30T03:08:15.Z",
-            "2046-11-30T03:08:15.123",
-            "2046-11-30 03:08:15Z",
-            " 2046-11-30T03:08:15Z",
-            "2046-11-30T03:08:15Z ",
-            "2046-13-30T03:08:15Z",
-            "2046-00-30T03:08:15Z",
-            "2046-11-31T03:08:15Z",
-            "2001-02-29T03:08:15Z",
-            "2046-11-00T03:08:15Z",
-            "2046-11-30T24:00:00Z",
-            "2046-11-30T03:60:15Z",
-            "2046-11-30T03:08:61Z",
-            "2046-11-30T03:08:15+24:00",
-            "2046-11-30T03:08:15+09:60",
-            "2046-11-30T03:08:15+9",
-            "2046-11-30T03:08:15+09:0",
-            "046-11-30T03:08:15Z",
-            "2046-1-30T03:08:15Z",
-            "2046-11-30T03:08:15ZZ",
-            "２０４６-11-30T03:08:15Z",
-            "12345678901-11-30T03:08:15Z",
-        ] {
-            assert_eq!(parse_iso8601(bad), None, "{bad:?}");
-        }
-        // Round trip over a range of millisecond instants.
-        let mut t: i128 = -5_000_000_000 * NANOS_PER_SEC;
-        while t < 50_000_000_000 * NANOS_PER_SEC {
-            let text = format_iso8601_millis(t);
-            assert_eq!(parse_iso8601(&text), Some(t), "{text}");
-            t += 7_777_777_123_000_000;
         }
     }
 }

@@ -30,13 +30,6 @@ impl Form {
             .find(|(n, _)| n == name)
             .map(|(_, v)| v.as_str())
     }
-
-    /// Builds a form from pairs (for tests and clients).
-    pub fn from_pairs<I: IntoIterator<Item = (String, String)>>(pairs: I) -> Form {
-        Form {
-            fields: pairs.into_iter().collect(),
-        }
-    }
 }
 
 fn decode(raw: &[u8]) -> Result<String, String> {

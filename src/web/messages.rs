@@ -25,6 +25,10 @@ pub const MAX_CLIENT_MESSAGE_ID: usize = 64;
 
 /// Turns typed plain text into message body HTML: escaped, lines joined with `<br>`, inside a
 /// `<div>` (the shape of an Action Text body).
+///
+/// The escaping is Rails' `ERB::Util.html_escape` (`&amp; &lt; &gt; &quot; &#39;`), not
+/// askama's `Html` escaper, which writes numeric references (`&#60;`): the body is stored and
+/// shared with Rails-written rows, so its bytes must be the ones Rails would store.
 pub fn body_html(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 16);
     out.push_str("<div>");
@@ -239,6 +243,12 @@ mod tests {
             "<div>&lt;script&gt;alert(1)&lt;/script&gt;</div>"
         );
         assert_eq!(body_html(" a\nb & c "), "<div>a<br>b &amp; c</div>");
+        // Rails' html_escape, byte for byte: named references, &#39; for the apostrophe.
+        assert_eq!(
+            body_html("say \"hi\" & it's <b>\r\ncafé ☕"),
+            "<div>say &quot;hi&quot; &amp; it&#39;s &lt;b&gt;<br>café ☕</div>"
+        );
+        assert_eq!(body_html("   \n  "), "<div></div>");
     }
 
     #[test]

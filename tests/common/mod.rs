@@ -141,26 +141,9 @@ impl Response {
     }
 }
 
-/// Percent-encodes a form value.
-pub fn enc(s: &str) -> String {
-    let mut out = String::new();
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
-/// A form body from pairs.
+/// A form body from pairs (`application/x-www-form-urlencoded`).
 pub fn form(pairs: &[(&str, &str)]) -> String {
-    pairs
-        .iter()
-        .map(|(k, v)| format!("{}={}", enc(k), enc(v)))
-        .collect::<Vec<_>>()
-        .join("&")
+    loadgen::http::form_urlencode(pairs)
 }
 
 /// The value of `<meta name="csrf-token" content="…">`.
@@ -436,20 +419,8 @@ impl Ws {
 
     /// Sends a masked frame with `opcode`.
     pub async fn send_frame(&mut self, opcode: u8, fin: bool, payload: &[u8]) {
-        let mut f = vec![if fin { 0x80 } else { 0 } | opcode];
-        let len = payload.len();
-        if len < 126 {
-            f.push(0x80 | len as u8);
-        } else if len < 65536 {
-            f.push(0x80 | 126);
-            f.extend_from_slice(&(len as u16).to_be_bytes());
-        } else {
-            f.push(0x80 | 127);
-            f.extend_from_slice(&(len as u64).to_be_bytes());
-        }
-        let mask = [0x12u8, 0x34, 0x56, 0x78];
-        f.extend_from_slice(&mask);
-        f.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
+        let mut f = Vec::new();
+        loadgen::ws::encode_client_frame(fin, opcode, payload, [0x12, 0x34, 0x56, 0x78], &mut f);
         let _ = self.stream.write_all(&f).await;
     }
 
