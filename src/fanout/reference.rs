@@ -46,8 +46,8 @@ use super::frame::{self, Frame};
 use super::queue::State;
 use super::stats::{Enqueued, Stats, StatsSnapshot};
 use super::{
-    next_connection_id, EngineKind, QueueLimits, Variant, CLOSE_FLUSH_TIMEOUT,
-    SLOW_CLOSE_TIMEOUT, TOO_SLOW_MESSAGE,
+    next_connection_id, EngineKind, QueueLimits, Variant, CLOSE_FLUSH_TIMEOUT, SLOW_CLOSE_TIMEOUT,
+    TOO_SLOW_MESSAGE,
 };
 
 /// The library sink shared by a connection's tasks; `None` once the socket was let go.
