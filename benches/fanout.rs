@@ -9,7 +9,9 @@
 //!   channel `send` plus each receiver's `recv`, the way a tokio-broadcast hub is usually
 //!   measured; for the default engine it is the broadcast plus each outbox being drained.
 //!
-//! Run: `cargo bench --bench fanout -- --warm-up-time 1 --measurement-time 3`.
+//! Run: `cargo bench --bench fanout --features test-support,reference-engine -- --warm-up-time 1
+//! --measurement-time 3` (`test-support` is required; without `reference-engine` the
+//! `tokio-broadcast` case is left out).
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -84,6 +86,7 @@ fn broadcast_1000(c: &mut Criterion) {
     group.throughput(Throughput::Elements(N as u64));
     for (name, kind) in [
         ("queue", EngineKind::Queue),
+        #[cfg(feature = "reference-engine")]
         ("tokio-broadcast", EngineKind::TokioBroadcast),
     ] {
         let (fanout, conns) = setup(kind, N);

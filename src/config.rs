@@ -71,7 +71,8 @@ pub struct Config {
     #[arg(long, env = "HEARTH_GID_APP", default_value = "campfire")]
     pub gid_app: String,
 
-    /// Fan-out engine: `queue` (owner-drained bounded queues) or `tokio-broadcast` (reference).
+    /// Fan-out engine: `queue` (owner-drained bounded queues) or `tokio-broadcast` (reference;
+    /// only in builds with the cargo feature `reference-engine`).
     #[arg(long, env = "HEARTH_FANOUT", value_enum, default_value = "queue")]
     pub fanout: EngineKind,
 

@@ -4,7 +4,8 @@
 //! per subscriber: the count must be the same at 10 and at 1,000 subscribers. Subscribers are
 //! in-process connections without sockets (`attach_detached`), warmed up (their outboxes
 //! allocated) and drained between broadcasts, and only allocations made on the measuring
-//! thread while a broadcast runs are counted.
+//! thread while a broadcast runs are counted. Needs the `test-support` feature; the reference
+//! engine's cases also `reference-engine`.
 
 // The one use of unsafe in the workspace, and the measured need for it: `GlobalAlloc` is an
 // unsafe trait, so a counting allocator needs `unsafe impl` and unsafe calls into `System`.
@@ -156,6 +157,7 @@ fn queue_engine_broadcast_allocates_per_variant_not_per_subscriber() {
     }
 }
 
+#[cfg(feature = "reference-engine")]
 #[test]
 fn reference_engine_broadcast_allocates_once_whatever_the_receivers() {
     let at_10 = broadcast_allocations(EngineKind::TokioBroadcast, 10, 1);
@@ -165,7 +167,11 @@ fn reference_engine_broadcast_allocates_once_whatever_the_receivers() {
 
 #[test]
 fn send_all_does_not_allocate_per_connection() {
-    for kind in [EngineKind::Queue, EngineKind::TokioBroadcast] {
+    for kind in [
+        EngineKind::Queue,
+        #[cfg(feature = "reference-engine")]
+        EngineKind::TokioBroadcast,
+    ] {
         assert_eq!(
             send_all_allocations(kind, 10),
             send_all_allocations(kind, 1000),

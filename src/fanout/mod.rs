@@ -22,16 +22,31 @@
 //!
 //! ## Files
 //!
-//! - `frame.rs`: encoding a server frame once, to be shared.
-//! - `queue.rs`: the per-connection outbox (lock-free ring, byte bound, armed wake-up flag).
-//! - `writer.rs`: the owner's drain loop (vectored writes, offsets, close and cut-off).
+//! - `engine.rs`: [`Fanout`] and [`Connection`], the API the cable layer calls, and the
+//!   default engine, which reads straight through from `Fanout::broadcast` to the pushes.
 //! - `index.rs`: stream → variants → subscribers.
-//! - `engine.rs`: [`Fanout`] and [`Connection`], the API the cable layer calls.
-//! - `reference.rs`: the [`EngineKind::TokioBroadcast`] reference engine, the design most
-//!   Rust servers start with, kept to measure the default against.
+//! - `frame.rs`: encoding a server frame once, to be shared.
+//! - `queue.rs`: the per-connection outbox (lock-free ring, byte bound, armed wake-up flag)
+//!   and the connection lifecycle `State`.
+//! - `writer.rs`: the owner's drain loop (vectored writes, offsets, close and cut-off).
+//! - `seam.rs`: the private traits `Engine` and `Conn` every engine implements behind
+//!   `Fanout` (one dynamic call per API call, none per subscriber).
 //! - `runtime.rs`: the writers' own thread, so requests never queue behind drains.
 //! - `stats.rs`: counters ([`StatsSnapshot`]).
+//! - `reference.rs` (feature `reference-engine`): the `tokio::sync::broadcast` reference
+//!   engine (`EngineKind::TokioBroadcast`), the design most Rust servers start with, kept to
+//!   measure the default against. It implements the same seam.
+//!
+//! ## Cargo features
+//!
+//! - `reference-engine`: builds the reference engine and accepts `--fanout tokio-broadcast`
+//!   (`HEARTH_FANOUT=tokio-broadcast`). Without it that value is rejected when the flags are
+//!   parsed, and only [`EngineKind::Queue`] exists.
+//! - `test-support`: bench and test hooks on [`Fanout`] (`new_inline_writers`,
+//!   `attach_detached`, `drain_detached`), not part of the production API. The fan-out tests
+//!   and benches require it; `scripts/test` turns both features on.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -41,8 +56,10 @@ mod engine;
 pub mod frame;
 mod index;
 mod queue;
+#[cfg(feature = "reference-engine")]
 mod reference;
 mod runtime;
+mod seam;
 mod stats;
 mod writer;
 
@@ -52,6 +69,9 @@ pub use stats::StatsSnapshot;
 /// Which engine delivers frames, chosen at start (`--fanout queue|tokio-broadcast`).
 ///
 /// Both engines put the same bytes on the wire; they differ in how frames reach the socket.
+/// [`EngineKind::TokioBroadcast`] exists only with the cargo feature `reference-engine`;
+/// without it `--fanout` accepts `queue` alone (clap rejects other values and lists the
+/// possible ones).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum EngineKind {
     /// The default: an index lookup, one shared frame per variant, a bounded lock-free outbox
@@ -62,7 +82,17 @@ pub enum EngineKind {
     /// task per subscription writing each message through the WebSocket library's sink
     /// (`fastwebsockets::WebSocketWrite` behind a `tokio::sync::Mutex`), and an unbounded mpsc
     /// per connection for direct sends. A lagged receiver is disconnected as too slow.
+    /// Needs the cargo feature `reference-engine`.
+    #[cfg(feature = "reference-engine")]
     TokioBroadcast,
+}
+
+/// Connection ids are unique across every engine in the process.
+static NEXT_CONNECTION_ID: AtomicU64 = AtomicU64::new(1);
+
+/// A fresh connection id (both engines draw from it).
+fn next_connection_id() -> u64 {
+    NEXT_CONNECTION_ID.fetch_add(1, Ordering::Relaxed)
 }
 
 /// Bounds of one connection's outbox. Passing either cuts the connection off as too slow.
@@ -154,10 +184,13 @@ mod tests {
     #[test]
     fn engine_kind_flag_values() {
         assert_eq!(EngineKind::from_str("queue", false), Ok(EngineKind::Queue));
+        #[cfg(feature = "reference-engine")]
         assert_eq!(
             EngineKind::from_str("tokio-broadcast", false),
             Ok(EngineKind::TokioBroadcast)
         );
+        #[cfg(not(feature = "reference-engine"))]
+        assert!(EngineKind::from_str("tokio-broadcast", false).is_err());
         assert!(EngineKind::from_str("broadcast", false).is_err());
         assert_eq!(EngineKind::default(), EngineKind::Queue);
     }

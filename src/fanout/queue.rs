@@ -57,7 +57,8 @@ pub(crate) enum State {
 }
 
 impl State {
-    fn from_u8(v: u8) -> State {
+    /// Decodes a state stored as its `u8` discriminant (any unknown value reads as `Ended`).
+    pub(super) fn from_u8(v: u8) -> State {
         match v {
             0 => State::Open,
             1 => State::Closing,

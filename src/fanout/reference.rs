@@ -1,5 +1,7 @@
-//! The reference engine ([`EngineKind::TokioBroadcast`]): the design a Rust server usually
-//! starts with, kept so the default engine can be measured against it.
+//! The reference engine ([`EngineKind::TokioBroadcast`], feature `reference-engine`): the
+//! design a Rust server usually starts with, kept so the default engine can be measured
+//! against it. It implements the same seam as the default engine (`engine.rs`: [`Engine`]
+//! for [`RefEngine`], [`Conn`] for [`RefConn`]).
 //!
 //! - One `tokio::sync::broadcast` channel per stream, holding the raw message (`Bytes`).
 //! - One forwarding task per subscription: `recv()` the message, wrap it in the
@@ -27,27 +29,32 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use bytes::Bytes;
 use fastwebsockets::{OpCode, Payload, Role, WebSocketWrite};
 use parking_lot::Mutex;
 use tokio::net::tcp::OwnedWriteHalf;
-use tokio::sync::broadcast::error::{RecvError, TryRecvError};
+use tokio::sync::broadcast::error::RecvError;
+#[cfg(feature = "test-support")]
+use tokio::sync::broadcast::error::TryRecvError;
 use tokio::sync::{broadcast, mpsc, oneshot, watch, Notify};
 use tokio::task::AbortHandle;
 
-use super::engine::next_connection_id;
 use super::frame::{self, Frame};
 use super::queue::State;
-use super::stats::{Enqueued, Stats};
-use super::{QueueLimits, Variant, CLOSE_FLUSH_TIMEOUT, SLOW_CLOSE_TIMEOUT, TOO_SLOW_MESSAGE};
+use super::seam::{Conn, Engine};
+use super::stats::{Enqueued, Stats, StatsSnapshot};
+use super::{
+    next_connection_id, EngineKind, QueueLimits, Variant, CLOSE_FLUSH_TIMEOUT, SLOW_CLOSE_TIMEOUT,
+    TOO_SLOW_MESSAGE,
+};
 
 /// The library sink shared by a connection's tasks; `None` once the socket was let go.
 type Sink = Arc<tokio::sync::Mutex<Option<WebSocketWrite<OwnedWriteHalf>>>>;
 
 /// The reference engine's shared state.
-pub(crate) struct RefEngine {
+pub(super) struct RefEngine {
     capacity: usize,
     streams: Mutex<HashMap<Arc<str>, broadcast::Sender<Bytes>>>,
     pings: broadcast::Sender<Bytes>,
@@ -67,6 +74,7 @@ struct Sub {
     handle: SubHandle,
 }
 
+/// What carries one subscription's messages.
 enum SubHandle {
     /// A forwarding task. Dropping `_stop` asks it to stop after its current write.
     Task {
@@ -74,17 +82,21 @@ enum SubHandle {
         task: AbortHandle,
     },
     /// Bench support: the receiver is drained by `drain_detached` instead of a task.
+    #[cfg(feature = "test-support")]
     Detached(broadcast::Receiver<Bytes>),
 }
 
 /// Receivers of a detached (bench) connection.
+#[cfg(feature = "test-support")]
 struct DetachedRx {
     direct: mpsc::UnboundedReceiver<Command>,
     pings: broadcast::Receiver<Bytes>,
 }
 
 /// One connection of the reference engine.
-pub(crate) struct RefConn {
+pub(super) struct RefConn {
+    /// This connection itself, for the forwarding tasks `subscribe` spawns.
+    me: Weak<RefConn>,
     id: u64,
     engine: Arc<RefEngine>,
     state: AtomicU8,
@@ -93,6 +105,8 @@ pub(crate) struct RefConn {
     stop: watch::Sender<bool>,
     subs: Mutex<RefSubs>,
     tasks: Mutex<Vec<AbortHandle>>,
+    /// Set for a connection made by `attach_detached`: no socket and no tasks.
+    #[cfg(feature = "test-support")]
     detached: Option<Mutex<DetachedRx>>,
     done: AtomicBool,
     done_notify: Notify,
@@ -105,7 +119,7 @@ struct RefSubs {
 }
 
 impl RefEngine {
-    pub(crate) fn new(limits: QueueLimits) -> RefEngine {
+    pub(super) fn new(limits: QueueLimits) -> RefEngine {
         let capacity = limits.max_frames.max(1);
         RefEngine {
             capacity,
@@ -115,18 +129,16 @@ impl RefEngine {
         }
     }
 
-    pub(crate) fn stats(&self) -> &Stats {
-        &self.stats
-    }
-
+    /// A new open connection (counted as opened) writing to `sink`.
     fn new_conn(
         engine: &Arc<RefEngine>,
+        me: &Weak<RefConn>,
         sink: Option<Sink>,
-        detached: Option<DetachedRx>,
         direct: mpsc::UnboundedSender<Command>,
-    ) -> Arc<RefConn> {
+    ) -> RefConn {
         engine.stats.connection_opened();
-        Arc::new(RefConn {
+        RefConn {
+            me: me.clone(),
             id: next_connection_id(),
             engine: engine.clone(),
             state: AtomicU8::new(State::Open as u8),
@@ -135,20 +147,43 @@ impl RefEngine {
             stop: watch::channel(false).0,
             subs: Mutex::default(),
             tasks: Mutex::default(),
-            detached: detached.map(Mutex::new),
+            #[cfg(feature = "test-support")]
+            detached: None,
             done: AtomicBool::new(false),
             done_notify: Notify::new(),
-        })
+        }
     }
 
+    /// A receiver on `stream`'s channel, creating the channel if needed.
+    fn receiver(&self, stream: &Arc<str>) -> broadcast::Receiver<Bytes> {
+        let mut streams = self.streams.lock();
+        if let Some(tx) = streams.get(stream) {
+            return tx.subscribe();
+        }
+        let (tx, rx) = broadcast::channel(self.capacity);
+        streams.insert(stream.clone(), tx);
+        self.stats.streams_changed(1, 0);
+        rx
+    }
+}
+
+impl Engine for RefEngine {
+    fn kind(&self) -> EngineKind {
+        EngineKind::TokioBroadcast
+    }
+
+    /// The reference engine has no threads of its own.
+    fn start(&self) {}
+
     /// Wraps `write` in the library sink and spawns the direct-send and ping tasks.
-    pub(crate) fn attach(engine: &Arc<RefEngine>, write: OwnedWriteHalf) -> Arc<RefConn> {
+    fn attach(self: Arc<Self>, write: OwnedWriteHalf) -> Arc<dyn Conn> {
+        let engine = &self;
         let (_, ws) =
             fastwebsockets::after_handshake_split(tokio::io::empty(), write, Role::Server);
         let sink: Sink = Arc::new(tokio::sync::Mutex::new(Some(ws)));
         let (tx, rx) = mpsc::unbounded_channel();
         let pings = engine.pings.subscribe();
-        let conn = Self::new_conn(engine, Some(sink.clone()), None, tx);
+        let conn = Arc::new_cyclic(|me| RefEngine::new_conn(engine, me, Some(sink.clone()), tx));
         let direct = tokio::spawn(direct_task(conn.clone(), sink.clone(), rx));
         let ping = tokio::spawn(ping_task(conn.clone(), sink, pings));
         conn.tasks
@@ -157,17 +192,22 @@ impl RefEngine {
         conn
     }
 
-    /// Bench support: a connection whose receivers are kept for `drain_detached`.
-    pub(crate) fn attach_detached(engine: &Arc<RefEngine>) -> Arc<RefConn> {
+    /// A connection whose receivers are kept for `drain_detached`.
+    #[cfg(feature = "test-support")]
+    fn attach_detached(self: Arc<Self>) -> Arc<dyn Conn> {
+        let engine = &self;
         let (tx, rx) = mpsc::unbounded_channel();
         let detached = DetachedRx {
             direct: rx,
             pings: engine.pings.subscribe(),
         };
-        Self::new_conn(engine, None, Some(detached), tx)
+        Arc::new_cyclic(|me| RefConn {
+            detached: Some(Mutex::new(detached)),
+            ..RefEngine::new_conn(engine, me, None, tx)
+        })
     }
 
-    pub(crate) fn broadcast(&self, stream: &str, message: &[u8]) -> usize {
+    fn broadcast(&self, stream: &str, message: &[u8]) -> usize {
         self.stats.broadcast();
         let mut streams = self.streams.lock();
         let Some(tx) = streams.get(stream) else {
@@ -193,7 +233,7 @@ impl RefEngine {
         }
     }
 
-    pub(crate) fn send_all(&self, frame: &Frame) -> usize {
+    fn send_all(&self, frame: &Frame) -> usize {
         match self.pings.send(frame.0.clone()) {
             Ok(receivers) => {
                 self.stats.enqueued(&Enqueued {
@@ -208,17 +248,13 @@ impl RefEngine {
         }
     }
 
-    /// A receiver on `stream`'s channel, creating the channel if needed.
-    fn receiver(&self, stream: &Arc<str>) -> broadcast::Receiver<Bytes> {
-        let mut streams = self.streams.lock();
-        if let Some(tx) = streams.get(stream) {
-            return tx.subscribe();
-        }
-        let (tx, rx) = broadcast::channel(self.capacity);
-        streams.insert(stream.clone(), tx);
-        self.stats.streams_changed(1, 0);
-        rx
+    fn stats(&self) -> StatsSnapshot {
+        self.stats.snapshot()
     }
+
+    /// Its tasks always run on the attaching runtime.
+    #[cfg(feature = "test-support")]
+    fn run_writers_inline(&self) {}
 }
 
 impl fmt::Debug for RefEngine {
@@ -230,18 +266,8 @@ impl fmt::Debug for RefEngine {
 }
 
 impl RefConn {
-    pub(crate) fn id(&self) -> u64 {
-        self.id
-    }
-
     fn state(&self) -> State {
-        match self.state.load(Ordering::Acquire) {
-            0 => State::Open,
-            1 => State::Closing,
-            2 => State::TooSlow,
-            3 => State::Aborted,
-            _ => State::Ended,
-        }
+        State::from_u8(self.state.load(Ordering::Acquire))
     }
 
     fn transition(&self, from: State, to: State) -> bool {
@@ -250,84 +276,34 @@ impl RefConn {
             .is_ok()
     }
 
-    pub(crate) fn is_closed(&self) -> bool {
-        self.state() != State::Open || self.done.load(Ordering::Acquire)
+    /// True for a connection made by `attach_detached` (no socket, no tasks).
+    #[cfg(feature = "test-support")]
+    fn is_detached(&self) -> bool {
+        self.detached.is_some()
     }
 
-    pub(crate) fn done_signal(&self) -> (&AtomicBool, &Notify) {
-        (&self.done, &self.done_notify)
+    /// True for a connection made by `attach_detached` (never, without `test-support`).
+    #[cfg(not(feature = "test-support"))]
+    fn is_detached(&self) -> bool {
+        false
     }
 
-    pub(crate) fn send(&self, frame: Bytes) -> bool {
-        if self.state() != State::Open {
-            return false;
+    /// What carries a new subscription's messages from `rx`: a forwarding task writing with
+    /// `variant` (or, for a detached connection, `rx` itself). `None` once the socket was let
+    /// go.
+    fn sub_handle(&self, rx: broadcast::Receiver<Bytes>, variant: &Variant) -> Option<SubHandle> {
+        #[cfg(feature = "test-support")]
+        if self.is_detached() {
+            return Some(SubHandle::Detached(rx));
         }
-        let len = frame.len();
-        if self.direct.send(Command::Frame(frame)).is_err() {
-            return false;
-        }
-        let mut totals = Enqueued::default();
-        totals.add(len, 0);
-        self.engine.stats.enqueued(&totals);
-        true
-    }
-
-    pub(crate) fn subscribe(conn: &Arc<RefConn>, stream: &str, variant: &Variant) {
-        let mut subs = conn.subs.lock();
-        if subs.closed || conn.state() != State::Open {
-            return;
-        }
-        if subs
-            .list
-            .iter()
-            .any(|s| &*s.stream == stream && s.key == variant.key)
-        {
-            return;
-        }
-        let stream: Arc<str> = Arc::from(stream);
-        let rx = conn.engine.receiver(&stream);
-        let handle = if conn.detached.is_some() {
-            SubHandle::Detached(rx)
-        } else {
-            let Some(sink) = conn.sink.lock().clone() else {
-                return;
-            };
-            let (stop_tx, stop_rx) = oneshot::channel();
-            let task = tokio::spawn(forward_task(
-                conn.clone(),
-                sink,
-                rx,
-                variant.clone(),
-                stop_rx,
-            ));
-            SubHandle::Task {
-                _stop: stop_tx,
-                task: task.abort_handle(),
-            }
-        };
-        subs.list.push(Sub {
-            stream,
-            key: variant.key.clone(),
-            handle,
-        });
-        conn.engine.stats.subscription_added(false);
-    }
-
-    pub(crate) fn unsubscribe(&self, stream: &str, variant_key: &str) {
-        let removed = {
-            let mut subs = self.subs.lock();
-            let Some(pos) = subs
-                .list
-                .iter()
-                .position(|s| &*s.stream == stream && &*s.key == variant_key)
-            else {
-                return;
-            };
-            subs.list.swap_remove(pos)
-        };
-        // Dropping the handle's stop sender ends the task after its current write.
-        drop(removed);
-        self.engine.stats.subscription_removed(false);
+        let sink = self.sink.lock().clone()?;
+        let conn = self.me.upgrade()?;
+        let (stop_tx, stop_rx) = oneshot::channel();
+        let task = tokio::spawn(forward_task(conn, sink, rx, variant.clone(), stop_rx));
+        Some(SubHandle::Task {
+            _stop: stop_tx,
+            task: task.abort_handle(),
+        })
     }
 
     /// Detaches every subscription for good. With `hard`, forwarding tasks are aborted at
@@ -344,26 +320,6 @@ impl RefConn {
             }
             self.engine.stats.subscription_removed(false);
         }
-    }
-
-    pub(crate) fn close(&self, frames: &[Frame]) {
-        if !self.transition(State::Open, State::Closing) {
-            return;
-        }
-        self.detach_all(false);
-        let frames = frames.iter().map(|f| f.0.clone()).collect();
-        if self.direct.send(Command::Close(frames)).is_err() || self.detached.is_some() {
-            self.end();
-        }
-    }
-
-    pub(crate) fn abort(&self) {
-        let current = self.state();
-        if current == State::Ended || current == State::Aborted {
-            return;
-        }
-        self.state.store(State::Aborted as u8, Ordering::Release);
-        self.end();
     }
 
     /// Too-slow cut-off, run by the task that saw `Lagged`: stop the others, wait for any
@@ -409,8 +365,99 @@ impl RefConn {
         self.engine.stats.connection_closed();
         self.done_notify.notify_waiters();
     }
+}
 
-    pub(crate) fn drain_detached(&self) -> usize {
+impl Conn for RefConn {
+    fn id(&self) -> u64 {
+        self.id
+    }
+
+    fn send(&self, frame: Frame) -> bool {
+        if self.state() != State::Open {
+            return false;
+        }
+        let len = frame.len();
+        if self.direct.send(Command::Frame(frame.0)).is_err() {
+            return false;
+        }
+        let mut totals = Enqueued::default();
+        totals.add(len, 0);
+        self.engine.stats.enqueued(&totals);
+        true
+    }
+
+    fn subscribe(&self, stream: &str, variant: &Variant) {
+        let mut subs = self.subs.lock();
+        if subs.closed || self.state() != State::Open {
+            return;
+        }
+        if subs
+            .list
+            .iter()
+            .any(|s| &*s.stream == stream && s.key == variant.key)
+        {
+            return;
+        }
+        let stream: Arc<str> = Arc::from(stream);
+        let rx = self.engine.receiver(&stream);
+        let Some(handle) = self.sub_handle(rx, variant) else {
+            return;
+        };
+        subs.list.push(Sub {
+            stream,
+            key: variant.key.clone(),
+            handle,
+        });
+        self.engine.stats.subscription_added(false);
+    }
+
+    fn unsubscribe(&self, stream: &str, variant_key: &str) {
+        let removed = {
+            let mut subs = self.subs.lock();
+            let Some(pos) = subs
+                .list
+                .iter()
+                .position(|s| &*s.stream == stream && &*s.key == variant_key)
+            else {
+                return;
+            };
+            subs.list.swap_remove(pos)
+        };
+        // Dropping the handle's stop sender ends the task after its current write.
+        drop(removed);
+        self.engine.stats.subscription_removed(false);
+    }
+
+    fn close(&self, frames: &[Frame]) {
+        if !self.transition(State::Open, State::Closing) {
+            return;
+        }
+        self.detach_all(false);
+        let frames = frames.iter().map(|f| f.0.clone()).collect();
+        if self.direct.send(Command::Close(frames)).is_err() || self.is_detached() {
+            self.end();
+        }
+    }
+
+    fn abort(&self) {
+        let current = self.state();
+        if current == State::Ended || current == State::Aborted {
+            return;
+        }
+        self.state.store(State::Aborted as u8, Ordering::Release);
+        self.end();
+    }
+
+    fn is_closed(&self) -> bool {
+        self.state() != State::Open || self.done.load(Ordering::Acquire)
+    }
+
+    fn done_signal(&self) -> (&AtomicBool, &Notify) {
+        (&self.done, &self.done_notify)
+    }
+
+    #[cfg(feature = "test-support")]
+    fn drain_detached(&self) -> usize {
         let mut n = 0;
         if let Some(detached) = &self.detached {
             let mut rx = detached.lock();
@@ -439,6 +486,7 @@ impl fmt::Debug for RefConn {
 }
 
 /// Receives every pending message of `rx`, skipping over a lag. Returns how many.
+#[cfg(feature = "test-support")]
 fn drain_receiver(rx: &mut broadcast::Receiver<Bytes>) -> usize {
     let mut n = 0;
     loop {

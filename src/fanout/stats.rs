@@ -137,7 +137,9 @@ impl Stats {
         }
     }
 
-    /// Adds `n` to the stream gauge (the reference engine counts its channel map directly).
+    /// Adds `added` to and takes `removed` from the stream gauge (the reference engine counts
+    /// its channel map directly).
+    #[cfg(feature = "reference-engine")]
     pub(crate) fn streams_changed(&self, added: u64, removed: u64) {
         if added > 0 {
             self.producer.streams.fetch_add(added, Relaxed);

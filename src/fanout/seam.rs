@@ -1,0 +1,76 @@
+//! The seam between the fan-out API (`Fanout`, `Connection` in `engine.rs`) and the engines
+//! behind it: the default queue engine (`engine.rs`) and, with the `reference-engine`
+//! feature, the `tokio::sync::broadcast` reference engine (`reference.rs`). Every public
+//! method makes one dynamic call through these traits, per broadcast or per send, never per
+//! subscriber.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use tokio::net::tcp::OwnedWriteHalf;
+use tokio::sync::Notify;
+
+use super::frame::Frame;
+use super::stats::StatsSnapshot;
+use super::{EngineKind, Variant};
+
+/// What an engine does behind `Fanout`; each method is the `Fanout` method of the same name.
+pub(super) trait Engine: Send + Sync {
+    /// Which engine this is.
+    fn kind(&self) -> EngineKind;
+
+    /// Starts the engine's own threads now, if it has any. Idempotent.
+    fn start(&self);
+
+    /// Takes over `write` and spawns the connection's task(s).
+    fn attach(self: Arc<Self>, write: OwnedWriteHalf) -> Arc<dyn Conn>;
+
+    /// Delivers `message` to every subscriber of `stream`; returns how many it reached.
+    fn broadcast(&self, stream: &str, message: &[u8]) -> usize;
+
+    /// Queues `frame` to every attached connection; returns how many it reached.
+    fn send_all(&self, frame: &Frame) -> usize;
+
+    /// The engine's counters.
+    fn stats(&self) -> StatsSnapshot;
+
+    /// A connection with no socket and no task (see `Fanout::attach_detached`).
+    #[cfg(feature = "test-support")]
+    fn attach_detached(self: Arc<Self>) -> Arc<dyn Conn>;
+
+    /// Runs later writers on the attaching runtime (see `Fanout::new_inline_writers`).
+    #[cfg(feature = "test-support")]
+    fn run_writers_inline(&self);
+}
+
+/// What one engine's connection does behind `Connection`; each method is the `Connection`
+/// method of the same name.
+pub(super) trait Conn: Send + Sync {
+    /// The connection's id, unique in the process.
+    fn id(&self) -> u64;
+
+    /// Queues one frame for this connection only; false if it was not queued.
+    fn send(&self, frame: Frame) -> bool;
+
+    /// Attaches the connection to `stream` under `variant`.
+    fn subscribe(&self, stream: &str, variant: &Variant);
+
+    /// Detaches from `stream` for `variant_key`.
+    fn unsubscribe(&self, stream: &str, variant_key: &str);
+
+    /// Queues `frames` last, flushes and shuts the write side down.
+    fn close(&self, frames: &[Frame]);
+
+    /// Stops at once without flushing.
+    fn abort(&self);
+
+    /// True once the connection no longer accepts frames.
+    fn is_closed(&self) -> bool;
+
+    /// The flag set when the connection's writer has ended, and the `Notify` woken then.
+    fn done_signal(&self) -> (&AtomicBool, &Notify);
+
+    /// Takes every frame queued to a detached connection (see `Fanout::drain_detached`).
+    #[cfg(feature = "test-support")]
+    fn drain_detached(&self) -> usize;
+}
