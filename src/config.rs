@@ -129,6 +129,11 @@ pub struct Config {
     #[arg(long, env = "HEARTH_SEED_USERS", default_value_t = 1000)]
     pub seed_users: usize,
 
+    /// Leave an empty database empty: the first visitor gets Campfire's first-run form
+    /// (`/first_run`), which creates the administrator and the first open room.
+    #[arg(long, env = "HEARTH_NO_SEED", default_value_t = false)]
+    pub no_seed: bool,
+
     /// Seconds between Action Cable pings (Rails: 3).
     #[arg(long, env = "HEARTH_PING_INTERVAL", default_value_t = 3)]
     pub ping_interval: u64,
@@ -181,6 +186,7 @@ impl std::fmt::Debug for Config {
             .field("body_timeout", &self.body_timeout)
             .field("drain_timeout", &self.drain_timeout)
             .field("seed_users", &self.seed_users)
+            .field("no_seed", &self.no_seed)
             .field("ping_interval", &self.ping_interval)
             .finish()
     }
