@@ -35,7 +35,7 @@ impl User {
     }
 }
 
-/// A user row plus one secret column (password digest or bot token).
+/// A user row plus one optional text column (password digest, bot token or bio).
 type UserRowWithSecret = (i64, String, Option<String>, String, String, Option<String>);
 
 /// Finds a user by id.
@@ -225,7 +225,7 @@ pub struct Profile {
 
 /// Finds a user's profile (any role or status).
 pub async fn profile(pool: &SqlitePool, id: i64) -> sqlx::Result<Option<Profile>> {
-    let row: Option<(i64, String, Option<String>, String, String, Option<String>)> =
+    let row: Option<UserRowWithSecret> =
         sqlx::query_as("SELECT id, name, email_address, role, status, bio FROM users WHERE id = ?")
             .bind(id)
             .fetch_optional(pool)
