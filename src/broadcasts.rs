@@ -8,6 +8,8 @@
 //! | edit | `<room gid param>:messages` | turbo-stream `replace` of `message_<client_message_id>` |
 //! | delete | `<room gid param>:messages` | turbo-stream `remove` of `message_<client_message_id>` |
 //! | boost | `<room gid param>:messages` | turbo-stream `append` to `boosts_message_<client_message_id>` |
+//! | boost deleted (bot API) | `<room gid param>:messages` | turbo-stream `remove` of `boost_<id>` |
+//! | ban (the user's messages purged) | `<room gid param>:messages`, per room | one turbo-stream `remove` per message |
 //! | typing start/stop | `typing_notifications:<room gid param>` | `{"action":"start","user":{"id":1,"name":"…"}}` |
 //! | presence | `user_<id>_reads` | `{"room_id":<room id>}` |
 //!
@@ -86,6 +88,31 @@ pub fn boost_created(b: &Broadcaster, room: &Room, message: &Message, boost: &Bo
     );
     b.broadcast_string(&streams::room_messages(b.gid_app(), room), &html);
     html
+}
+
+/// Broadcasts a deleted boost: a `remove` of `boost_<id>`. Returns the turbo-stream.
+pub fn boost_removed(b: &Broadcaster, room: &Room, boost_id: i64) -> String {
+    let html = render::turbo_stream("remove", &format!("boost_{boost_id}"), None);
+    b.broadcast_string(&streams::room_messages(b.gid_app(), room), &html);
+    html
+}
+
+/// Broadcasts the removal of a banned user's messages from one room (Campfire's ban
+/// cleanup): one `remove` of `message_<client_message_id>` per message, in one frame (the
+/// turbo-streams one after another). Sends nothing for an empty list.
+pub fn messages_purged(b: &Broadcaster, room: &Room, client_message_ids: &[String]) {
+    if client_message_ids.is_empty() {
+        return;
+    }
+    let mut html = String::with_capacity(client_message_ids.len() * 80);
+    for id in client_message_ids {
+        html.push_str(&render::turbo_stream(
+            "remove",
+            &format!("message_{id}"),
+            None,
+        ));
+    }
+    b.broadcast_string(&streams::room_messages(b.gid_app(), room), &html);
 }
 
 /// Broadcasts a typing notice: `{"action":"start"|"stop","user":{"id":…,"name":"…"}}`.

@@ -141,6 +141,11 @@ pub struct Config {
     #[arg(long, env = "HEARTH_SEED_USERS", default_value_t = 1000)]
     pub seed_users: usize,
 
+    /// Leave an empty database empty: the first visitor gets Campfire's first-run form
+    /// (`/first_run`), which creates the administrator and the first open room.
+    #[arg(long, env = "HEARTH_NO_SEED", default_value_t = false)]
+    pub no_seed: bool,
+
     /// Seconds between Action Cable pings (Rails: 3).
     #[arg(long, env = "HEARTH_PING_INTERVAL", default_value_t = 3)]
     pub ping_interval: u64,

@@ -24,8 +24,9 @@
 //!    goes through) and [`state`] (the shared state built at start).
 //! 4. [`broadcasts`]: what each event broadcasts, to which stream, in one call per event.
 //! 5. The two faces: [`web`] (the axum routes: sessions, CSRF, rooms, messages, bots, the
-//!    sidebar) and [`cable`] (the Action Cable server: upgrade, protocol frames, one task per
-//!    connection reading commands in order, Campfire's channels).
+//!    sidebar, the first run, sign-up, profiles, administration, bans, search) and [`cable`]
+//!    (the Action Cable server: upgrade, protocol frames, one task per connection reading
+//!    commands in order, Campfire's channels).
 //! 6. [`app`]: wiring: the service (routes, `/cable`, `/metrics`), the accept loop and the
 //!    graceful drain.
 

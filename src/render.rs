@@ -34,13 +34,7 @@ impl std::fmt::Debug for MessagePartial<'_> {
 /// # Errors
 /// The template failed to render (askama's error).
 pub fn message(m: &Message) -> Result<String, askama::Error> {
-    let initials: String = m
-        .creator_name
-        .split_whitespace()
-        .filter_map(|w| w.chars().next())
-        .take(2)
-        .flat_map(char::to_uppercase)
-        .collect();
+    let initials = initials(&m.creator_name);
     let partial = MessagePartial {
         m,
         hue: (m.creator_id.unsigned_abs() * 47 % 360) as u32,
@@ -49,6 +43,16 @@ pub fn message(m: &Message) -> Result<String, askama::Error> {
         created_time: clock_time(m.created_at),
     };
     partial.render()
+}
+
+/// The avatar initials of a name: the first letter of its first two words, upper-cased
+/// (`"Ada Lovelace"` → `"AL"`), as Campfire's initials avatar shows them.
+pub fn initials(name: &str) -> String {
+    name.split_whitespace()
+        .filter_map(|w| w.chars().next())
+        .take(2)
+        .flat_map(char::to_uppercase)
+        .collect()
 }
 
 /// Renders several message partials, one after another, separated by newlines.

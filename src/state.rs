@@ -48,6 +48,9 @@ pub struct AppState {
     /// One permit per open (upgraded) cable socket, identified or not:
     /// `config.max_connections` in all.
     pub cable_sockets: Arc<Semaphore>,
+    /// Whether any IP address is banned (`bans` has a row): while false, state-changing
+    /// requests skip the ban lookup. Set at start and after every ban or unban.
+    pub bans_present: std::sync::atomic::AtomicBool,
 }
 
 /// The state as handlers receive it.
@@ -89,11 +92,11 @@ fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
 }
 
 impl AppState {
-    /// Opens (and on first start, seeds) the database and builds the state.
+    /// Opens (and on first start, unless `--no-seed`, seeds) the database and builds the state.
     pub async fn build(config: Config) -> anyhow::Result<SharedState> {
         let secret = secret_key_base(&config)?;
         let pool = crate::db::open(&config.database).await?;
-        if crate::db::seed::is_empty(&pool).await? {
+        if !config.no_seed && crate::db::seed::is_empty(&pool).await? {
             let options = crate::db::seed::SeedOptions {
                 users: config.seed_users,
                 ..Default::default()
@@ -117,6 +120,7 @@ impl AppState {
             escape_js_separators: config.escape_js_separators,
         };
         let metrics = Arc::new(Metrics::new());
+        let bans_present = crate::db::bans::any(&pool).await?;
         let state = AppState {
             pool,
             broadcaster: Broadcaster::new(fanout.clone(), json, &config.gid_app, metrics.clone()),
@@ -131,6 +135,7 @@ impl AppState {
             cable_sockets: Arc::new(Semaphore::new(
                 config.max_connections.min(Semaphore::MAX_PERMITS),
             )),
+            bans_present: std::sync::atomic::AtomicBool::new(bans_present),
             config,
         };
         if let Some(dir) = state.assets.dir() {

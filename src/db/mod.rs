@@ -4,8 +4,12 @@
 //! applies the migrations in `migrations/`. Each table's queries live in a file of their own.
 //! Times are `i64` milliseconds since the Unix epoch, UTC ([`now_ms`]).
 
+pub mod accounts;
+pub mod bans;
+pub mod boosts;
 pub mod messages;
 pub mod rooms;
+pub mod searches;
 pub mod seed;
 pub mod sessions;
 pub mod users;

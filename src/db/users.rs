@@ -25,7 +25,7 @@ impl User {
     }
 }
 
-/// A user row plus one secret column (password digest or bot token).
+/// A user row plus one optional text column (password digest, bot token or bio).
 type UserRowWithSecret = (i64, String, Option<String>, String, String, Option<String>);
 
 /// Finds a user by id.
@@ -102,18 +102,72 @@ pub async fn authenticate_bot(pool: &SqlitePool, bot_key: &str) -> sqlx::Result<
     }))
 }
 
-/// Sets a user's status (`active`, `deactivated`, `banned`); deactivating or banning also
-/// deletes the user's sessions (Campfire's `User#deactivate`). Returns whether a row changed.
-pub async fn set_status(pool: &SqlitePool, id: i64, status: &str) -> sqlx::Result<bool> {
+/// The outcome of a change that must leave an active administrator behind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Guard {
+    /// The change may go ahead.
+    Ok,
+    /// No such user, or a bot (bots are managed under `/account/bots`).
+    Missing,
+    /// The user is the last active administrator.
+    LastAdministrator,
+}
+
+/// Checks, inside the caller's transaction, that `user_id` is a person and that disabling or
+/// demoting it leaves another active administrator (Campfire refuses to lock the account out
+/// of administration).
+pub async fn guard_last_administrator(
+    conn: &mut sqlx::SqliteConnection,
+    user_id: i64,
+) -> sqlx::Result<Guard> {
+    let row: Option<(String, String)> =
+        sqlx::query_as("SELECT role, status FROM users WHERE id = ? AND role != 'bot'")
+            .bind(user_id)
+            .fetch_optional(&mut *conn)
+            .await?;
+    let Some((role, status)) = row else {
+        return Ok(Guard::Missing);
+    };
+    if role != "administrator" || status != "active" {
+        return Ok(Guard::Ok);
+    }
+    let others: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM users WHERE role = 'administrator' AND status = 'active' AND id != ?",
+    )
+    .bind(user_id)
+    .fetch_one(&mut *conn)
+    .await?;
+    Ok(if others == 0 {
+        Guard::LastAdministrator
+    } else {
+        Guard::Ok
+    })
+}
+
+/// Sets a person's status (`active`, `deactivated`, `banned`) in one transaction;
+/// deactivating or banning also deletes the user's sessions (Campfire's `User#deactivate`).
+/// Refuses ([`Guard::LastAdministrator`]) to disable the last active administrator, and
+/// answers [`Guard::Missing`] for an unknown user or a bot.
+pub async fn set_status(pool: &SqlitePool, id: i64, status: &str) -> sqlx::Result<Guard> {
     let _write = super::write_lock().await?;
-    let mut tx = pool.begin().await?;
-    let changed = sqlx::query("UPDATE users SET status = ?, updated_at = ? WHERE id = ?")
-        .bind(status)
-        .bind(super::now_ms())
-        .bind(id)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
+    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    if status != "active" {
+        let guard = guard_last_administrator(&mut tx, id).await?;
+        if guard != Guard::Ok {
+            return Ok(guard);
+        }
+    }
+    let changed =
+        sqlx::query("UPDATE users SET status = ?, updated_at = ? WHERE id = ? AND role != 'bot'")
+            .bind(status)
+            .bind(super::now_ms())
+            .bind(id)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+    if changed == 0 {
+        return Ok(Guard::Missing);
+    }
     if status != "active" {
         sqlx::query("DELETE FROM sessions WHERE user_id = ?")
             .bind(id)
@@ -121,5 +175,256 @@ pub async fn set_status(pool: &SqlitePool, id: i64, status: &str) -> sqlx::Resul
             .await?;
     }
     tx.commit().await?;
+    Ok(Guard::Ok)
+}
+
+/// Sets a person's role (`member` or `administrator`); refuses to demote the last active
+/// administrator.
+pub async fn set_role(pool: &SqlitePool, id: i64, role: &str) -> sqlx::Result<Guard> {
+    let _write = super::write_lock().await?;
+    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    if role != "administrator" {
+        let guard = guard_last_administrator(&mut tx, id).await?;
+        if guard != Guard::Ok {
+            return Ok(guard);
+        }
+    }
+    let changed =
+        sqlx::query("UPDATE users SET role = ?, updated_at = ? WHERE id = ? AND role != 'bot'")
+            .bind(role)
+            .bind(super::now_ms())
+            .bind(id)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+    if changed == 0 {
+        return Ok(Guard::Missing);
+    }
+    tx.commit().await?;
+    Ok(Guard::Ok)
+}
+
+/// A user's public profile: the user and the bio.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Profile {
+    /// The user.
+    pub user: User,
+    /// The bio, empty when none.
+    pub bio: String,
+}
+
+/// Finds a user's profile (any role or status).
+pub async fn profile(pool: &SqlitePool, id: i64) -> sqlx::Result<Option<Profile>> {
+    let row: Option<UserRowWithSecret> =
+        sqlx::query_as("SELECT id, name, email_address, role, status, bio FROM users WHERE id = ?")
+            .bind(id)
+            .fetch_optional(pool)
+            .await?;
+    Ok(
+        row.map(|(id, name, email_address, role, status, bio)| Profile {
+            user: User {
+                id,
+                name,
+                email_address,
+                role,
+                status,
+            },
+            bio: bio.unwrap_or_default(),
+        }),
+    )
+}
+
+/// Sets a user's name and bio (Campfire's `Users::ProfilesController#update`).
+pub async fn update_profile(pool: &SqlitePool, id: i64, name: &str, bio: &str) -> sqlx::Result<()> {
+    let _write = super::write_lock().await?;
+    sqlx::query("UPDATE users SET name = ?, bio = ?, updated_at = ? WHERE id = ?")
+        .bind(name)
+        .bind(bio)
+        .bind(super::now_ms())
+        .bind(id)
+        .execute(pool)
+        .await?;
+    Ok(())
+}
+
+/// Every person (not bots), by name: the administrators' user list.
+pub async fn people(pool: &SqlitePool) -> sqlx::Result<Vec<User>> {
+    sqlx::query_as(
+        "SELECT id, name, email_address, role, status FROM users WHERE role != 'bot' \
+         ORDER BY name COLLATE NOCASE, id",
+    )
+    .fetch_all(pool)
+    .await
+}
+
+/// Inserts a user and grants it a membership in every open room (Campfire's
+/// `User#grant_membership_to_open_rooms`), on the caller's transaction. Returns the id.
+async fn insert_with_open_rooms(
+    conn: &mut sqlx::SqliteConnection,
+    name: &str,
+    email_address: Option<&str>,
+    password_digest: Option<&str>,
+    role: &str,
+    bot_token: Option<&str>,
+) -> sqlx::Result<i64> {
+    let now = super::now_ms();
+    let id: i64 = sqlx::query_scalar(
+        "INSERT INTO users (name, email_address, password_digest, role, status, bot_token, \
+         created_at, updated_at) VALUES (?, ?, ?, ?, 'active', ?, ?, ?) RETURNING id",
+    )
+    .bind(name)
+    .bind(email_address)
+    .bind(password_digest)
+    .bind(role)
+    .bind(bot_token)
+    .bind(now)
+    .bind(now)
+    .fetch_one(&mut *conn)
+    .await?;
+    sqlx::query(
+        "INSERT INTO memberships (room_id, user_id, created_at, updated_at) \
+         SELECT id, ?, ?, ? FROM rooms WHERE kind = 'open'",
+    )
+    .bind(id)
+    .bind(now)
+    .bind(now)
+    .execute(&mut *conn)
+    .await?;
+    Ok(id)
+}
+
+/// Signs a person up as a member (Campfire's `UsersController#create` by join code), with a
+/// membership in every open room, in one transaction. `email_address` is stored lower-cased.
+/// Returns None, storing nothing, when the address is taken.
+pub async fn create_member(
+    pool: &SqlitePool,
+    name: &str,
+    email_address: &str,
+    password_digest: &str,
+) -> sqlx::Result<Option<i64>> {
+    let email = email_address.trim().to_lowercase();
+    let _write = super::write_lock().await?;
+    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    let taken: bool =
+        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM users WHERE email_address = ?)")
+            .bind(&email)
+            .fetch_one(&mut *tx)
+            .await?;
+    if taken {
+        return Ok(None);
+    }
+    let id = insert_with_open_rooms(
+        &mut tx,
+        name,
+        Some(&email),
+        Some(password_digest),
+        "member",
+        None,
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(Some(id))
+}
+
+/// A bot as the administrators' list shows it.
+#[derive(Clone, Debug, sqlx::FromRow, PartialEq, Eq)]
+pub struct Bot {
+    /// The bot's user id.
+    pub id: i64,
+    /// Its name.
+    pub name: String,
+    /// Its token (the key is `<id>-<token>`).
+    pub bot_token: String,
+}
+
+impl Bot {
+    /// The bot key of its API paths: `<id>-<token>` (Campfire's `User#bot_key`).
+    pub fn key(&self) -> String {
+        format!("{}-{}", self.id, self.bot_token)
+    }
+}
+
+/// A new random bot token: 12 letters and digits (Campfire's `SecureRandom.alphanumeric(12)`).
+pub fn new_bot_token() -> String {
+    use rand::RngExt;
+    const ALPHABET: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+    let mut rng = rand::rng();
+    (0..12)
+        .map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char)
+        .collect()
+}
+
+/// The active bots, by name.
+pub async fn bots(pool: &SqlitePool) -> sqlx::Result<Vec<Bot>> {
+    sqlx::query_as(
+        "SELECT id, name, bot_token FROM users \
+         WHERE role = 'bot' AND status = 'active' AND bot_token IS NOT NULL \
+         ORDER BY name COLLATE NOCASE, id",
+    )
+    .fetch_all(pool)
+    .await
+}
+
+/// Creates a bot with a fresh token and a membership in every open room (Campfire's
+/// `User.create_bot!`), in one transaction.
+pub async fn create_bot(pool: &SqlitePool, name: &str) -> sqlx::Result<Bot> {
+    let token = new_bot_token();
+    let _write = super::write_lock().await?;
+    let mut tx = pool.begin().await?;
+    let id = insert_with_open_rooms(&mut tx, name, None, None, "bot", Some(&token)).await?;
+    tx.commit().await?;
+    Ok(Bot {
+        id,
+        name: name.to_owned(),
+        bot_token: token,
+    })
+}
+
+/// Renames an active bot; returns whether it exists.
+pub async fn rename_bot(pool: &SqlitePool, id: i64, name: &str) -> sqlx::Result<bool> {
+    let _write = super::write_lock().await?;
+    let changed = sqlx::query(
+        "UPDATE users SET name = ?, updated_at = ? WHERE id = ? AND role = 'bot' AND status = 'active'",
+    )
+    .bind(name)
+    .bind(super::now_ms())
+    .bind(id)
+    .execute(pool)
+    .await?
+    .rows_affected();
+    Ok(changed > 0)
+}
+
+/// Gives an active bot a new token, so its old key stops working (Campfire's
+/// `User#reset_bot_key`); returns the new token, or None when there is no such bot.
+pub async fn reset_bot_token(pool: &SqlitePool, id: i64) -> sqlx::Result<Option<String>> {
+    let token = new_bot_token();
+    let _write = super::write_lock().await?;
+    let changed = sqlx::query(
+        "UPDATE users SET bot_token = ?, updated_at = ? WHERE id = ? AND role = 'bot' AND status = 'active'",
+    )
+    .bind(&token)
+    .bind(super::now_ms())
+    .bind(id)
+    .execute(pool)
+    .await?
+    .rows_affected();
+    Ok((changed > 0).then_some(token))
+}
+
+/// Removes a bot (Campfire's `Accounts::BotsController#destroy`, which deactivates it): its
+/// status becomes `deactivated` and its token is cleared, so its key no longer
+/// authenticates; its messages stay. Returns whether there was such a bot.
+pub async fn deactivate_bot(pool: &SqlitePool, id: i64) -> sqlx::Result<bool> {
+    let _write = super::write_lock().await?;
+    let changed = sqlx::query(
+        "UPDATE users SET status = 'deactivated', bot_token = NULL, updated_at = ? \
+         WHERE id = ? AND role = 'bot' AND status = 'active'",
+    )
+    .bind(super::now_ms())
+    .bind(id)
+    .execute(pool)
+    .await?
+    .rows_affected();
     Ok(changed > 0)
 }

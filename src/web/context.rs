@@ -17,7 +17,7 @@ use super::csrf::CsrfSecret;
 use super::error::AppError;
 use super::form::Form;
 use crate::db::users::User;
-use crate::state::SharedState;
+use crate::state::{AppState, SharedState};
 
 /// Name of the signed cookie holding the session token (Campfire's `session_token`).
 pub const SESSION_COOKIE: &str = "session_token";
@@ -55,6 +55,17 @@ impl Ctx {
         self.user.as_ref().ok_or(AppError::Unauthorized)
     }
 
+    /// The signed-in administrator: 401 without a user, 403 for anyone else (Campfire's
+    /// `ensure_can_administer`).
+    pub fn require_administrator(&self) -> Result<&User, AppError> {
+        let user = self.require_user()?;
+        if user.role == "administrator" {
+            Ok(user)
+        } else {
+            Err(AppError::Forbidden)
+        }
+    }
+
     /// A freshly masked authenticity token for a page.
     pub fn csrf_token(&self) -> String {
         self.csrf.masked_token()
@@ -71,15 +82,30 @@ impl Ctx {
 
 pub use super::cookies::{delete_cookie, parse_cookies, set_cookie};
 
-/// Whether a path is a bot route (`/rooms/{id}/{user_id}-{bot_token}/messages`), which
-/// authenticates by the key in the path and is exempt from CSRF (Campfire's
-/// `allow_bot_access`).
+/// Whether a path is a bot route (`/rooms/{id}/{bot_key}/messages`, and below it the
+/// message, boost and boost-deletion routes of Campfire's `by_bots` controllers), which
+/// authenticates by the key in the path: exempt from CSRF, and answered without setting a
+/// cookie (Campfire's `allow_bot_access`). Any key shape counts, so that a wrong key reaches
+/// the handler and gets its bare 401.
 pub fn is_bot_path(path: &str) -> bool {
     let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
-    matches!(parts.as_slice(), ["rooms", room, key, "messages"]
-        if room.parse::<i64>().is_ok()
-            && key.split_once('-').is_some_and(|(id, token)| id.parse::<i64>().is_ok()
-                && !token.is_empty() && token.bytes().all(|b| b.is_ascii_alphanumeric())))
+    match parts.as_slice() {
+        ["rooms", room, key, "messages", rest @ ..] => {
+            room.parse::<i64>().is_ok()
+                && !key.is_empty()
+                && *key != "messages"
+                && match rest {
+                    [] => true,
+                    [id] => id.parse::<i64>().is_ok(),
+                    [id, "boosts"] => id.parse::<i64>().is_ok(),
+                    [id, "boosts", boost] => {
+                        id.parse::<i64>().is_ok() && boost.parse::<i64>().is_ok()
+                    }
+                    _ => false,
+                }
+        }
+        _ => false,
+    }
 }
 
 /// The middleware that builds [`Ctx`] (see the module docs). Answers 413 for a body over
@@ -88,8 +114,9 @@ pub async fn prepare(State(state): State<SharedState>, request: Request, next: N
     match prepare_inner(&state, request).await {
         Ok((request, new_csrf_cookie, secure)) => {
             let secure = secure || state.config.production;
+            let bot = is_bot_path(request.uri().path());
             let mut response = next.run(request).await;
-            if let Some(secret) = new_csrf_cookie {
+            if let Some(secret) = new_csrf_cookie.filter(|_| !bot) {
                 let value = state.cookies.sign(CSRF_COOKIE, &secret.encode(), None);
                 response.headers_mut().append(
                     header::SET_COOKIE,
@@ -132,6 +159,9 @@ async fn prepare_inner(
         read_body(state, &parts, body).await?
     };
     method_override(&mut parts, &form);
+    if !safe {
+        refuse_banned(state, ip, parts.uri.path()).await?;
+    }
     if !safe && !is_bot_path(parts.uri.path()) {
         check_csrf(&parts, &form, &csrf)?;
     }
@@ -231,6 +261,20 @@ async fn read_body(
     Ok((bytes, form))
 }
 
+/// Campfire's `BlockBannedRequests`: a state-changing request from a banned address changes
+/// nothing (429). Reads the database only once some ban exists (`state.bans_present`).
+async fn refuse_banned(state: &AppState, ip: IpAddr, path: &str) -> Result<(), AppError> {
+    if state
+        .bans_present
+        .load(std::sync::atomic::Ordering::Relaxed)
+        && crate::db::bans::is_banned(&state.pool, &ip.to_string()).await?
+    {
+        tracing::info!(%ip, path, "request from a banned address refused");
+        return Err(AppError::TooManyRequests);
+    }
+    Ok(())
+}
+
 /// Rack's `MethodOverride`: a `POST` whose form has `_method` = `delete`, `patch` or `put`
 /// (any case) is routed as that method.
 fn method_override(parts: &mut Parts, form: &Form) {
@@ -272,7 +316,13 @@ mod tests {
         assert!(is_bot_path("/rooms/1/5-abcDEF123456/messages"));
         assert!(!is_bot_path("/rooms/1/messages"));
         assert!(!is_bot_path("/rooms/1/messages/5"));
-        assert!(!is_bot_path("/rooms/1/x-/messages"));
+        assert!(is_bot_path("/rooms/1/wrong/messages"));
+        assert!(is_bot_path("/rooms/1/5-abc/messages/7"));
+        assert!(is_bot_path("/rooms/1/5-abc/messages/7/boosts"));
+        assert!(is_bot_path("/rooms/1/5-abc/messages/7/boosts/9"));
+        assert!(!is_bot_path("/rooms/1/5-abc/messages/x"));
+        assert!(!is_bot_path("/rooms/1/5-abc/messages/7/edit"));
+        assert!(!is_bot_path("/rooms/1/messages/messages"));
         assert!(!is_bot_path("/rooms/x/5-abc/messages"));
     }
 }

@@ -124,19 +124,23 @@ pub async fn create(
 }
 
 /// `POST /rooms/{room_id}/{bot_key}/messages`: a bot posts the raw request body as the
-/// message text; 201 with `Location`. A bad key gets 401; a room the bot is not in, 404.
+/// message text; 201 with `Location`. A bad key gets a bare 401 (no body, no cookie); a room
+/// the bot is not in, a bare 404 (Campfire's `head`).
 pub async fn create_by_bot(
     State(state): State<SharedState>,
     Extension(ctx): Extension<Ctx>,
     Path((room_id, bot_key)): Path<(String, String)>,
 ) -> Result<Response, AppError> {
     let started = std::time::Instant::now();
-    let bot = users::authenticate_bot(&state.pool, &bot_key)
-        .await?
-        .ok_or(AppError::Unauthorized)?;
-    let room = rooms::find_for_member(&state.pool, parse_id(&room_id)?, bot.id)
-        .await?
-        .ok_or(AppError::NotFound)?;
+    let Some(bot) = users::authenticate_bot(&state.pool, &bot_key).await? else {
+        return Ok(StatusCode::UNAUTHORIZED.into_response());
+    };
+    let Ok(room_id) = parse_id(&room_id) else {
+        return Ok(StatusCode::NOT_FOUND.into_response());
+    };
+    let Some(room) = rooms::find_for_member(&state.pool, room_id, bot.id).await? else {
+        return Ok(StatusCode::NOT_FOUND.into_response());
+    };
     let text = std::str::from_utf8(&ctx.body)
         .map_err(|_| AppError::BadRequest("body is not valid UTF-8".into()))?;
     let cid = messages::new_client_message_id();

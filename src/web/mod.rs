@@ -11,26 +11,40 @@
 //! | `GET /`, `GET /rooms/{id}`, `GET /rooms/{id}/@{message_id}`, `GET /rooms/{id}/messages`, `GET /rooms/{id}/refresh`, `GET /users/me/sidebar` | [`rooms`] |
 //! | `POST /rooms/{id}/messages`, `PATCH`/`DELETE /rooms/{id}/messages/{message_id}`, `POST /messages/{id}/boosts` | [`messages`] |
 //! | `POST /rooms/{id}/{bot_key}/messages` | [`messages::create_by_bot`] |
-//! | `PATCH /users/{id}` (administrators: `user[status]`) | [`users`] |
+//! | `GET`/`POST /first_run` | [`first_run`] |
+//! | `GET`/`POST /join/{join_code}` | [`join`] |
+//! | `GET /users/{id}`, `GET`/`PATCH /users/me/profile` | [`profiles`] |
+//! | `PATCH /users/{id}` (`user[status]`), `POST`/`DELETE /users/{id}/ban` (administrators) | [`users`] |
+//! | `GET /account/users`, `PATCH`/`DELETE /account/users/{id}`, `POST /account/join_code` | [`account::users`] |
+//! | `GET`/`POST /account/bots`, `PATCH`/`DELETE /account/bots/{id}`, `PATCH /account/bots/{id}/key` | [`account::bots`] |
+//! | `GET /rooms/{id}/{bot_key}/messages`, `PATCH`/`DELETE …/messages/{id}`, `POST …/messages/{id}/boosts`, `DELETE …/boosts/{boost_id}` | [`bots_api`] |
+//! | `GET`/`POST /searches`, `DELETE /searches/clear` | [`searches`] |
 //! | `GET /up` | health check |
 //! | `GET /assets/js/…`, `GET /assets/npm/<package>/…` | `crate::assets` (mounted by the wiring in front of the request context) |
 //!
 //! `/cable` and `/metrics` are mounted by the wiring (`app`), beside these routes.
 
+pub mod account;
+pub mod bots_api;
 pub mod client_ip;
 pub mod context;
 pub mod cookies;
 pub mod csrf;
 pub mod error;
 pub mod extract;
+pub mod fields;
+pub mod first_run;
 pub mod form;
+pub mod join;
 pub mod messages;
+pub mod profiles;
 pub mod respond;
 pub mod rooms;
+pub mod searches;
 pub mod sessions;
 pub mod users;
 
-use axum::routing::{get, patch, post};
+use axum::routing::{delete, get, patch, post};
 use axum::Router;
 
 use crate::state::SharedState;
@@ -57,11 +71,60 @@ pub fn routes(state: SharedState) -> Router {
         )
         .route(
             "/rooms/{room_id}/{bot_key}/messages",
-            post(messages::create_by_bot),
+            get(bots_api::index).post(messages::create_by_bot),
+        )
+        .route(
+            "/rooms/{room_id}/{bot_key}/messages/{message_id}",
+            patch(bots_api::update)
+                .put(bots_api::update)
+                .delete(bots_api::destroy),
+        )
+        .route(
+            "/rooms/{room_id}/{bot_key}/messages/{message_id}/boosts",
+            post(bots_api::create_boost),
+        )
+        .route(
+            "/rooms/{room_id}/{bot_key}/messages/{message_id}/boosts/{boost_id}",
+            delete(bots_api::destroy_boost),
         )
         .route("/messages/{message_id}/boosts", post(messages::boost))
         .route("/users/me/sidebar", get(rooms::sidebar))
-        .route("/users/{user_id}", patch(users::update))
+        .route("/first_run", get(first_run::show).post(first_run::create))
+        .route("/join/{join_code}", get(join::new).post(join::create))
+        .route("/users/{user_id}", get(profiles::show).patch(users::update))
+        .route(
+            "/users/{user_id}/ban",
+            post(users::create_ban).delete(users::destroy_ban),
+        )
+        .route(
+            "/users/me/profile",
+            get(profiles::edit)
+                .patch(profiles::update)
+                .put(profiles::update),
+        )
+        .route("/account/users", get(account::users::index))
+        .route(
+            "/account/users/{user_id}",
+            patch(account::users::update).delete(account::users::destroy),
+        )
+        .route(
+            "/account/join_code",
+            post(account::users::regenerate_join_code),
+        )
+        .route(
+            "/account/bots",
+            get(account::bots::index).post(account::bots::create),
+        )
+        .route(
+            "/account/bots/{bot_id}",
+            patch(account::bots::update).delete(account::bots::destroy),
+        )
+        .route(
+            "/account/bots/{bot_id}/key",
+            patch(account::bots::update_key),
+        )
+        .route("/searches", get(searches::index).post(searches::create))
+        .route("/searches/clear", delete(searches::clear))
         .route("/assets/hearth.css", get(assets_css))
         .fallback(|| async { error::AppError::NotFound })
         .with_state(state)

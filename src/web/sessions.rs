@@ -15,7 +15,7 @@ use super::error::AppError;
 use super::respond;
 use crate::cable::protocol::{disconnect_frames, DisconnectReason};
 use crate::render::SignInPage;
-use crate::state::SharedState;
+use crate::state::{AppState, SharedState};
 
 /// bcrypt ignores bytes past 72; Rails' `has_secure_password` refuses longer passwords, and so
 /// does Hearth (such a login fails).
@@ -55,10 +55,17 @@ async fn dummy_digest() -> String {
         .clone()
 }
 
-/// `GET /session/new`: the sign-in form (signed-in users go to `/`).
-pub async fn new(Extension(ctx): Extension<Ctx>) -> Result<Response, AppError> {
+/// `GET /session/new`: the sign-in form (signed-in users go to `/`; before the first run,
+/// everyone goes to `/first_run`, as Campfire's `request_authentication` does).
+pub async fn new(
+    State(state): State<SharedState>,
+    Extension(ctx): Extension<Ctx>,
+) -> Result<Response, AppError> {
     if ctx.user.is_some() {
         return Ok(respond::found("/"));
+    }
+    if crate::db::accounts::needs_first_run(&state.pool).await? {
+        return Ok(respond::found("/first_run"));
     }
     Ok(sign_in_page(&ctx, StatusCode::OK, None, ""))
 }
@@ -122,11 +129,26 @@ pub async fn create(
             &email,
         ));
     };
+    start_session(&state, &ctx, &headers, user.id).await
+}
+
+/// Starts a session for `user_id` (Campfire's `start_new_session_for`) and answers 302 to `/`
+/// with the signed, permanent `session_token` cookie: the end of a sign-in, a first run and a
+/// sign-up.
+///
+/// # Errors
+/// The session could not be stored.
+pub async fn start_session(
+    state: &AppState,
+    ctx: &Ctx,
+    headers: &HeaderMap,
+    user_id: i64,
+) -> Result<Response, AppError> {
     let user_agent = headers
         .get(header::USER_AGENT)
         .and_then(|v| v.to_str().ok());
     let ip = ctx.ip.to_string();
-    let token = crate::db::sessions::start(&state.pool, user.id, Some(&ip), user_agent).await?;
+    let token = crate::db::sessions::start(&state.pool, user_id, Some(&ip), user_agent).await?;
     let expires = std::time::SystemTime::now() + std::time::Duration::from_secs(PERMANENT_SECS);
     let value = state.cookies.sign(SESSION_COOKIE, &token, Some(expires));
     let secure = ctx.secure || state.config.production;
@@ -136,6 +158,24 @@ pub async fn create(
         set_cookie(SESSION_COOKIE, &value, Some(PERMANENT_SECS), secure),
     );
     Ok(response)
+}
+
+/// Hashes a new password with bcrypt at its default cost, off the async threads (as
+/// Rails' `has_secure_password`).
+///
+/// # Errors
+/// 422 for an empty password or one over [`MAX_PASSWORD_BYTES`]; 500 when hashing fails.
+pub async fn hash_password(password: &str) -> Result<String, AppError> {
+    if password.is_empty() || password.len() > MAX_PASSWORD_BYTES {
+        return Err(AppError::Unprocessable(format!(
+            "password must be 1-{MAX_PASSWORD_BYTES} bytes"
+        )));
+    }
+    let password = password.to_owned();
+    tokio::task::spawn_blocking(move || bcrypt::hash(password, bcrypt::DEFAULT_COST))
+        .await
+        .map_err(|e| AppError::Internal(e.into()))?
+        .map_err(|e| AppError::Internal(e.into()))
 }
 
 /// `DELETE /session` (or `POST /session` with `_method=delete`): destroys the server-side

@@ -1,11 +1,17 @@
-//! Administering users: `PATCH /users/{user_id}` with `user[status]` set to `active`,
-//! `deactivated` or `banned` (administrators only).
+//! Administering people: statuses (`PATCH /users/{user_id}` with `user[status]`), bans
+//! (`POST`/`DELETE /users/{user_id}/ban`, Campfire's `Users::BansController`), all for
+//! administrators only.
 //!
 //! Deactivating or banning deletes the user's sessions (Campfire's `User#deactivate`) and
 //! closes every open cable connection of the user with
 //! `{"type":"disconnect","reason":"remote","reconnect":false}`, as Campfire's
 //! `remote_connections.where(current_user:).disconnect(reconnect: false)` does; the closed
-//! client cannot reconnect, since its session is gone.
+//! client cannot reconnect, since its session is gone. A ban also blocks the public IP
+//! addresses of the user's sessions for state-changing requests and deletes the user's
+//! messages, broadcasting their removal to each room (Campfire's `User::Bannable`). The last
+//! active administrator can be neither deactivated nor banned (422).
+
+use std::collections::BTreeMap;
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -14,44 +20,157 @@ use axum::Extension;
 
 use super::context::Ctx;
 use super::error::AppError;
+use super::extract::parse_id;
+use super::respond::found;
+use crate::broadcasts;
 use crate::cable::protocol::{disconnect_frames, DisconnectReason};
+use crate::db::bans::{self, Banned};
+use crate::db::rooms;
+use crate::db::users::Guard;
 use crate::state::{AppState, SharedState};
 
 /// The statuses a user can be given.
 pub const STATUSES: [&str; 3] = ["active", "deactivated", "banned"];
 
-/// Sets `user_id`'s status; for any status but `active`, also deletes the user's sessions and
-/// disconnects the user's cable connections (reason `remote`, no reconnect). Returns whether
-/// the user exists. Errors: a status outside [`STATUSES`] (`BadRequest`), database failures.
-pub async fn set_status(state: &AppState, user_id: i64, status: &str) -> Result<bool, AppError> {
+/// What administrators are told when a change would leave no active administrator.
+pub const LAST_ADMINISTRATOR: &str =
+    "The last active administrator can't be deactivated, banned or demoted.";
+
+/// Turns a refused change into its error: 404 for a missing user, 422 for the last
+/// administrator.
+pub fn guard_error(guard: Guard) -> Result<(), AppError> {
+    match guard {
+        Guard::Ok => Ok(()),
+        Guard::Missing => Err(AppError::NotFound),
+        Guard::LastAdministrator => Err(AppError::Unprocessable(LAST_ADMINISTRATOR.into())),
+    }
+}
+
+/// Closes every open cable connection of `user_id` (reason `remote`, no reconnect).
+pub fn disconnect(state: &AppState, user_id: i64) -> usize {
+    state
+        .cable
+        .close_user(user_id, &disconnect_frames(DisconnectReason::Remote, false))
+}
+
+/// Sets `user_id`'s status; `banned` is a full [`ban`]; `deactivated` also deletes the
+/// user's sessions and disconnects the user's cable connections.
+///
+/// # Errors
+/// 400 for a status outside [`STATUSES`], 404 for an unknown user or a bot, 422 for the last
+/// active administrator, database failures.
+pub async fn set_status(state: &AppState, user_id: i64, status: &str) -> Result<(), AppError> {
     if !STATUSES.contains(&status) {
         return Err(AppError::BadRequest(format!("unknown status {status:?}")));
     }
-    let changed = crate::db::users::set_status(&state.pool, user_id, status).await?;
-    if changed && status != "active" {
-        let closed = state
-            .cable
-            .close_user(user_id, &disconnect_frames(DisconnectReason::Remote, false));
+    if status == "banned" {
+        return ban(state, user_id).await;
+    }
+    if status == "active" {
+        // Lifting a ban also lifts its address blocks.
+        if bans::unban(&state.pool, user_id).await? {
+            refresh_bans_present(state).await?;
+        }
+    }
+    guard_error(crate::db::users::set_status(&state.pool, user_id, status).await?)?;
+    if status != "active" {
+        let closed = disconnect(state, user_id);
         tracing::info!(user_id, status, connections = closed, "user disabled");
     }
-    Ok(changed)
+    Ok(())
+}
+
+async fn refresh_bans_present(state: &AppState) -> Result<(), AppError> {
+    let any = bans::any(&state.pool).await?;
+    state
+        .bans_present
+        .store(any, std::sync::atomic::Ordering::Relaxed);
+    Ok(())
+}
+
+/// Bans `user_id` (see the module docs): one transaction, then the `remove` broadcasts of
+/// the deleted messages, room by room, and the disconnects.
+///
+/// # Errors
+/// 404 for an unknown user or a bot, 422 for the last active administrator, database
+/// failures (nothing changed).
+pub async fn ban(state: &AppState, user_id: i64) -> Result<(), AppError> {
+    let (ips, removed) = match bans::ban(&state.pool, user_id).await? {
+        Banned::Done { ips, removed } => (ips, removed),
+        Banned::NotFound => return Err(AppError::NotFound),
+        Banned::LastAdministrator => {
+            return Err(AppError::Unprocessable(LAST_ADMINISTRATOR.into()))
+        }
+    };
+    if !ips.is_empty() {
+        state
+            .bans_present
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+    let mut by_room: BTreeMap<i64, Vec<String>> = BTreeMap::new();
+    for m in &removed {
+        by_room
+            .entry(m.room_id)
+            .or_default()
+            .push(m.client_message_id.clone());
+    }
+    for (room_id, ids) in &by_room {
+        if let Some(room) = rooms::find(&state.pool, *room_id).await? {
+            broadcasts::messages_purged(&state.broadcaster, &room, ids);
+        }
+    }
+    let closed = disconnect(state, user_id);
+    tracing::info!(
+        user_id,
+        addresses = ips.len(),
+        messages = removed.len(),
+        connections = closed,
+        "user banned"
+    );
+    Ok(())
 }
 
 /// `PATCH /users/{user_id}` with `user[status]`: 204 on success, 403 for non-administrators,
-/// 404 for an unknown user, 400 for an unknown status.
+/// 404 for an unknown user, 400 for an unknown status, 422 for the last active
+/// administrator.
 pub async fn update(
     State(state): State<SharedState>,
     Extension(ctx): Extension<Ctx>,
-    Path(user_id): Path<i64>,
+    Path(user_id): Path<String>,
 ) -> Result<Response, AppError> {
-    let admin = ctx.require_user()?;
-    if admin.role != "administrator" {
-        return Err(AppError::Forbidden);
-    }
+    ctx.require_administrator()?;
+    let user_id = parse_id(&user_id)?;
     let status = ctx.form.get("user[status]").unwrap_or("").to_owned();
-    if set_status(&state, user_id, &status).await? {
-        Ok(StatusCode::NO_CONTENT.into_response())
-    } else {
-        Err(AppError::NotFound)
+    set_status(&state, user_id, &status).await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// `POST /users/{user_id}/ban`: bans the user and answers 302 to the profile. 403 for
+/// non-administrators, 404 for an unknown user, 422 for the last active administrator.
+pub async fn create_ban(
+    State(state): State<SharedState>,
+    Extension(ctx): Extension<Ctx>,
+    Path(user_id): Path<String>,
+) -> Result<Response, AppError> {
+    ctx.require_administrator()?;
+    let user_id = parse_id(&user_id)?;
+    ban(&state, user_id).await?;
+    Ok(found(&format!("/users/{user_id}")))
+}
+
+/// `DELETE /users/{user_id}/ban`: lifts the ban (the user is active again, the address
+/// blocks go) and answers 302 to the profile. 403 for non-administrators, 404 when the user
+/// is not banned.
+pub async fn destroy_ban(
+    State(state): State<SharedState>,
+    Extension(ctx): Extension<Ctx>,
+    Path(user_id): Path<String>,
+) -> Result<Response, AppError> {
+    ctx.require_administrator()?;
+    let user_id = parse_id(&user_id)?;
+    if !bans::unban(&state.pool, user_id).await? {
+        return Err(AppError::NotFound);
     }
+    refresh_bans_present(&state).await?;
+    Ok(found(&format!("/users/{user_id}")))
 }

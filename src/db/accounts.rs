@@ -1,0 +1,159 @@
+//! Queries on `accounts` (Campfire's `Account`, one per installation) and the first run that
+//! creates it (Campfire's `FirstRun`).
+
+use sqlx::SqlitePool;
+
+/// The account row.
+#[derive(Clone, Debug, sqlx::FromRow, PartialEq, Eq)]
+pub struct Account {
+    /// Primary key.
+    pub id: i64,
+    /// The account's name.
+    pub name: String,
+    /// The code of the sign-up link `/join/<join_code>` (Campfire's `Account::Joinable`).
+    pub join_code: String,
+}
+
+/// The name given to the account the first run creates.
+pub const FIRST_RUN_ACCOUNT_NAME: &str = "Hearth";
+/// The name of the open room the first run creates (as Campfire's first run names it).
+pub const FIRST_RUN_ROOM_NAME: &str = "All Talk";
+
+/// A new join code: 12 random letters and digits in three dash-separated groups of four
+/// (`abcd-EFGH-1234`), the shape of Campfire's.
+pub fn new_join_code() -> String {
+    use rand::RngExt;
+    const ALPHABET: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+    let mut rng = rand::rng();
+    let mut out = String::with_capacity(14);
+    for i in 0..12 {
+        if i > 0 && i % 4 == 0 {
+            out.push('-');
+        }
+        out.push(ALPHABET[rng.random_range(0..ALPHABET.len())] as char);
+    }
+    out
+}
+
+/// The installation's account (the first row), if the database has one.
+pub async fn find(pool: &SqlitePool) -> sqlx::Result<Option<Account>> {
+    sqlx::query_as("SELECT id, name, join_code FROM accounts ORDER BY id LIMIT 1")
+        .fetch_optional(pool)
+        .await
+}
+
+/// Whether the installation still needs its first run: no account and no user.
+pub async fn needs_first_run(pool: &SqlitePool) -> sqlx::Result<bool> {
+    sqlx::query_scalar(
+        "SELECT NOT EXISTS (SELECT 1 FROM accounts) AND NOT EXISTS (SELECT 1 FROM users)",
+    )
+    .fetch_one(pool)
+    .await
+}
+
+/// Gives the account a new join code (Campfire's `Account#reset_join_code`); returns it, or
+/// None when there is no account.
+pub async fn regenerate_join_code(pool: &SqlitePool) -> sqlx::Result<Option<String>> {
+    let _write = super::write_lock().await?;
+    let code = new_join_code();
+    let changed = sqlx::query(
+        "UPDATE accounts SET join_code = ?, updated_at = ? \
+         WHERE id = (SELECT MIN(id) FROM accounts)",
+    )
+    .bind(&code)
+    .bind(super::now_ms())
+    .execute(pool)
+    .await?
+    .rows_affected();
+    Ok((changed > 0).then_some(code))
+}
+
+/// What the first run created.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FirstRun {
+    /// The administrator.
+    pub user_id: i64,
+    /// The open room.
+    pub room_id: i64,
+}
+
+/// Campfire's `FirstRun.create!`, in one `BEGIN IMMEDIATE` transaction: the account (with a
+/// fresh join code), the administrator and the open room [`FIRST_RUN_ROOM_NAME`] with the
+/// administrator as its member. Returns None, writing nothing, when the database already has
+/// an account or a user. `password_digest` is a bcrypt digest; `email_address` is stored
+/// lower-cased.
+pub async fn first_run(
+    pool: &SqlitePool,
+    name: &str,
+    email_address: &str,
+    password_digest: &str,
+) -> sqlx::Result<Option<FirstRun>> {
+    let _write = super::write_lock().await?;
+    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    let taken: bool = sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM accounts) OR EXISTS (SELECT 1 FROM users)",
+    )
+    .fetch_one(&mut *tx)
+    .await?;
+    if taken {
+        return Ok(None);
+    }
+    let now = super::now_ms();
+    sqlx::query(
+        "INSERT INTO accounts (name, join_code, created_at, updated_at) VALUES (?, ?, ?, ?)",
+    )
+    .bind(FIRST_RUN_ACCOUNT_NAME)
+    .bind(new_join_code())
+    .bind(now)
+    .bind(now)
+    .execute(&mut *tx)
+    .await?;
+    let user_id: i64 = sqlx::query_scalar(
+        "INSERT INTO users (name, email_address, password_digest, role, status, created_at, updated_at) \
+         VALUES (?, ?, ?, 'administrator', 'active', ?, ?) RETURNING id",
+    )
+    .bind(name)
+    .bind(email_address.trim().to_lowercase())
+    .bind(password_digest)
+    .bind(now)
+    .bind(now)
+    .fetch_one(&mut *tx)
+    .await?;
+    let room_id: i64 = sqlx::query_scalar(
+        "INSERT INTO rooms (name, kind, creator_id, created_at, updated_at) \
+         VALUES (?, 'open', ?, ?, ?) RETURNING id",
+    )
+    .bind(FIRST_RUN_ROOM_NAME)
+    .bind(user_id)
+    .bind(now)
+    .bind(now)
+    .fetch_one(&mut *tx)
+    .await?;
+    sqlx::query(
+        "INSERT INTO memberships (room_id, user_id, created_at, updated_at) VALUES (?, ?, ?, ?)",
+    )
+    .bind(room_id)
+    .bind(user_id)
+    .bind(now)
+    .bind(now)
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(Some(FirstRun { user_id, room_id }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn join_codes_are_three_groups_of_four() {
+        let code = new_join_code();
+        let groups: Vec<&str> = code.split('-').collect();
+        assert_eq!(groups.len(), 3, "{code}");
+        assert!(groups
+            .iter()
+            .all(|g| g.len() == 4 && g.bytes().all(|b| b.is_ascii_alphanumeric())));
+        assert_ne!(new_join_code(), code);
+    }
+}

@@ -1,0 +1,148 @@
+//! Queries on `searches` (Campfire's `Search`: a user's recent queries) and the full-text
+//! search over message bodies (Campfire's `Message::Searchable`, the FTS5 table
+//! `message_search_index` of migration 0006).
+
+use sqlx::SqlitePool;
+
+use super::messages::Message;
+
+/// A recent search.
+#[derive(Clone, Debug, sqlx::FromRow, PartialEq, Eq)]
+pub struct Search {
+    /// Primary key.
+    pub id: i64,
+    /// The query as it was searched.
+    pub query: String,
+}
+
+/// Records `query` as `user_id`'s most recent search (Campfire's `Search.record`: found or
+/// created, then touched) and keeps only the newest `keep` searches, in one transaction.
+pub async fn record(pool: &SqlitePool, user_id: i64, query: &str, keep: i64) -> sqlx::Result<()> {
+    let _write = super::write_lock().await?;
+    let mut tx = pool.begin().await?;
+    let now = super::now_ms();
+    sqlx::query(
+        "INSERT INTO searches (user_id, query, created_at, updated_at) VALUES (?, ?, ?, ?) \
+         ON CONFLICT (user_id, query) DO UPDATE SET updated_at = excluded.updated_at",
+    )
+    .bind(user_id)
+    .bind(query)
+    .bind(now)
+    .bind(now)
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query(
+        "DELETE FROM searches WHERE user_id = ? AND id NOT IN \
+         (SELECT id FROM searches WHERE user_id = ? ORDER BY updated_at DESC, id DESC LIMIT ?)",
+    )
+    .bind(user_id)
+    .bind(user_id)
+    .bind(keep)
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await
+}
+
+/// A user's recent searches, newest first (Campfire's `searches.ordered`).
+pub async fn recent(pool: &SqlitePool, user_id: i64) -> sqlx::Result<Vec<Search>> {
+    sqlx::query_as(
+        "SELECT id, query FROM searches WHERE user_id = ? ORDER BY updated_at DESC, id DESC",
+    )
+    .bind(user_id)
+    .fetch_all(pool)
+    .await
+}
+
+/// Forgets every recent search of a user.
+pub async fn clear(pool: &SqlitePool, user_id: i64) -> sqlx::Result<()> {
+    let _write = super::write_lock().await?;
+    sqlx::query("DELETE FROM searches WHERE user_id = ?")
+        .bind(user_id)
+        .execute(pool)
+        .await?;
+    Ok(())
+}
+
+/// The FTS5 query for the words of `text`: each word quoted (so no word is read as an FTS5
+/// operator), all required. None when `text` has no word.
+pub fn match_expression(text: &str) -> Option<String> {
+    let words: Vec<String> = text
+        .split(|c: char| !c.is_alphanumeric() && c != '_')
+        .filter(|w| !w.is_empty())
+        .map(|w| format!("\"{w}\""))
+        .collect();
+    (!words.is_empty()).then(|| words.join(" "))
+}
+
+/// The newest `limit` messages matching `text` in rooms `user_id` is a member of (Campfire's
+/// `search_reachable`), newest first, without boosts. Empty when `text` has no word.
+pub async fn messages(
+    pool: &SqlitePool,
+    user_id: i64,
+    text: &str,
+    limit: i64,
+) -> sqlx::Result<Vec<Message>> {
+    let Some(expression) = match_expression(text) else {
+        return Ok(Vec::new());
+    };
+    type Row = (i64, i64, i64, String, String, String, i64, i64);
+    let rows: Vec<Row> = sqlx::query_as(
+        "SELECT m.id, m.room_id, m.creator_id, u.name, m.client_message_id, m.body, \
+         m.created_at, m.updated_at FROM message_search_index s \
+         JOIN messages m ON m.id = s.rowid \
+         JOIN memberships ms ON ms.room_id = m.room_id AND ms.user_id = ? \
+         JOIN users u ON u.id = m.creator_id \
+         WHERE message_search_index MATCH ? \
+         ORDER BY m.created_at DESC, m.id DESC LIMIT ?",
+    )
+    .bind(user_id)
+    .bind(expression)
+    .bind(limit)
+    .fetch_all(pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(
+            |(
+                id,
+                room_id,
+                creator_id,
+                creator_name,
+                client_message_id,
+                body,
+                created_at,
+                updated_at,
+            )| {
+                Message {
+                    id,
+                    room_id,
+                    creator_id,
+                    creator_name,
+                    client_message_id,
+                    body,
+                    created_at,
+                    updated_at,
+                    boosts: Vec::new(),
+                }
+            },
+        )
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_are_quoted_and_operators_dropped() {
+        assert_eq!(
+            match_expression("hello world").as_deref(),
+            Some("\"hello\" \"world\"")
+        );
+        assert_eq!(
+            match_expression("a\" OR b* NEAR(").as_deref(),
+            Some("\"a\" \"OR\" \"b\" \"NEAR\"")
+        );
+        assert_eq!(match_expression(" -*\"() "), None);
+    }
+}

@@ -1,0 +1,101 @@
+//! `GET /account/users` (the people, with the join link), `PATCH /account/users/{id}` (role),
+//! `DELETE /account/users/{id}` (deactivate) and `POST /account/join_code` (a new join
+//! code): Campfire's `Accounts::UsersController` and `Accounts::JoinCodesController`.
+
+use askama::Template;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{Html, IntoResponse, Response};
+use axum::Extension;
+
+use crate::db::users::User;
+use crate::db::{accounts, users};
+use crate::state::SharedState;
+use crate::web::context::Ctx;
+use crate::web::error::AppError;
+use crate::web::extract::parse_id;
+use crate::web::respond::found;
+use crate::web::users::{disconnect, guard_error};
+
+/// The roles an administrator can give a person.
+pub const ROLES: [&str; 2] = ["member", "administrator"];
+
+/// The people page (`templates/accounts/users/index.html`).
+#[derive(Template, Debug)]
+#[template(path = "accounts/users/index.html")]
+pub struct PeoplePage<'a> {
+    /// The masked authenticity token.
+    pub csrf_token: &'a str,
+    /// The account's join code.
+    pub join_code: &'a str,
+    /// Every person, by name.
+    pub people: &'a [User],
+}
+
+/// `GET /account/users`: the people and the join link.
+pub async fn index(
+    State(state): State<SharedState>,
+    Extension(ctx): Extension<Ctx>,
+) -> Result<Response, AppError> {
+    if ctx.user.is_none() {
+        return Ok(found("/session/new"));
+    }
+    ctx.require_administrator()?;
+    let account = accounts::find(&state.pool)
+        .await?
+        .ok_or(AppError::NotFound)?;
+    let people = users::people(&state.pool).await?;
+    let token = ctx.csrf_token();
+    let page = PeoplePage {
+        csrf_token: &token,
+        join_code: &account.join_code,
+        people: &people,
+    };
+    Ok((StatusCode::OK, Html(page.render()?)).into_response())
+}
+
+/// `PATCH /account/users/{user_id}` with `user[role]` (`member` or `administrator`): 302 to
+/// `/account/users`. 400 for another role, 404 for an unknown user or a bot, 422 when it
+/// would demote the last active administrator.
+pub async fn update(
+    State(state): State<SharedState>,
+    Extension(ctx): Extension<Ctx>,
+    Path(user_id): Path<String>,
+) -> Result<Response, AppError> {
+    ctx.require_administrator()?;
+    let user_id = parse_id(&user_id)?;
+    let role = ctx.form.get("user[role]").unwrap_or("");
+    if !ROLES.contains(&role) {
+        return Err(AppError::BadRequest(format!("unknown role {role:?}")));
+    }
+    guard_error(users::set_role(&state.pool, user_id, role).await?)?;
+    Ok(found("/account/users"))
+}
+
+/// `DELETE /account/users/{user_id}`: deactivates the person (sessions deleted, cable
+/// connections closed) and answers 302 to `/account/users`. 404 for an unknown user or a
+/// bot, 422 for the last active administrator.
+pub async fn destroy(
+    State(state): State<SharedState>,
+    Extension(ctx): Extension<Ctx>,
+    Path(user_id): Path<String>,
+) -> Result<Response, AppError> {
+    ctx.require_administrator()?;
+    let user_id = parse_id(&user_id)?;
+    guard_error(users::set_status(&state.pool, user_id, "deactivated").await?)?;
+    disconnect(&state, user_id);
+    Ok(found("/account/users"))
+}
+
+/// `POST /account/join_code`: a new join code (the old link answers 404 from now on); 302 to
+/// `/account/users`.
+pub async fn regenerate_join_code(
+    State(state): State<SharedState>,
+    Extension(ctx): Extension<Ctx>,
+) -> Result<Response, AppError> {
+    ctx.require_administrator()?;
+    accounts::regenerate_join_code(&state.pool)
+        .await?
+        .ok_or(AppError::NotFound)?;
+    Ok(found("/account/users"))
+}

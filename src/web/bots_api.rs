@@ -1,0 +1,268 @@
+//! The bot API beyond posting (Campfire's `Messages::ByBotsController` and
+//! `Messages::Boosts::ByBotsController`), authenticated by the bot key in the path, exempt
+//! from CSRF and answered without cookies or bodies where Campfire answers with `head`:
+//!
+//! | route | answer |
+//! |---|---|
+//! | `GET /rooms/{room_id}/{bot_key}/messages[?before=ID]` | 200 JSON: the room, a page of 40 messages newest first, pagination |
+//! | `PATCH`/`PUT /rooms/{room_id}/{bot_key}/messages/{id}` | the raw body replaces the bot's own message: 204, broadcast `replace` |
+//! | `DELETE /rooms/{room_id}/{bot_key}/messages/{id}` | deletes the bot's own message: 204, broadcast `remove` |
+//! | `POST /rooms/{room_id}/{bot_key}/messages/{id}/boosts` | the raw body (1-16 characters) boosts: 201, broadcast `append` |
+//! | `DELETE /rooms/{room_id}/{bot_key}/messages/{id}/boosts/{boost_id}` | deletes the bot's own boost: 204, broadcast `remove` |
+//!
+//! A wrong or revoked key gets a bare 401; a room the bot is not in, or an unknown message
+//! or boost, a bare 404; another author's message or boost, a bare 403.
+
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Extension;
+use serde::Deserialize;
+
+use super::context::Ctx;
+use super::error::AppError;
+use super::extract::parse_id;
+use super::messages::body_html;
+use crate::broadcasts;
+use crate::db::boosts;
+use crate::db::messages::{self, Message};
+use crate::db::rooms::{self, Room};
+use crate::db::users::{self, User};
+use crate::state::SharedState;
+
+/// A response with a status and nothing else (Rails' `head`).
+pub fn head(status: StatusCode) -> Response {
+    status.into_response()
+}
+
+/// The bot and the room of a bot path, or the bare answer to give instead (401 for a bad
+/// key, 404 for a room the bot is not in).
+async fn bot_and_room(
+    state: &SharedState,
+    room_id: &str,
+    bot_key: &str,
+) -> Result<Result<(User, Room), Response>, AppError> {
+    let Some(bot) = users::authenticate_bot(&state.pool, bot_key).await? else {
+        return Ok(Err(head(StatusCode::UNAUTHORIZED)));
+    };
+    let Ok(room_id) = parse_id(room_id) else {
+        return Ok(Err(head(StatusCode::NOT_FOUND)));
+    };
+    match rooms::find_for_member(&state.pool, room_id, bot.id).await? {
+        Some(room) => Ok(Ok((bot, room))),
+        None => Ok(Err(head(StatusCode::NOT_FOUND))),
+    }
+}
+
+/// The message `message_id` of `room`, or a bare 404.
+async fn message_in(
+    state: &SharedState,
+    room: &Room,
+    message_id: &str,
+) -> Result<Result<Message, Response>, AppError> {
+    let Ok(id) = parse_id(message_id) else {
+        return Ok(Err(head(StatusCode::NOT_FOUND)));
+    };
+    Ok(messages::find(&state.pool, room.id, id)
+        .await?
+        .ok_or_else(|| head(StatusCode::NOT_FOUND)))
+}
+
+/// Unwraps the inner result of a lookup or returns its bare answer.
+macro_rules! or_answer {
+    ($e:expr) => {
+        match $e {
+            Ok(v) => v,
+            Err(answer) => return Ok(answer),
+        }
+    };
+}
+
+/// The text of a raw request body: 400 when not UTF-8.
+fn body_text(ctx: &Ctx) -> Result<&str, AppError> {
+    std::str::from_utf8(&ctx.body)
+        .map_err(|_| AppError::BadRequest("body is not valid UTF-8".into()))
+}
+
+/// A message body's text without its markup (tags dropped, the entities Hearth writes
+/// decoded, lines kept).
+pub fn plain_text(html: &str) -> String {
+    let mut out = String::with_capacity(html.len());
+    let mut rest = html;
+    while let Some(lt) = rest.find('<') {
+        out.push_str(&rest[..lt]);
+        let Some(gt) = rest[lt..].find('>') else {
+            rest = &rest[lt..];
+            break;
+        };
+        if rest[lt..lt + gt].starts_with("<br") {
+            out.push('\n');
+        }
+        rest = &rest[lt + gt + 1..];
+    }
+    out.push_str(rest);
+    out.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&#39;", "'")
+        .replace("&amp;", "&")
+}
+
+/// The query of the messages index.
+#[derive(Debug, Deserialize)]
+pub struct IndexQuery {
+    /// Only messages older than this message id.
+    pub before: Option<String>,
+}
+
+/// `GET /rooms/{room_id}/{bot_key}/messages[?before=ID]`: a page of the room's messages as
+/// JSON (newest first):
+/// `{"room":{"id","name"},"messages":[{"id","body":{"plain","html"},"created_at","creator":{"id","name","is_bot"}}],"pagination":{"oldest_id","newest_id","has_more"}}`.
+pub async fn index(
+    State(state): State<SharedState>,
+    Path((room_id, bot_key)): Path<(String, String)>,
+    Query(query): Query<IndexQuery>,
+) -> Result<Response, AppError> {
+    let (_, room) = or_answer!(bot_and_room(&state, &room_id, &bot_key).await?);
+    let mut page = match query.before.as_deref() {
+        Some(before) => match parse_id(before) {
+            Ok(id) => messages::page_before(&state.pool, room.id, id).await?,
+            Err(_) => return Ok(head(StatusCode::NOT_FOUND)),
+        },
+        None => messages::last_page(&state.pool, room.id).await?,
+    };
+    page.reverse();
+    let mut creators = std::collections::HashMap::new();
+    let mut list = Vec::with_capacity(page.len());
+    for m in &page {
+        let is_bot = match creators.get(&m.creator_id) {
+            Some(b) => *b,
+            None => {
+                let b = users::find(&state.pool, m.creator_id)
+                    .await?
+                    .is_some_and(|u| u.role == "bot");
+                creators.insert(m.creator_id, b);
+                b
+            }
+        };
+        list.push(serde_json::json!({
+            "id": m.id,
+            "body": {"plain": plain_text(&m.body), "html": m.body},
+            "created_at": crate::render::iso8601(m.created_at),
+            "creator": {"id": m.creator_id, "name": m.creator_name, "is_bot": is_bot},
+        }));
+    }
+    let pagination = match (page.last(), page.first()) {
+        (Some(oldest), Some(newest)) => serde_json::json!({
+            "oldest_id": oldest.id,
+            "newest_id": newest.id,
+            "has_more": page.len() as i64 == messages::PAGE_SIZE,
+        }),
+        _ => serde_json::json!({}),
+    };
+    let body = serde_json::json!({
+        "room": {"id": room.id, "name": room.name},
+        "messages": list,
+        "pagination": pagination,
+    });
+    Ok(axum::Json(body).into_response())
+}
+
+/// `PATCH`/`PUT /rooms/{room_id}/{bot_key}/messages/{message_id}`: the raw body becomes the
+/// text of the bot's own message; 204 and a broadcast `replace`. 422 for a blank body.
+pub async fn update(
+    State(state): State<SharedState>,
+    Extension(ctx): Extension<Ctx>,
+    Path((room_id, bot_key, message_id)): Path<(String, String, String)>,
+) -> Result<Response, AppError> {
+    let (bot, room) = or_answer!(bot_and_room(&state, &room_id, &bot_key).await?);
+    let message = or_answer!(message_in(&state, &room, &message_id).await?);
+    if message.creator_id != bot.id {
+        return Ok(head(StatusCode::FORBIDDEN));
+    }
+    let text = body_text(&ctx)?;
+    if text.trim().is_empty() {
+        return Err(AppError::Unprocessable(
+            "message body can't be blank".into(),
+        ));
+    }
+    let Some(updated) =
+        messages::update_body(&state.pool, room.id, message.id, &body_html(text)).await?
+    else {
+        return Ok(head(StatusCode::NOT_FOUND));
+    };
+    broadcasts::message_updated(&state.broadcaster, &room, &updated)?;
+    Ok(head(StatusCode::NO_CONTENT))
+}
+
+/// `DELETE /rooms/{room_id}/{bot_key}/messages/{message_id}`: deletes the bot's own message;
+/// 204 and a broadcast `remove`.
+pub async fn destroy(
+    State(state): State<SharedState>,
+    Path((room_id, bot_key, message_id)): Path<(String, String, String)>,
+) -> Result<Response, AppError> {
+    let (bot, room) = or_answer!(bot_and_room(&state, &room_id, &bot_key).await?);
+    let message = or_answer!(message_in(&state, &room, &message_id).await?);
+    if message.creator_id != bot.id {
+        return Ok(head(StatusCode::FORBIDDEN));
+    }
+    let Some(removed) = messages::delete(&state.pool, room.id, message.id).await? else {
+        return Ok(head(StatusCode::NOT_FOUND));
+    };
+    broadcasts::message_removed(&state.broadcaster, &room, &removed);
+    Ok(head(StatusCode::NO_CONTENT))
+}
+
+/// `POST /rooms/{room_id}/{bot_key}/messages/{message_id}/boosts`: the raw body (1-16
+/// characters, trimmed) boosts the message; 201 and a broadcast `append`. 422 otherwise.
+pub async fn create_boost(
+    State(state): State<SharedState>,
+    Extension(ctx): Extension<Ctx>,
+    Path((room_id, bot_key, message_id)): Path<(String, String, String)>,
+) -> Result<Response, AppError> {
+    let (bot, room) = or_answer!(bot_and_room(&state, &room_id, &bot_key).await?);
+    let message = or_answer!(message_in(&state, &room, &message_id).await?);
+    let content = body_text(&ctx)?.trim();
+    if content.is_empty() || content.chars().count() > 16 {
+        return Err(AppError::Unprocessable(
+            "a boost must be 1-16 characters".into(),
+        ));
+    }
+    let boost = messages::boost(&state.pool, message.id, bot.id, &bot.name, content).await?;
+    broadcasts::boost_created(&state.broadcaster, &room, &message, &boost);
+    Ok(head(StatusCode::CREATED))
+}
+
+/// `DELETE /rooms/{room_id}/{bot_key}/messages/{message_id}/boosts/{boost_id}`: deletes the
+/// bot's own boost; 204 and a broadcast `remove` of `boost_<id>`.
+pub async fn destroy_boost(
+    State(state): State<SharedState>,
+    Path((room_id, bot_key, message_id, boost_id)): Path<(String, String, String, String)>,
+) -> Result<Response, AppError> {
+    let (bot, room) = or_answer!(bot_and_room(&state, &room_id, &bot_key).await?);
+    let message = or_answer!(message_in(&state, &room, &message_id).await?);
+    let Ok(boost_id) = parse_id(&boost_id) else {
+        return Ok(head(StatusCode::NOT_FOUND));
+    };
+    let Some(boost) = boosts::find(&state.pool, message.id, boost_id).await? else {
+        return Ok(head(StatusCode::NOT_FOUND));
+    };
+    if boost.booster_id != bot.id {
+        return Ok(head(StatusCode::FORBIDDEN));
+    }
+    if boosts::delete(&state.pool, boost.id).await? {
+        broadcasts::boost_removed(&state.broadcaster, &room, boost.id);
+    }
+    Ok(head(StatusCode::NO_CONTENT))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_text_drops_markup() {
+        assert_eq!(plain_text(&body_html("a < b & c\nnext")), "a < b & c\nnext");
+        assert_eq!(plain_text("<div>x</div>"), "x");
+    }
+}
