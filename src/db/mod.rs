@@ -4,6 +4,7 @@
 //! applies the migrations in `migrations/`. Each table's queries live in a file of their own.
 //! Times are `i64` milliseconds since the Unix epoch, UTC ([`now_ms`]).
 
+pub mod memberships;
 pub mod messages;
 pub mod rooms;
 pub mod seed;

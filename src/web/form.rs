@@ -31,6 +31,14 @@ impl Form {
             .map(|(_, v)| v.as_str())
     }
 
+    /// Every value of `name`, in order (repeated fields such as `user_ids[]`).
+    pub fn get_all<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        self.fields
+            .iter()
+            .filter(move |(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
     /// Builds a form from pairs (for tests and clients).
     pub fn from_pairs<I: IntoIterator<Item = (String, String)>>(pairs: I) -> Form {
         Form {
