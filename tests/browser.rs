@@ -2,7 +2,8 @@
 //! by `playwright-core` (pinned in `tests/browser/package.json`) through
 //! `tests/browser/live_room.mjs`, against the `hearth` binary with the browser packages of
 //! `assets/`. Two people see a post live and a typing notice; both pages reconnect after a
-//! restart and catch up; a page without JavaScript posts by plain form. Screenshots of the two
+//! restart and catch up; a new closed room and a direct room appear live in their members'
+//! sidebars; a page without JavaScript posts by plain form. Screenshots of the two
 //! windows side by side are kept in `target/artifacts/browser/`.
 //!
 //! Chromium must be installed (`apt-get install -y --no-install-recommends chromium`, which
@@ -81,6 +82,8 @@ fn two_people_see_a_post_live_and_catch_up_after_a_restart() {
         "POSTED-WHILE-DISCONNECTED",
         "CAUGHT-UP",
         "LIVE-AFTER-RESTART",
+        "CLOSED-ROOM-LIVE",
+        "DIRECT-ROOM-LIVE",
         "NO-JS-POST",
         "NO-PAGE-ERRORS NO-FOREIGN-REQUESTS",
         "OK",
@@ -90,7 +93,7 @@ fn two_people_see_a_post_live_and_catch_up_after_a_restart() {
             "step {step:?} missing:\n{stdout}"
         );
     }
-    for shot in ["live-message.png", "after-restart.png"] {
+    for shot in ["live-message.png", "after-restart.png", "new-rooms.png"] {
         let path = artifacts.join(shot);
         let bytes = std::fs::read(&path).unwrap_or_default();
         assert!(
