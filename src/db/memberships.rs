@@ -239,7 +239,7 @@ pub async fn create_room(
     Ok((room, members))
 }
 
-/// Renames room `room_id` and makes it `open` (granted to every active user) or `closed`
+/// Renames room `room_id` and makes it `open` (granted to every active user, revoking no one) or `closed`
 /// (exactly the active users among `member_ids`, plus `actor_id`), converting between the two
 /// as Campfire's `Rooms::OpensController#update` / `Rooms::ClosedsController#update` do.
 /// Direct rooms never convert: `None` for a direct or unknown room.
@@ -268,7 +268,14 @@ pub async fn update_room(
         .execute(&mut *tx)
         .await?;
     let target = if kind == "open" {
-        with(all_active(&mut tx).await?, actor_id)
+        // Everyone active joins; no one leaves an open room (inactive members stay, as the
+        // seed's deactivated user stays in All Talk).
+        let mut target = members_of(&mut tx, room_id).await?;
+        target.extend(all_active(&mut tx).await?);
+        target.push(actor_id);
+        target.sort_unstable();
+        target.dedup();
+        target
     } else {
         with(active_among(&mut tx, member_ids).await?, actor_id)
     };
@@ -310,10 +317,10 @@ pub async fn revise(
         .iter()
         .copied()
         .filter(|id| !revoked.contains(id))
+        .chain(granted)
         .collect();
-    for id in granted {
-        target = with(target, id);
-    }
+    target.sort_unstable();
+    target.dedup();
     let revision = revise_to(&mut tx, room_id, &room.kind, &target).await?;
     let changed: Vec<i64> = revision
         .granted
