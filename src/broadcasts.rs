@@ -12,14 +12,22 @@
 //! | ban (the user's messages purged) | `<room gid param>:messages`, per room | one turbo-stream `remove` per message |
 //! | typing start/stop | `typing_notifications:<room gid param>` | `{"action":"start","user":{"id":1,"name":"…"}}` |
 //! | presence | `user_<id>_reads` | `{"room_id":<room id>}` |
+//! | open room created | `rooms` | turbo-stream `prepend` to `shared_rooms` |
+//! | closed room created | `<user gid param>:rooms`, for every member | `prepend` to `shared_rooms` |
+//! | open room updated | `rooms` | `replace` of `list_rooms_<kind>_<id>`; newcomers: `prepend` on their `:rooms` |
+//! | closed room updated | `<user gid param>:rooms` | kept members: `replace`; granted: `prepend` to `shared_rooms`; revoked: `remove` |
+//! | direct room found or created | `<user gid param>:rooms`, for every member | `prepend` to `direct_rooms` (each member's own entry) |
+//! | room destroyed | `rooms` | `remove` of `list_rooms_<kind>_<id>` |
+//! | involvement to/from invisible | `<user gid param>:rooms` | `remove` / `prepend` to `shared_rooms` (not for direct rooms) |
 //!
 //! One call per event: it renders the payload once, JSON-encodes it once (ActiveSupport
 //! escaping), hands it to the [`Broadcaster`] (which wraps it once per identifier variant) and
 //! returns the turbo-stream HTML for the HTTP answer of the request that caused it. A render
 //! that fails is an error, never an empty broadcast. Nothing here touches the database.
 
+use crate::db::memberships::Revision;
 use crate::db::messages::{Boost, Message};
-use crate::db::rooms::Room;
+use crate::db::rooms::{Room, SidebarRoom};
 use crate::pubsub::Broadcaster;
 use crate::rails::json;
 use crate::render;
@@ -134,6 +142,137 @@ pub fn room_read(b: &Broadcaster, room_id: i64, user_id: i64) {
     );
 }
 
+/// The stream every sidebar listens to for shared room-list changes (`turbo_stream_from :rooms`).
+pub const ROOMS_STREAM: &str = "rooms";
+
+/// `dom_id(room, :list)`: the id of a room's sidebar entry (`list_rooms_open_1`).
+pub fn list_target(room: &Room) -> String {
+    format!("list_rooms_{}_{}", room.kind, room.id)
+}
+
+/// Broadcasts a new open or closed room to the sidebars (Campfire's
+/// `Rooms::OpensController#broadcast_create_room`, `Rooms::ClosedsController#…`): an open room
+/// is prepended to `shared_rooms` on `rooms`, a closed one on each member's `:rooms` stream.
+///
+/// # Errors
+/// The entry failed to render; nothing was broadcast.
+pub fn shared_room_created(
+    b: &Broadcaster,
+    room: &Room,
+    member_ids: &[i64],
+) -> Result<(), askama::Error> {
+    let entry = render::sidebar_room(&SidebarRoom::shared(room))?;
+    let html = render::turbo_stream("prepend", "shared_rooms", Some(&entry));
+    if room.kind == "open" {
+        b.broadcast_string(ROOMS_STREAM, &html);
+    } else {
+        for id in member_ids {
+            b.broadcast_string(&streams::user_rooms(b.gid_app(), *id), &html);
+        }
+    }
+    Ok(())
+}
+
+/// Broadcasts a renamed or converted open/closed room (Campfire's `broadcast_update_room`):
+/// the entry is replaced (on `rooms` for an open room, else on each kept member's `:rooms`),
+/// prepended for the members `revision` granted, and removed for those it revoked.
+///
+/// # Errors
+/// The entry failed to render; nothing was broadcast.
+pub fn shared_room_updated(
+    b: &Broadcaster,
+    room: &Room,
+    revision: &Revision,
+) -> Result<(), askama::Error> {
+    let entry = render::sidebar_room(&SidebarRoom::shared(room))?;
+    let target = list_target(room);
+    let replace = render::turbo_stream("replace", &target, Some(&entry));
+    if room.kind == "open" {
+        b.broadcast_string(ROOMS_STREAM, &replace);
+    } else {
+        for id in &revision.kept {
+            b.broadcast_string(&streams::user_rooms(b.gid_app(), *id), &replace);
+        }
+    }
+    let prepend = render::turbo_stream("prepend", "shared_rooms", Some(&entry));
+    for id in &revision.granted {
+        b.broadcast_string(&streams::user_rooms(b.gid_app(), *id), &prepend);
+    }
+    members_removed(b, room, &revision.revoked);
+    Ok(())
+}
+
+/// Removes a room's entry from the sidebars of `user_ids` (their memberships were deleted).
+pub fn members_removed(b: &Broadcaster, room: &Room, user_ids: &[i64]) {
+    let remove = render::turbo_stream("remove", &list_target(room), None);
+    for id in user_ids {
+        b.broadcast_string(&streams::user_rooms(b.gid_app(), *id), &remove);
+    }
+}
+
+/// Broadcasts a direct room found or created for its members (Campfire's
+/// `Rooms::DirectsController#broadcast_create_room`): each member's own entry (named by the
+/// others) is prepended to `direct_rooms` on that member's `:rooms` stream.
+///
+/// # Errors
+/// An entry failed to render; the entries before it were broadcast.
+pub fn direct_room_created(
+    b: &Broadcaster,
+    entries: &[(i64, SidebarRoom)],
+) -> Result<(), askama::Error> {
+    for (user_id, entry) in entries {
+        let html = render::turbo_stream(
+            "prepend",
+            "direct_rooms",
+            Some(&render::sidebar_room(entry)?),
+        );
+        b.broadcast_string(&streams::user_rooms(b.gid_app(), *user_id), &html);
+    }
+    Ok(())
+}
+
+/// Broadcasts a destroyed room (Campfire's `RoomsController#broadcast_remove_room`): a
+/// `remove` of its entry on `rooms`. Returns the turbo-stream.
+pub fn room_removed(b: &Broadcaster, room: &Room) -> String {
+    let html = render::turbo_stream("remove", &list_target(room), None);
+    b.broadcast_string(ROOMS_STREAM, &html);
+    html
+}
+
+/// Broadcasts an involvement change to the member's own sidebars (Campfire's
+/// `Rooms::InvolvementsController#broadcast_visibility_changes`): going invisible removes the
+/// entry, leaving invisible prepends it; direct rooms and other changes send nothing.
+///
+/// # Errors
+/// The entry failed to render; nothing was broadcast.
+pub fn involvement_changed(
+    b: &Broadcaster,
+    room: &Room,
+    user_id: i64,
+    previous: &str,
+    involvement: &str,
+    entry: &SidebarRoom,
+) -> Result<(), askama::Error> {
+    if room.kind == "direct" || previous == involvement {
+        return Ok(());
+    }
+    let stream = streams::user_rooms(b.gid_app(), user_id);
+    if involvement == "invisible" {
+        b.broadcast_string(
+            &stream,
+            &render::turbo_stream("remove", &list_target(room), None),
+        );
+    } else if previous == "invisible" {
+        let html = render::turbo_stream(
+            "prepend",
+            "shared_rooms",
+            Some(&render::sidebar_room(entry)?),
+        );
+        b.broadcast_string(&stream, &html);
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::{Arc, Mutex};
@@ -223,6 +362,43 @@ mod tests {
         let stream = streams::room_messages("campfire", &room());
         assert_eq!(sent.len(), 2);
         assert!(sent.iter().all(|(s, _)| *s == stream));
+    }
+
+    #[test]
+    fn room_list_changes_go_to_the_shared_or_the_members_streams() {
+        let (recorder, b) = broadcaster();
+        shared_room_created(&b, &room(), &[2, 3]).expect("renders");
+        let closed = Room {
+            kind: "closed".into(),
+            id: 5,
+            ..room()
+        };
+        shared_room_created(&b, &closed, &[2, 3]).expect("renders");
+        let revision = Revision {
+            granted: vec![4],
+            revoked: vec![3],
+            kept: vec![2],
+        };
+        shared_room_updated(&b, &closed, &revision).expect("renders");
+        room_removed(&b, &closed);
+        let sent = recorder.0.lock().expect("not poisoned").clone();
+        let streams: Vec<&str> = sent.iter().map(|(s, _)| s.as_str()).collect();
+        let user = |id| streams::user_rooms("campfire", id);
+        assert_eq!(
+            streams,
+            [
+                "rooms",
+                user(2).as_str(),
+                user(3).as_str(),
+                user(2).as_str(),
+                user(4).as_str(),
+                user(3).as_str(),
+                "rooms"
+            ]
+        );
+        assert!(sent[0].1.contains("prepend") && sent[0].1.contains("shared_rooms"));
+        assert!(sent[3].1.contains("replace") && sent[3].1.contains("list_rooms_closed_5"));
+        assert!(sent[5].1.contains("remove"));
     }
 
     #[test]

@@ -5,10 +5,20 @@
 //! The registry knows connections and ids only; the caller gives the frames that end a
 //! connection (the Action Cable `disconnect` notice and a close frame, see
 //! [`crate::cable::protocol::disconnect_frames`]).
+//!
+//! It is also how membership changes reach open sockets: each connection registers with a
+//! control signal ([`Control`]) that its task selects on beside its reader. The registry is
+//! the [`MembershipObserver`] every membership write in [`crate::db::memberships`] reports to;
+//! it signals the connections of the users concerned, and each of those tasks re-checks its
+//! room subscriptions against the database and drops the ones no longer allowed.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use parking_lot::Mutex;
+use tokio::sync::Notify;
+
+use crate::db::memberships::MembershipObserver;
 
 use crate::fanout::frame::Frame;
 use crate::fanout::Connection;
@@ -18,6 +28,23 @@ struct Entry {
     user_id: i64,
     session_token: Option<String>,
     connection: Connection,
+    control: Control,
+}
+
+/// A connection task's "memberships changed" signal. Signals sent while the task is busy are
+/// kept (at most one is pending), so none is lost.
+#[derive(Clone, Debug, Default)]
+pub struct Control(Arc<Notify>);
+
+impl Control {
+    /// Waits for the next signal (cancel-safe: a signal is not consumed by a dropped wait).
+    pub async fn memberships_changed(&self) {
+        self.0.notified().await;
+    }
+
+    fn signal(&self) {
+        self.0.notify_one();
+    }
 }
 
 /// Open connections keyed by connection id.
@@ -27,16 +54,42 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// Records an identified connection.
-    pub fn register(&self, user_id: i64, session_token: Option<String>, connection: Connection) {
+    /// Records an identified connection. Returns its control signal, which fires when the
+    /// user's memberships change.
+    pub fn register(
+        &self,
+        user_id: i64,
+        session_token: Option<String>,
+        connection: Connection,
+    ) -> Control {
+        let control = Control::default();
         self.entries.lock().insert(
             connection.id(),
             Entry {
                 user_id,
                 session_token,
                 connection,
+                control: control.clone(),
             },
         );
+        control
+    }
+
+    /// Signals "memberships changed" to every connection of the users in `user_ids`. Returns
+    /// how many connections were signalled.
+    pub fn signal_memberships_changed(&self, user_ids: &[i64]) -> usize {
+        let mut ids = user_ids.to_vec();
+        ids.sort_unstable();
+        let entries = self.entries.lock();
+        let mut signalled = 0;
+        for entry in entries
+            .values()
+            .filter(|e| ids.binary_search(&e.user_id).is_ok())
+        {
+            entry.control.signal();
+            signalled += 1;
+        }
+        signalled
     }
 
     /// Forgets a connection (it closed).
@@ -83,5 +136,17 @@ impl Registry {
     /// Queues `frames` on every connection and closes them all (shutdown). Returns how many.
     pub fn close_all(&self, frames: &[Frame]) -> usize {
         self.close_matching(frames, |_| true)
+    }
+}
+
+/// Every membership write reports here (see the module docs).
+impl MembershipObserver for Registry {
+    fn memberships_changed(&self, user_ids: &[i64]) {
+        let signalled = self.signal_memberships_changed(user_ids);
+        tracing::debug!(
+            users = user_ids.len(),
+            connections = signalled,
+            "memberships changed"
+        );
     }
 }

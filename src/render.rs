@@ -99,6 +99,95 @@ pub fn turbo_stream(action: &str, target: &str, template: Option<&str>) -> Strin
     }
 }
 
+/// The `users/sidebars/rooms/_shared` partial: one open or closed room of the list.
+#[derive(Template, Debug)]
+#[template(path = "users/sidebars/rooms/_shared.html")]
+struct SharedRoomEntry<'a> {
+    r: &'a SidebarRoom,
+}
+
+/// The `users/sidebars/rooms/_direct` partial: one direct room, named by its other members.
+#[derive(Template, Debug)]
+#[template(path = "users/sidebars/rooms/_direct.html")]
+struct DirectRoomEntry<'a> {
+    r: &'a SidebarRoom,
+}
+
+/// Renders one sidebar entry, `<li id="list_rooms_<kind>_<id>" …>`: the `_direct` partial for
+/// direct rooms, `_shared` otherwise (Campfire's `users/sidebars/rooms/_shared` and `_direct`).
+///
+/// # Errors
+/// The template failed to render.
+pub fn sidebar_room(r: &SidebarRoom) -> Result<String, askama::Error> {
+    if r.kind == "direct" {
+        DirectRoomEntry { r }.render()
+    } else {
+        SharedRoomEntry { r }.render()
+    }
+}
+
+/// A person offered by a room form.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Person {
+    /// User id.
+    pub id: i64,
+    /// Name.
+    pub name: String,
+    /// Whether the box starts checked.
+    pub selected: bool,
+}
+
+/// The new/edit form of an open, closed or direct room (Campfire's `rooms/opens/new`,
+/// `rooms/closeds/edit`, `rooms/directs/new`, …).
+#[derive(Template, Debug)]
+#[template(path = "rooms/form.html")]
+pub struct RoomForm<'a> {
+    /// The masked authenticity token.
+    pub csrf_token: &'a str,
+    /// The page heading.
+    pub title: &'a str,
+    /// Where the form posts.
+    pub action: &'a str,
+    /// `post`, `patch`: the method (other than post, sent as `_method`).
+    pub method: &'a str,
+    /// The room name field's value; `None` hides the field (direct rooms).
+    pub name: Option<&'a str>,
+    /// The longest name accepted, in characters.
+    pub max_name_chars: usize,
+    /// Whether the form offers people to pick (closed and direct rooms).
+    pub pick_people: bool,
+    /// Whether the room holds everyone (open rooms).
+    pub everyone: bool,
+    /// The people offered.
+    pub people: Vec<Person>,
+    /// The signed-in user (always a member; the box is shown checked and disabled).
+    pub user_id: i64,
+    /// Whether the viewer may submit (administrators and the creator, as `can_administer?`).
+    pub editable: bool,
+    /// The submit button's text.
+    pub submit: &'a str,
+    /// The delete form's action, for those who may delete the room.
+    pub destroy_action: Option<String>,
+    /// The "Back" link.
+    pub back: &'a str,
+}
+
+/// The involvement page of a room (`GET /rooms/{id}/involvement`).
+#[derive(Template, Debug)]
+#[template(path = "rooms/involvements/show.html")]
+pub struct InvolvementPage<'a> {
+    /// The masked authenticity token.
+    pub csrf_token: &'a str,
+    /// The room id.
+    pub room_id: i64,
+    /// What the room is called for this viewer.
+    pub room_name: &'a str,
+    /// The current involvement.
+    pub involvement: &'a str,
+    /// Every involvement with its label and whether it is the current one.
+    pub choices: Vec<(&'a str, &'a str, bool)>,
+}
+
 /// The sign-in page.
 #[derive(Template, Debug)]
 #[template(path = "sessions/new.html")]
@@ -121,6 +210,10 @@ pub struct RoomPage<'a> {
     pub user: &'a User,
     /// The room shown.
     pub room: &'a crate::db::rooms::Room,
+    /// What the room is called for this viewer (a direct room: its other members' names).
+    pub room_name: &'a str,
+    /// Where the room's settings are (`/rooms/{opens|closeds|directs}/{id}/edit`).
+    pub settings_path: &'a str,
     /// The signed name of `<room gid>:messages`.
     pub messages_stream: &'a str,
     /// The rendered partials of the latest page.

@@ -3,8 +3,9 @@
 //! `tests/browser/live_room.mjs`, against the `hearth` binary run from an empty directory: the
 //! page's scripts (Turbo, turbo-rails, `@rails/actioncable` and its own) are the ones built
 //! into the binary, so no `node_modules` and no checkout are involved. Two people see a post
-//! live and a typing notice; both pages reconnect after a restart and catch up; a page without
-//! JavaScript posts by plain form. Screenshots of the two windows side by side are kept in
+//! live and a typing notice; both pages reconnect after a restart and catch up; a new closed
+//! room and a direct room appear live in their members' sidebars; a page without JavaScript
+//! posts by plain form. Screenshots of the two windows side by side are kept in
 //! `target/artifacts/browser/`.
 //!
 //! Chromium must be installed (`apt-get install -y --no-install-recommends chromium`, which
@@ -80,6 +81,8 @@ fn two_people_see_a_post_live_and_catch_up_after_a_restart() {
         "POSTED-WHILE-DISCONNECTED",
         "CAUGHT-UP",
         "LIVE-AFTER-RESTART",
+        "CLOSED-ROOM-LIVE",
+        "DIRECT-ROOM-LIVE",
         "NO-JS-POST",
         "NO-PAGE-ERRORS NO-FOREIGN-REQUESTS",
         "OK",
@@ -89,7 +92,7 @@ fn two_people_see_a_post_live_and_catch_up_after_a_restart() {
             "step {step:?} missing:\n{stdout}"
         );
     }
-    for shot in ["live-message.png", "after-restart.png"] {
+    for shot in ["live-message.png", "after-restart.png", "new-rooms.png"] {
         let path = artifacts.join(shot);
         let bytes = std::fs::read(&path).unwrap_or_default();
         assert!(

@@ -8,6 +8,14 @@
 //!
 //! A subscribe attaches the subscription's streams first and queues `confirm_subscription`
 //! after, so no broadcast after the confirm can be missed (Rails: `ensure_confirmation_sent`).
+//!
+//! Beside the reader, the task waits on its registry [`Control`] signal: when the user's
+//! memberships change (a room closed to them, a membership revoked, a room destroyed), it
+//! re-checks every room-scoped subscription against the database and drops those no longer
+//! allowed at once: their streams are detached, the channel's `unsubscribed` runs, and the
+//! client gets `reject_subscription` for the identifier (which `@rails/actioncable` handles
+//! by forgetting the subscription). Campfire reaches the same end by disconnecting the user
+//! (`reset_remote_connections`); here the connection's other subscriptions stay.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -22,6 +30,7 @@ use super::reader::{Inbound, MessageReader};
 use crate::db::users::User;
 use crate::fanout::frame::Frame;
 use crate::fanout::Connection;
+use crate::registry::Control;
 use crate::state::SharedState;
 
 /// How long a connection refused for a bad message keeps draining the client's input after
@@ -77,11 +86,12 @@ pub async fn run(
     }
     state.metrics.connection_opened();
     let conn = state.fanout.attach(write_half);
-    state.cable.register(user.id, session_token, conn.clone());
+    let control = state.cable.register(user.id, session_token, conn.clone());
     let mut reader = Reader {
         state: state.clone(),
         user,
         conn: conn.clone(),
+        control,
         subscriptions: HashMap::new(),
     };
     reader.read_loop(read_half, leftover).await;
@@ -96,6 +106,7 @@ struct Reader {
     state: SharedState,
     user: User,
     conn: Connection,
+    control: Control,
     subscriptions: HashMap<Arc<str>, Subscription>,
 }
 
@@ -104,10 +115,19 @@ impl Reader {
         let mut source = std::io::Cursor::new(leftover).chain(read_half);
         let mut reader = MessageReader::new(&mut source, self.state.config.max_message_bytes);
         let refused = loop {
-            let inbound = tokio::select! {
-                biased;
-                _ = self.conn.closed() => return,
-                inbound = reader.read() => inbound,
+            // The read future lives across control signals (a WebSocket read is not
+            // cancel-safe): a signal is handled between polls of the same read.
+            let inbound = {
+                let read = reader.read();
+                tokio::pin!(read);
+                loop {
+                    tokio::select! {
+                        biased;
+                        _ = self.conn.closed() => return,
+                        _ = self.control.memberships_changed() => self.recheck().await,
+                        inbound = &mut read => break inbound,
+                    }
+                }
             };
             match inbound {
                 Ok(Inbound::Text(text)) => self.handle_text(&text).await,
@@ -243,6 +263,32 @@ impl Reader {
             tracing::warn!("Unable to process {identifier}#{action}");
         }
         Ok(())
+    }
+
+    /// Drops every room-scoped subscription the user may no longer have (see the module docs).
+    async fn recheck(&mut self) {
+        let mut revoked = Vec::new();
+        for (identifier, sub) in &self.subscriptions {
+            match channels::still_allowed(self.ctx(), &sub.subscribed).await {
+                Ok(true) => {}
+                Ok(false) => revoked.push(identifier.clone()),
+                Err(e) => tracing::warn!(error = %e, "membership re-check failed"),
+            }
+        }
+        for identifier in revoked {
+            let Some(sub) = self.subscriptions.remove(&identifier) else {
+                continue;
+            };
+            for stream in &sub.subscribed.streams {
+                self.conn.unsubscribe(stream, &identifier);
+            }
+            if let Err(e) = channels::unsubscribed(self.ctx(), &sub.subscribed).await {
+                tracing::warn!(error = %e, "unsubscribed failed");
+            }
+            self.conn
+                .send(Frame::text(&protocol::reject(&identifier, self.state.json)));
+            tracing::info!(user_id = self.user.id, %identifier, "subscription revoked");
+        }
     }
 
     async fn unsubscribe_all(&mut self) {

@@ -53,6 +53,34 @@ pub struct SidebarRoom {
     pub kind: String,
     /// Whether this user has unread messages in it.
     pub unread: bool,
+    /// What the list shows: the room's name, or for a direct room the names of its other
+    /// members (the viewer's own name when alone), as Campfire's `users/sidebars/rooms/_direct`.
+    pub label: String,
+}
+
+impl SidebarRoom {
+    /// The list entry of a shared (open or closed) room, read, for broadcasts.
+    pub fn shared(room: &Room) -> Self {
+        SidebarRoom {
+            id: room.id,
+            name: room.name.clone(),
+            kind: room.kind.clone(),
+            unread: false,
+            label: room.display_name().to_owned(),
+        }
+    }
+}
+
+/// The SQL expression of a sidebar label for room `r` seen by the user bound at `?` (twice).
+macro_rules! label_sql {
+    () => {
+        "CASE WHEN r.kind = 'direct' THEN COALESCE( \
+       (SELECT group_concat(name, ', ') FROM (SELECT u.name FROM memberships o \
+          JOIN users u ON u.id = o.user_id WHERE o.room_id = r.id AND o.user_id != ? \
+          ORDER BY u.name COLLATE NOCASE, u.id)), \
+       (SELECT name FROM users WHERE id = ?)) \
+     ELSE COALESCE(r.name, 'Untitled') END"
+    };
 }
 
 /// Finds a room by id.
@@ -84,15 +112,48 @@ pub async fn find_for_member(
 /// The rooms of a user's sidebar, visible memberships only, shared rooms by name then
 /// direct rooms.
 pub async fn for_sidebar(pool: &SqlitePool, user_id: i64) -> sqlx::Result<Vec<SidebarRoom>> {
-    sqlx::query_as(
-        "SELECT r.id, r.name, r.kind, (m.unread_at IS NOT NULL) AS unread FROM rooms r \
-         JOIN memberships m ON m.room_id = r.id \
+    sqlx::query_as(concat!(
+        "SELECT r.id, r.name, r.kind, (m.unread_at IS NOT NULL) AS unread, ",
+        label_sql!(),
+        " AS label FROM rooms r JOIN memberships m ON m.room_id = r.id \
          WHERE m.user_id = ? AND m.involvement != 'invisible' \
-         ORDER BY r.kind = 'direct', r.name COLLATE NOCASE, r.id",
-    )
+         ORDER BY r.kind = 'direct', r.name COLLATE NOCASE, r.id"
+    ))
+    .bind(user_id)
+    .bind(user_id)
     .bind(user_id)
     .fetch_all(pool)
     .await
+}
+
+/// One room of a user's sidebar (whatever its involvement), `None` when not a member: the
+/// entry a broadcast sends to that user.
+pub async fn sidebar_entry(
+    pool: &SqlitePool,
+    room_id: i64,
+    user_id: i64,
+) -> sqlx::Result<Option<SidebarRoom>> {
+    sqlx::query_as(concat!(
+        "SELECT r.id, r.name, r.kind, (m.unread_at IS NOT NULL) AS unread, ",
+        label_sql!(),
+        " AS label FROM rooms r JOIN memberships m ON m.room_id = r.id \
+         WHERE r.id = ? AND m.user_id = ?"
+    ))
+    .bind(user_id)
+    .bind(user_id)
+    .bind(room_id)
+    .bind(user_id)
+    .fetch_optional(pool)
+    .await
+}
+
+/// The user who created a room (`rooms.creator_id`), `None` when unknown or not recorded.
+pub async fn creator_id(pool: &SqlitePool, room_id: i64) -> sqlx::Result<Option<i64>> {
+    let id: Option<Option<i64>> = sqlx::query_scalar("SELECT creator_id FROM rooms WHERE id = ?")
+        .bind(room_id)
+        .fetch_optional(pool)
+        .await?;
+    Ok(id.flatten())
 }
 
 /// The first room of a user, for `GET /` when no room was visited yet.

@@ -428,3 +428,13 @@ pub async fn deactivate_bot(pool: &SqlitePool, id: i64) -> sqlx::Result<bool> {
     .rows_affected();
     Ok(changed > 0)
 }
+
+/// Every active user as `(id, name)`, ordered by name (Campfire's `User.active.ordered`): the
+/// people a room form offers.
+pub async fn active_ordered(pool: &SqlitePool) -> sqlx::Result<Vec<(i64, String)>> {
+    sqlx::query_as(
+        "SELECT id, name FROM users WHERE status = 'active' ORDER BY name COLLATE NOCASE, id",
+    )
+    .fetch_all(pool)
+    .await
+}

@@ -30,6 +30,14 @@ impl Form {
             .find(|(n, _)| n == name)
             .map(|(_, v)| v.as_str())
     }
+
+    /// Every value of `name`, in order (repeated fields such as `user_ids[]`).
+    pub fn get_all<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        self.fields
+            .iter()
+            .filter(move |(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
 }
 
 fn decode(raw: &[u8]) -> Result<String, String> {

@@ -11,6 +11,11 @@
 //! | `GET /`, `GET /rooms/{id}`, `GET /rooms/{id}/@{message_id}`, `GET /rooms/{id}/messages`, `GET /rooms/{id}/refresh`, `GET /users/me/sidebar` | [`rooms`] |
 //! | `POST /rooms/{id}/messages`, `PATCH`/`DELETE /rooms/{id}/messages/{message_id}`, `POST /messages/{id}/boosts` | [`messages`] |
 //! | `POST /rooms/{id}/{bot_key}/messages` | [`messages::create_by_bot`] |
+//! | `GET /rooms/opens/new`, `POST /rooms/opens`, `GET /rooms/opens/{id}`, `GET /rooms/opens/{id}/edit`, `PATCH`/`PUT /rooms/opens/{id}` | [`rooms::opens`] |
+//! | the same under `/rooms/closeds` | [`rooms::closeds`] |
+//! | `GET /rooms/directs/new`, `POST /rooms/directs`, `GET /rooms/directs/{id}/edit`, `DELETE /rooms/directs/{id}` | [`rooms::directs`] |
+//! | `DELETE /rooms/{id}` | [`rooms::settings::destroy`] |
+//! | `GET`, `PUT`/`PATCH /rooms/{id}/involvement` | [`rooms::involvements`] |
 //! | `GET`/`POST /first_run` | [`first_run`] |
 //! | `GET`/`POST /join/{join_code}` | [`join`] |
 //! | `GET /users/{id}`, `GET`/`PATCH /users/me/profile` | [`profiles`] |
@@ -56,7 +61,38 @@ pub fn routes(state: SharedState) -> Router {
         .route("/session/new", get(sessions::new))
         .route("/session", post(sessions::create).delete(sessions::destroy))
         .route("/", get(rooms::root))
-        .route("/rooms/{room_id}", get(rooms::show))
+        .route(
+            "/rooms/{room_id}",
+            get(rooms::show).delete(rooms::settings::destroy),
+        )
+        .route("/rooms/opens/new", get(rooms::opens::new))
+        .route("/rooms/opens", post(rooms::opens::create))
+        .route(
+            "/rooms/opens/{room_id}",
+            get(rooms::opens::show)
+                .patch(rooms::opens::update)
+                .put(rooms::opens::update),
+        )
+        .route("/rooms/opens/{room_id}/edit", get(rooms::opens::edit))
+        .route("/rooms/closeds/new", get(rooms::closeds::new))
+        .route("/rooms/closeds", post(rooms::closeds::create))
+        .route(
+            "/rooms/closeds/{room_id}",
+            get(rooms::closeds::show)
+                .patch(rooms::closeds::update)
+                .put(rooms::closeds::update),
+        )
+        .route("/rooms/closeds/{room_id}/edit", get(rooms::closeds::edit))
+        .route("/rooms/directs/new", get(rooms::directs::new))
+        .route("/rooms/directs", post(rooms::directs::create))
+        .route("/rooms/directs/{room_id}", delete(rooms::directs::destroy))
+        .route("/rooms/directs/{room_id}/edit", get(rooms::directs::edit))
+        .route(
+            "/rooms/{room_id}/involvement",
+            get(rooms::involvements::show)
+                .put(rooms::involvements::update)
+                .patch(rooms::involvements::update),
+        )
         .route("/rooms/{room_id}/{segment}", get(rooms::show_segment))
         .route("/rooms/{room_id}/refresh", get(rooms::refresh))
         .route(

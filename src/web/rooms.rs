@@ -1,5 +1,16 @@
 //! Room pages (Campfire's `WelcomeController`, `RoomsController`, `Messages` paging,
 //! `Rooms::RefreshesController` and `Users::SidebarsController`).
+//!
+//! Managing rooms lives in the submodules: [`opens`], [`closeds`] and [`directs`] (new,
+//! create, edit, update), [`settings`] (what they share: input limits, who may administer a
+//! room, `DELETE /rooms/{id}`) and [`involvements`] (`/rooms/{id}/involvement`).
+
+pub mod closeds;
+pub mod directs;
+pub mod involvements;
+pub mod opens;
+pub mod settings;
+pub mod shared;
 
 use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderValue, StatusCode};
@@ -89,10 +100,16 @@ async fn render_room(state: &SharedState, ctx: &Ctx, room_id: i64) -> Result<Res
         .sign(&streams::room_messages(&state.config.gid_app, &room));
     let token = ctx.csrf_token();
     let client_message_id = messages::new_client_message_id();
+    let room_name = rooms::sidebar_entry(&state.pool, room.id, user.id)
+        .await?
+        .map_or_else(|| room.display_name().to_owned(), |entry| entry.label);
+    let settings_path = settings::edit_path(&room);
     let view = RoomPage {
         csrf_token: &token,
         user,
         room: &room,
+        room_name: &room_name,
+        settings_path: &settings_path,
         messages_stream: &messages_stream,
         messages_html: &messages_html,
         has_older,

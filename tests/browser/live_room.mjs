@@ -14,9 +14,12 @@
 //    data-cable="disconnected") and started again on the same port and database. A bot posts
 //    while the pages are still disconnected; once @rails/actioncable reconnects, each page
 //    catches up through /rooms/1/refresh and shows it. Then a post is live again.
-// 4. Kevin, with JavaScript off, posts through the plain form (POST, redirect): his page shows
+// 4. David creates a closed room with Jason and Kevin, then a direct room with both, through
+//    the new-room forms: the room and the direct message appear live in Jason's and Kevin's
+//    sidebars (the direct room named by the other members). A screenshot is kept.
+// 5. Kevin, with JavaScript off, posts through the plain form (POST, redirect): his page shows
 //    the message and Jason's shows it live.
-// 5. No page threw, and no request left the server's origin (no CDN).
+// 6. No page threw, and no request left the server's origin (no CDN).
 //
 // Prints one line per step; exits 0 with "OK" when every step was seen.
 import { spawn } from "node:child_process"
@@ -248,6 +251,39 @@ try {
   await message(david, again).waitFor()
   out("LIVE-AFTER-RESTART")
   out("SCREENSHOT", await sideBySide([["David", david], ["Jason", jason]], "after-restart.png"))
+
+  // New rooms appear live in the members' sidebars.
+  const kevinLiveContext = await browser.newContext({ viewport })
+  const kevinLive = await signIn(kevinLiveContext, "kevin", "kevin@example.com")
+  await live(kevinLive)
+  for (const page of [jason, kevinLive]) {
+    await page.waitForFunction(
+      () => document.querySelectorAll("#user_sidebar turbo-cable-stream-source[connected]").length === 2,
+    )
+  }
+  const creator = await davidContext.newPage()
+  watch(creator, "david")
+  await creator.goto(`${base}/rooms/closeds/new`)
+  const roomName = `Closed room ${nonce}`
+  await creator.fill("#room_name", roomName)
+  await creator.check('input[name="user_ids[]"][value="2"]')
+  await creator.check('input[name="user_ids[]"][value="4"]')
+  await Promise.all([creator.waitForURL(/\/rooms\/\d+$/), creator.click('#room_form button[type="submit"]')])
+  await Promise.all(
+    [jason, kevinLive].map((page) => page.locator("#shared_rooms li", { hasText: roomName }).waitFor()),
+  )
+  out("CLOSED-ROOM-LIVE", roomName)
+  await creator.goto(`${base}/rooms/directs/new`)
+  await creator.check('input[name="user_ids[]"][value="2"]')
+  await creator.check('input[name="user_ids[]"][value="4"]')
+  await Promise.all([creator.waitForURL(/\/rooms\/\d+$/), creator.click('#room_form button[type="submit"]')])
+  await Promise.all([
+    jason.locator("#direct_rooms li", { hasText: "David, Kevin" }).waitFor(),
+    kevinLive.locator("#direct_rooms li", { hasText: "David, Jason" }).waitFor(),
+  ])
+  out("DIRECT-ROOM-LIVE")
+  out("SCREENSHOT", await sideBySide([["Jason", jason], ["Kevin", kevinLive]], "new-rooms.png"))
+  await kevinLiveContext.close()
 
   // Without JavaScript the form posts and redirects.
   const kevinContext = await browser.newContext({ viewport, javaScriptEnabled: false })

@@ -34,8 +34,8 @@ use crate::rails::StreamNameSigner;
 pub enum Channel {
     /// `Turbo::StreamsChannel`.
     TurboStreams,
-    /// `RoomMessagesChannel`.
-    RoomMessages,
+    /// `RoomMessagesChannel` for a room.
+    RoomMessages(Room),
     /// `PresenceChannel` for a room.
     Presence(Room),
     /// `TypingNotificationsChannel` for a room.
@@ -120,6 +120,29 @@ pub async fn perform(
         Channel::TypingNotifications(room) => Ok(typing_notifications::perform(ctx, room, action)),
         _ => Ok(false),
     }
+}
+
+/// The room a subscription is scoped to (`RoomMessagesChannel`, `PresenceChannel`,
+/// `TypingNotificationsChannel`), `None` for the user-scoped channels.
+pub fn scoped_room(sub: &Subscribed) -> Option<&Room> {
+    match &sub.channel {
+        Channel::RoomMessages(room)
+        | Channel::Presence(room)
+        | Channel::TypingNotifications(room) => Some(room),
+        _ => None,
+    }
+}
+
+/// Whether a confirmed subscription is still allowed: for a room-scoped channel, whether the
+/// user is still a member of the room (the re-check after a membership change); user-scoped
+/// channels always are.
+pub async fn still_allowed(ctx: ChannelContext<'_>, sub: &Subscribed) -> anyhow::Result<bool> {
+    Ok(match scoped_room(sub) {
+        Some(room) => crate::db::rooms::find_for_member(ctx.pool, room.id, ctx.user.id)
+            .await?
+            .is_some(),
+        None => true,
+    })
 }
 
 /// Reads `room_id` from a subscription's params as an integer or a decimal string (as Rails'

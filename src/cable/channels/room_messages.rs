@@ -29,7 +29,7 @@ pub async fn subscribe(
     }
     match crate::db::rooms::find_for_member(ctx.pool, id, ctx.user.id).await? {
         Some(room) if room.model_name() == model => Ok(Outcome::Confirm(Subscribed {
-            channel: Channel::RoomMessages,
+            channel: Channel::RoomMessages(room),
             streams: vec![name],
         })),
         _ => Ok(Outcome::Reject),

@@ -1,0 +1,188 @@
+//! Open and closed rooms ("shared" rooms, listed under `shared_rooms`): the new/create/
+//! edit/update flow both kinds go through, parameterized by the kind the route names
+//! (Campfire's `Rooms::OpensController` and `Rooms::ClosedsController`, which convert a room
+//! of the other kind into their own on update).
+
+use axum::response::Response;
+
+use super::settings::{self, Scope};
+use crate::db::memberships;
+use crate::render::RoomForm;
+use crate::state::AppState;
+use crate::web::context::Ctx;
+use crate::web::error::AppError;
+use crate::web::respond::found;
+
+/// A shared room's kind as its routes spell it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// `open`: everyone is a member (`/rooms/opens`).
+    Open,
+    /// `closed`: a chosen member list (`/rooms/closeds`).
+    Closed,
+}
+
+impl Kind {
+    /// The `rooms.kind` value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Open => "open",
+            Kind::Closed => "closed",
+        }
+    }
+
+    fn path(self) -> &'static str {
+        match self {
+            Kind::Open => "/rooms/opens",
+            Kind::Closed => "/rooms/closeds",
+        }
+    }
+}
+
+/// Campfire's `DEFAULT_ROOM_NAME` of a new room's form.
+pub const DEFAULT_ROOM_NAME: &str = "New room";
+
+/// `GET /rooms/{opens|closeds}/new`: the form (signed-in users).
+pub async fn new_page(state: &AppState, ctx: &Ctx, kind: Kind) -> Result<Response, AppError> {
+    let user = ctx.require_user()?;
+    let token = ctx.csrf_token();
+    let people = match kind {
+        Kind::Closed => settings::people(state, user, &[]).await?,
+        Kind::Open => Vec::new(),
+    };
+    let title = match kind {
+        Kind::Open => "New room",
+        Kind::Closed => "New closed room",
+    };
+    settings::form_page(&RoomForm {
+        csrf_token: &token,
+        title,
+        action: kind.path(),
+        method: "post",
+        name: Some(DEFAULT_ROOM_NAME),
+        max_name_chars: settings::MAX_NAME_CHARS,
+        pick_people: kind == Kind::Closed,
+        everyone: kind == Kind::Open,
+        people,
+        user_id: user.id,
+        editable: true,
+        submit: "Create room",
+        destroy_action: None,
+        back: "/",
+    })
+}
+
+/// `POST /rooms/{opens|closeds}`: creates the room (an open one for everyone, a closed one
+/// for the creator and `user_ids[]`), broadcasts it to the sidebars and redirects to it (302).
+/// 422 for a bad name or member list; 401 when signed out.
+pub async fn create(state: &AppState, ctx: &Ctx, kind: Kind) -> Result<Response, AppError> {
+    let user = ctx.require_user()?;
+    let name = settings::room_name(&ctx.form)?;
+    let member_ids = match kind {
+        Kind::Closed => settings::user_ids(&ctx.form, settings::MAX_MEMBER_IDS)?,
+        Kind::Open => Vec::new(),
+    };
+    let (room, members) = memberships::create_room(
+        &state.pool,
+        &state.cable,
+        kind.as_str(),
+        &name,
+        user.id,
+        &member_ids,
+    )
+    .await?;
+    crate::broadcasts::shared_room_created(&state.broadcaster, &room, &members)?;
+    Ok(found(&format!("/rooms/{}", room.id)))
+}
+
+/// `GET /rooms/{opens|closeds}/{id}`: redirects to the room page (members; others: 302 to `/`).
+pub async fn show(state: &AppState, ctx: &Ctx, raw_id: &str) -> Result<Response, AppError> {
+    let user = ctx.require_user()?;
+    Ok(
+        match settings::find_room(state, user, raw_id, Scope::Shared).await? {
+            Some(room) => found(&format!("/rooms/{}", room.id)),
+            None => settings::not_found_or_inaccessible(),
+        },
+    )
+}
+
+/// `GET /rooms/{opens|closeds}/{id}/edit`: the room's settings for its members (the form can
+/// be submitted by those who may administer it); a direct room or a non-member: 302 to `/`.
+pub async fn edit_page(
+    state: &AppState,
+    ctx: &Ctx,
+    raw_id: &str,
+    kind: Kind,
+) -> Result<Response, AppError> {
+    let user = ctx.require_user()?;
+    let Some(room) = settings::find_room(state, user, raw_id, Scope::Shared).await? else {
+        return Ok(settings::not_found_or_inaccessible());
+    };
+    let editable = settings::can_administer(state, user, &room).await?;
+    let people = match kind {
+        Kind::Closed => {
+            let members = crate::db::rooms::member_ids(&state.pool, room.id).await?;
+            settings::people(state, user, &members).await?
+        }
+        Kind::Open => Vec::new(),
+    };
+    let token = ctx.csrf_token();
+    let action = format!("{}/{}", kind.path(), room.id);
+    let back = format!("/rooms/{}", room.id);
+    let title = format!("Settings of {}", room.display_name());
+    settings::form_page(&RoomForm {
+        csrf_token: &token,
+        title: &title,
+        action: &action,
+        method: "patch",
+        name: Some(room.display_name()),
+        max_name_chars: settings::MAX_NAME_CHARS,
+        pick_people: kind == Kind::Closed,
+        everyone: kind == Kind::Open,
+        people,
+        user_id: user.id,
+        editable,
+        submit: "Save changes",
+        destroy_action: editable.then(|| format!("/rooms/{}", room.id)),
+        back: &back,
+    })
+}
+
+/// `PATCH`/`PUT /rooms/{opens|closeds}/{id}`: renames the room and makes it open (everyone)
+/// or closed (`user_ids[]` plus the editor), revoking and granting memberships; broadcasts
+/// the change and ends revoked members' subscriptions. 302 to the room; 403 for a member
+/// who may not administer it; 302 to `/` for a direct room or a non-member; 422 for bad input.
+pub async fn update(
+    state: &AppState,
+    ctx: &Ctx,
+    raw_id: &str,
+    kind: Kind,
+) -> Result<Response, AppError> {
+    let user = ctx.require_user()?;
+    let Some(room) = settings::find_room(state, user, raw_id, Scope::Shared).await? else {
+        return Ok(settings::not_found_or_inaccessible());
+    };
+    if !settings::can_administer(state, user, &room).await? {
+        return Err(AppError::Forbidden);
+    }
+    let name = settings::room_name(&ctx.form)?;
+    let member_ids = match kind {
+        Kind::Closed => settings::user_ids(&ctx.form, settings::MAX_MEMBER_IDS)?,
+        Kind::Open => Vec::new(),
+    };
+    let Some((room, revision)) = memberships::update_room(
+        &state.pool,
+        &state.cable,
+        room.id,
+        kind.as_str(),
+        &name,
+        user.id,
+        &member_ids,
+    )
+    .await?
+    else {
+        return Ok(settings::not_found_or_inaccessible());
+    };
+    crate::broadcasts::shared_room_updated(&state.broadcaster, &room, &revision)?;
+    Ok(found(&format!("/rooms/{}", room.id)))
+}
