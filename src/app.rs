@@ -30,7 +30,10 @@ pub fn service(state: SharedState) -> axum::Router {
         "/cable",
         axum::routing::any(cable).with_state(state.clone()),
     );
-    let mut direct = state.assets.routes();
+    let mut direct = state.assets.routes().route(
+        "/_broadcast",
+        axum::routing::post(anycable_broadcast).with_state(state.clone()),
+    );
     if state.config.metrics {
         direct = direct.route(
             "/metrics",
@@ -58,6 +61,59 @@ async fn cable(
         None => Identity::default(),
     };
     crate::cable::upgrade(state, request, identity).await
+}
+
+/// `POST /_broadcast`: AnyCable's HTTP broadcast API. Needs `Authorization: Bearer <key>`
+/// (401 without it); the body is one publication or an array
+/// ([`crate::anycable::parse`]); each is broadcast as `ActionCable.server.broadcast` would
+/// (through Redis with `--pubsub redis`). 201 when taken, 422 for a malformed body (logged,
+/// nothing broadcast), 413 past `--max-body-bytes`.
+async fn anycable_broadcast(
+    axum::extract::State(state): axum::extract::State<SharedState>,
+    headers: axum::http::HeaderMap,
+    body: axum::body::Body,
+) -> axum::http::StatusCode {
+    use axum::http::StatusCode;
+    let auth = headers
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    if !crate::anycable::bearer_matches(auth, &state.broadcast_key) {
+        return StatusCode::UNAUTHORIZED;
+    }
+    let Ok(body) = axum::body::to_bytes(body, state.config.max_body_bytes).await else {
+        return StatusCode::PAYLOAD_TOO_LARGE;
+    };
+    match crate::anycable::parse(&body) {
+        Ok(publications) => {
+            for p in &publications {
+                state.broadcaster.broadcast(&p.stream, p.data.as_bytes());
+            }
+            StatusCode::CREATED
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "dropped a malformed /_broadcast body");
+            StatusCode::UNPROCESSABLE_ENTITY
+        }
+    }
+}
+
+/// Closes this node's connections named by a remote disconnect: the user whose GlobalID
+/// param is the identifier (of this app), all of them or those of one session. Returns how
+/// many were closed.
+fn remote_disconnect(state: &AppState, d: &crate::redis_pubsub::RemoteDisconnect) -> usize {
+    let Some((app, model, user_id)) = crate::rails::global_id::parse_gid_param(&d.identifier)
+    else {
+        tracing::warn!(identifier = %d.identifier, "remote disconnect for an unknown identifier");
+        return 0;
+    };
+    if app != state.config.gid_app || model != "User" {
+        return 0;
+    }
+    let frames = disconnect_frames(DisconnectReason::Remote, d.reconnect);
+    match &d.session_sha256 {
+        Some(digest) => state.cable.close_session_digest(user_id, digest, &frames),
+        None => state.cable.close_user(user_id, &frames),
+    }
 }
 
 /// `GET /metrics`: every metric in Prometheus' text format (see [`crate::metrics`]).
@@ -121,6 +177,12 @@ impl Server {
             .await
             .with_context(|| format!("binding {}", config.bind))?;
         let state = AppState::build(config).await?;
+        if let Some(redis) = &state.redis {
+            let weak = std::sync::Arc::downgrade(&state);
+            redis.on_remote_disconnect(Box::new(move |d| {
+                weak.upgrade().map_or(0, |state| remote_disconnect(&state, d))
+            }));
+        }
         Ok(Self { state, listener })
     }
 
@@ -159,6 +221,9 @@ impl Server {
         let _ = stop_tx.send(true);
         drop(done_tx);
         drain(&state, &mut done_rx).await;
+        if let Some(redis) = &state.redis {
+            redis.stop();
+        }
         state.pool.close().await;
         Ok(())
     }

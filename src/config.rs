@@ -143,6 +143,37 @@ pub struct Config {
     /// Serve Prometheus metrics (text format) at /metrics on the same address.
     #[arg(long, env = "HEARTH_METRICS", default_value_t = true, action = clap::ArgAction::Set)]
     pub metrics: bool,
+
+    /// Pub/sub adapter: `inprocess` (one process holds every connection) or `redis` (nodes,
+    /// Rails processes and a Rails console share broadcasts through Redis, in the format of
+    /// Rails' redis adapter).
+    #[arg(long, env = "HEARTH_PUBSUB", value_enum, default_value = "inprocess")]
+    pub pubsub: PubSubKind,
+
+    /// Redis server of the `redis` adapter (`redis://[:password@]host:port[/db]`).
+    #[arg(long, env = "REDIS_URL", default_value = "redis://127.0.0.1:6379")]
+    pub redis_url: String,
+
+    /// Rails' `channel_prefix` of `config/cable.yml`: Redis channels are
+    /// `<prefix>:<broadcasting>` (none when empty).
+    #[arg(long, env = "HEARTH_REDIS_CHANNEL_PREFIX", default_value = "")]
+    pub redis_channel_prefix: String,
+
+    /// Bearer key of AnyCable's broadcast endpoint `POST /_broadcast`. When unset it is
+    /// HMAC-SHA256-hex(secret_key_base, "broadcast-cable"), as AnyCable derives it from its
+    /// secret; `hearth broadcast-key` prints it.
+    #[arg(long, env = "HEARTH_BROADCAST_KEY", hide_env_values = true)]
+    pub broadcast_key: Option<String>,
+}
+
+/// Where broadcasts go between processes (`--pubsub`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum PubSubKind {
+    /// Straight into this process' fan-out engine (Rails' `async` adapter).
+    #[default]
+    Inprocess,
+    /// Through Redis pub/sub in Rails' redis adapter format.
+    Redis,
 }
 
 /// Every setting, with `secret_key_base` and `turbo_verifier_key` shown as `[REDACTED]` so
@@ -182,7 +213,26 @@ impl std::fmt::Debug for Config {
             .field("drain_timeout", &self.drain_timeout)
             .field("seed_users", &self.seed_users)
             .field("ping_interval", &self.ping_interval)
+            .field("pubsub", &self.pubsub)
+            .field("redis_url", &redact_url(&self.redis_url))
+            .field("redis_channel_prefix", &self.redis_channel_prefix)
+            .field(
+                "broadcast_key",
+                &self.broadcast_key.as_ref().map(|_| "[REDACTED]"),
+            )
             .finish()
+    }
+}
+
+/// A URL with any password replaced by `[REDACTED]` (`redis://:pw@host` → `redis://:[REDACTED]@host`).
+pub fn redact_url(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let userinfo = &url[scheme + 3..at];
+            let user = userinfo.split(':').next().unwrap_or("");
+            format!("{}{user}:[REDACTED]{}", &url[..scheme + 3], &url[at..])
+        }
+        _ => url.to_owned(),
     }
 }
 
@@ -229,5 +279,9 @@ mod tests {
         assert!(!shown.contains("abcdef0123456789"), "{shown}");
         assert!(shown.contains("[REDACTED]"));
         assert!(shown.contains("max_message_bytes"));
+        config.redis_url = "redis://:hunter2@cache:6379/1".into();
+        let shown = format!("{config:?}");
+        assert!(!shown.contains("hunter2"), "{shown}");
+        assert!(shown.contains("cache:6379/1"), "{shown}");
     }
 }

@@ -17,10 +17,13 @@
 //!      vectored writes.
 //! 2. Settings and leaf services: [`config`] (every setting, as a flag with an environment
 //!    variable and a default), [`metrics`] (Prometheus metrics at `/metrics`), [`rate_limit`]
-//!    (the sign-in limit), [`registry`] (open connections by user and session).
+//!    (the sign-in limit), [`registry`] (open connections by user and session), [`anycable`]
+//!    (AnyCable's publication format and broadcast key).
 //! 3. What the app says: [`render`] (askama pages and partials, the `<turbo-stream>` wrapper),
 //!    [`streams`] (stream names), [`pubsub`] (the [`pubsub::Broadcaster`] seam every broadcast
-//!    goes through) and [`state`] (the shared state built at start).
+//!    goes through), [`redis_pubsub`] (the Redis adapter behind that seam, in Rails' redis
+//!    adapter format, with remote disconnects) and [`state`] (the shared state built at
+//!    start).
 //! 4. [`broadcasts`]: what each event broadcasts, to which stream, in one call per event.
 //! 5. The two faces: [`web`] (the axum routes: sessions, CSRF, rooms, messages, bots, the
 //!    sidebar) and [`cable`] (the Action Cable server: upgrade, protocol frames, one task per
@@ -28,6 +31,7 @@
 //! 6. [`app`]: wiring: the service (routes, `/cable`, `/metrics`), the accept loop and the
 //!    graceful drain.
 
+pub mod anycable;
 pub mod app;
 pub mod broadcasts;
 pub mod cable;
@@ -38,6 +42,7 @@ pub mod metrics;
 pub mod pubsub;
 pub mod rails;
 pub mod rate_limit;
+pub mod redis_pubsub;
 pub mod registry;
 pub mod render;
 pub mod state;

@@ -17,7 +17,10 @@ use crate::metrics::Metrics;
 use crate::pubsub::Broadcaster;
 use crate::rails::json::JsonEscaping;
 use crate::rails::{SignedCookieJar, StreamNameSigner};
+use crate::config::PubSubKind;
+use crate::fanout::interest::Interest;
 use crate::rate_limit::{RateLimiter, WINDOW};
+use crate::redis_pubsub::RedisPubSub;
 use crate::registry::Registry;
 
 /// Everything a request or a connection needs, shared behind an `Arc`.
@@ -29,8 +32,16 @@ pub struct AppState {
     pub pool: SqlitePool,
     /// The fan-out engine (cable connections attach to it).
     pub fanout: Fanout,
-    /// Where events are broadcast (the fan-out engine, through the pub/sub seam).
+    /// Where events are broadcast (the fan-out engine or the Redis adapter, through the
+    /// pub/sub seam).
     pub broadcaster: Broadcaster,
+    /// Local subscription counts per broadcasting (the Redis adapter follows its changes).
+    pub interest: Interest,
+    /// The Redis adapter, with `--pubsub redis`.
+    pub redis: Option<Arc<RedisPubSub>>,
+    /// The bearer key of `POST /_broadcast` (`--broadcast-key`, or derived from
+    /// secret_key_base as AnyCable derives it from its secret).
+    pub broadcast_key: String,
     /// Rails' signed cookie jar (`cookies.signed`).
     pub cookies: SignedCookieJar,
     /// Turbo's signed stream name signer and verifier.
@@ -117,9 +128,36 @@ impl AppState {
             escape_js_separators: config.escape_js_separators,
         };
         let metrics = Arc::new(Metrics::new());
+        let (interest, redis) = match config.pubsub {
+            PubSubKind::Inprocess => (Interest::new(), None),
+            PubSubKind::Redis => {
+                let (interest, changes) = Interest::with_listener();
+                let adapter = RedisPubSub::start(
+                    &config.redis_url,
+                    &config.redis_channel_prefix,
+                    fanout.clone(),
+                    changes,
+                    metrics.clone(),
+                )?;
+                (interest, Some(adapter))
+            }
+        };
+        let broadcaster = match &redis {
+            Some(adapter) => {
+                Broadcaster::with_sink(adapter.clone(), json, &config.gid_app, metrics.clone())
+            }
+            None => Broadcaster::new(fanout.clone(), json, &config.gid_app, metrics.clone()),
+        };
+        let broadcast_key = match config.broadcast_key.as_deref().filter(|k| !k.is_empty()) {
+            Some(key) => key.to_owned(),
+            None => crate::anycable::broadcast_key(&secret),
+        };
         let state = AppState {
             pool,
-            broadcaster: Broadcaster::new(fanout.clone(), json, &config.gid_app, metrics.clone()),
+            broadcaster,
+            interest,
+            redis,
+            broadcast_key,
             fanout,
             cookies: SignedCookieJar::from_secret_key_base(secret.as_bytes()),
             signer,

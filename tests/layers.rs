@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 /// or below (and, on its own floor, without cycles).
 const FLOORS: &[&[&str]] = &[
     &["rails", "db", "fanout"],
-    &["config", "metrics", "rate_limit", "registry"],
-    &["render", "streams", "pubsub", "state"],
+    &["config", "metrics", "rate_limit", "registry", "anycable"],
+    &["render", "streams", "pubsub", "redis_pubsub", "state"],
     &["broadcasts"],
     &["web", "cable"],
     &["app"],

@@ -78,6 +78,17 @@ pub async fn run(
     state.metrics.connection_opened();
     let conn = state.fanout.attach(write_half);
     state.cable.register(user.id, session_token, conn.clone());
+    // Remote disconnects for this connection arrive on its internal channel (Rails'
+    // `Connection::InternalChannel#subscribe_to_internal_channel`).
+    let internal = state.interest.is_listened().then(|| {
+        crate::redis_pubsub::internal_channel(&crate::redis_pubsub::connection_identifier(
+            state.broadcaster.gid_app(),
+            user.id,
+        ))
+    });
+    if let Some(name) = &internal {
+        state.interest.add(name);
+    }
     let mut reader = Reader {
         state: state.clone(),
         user,
@@ -87,6 +98,9 @@ pub async fn run(
     reader.read_loop(read_half, leftover).await;
     reader.unsubscribe_all().await;
     state.cable.deregister(conn.id());
+    if let Some(name) = &internal {
+        state.interest.remove(name);
+    }
     if !conn.is_closed() {
         conn.abort();
     }
@@ -200,7 +214,12 @@ impl Reader {
             Outcome::Confirm(subscribed) => {
                 let variant = protocol::variant(&identifier, escaping);
                 for stream in &subscribed.streams {
-                    self.conn.subscribe(stream, &variant);
+                    self.state.interest.subscribe(&self.conn, stream, &variant);
+                }
+                if let Some(redis) = &self.state.redis {
+                    redis
+                        .wait_subscribed(&subscribed.streams, crate::redis_pubsub::SUBSCRIBE_WAIT)
+                        .await;
                 }
                 self.conn
                     .send(Frame::text(&protocol::confirm(&identifier, escaping)));
@@ -223,7 +242,9 @@ impl Reader {
             anyhow::bail!("Unable to find subscription with identifier: {identifier}");
         };
         for stream in &sub.subscribed.streams {
-            self.conn.unsubscribe(stream, identifier);
+            self.state
+                .interest
+                .unsubscribe(&self.conn, stream, identifier);
         }
         channels::unsubscribed(self.ctx(), &sub.subscribed).await
     }
@@ -248,6 +269,10 @@ impl Reader {
     async fn unsubscribe_all(&mut self) {
         let subs: Vec<Subscription> = self.subscriptions.drain().map(|(_, s)| s).collect();
         for sub in subs {
+            // The engine detaches the connection's streams itself when it closes.
+            for stream in &sub.subscribed.streams {
+                self.state.interest.remove(stream);
+            }
             if let Err(e) = channels::unsubscribed(self.ctx(), &sub.subscribed).await {
                 tracing::warn!(error = %e, "unsubscribed failed");
             }

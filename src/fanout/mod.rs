@@ -31,6 +31,8 @@
 //!   Rust servers start with, kept to measure the default against.
 //! - `runtime.rs`: the writers' own thread, so requests never queue behind drains.
 //! - `stats.rs`: counters ([`StatsSnapshot`]).
+//! - `interest.rs`: which streams have local subscribers, with first/last events for a
+//!   pub/sub adapter shared between nodes ([`interest::Interest`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -40,6 +42,7 @@ use bytes::Bytes;
 mod engine;
 pub mod frame;
 mod index;
+pub mod interest;
 mod queue;
 mod reference;
 mod runtime;

@@ -29,10 +29,25 @@ pub async fn set_status(state: &AppState, user_id: i64, status: &str) -> Result<
     }
     let changed = crate::db::users::set_status(&state.pool, user_id, status).await?;
     if changed && status != "active" {
-        let closed = state
-            .cable
-            .close_user(user_id, &disconnect_frames(DisconnectReason::Remote, false));
-        tracing::info!(user_id, status, connections = closed, "user disabled");
+        if let Some(redis) = &state.redis {
+            // Rails' `remote_connections.where(current_user:).disconnect(reconnect: false)`:
+            // every node closes the user's connections (this one through its own
+            // subscription).
+            redis.remote_disconnect(&crate::redis_pubsub::RemoteDisconnect {
+                identifier: crate::redis_pubsub::connection_identifier(
+                    &state.config.gid_app,
+                    user_id,
+                ),
+                reconnect: false,
+                session_sha256: None,
+            });
+            tracing::info!(user_id, status, "user disabled: remote disconnect published");
+        } else {
+            let closed = state
+                .cable
+                .close_user(user_id, &disconnect_frames(DisconnectReason::Remote, false));
+            tracing::info!(user_id, status, connections = closed, "user disabled");
+        }
     }
     Ok(changed)
 }
