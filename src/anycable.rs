@@ -99,9 +99,8 @@ mod tests {
         let one = parse(br#"{"stream":"chat","data":"{\"a\":1}"}"#).expect("one");
         assert_eq!(one[0].stream, "chat");
         assert_eq!(one[0].data, r#"{"a":1}"#);
-        let many =
-            parse(br#"[{"stream":"a","data":"\"x\""},{"stream":"b","data":"2","meta":{}}]"#)
-                .expect("many");
+        let many = parse(br#"[{"stream":"a","data":"\"x\""},{"stream":"b","data":"2","meta":{}}]"#)
+            .expect("many");
         assert_eq!(many.len(), 2);
     }
 

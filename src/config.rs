@@ -164,6 +164,34 @@ pub struct Config {
     /// secret; `hearth broadcast-key` prints it.
     #[arg(long, env = "HEARTH_BROADCAST_KEY", hide_env_values = true)]
     pub broadcast_key: Option<String>,
+
+    /// What this node serves: `all` (the web app and /cable), `app` (the web app and the
+    /// database; publishes; no /cable) or `cable` (/cable only; no database file; asks the
+    /// app node at --app-url who a connection is and whether it may subscribe).
+    #[arg(long, env = "HEARTH_ROLE", value_enum, default_value = "all")]
+    pub role: Role,
+
+    /// Base URL of the app node, for `--role cable` (e.g. `http://10.0.0.5:3000`).
+    #[arg(long, env = "HEARTH_APP_URL")]
+    pub app_url: Option<String>,
+
+    /// Seconds a cable node keeps the app node's answers (who a session is, whether a user
+    /// may subscribe to a room's streams): how late a revoked session or a removed
+    /// membership takes effect on new connections and subscriptions of a cable node.
+    #[arg(long, env = "HEARTH_AUTH_CACHE_SECONDS", default_value_t = 5)]
+    pub auth_cache_seconds: u64,
+}
+
+/// What a node serves (`--role`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Role {
+    /// The web app and /cable in one process.
+    #[default]
+    All,
+    /// The web app, the database and the internal endpoint cable nodes ask; no /cable.
+    App,
+    /// /cable only, without a database: identification and authorization by the app node.
+    Cable,
 }
 
 /// Where broadcasts go between processes (`--pubsub`).
@@ -213,6 +241,9 @@ impl std::fmt::Debug for Config {
             .field("drain_timeout", &self.drain_timeout)
             .field("seed_users", &self.seed_users)
             .field("ping_interval", &self.ping_interval)
+            .field("role", &self.role)
+            .field("app_url", &self.app_url)
+            .field("auth_cache_seconds", &self.auth_cache_seconds)
             .field("pubsub", &self.pubsub)
             .field("redis_url", &redact_url(&self.redis_url))
             .field("redis_channel_prefix", &self.redis_channel_prefix)

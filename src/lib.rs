@@ -22,7 +22,8 @@
 //! 3. What the app says: [`render`] (askama pages and partials, the `<turbo-stream>` wrapper),
 //!    [`streams`] (stream names), [`pubsub`] (the [`pubsub::Broadcaster`] seam every broadcast
 //!    goes through), [`redis_pubsub`] (the Redis adapter behind that seam, in Rails' redis
-//!    adapter format, with remote disconnects) and [`state`] (the shared state built at
+//!    adapter format, with remote disconnects), [`app_link`] (a cable node's calls to its app
+//!    node) and [`state`] (the shared state built at
 //!    start).
 //! 4. [`broadcasts`]: what each event broadcasts, to which stream, in one call per event.
 //! 5. The two faces: [`web`] (the axum routes: sessions, CSRF, rooms, messages, bots, the
@@ -33,6 +34,7 @@
 
 pub mod anycable;
 pub mod app;
+pub mod app_link;
 pub mod broadcasts;
 pub mod cable;
 pub mod config;

@@ -288,7 +288,10 @@ impl RedisPubSub {
     fn deliver_local(&self, name: &str, payload: &[u8]) {
         if let Some(identifier) = name.strip_prefix(INTERNAL_CHANNEL_PREFIX) {
             let Some(disconnect) = RemoteDisconnect::parse(identifier, payload) else {
-                tracing::warn!(channel = name, "dropped a malformed internal channel message");
+                tracing::warn!(
+                    channel = name,
+                    "dropped a malformed internal channel message"
+                );
                 return;
             };
             if let Some(handler) = self.on_disconnect.get() {

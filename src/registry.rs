@@ -90,7 +90,12 @@ impl Registry {
     /// Queues `frames` as the last frames of each of the user's connections opened with a
     /// session whose token's SHA-256 is `token_sha256` (lowercase hex; a sign-out announced
     /// to other nodes) and closes them. Returns how many were closed.
-    pub fn close_session_digest(&self, user_id: i64, token_sha256: &str, frames: &[Frame]) -> usize {
+    pub fn close_session_digest(
+        &self,
+        user_id: i64,
+        token_sha256: &str,
+        frames: &[Frame],
+    ) -> usize {
         self.close_matching(frames, |e| {
             e.user_id == user_id
                 && e.session_token

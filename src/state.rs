@@ -11,14 +11,15 @@ use anyhow::Context as _;
 use sqlx::SqlitePool;
 use tokio::sync::Semaphore;
 
+use crate::app_link::AppLink;
 use crate::config::Config;
+use crate::config::{PubSubKind, Role};
+use crate::fanout::interest::Interest;
 use crate::fanout::Fanout;
 use crate::metrics::Metrics;
 use crate::pubsub::Broadcaster;
 use crate::rails::json::JsonEscaping;
 use crate::rails::{SignedCookieJar, StreamNameSigner};
-use crate::config::PubSubKind;
-use crate::fanout::interest::Interest;
 use crate::rate_limit::{RateLimiter, WINDOW};
 use crate::redis_pubsub::RedisPubSub;
 use crate::registry::Registry;
@@ -39,6 +40,10 @@ pub struct AppState {
     pub interest: Interest,
     /// The Redis adapter, with `--pubsub redis`.
     pub redis: Option<Arc<RedisPubSub>>,
+    /// The key of the app node's internal endpoint (derived from secret_key_base).
+    pub internal_key: String,
+    /// A cable node's line to its app node (`--role cable`).
+    pub app_link: Option<AppLink>,
     /// The bearer key of `POST /_broadcast` (`--broadcast-key`, or derived from
     /// secret_key_base as AnyCable derives it from its secret).
     pub broadcast_key: String,
@@ -103,8 +108,25 @@ impl AppState {
     /// Opens (and on first start, seeds) the database and builds the state.
     pub async fn build(config: Config) -> anyhow::Result<SharedState> {
         let secret = secret_key_base(&config)?;
-        let pool = crate::db::open(&config.database).await?;
-        if crate::db::seed::is_empty(&pool).await? {
+        if config.role != Role::All && config.pubsub != PubSubKind::Redis {
+            anyhow::bail!("--role app and --role cable need --pubsub redis");
+        }
+        let internal_key = crate::app_link::internal_key(&secret);
+        let app_link = match (config.role, &config.app_url) {
+            (Role::Cable, Some(url)) => Some(AppLink::new(
+                url,
+                internal_key.clone(),
+                std::time::Duration::from_secs(config.auth_cache_seconds),
+            )),
+            (Role::Cable, None) => anyhow::bail!("--role cable needs --app-url"),
+            _ => None,
+        };
+        let pool = if config.role == Role::Cable {
+            crate::db::unused_pool()?
+        } else {
+            crate::db::open(&config.database).await?
+        };
+        if config.role != Role::Cable && crate::db::seed::is_empty(&pool).await? {
             let options = crate::db::seed::SeedOptions {
                 users: config.seed_users,
                 ..Default::default()
@@ -158,6 +180,8 @@ impl AppState {
             interest,
             redis,
             broadcast_key,
+            internal_key,
+            app_link,
             fanout,
             cookies: SignedCookieJar::from_secret_key_base(secret.as_bytes()),
             signer,

@@ -14,7 +14,14 @@ use std::path::{Path, PathBuf};
 const FLOORS: &[&[&str]] = &[
     &["rails", "db", "fanout"],
     &["config", "metrics", "rate_limit", "registry", "anycable"],
-    &["render", "streams", "pubsub", "redis_pubsub", "state"],
+    &[
+        "render",
+        "streams",
+        "pubsub",
+        "redis_pubsub",
+        "app_link",
+        "state",
+    ],
     &["broadcasts"],
     &["web", "cable"],
     &["app"],

@@ -48,6 +48,44 @@ async fn cluster(url: &str, prefix: &str, n: usize) -> Vec<TestServer> {
     nodes
 }
 
+/// An app node (`--role app`) and `cables` cable nodes (`--role cable`, no database file)
+/// asking it; index 0 is the app node.
+async fn app_and_cables(url: &str, prefix: &str, cables: usize) -> Vec<TestServer> {
+    let dir = common::temp_dir("roles");
+    let redis = |c: &mut hearth::config::Config| {
+        c.pubsub = hearth::config::PubSubKind::Redis;
+        c.redis_url = url.to_owned();
+        c.redis_channel_prefix = prefix.to_owned();
+    };
+    let app = TestServer::start_in(dir.clone(), |c| {
+        redis(c);
+        c.role = hearth::config::Role::App;
+    })
+    .await;
+    let app_url = format!("http://{}", app.addr);
+    let mut nodes = vec![app];
+    for _ in 0..cables {
+        let cable_dir = common::temp_dir("cable");
+        let app_url = app_url.clone();
+        let node = TestServer::start_in(cable_dir.clone(), |c| {
+            redis(c);
+            c.role = hearth::config::Role::Cable;
+            c.app_url = Some(app_url);
+            c.database = cable_dir.join("never-opened.sqlite3");
+        })
+        .await;
+        assert!(
+            !cable_dir.join("never-opened.sqlite3").exists(),
+            "a cable node opened a database file"
+        );
+        nodes.push(node);
+    }
+    for node in &nodes {
+        wait_link(node, true).await;
+    }
+    nodes
+}
+
 async fn wait_link(node: &TestServer, up: bool) {
     let redis = node.state.redis.clone().expect("a Redis adapter");
     let deadline = tokio::time::Instant::now() + T;
@@ -130,14 +168,16 @@ async fn user_id(node: &TestServer, email: &str) -> i64 {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn posts_on_the_app_node_reach_clients_on_every_node_once_and_in_order() {
+async fn posts_on_the_app_node_reach_clients_on_both_cable_nodes_once_and_in_order() {
     let url = redis_url();
-    let nodes = cluster(&url, &unique_prefix("order"), 3).await;
+    let nodes = app_and_cables(&url, &unique_prefix("order"), 2).await;
     let (mut poster, signed, csrf) = member_of_room_1(&nodes[0], "david@example.com").await;
     let id = room_identifier(&signed);
     let (reader, _, _) = member_of_room_1(&nodes[0], "jason@example.com").await;
+    // The app node serves no /cable.
+    assert_eq!(nodes[0].client().get("/cable").await.status, 404);
     let mut sockets = Vec::new();
-    for node in &nodes {
+    for node in &nodes[1..] {
         sockets.push(subscribed(node, &poster, &id).await);
         sockets.push(subscribed(node, &reader, &id).await);
     }
@@ -154,7 +194,7 @@ async fn posts_on_the_app_node_reach_clients_on_every_node_once_and_in_order() {
         }
         nothing_more(ws).await;
     }
-    // Every node SUBSCRIBEd once to the room's channel: one PUBLISH reached three nodes.
+    // Each cable node SUBSCRIBEd once to the room's channel: one PUBLISH reached both.
     let n = publish(
         &url,
         &format!(
@@ -165,7 +205,7 @@ async fn posts_on_the_app_node_reach_clients_on_every_node_once_and_in_order() {
         b"\"count\"",
     )
     .await;
-    assert_eq!(n, 3);
+    assert_eq!(n, 2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -173,7 +213,9 @@ async fn a_raw_rails_publish_and_anycable_broadcasts_reach_subscribers_byte_for_
     let url = redis_url();
     let prefix = unique_prefix("raw");
     let nodes = cluster(&url, &prefix, 2).await;
-    let c = nodes[0].signed_in("david@example.com", "secret123456").await;
+    let c = nodes[0]
+        .signed_in("david@example.com", "secret123456")
+        .await;
     let id = turbo_identifier(&nodes[0].state.signer.sign("chat:2021"));
     let mut a = subscribed(&nodes[0], &c, &id).await;
     let mut b = subscribed(&nodes[1], &c, &id).await;
@@ -228,7 +270,12 @@ async fn a_raw_rails_publish_and_anycable_broadcasts_reach_subscribers_byte_for_
     assert_eq!(next_text(&mut a).await, wrap(r#""via http""#));
     assert_eq!(next_text(&mut b).await, wrap(r#""via http""#));
     let r = http
-        .request("POST", "/_broadcast", &[("Authorization", "Bearer wrong")], body.as_bytes())
+        .request(
+            "POST",
+            "/_broadcast",
+            &[("Authorization", "Bearer wrong")],
+            body.as_bytes(),
+        )
         .await;
     assert_eq!(r.status, 401);
     let r = http
@@ -248,11 +295,15 @@ async fn a_raw_rails_publish_and_anycable_broadcasts_reach_subscribers_byte_for_
 async fn rails_remote_disconnect_closes_that_users_sockets_on_every_node_only() {
     let url = redis_url();
     let prefix = unique_prefix("remote");
-    let nodes = cluster(&url, &prefix, 2).await;
-    let david = nodes[0].signed_in("david@example.com", "secret123456").await;
-    let jason = nodes[0].signed_in("jason@example.com", "secret123456").await;
+    let nodes = app_and_cables(&url, &prefix, 2).await;
+    let david = nodes[0]
+        .signed_in("david@example.com", "secret123456")
+        .await;
+    let jason = nodes[0]
+        .signed_in("jason@example.com", "secret123456")
+        .await;
     let id = turbo_identifier(&nodes[0].state.signer.sign("rooms"));
-    let mut d0 = subscribed(&nodes[0], &david, &id).await;
+    let mut d0 = subscribed(&nodes[2], &david, &id).await;
     let mut d1 = subscribed(&nodes[1], &david, &id).await;
     let mut j1 = subscribed(&nodes[1], &jason, &id).await;
 
@@ -277,9 +328,13 @@ async fn rails_remote_disconnect_closes_that_users_sockets_on_every_node_only() 
     assert!(next_text(&mut j1).await.contains("still here"));
 
     // Hearth's own deactivation, on node 0, closes jason's socket on node 1.
-    hearth::web::users::set_status(&nodes[0].state, user_id(&nodes[0], "jason@example.com").await, "deactivated")
-        .await
-        .expect("status set");
+    hearth::web::users::set_status(
+        &nodes[0].state,
+        user_id(&nodes[0], "jason@example.com").await,
+        "deactivated",
+    )
+    .await
+    .expect("status set");
     assert_eq!(
         j1.next_non_ping(T).await,
         text(r#"{"type":"disconnect","reason":"remote","reconnect":false}"#)
@@ -289,9 +344,11 @@ async fn rails_remote_disconnect_closes_that_users_sockets_on_every_node_only() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sign_out_closes_that_sessions_sockets_on_every_node() {
     let url = redis_url();
-    let nodes = cluster(&url, &unique_prefix("signout"), 2).await;
+    let nodes = app_and_cables(&url, &unique_prefix("signout"), 1).await;
     let (mut leaving, _, csrf) = member_of_room_1(&nodes[0], "david@example.com").await;
-    let staying = nodes[0].signed_in("david@example.com", "secret123456").await;
+    let staying = nodes[0]
+        .signed_in("david@example.com", "secret123456")
+        .await;
     let id = turbo_identifier(&nodes[0].state.signer.sign("rooms"));
     let mut gone = subscribed(&nodes[1], &leaving, &id).await;
     let mut kept = subscribed(&nodes[1], &staying, &id).await;
@@ -314,7 +371,7 @@ async fn sign_out_closes_that_sessions_sockets_on_every_node() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stopping_one_cable_node_leaves_the_others_clients_unaffected() {
     let url = redis_url();
-    let mut nodes = cluster(&url, &unique_prefix("kill"), 3).await;
+    let mut nodes = app_and_cables(&url, &unique_prefix("kill"), 2).await;
     let (mut poster, signed, csrf) = member_of_room_1(&nodes[0], "david@example.com").await;
     let id = room_identifier(&signed);
     let mut survivor = subscribed(&nodes[1], &poster, &id).await;
@@ -325,7 +382,9 @@ async fn stopping_one_cable_node_leaves_the_others_clients_unaffected() {
         doomed.next_non_ping(T).await,
         Some(WsEvent::Text(t)) if t.contains("server_restart")
     ));
-    let r = poster.post_message(1, "after the loss", "kill-1", &csrf).await;
+    let r = poster
+        .post_message(1, "after the loss", "kill-1", &csrf)
+        .await;
     assert_eq!(r.status, 200);
     assert!(next_text(&mut survivor).await.contains("after the loss"));
     nothing_more(&mut survivor).await;
@@ -368,7 +427,10 @@ impl PrivateRedis {
                     return;
                 }
             }
-            assert!(tokio::time::Instant::now() < deadline, "redis-server did not start");
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "redis-server did not start"
+            );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
@@ -431,4 +493,66 @@ async fn redis_restarted_mid_run_delivery_resumes_and_the_publishing_node_loses_
     assert!(frame.contains("back"), "{frame}");
     nothing_more(&mut local).await;
     nothing_more(&mut remote).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cable_nodes_ask_the_app_node_which_no_one_else_can() {
+    let url = redis_url();
+    let nodes = app_and_cables(&url, &unique_prefix("internal"), 1).await;
+    // Without the key derived from secret_key_base the internal endpoint does not exist.
+    let mut http = nodes[0].client();
+    for auth in [&[][..], &[("Authorization", "Bearer 00")][..]] {
+        let r = http
+            .request(
+                "POST",
+                "/_internal/cable/identify",
+                auth,
+                b"{\"session_token\":\"x\"}",
+            )
+            .await;
+        assert_eq!(r.status, 404);
+    }
+    // A cable node identifies through the app node: no session, no connection.
+    let anonymous = nodes[1].client();
+    let mut ws = Ws::connect(
+        nodes[1].addr,
+        Some(&anonymous.cookie_header()),
+        Some(&nodes[1].origin()),
+        Some(common::PROTOCOLS),
+    )
+    .await;
+    assert_eq!(ws.status, 101);
+    assert_eq!(
+        ws.next(T).await,
+        text(r#"{"type":"disconnect","reason":"unauthorized","reconnect":false}"#)
+    );
+    // Presence (a side effect on the app node's database) and typing through the app node.
+    let (c, _, _) = member_of_room_1(&nodes[0], "david@example.com").await;
+    let mut typing = subscribed(
+        &nodes[1],
+        &c,
+        r#"{"channel":"TypingNotificationsChannel","room_id":1}"#,
+    )
+    .await;
+    let _presence = subscribed(
+        &nodes[1],
+        &c,
+        r#"{"channel":"PresenceChannel","room_id":1}"#,
+    )
+    .await;
+    typing
+        .send_text(r#"{"command":"message","identifier":"{\"channel\":\"TypingNotificationsChannel\",\"room_id\":1}","data":"{\"action\":\"start\"}"}"#)
+        .await;
+    let frame = next_text(&mut typing).await;
+    assert!(
+        frame.contains(r#"\"action\":\"start\""#) || frame.contains(r#""action":"start""#),
+        "{frame}"
+    );
+    // A room the user is not in is refused by the app node.
+    let refused = r#"{"channel":"TypingNotificationsChannel","room_id":999999}"#;
+    typing.send_text(&subscribe_cmd(refused)).await;
+    assert_eq!(
+        typing.next_non_ping(T).await,
+        text(&common::reject(refused))
+    );
 }

@@ -23,6 +23,7 @@ pub mod csrf;
 pub mod error;
 pub mod extract;
 pub mod form;
+pub mod internal;
 pub mod messages;
 pub mod respond;
 pub mod rooms;

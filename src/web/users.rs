@@ -41,7 +41,11 @@ pub async fn set_status(state: &AppState, user_id: i64, status: &str) -> Result<
                 reconnect: false,
                 session_sha256: None,
             });
-            tracing::info!(user_id, status, "user disabled: remote disconnect published");
+            tracing::info!(
+                user_id,
+                status,
+                "user disabled: remote disconnect published"
+            );
         } else {
             let closed = state
                 .cable
