@@ -44,7 +44,7 @@ pub fn service(state: SharedState) -> axum::Router {
                 "/cable",
                 axum::routing::any(cable_via_app).with_state(state.clone()),
             )
-            .route("/up", axum::routing::get(up).with_state(state.clone()));
+            .route("/up", axum::routing::get(up).with_state(state));
     }
     let mut routes = crate::web::routes(state.clone());
     if state.config.role == Role::All {
