@@ -556,3 +556,79 @@ async fn cable_nodes_ask_the_app_node_which_no_one_else_can() {
         text(&common::reject(refused))
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rails_clients_reconnect_to_the_surviving_cable_node() {
+    use tokio::io::AsyncBufReadExt;
+    let node_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/node");
+    if !node_dir.join("node_modules/@rails/actioncable").exists() {
+        let status = std::process::Command::new("npm")
+            .args(["ci", "--no-audit", "--no-fund"])
+            .current_dir(&node_dir)
+            .status()
+            .expect("npm runs");
+        assert!(status.success(), "npm ci in tests/node failed");
+    }
+    let url = redis_url();
+    let mut nodes = app_and_cables(&url, &unique_prefix("failover"), 2).await;
+    let cables = format!("{},{}", nodes[1].origin(), nodes[2].origin());
+    let mut child = tokio::process::Command::new("node")
+        .arg(node_dir.join("driver.mjs"))
+        .args([
+            "--base",
+            &nodes[0].origin(),
+            "--cable",
+            &cables,
+            "--scenario",
+            "restart",
+            "--timeout",
+            "60",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("node runs");
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let mut out = String::new();
+    while let Some(line) = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+        .await
+        .expect("the client connects")
+        .expect("a line")
+    {
+        out.push_str(&line);
+        out.push('\n');
+        if line == "CONNECTED" {
+            break;
+        }
+    }
+    assert!(out.ends_with("CONNECTED\n"), "{out}");
+    // The client is on the first cable node: stop it.
+    nodes.remove(1).stop().await;
+    let rest = tokio::time::timeout(Duration::from_secs(60), async {
+        let mut rest = String::new();
+        while let Ok(Some(line)) = lines.next_line().await {
+            rest.push_str(&line);
+            rest.push('\n');
+        }
+        rest
+    })
+    .await
+    .expect("the client finishes");
+    out.push_str(&rest);
+    let status = child.wait().await.expect("node exits");
+    assert!(status.success(), "{out}");
+    assert!(
+        out.contains("DISCONNECTED willAttemptReconnect=true"),
+        "{out}"
+    );
+    assert!(out.contains("RECONNECTED 2"), "{out}");
+    assert!(
+        out.lines().any(|l| l.starts_with("RECEIVED node-restart-")),
+        "{out}"
+    );
+    assert_eq!(
+        nodes[1].state.cable.len(),
+        1,
+        "the client is on the survivor"
+    );
+}
