@@ -151,7 +151,12 @@ pub struct Config {
     pub pubsub: PubSubKind,
 
     /// Redis server of the `redis` adapter (`redis://[:password@]host:port[/db]`).
-    #[arg(long, env = "REDIS_URL", default_value = "redis://127.0.0.1:6379")]
+    #[arg(
+        long,
+        env = "REDIS_URL",
+        default_value = "redis://127.0.0.1:6379",
+        hide_env_values = true
+    )]
     pub redis_url: String,
 
     /// Rails' `channel_prefix` of `config/cable.yml`: Redis channels are

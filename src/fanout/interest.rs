@@ -35,7 +35,7 @@ pub struct Interest {
 }
 
 impl Interest {
-    /// Counts without telling anyone (one process holds every subscriber).
+    /// Neither counts nor tells anyone (one process holds every subscriber).
     pub fn new() -> Interest {
         Interest::default()
     }
@@ -57,8 +57,11 @@ impl Interest {
         self.listener.is_some()
     }
 
-    /// One more local subscription to `name`.
+    /// One more local subscription to `name` (nothing is counted without a listener).
     pub fn add(&self, name: &str) {
+        if self.listener.is_none() {
+            return;
+        }
         let mut counts = self.counts.lock();
         if let Some(n) = counts.get_mut(name) {
             *n += 1;
@@ -74,6 +77,9 @@ impl Interest {
 
     /// One local subscription to `name` fewer (a name never added is ignored).
     pub fn remove(&self, name: &str) {
+        if self.listener.is_none() {
+            return;
+        }
         let mut counts = self.counts.lock();
         let Some(n) = counts.get_mut(name) else {
             return;
@@ -89,7 +95,7 @@ impl Interest {
         }
     }
 
-    /// Local subscriptions to `name` right now.
+    /// Local subscriptions to `name` right now (0 without a listener).
     pub fn count(&self, name: &str) -> usize {
         self.counts.lock().get(name).copied().unwrap_or(0)
     }
