@@ -18,29 +18,112 @@ use tokio::sync::Semaphore;
 
 use crate::cable::protocol::{disconnect_frames, DisconnectReason};
 use crate::cable::Identity;
-use crate::config::Config;
+use crate::config::{Config, Role};
 use crate::fanout::frame::Frame;
 use crate::state::{AppState, SharedState};
 use crate::web::context::Ctx;
 
-/// The whole HTTP service: [`crate::web::context::prepare`] in front of the routes and
-/// `/cable`; static assets and `/metrics` beside it (they need no cookies, session or CSRF).
+/// The whole HTTP service, by `--role`: [`crate::web::context::prepare`] in front of the
+/// routes and `/cable` (`all`), the routes without `/cable` (`app`), or `/cable` alone with
+/// identification by the app node (`cable`); static assets, `/metrics`, `/_broadcast` and the
+/// app node's internal endpoint beside them (they need no cookies, session or CSRF).
 pub fn service(state: SharedState) -> axum::Router {
-    let routes = crate::web::routes(state.clone()).route(
-        "/cable",
-        axum::routing::any(cable).with_state(state.clone()),
+    let mut direct = axum::Router::new().route(
+        "/_broadcast",
+        axum::routing::post(anycable_broadcast).with_state(state.clone()),
     );
-    let mut direct = state.assets.routes();
     if state.config.metrics {
         direct = direct.route(
             "/metrics",
             axum::routing::get(metrics).with_state(state.clone()),
         );
     }
+    if state.config.role == Role::Cable {
+        return direct
+            .route(
+                "/cable",
+                axum::routing::any(cable_via_app).with_state(state.clone()),
+            )
+            .route("/up", axum::routing::get(up).with_state(state));
+    }
+    let mut routes = crate::web::routes(state.clone());
+    if state.config.role == Role::All {
+        routes = routes.route(
+            "/cable",
+            axum::routing::any(cable).with_state(state.clone()),
+        );
+    }
+    let direct = direct
+        .merge(state.assets.routes())
+        .merge(crate::web::internal::routes(state.clone()));
     let prepared = axum::middleware::from_fn_with_state(state, crate::web::context::prepare);
     // Wrapping the router (not `Router::layer`) runs the middleware before routing, so the
     // `_method` override is seen by the router.
     direct.fallback_service(tower::Layer::layer(&prepared, routes))
+}
+
+/// `GET /up` on a cable node: `OK`, or `OK (redis link down)`.
+async fn up(axum::extract::State(state): axum::extract::State<SharedState>) -> &'static str {
+    match &state.redis {
+        Some(redis) if !redis.is_up() => "OK (redis link down)",
+        _ => "OK",
+    }
+}
+
+/// `GET /cable` on a cable node: verifies the session cookie here, asks the app node who
+/// holds the session (answers cached for `--auth-cache-seconds`), then upgrades as
+/// [`crate::cable::upgrade`]. 503 while the app node cannot answer.
+async fn cable_via_app(
+    axum::extract::State(state): axum::extract::State<SharedState>,
+    request: axum::extract::Request,
+) -> axum::response::Response {
+    use crate::cable::channels::remote::{IdentifyRequest, IdentifyResponse};
+    use crate::web::context::SESSION_COOKIE;
+    use axum::response::IntoResponse as _;
+    let headers = request.headers();
+    let secure = headers
+        .get("x-forwarded-proto")
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"https"))
+        || state.config.production;
+    let token = crate::web::context::parse_cookies(headers)
+        .into_iter()
+        .find(|(name, _)| name == SESSION_COOKIE)
+        .and_then(|(_, value)| state.cookies.verify(SESSION_COOKIE, &value));
+    let user = match (&state.app_link, &token) {
+        (Some(link), Some(token)) => {
+            let key = format!("identify:{}", crate::registry::session_digest(token));
+            let request = IdentifyRequest {
+                session_token: token.clone(),
+            };
+            match link
+                .call::<_, IdentifyResponse>("identify", Some(&key), &request)
+                .await
+            {
+                Ok(answer) => answer.user,
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot identify a cable connection: app node unreachable");
+                    return (
+                        axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                        [(axum::http::header::RETRY_AFTER, "2")],
+                        "App node unreachable",
+                    )
+                        .into_response();
+                }
+            }
+        }
+        _ => None,
+    };
+    let session_token = token.filter(|_| user.is_some());
+    crate::cable::upgrade(
+        state,
+        request,
+        Identity {
+            user,
+            session_token,
+            secure,
+        },
+    )
+    .await
 }
 
 /// `GET /cable`: hands the request and who it is (from the request context the web layer
@@ -58,6 +141,59 @@ async fn cable(
         None => Identity::default(),
     };
     crate::cable::upgrade(state, request, identity).await
+}
+
+/// `POST /_broadcast`: AnyCable's HTTP broadcast API. Needs `Authorization: Bearer <key>`
+/// (401 without it); the body is one publication or an array
+/// ([`crate::anycable::parse`]); each is broadcast as `ActionCable.server.broadcast` would
+/// (through Redis with `--pubsub redis`). 201 when taken, 422 for a malformed body (logged,
+/// nothing broadcast), 413 past `--max-body-bytes`.
+async fn anycable_broadcast(
+    axum::extract::State(state): axum::extract::State<SharedState>,
+    headers: axum::http::HeaderMap,
+    body: axum::body::Body,
+) -> axum::http::StatusCode {
+    use axum::http::StatusCode;
+    let auth = headers
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    if !crate::anycable::bearer_matches(auth, &state.broadcast_key) {
+        return StatusCode::UNAUTHORIZED;
+    }
+    let Ok(body) = axum::body::to_bytes(body, state.config.max_body_bytes).await else {
+        return StatusCode::PAYLOAD_TOO_LARGE;
+    };
+    match crate::anycable::parse(&body) {
+        Ok(publications) => {
+            for p in &publications {
+                state.broadcaster.broadcast(&p.stream, p.data.as_bytes());
+            }
+            StatusCode::CREATED
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "dropped a malformed /_broadcast body");
+            StatusCode::UNPROCESSABLE_ENTITY
+        }
+    }
+}
+
+/// Closes this node's connections named by a remote disconnect: the user whose GlobalID
+/// param is the identifier (of this app), all of them or those of one session. Returns how
+/// many were closed.
+fn remote_disconnect(state: &AppState, d: &crate::redis_pubsub::RemoteDisconnect) -> usize {
+    let Some((app, model, user_id)) = crate::rails::global_id::parse_gid_param(&d.identifier)
+    else {
+        tracing::warn!(identifier = %d.identifier, "remote disconnect for an unknown identifier");
+        return 0;
+    };
+    if app != state.config.gid_app || model != "User" {
+        return 0;
+    }
+    let frames = disconnect_frames(DisconnectReason::Remote, d.reconnect);
+    match &d.session_sha256 {
+        Some(digest) => state.cable.close_session_digest(user_id, digest, &frames),
+        None => state.cable.close_user(user_id, &frames),
+    }
 }
 
 /// `GET /metrics`: every metric in Prometheus' text format (see [`crate::metrics`]).
@@ -121,6 +257,13 @@ impl Server {
             .await
             .with_context(|| format!("binding {}", config.bind))?;
         let state = AppState::build(config).await?;
+        if let Some(redis) = &state.redis {
+            let weak = std::sync::Arc::downgrade(&state);
+            redis.on_remote_disconnect(Box::new(move |d| {
+                weak.upgrade()
+                    .map_or(0, |state| remote_disconnect(&state, d))
+            }));
+        }
         Ok(Self { state, listener })
     }
 
@@ -137,11 +280,14 @@ impl Server {
         shutdown: impl std::future::Future<Output = ()> + Send,
     ) -> anyhow::Result<()> {
         let Self { state, listener } = self;
-        let background = [
+        let mut background = vec![
             spawn_pinger(state.clone()),
             crate::db::spawn_checkpointer_with(state.pool.clone(), state.metrics.wal_stats()),
             spawn_metrics_upkeep(state.clone()),
         ];
+        if state.config.role != Role::Cable {
+            background.push(crate::db::spawn_checkpointer(state.pool.clone()));
+        }
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         // Every HTTP connection task holds a clone of `done_tx`; when the last is dropped,
         // `done_rx.recv()` returns None (the drain idiom of tokio's mini-redis).
@@ -159,6 +305,9 @@ impl Server {
         let _ = stop_tx.send(true);
         drop(done_tx);
         drain(&state, &mut done_rx).await;
+        if let Some(redis) = &state.redis {
+            redis.stop();
+        }
         state.pool.close().await;
         Ok(())
     }

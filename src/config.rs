@@ -160,6 +160,70 @@ pub struct Config {
     /// Serve Prometheus metrics (text format) at /metrics on the same address.
     #[arg(long, env = "HEARTH_METRICS", default_value_t = true, action = clap::ArgAction::Set)]
     pub metrics: bool,
+
+    /// Pub/sub adapter: `inprocess` (one process holds every connection) or `redis` (nodes,
+    /// Rails processes and a Rails console share broadcasts through Redis, in the format of
+    /// Rails' redis adapter).
+    #[arg(long, env = "HEARTH_PUBSUB", value_enum, default_value = "inprocess")]
+    pub pubsub: PubSubKind,
+
+    /// Redis server of the `redis` adapter (`redis://[:password@]host:port[/db]`).
+    #[arg(
+        long,
+        env = "REDIS_URL",
+        default_value = "redis://127.0.0.1:6379",
+        hide_env_values = true
+    )]
+    pub redis_url: Redacted<String>,
+
+    /// Rails' `channel_prefix` of `config/cable.yml`: Redis channels are
+    /// `<prefix>:<broadcasting>` (none when empty).
+    #[arg(long, env = "HEARTH_REDIS_CHANNEL_PREFIX", default_value = "")]
+    pub redis_channel_prefix: String,
+
+    /// Bearer key of AnyCable's broadcast endpoint `POST /_broadcast`. When unset it is
+    /// HMAC-SHA256-hex(secret_key_base, "broadcast-cable"), as AnyCable derives it from its
+    /// secret; `hearth broadcast-key` prints it.
+    #[arg(long, env = "HEARTH_BROADCAST_KEY", hide_env_values = true)]
+    pub broadcast_key: Option<Redacted<String>>,
+
+    /// What this node serves: `all` (the web app and /cable), `app` (the web app and the
+    /// database; publishes; no /cable) or `cable` (/cable only; no database file; asks the
+    /// app node at --app-url who a connection is and whether it may subscribe).
+    #[arg(long, env = "HEARTH_ROLE", value_enum, default_value = "all")]
+    pub role: Role,
+
+    /// Base URL of the app node, for `--role cable` (e.g. `http://10.0.0.5:3000`).
+    #[arg(long, env = "HEARTH_APP_URL")]
+    pub app_url: Option<String>,
+
+    /// Seconds a cable node keeps the app node's answers (who a session is, whether a user
+    /// may subscribe to a room's streams): how late a revoked session or a removed
+    /// membership takes effect on new connections and subscriptions of a cable node.
+    #[arg(long, env = "HEARTH_AUTH_CACHE_SECONDS", default_value_t = 5)]
+    pub auth_cache_seconds: u64,
+}
+
+/// What a node serves (`--role`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Role {
+    /// The web app and /cable in one process.
+    #[default]
+    All,
+    /// The web app, the database and the internal endpoint cable nodes ask; no /cable.
+    App,
+    /// /cable only, without a database: identification and authorization by the app node.
+    Cable,
+}
+
+/// Where broadcasts go between processes (`--pubsub`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum PubSubKind {
+    /// Straight into this process' fan-out engine (Rails' `async` adapter).
+    #[default]
+    Inprocess,
+    /// Through Redis pub/sub in Rails' redis adapter format.
+    Redis,
 }
 
 /// A secret setting: `Debug` prints `[REDACTED]` instead of the value, and there is no
@@ -185,6 +249,18 @@ impl<T> Deref for Redacted<T> {
 impl<T> From<T> for Redacted<T> {
     fn from(value: T) -> Self {
         Redacted(value)
+    }
+}
+
+/// A URL with any password replaced by `[REDACTED]` (`redis://:pw@host` → `redis://:[REDACTED]@host`).
+pub fn redact_url(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let userinfo = &url[scheme + 3..at];
+            let user = userinfo.split(':').next().unwrap_or("");
+            format!("{}{user}:[REDACTED]{}", &url[..scheme + 3], &url[at..])
+        }
+        _ => url.to_owned(),
     }
 }
 
@@ -237,6 +313,12 @@ mod tests {
             shown.contains("turbo_verifier_key: Some([REDACTED])"),
             "{shown}"
         );
+        // A Redis URL may carry a password.
+        config.redis_url = "redis://:hunter2@cache:6379/1".to_owned().into();
+        config.broadcast_key = Some("b-key-123456".to_owned().into());
+        let shown = format!("{config:?}");
+        assert!(!shown.contains("hunter2"), "{shown}");
+        assert!(!shown.contains("b-key-123456"), "{shown}");
 
         // Every field clap knows (one per flag), by its field name.
         use clap::CommandFactory;

@@ -16,12 +16,16 @@
 //!      pre-encoded shared frames, bounded per-connection queues drained by their owner with
 //!      vectored writes.
 //! 2. Settings and leaf services: [`config`] (every setting, as a flag with an environment
-//!    variable and a default), [`net`] (IP ranges for trusted proxies), [`metrics`] (Prometheus metrics at `/metrics`), [`rate_limit`]
-//!    (the sign-in limit), [`registry`] (open connections by user and session), [`assets`] (the
-//!    room page's scripts, vendored and built into the binary).
+//!    variable and a default), [`net`] (IP ranges for trusted proxies), [`metrics`] (Prometheus
+//!    metrics at `/metrics`), [`rate_limit`] (the sign-in limit), [`registry`] (open connections
+//!    by user and session), [`assets`] (the room page's scripts, vendored and built into the
+//!    binary), [`anycable`] (AnyCable's publication format and broadcast key).
 //! 3. What the app says: [`render`] (askama pages and partials, the `<turbo-stream>` wrapper),
 //!    [`streams`] (stream names), [`pubsub`] (the [`pubsub::Broadcaster`] seam every broadcast
-//!    goes through) and [`state`] (the shared state built at start).
+//!    goes through), [`redis_pubsub`] (the Redis adapter behind that seam, in Rails' redis
+//!    adapter format, with remote disconnects), [`app_link`] (a cable node's calls to its app
+//!    node) and [`state`] (the shared state built at
+//!    start).
 //! 4. [`broadcasts`]: what each event broadcasts, to which stream, in one call per event.
 //! 5. The two faces: [`web`] (the axum routes: sessions, CSRF, rooms, messages, bots, the
 //!    sidebar, the first run, sign-up, profiles, administration, bans, search) and [`cable`]
@@ -30,7 +34,9 @@
 //! 6. [`app`]: wiring: the service (routes, `/cable`, `/metrics`), the accept loop and the
 //!    graceful drain.
 
+pub mod anycable;
 pub mod app;
+pub mod app_link;
 pub mod assets;
 pub mod broadcasts;
 pub mod cable;
@@ -42,6 +48,7 @@ pub mod net;
 pub mod pubsub;
 pub mod rails;
 pub mod rate_limit;
+pub mod redis_pubsub;
 pub mod registry;
 pub mod render;
 pub mod state;

@@ -12,8 +12,12 @@ use hearth::config::Config;
     about = "A Campfire-style chat with a Rails-compatible Action Cable server",
     after_help = "Every setting of `hearth serve` is a flag with an environment variable; \
 `hearth serve --help` lists them all with their defaults.\n\n\
-A server answers the chat at /, Action Cable at /cable, a health check at /up and \
-Prometheus metrics at /metrics. It logs to stdout (JSON lines with --log-json). SIGTERM or \
+A server answers the chat at /, Action Cable at /cable, a health check at /up, \
+Prometheus metrics at /metrics and AnyCable's broadcast API at POST /_broadcast.\n\n\
+Several nodes: --pubsub redis shares broadcasts through Redis in Rails' redis adapter format \
+(channel [--redis-channel-prefix:]<broadcasting>), so Rails apps with cable.yml `adapter: redis` \
+broadcast into Hearth; --role app serves the web app and the database, --role cable serves \
+/cable only and asks the app node (--app-url) who a connection is.\n\nIt logs to stdout (JSON lines with --log-json). SIGTERM or \
 SIGINT stops it gracefully: cable clients are told to reconnect (server_restart) and open \
 requests finish."
 )]
@@ -38,6 +42,12 @@ enum Cmd {
         /// Generated users `user1@example.com` … `userN@example.com` (password `password`).
         #[arg(long, env = "HEARTH_SEED_USERS", default_value_t = 1000)]
         users: usize,
+    },
+    /// Print the bearer key of AnyCable's broadcast endpoint `POST /_broadcast`
+    /// (`--broadcast-key`, or derived from secret_key_base).
+    BroadcastKey {
+        #[command(flatten)]
+        config: Config,
     },
     /// Print the signed name of a stream, as Turbo's `signed_stream_name` would.
     SignStream {
@@ -88,6 +98,15 @@ async fn main() -> anyhow::Result<()> {
             let report = hearth::db::seed::seed(&pool, &options).await?;
             pool.close().await;
             println!("{report:?} in {:.2?}", started.elapsed());
+        }
+        Cmd::BroadcastKey { config } => {
+            match config.broadcast_key.as_deref().filter(|k| !k.is_empty()) {
+                Some(key) => println!("{key}"),
+                None => println!(
+                    "{}",
+                    hearth::anycable::broadcast_key(&hearth::state::secret_key_base(&config)?)
+                ),
+            }
         }
         Cmd::SignStream { name, config } => {
             let secret = hearth::state::secret_key_base(&config)?;

@@ -47,6 +47,13 @@ impl Control {
     }
 }
 
+/// SHA-256 of a session token as lowercase hex: how a sign-out names a session to other
+/// nodes without putting the token itself on the pub/sub link.
+pub fn session_digest(token: &str) -> String {
+    use sha2::Digest as _;
+    hex::encode(sha2::Sha256::digest(token.as_bytes()))
+}
+
 /// Open connections keyed by connection id.
 #[derive(Debug, Default)]
 pub struct Registry {
@@ -131,6 +138,23 @@ impl Registry {
     /// (sign-out) and closes them. Returns how many were closed.
     pub fn close_session(&self, token: &str, frames: &[Frame]) -> usize {
         self.close_matching(frames, |e| e.session_token.as_deref() == Some(token))
+    }
+
+    /// Queues `frames` as the last frames of each of the user's connections opened with a
+    /// session whose token's SHA-256 is `token_sha256` (lowercase hex; a sign-out announced
+    /// to other nodes) and closes them. Returns how many were closed.
+    pub fn close_session_digest(
+        &self,
+        user_id: i64,
+        token_sha256: &str,
+        frames: &[Frame],
+    ) -> usize {
+        self.close_matching(frames, |e| {
+            e.user_id == user_id
+                && e.session_token
+                    .as_deref()
+                    .is_some_and(|t| session_digest(t) == token_sha256)
+        })
     }
 
     /// Queues `frames` on every connection and closes them all (shutdown). Returns how many.

@@ -11,13 +11,17 @@ use anyhow::Context as _;
 use sqlx::SqlitePool;
 use tokio::sync::Semaphore;
 
+use crate::app_link::AppLink;
 use crate::config::Config;
+use crate::config::{PubSubKind, Role};
+use crate::fanout::interest::Interest;
 use crate::fanout::Fanout;
 use crate::metrics::Metrics;
 use crate::pubsub::Broadcaster;
 use crate::rails::json::JsonEscaping;
 use crate::rails::{SignedCookieJar, StreamNameSigner};
 use crate::rate_limit::{RateLimiter, WINDOW};
+use crate::redis_pubsub::RedisPubSub;
 use crate::registry::Registry;
 
 /// Everything a request or a connection needs, shared behind an `Arc`.
@@ -29,8 +33,20 @@ pub struct AppState {
     pub pool: SqlitePool,
     /// The fan-out engine (cable connections attach to it).
     pub fanout: Fanout,
-    /// Where events are broadcast (the fan-out engine, through the pub/sub seam).
+    /// Where events are broadcast (the fan-out engine or the Redis adapter, through the
+    /// pub/sub seam).
     pub broadcaster: Broadcaster,
+    /// Local subscription counts per broadcasting (the Redis adapter follows its changes).
+    pub interest: Interest,
+    /// The Redis adapter, with `--pubsub redis`.
+    pub redis: Option<Arc<RedisPubSub>>,
+    /// The key of the app node's internal endpoint (derived from secret_key_base).
+    pub internal_key: String,
+    /// A cable node's line to its app node (`--role cable`).
+    pub app_link: Option<AppLink>,
+    /// The bearer key of `POST /_broadcast` (`--broadcast-key`, or derived from
+    /// secret_key_base as AnyCable derives it from its secret).
+    pub broadcast_key: String,
     /// Rails' signed cookie jar (`cookies.signed`).
     pub cookies: SignedCookieJar,
     /// Turbo's signed stream name signer and verifier.
@@ -95,8 +111,26 @@ impl AppState {
     /// Opens (and on first start, unless `--no-seed`, seeds) the database and builds the state.
     pub async fn build(config: Config) -> anyhow::Result<SharedState> {
         let secret = secret_key_base(&config)?;
-        let pool = crate::db::open(&config.database).await?;
-        if !config.no_seed && crate::db::seed::is_empty(&pool).await? {
+        if config.role != Role::All && config.pubsub != PubSubKind::Redis {
+            anyhow::bail!("--role app and --role cable need --pubsub redis");
+        }
+        let internal_key = crate::app_link::internal_key(&secret);
+        let app_link = match (config.role, &config.app_url) {
+            (Role::Cable, Some(url)) => Some(AppLink::new(
+                url,
+                internal_key.clone(),
+                std::time::Duration::from_secs(config.auth_cache_seconds),
+            )),
+            (Role::Cable, None) => anyhow::bail!("--role cable needs --app-url"),
+            _ => None,
+        };
+        let pool = if config.role == Role::Cable {
+            crate::db::unused_pool()?
+        } else {
+            crate::db::open(&config.database).await?
+        };
+        if config.role != Role::Cable && !config.no_seed && crate::db::seed::is_empty(&pool).await?
+        {
             let options = crate::db::seed::SeedOptions {
                 users: config.seed_users,
                 ..Default::default()
@@ -120,10 +154,39 @@ impl AppState {
             escape_js_separators: config.escape_js_separators,
         };
         let metrics = Arc::new(Metrics::new());
-        let bans_present = crate::db::bans::any(&pool).await?;
+        let (interest, redis) = match config.pubsub {
+            PubSubKind::Inprocess => (Interest::new(), None),
+            PubSubKind::Redis => {
+                let (interest, changes) = Interest::with_listener();
+                let adapter = RedisPubSub::start(
+                    &config.redis_url,
+                    &config.redis_channel_prefix,
+                    fanout.clone(),
+                    changes,
+                    metrics.clone(),
+                )?;
+                (interest, Some(adapter))
+            }
+        };
+        let broadcaster = match &redis {
+            Some(adapter) => {
+                Broadcaster::with_sink(adapter.clone(), json, &config.gid_app, metrics.clone())
+            }
+            None => Broadcaster::new(fanout.clone(), json, &config.gid_app, metrics.clone()),
+        };
+        let broadcast_key = match config.broadcast_key.as_deref().filter(|k| !k.is_empty()) {
+            Some(key) => key.to_owned(),
+            None => crate::anycable::broadcast_key(&secret),
+        };
+        let bans_present = config.role != Role::Cable && crate::db::bans::any(&pool).await?;
         let state = AppState {
             pool,
-            broadcaster: Broadcaster::new(fanout.clone(), json, &config.gid_app, metrics.clone()),
+            broadcaster,
+            interest,
+            redis,
+            broadcast_key,
+            internal_key,
+            app_link,
             fanout,
             cookies: SignedCookieJar::from_secret_key_base(secret.as_bytes()),
             signer,

@@ -51,6 +51,24 @@ pub struct CableConfig {
     pub read_buffer: usize,
     /// Subprotocol the server must select (`actioncable-v1-json`), or `None` to accept any.
     pub required_protocol: Option<String>,
+    /// Cable nodes to spread connections over, round-robin (each `ws://` URL with its own
+    /// `Origin`); empty: every connection goes to `endpoint`.
+    pub spread: Vec<(Endpoint, String)>,
+    /// The next node of `spread` to use.
+    pub next: std::rc::Rc<std::cell::Cell<usize>>,
+}
+
+impl CableConfig {
+    /// The endpoint and Origin for the next connection: `endpoint`, or the next of `spread`.
+    pub fn pick(&self) -> (&Endpoint, &str) {
+        if self.spread.is_empty() {
+            return (&self.endpoint, &self.origin);
+        }
+        let i = self.next.get();
+        self.next.set(i.wrapping_add(1));
+        let (endpoint, origin) = &self.spread[i % self.spread.len()];
+        (endpoint, origin)
+    }
 }
 
 /// Connection outcome counters of a cell.
@@ -180,7 +198,8 @@ impl Shared {
 ///
 /// Errors: a text naming the step that failed.
 pub async fn open(cfg: &CableConfig, cookie: Option<&str>) -> Result<(TcpStream, Vec<u8>), String> {
-    let authority = cfg.endpoint.authority();
+    let (endpoint, origin) = cfg.pick();
+    let authority = endpoint.authority();
     let mut stream = TcpStream::connect(&authority)
         .await
         .map_err(|e| format!("connect {authority}: {e}"))?;
@@ -188,8 +207,8 @@ pub async fn open(cfg: &CableConfig, cookie: Option<&str>) -> Result<(TcpStream,
     let key = ws::new_key();
     let req = ws::UpgradeRequest {
         host: &authority,
-        path: &cfg.endpoint.path,
-        origin: &cfg.origin,
+        path: &endpoint.path,
+        origin,
         cookie,
         protocols: ws::ACTION_CABLE_PROTOCOLS,
         key: &key,

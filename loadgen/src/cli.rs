@@ -205,6 +205,10 @@ pub struct RunArgs {
     /// Server pid for CPU/RSS (default: the process listening on the URL's port).
     #[arg(long)]
     pub server_pid: Option<u32>,
+    /// Base URLs of cable nodes (comma-separated) to spread the clients' /cable connections
+    /// over, round-robin; logins and posts still go to --url (the app node). Default: --url.
+    #[arg(long, value_delimiter = ',')]
+    pub cable_urls: Vec<String>,
     /// Append the JSON line to this file too.
     #[arg(long)]
     pub jsonl: Option<PathBuf>,
@@ -398,7 +402,11 @@ pub async fn run(cli: Cli) -> Result<i32> {
                 prepared.subscriptions_per_client
             );
             let pid = a.server_pid.or_else(|| discover_pid(&base));
-            let target = campfire_target(&a.name, &base, prepared, a.load.read_buffer, pid);
+            let mut target = campfire_target(&a.name, &base, prepared, a.load.read_buffer, pid);
+            for url in &a.cable_urls {
+                let node = Endpoint::parse(url)?;
+                target.cable.spread.push((node.cable(), node.origin()));
+            }
             let result = run_cell(&target, &opts, 0, &|p| eprintln!("{p}…")).await;
             let line = serde_json::to_string(&result)?;
             println!("{line}");

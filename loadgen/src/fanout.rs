@@ -65,6 +65,8 @@ pub async fn run_fanout(opts: &FanoutOptions) -> Result<Vec<CellResult>> {
         required_protocol: opts
             .require_protocol
             .then(|| "actioncable-v1-json".to_string()),
+        spread: Vec::new(),
+        next: Default::default(),
     };
     let (stream, _) = cable::open(&cable, opts.cookie.as_deref())
         .await

@@ -99,6 +99,8 @@ pub async fn run_idle(opts: &IdleOptions) -> Result<IdleReport> {
         origin: opts.base.origin(),
         read_buffer: opts.read_buffer,
         required_protocol: Some("actioncable-v1-json".into()),
+        spread: Vec::new(),
+        next: Default::default(),
     });
     let started = Instant::now();
     let clients = ClientSet::spawn(

@@ -222,6 +222,8 @@ pub async fn run_selftest(opts: &SelftestOptions) -> Result<SelftestReport> {
         origin: format!("http://127.0.0.1:{port}"),
         read_buffer: opts.read_buffer,
         required_protocol: Some("actioncable-v1-json".into()),
+        spread: Vec::new(),
+        next: Default::default(),
     });
     let clients = ClientSet::spawn(opts.n, &[profile], cfg, shared.clone(), 64);
     let (conns, settled) = clients.wait_settled(&shared, Duration::from_secs(60)).await;

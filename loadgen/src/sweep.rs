@@ -131,6 +131,8 @@ pub fn campfire_target(
             origin: base.origin(),
             read_buffer,
             required_protocol: Some("actioncable-v1-json".into()),
+            spread: Vec::new(),
+            next: Default::default(),
         },
         profiles: campfire_profiles(&prepared),
         users: prepared.users.len(),

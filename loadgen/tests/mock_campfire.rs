@@ -599,6 +599,8 @@ fn fanout_only_uses_the_trigger_url() {
                 origin: base.origin(),
                 read_buffer: 8192,
                 required_protocol: Some("actioncable-v1-json".into()),
+                spread: Vec::new(),
+                next: Default::default(),
             },
             profiles: vec![Rc::new(ClientProfile {
                 cookie: Some("session_token=tok1".into()),

@@ -87,6 +87,17 @@ pub async fn run(
     state.metrics.connection_opened();
     let conn = state.fanout.attach(write_half);
     let control = state.cable.register(user.id, session_token, conn.clone());
+    // Remote disconnects for this connection arrive on its internal channel (Rails'
+    // `Connection::InternalChannel#subscribe_to_internal_channel`).
+    let internal = state.interest.is_listened().then(|| {
+        crate::redis_pubsub::internal_channel(&crate::redis_pubsub::connection_identifier(
+            state.broadcaster.gid_app(),
+            user.id,
+        ))
+    });
+    if let Some(name) = &internal {
+        state.interest.add(name);
+    }
     let mut reader = Reader {
         state: state.clone(),
         user,
@@ -97,6 +108,9 @@ pub async fn run(
     reader.read_loop(read_half, leftover).await;
     reader.unsubscribe_all().await;
     state.cable.deregister(conn.id());
+    if let Some(name) = &internal {
+        state.interest.remove(name);
+    }
     if !conn.is_closed() {
         conn.abort();
     }
@@ -216,11 +230,19 @@ impl Reader {
             anyhow::bail!("identifier is not a JSON object with a channel: {identifier}");
         };
         let escaping = self.state.json;
-        match channels::subscribe(self.ctx(), &channel, &params).await? {
+        match self
+            .channel_subscribe(&identifier, &channel, params)
+            .await?
+        {
             Outcome::Confirm(subscribed) => {
                 let variant = protocol::variant(&identifier, escaping);
                 for stream in &subscribed.streams {
-                    self.conn.subscribe(stream, &variant);
+                    self.state.interest.subscribe(&self.conn, stream, &variant);
+                }
+                if let Some(redis) = &self.state.redis {
+                    redis
+                        .wait_subscribed(&subscribed.streams, crate::redis_pubsub::SUBSCRIBE_WAIT)
+                        .await;
                 }
                 self.conn
                     .send(Frame::text(&protocol::confirm(&identifier, escaping)));
@@ -243,9 +265,64 @@ impl Reader {
             anyhow::bail!("Unable to find subscription with identifier: {identifier}");
         };
         for stream in &sub.subscribed.streams {
-            self.conn.unsubscribe(stream, identifier);
+            self.state
+                .interest
+                .unsubscribe(&self.conn, stream, identifier);
         }
-        channels::unsubscribed(self.ctx(), &sub.subscribed).await
+        self.channel_unsubscribed(&sub.subscribed).await
+    }
+
+    /// Runs a channel's `subscribed` here, or on the app node for a cable node's channels
+    /// that need the database.
+    async fn channel_subscribe(
+        &self,
+        identifier: &str,
+        channel: &str,
+        params: serde_json::Map<String, serde_json::Value>,
+    ) -> anyhow::Result<Outcome> {
+        match &self.state.app_link {
+            Some(link) if channels::remote::needs_app(channel) => {
+                let key = channels::remote::subscribe_cacheable(channel)
+                    .then(|| format!("subscribe:{}:{identifier}", self.user.id));
+                let request = channels::remote::SubscribeRequest {
+                    user: self.user.clone(),
+                    channel: channel.to_owned(),
+                    params,
+                };
+                link.call("subscribe", key.as_deref(), &request).await
+            }
+            _ => channels::subscribe(self.ctx(), channel, &params).await,
+        }
+    }
+
+    /// Runs a channel's `unsubscribed` here or on the app node.
+    async fn channel_unsubscribed(&self, subscribed: &Subscribed) -> anyhow::Result<()> {
+        match &self.state.app_link {
+            Some(link) if channels::remote::unsubscribed_needs_app(subscribed) => {
+                let request = channels::remote::UnsubscribedRequest {
+                    user: self.user.clone(),
+                    subscribed: subscribed.clone(),
+                };
+                link.call::<_, bool>("unsubscribed", None, &request).await?;
+                Ok(())
+            }
+            _ => channels::unsubscribed(self.ctx(), subscribed).await,
+        }
+    }
+
+    /// Runs an action here or on the app node.
+    async fn channel_perform(&self, subscribed: &Subscribed, action: &str) -> anyhow::Result<bool> {
+        match &self.state.app_link {
+            Some(link) => {
+                let request = channels::remote::PerformRequest {
+                    user: self.user.clone(),
+                    subscribed: subscribed.clone(),
+                    action: action.to_owned(),
+                };
+                link.call("perform", None, &request).await
+            }
+            None => channels::perform(self.ctx(), subscribed, action).await,
+        }
     }
 
     async fn perform(&mut self, identifier: &Arc<str>, data: &str) -> anyhow::Result<()> {
@@ -259,7 +336,7 @@ impl Reader {
             .and_then(|a| a.as_str())
             .filter(|a| !a.is_empty())
             .unwrap_or("receive");
-        if !channels::perform(self.ctx(), &subscribed, action).await? {
+        if !self.channel_perform(&subscribed, action).await? {
             tracing::warn!("Unable to process {identifier}#{action}");
         }
         Ok(())
@@ -294,7 +371,11 @@ impl Reader {
     async fn unsubscribe_all(&mut self) {
         let subs: Vec<Subscription> = self.subscriptions.drain().map(|(_, s)| s).collect();
         for sub in subs {
-            if let Err(e) = channels::unsubscribed(self.ctx(), &sub.subscribed).await {
+            // The engine detaches the connection's streams itself when it closes.
+            for stream in &sub.subscribed.streams {
+                self.state.interest.remove(stream);
+            }
+            if let Err(e) = self.channel_unsubscribed(&sub.subscribed).await {
                 tracing::warn!(error = %e, "unsubscribed failed");
             }
         }

@@ -103,6 +103,15 @@ pub fn is_busy(error: &sqlx::Error) -> bool {
 /// foreign keys and [`BUSY_TIMEOUT`], and applies every pending migration.
 ///
 /// Errors: the file cannot be created or opened, or a migration fails.
+/// A pool that opens no file and no connection until used: the stand-in of a cable node
+/// (`--role cable`), which asks its app node instead of querying.
+///
+/// # Errors
+/// Never in practice (the in-memory URL is a literal).
+pub fn unused_pool() -> anyhow::Result<SqlitePool> {
+    Ok(SqlitePool::connect_lazy("sqlite::memory:")?)
+}
+
 pub async fn open(path: &Path) -> anyhow::Result<SqlitePool> {
     if let Some(parent) = path.parent() {
         if !parent.as_os_str().is_empty() {

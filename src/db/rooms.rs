@@ -8,7 +8,7 @@ use sqlx::SqlitePool;
 pub const CONNECTION_TTL_MS: i64 = 60_000;
 
 /// A room row.
-#[derive(Clone, Debug, sqlx::FromRow, PartialEq, Eq)]
+#[derive(Clone, Debug, sqlx::FromRow, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Room {
     /// Primary key.
     pub id: i64,

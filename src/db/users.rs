@@ -4,7 +4,7 @@
 use sqlx::SqlitePool;
 
 /// A user row, without the password digest.
-#[derive(Clone, Debug, sqlx::FromRow, PartialEq, Eq)]
+#[derive(Clone, Debug, sqlx::FromRow, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct User {
     /// Primary key.
     pub id: i64,

@@ -36,6 +36,8 @@
 //! - `reference.rs` (feature `reference-engine`): the `tokio::sync::broadcast` reference
 //!   engine (`EngineKind::TokioBroadcast`), the design most Rust servers start with, kept to
 //!   measure the default against. It implements the same seam.
+//! - `interest.rs`: which streams have local subscribers, with first/last events for a
+//!   pub/sub adapter shared between nodes ([`interest::Interest`]).
 //!
 //! ## Cargo features
 //!
@@ -55,6 +57,7 @@ use bytes::Bytes;
 mod engine;
 pub mod frame;
 mod index;
+pub mod interest;
 mod queue;
 #[cfg(feature = "reference-engine")]
 mod reference;

@@ -40,6 +40,7 @@ pub mod extract;
 pub mod fields;
 pub mod first_run;
 pub mod form;
+pub mod internal;
 pub mod join;
 pub mod messages;
 pub mod profiles;
@@ -57,7 +58,7 @@ use crate::state::SharedState;
 /// The routes, without the [`context::prepare`] wrapper (the wiring puts it in front).
 pub fn routes(state: SharedState) -> Router {
     Router::new()
-        .route("/up", get(|| async { "OK" }))
+        .route("/up", get(up))
         .route("/session/new", get(sessions::new))
         .route("/session", post(sessions::create).delete(sessions::destroy))
         .route("/", get(rooms::root))
@@ -171,4 +172,13 @@ async fn assets_css() -> impl axum::response::IntoResponse {
         [(axum::http::header::CONTENT_TYPE, "text/css; charset=utf-8")],
         include_str!("../../templates/hearth.css"),
     )
+}
+
+/// `GET /up`: the health check. `OK`; with the Redis adapter and its link down, still 200
+/// (the node serves and delivers its own broadcasts) with `OK (redis link down)`.
+async fn up(axum::extract::State(state): axum::extract::State<SharedState>) -> &'static str {
+    match &state.redis {
+        Some(redis) if !redis.is_up() => "OK (redis link down)",
+        _ => "OK",
+    }
 }

@@ -186,9 +186,25 @@ pub async fn destroy(
 ) -> Result<Response, AppError> {
     if let Some(token) = &ctx.session_token {
         crate::db::sessions::destroy(&state.pool, token).await?;
-        state
-            .cable
-            .close_session(token, &disconnect_frames(DisconnectReason::Remote, false));
+        match (&state.redis, &ctx.user) {
+            // Every node closes its connections of this session (this one too, through its
+            // own subscription).
+            (Some(redis), Some(user)) => {
+                redis.remote_disconnect(&crate::redis_pubsub::RemoteDisconnect {
+                    identifier: crate::redis_pubsub::connection_identifier(
+                        &state.config.gid_app,
+                        user.id,
+                    ),
+                    reconnect: false,
+                    session_sha256: Some(crate::registry::session_digest(token)),
+                });
+            }
+            _ => {
+                state
+                    .cable
+                    .close_session(token, &disconnect_frames(DisconnectReason::Remote, false));
+            }
+        }
     }
     let mut response = respond::found("/session/new");
     response

@@ -46,8 +46,20 @@ pub fn guard_error(guard: Guard) -> Result<(), AppError> {
     }
 }
 
-/// Closes every open cable connection of `user_id` (reason `remote`, no reconnect).
+/// Closes every open cable connection of `user_id` (reason `remote`, no reconnect): on every
+/// node through Redis when the Redis adapter is on (returns 0: the count is not known here),
+/// else here (returns how many were closed).
 pub fn disconnect(state: &AppState, user_id: i64) -> usize {
+    if let Some(redis) = &state.redis {
+        // Rails' `remote_connections.where(current_user:).disconnect(reconnect: false)`: every
+        // node closes the user's connections (this one through its own subscription).
+        redis.remote_disconnect(&crate::redis_pubsub::RemoteDisconnect {
+            identifier: crate::redis_pubsub::connection_identifier(&state.config.gid_app, user_id),
+            reconnect: false,
+            session_sha256: None,
+        });
+        return 0;
+    }
     state
         .cable
         .close_user(user_id, &disconnect_frames(DisconnectReason::Remote, false))

@@ -4,6 +4,11 @@
 //
 //   node driver.mjs --base http://127.0.0.1:3000 --scenario post|unauthorized|rejected|restart
 //                   [--email david@example.com] [--password secret123456] [--timeout 10]
+//                   [--cable http://node1:3001,http://node2:3002]
+//
+// With --cable, /cable is opened on those nodes instead of --base, the next one at every
+// (re)connect (the consumer's URL is a function, which @rails/actioncable calls each time):
+// with `restart`, a client whose node stops reconnects to the next node.
 //
 // Prints one line per event and exits 0 when the scenario's outcome was observed:
 //   post          RECEIVED <client_message_id>   (the append reached the subscription)
@@ -22,6 +27,9 @@ const scenario = args.scenario ?? "post";
 const email = args.email ?? "david@example.com";
 const password = args.password ?? "secret123456";
 const timeout = Number(args.timeout ?? 10);
+const cableNodes = (args.cable ? args.cable.split(",") : [base]).map((u) => u.replace(/^http/, "ws") + "/cable");
+let nextNode = 0;
+const cableUrl = () => cableNodes[nextNode++ % cableNodes.length];
 const out = (...parts) => process.stdout.write(parts.join(" ") + "\n");
 const fail = (why) => { out("FAIL", why); process.exit(1); };
 setTimeout(() => fail(`timeout after ${timeout}s`), timeout * 1000);
@@ -65,14 +73,16 @@ globalThis.document ??= { visibilityState: "visible" };
 const AC = await import("@rails/actioncable");
 AC.adapters.WebSocket = class extends WS {
   constructor(url, protocols) {
-    super(url, protocols, { headers: jar.size ? { Cookie: cookieHeader() } : {}, origin: base });
+    // The Origin Hearth expects is the node's own (`<scheme>://<Host>`).
+    const origin = new URL(url).origin.replace(/^ws/, "http");
+    super(url, protocols, { headers: jar.size ? { Cookie: cookieHeader() } : {}, origin });
     this.on("message", (data) => out("RECV", data.toString("utf8").slice(0, 200)));
   }
 };
 AC.adapters.logger = { log: () => {} };
 
 if (scenario === "unauthorized") {
-  const consumer = AC.createConsumer(base.replace(/^http/, "ws") + "/cable");
+  const consumer = AC.createConsumer(cableUrl);
   consumer.subscriptions.create({ channel: "HeartbeatChannel" }, {
     connected() { fail("connected without a session"); },
   });
@@ -89,7 +99,7 @@ if (scenario === "unauthorized") {
   const room = await (await http("/rooms/1")).text();
   const csrf = meta(room, "csrf-token");
   const signed = decode(room.match(/<turbo-cable-stream-source channel="RoomMessagesChannel" signed-stream-name="([^"]*)"/)[1]);
-  const consumer = AC.createConsumer(base.replace(/^http/, "ws") + "/cable");
+  const consumer = AC.createConsumer(cableUrl);
   if (scenario === "rejected") {
     consumer.subscriptions.create({ channel: "RoomMessagesChannel", signed_stream_name: signed.slice(0, -1) + "0" }, {
       connected() { fail("a tampered name was confirmed"); },

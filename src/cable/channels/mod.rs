@@ -11,10 +11,14 @@
 //! | `UnreadRoomsChannel` `{}` | `user_<id>_unreads` | — |
 //! | `ReadRoomsChannel` `{}` | `user_<id>_reads` | — |
 //! | `HeartbeatChannel` `{}` | none | — |
+//!
+//! On a cable node (`--role cable`) the channels that need the database run on the app node
+//! ([`remote`]).
 
 pub mod heartbeat;
 pub mod presence;
 pub mod read_rooms;
+pub mod remote;
 pub mod room_messages;
 pub mod turbo_streams;
 pub mod typing_notifications;
@@ -30,7 +34,7 @@ use crate::pubsub::Broadcaster;
 use crate::rails::StreamNameSigner;
 
 /// Which channel a subscription belongs to, with what it resolved at subscribe time.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Channel {
     /// `Turbo::StreamsChannel`.
     TurboStreams,
@@ -49,7 +53,7 @@ pub enum Channel {
 }
 
 /// A confirmed subscription's channel and streams.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Subscribed {
     /// The channel.
     pub channel: Channel,
@@ -58,7 +62,7 @@ pub struct Subscribed {
 }
 
 /// What a `subscribe` comes to.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Outcome {
     /// Attach the streams, then send `confirm_subscription`.
     Confirm(Subscribed),

@@ -1,0 +1,86 @@
+//! Channels on a cable node (`--role cable`): the operations it asks the app node for, and
+//! the app node's side of them (`POST /_internal/cable/<op>`, see [`crate::app_link`]).
+//!
+//! | op | body | answer | cached on the cable node |
+//! |---|---|---|---|
+//! | `identify` | [`IdentifyRequest`] | [`IdentifyResponse`] | yes, by session |
+//! | `subscribe` | [`SubscribeRequest`] | [`super::Outcome`] | `RoomMessagesChannel`, `TypingNotificationsChannel` (membership checks) |
+//! | `perform` | [`PerformRequest`] | `bool` (handled) | never |
+//! | `unsubscribed` | [`UnsubscribedRequest`] | `true` | never |
+//!
+//! Channels that need no database (`Turbo::StreamsChannel`, whose signed stream names are
+//! verified locally, `UnreadRoomsChannel`, `ReadRoomsChannel`, `HeartbeatChannel`) are run on
+//! the cable node itself, without a call.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::{Channel, Subscribed};
+use crate::db::users::User;
+
+/// Who holds a session token.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct IdentifyRequest {
+    /// The session token from the verified `session_token` cookie.
+    pub session_token: String,
+}
+
+/// The active user of a session, or None (unknown, expired or deactivated).
+#[derive(Debug, Serialize, Deserialize)]
+pub struct IdentifyResponse {
+    /// The user.
+    pub user: Option<User>,
+}
+
+/// A subscribe to decide on the app node.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct SubscribeRequest {
+    /// The connection's user.
+    pub user: User,
+    /// The channel class name.
+    pub channel: String,
+    /// The identifier's params.
+    pub params: Map<String, Value>,
+}
+
+/// An action to run on the app node.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct PerformRequest {
+    /// The connection's user.
+    pub user: User,
+    /// The subscription, as the app node confirmed it.
+    pub subscribed: Subscribed,
+    /// The action name.
+    pub action: String,
+}
+
+/// An `unsubscribed` to run on the app node.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct UnsubscribedRequest {
+    /// The connection's user.
+    pub user: User,
+    /// The subscription that ended.
+    pub subscribed: Subscribed,
+}
+
+/// Whether a channel needs the app node (its database) to subscribe.
+pub fn needs_app(channel: &str) -> bool {
+    matches!(
+        channel,
+        "RoomMessagesChannel" | "PresenceChannel" | "TypingNotificationsChannel"
+    )
+}
+
+/// Whether the app node's answer to a subscribe may be reused for the cache's lifetime
+/// (a membership check without side effects; `PresenceChannel` marks presence, so never).
+pub fn subscribe_cacheable(channel: &str) -> bool {
+    matches!(
+        channel,
+        "RoomMessagesChannel" | "TypingNotificationsChannel"
+    )
+}
+
+/// Whether an ended subscription has an `unsubscribed` to run on the app node.
+pub fn unsubscribed_needs_app(sub: &Subscribed) -> bool {
+    matches!(sub.channel, Channel::Presence(_))
+}

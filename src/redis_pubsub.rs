@@ -1,0 +1,585 @@
+//! The Redis pub/sub adapter (`--pubsub redis`): broadcasts shared between Hearth nodes, Rails
+//! processes and a Rails console through one Redis, in the format of Rails' redis adapter
+//! (`actioncable/lib/action_cable/subscription_adapter/redis.rb` and `channel_prefix.rb`).
+//!
+//! - **Publish**: every broadcast is one `PUBLISH [<prefix>:]<broadcasting> <payload>`, the
+//!   payload being the JSON text the event encoded (what `ActiveSupport::JSON.encode` gives
+//!   Rails' adapter). Publishes go out in order, pipelined in batches, on one connection
+//!   (redis-rs' `ConnectionManager`, which reconnects).
+//! - **Subscribe**: one subscriber connection per node. A broadcasting is `SUBSCRIBE`d when
+//!   its first local subscriber arrives and `UNSUBSCRIBE`d after the last leaves
+//!   ([`crate::fanout::interest::Interest`]); changes that arrive together go out as one
+//!   command. The node also listens to [`crate::anycable::REDIS_CHANNEL`].
+//! - **Receive**: a message's payload is handed as received to [`Fanout::broadcast`], which
+//!   splices it once per identifier variant. A payload that is not one JSON value is logged
+//!   and dropped. `action_cable/<connection identifier>` carries remote disconnects
+//!   (`{"type":"disconnect","reconnect":…}`, Rails' `RemoteConnections` and
+//!   `Connection::InternalChannel`), handed to the handler set with
+//!   [`RedisPubSub::on_remote_disconnect`].
+//! - **Local delivery** comes back through the node's own subscription, as in Rails. While the
+//!   subscriber link is down, and whenever a `PUBLISH` fails or reaches no subscriber, the
+//!   node delivers the broadcast to its own clients directly instead, so the publishing node
+//!   keeps working and nothing is delivered twice. The outage is logged, shown by
+//!   `hearth_redis_link_up` and by `/up`; on reconnect every live subscription is restored.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::StreamExt as _;
+use parking_lot::Mutex;
+use tokio::sync::{mpsc, watch};
+
+use crate::anycable;
+use crate::fanout::interest::InterestChange;
+use crate::fanout::Fanout;
+use crate::metrics::Metrics;
+use crate::pubsub::Publish;
+
+/// Prefix of a connection's internal channel (`action_cable/<connection identifier>`, Rails'
+/// `Connection::InternalChannel#internal_channel`).
+pub const INTERNAL_CHANNEL_PREFIX: &str = "action_cable/";
+
+/// Campfire's connection identifier (`identified_by :current_user`): the user's GlobalID
+/// param, as Rails' `Connection::Identification#connection_identifier` builds it from
+/// `current_user.to_gid_param`.
+pub fn connection_identifier(gid_app: &str, user_id: i64) -> String {
+    crate::rails::global_id::to_gid_param(gid_app, "User", user_id)
+}
+
+/// The internal channel name of a connection identifier (`action_cable/<identifier>`).
+pub fn internal_channel(identifier: &str) -> String {
+    format!("{INTERNAL_CHANNEL_PREFIX}{identifier}")
+}
+
+/// How long a subscribe waits for its streams' Redis `SUBSCRIBE` before confirming anyway.
+pub const SUBSCRIBE_WAIT: Duration = Duration::from_secs(2);
+
+/// Most publishes sent in one pipeline.
+const PUBLISH_BATCH: usize = 256;
+
+/// Most channels in one `SUBSCRIBE` or `UNSUBSCRIBE` command.
+const SUBSCRIBE_BATCH: usize = 1024;
+
+/// Waits between reconnect attempts of the subscriber link: from the first to the last,
+/// doubling.
+const RECONNECT_MIN: Duration = Duration::from_millis(100);
+const RECONNECT_MAX: Duration = Duration::from_secs(2);
+
+/// How long one connection attempt or one command may take before the link counts as down.
+const COMMAND_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// A remote disconnect received on `action_cable/<identifier>`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RemoteDisconnect {
+    /// The connection identifier (for Campfire's `identified_by :current_user`, the user's
+    /// GlobalID param).
+    pub identifier: String,
+    /// Whether the client may reconnect (Rails: `message.fetch("reconnect", true)`).
+    pub reconnect: bool,
+    /// Hearth's sign-out: only connections opened with the session whose token has this
+    /// SHA-256 (hex) are closed. Absent in Rails' messages (every connection of the
+    /// identifier is closed).
+    pub session_sha256: Option<String>,
+}
+
+impl RemoteDisconnect {
+    /// Parses the payload of an internal channel message; None for anything but a
+    /// `disconnect` (Rails ignores other types too).
+    pub fn parse(identifier: &str, payload: &[u8]) -> Option<RemoteDisconnect> {
+        let value: serde_json::Value = serde_json::from_slice(payload).ok()?;
+        if value.get("type")?.as_str()? != "disconnect" {
+            return None;
+        }
+        Some(RemoteDisconnect {
+            identifier: identifier.to_owned(),
+            reconnect: value
+                .get("reconnect")
+                .and_then(serde_json::Value::as_bool)
+                .unwrap_or(true),
+            session_sha256: value
+                .get("hearth_session_sha256")
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_owned),
+        })
+    }
+
+    /// The payload Rails' `RemoteConnection#disconnect` publishes
+    /// (`{"type":"disconnect","reconnect":<bool>}`), plus Hearth's session digest when set.
+    pub fn payload(&self) -> String {
+        match &self.session_sha256 {
+            Some(digest) => format!(
+                r#"{{"type":"disconnect","reconnect":{},"hearth_session_sha256":"{digest}"}}"#,
+                self.reconnect
+            ),
+            None => format!(r#"{{"type":"disconnect","reconnect":{}}}"#, self.reconnect),
+        }
+    }
+}
+
+/// Closes the local connections a remote disconnect names; returns how many it closed.
+pub type DisconnectHandler = Box<dyn Fn(&RemoteDisconnect) -> usize + Send + Sync>;
+
+/// The adapter: a [`Publish`] sink shared by the node, plus its two Redis tasks.
+pub struct RedisPubSub {
+    fanout: Fanout,
+    /// `"<channel_prefix>:"`, or empty.
+    prefix: String,
+    up: AtomicBool,
+    outbox: mpsc::UnboundedSender<(Box<str>, Bytes)>,
+    /// Channels (prefixed) the subscriber connection has confirmed, and a counter bumped on
+    /// every change, for [`Self::wait_subscribed`].
+    confirmed: Mutex<HashSet<String>>,
+    generation: watch::Sender<u64>,
+    on_disconnect: OnceLock<DisconnectHandler>,
+    metrics: Arc<Metrics>,
+    tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for RedisPubSub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisPubSub")
+            .field("prefix", &self.prefix)
+            .field("up", &self.is_up())
+            .finish_non_exhaustive()
+    }
+}
+
+impl RedisPubSub {
+    /// Starts the adapter on `url` (`redis://…`) with Rails' `channel_prefix` (empty for
+    /// none): a publisher and a subscriber task on the current Tokio runtime. `changes` is the
+    /// receiver of the node's [`crate::fanout::interest::Interest`]. The links come up in the
+    /// background; until then broadcasts are delivered locally.
+    ///
+    /// # Errors
+    /// `url` is not a Redis URL.
+    pub fn start(
+        url: &str,
+        channel_prefix: &str,
+        fanout: Fanout,
+        changes: mpsc::UnboundedReceiver<InterestChange>,
+        metrics: Arc<Metrics>,
+    ) -> anyhow::Result<Arc<RedisPubSub>> {
+        let client = redis::Client::open(url)
+            .map_err(|e| anyhow::anyhow!("--redis-url is not a Redis URL: {e}"))?;
+        let (outbox, outbox_rx) = mpsc::unbounded_channel();
+        let prefix = if channel_prefix.is_empty() {
+            String::new()
+        } else {
+            format!("{channel_prefix}:")
+        };
+        metrics.set_redis_link_up(false);
+        let adapter = Arc::new(RedisPubSub {
+            fanout,
+            prefix,
+            up: AtomicBool::new(false),
+            outbox,
+            confirmed: Mutex::new(HashSet::new()),
+            generation: watch::channel(0).0,
+            on_disconnect: OnceLock::new(),
+            metrics,
+            tasks: Mutex::new(Vec::new()),
+        });
+        let config = redis::aio::ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(COMMAND_TIMEOUT))
+            .set_response_timeout(Some(COMMAND_TIMEOUT))
+            .set_number_of_retries(1)
+            .set_max_delay(RECONNECT_MAX);
+        let manager = redis::aio::ConnectionManager::new_lazy_with_config(client.clone(), config)
+            .map_err(|e| anyhow::anyhow!("Redis connection manager: {e}"))?;
+        let publisher = tokio::spawn(publisher(Arc::downgrade(&adapter), manager, outbox_rx));
+        let subscriber = tokio::spawn(subscriber(Arc::downgrade(&adapter), client, changes));
+        adapter.tasks.lock().extend([publisher, subscriber]);
+        Ok(adapter)
+    }
+
+    /// Stops both tasks (the server is stopping).
+    pub fn stop(&self) {
+        for task in self.tasks.lock().drain(..) {
+            task.abort();
+        }
+        self.set_up(false);
+    }
+
+    /// Sets the handler of remote disconnects (once; later calls are ignored).
+    pub fn on_remote_disconnect(&self, handler: DisconnectHandler) {
+        let _ = self.on_disconnect.set(handler);
+    }
+
+    /// Whether the subscriber link is up (its subscriptions are in place).
+    pub fn is_up(&self) -> bool {
+        self.up.load(Ordering::Acquire)
+    }
+
+    /// The Redis channel of a broadcasting: `[<prefix>:]<broadcasting>`.
+    pub fn channel(&self, broadcasting: &str) -> String {
+        format!("{}{broadcasting}", self.prefix)
+    }
+
+    /// Publishes a remote disconnect on `action_cable/<identifier>` (it reaches this node
+    /// through its own subscription, or directly while the link is down).
+    pub fn remote_disconnect(&self, disconnect: &RemoteDisconnect) {
+        let name = internal_channel(&disconnect.identifier);
+        self.publish(&name, disconnect.payload().as_bytes());
+    }
+
+    /// Waits until every one of `broadcastings` is subscribed on Redis, at most `within`;
+    /// returns at once while the link is down (local delivery covers the node then). A
+    /// subscription is confirmed to the client after this, as Rails confirms after the
+    /// adapter's subscribe callback, so no broadcast after the confirm is missed.
+    pub async fn wait_subscribed(&self, broadcastings: &[String], within: Duration) {
+        let channels: Vec<String> = broadcastings.iter().map(|b| self.channel(b)).collect();
+        let mut generation = self.generation.subscribe();
+        let _ = tokio::time::timeout(within, async {
+            loop {
+                generation.borrow_and_update();
+                if !self.is_up() {
+                    return;
+                }
+                {
+                    let confirmed = self.confirmed.lock();
+                    if channels.iter().all(|c| confirmed.contains(c)) {
+                        return;
+                    }
+                }
+                if generation.changed().await.is_err() {
+                    return;
+                }
+            }
+        })
+        .await;
+    }
+
+    fn set_up(&self, up: bool) {
+        let was = self.up.swap(up, Ordering::AcqRel);
+        self.metrics.set_redis_link_up(up);
+        if was != up {
+            if up {
+                tracing::info!("Redis link up: subscriptions in place");
+            } else {
+                tracing::warn!("Redis link down: broadcasts are delivered on this node only");
+            }
+        }
+        self.generation.send_modify(|g| *g += 1);
+    }
+
+    /// Delivers a message received on Redis channel `channel` to this node's clients.
+    fn receive(&self, channel: &str, payload: &[u8]) {
+        if channel == anycable::REDIS_CHANNEL {
+            match anycable::parse(payload) {
+                Ok(publications) => {
+                    for p in publications {
+                        self.fanout.broadcast(&p.stream, p.data.as_bytes());
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "dropped a malformed AnyCable publication"),
+            }
+            return;
+        }
+        match channel.strip_prefix(self.prefix.as_str()) {
+            Some(name) => self.deliver_local(name, payload),
+            None => tracing::debug!(channel, "message on a channel without our prefix"),
+        }
+    }
+
+    /// Delivers a broadcast (or a remote disconnect) to this node's clients only.
+    fn deliver_local(&self, name: &str, payload: &[u8]) {
+        if let Some(identifier) = name.strip_prefix(INTERNAL_CHANNEL_PREFIX) {
+            let Some(disconnect) = RemoteDisconnect::parse(identifier, payload) else {
+                tracing::warn!(
+                    channel = name,
+                    "dropped a malformed internal channel message"
+                );
+                return;
+            };
+            if let Some(handler) = self.on_disconnect.get() {
+                let closed = handler(&disconnect);
+                tracing::info!(
+                    identifier,
+                    connections = closed,
+                    "Removing connection (remote disconnect)"
+                );
+            }
+            return;
+        }
+        if !anycable::is_json(payload) {
+            tracing::warn!(
+                broadcasting = name,
+                bytes = payload.len(),
+                "dropped a broadcast whose payload is not JSON"
+            );
+            return;
+        }
+        self.fanout.broadcast(name, payload);
+    }
+}
+
+/// Queues one `PUBLISH`. Returns 0: delivery happens after the Redis round trip (or directly
+/// on this node while the link is down), not within this call.
+impl Publish for RedisPubSub {
+    fn publish(&self, stream: &str, payload: &[u8]) -> usize {
+        if let Err(mpsc::error::SendError((stream, payload))) = self
+            .outbox
+            .send((stream.into(), Bytes::copy_from_slice(payload)))
+        {
+            // The publisher task is gone (the server is stopping): deliver here.
+            self.deliver_local(&stream, &payload);
+        }
+        0
+    }
+}
+
+/// Sends queued broadcasts in order, pipelined; delivers locally those that Redis could not
+/// take or that reached no subscriber (this node's own subscription was not in place).
+async fn publisher(
+    adapter: std::sync::Weak<RedisPubSub>,
+    mut manager: redis::aio::ConnectionManager,
+    mut outbox: mpsc::UnboundedReceiver<(Box<str>, Bytes)>,
+) {
+    let mut batch: Vec<(Box<str>, Bytes)> = Vec::with_capacity(PUBLISH_BATCH);
+    while let Some(first) = outbox.recv().await {
+        batch.push(first);
+        while batch.len() < PUBLISH_BATCH {
+            match outbox.try_recv() {
+                Ok(next) => batch.push(next),
+                Err(_) => break,
+            }
+        }
+        let Some(adapter) = adapter.upgrade() else {
+            return;
+        };
+        if !adapter.is_up() {
+            for (stream, payload) in batch.drain(..) {
+                adapter.deliver_local(&stream, &payload);
+            }
+            continue;
+        }
+        let mut pipe = redis::pipe();
+        for (stream, payload) in &batch {
+            pipe.cmd("PUBLISH")
+                .arg(adapter.channel(stream))
+                .arg(&payload[..]);
+        }
+        match pipe.query_async::<Vec<i64>>(&mut manager).await {
+            Ok(receivers) => {
+                for ((stream, payload), n) in batch.drain(..).zip(receivers) {
+                    if n == 0 {
+                        adapter.deliver_local(&stream, &payload);
+                    }
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, broadcasts = batch.len(), "Redis PUBLISH failed: delivering on this node only");
+                for (stream, payload) in batch.drain(..) {
+                    adapter.deliver_local(&stream, &payload);
+                }
+            }
+        }
+        batch.clear();
+    }
+}
+
+/// Applies `change` to the wanted set; returns the prefixed channels to add and remove
+/// (net of each other).
+fn apply(
+    adapter: &RedisPubSub,
+    wanted: &mut HashSet<Arc<str>>,
+    change: InterestChange,
+    add: &mut Vec<String>,
+    remove: &mut Vec<String>,
+) {
+    match change {
+        InterestChange::Gained(name) => {
+            let channel = adapter.channel(&name);
+            if let Some(i) = remove.iter().position(|c| *c == channel) {
+                remove.swap_remove(i);
+            } else {
+                add.push(channel);
+            }
+            wanted.insert(name);
+        }
+        InterestChange::Lost(name) => {
+            let channel = adapter.channel(&name);
+            if let Some(i) = add.iter().position(|c| *c == channel) {
+                add.swap_remove(i);
+            } else {
+                remove.push(channel);
+            }
+            wanted.remove(&name);
+        }
+    }
+}
+
+/// The subscriber link: connects, subscribes to everything wanted, then follows messages and
+/// interest changes until the link fails; reconnects with a growing pause.
+async fn subscriber(
+    adapter: std::sync::Weak<RedisPubSub>,
+    client: redis::Client,
+    mut changes: mpsc::UnboundedReceiver<InterestChange>,
+) {
+    let mut wanted: HashSet<Arc<str>> = HashSet::new();
+    let mut pause = RECONNECT_MIN;
+    let mut logged_failure = false;
+    loop {
+        let connected = tokio::time::timeout(COMMAND_TIMEOUT, client.get_async_pubsub()).await;
+        let Some(a) = adapter.upgrade() else {
+            return;
+        };
+        let pubsub = match connected {
+            Ok(Ok(pubsub)) => pubsub,
+            Ok(Err(e)) => {
+                if !logged_failure {
+                    tracing::warn!(error = %e, "Redis subscriber cannot connect; retrying");
+                    logged_failure = true;
+                }
+                a.set_up(false);
+                drop(a);
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(RECONNECT_MAX);
+                continue;
+            }
+            Err(_) => {
+                if !logged_failure {
+                    tracing::warn!("Redis subscriber connect timed out; retrying");
+                    logged_failure = true;
+                }
+                a.set_up(false);
+                drop(a);
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(RECONNECT_MAX);
+                continue;
+            }
+        };
+        drop(a);
+        logged_failure = false;
+        pause = RECONNECT_MIN;
+        match listen(&adapter, pubsub, &mut changes, &mut wanted).await {
+            Listen::Stop => return,
+            Listen::Lost(reason) => {
+                tracing::warn!(reason = %reason, "Redis subscriber link lost; reconnecting");
+            }
+        }
+        if let Some(a) = adapter.upgrade() {
+            a.confirmed.lock().clear();
+            a.set_up(false);
+        }
+        tokio::time::sleep(RECONNECT_MIN).await;
+    }
+}
+
+enum Listen {
+    /// The adapter or its interest source is gone.
+    Stop,
+    /// The link failed.
+    Lost(String),
+}
+
+async fn listen(
+    adapter: &std::sync::Weak<RedisPubSub>,
+    pubsub: redis::aio::PubSub,
+    changes: &mut mpsc::UnboundedReceiver<InterestChange>,
+    wanted: &mut HashSet<Arc<str>>,
+) -> Listen {
+    let (mut sink, mut stream) = pubsub.split();
+    // Take in what changed while disconnected, then subscribe to everything wanted.
+    {
+        let Some(a) = adapter.upgrade() else {
+            return Listen::Stop;
+        };
+        let (mut add, mut remove) = (Vec::new(), Vec::new());
+        while let Ok(change) = changes.try_recv() {
+            apply(&a, wanted, change, &mut add, &mut remove);
+        }
+        let mut channels: Vec<String> = wanted.iter().map(|n| a.channel(n)).collect();
+        channels.push(anycable::REDIS_CHANNEL.to_owned());
+        for chunk in channels.chunks(SUBSCRIBE_BATCH) {
+            match tokio::time::timeout(COMMAND_TIMEOUT, sink.subscribe(chunk)).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => return Listen::Lost(e.to_string()),
+                Err(_) => return Listen::Lost("SUBSCRIBE timed out".into()),
+            }
+        }
+        a.confirmed.lock().extend(channels);
+        a.set_up(true);
+    }
+    loop {
+        tokio::select! {
+            message = stream.next() => {
+                let Some(message) = message else {
+                    return Listen::Lost("connection closed".into());
+                };
+                let Some(a) = adapter.upgrade() else {
+                    return Listen::Stop;
+                };
+                a.receive(message.get_channel_name(), message.get_payload_bytes());
+            }
+            change = changes.recv() => {
+                let Some(change) = change else {
+                    return Listen::Stop;
+                };
+                let Some(a) = adapter.upgrade() else {
+                    return Listen::Stop;
+                };
+                let (mut add, mut remove) = (Vec::new(), Vec::new());
+                apply(&a, wanted, change, &mut add, &mut remove);
+                while add.len() + remove.len() < SUBSCRIBE_BATCH {
+                    match changes.try_recv() {
+                        Ok(change) => apply(&a, wanted, change, &mut add, &mut remove),
+                        Err(_) => break,
+                    }
+                }
+                if !add.is_empty() {
+                    match tokio::time::timeout(COMMAND_TIMEOUT, sink.subscribe(&add)).await {
+                        Ok(Ok(())) => {}
+                        Ok(Err(e)) => return Listen::Lost(e.to_string()),
+                        Err(_) => return Listen::Lost("SUBSCRIBE timed out".into()),
+                    }
+                }
+                if !remove.is_empty() {
+                    match tokio::time::timeout(COMMAND_TIMEOUT, sink.unsubscribe(&remove)).await {
+                        Ok(Ok(())) => {}
+                        Ok(Err(e)) => return Listen::Lost(e.to_string()),
+                        Err(_) => return Listen::Lost("UNSUBSCRIBE timed out".into()),
+                    }
+                }
+                {
+                    let mut confirmed = a.confirmed.lock();
+                    for c in &remove {
+                        confirmed.remove(c);
+                    }
+                    confirmed.extend(add);
+                }
+                a.generation.send_modify(|g| *g += 1);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn remote_disconnect_payloads() {
+        let d = RemoteDisconnect::parse("abc", br#"{"type":"disconnect","reconnect":false}"#)
+            .expect("a disconnect");
+        assert_eq!(d.identifier, "abc");
+        assert!(!d.reconnect);
+        assert_eq!(d.payload(), r#"{"type":"disconnect","reconnect":false}"#);
+        let d = RemoteDisconnect::parse("abc", br#"{"type":"disconnect"}"#).expect("default");
+        assert!(d.reconnect);
+        assert_eq!(RemoteDisconnect::parse("abc", br#"{"type":"other"}"#), None);
+        assert_eq!(RemoteDisconnect::parse("abc", b"nope"), None);
+        let with_session = RemoteDisconnect {
+            identifier: "x".into(),
+            reconnect: false,
+            session_sha256: Some("00ff".into()),
+        };
+        assert_eq!(
+            RemoteDisconnect::parse("x", with_session.payload().as_bytes()),
+            Some(with_session)
+        );
+    }
+}

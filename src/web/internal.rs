@@ -1,0 +1,89 @@
+//! The app node's internal endpoint for cable nodes: `POST /_internal/cable/<op>` with
+//! `Authorization: Bearer <key derived from secret_key_base>` (see [`crate::app_link`]); the
+//! operations are [`crate::cable::channels::remote`]'s. Without the key every call gets 404,
+//! as if the route did not exist.
+
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+
+use crate::cable::channels::remote::{
+    IdentifyRequest, IdentifyResponse, PerformRequest, SubscribeRequest, UnsubscribedRequest,
+};
+use crate::cable::channels::{self, ChannelContext};
+use crate::db::users::User;
+use crate::state::SharedState;
+
+/// The route, to mount beside the app's own (it needs no cookies, session or CSRF).
+pub fn routes(state: SharedState) -> axum::Router {
+    axum::Router::new()
+        .route(
+            &format!("{}{{op}}", crate::app_link::INTERNAL_PATH),
+            axum::routing::post(call),
+        )
+        .with_state(state)
+}
+
+fn ctx<'a>(state: &'a SharedState, user: &'a User) -> ChannelContext<'a> {
+    ChannelContext {
+        pool: &state.pool,
+        broadcaster: &state.broadcaster,
+        signer: &state.signer,
+        user,
+    }
+}
+
+async fn call(
+    State(state): State<SharedState>,
+    Path(op): Path<String>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    let auth = headers
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    if !crate::anycable::bearer_matches(auth, &state.internal_key) {
+        return StatusCode::NOT_FOUND.into_response();
+    }
+    match answer(&state, &op, &body).await {
+        Ok(response) => response,
+        Err(e) => {
+            tracing::warn!(op, error = %e, "internal cable call failed");
+            StatusCode::UNPROCESSABLE_ENTITY.into_response()
+        }
+    }
+}
+
+async fn answer(state: &SharedState, op: &str, body: &[u8]) -> anyhow::Result<Response> {
+    Ok(match op {
+        "identify" => {
+            let request: IdentifyRequest = serde_json::from_slice(body)?;
+            let user = crate::db::sessions::resume(&state.pool, &request.session_token).await?;
+            Json(IdentifyResponse { user }).into_response()
+        }
+        "subscribe" => {
+            let request: SubscribeRequest = serde_json::from_slice(body)?;
+            let outcome =
+                channels::subscribe(ctx(state, &request.user), &request.channel, &request.params)
+                    .await?;
+            Json(outcome).into_response()
+        }
+        "perform" => {
+            let request: PerformRequest = serde_json::from_slice(body)?;
+            let handled = channels::perform(
+                ctx(state, &request.user),
+                &request.subscribed,
+                &request.action,
+            )
+            .await?;
+            Json(handled).into_response()
+        }
+        "unsubscribed" => {
+            let request: UnsubscribedRequest = serde_json::from_slice(body)?;
+            channels::unsubscribed(ctx(state, &request.user), &request.subscribed).await?;
+            Json(true).into_response()
+        }
+        _ => StatusCode::NOT_FOUND.into_response(),
+    })
+}
