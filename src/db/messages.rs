@@ -242,6 +242,8 @@ pub struct Created {
 /// room's `updated_at` and sets `unread_at` on every visible, disconnected membership other
 /// than the creator's that has no unread mark yet. The statement is atomic: nothing is stored
 /// when any part fails. The member ids are read after the commit.
+///
+/// Equivalent to [`create_then`] with nothing to run at the commit.
 pub async fn create(
     pool: &SqlitePool,
     room_id: i64,
@@ -250,6 +252,39 @@ pub async fn create(
     client_message_id: &str,
     body: &str,
 ) -> sqlx::Result<Created> {
+    let (created, ()) = create_then(
+        pool,
+        room_id,
+        creator_id,
+        creator_name,
+        client_message_id,
+        body,
+        |_| (),
+    )
+    .await?;
+    Ok(created)
+}
+
+/// [`create`], running `committed` on the stored message right after its commit and before the
+/// process's write lock is released; returns what `committed` returned beside the result.
+///
+/// Messages are numbered and committed one at a time under that lock, so whatever
+/// `committed` does (the room's `append` broadcast) happens in the order of the messages'
+/// ids: two concurrent posts can never be announced in the reverse order of their commits.
+/// `committed` must be quick and must not wait (it holds up every other write); a broadcast
+/// qualifies, as it only queues frames. It is not run when the insert fails.
+///
+/// # Errors
+/// The insert failed ([`super::Busy`] past the write wait), or reading the members did.
+pub async fn create_then<T>(
+    pool: &SqlitePool,
+    room_id: i64,
+    creator_id: i64,
+    creator_name: &str,
+    client_message_id: &str,
+    body: &str,
+    committed: impl FnOnce(&Message) -> T,
+) -> sqlx::Result<(Created, T)> {
     let write = super::write_lock().await?;
     // Stamped under the write lock, so posts commit in the order of their timestamps.
     let now = super::now_ms();
@@ -265,9 +300,6 @@ pub async fn create(
     .bind(now)
     .fetch_one(pool)
     .await?;
-    drop(write);
-    // Who receives the unread notices, read outside the write lock.
-    let member_ids = super::rooms::member_ids(pool, room_id).await?;
     let message = Message {
         id,
         room_id,
@@ -279,10 +311,17 @@ pub async fn create(
         updated_at: now,
         boosts: Vec::new(),
     };
-    Ok(Created {
-        message,
-        member_ids,
-    })
+    let out = committed(&message);
+    drop(write);
+    // Who receives the unread notices, read outside the write lock.
+    let member_ids = super::rooms::member_ids(pool, room_id).await?;
+    Ok((
+        Created {
+            message,
+            member_ids,
+        },
+        out,
+    ))
 }
 
 /// Replaces a message's body; returns the updated message, or None when it does not exist.

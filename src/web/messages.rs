@@ -85,21 +85,20 @@ async fn post_message(
             "message body can't be blank".into(),
         ));
     }
-    let created = messages::create(
+    // The append goes out at the commit, under the write lock: a room's appends reach its
+    // subscribers in the order of the messages' ids (see `messages::create_then`).
+    let (created, appended) = messages::create_then(
         &state.pool,
         room.id,
         author.id,
         &author.name,
         client_message_id,
         &body_html(text),
+        |message| broadcasts::message_appended(&state.broadcaster, room, message),
     )
     .await?;
-    let html = broadcasts::message_created(
-        &state.broadcaster,
-        room,
-        &created.message,
-        &created.member_ids,
-    )?;
+    let html = appended?;
+    broadcasts::message_unreads(&state.broadcaster, room, &created.member_ids);
     Ok((created.message, html))
 }
 

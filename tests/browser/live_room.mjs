@@ -10,6 +10,7 @@
 //    and open room 1. Jason types: David sees "Jason is typing…"; Jason clears the field and
 //    the notice goes. David posts with Enter: Jason's page shows it live, David's field clears,
 //    and each page holds the message once. A screenshot of both windows side by side is kept.
+//    A bot posts 32 messages at once: both pages hold them in the order of their ids.
 // 3. Hearth is stopped with SIGTERM (both pages get `server_restart` and show
 //    data-cable="disconnected") and started again on the same port and database. A bot posts
 //    while the pages are still disconnected; once @rails/actioncable reconnects, each page
@@ -220,6 +221,28 @@ try {
     if (count !== 1) await fail(`${who}'s page holds the message ${count} times`)
   }
   out("ONCE-EACH")
+
+  // A burst of posts at once: both pages hold them in the order of the messages' ids.
+  const BURST = 32
+  const burst = await Promise.all(
+    Array.from({ length: BURST }, (_, i) =>
+      fetch(`${base}/rooms/${ROOM}/${BOT_KEY}/messages`, { method: "POST", body: `Burst ${i} (${nonce})` }),
+    ),
+  )
+  if (burst.some((r) => r.status !== 201)) await fail(`burst answered ${burst.map((r) => r.status)}`)
+  const burstIds = burst.map((r) => Number(r.headers.get("location").split("@")[1]))
+  for (const [who, page] of [["david", david], ["jason", jason]]) {
+    await page.waitForFunction(
+      ([tag, n]) => [...document.querySelectorAll("#message-area .message")].filter((m) => m.textContent.includes(tag)).length === n,
+      [`(${nonce})`, BURST + 1],
+    )
+    const ids = await page.evaluate(() =>
+      [...document.querySelectorAll("#message-area .message[data-message-id]")].map((m) => Number(m.dataset.messageId)),
+    )
+    const swapped = ids.filter((id, i) => i > 0 && ids[i - 1] >= id).length
+    if (swapped > 0) await fail(`${who}'s page holds ${swapped} messages out of id order: ${ids.slice(-BURST - 2)}`)
+  }
+  out("ORDERED", `${BURST} concurrent posts in id order on both pages`)
   out("SCREENSHOT", await sideBySide([["David (posted)", david], ["Jason (live)", jason]], "live-message.png"))
 
   // A restart: both pages are told, reconnect by themselves and catch up.
