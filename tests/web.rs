@@ -439,3 +439,101 @@ async fn a_post_touches_the_room_and_marks_disconnected_members_unread() {
     assert_eq!(members.len() as i64, count);
     assert!(members.windows(2).all(|w| w[0] < w[1]));
 }
+
+/// The id of the message posted with client message id `cid`.
+async fn message_id(server: &TestServer, cid: &str) -> i64 {
+    sqlx::query_scalar("SELECT id FROM messages WHERE client_message_id = ?")
+        .bind(cid)
+        .fetch_one(&server.state.pool)
+        .await
+        .unwrap()
+}
+
+/// Issue 13, item 5: the Edit link of every message leads to the edit form (Campfire's
+/// `GET /rooms/:room_id/messages/:id/edit`), in the turbo frame the link targets; the form
+/// PATCHes the message. Only its creator (or an administrator) gets it.
+#[tokio::test]
+async fn the_edit_link_renders_the_edit_form_in_its_frame() {
+    let server = TestServer::start().await;
+    let mut c = server.signed_in(DAVID, SECRET).await;
+    let (csrf, _) = c.room(1).await;
+    let posted = c
+        .post_message(1, "a < b & \"c\"\nsecond line", "to-edit", &csrf)
+        .await;
+    assert_eq!(posted.status, 200);
+    let id = message_id(&server, "to-edit").await;
+    let edit_path = format!("/rooms/1/messages/{id}/edit");
+    // The partial's Edit link is this route, aimed at a frame the partial holds.
+    let link = format!("<a href=\"{edit_path}\"");
+    assert!(posted.body.contains(&link), "{}", posted.body);
+    let frame = "presentation_message_to-edit";
+    assert!(posted
+        .body
+        .contains(&format!("data-turbo-frame=\"{frame}\"")));
+    assert!(
+        posted
+            .body
+            .contains(&format!("<turbo-frame id=\"{frame}\"")),
+        "the partial has no turbo-frame {frame}: {}",
+        posted.body
+    );
+
+    let r = c.get(&edit_path).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(r.header("content-type").unwrap().starts_with("text/html"));
+    let start = r
+        .body
+        .find(&format!("<turbo-frame id=\"{frame}\""))
+        .expect("the answer holds the frame");
+    let inside = &r.body[start..];
+    assert!(inside.contains(&format!("action=\"/rooms/1/messages/{id}\"")));
+    assert!(inside.contains("name=\"_method\" value=\"patch\""));
+    assert!(inside.contains("name=\"authenticity_token\""));
+    // The current text, as typed (lines kept), escaped once for the textarea.
+    assert!(
+        inside.contains("a &lt; b &amp; &quot;c&quot;\nsecond line</textarea>")
+            || inside.contains("a &lt; b &amp; &#34;c&#34;\nsecond line</textarea>"),
+        "{inside}"
+    );
+
+    // Submitting it edits the message (turbo-stream replace).
+    let token = csrf_meta(&r.body);
+    let r = c
+        .post_form(
+            &format!("/rooms/1/messages/{id}"),
+            &form(&[
+                ("_method", "patch"),
+                ("message[body]", "edited"),
+                ("authenticity_token", &token),
+            ]),
+            &[("Accept", "text/vnd.turbo-stream.html")],
+        )
+        .await;
+    assert_eq!(r.status, 200);
+    assert!(r
+        .body
+        .starts_with("<turbo-stream action=\"replace\" target=\"message_to-edit\">"));
+
+    // Someone else's message: 403; not a member: 404; no such message: 404.
+    let mut jason = server.signed_in("jason@example.com", SECRET).await;
+    assert_eq!(jason.get(&edit_path).await.status, 403);
+    let mut outsider = server.signed_in("user1@example.com", "password").await;
+    let david_in_4: i64 = sqlx::query_scalar("SELECT MAX(id) FROM messages WHERE room_id = 4")
+        .fetch_one(&server.state.pool)
+        .await
+        .unwrap();
+    assert_eq!(
+        outsider
+            .get(&format!("/rooms/4/messages/{david_in_4}/edit"))
+            .await
+            .status,
+        404
+    );
+    assert_eq!(c.get("/rooms/1/messages/999999/edit").await.status, 404);
+    assert_eq!(
+        c.get(&format!("/rooms/4/messages/{id}/edit")).await.status,
+        404
+    );
+    // Signed out: 401, as every room-scoped route.
+    assert_eq!(server.client().get(&edit_path).await.status, 401);
+}
