@@ -246,6 +246,9 @@ pub struct RoomPage<'a> {
     pub first_message_id: i64,
     /// A fresh client_message_id for the composer (no-JS posts).
     pub client_message_id: &'a str,
+    /// The catch-up cursor of the page: the newest change of the room log read before its
+    /// messages ([`crate::db::messages::last_change`]), sent as `?cursor=` after a reconnect.
+    pub refresh_cursor: i64,
     /// The import map and script tags of the page's JS.
     pub scripts: &'a str,
 }

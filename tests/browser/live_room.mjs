@@ -14,7 +14,8 @@
 // 3. Hearth is stopped with SIGTERM (both pages get `server_restart` and show
 //    data-cable="disconnected") and started again on the same port and database. A bot posts
 //    while the pages are still disconnected; once @rails/actioncable reconnects, each page
-//    catches up through /rooms/1/refresh and shows it. Then a post is live again.
+//    catches up through /rooms/1/refresh and shows it, with an edit and a delete the bot made
+//    meanwhile. Then a post is live again.
 // 4. David creates a closed room with Jason and Kevin, then a direct room with both, through
 //    the new-room forms: the room and the direct message appear live in Jason's and Kevin's
 //    sidebars (the direct room named by the other members). A screenshot is kept.
@@ -264,8 +265,19 @@ try {
   if (states.some((s) => s !== "disconnected")) {
     await fail(`a page reconnected before the bot's post (${states}); the catch-up was not exercised`)
   }
+  // An edit and a delete while away, too.
+  const editedText = `Edited while you were away (${nonce})`
+  const botMessage = (id) => `${base}/rooms/${ROOM}/${BOT_KEY}/messages/${id}`
+  const edited = await fetch(botMessage(burstIds[0]), { method: "PATCH", body: editedText })
+  const deleted = await fetch(botMessage(burstIds[1]), { method: "DELETE" })
+  if (edited.status !== 204 || deleted.status !== 204) await fail(`bot edit/delete answered ${edited.status}/${deleted.status}`)
   out("POSTED-WHILE-DISCONNECTED")
   await Promise.all([message(david, awayText).waitFor(), message(jason, awayText).waitFor()])
+  for (const page of [david, jason]) {
+    await message(page, editedText).waitFor()
+    await page.waitForFunction((id) => !document.querySelector(`#message-area .message[data-message-id="${id}"]`), burstIds[1])
+  }
+  out("CAUGHT-UP-CHANGES", "an edit and a delete made while away")
   await Promise.all([live(david, 2), live(jason, 2)])
   out("CAUGHT-UP", `${Date.now() - restarted} ms after the restart`)
   const again = `Live again after the restart (${nonce})`
