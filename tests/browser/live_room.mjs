@@ -10,7 +10,9 @@
 //    and open room 1. Jason types: David sees "Jason is typing…"; Jason clears the field and
 //    the notice goes. David posts with Enter: Jason's page shows it live, David's field clears,
 //    and each page holds the message once. A screenshot of both windows side by side is kept.
-//    A bot posts 32 messages at once: both pages hold them in the order of their ids.
+//    A bot posts 32 messages at once: both pages hold them in the order of their ids. David
+//    edits his message through its Edit link: the form opens in place, and the saved text
+//    shows on both pages.
 // 3. Hearth is stopped with SIGTERM (both pages get `server_restart` and show
 //    data-cable="disconnected") and started again on the same port and database. A bot posts
 //    while the pages are still disconnected; once @rails/actioncable reconnects, each page
@@ -244,6 +246,23 @@ try {
     if (swapped > 0) await fail(`${who}'s page holds ${swapped} messages out of id order: ${ids.slice(-BURST - 2)}`)
   }
   out("ORDERED", `${BURST} concurrent posts in id order on both pages`)
+
+  // The message's Edit link opens the edit form in place (a turbo frame); saving replaces the
+  // message on both pages, without leaving the room.
+  const ownId = await message(david, text).getAttribute("id")
+  const own = david.locator(`#${ownId}`)
+  await own.locator("summary").click()
+  await own.locator("a.message__action", { hasText: "Edit" }).click()
+  const field = own.locator('turbo-frame textarea[name="message[body]"]')
+  await field.waitFor()
+  if ((await field.inputValue()) !== text) await fail(`the edit form holds ${JSON.stringify(await field.inputValue())}`)
+  const editedLive = `Edited in place (${nonce})`
+  await field.fill(editedLive)
+  await own.locator('button[type="submit"]', { hasText: "Save changes" }).click()
+  await Promise.all([message(david, editedLive).waitFor(), message(jason, editedLive).waitFor()])
+  if (!david.url().endsWith(`/rooms/${ROOM}`)) await fail(`editing left the room: ${david.url()}`)
+  if ((await david.locator("#message-area textarea").count()) !== 0) await fail("the edit form stayed open")
+  out("EDITED-IN-PLACE")
   out("SCREENSHOT", await sideBySide([["David (posted)", david], ["Jason (live)", jason]], "live-message.png"))
 
   // A restart: both pages are told, reconnect by themselves and catch up.
