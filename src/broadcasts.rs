@@ -34,8 +34,8 @@ use crate::render;
 use crate::streams;
 
 /// Broadcasts a new message: the `append` to the room's stream, then `{"roomId":…}` to every
-/// member's unread stream. Returns the `append` (the poster's own turbo-stream answer). The
-/// call's duration is recorded as `hearth_broadcast_duration_seconds`.
+/// member's unread stream ([`message_appended`] then [`message_unreads`]). Returns the
+/// `append` (the poster's own turbo-stream answer).
 ///
 /// # Errors
 /// The message partial failed to render; nothing was broadcast.
@@ -45,6 +45,24 @@ pub fn message_created(
     message: &Message,
     member_ids: &[i64],
 ) -> Result<String, askama::Error> {
+    let html = message_appended(b, room, message)?;
+    message_unreads(b, room, member_ids);
+    Ok(html)
+}
+
+/// Broadcasts the `append` of a new message to the room's stream (Campfire's
+/// `broadcast_append_to room, :messages`) and returns it. Called at the message's commit,
+/// under the write lock ([`crate::db::messages::create_then`]), so a room's appends go out in
+/// the order of the messages' ids. The call's duration is recorded as
+/// `hearth_broadcast_duration_seconds`.
+///
+/// # Errors
+/// The message partial failed to render; nothing was broadcast.
+pub fn message_appended(
+    b: &Broadcaster,
+    room: &Room,
+    message: &Message,
+) -> Result<String, askama::Error> {
     let started = std::time::Instant::now();
     let html = render::turbo_stream(
         "append",
@@ -52,12 +70,17 @@ pub fn message_created(
         Some(&render::message(message)?),
     );
     b.broadcast_string(&streams::room_messages(b.gid_app(), room), &html);
+    b.record_duration(started.elapsed());
+    Ok(html)
+}
+
+/// Broadcasts `{"roomId":<room id>}` to each member's `user_<id>_unreads` stream (Campfire's
+/// unread notice of a new message).
+pub fn message_unreads(b: &Broadcaster, room: &Room, member_ids: &[i64]) {
     let unread = format!("{{\"roomId\":{}}}", room.id);
     for id in member_ids {
         b.broadcast(&streams::unreads(*id), unread.as_bytes());
     }
-    b.record_duration(started.elapsed());
-    Ok(html)
 }
 
 /// Broadcasts an edited message: a `replace` of its element. Returns the turbo-stream (the

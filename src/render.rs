@@ -45,6 +45,28 @@ pub fn message(m: &Message) -> Result<String, askama::Error> {
     partial.render()
 }
 
+/// The edit form of a message (Campfire's `messages/edit`): a page whose form sits in the
+/// turbo frame `presentation_message_<client_message_id>` that the partial's Edit link
+/// targets, and `PATCH`es `/rooms/<room id>/messages/<id>`.
+#[derive(Template)]
+#[template(path = "messages/edit.html")]
+pub struct MessageEdit<'a> {
+    /// The masked authenticity token.
+    pub csrf_token: &'a str,
+    /// The message being edited.
+    pub m: &'a Message,
+    /// Its current text, already escaped for HTML (Rails' escaping), as the textarea holds it.
+    pub text: &'a str,
+}
+
+impl std::fmt::Debug for MessageEdit<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MessageEdit")
+            .field("id", &self.m.id)
+            .finish()
+    }
+}
+
 /// The avatar initials of a name: the first letter of its first two words, upper-cased
 /// (`"Ada Lovelace"` → `"AL"`), as Campfire's initials avatar shows them.
 pub fn initials(name: &str) -> String {
@@ -224,6 +246,9 @@ pub struct RoomPage<'a> {
     pub first_message_id: i64,
     /// A fresh client_message_id for the composer (no-JS posts).
     pub client_message_id: &'a str,
+    /// The catch-up cursor of the page: the newest change of the room log read before its
+    /// messages ([`crate::db::messages::last_change`]), sent as `?cursor=` after a reconnect.
+    pub refresh_cursor: i64,
     /// The import map and script tags of the page's JS.
     pub scripts: &'a str,
 }

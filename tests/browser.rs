@@ -3,9 +3,10 @@
 //! `tests/browser/live_room.mjs`, against the `hearth` binary run from an empty directory: the
 //! page's scripts (Turbo, turbo-rails, `@rails/actioncable` and its own) are the ones built
 //! into the binary, so no `node_modules` and no checkout are involved. Two people see a post
-//! live and a typing notice; both pages reconnect after a restart and catch up; a new closed
-//! room and a direct room appear live in their members' sidebars; a page without JavaScript
-//! posts by plain form. Screenshots of the two windows side by side are kept in
+//! live and a typing notice; a burst of concurrent posts lands in id order; a message is
+//! edited in place through its Edit link; both pages reconnect after a restart and catch up
+//! (new posts, an edit, a delete); a new closed room and a direct room appear live in their
+//! members' sidebars; a page without JavaScript posts by plain form. Screenshots of the two windows side by side are kept in
 //! `target/artifacts/browser/`.
 //!
 //! Chromium must be installed (`apt-get install -y --no-install-recommends chromium`, which
@@ -77,8 +78,11 @@ fn two_people_see_a_post_live_and_catch_up_after_a_restart() {
         "LIVE ",
         "COMPOSER-CLEARED",
         "ONCE-EACH",
+        "ORDERED",
+        "EDITED-IN-PLACE",
         "DISCONNECTED server_restart",
         "POSTED-WHILE-DISCONNECTED",
+        "CAUGHT-UP-CHANGES",
         "CAUGHT-UP",
         "LIVE-AFTER-RESTART",
         "CLOSED-ROOM-LIVE",

@@ -515,3 +515,80 @@ async fn edits_deletes_and_boosts_are_broadcast_to_the_room() {
         .unwrap();
     assert_eq!(left, 0);
 }
+
+/// Issue 13, item 3: sixteen people post at once (eight posts each, every post its own
+/// request) while a real Action Cable client listens to the room: the `append` frames arrive
+/// in the order of the messages' ids, every one of them exactly once. Each append is
+/// broadcast at its message's commit, under the write lock that numbers the messages.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_posters_appends_arrive_in_id_order() {
+    const POSTERS: usize = 16;
+    const EACH: usize = 8;
+    let server = TestServer::start().await;
+    let (mut c, mut ws) = connect_as(&server, "david@example.com", "secret123456").await;
+    let (csrf, html) = c.room(1).await;
+    let signed = common::attr_after(
+        &html,
+        "channel=\"RoomMessagesChannel\" signed-stream-name=\"",
+    )
+    .unwrap()
+    .replace("&#x3D;", "=");
+    let id = room_identifier(&signed);
+    ws.send_text(&subscribe_cmd(&id)).await;
+    assert_eq!(ws.next_non_ping(T).await, text(&confirm(&id)));
+
+    let start = std::sync::Arc::new(tokio::sync::Barrier::new(POSTERS));
+    let mut posters = Vec::new();
+    for p in 0..POSTERS {
+        let mut client = c.clone();
+        let csrf = csrf.clone();
+        let start = start.clone();
+        posters.push(tokio::spawn(async move {
+            start.wait().await;
+            for i in 0..EACH {
+                let r = client
+                    .post_message(
+                        1,
+                        &format!("post {p}.{i}"),
+                        &format!("order-{p}-{i}"),
+                        &csrf,
+                    )
+                    .await;
+                assert_eq!(r.status, 200, "{}", r.body);
+            }
+        }));
+    }
+    let mut ids = Vec::new();
+    let mut sort_keys = Vec::new();
+    while ids.len() < POSTERS * EACH {
+        let frame = ws.next_non_ping(Duration::from_secs(30)).await;
+        let Some(WsEvent::Text(t)) = frame else {
+            panic!("no frame after {} appends: {frame:?}", ids.len())
+        };
+        let v: serde_json::Value = serde_json::from_str(&t).unwrap();
+        let message = v["message"].as_str().unwrap_or_default();
+        if !message.starts_with("<turbo-stream action=\"append\" target=\"messages_rooms_open_1\"")
+        {
+            continue;
+        }
+        let id: i64 = common::attr_after(message, "data-message-id=\"")
+            .unwrap()
+            .parse()
+            .unwrap();
+        sort_keys.push(common::attr_after(message, "data-sort-value=\""));
+        ids.push(id);
+    }
+    for poster in posters {
+        poster.await.unwrap();
+    }
+    let swapped: Vec<_> = ids.windows(2).filter(|w| w[0] >= w[1]).collect();
+    assert!(
+        swapped.is_empty(),
+        "{} of {} adjacent appends out of id order: {swapped:?}",
+        swapped.len(),
+        ids.len() - 1
+    );
+    // Every partial carries its sort key (the id), for the page's ordered insertion.
+    let expected: Vec<_> = ids.iter().map(|id| Some(id.to_string())).collect();
+    assert_eq!(sort_keys, expected);
+}

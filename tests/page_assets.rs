@@ -113,6 +113,7 @@ async fn the_import_map_points_at_files_hearth_serves() {
         "connection.js",
         "unreads.js",
         "scrolling.js",
+        "ordering.js",
         "util.js",
     ] {
         let r = anonymous.get(&format!("/assets/js/{module}")).await;

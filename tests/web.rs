@@ -439,3 +439,290 @@ async fn a_post_touches_the_room_and_marks_disconnected_members_unread() {
     assert_eq!(members.len() as i64, count);
     assert!(members.windows(2).all(|w| w[0] < w[1]));
 }
+
+/// The id of the message posted with client message id `cid`.
+async fn message_id(server: &TestServer, cid: &str) -> i64 {
+    sqlx::query_scalar("SELECT id FROM messages WHERE client_message_id = ?")
+        .bind(cid)
+        .fetch_one(&server.state.pool)
+        .await
+        .unwrap()
+}
+
+/// Issue 13, item 5: the Edit link of every message leads to the edit form (Campfire's
+/// `GET /rooms/:room_id/messages/:id/edit`), in the turbo frame the link targets; the form
+/// PATCHes the message. Only its creator (or an administrator) gets it.
+#[tokio::test]
+async fn the_edit_link_renders_the_edit_form_in_its_frame() {
+    let server = TestServer::start().await;
+    let mut c = server.signed_in(DAVID, SECRET).await;
+    let (csrf, _) = c.room(1).await;
+    let posted = c
+        .post_message(1, "a < b & \"c\"\nsecond line", "to-edit", &csrf)
+        .await;
+    assert_eq!(posted.status, 200);
+    let id = message_id(&server, "to-edit").await;
+    let edit_path = format!("/rooms/1/messages/{id}/edit");
+    // The partial's Edit link is this route, aimed at a frame the partial holds.
+    let link = format!("<a href=\"{edit_path}\"");
+    assert!(posted.body.contains(&link), "{}", posted.body);
+    let frame = "presentation_message_to-edit";
+    assert!(posted
+        .body
+        .contains(&format!("data-turbo-frame=\"{frame}\"")));
+    assert!(
+        posted
+            .body
+            .contains(&format!("<turbo-frame id=\"{frame}\"")),
+        "the partial has no turbo-frame {frame}: {}",
+        posted.body
+    );
+
+    let r = c.get(&edit_path).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(r.header("content-type").unwrap().starts_with("text/html"));
+    let start = r
+        .body
+        .find(&format!("<turbo-frame id=\"{frame}\""))
+        .expect("the answer holds the frame");
+    let inside = &r.body[start..];
+    assert!(inside.contains(&format!("action=\"/rooms/1/messages/{id}\"")));
+    assert!(inside.contains("name=\"_method\" value=\"patch\""));
+    assert!(inside.contains("name=\"authenticity_token\""));
+    // The current text, as typed (lines kept), escaped once for the textarea.
+    assert!(
+        inside.contains("a &lt; b &amp; &quot;c&quot;\nsecond line</textarea>")
+            || inside.contains("a &lt; b &amp; &#34;c&#34;\nsecond line</textarea>"),
+        "{inside}"
+    );
+
+    // Submitting it edits the message (turbo-stream replace).
+    let token = csrf_meta(&r.body);
+    let r = c
+        .post_form(
+            &format!("/rooms/1/messages/{id}"),
+            &form(&[
+                ("_method", "patch"),
+                ("message[body]", "edited"),
+                ("authenticity_token", &token),
+            ]),
+            &[("Accept", "text/vnd.turbo-stream.html")],
+        )
+        .await;
+    assert_eq!(r.status, 200);
+    assert!(r
+        .body
+        .starts_with("<turbo-stream action=\"replace\" target=\"message_to-edit\">"));
+
+    // Someone else's message: 403; not a member: 404; no such message: 404.
+    let mut jason = server.signed_in("jason@example.com", SECRET).await;
+    assert_eq!(jason.get(&edit_path).await.status, 403);
+    let mut outsider = server.signed_in("user1@example.com", "password").await;
+    let david_in_4: i64 = sqlx::query_scalar("SELECT MAX(id) FROM messages WHERE room_id = 4")
+        .fetch_one(&server.state.pool)
+        .await
+        .unwrap();
+    assert_eq!(
+        outsider
+            .get(&format!("/rooms/4/messages/{david_in_4}/edit"))
+            .await
+            .status,
+        404
+    );
+    assert_eq!(c.get("/rooms/1/messages/999999/edit").await.status, 404);
+    assert_eq!(
+        c.get(&format!("/rooms/4/messages/{id}/edit")).await.status,
+        404
+    );
+    // Signed out: 401, as every room-scoped route.
+    assert_eq!(server.client().get(&edit_path).await.status, 401);
+}
+
+/// The catch-up cursor a room page carries (a change id).
+fn page_cursor(html: &str) -> i64 {
+    common::attr_after(html, "data-refresh-room-cursor-value=\"")
+        .expect("the page carries its catch-up cursor")
+        .parse()
+        .unwrap()
+}
+
+/// GETs the catch-up after `cursor`; returns the answer and the cursor it hands back.
+async fn catch_up(c: &mut common::Client, cursor: i64) -> (common::Response, Option<i64>) {
+    let r = c
+        .get(&format!(
+            "/rooms/1/refresh?cursor={cursor}&reason=connection"
+        ))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(r
+        .header("content-type")
+        .unwrap()
+        .starts_with("text/vnd.turbo-stream.html"));
+    let next = r.header("x-refresh-cursor").map(|v| v.parse().unwrap());
+    (r, next)
+}
+
+/// Issue 13, item 2: a message stamped with the same millisecond as the last one the page
+/// holds is caught up, by the old `since=<ms>` and by the page's cursor.
+#[tokio::test]
+async fn refresh_returns_a_message_sharing_the_last_seen_millisecond() {
+    let server = TestServer::start().await;
+    let mut c = server.signed_in(DAVID, SECRET).await;
+    let (_, html) = c.room(1).await;
+    let newest: i64 = sqlx::query_scalar("SELECT MAX(created_at) FROM messages WHERE room_id = 1")
+        .fetch_one(&server.state.pool)
+        .await
+        .unwrap();
+    // Committed in the same millisecond as the page's newest message, after the page loaded.
+    sqlx::query(
+        "INSERT INTO messages (room_id, creator_id, client_message_id, body, created_at, updated_at) \
+         VALUES (1, 2, 'same-ms', '<div>same millisecond</div>', ?, ?)",
+    )
+    .bind(newest)
+    .bind(newest)
+    .execute(&server.state.pool)
+    .await
+    .unwrap();
+    let r = c.get(&format!("/rooms/1/refresh?since={newest}")).await;
+    assert_eq!(r.status, 200);
+    assert!(r.body.contains("id=\"message_same-ms\""), "{}", r.body);
+    let (r, _) = catch_up(&mut c, page_cursor(&html)).await;
+    assert_eq!(r.body.matches("class=\"message\"").count(), 1, "{}", r.body);
+    assert!(r.body.contains("id=\"message_same-ms\""));
+}
+
+/// Issue 13, item 2: a page away for more than a page of messages gets every one of them, in
+/// order, and past the bound it is told to reload; a second catch-up from the cursor handed
+/// back brings nothing twice.
+#[tokio::test]
+async fn refresh_returns_everything_missed_or_asks_for_a_reload() {
+    let server = TestServer::start().await;
+    let mut c = server.signed_in(DAVID, SECRET).await;
+    let (csrf, html) = c.room(1).await;
+    let cursor = page_cursor(&html);
+    for i in 0..95 {
+        let r = c
+            .post_message(1, &format!("missed {i}"), &format!("missed-{i}"), &csrf)
+            .await;
+        assert_eq!(r.status, 200);
+    }
+    let (r, next) = catch_up(&mut c, cursor).await;
+    let next = next.expect("the next cursor");
+    assert_eq!(r.body.matches("class=\"message\"").count(), 95);
+    let mut at = 0;
+    for i in 0..95 {
+        let found = r.body[at..]
+            .find(&format!("id=\"message_missed-{i}\""))
+            .unwrap_or_else(|| panic!("missed-{i} absent or out of order"));
+        at += found;
+    }
+    assert!(!r.body.contains("action=\"refresh\""));
+    let (again, same) = catch_up(&mut c, next).await;
+    assert_eq!(again.body, "");
+    assert_eq!(same, Some(next));
+
+    // Past the bound (hearth::web::rooms::REFRESH_MAX messages): reload instead.
+    let max = usize::try_from(hearth::web::rooms::REFRESH_MAX).unwrap();
+    for i in 0..=max {
+        sqlx::query(
+            "INSERT INTO messages (room_id, creator_id, client_message_id, body, created_at, updated_at) \
+             VALUES (1, 2, ?, '<div>flood</div>', ?, ?)",
+        )
+        .bind(format!("flood-{i}"))
+        .bind(hearth::db::now_ms())
+        .bind(hearth::db::now_ms())
+        .execute(&server.state.pool)
+        .await
+        .unwrap();
+    }
+    let (r, none) = catch_up(&mut c, next).await;
+    assert_eq!(
+        r.body, "<turbo-stream action=\"refresh\"></turbo-stream>",
+        "too much missed: the page reloads"
+    );
+    assert_eq!(none, None);
+    // So does a cursor the log does not cover.
+    let (r, _) = catch_up(&mut c, i64::MAX).await;
+    assert_eq!(r.body, "<turbo-stream action=\"refresh\"></turbo-stream>");
+    assert_eq!(c.get("/rooms/1/refresh?cursor=abc").await.status, 400);
+}
+
+/// Issue 13, item 2: edits, boosts and deletes made while the page was away are caught up
+/// (`replace` and `remove`), also when a deleted message's id is given to the next post.
+#[tokio::test]
+async fn refresh_sends_edits_and_deletes_made_while_away() {
+    let server = TestServer::start().await;
+    let mut c = server.signed_in(DAVID, SECRET).await;
+    let (csrf, _) = c.room(1).await;
+    for cid in ["keep", "edit-me", "boost-me", "drop-me", "last"] {
+        assert_eq!(c.post_message(1, cid, cid, &csrf).await.status, 200);
+    }
+    let (_, html) = c.room(1).await;
+    let cursor = page_cursor(&html);
+    let last_id = message_id(&server, "last").await;
+    let turbo = [("Accept", "text/vnd.turbo-stream.html")];
+    let edit = message_id(&server, "edit-me").await;
+    let r = c
+        .post_form(
+            &format!("/rooms/1/messages/{edit}"),
+            &form(&[
+                ("_method", "patch"),
+                ("message[body]", "edited while away"),
+                ("authenticity_token", &csrf),
+            ]),
+            &turbo,
+        )
+        .await;
+    assert_eq!(r.status, 200);
+    let boosted = message_id(&server, "boost-me").await;
+    let r = c
+        .post_form(
+            &format!("/messages/{boosted}/boosts"),
+            &form(&[("boost[content]", "🔥"), ("authenticity_token", &csrf)]),
+            &turbo,
+        )
+        .await;
+    assert_eq!(r.status, 200);
+    for cid in ["drop-me", "last"] {
+        let id = message_id(&server, cid).await;
+        let r = c
+            .post_form(
+                &format!("/rooms/1/messages/{id}"),
+                &form(&[("_method", "delete"), ("authenticity_token", &csrf)]),
+                &turbo,
+            )
+            .await;
+        assert_eq!(r.status, 200);
+    }
+    // SQLite gives the next post an id of the deleted newest messages.
+    assert_eq!(
+        c.post_message(1, "reborn", "reborn", &csrf).await.status,
+        200
+    );
+    let reborn = message_id(&server, "reborn").await;
+    assert!(reborn <= last_id, "the id {reborn} was used before");
+
+    let (r, next) = catch_up(&mut c, cursor).await;
+    let next = next.expect("the next cursor");
+    assert!(
+        r.body
+            .contains("<turbo-stream action=\"replace\" target=\"message_edit-me\"><template>"),
+        "{}",
+        r.body
+    );
+    assert!(r.body.contains("edited while away"));
+    assert!(r
+        .body
+        .contains("<turbo-stream action=\"replace\" target=\"message_boost-me\"><template>"));
+    assert!(r.body.contains("🔥"));
+    assert!(r
+        .body
+        .contains("<turbo-stream action=\"remove\" target=\"message_drop-me\"></turbo-stream>"));
+    assert!(r
+        .body
+        .contains("<turbo-stream action=\"remove\" target=\"message_last\"></turbo-stream>"));
+    assert!(r.body.contains("id=\"message_reborn\""), "{}", r.body);
+    assert!(!r.body.contains("target=\"message_keep\""));
+    let (again, _) = catch_up(&mut c, next).await;
+    assert_eq!(again.body, "");
+}

@@ -1,12 +1,15 @@
 // The connection's state and the catch-up after a reconnect, over HeartbeatChannel (a channel
 // with no stream: only its connected/disconnected callbacks matter).
 //
-// On every connect (the first included) the page asks `/rooms/:id/refresh?since=<ms>` for what
-// it missed and renders the turbo-stream answer: appends of messages created since then and
-// replacements of messages edited since. `since` is the server's time of the newest message
-// the page holds (or the room's last update when it holds none), so client clocks don't
-// matter. The request waits until the room's stream source is subscribed again, so nothing
-// falls between the catch-up and the live stream; Turbo drops duplicates on append.
+// On every connect (the first included) the page asks `/rooms/:id/refresh?cursor=<change id>`
+// for what it missed and renders the turbo-stream answer: appends of messages posted since,
+// replacements of messages edited or boosted since, removals of messages deleted since (or,
+// when too much was missed, Turbo's `refresh` action, which reloads the page). The cursor is
+// the server's: the page starts with the one it was rendered with and takes each answer's
+// X-Refresh-Cursor; what arrives live never moves it, so a live message can't hide an older
+// one the page missed. The request waits until the room's stream source is subscribed again,
+// so nothing falls between the catch-up and the live stream; Turbo drops duplicates on
+// append (and ordering.js puts every append in its place).
 //
 // <html> carries data-cable="connected|disconnected" and the `offline` class after 5 s
 // disconnected; data-refreshes counts completed catch-ups. A tab that was hidden for more than
@@ -20,7 +23,7 @@ const STREAM_WAIT_MS = 5_000
 export function startConnection({ consumer, Turbo, list }) {
   const root = document.documentElement
   const url = list.dataset.refreshRoomUrlValue
-  let loadedAt = Number(list.dataset.refreshRoomLoadedAtValue) || 0
+  let cursor = Number(list.dataset.refreshRoomCursorValue) || 0
   let offlineTimer = null
   let hiddenAt = null
   let stopped = false
@@ -39,14 +42,6 @@ export function startConnection({ consumer, Turbo, list }) {
     },
   })
 
-  function newest() {
-    let max = loadedAt
-    for (const message of list.querySelectorAll(".message[data-message-created-at]")) {
-      max = Math.max(max, Number(message.dataset.messageCreatedAt) || 0)
-    }
-    return max
-  }
-
   function streamConnected() {
     const source = document.querySelector('turbo-cable-stream-source[channel="RoomMessagesChannel"]')
     if (!source || source.hasAttribute("connected")) return Promise.resolve()
@@ -64,21 +59,21 @@ export function startConnection({ consumer, Turbo, list }) {
 
   async function refresh(reason) {
     if (stopped) return
-    const since = newest()
-    let html
+    let html, next
     try {
-      const response = await fetch(`${url}?since=${since}&reason=${reason}`, {
+      const response = await fetch(`${url}?cursor=${cursor}&reason=${reason}`, {
         headers: { Accept: "text/vnd.turbo-stream.html" },
         credentials: "same-origin",
       })
       if (!response.ok) return
+      next = Number(response.headers.get("X-Refresh-Cursor"))
       html = await response.text()
     } catch {
       return // the server went away again: the next connect catches up
     }
     if (stopped) return
     if (html.trim() !== "") Turbo.renderStreamMessage(html)
-    loadedAt = Math.max(since, newest())
+    if (next > cursor) cursor = next
     root.dataset.refreshes = String((Number(root.dataset.refreshes) || 0) + 1)
   }
 

@@ -1,7 +1,8 @@
 // The room page's behaviour. Turbo Drive and Turbo Streams come from turbo-rails (which also
 // defines <turbo-cable-stream-source>); this module adds the composer, typing notices,
-// presence, unread marks, older messages and the catch-up after a reconnect. Everything runs
-// on one Action Cable consumer, the one turbo-rails' stream sources use.
+// presence, unread marks, older messages, the catch-up after a reconnect and the order of
+// appended messages. Everything runs on one Action Cable consumer, the one turbo-rails'
+// stream sources use.
 //
 // Each room page is set up on `turbo:load` and torn down before Turbo renders the next page.
 import { Turbo, cable } from "@hotwired/turbo-rails"
@@ -11,6 +12,7 @@ import { startPresence } from "./presence.js"
 import { startConnection } from "./connection.js"
 import { startUnreads } from "./unreads.js"
 import { startScrolling } from "./scrolling.js"
+import { startOrdering } from "./ordering.js"
 
 let current = null
 
@@ -38,6 +40,7 @@ async function setUp() {
   }
   page.stops = [
     startScrolling(context),
+    startOrdering(context),
     startComposer(context),
     startTyping(context),
     startPresence(context),

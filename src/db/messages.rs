@@ -175,36 +175,162 @@ pub async fn page_after(
     with_boosts(pool, rows).await
 }
 
-/// Messages created after `since_ms` (`page_created_since`), and messages created at or
-/// before it but updated after it (`page_updated_since`), each oldest first and at most one
-/// page: what the catch-up after a reconnect appends and replaces.
+/// Messages created at or after `since_ms` (`page_created_since`), and messages created
+/// before it but updated at or after it (`page_updated_since`), each oldest first and each at
+/// most `limit`: the catch-up of pages that still send a time. Inclusive, so a message
+/// stamped in the same millisecond as the last one a page saw is not skipped (the page drops
+/// the copy it already holds). Pages of this version send a [`catch_up`] cursor instead.
 pub async fn changed_since(
     pool: &SqlitePool,
     room_id: i64,
     since_ms: i64,
+    limit: i64,
 ) -> sqlx::Result<(Vec<Message>, Vec<Message>)> {
     let created: Vec<Row> = sqlx::query_as(select!(
-        "WHERE m.room_id = ? AND m.created_at > ? ORDER BY m.created_at, m.id LIMIT ?"
+        "WHERE m.room_id = ? AND m.created_at >= ? ORDER BY m.created_at, m.id LIMIT ?"
     ))
     .bind(room_id)
     .bind(since_ms)
-    .bind(PAGE_SIZE)
+    .bind(limit)
     .fetch_all(pool)
     .await?;
     let updated: Vec<Row> = sqlx::query_as(select!(
-        "WHERE m.room_id = ? AND m.created_at <= ? AND m.updated_at > ? \
+        "WHERE m.room_id = ? AND m.created_at < ? AND m.updated_at >= ? \
          ORDER BY m.updated_at, m.id LIMIT ?"
     ))
     .bind(room_id)
     .bind(since_ms)
     .bind(since_ms)
-    .bind(PAGE_SIZE)
+    .bind(limit)
     .fetch_all(pool)
     .await?;
     Ok((
         with_boosts(pool, created).await?,
         with_boosts(pool, updated).await?,
     ))
+}
+
+/// The newest change of the `message_changes` log (migration 0007), 0 when there is none:
+/// the catch-up cursor of a page rendered now. Read it *before* the messages the page shows,
+/// so that nothing committed between the two reads is missed (what was already shown comes
+/// again, and the page drops the copy).
+pub async fn last_change(pool: &SqlitePool) -> sqlx::Result<i64> {
+    sqlx::query_scalar("SELECT COALESCE(MAX(id), 0) FROM message_changes")
+        .fetch_one(pool)
+        .await
+}
+
+/// What a page that knew the room up to change `cursor` lacks (see [`catch_up`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CatchUp {
+    /// Messages posted since, still there, oldest (smallest id) first: to `append`.
+    pub appended: Vec<Message>,
+    /// Messages posted before and edited or boosted since, still there: to `replace`.
+    pub replaced: Vec<Message>,
+    /// The client message ids of messages deleted since (`remove` of
+    /// `message_<client_message_id>`), in the order of their deletion.
+    pub removed: Vec<String>,
+    /// The cursor to send next time: the newest change this answer covers.
+    pub cursor: i64,
+}
+
+#[derive(sqlx::FromRow)]
+struct Change {
+    message_id: i64,
+    client_message_id: String,
+    action: String,
+}
+
+/// What changed in a room after change `cursor` of the `message_changes` log (migration
+/// 0007): the catch-up after a reconnect (Campfire's `Rooms::RefreshesController`, with a
+/// cursor that cannot skip: a change id, in commit order, instead of a time). Each message
+/// appears once, in its state now: appended if posted after the cursor, replaced if posted
+/// before and changed since, removed if deleted since.
+///
+/// `None` when the page must reload instead: more than `limit` changes in the room, or a
+/// cursor the log no longer covers (older than its oldest kept change, or newer than its
+/// newest, as after a restore).
+///
+/// # Errors
+/// A database failure.
+pub async fn catch_up(
+    pool: &SqlitePool,
+    room_id: i64,
+    cursor: i64,
+    limit: i64,
+) -> sqlx::Result<Option<CatchUp>> {
+    let (oldest, newest): (Option<i64>, Option<i64>) =
+        sqlx::query_as("SELECT MIN(id), MAX(id) FROM message_changes")
+            .fetch_one(pool)
+            .await?;
+    let newest = newest.unwrap_or(0);
+    if cursor < 0 || cursor > newest || oldest.is_some_and(|oldest| cursor < oldest - 1) {
+        return Ok(None);
+    }
+    // Every change up to `newest` has committed (one writer at a time, ids in commit order),
+    // so this reads exactly the changes in (cursor, newest].
+    let changes: Vec<Change> = sqlx::query_as(
+        "SELECT message_id, client_message_id, action FROM message_changes \
+         WHERE room_id = ? AND id > ? AND id <= ? ORDER BY id LIMIT ?",
+    )
+    .bind(room_id)
+    .bind(cursor)
+    .bind(newest)
+    .bind(limit.saturating_add(1))
+    .fetch_all(pool)
+    .await?;
+    if i64::try_from(changes.len()).unwrap_or(i64::MAX) > limit {
+        return Ok(None);
+    }
+    let mut removed: Vec<String> = Vec::new();
+    let mut appended_ids: Vec<i64> = Vec::new();
+    let mut wanted: Vec<(i64, &str)> = Vec::new();
+    for change in &changes {
+        match change.action.as_str() {
+            "remove" => {
+                if !removed.contains(&change.client_message_id) {
+                    removed.push(change.client_message_id.clone());
+                }
+            }
+            action => {
+                if action == "append" {
+                    appended_ids.push(change.message_id);
+                }
+                if !wanted.iter().any(|(id, _)| *id == change.message_id) {
+                    wanted.push((change.message_id, &change.client_message_id));
+                }
+            }
+        }
+    }
+    let ids = serde_json::to_string(&wanted.iter().map(|(id, _)| *id).collect::<Vec<_>>())
+        .map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
+    let rows: Vec<Row> = sqlx::query_as(select!(
+        "WHERE m.room_id = ? AND m.id IN (SELECT value FROM json_each(?)) ORDER BY m.id"
+    ))
+    .bind(room_id)
+    .bind(ids)
+    .fetch_all(pool)
+    .await?;
+    let mut appended = Vec::new();
+    let mut replaced = Vec::new();
+    for message in with_boosts(pool, rows).await? {
+        if appended_ids.contains(&message.id) {
+            appended.push(message);
+        } else if wanted
+            .iter()
+            .any(|(id, cid)| *id == message.id && *cid == message.client_message_id)
+        {
+            replaced.push(message);
+        }
+        // Otherwise SQLite gave the id of a message deleted since to a later post, whose own
+        // append is past `newest`: the next catch-up brings it.
+    }
+    Ok(Some(CatchUp {
+        appended,
+        replaced,
+        removed,
+        cursor: newest,
+    }))
 }
 
 /// Finds one message of a room.
@@ -242,6 +368,8 @@ pub struct Created {
 /// room's `updated_at` and sets `unread_at` on every visible, disconnected membership other
 /// than the creator's that has no unread mark yet. The statement is atomic: nothing is stored
 /// when any part fails. The member ids are read after the commit.
+///
+/// Equivalent to [`create_then`] with nothing to run at the commit.
 pub async fn create(
     pool: &SqlitePool,
     room_id: i64,
@@ -250,6 +378,39 @@ pub async fn create(
     client_message_id: &str,
     body: &str,
 ) -> sqlx::Result<Created> {
+    let (created, ()) = create_then(
+        pool,
+        room_id,
+        creator_id,
+        creator_name,
+        client_message_id,
+        body,
+        |_| (),
+    )
+    .await?;
+    Ok(created)
+}
+
+/// [`create`], running `committed` on the stored message right after its commit and before the
+/// process's write lock is released; returns what `committed` returned beside the result.
+///
+/// Messages are numbered and committed one at a time under that lock, so whatever
+/// `committed` does (the room's `append` broadcast) happens in the order of the messages'
+/// ids: two concurrent posts can never be announced in the reverse order of their commits.
+/// `committed` must be quick and must not wait (it holds up every other write); a broadcast
+/// qualifies, as it only queues frames. It is not run when the insert fails.
+///
+/// # Errors
+/// The insert failed ([`super::Busy`] past the write wait), or reading the members did.
+pub async fn create_then<T>(
+    pool: &SqlitePool,
+    room_id: i64,
+    creator_id: i64,
+    creator_name: &str,
+    client_message_id: &str,
+    body: &str,
+    committed: impl FnOnce(&Message) -> T,
+) -> sqlx::Result<(Created, T)> {
     let write = super::write_lock().await?;
     // Stamped under the write lock, so posts commit in the order of their timestamps.
     let now = super::now_ms();
@@ -265,9 +426,6 @@ pub async fn create(
     .bind(now)
     .fetch_one(pool)
     .await?;
-    drop(write);
-    // Who receives the unread notices, read outside the write lock.
-    let member_ids = super::rooms::member_ids(pool, room_id).await?;
     let message = Message {
         id,
         room_id,
@@ -279,10 +437,17 @@ pub async fn create(
         updated_at: now,
         boosts: Vec::new(),
     };
-    Ok(Created {
-        message,
-        member_ids,
-    })
+    let out = committed(&message);
+    drop(write);
+    // Who receives the unread notices, read outside the write lock.
+    let member_ids = super::rooms::member_ids(pool, room_id).await?;
+    Ok((
+        Created {
+            message,
+            member_ids,
+        },
+        out,
+    ))
 }
 
 /// Replaces a message's body; returns the updated message, or None when it does not exist.

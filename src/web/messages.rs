@@ -6,7 +6,7 @@
 
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::response::{Html, IntoResponse, Response};
 use axum::Extension;
 
 use super::context::Ctx;
@@ -18,6 +18,7 @@ use crate::db::rooms::Room;
 use crate::db::users::User;
 use crate::db::{messages, rooms, users};
 use crate::metrics::PostSource;
+use crate::render;
 use crate::state::{AppState, SharedState};
 
 /// Longest accepted `client_message_id`, in bytes.
@@ -36,18 +37,92 @@ pub fn body_html(text: &str) -> String {
         if i > 0 {
             out.push_str("<br>");
         }
-        for c in line.chars() {
-            match c {
-                '<' => out.push_str("&lt;"),
-                '>' => out.push_str("&gt;"),
-                '&' => out.push_str("&amp;"),
-                '"' => out.push_str("&quot;"),
-                '\'' => out.push_str("&#39;"),
-                c => out.push(c),
+        out.push_str(&html_escape(line));
+    }
+    out.push_str("</div>");
+    out
+}
+
+/// Rails' `ERB::Util.html_escape` of `text`: `&amp; &lt; &gt; &quot; &#39;`.
+pub fn html_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The plain text of a message body, for the edit form: the inverse of [`body_html`] (each
+/// `<br>` a line break, other tags dropped, character references decoded), so a body typed in
+/// the composer comes back exactly as typed. Bodies written by Rails (Action Text) lose their
+/// markup, keeping their text and line breaks.
+pub fn body_text(body: &str) -> String {
+    let mut text = String::with_capacity(body.len());
+    let mut rest = body;
+    while let Some(start) = rest.find('<') {
+        text.push_str(&rest[..start]);
+        let Some(end) = rest[start..].find('>') else {
+            rest = &rest[start..];
+            break;
+        };
+        let tag = rest[start + 1..start + end].trim().to_ascii_lowercase();
+        let name = tag.trim_start_matches('/');
+        let name = name.split([' ', '/']).next().unwrap_or("");
+        let block_end = tag.starts_with('/') && matches!(name, "div" | "p" | "li" | "h1");
+        if name == "br" || (block_end && !text.is_empty() && !text.ends_with('\n')) {
+            text.push('\n');
+        }
+        rest = &rest[start + end + 1..];
+    }
+    text.push_str(rest);
+    decode_references(text.trim())
+}
+
+/// Decodes the character references an escaped body holds: the five of [`html_escape`],
+/// `&nbsp;` and numeric ones (`&#60;`, `&#x3C;`). Anything else is kept as written.
+fn decode_references(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(amp) = rest.find('&') {
+        out.push_str(&rest[..amp]);
+        rest = &rest[amp..];
+        let decoded = rest.find(';').filter(|end| *end <= 10).and_then(|end| {
+            let name = &rest[1..end];
+            let c = match name {
+                "amp" => Some('&'),
+                "lt" => Some('<'),
+                "gt" => Some('>'),
+                "quot" => Some('"'),
+                "apos" => Some('\''),
+                "nbsp" => Some('\u{a0}'),
+                _ => name
+                    .strip_prefix("#x")
+                    .or_else(|| name.strip_prefix("#X"))
+                    .and_then(|hex| u32::from_str_radix(hex, 16).ok())
+                    .or_else(|| name.strip_prefix('#').and_then(|dec| dec.parse().ok()))
+                    .and_then(char::from_u32),
+            };
+            c.map(|c| (c, end))
+        });
+        match decoded {
+            Some((c, end)) => {
+                out.push(c);
+                rest = &rest[end + 1..];
+            }
+            None => {
+                out.push('&');
+                rest = &rest[1..];
             }
         }
     }
-    out.push_str("</div>");
+    out.push_str(rest);
     out
 }
 
@@ -85,21 +160,20 @@ async fn post_message(
             "message body can't be blank".into(),
         ));
     }
-    let created = messages::create(
+    // The append goes out at the commit, under the write lock: a room's appends reach its
+    // subscribers in the order of the messages' ids (see `messages::create_then`).
+    let (created, appended) = messages::create_then(
         &state.pool,
         room.id,
         author.id,
         &author.name,
         client_message_id,
         &body_html(text),
+        |message| broadcasts::message_appended(&state.broadcaster, room, message),
     )
     .await?;
-    let html = broadcasts::message_created(
-        &state.broadcaster,
-        room,
-        &created.message,
-        &created.member_ids,
-    )?;
+    let html = appended?;
+    broadcasts::message_unreads(&state.broadcaster, room, &created.member_ids);
     Ok((created.message, html))
 }
 
@@ -153,7 +227,7 @@ pub async fn create_by_bot(
     Ok(response)
 }
 
-/// The message a `PATCH`/`DELETE` names in the member's room (404 otherwise), when the user is
+/// The message an edit form, `PATCH` or `DELETE` names in the member's room (404 otherwise), when the user is
 /// its creator or an administrator (403 otherwise).
 async fn editable_message(
     state: &SharedState,
@@ -167,6 +241,29 @@ async fn editable_message(
         return Err(AppError::Forbidden);
     }
     Ok(message)
+}
+
+/// `GET /rooms/{room_id}/messages/{id}/edit`: the edit form of a message (Campfire's
+/// `MessagesController#edit`), for its creator or an administrator (403 for others, 404 for
+/// non-members and unknown messages, 401 signed out). A whole page whose form sits in the
+/// `<turbo-frame id="presentation_message_<client_message_id>">` that the message's Edit link
+/// targets: Turbo swaps it into the message in place, a page without JavaScript shows it alone.
+/// The form `PATCH`es the message (see [`update`]).
+pub async fn edit(
+    State(state): State<SharedState>,
+    Extension(ctx): Extension<Ctx>,
+    member: MemberRoom,
+    Path((_, message_id)): Path<(String, String)>,
+) -> Result<Response, AppError> {
+    let message = editable_message(&state, &member, &message_id).await?;
+    let token = ctx.csrf_token();
+    let text = html_escape(&body_text(&message.body));
+    let view = render::MessageEdit {
+        csrf_token: &token,
+        m: &message,
+        text: &text,
+    };
+    Ok(Html(askama::Template::render(&view)?).into_response())
 }
 
 /// `PATCH /rooms/{room_id}/messages/{id}` with `message[body]`: the creator (or an
@@ -253,6 +350,24 @@ mod tests {
             "<div>say &quot;hi&quot; &amp; it&#39;s &lt;b&gt;<br>café ☕</div>"
         );
         assert_eq!(body_html("   \n  "), "<div></div>");
+    }
+
+    #[test]
+    fn body_text_inverts_body_html() {
+        for typed in [
+            "plain",
+            "a < b & \"c\" it's\nsecond line\n\nafter a blank",
+            "&amp; typed literally &lt;",
+            "café ☕ <script>",
+        ] {
+            assert_eq!(body_text(&body_html(typed)), typed);
+        }
+        assert_eq!(
+            body_text("<div>Rails <strong>rich</strong> text</div><div>two &#60;3 &#x263A;</div>"),
+            "Rails rich text\ntwo <3 ☺"
+        );
+        assert_eq!(body_text("<p>a</p><p>b&nbsp;c</p>"), "a\nb\u{a0}c");
+        assert_eq!(body_text("broken < tag & co"), "broken < tag & co");
     }
 
     #[test]

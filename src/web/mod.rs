@@ -9,7 +9,7 @@
 //! |---|---|
 //! | `GET /session/new`, `POST /session`, `DELETE /session` | [`sessions`] |
 //! | `GET /`, `GET /rooms/{id}`, `GET /rooms/{id}/@{message_id}`, `GET /rooms/{id}/messages`, `GET /rooms/{id}/refresh`, `GET /users/me/sidebar` | [`rooms`] |
-//! | `POST /rooms/{id}/messages`, `PATCH`/`DELETE /rooms/{id}/messages/{message_id}`, `POST /messages/{id}/boosts` | [`messages`] |
+//! | `POST /rooms/{id}/messages`, `GET /rooms/{id}/messages/{message_id}/edit`, `PATCH`/`DELETE /rooms/{id}/messages/{message_id}`, `POST /messages/{id}/boosts` | [`messages`] |
 //! | `POST /rooms/{id}/{bot_key}/messages` | [`messages::create_by_bot`] |
 //! | `GET /rooms/opens/new`, `POST /rooms/opens`, `GET /rooms/opens/{id}`, `GET /rooms/opens/{id}/edit`, `PATCH`/`PUT /rooms/opens/{id}` | [`rooms::opens`] |
 //! | the same under `/rooms/closeds` | [`rooms::closeds`] |
@@ -105,6 +105,10 @@ pub fn routes(state: SharedState) -> Router {
             patch(messages::update)
                 .put(messages::update)
                 .delete(messages::destroy),
+        )
+        .route(
+            "/rooms/{room_id}/messages/{message_id}/edit",
+            get(messages::edit),
         )
         .route(
             "/rooms/{room_id}/{bot_key}/messages",

@@ -87,6 +87,8 @@ async fn render_room(state: &SharedState, ctx: &Ctx, room_id: i64) -> Result<Res
     let room = rooms::find_for_member(&state.pool, room_id, user.id)
         .await?
         .ok_or(AppError::NotFound)?;
+    // The cursor first: whatever commits between the two reads comes again in the catch-up.
+    let refresh_cursor = messages::last_change(&state.pool).await?;
     let page = messages::last_page(&state.pool, room.id).await?;
     let has_older = match page.first() {
         Some(first) => !messages::page_before(&state.pool, room.id, first.id)
@@ -115,6 +117,7 @@ async fn render_room(state: &SharedState, ctx: &Ctx, room_id: i64) -> Result<Res
         has_older,
         first_message_id: page.first().map_or(0, |m| m.id),
         client_message_id: &client_message_id,
+        refresh_cursor,
         scripts: state.assets.head_html(),
     };
     let html = askama::Template::render(&view)?;
@@ -164,47 +167,116 @@ pub async fn messages_page(
     Ok(Html(render::messages(&page)?).into_response())
 }
 
+/// The most changes one catch-up answers with (five pages of [`messages::PAGE_SIZE`]); past
+/// it the page is told to reload.
+pub const REFRESH_MAX: i64 = 5 * messages::PAGE_SIZE;
+
+/// The response header carrying the cursor of the next catch-up (a change id).
+pub const REFRESH_CURSOR_HEADER: &str = "x-refresh-cursor";
+
+/// The turbo-stream that makes the page reload itself (Turbo 8's `refresh` action): the
+/// catch-up's answer when more was missed than [`REFRESH_MAX`] or the cursor is too old.
+pub const RELOAD_STREAM: &str = "<turbo-stream action=\"refresh\"></turbo-stream>";
+
 /// Query of `GET /rooms/{id}/refresh`.
 #[derive(Debug, Deserialize)]
 pub struct RefreshQuery {
-    /// Epoch milliseconds of the client's last load.
+    /// The newest change the page knows (its `data-refresh-room-cursor-value`, then the
+    /// `X-Refresh-Cursor` of the previous catch-up).
+    pub cursor: Option<String>,
+    /// Epoch milliseconds: what pages of earlier versions send instead of a cursor.
     pub since: Option<String>,
 }
 
-/// `GET /rooms/{id}/refresh?since=<epoch ms>`: a turbo-stream that appends the messages
-/// created since then and replaces those updated since then (the catch-up a client runs after
-/// a reconnect).
+/// `GET /rooms/{id}/refresh?cursor=<change id>`: the catch-up a page runs after a reconnect
+/// (Campfire's `Rooms::RefreshesController`), as a turbo-stream: an `append` of the messages
+/// posted since the cursor (oldest first), a `replace` of each message edited or boosted
+/// since, a `remove` of each message deleted since; empty when nothing changed. The
+/// `X-Refresh-Cursor` header is the cursor for next time. More than [`REFRESH_MAX`] changes,
+/// or a cursor the log no longer covers: [`RELOAD_STREAM`] instead.
+///
+/// `?since=<epoch ms>` (pages of earlier versions) still works: messages created at or after
+/// it and messages updated at or after it, no deletes.
+///
+/// Errors: 400 without a numeric `cursor` or `since`; 404 for non-members.
 pub async fn refresh(
     State(state): State<SharedState>,
     MemberRoom { room, .. }: MemberRoom,
     Query(q): Query<RefreshQuery>,
 ) -> Result<Response, AppError> {
-    let since: i64 = q
-        .since
-        .as_deref()
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| AppError::BadRequest("since must be epoch milliseconds".into()))?;
-    let (created, updated) = messages::changed_since(&state.pool, room.id, since).await?;
-    let mut body = String::new();
-    for m in &updated {
-        body.push_str(&render::turbo_stream(
-            "replace",
-            &m.dom_id(),
-            Some(&render::message(m)?),
+    let number = |raw: &Option<String>| raw.as_deref().and_then(|s| s.parse::<i64>().ok());
+    let (body, cursor) = if let Some(cursor) = number(&q.cursor) {
+        match messages::catch_up(&state.pool, room.id, cursor, REFRESH_MAX).await? {
+            None => (RELOAD_STREAM.to_owned(), None),
+            Some(up) => {
+                let mut body = String::new();
+                if !up.appended.is_empty() {
+                    body.push_str(&render::turbo_stream(
+                        "append",
+                        &room.messages_target(),
+                        Some(&render::messages(&up.appended)?),
+                    ));
+                }
+                for m in &up.replaced {
+                    body.push_str(&render::turbo_stream(
+                        "replace",
+                        &m.dom_id(),
+                        Some(&render::message(m)?),
+                    ));
+                }
+                for client_message_id in &up.removed {
+                    body.push_str(&render::turbo_stream(
+                        "remove",
+                        &format!("message_{client_message_id}"),
+                        None,
+                    ));
+                }
+                (body, Some(up.cursor))
+            }
+        }
+    } else if let Some(since) = number(&q.since) {
+        let cursor = messages::last_change(&state.pool).await?;
+        let (created, updated) =
+            messages::changed_since(&state.pool, room.id, since, REFRESH_MAX + 1).await?;
+        let too_many = |list: &[messages::Message]| {
+            i64::try_from(list.len()).unwrap_or(i64::MAX) > REFRESH_MAX
+        };
+        if too_many(&created) || too_many(&updated) {
+            (RELOAD_STREAM.to_owned(), None)
+        } else {
+            let mut body = String::new();
+            for m in &updated {
+                body.push_str(&render::turbo_stream(
+                    "replace",
+                    &m.dom_id(),
+                    Some(&render::message(m)?),
+                ));
+            }
+            if !created.is_empty() {
+                body.push_str(&render::turbo_stream(
+                    "append",
+                    &room.messages_target(),
+                    Some(&render::messages(&created)?),
+                ));
+            }
+            (body, Some(cursor))
+        }
+    } else {
+        return Err(AppError::BadRequest(
+            "give cursor (a change id) or since (epoch milliseconds)".into(),
         ));
-    }
-    if !created.is_empty() {
-        body.push_str(&render::turbo_stream(
-            "append",
-            &room.messages_target(),
-            Some(&render::messages(&created)?),
-        ));
-    }
-    Ok((
+    };
+    let mut response = (
         [(header::CONTENT_TYPE, HeaderValue::from_static(TURBO_STREAM))],
         body,
     )
-        .into_response())
+        .into_response();
+    if let Some(cursor) = cursor {
+        response
+            .headers_mut()
+            .insert(REFRESH_CURSOR_HEADER, HeaderValue::from(cursor));
+    }
+    Ok(response)
 }
 
 /// `GET /users/me/sidebar`: the room list with its two stream sources (`rooms` and

@@ -10,10 +10,14 @@
 //    and open room 1. Jason types: David sees "Jason is typing…"; Jason clears the field and
 //    the notice goes. David posts with Enter: Jason's page shows it live, David's field clears,
 //    and each page holds the message once. A screenshot of both windows side by side is kept.
+//    A bot posts 32 messages at once: both pages hold them in the order of their ids. David
+//    edits his message through its Edit link: the form opens in place, and the saved text
+//    shows on both pages.
 // 3. Hearth is stopped with SIGTERM (both pages get `server_restart` and show
 //    data-cable="disconnected") and started again on the same port and database. A bot posts
 //    while the pages are still disconnected; once @rails/actioncable reconnects, each page
-//    catches up through /rooms/1/refresh and shows it. Then a post is live again.
+//    catches up through /rooms/1/refresh and shows it, with an edit and a delete the bot made
+//    meanwhile. Then a post is live again.
 // 4. David creates a closed room with Jason and Kevin, then a direct room with both, through
 //    the new-room forms: the room and the direct message appear live in Jason's and Kevin's
 //    sidebars (the direct room named by the other members). A screenshot is kept.
@@ -220,6 +224,45 @@ try {
     if (count !== 1) await fail(`${who}'s page holds the message ${count} times`)
   }
   out("ONCE-EACH")
+
+  // A burst of posts at once: both pages hold them in the order of the messages' ids.
+  const BURST = 32
+  const burst = await Promise.all(
+    Array.from({ length: BURST }, (_, i) =>
+      fetch(`${base}/rooms/${ROOM}/${BOT_KEY}/messages`, { method: "POST", body: `Burst ${i} (${nonce})` }),
+    ),
+  )
+  if (burst.some((r) => r.status !== 201)) await fail(`burst answered ${burst.map((r) => r.status)}`)
+  const burstIds = burst.map((r) => Number(r.headers.get("location").split("@")[1]))
+  for (const [who, page] of [["david", david], ["jason", jason]]) {
+    await page.waitForFunction(
+      ([tag, n]) => [...document.querySelectorAll("#message-area .message")].filter((m) => m.textContent.includes(tag)).length === n,
+      [`(${nonce})`, BURST + 1],
+    )
+    const ids = await page.evaluate(() =>
+      [...document.querySelectorAll("#message-area .message[data-message-id]")].map((m) => Number(m.dataset.messageId)),
+    )
+    const swapped = ids.filter((id, i) => i > 0 && ids[i - 1] >= id).length
+    if (swapped > 0) await fail(`${who}'s page holds ${swapped} messages out of id order: ${ids.slice(-BURST - 2)}`)
+  }
+  out("ORDERED", `${BURST} concurrent posts in id order on both pages`)
+
+  // The message's Edit link opens the edit form in place (a turbo frame); saving replaces the
+  // message on both pages, without leaving the room.
+  const ownId = await message(david, text).getAttribute("id")
+  const own = david.locator(`#${ownId}`)
+  await own.locator("summary").click()
+  await own.locator("a.message__action", { hasText: "Edit" }).click()
+  const field = own.locator('turbo-frame textarea[name="message[body]"]')
+  await field.waitFor()
+  if ((await field.inputValue()) !== text) await fail(`the edit form holds ${JSON.stringify(await field.inputValue())}`)
+  const editedLive = `Edited in place (${nonce})`
+  await field.fill(editedLive)
+  await own.locator('button[type="submit"]', { hasText: "Save changes" }).click()
+  await Promise.all([message(david, editedLive).waitFor(), message(jason, editedLive).waitFor()])
+  if (!david.url().endsWith(`/rooms/${ROOM}`)) await fail(`editing left the room: ${david.url()}`)
+  if ((await david.locator("#message-area textarea").count()) !== 0) await fail("the edit form stayed open")
+  out("EDITED-IN-PLACE")
   out("SCREENSHOT", await sideBySide([["David (posted)", david], ["Jason (live)", jason]], "live-message.png"))
 
   // A restart: both pages are told, reconnect by themselves and catch up.
@@ -241,8 +284,19 @@ try {
   if (states.some((s) => s !== "disconnected")) {
     await fail(`a page reconnected before the bot's post (${states}); the catch-up was not exercised`)
   }
+  // An edit and a delete while away, too.
+  const editedText = `Edited while you were away (${nonce})`
+  const botMessage = (id) => `${base}/rooms/${ROOM}/${BOT_KEY}/messages/${id}`
+  const edited = await fetch(botMessage(burstIds[0]), { method: "PATCH", body: editedText })
+  const deleted = await fetch(botMessage(burstIds[1]), { method: "DELETE" })
+  if (edited.status !== 204 || deleted.status !== 204) await fail(`bot edit/delete answered ${edited.status}/${deleted.status}`)
   out("POSTED-WHILE-DISCONNECTED")
   await Promise.all([message(david, awayText).waitFor(), message(jason, awayText).waitFor()])
+  for (const page of [david, jason]) {
+    await message(page, editedText).waitFor()
+    await page.waitForFunction((id) => !document.querySelector(`#message-area .message[data-message-id="${id}"]`), burstIds[1])
+  }
+  out("CAUGHT-UP-CHANGES", "an edit and a delete made while away")
   await Promise.all([live(david, 2), live(jason, 2)])
   out("CAUGHT-UP", `${Date.now() - restarted} ms after the restart`)
   const again = `Live again after the restart (${nonce})`
