@@ -712,3 +712,92 @@ async fn an_unknown_email_takes_as_long_as_a_wrong_password() {
         "unknown e-mail answered in {unknown:?}, a wrong password in {known:?}"
     );
 }
+
+/// Posts a form with a fresh CSRF token (from the new-room page), `_method` for other verbs.
+async fn send_form(
+    c: &mut common::Client,
+    method: &str,
+    path: &str,
+    pairs: &[(&str, &str)],
+) -> common::Response {
+    let page = c.get("/rooms/opens/new").await;
+    let token = common::csrf_meta(&page.body);
+    let mut all: Vec<(&str, &str)> = vec![("authenticity_token", &token)];
+    if method != "POST" {
+        all.push(("_method", method));
+    }
+    all.extend_from_slice(pairs);
+    c.post_form(path, &form(&all), &[]).await
+}
+
+/// A direct room of Jason (2) and JZ (3) holding one message; returns (room id, message id).
+async fn a_direct_message_of_others(server: &TestServer) -> (i64, i64) {
+    let mut jason = server.signed_in("jason@example.com", SECRET).await;
+    let r = send_form(&mut jason, "POST", "/rooms/directs", &[("user_ids[]", "3")]).await;
+    assert_eq!(r.status, 302, "{}", r.body);
+    let room: i64 = r
+        .header("location")
+        .and_then(|l| l.strip_prefix("/rooms/"))
+        .and_then(|id| id.parse().ok())
+        .expect("a room location");
+    let (csrf, _) = jason.room(room).await;
+    let posted = jason
+        .post_message(room, "just between us", "private-dm-1", &csrf)
+        .await;
+    assert_eq!(posted.status, 200, "{}", posted.body);
+    let id: i64 =
+        sqlx::query_scalar("SELECT id FROM messages WHERE client_message_id = 'private-dm-1'")
+            .fetch_one(&server.state.pool)
+            .await
+            .unwrap();
+    (room, id)
+}
+
+#[tokio::test]
+async fn a_paging_cursor_from_another_room_or_none_answers_404() {
+    let server = TestServer::start().await;
+    let (direct, foreign) = a_direct_message_of_others(&server).await;
+    let mut david = server.signed_in(DAVID, SECRET).await;
+    // David is not in the direct room: its message is no cursor of room 1.
+    for query in ["before", "after"] {
+        let r = david
+            .get(&format!("/rooms/1/messages?{query}={foreign}"))
+            .await;
+        assert_eq!(r.status, 404, "{query}={foreign}: {}", r.body);
+        // An id that names no message at all: 404 as well (Campfire's `find`).
+        let r = david.get(&format!("/rooms/1/messages?{query}=999999")).await;
+        assert_eq!(r.status, 404, "{query}=999999");
+    }
+    // The room itself stays hidden, and its message's own room pages it for its members.
+    assert_eq!(
+        david
+            .get(&format!("/rooms/{direct}/messages?before={foreign}"))
+            .await
+            .status,
+        404
+    );
+    let first_of_room_1: i64 =
+        sqlx::query_scalar("SELECT MIN(id) FROM messages WHERE room_id = 1")
+            .fetch_one(&server.state.pool)
+            .await
+            .unwrap();
+    assert_eq!(
+        david
+            .get(&format!("/rooms/1/messages?before={first_of_room_1}"))
+            .await
+            .status,
+        204
+    );
+    assert_eq!(
+        david
+            .get(&format!("/rooms/1/messages?after={first_of_room_1}"))
+            .await
+            .status,
+        200
+    );
+    // The bot API scopes its cursor the same way.
+    let r = david
+        .get(&format!("/rooms/1/5-bNd3rB0tK3y7/messages?before={foreign}"))
+        .await;
+    assert_eq!(r.status, 404);
+}
