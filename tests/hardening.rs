@@ -801,3 +801,55 @@ async fn a_paging_cursor_from_another_room_or_none_answers_404() {
         .await;
     assert_eq!(r.status, 404);
 }
+
+#[tokio::test]
+async fn a_client_message_id_of_another_message_is_refused() {
+    let server = TestServer::start().await;
+    let pool = &server.state.pool;
+    let mut david = server.signed_in(DAVID, SECRET).await;
+    let (csrf, _) = david.room(1).await;
+    assert_eq!(
+        david
+            .post_message(1, "mine", "davids-own-id", &csrf)
+            .await
+            .status,
+        200
+    );
+    let count = || async {
+        sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM messages")
+            .fetch_one(pool)
+            .await
+            .unwrap()
+    };
+    let before = count().await;
+    // Another member posts with David's id: refused, nothing stored, David's element stays his.
+    let mut jason = server.signed_in("jason@example.com", SECRET).await;
+    let (csrf, _) = jason.room(1).await;
+    let r = jason
+        .post_message(1, "hijack", "davids-own-id", &csrf)
+        .await;
+    assert_eq!(r.status, 422, "{}", r.body);
+    assert_eq!(count().await, before);
+    let owners: Vec<i64> = sqlx::query_scalar(
+        "SELECT creator_id FROM messages WHERE client_message_id = 'davids-own-id'",
+    )
+    .fetch_all(pool)
+    .await
+    .unwrap();
+    assert_eq!(owners, vec![1]);
+    // A seeded message's id is refused the same way, and a fresh id still posts.
+    let seeded: String = sqlx::query_scalar(
+        "SELECT client_message_id FROM messages WHERE creator_id = 1 AND room_id = 1 LIMIT 1",
+    )
+    .fetch_one(pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        jason.post_message(1, "again", &seeded, &csrf).await.status,
+        422
+    );
+    assert_eq!(
+        jason.post_message(1, "fine", "jasons-id", &csrf).await.status,
+        200
+    );
+}
