@@ -160,6 +160,11 @@ pub struct Config {
     /// Serve Prometheus metrics (text format) at /metrics on the same address.
     #[arg(long, env = "HEARTH_METRICS", default_value_t = true, action = clap::ArgAction::Set)]
     pub metrics: bool,
+
+    /// A bearer token that `/metrics` requires (`Authorization: Bearer <token>`; 401
+    /// otherwise). Unset: `/metrics` is open to whoever reaches the address.
+    #[arg(long, env = "HEARTH_METRICS_TOKEN", hide_env_values = true)]
+    pub metrics_token: Option<Redacted<String>>,
 }
 
 /// A secret setting: `Debug` prints `[REDACTED]` instead of the value, and there is no

@@ -853,3 +853,141 @@ async fn a_client_message_id_of_another_message_is_refused() {
         200
     );
 }
+
+#[tokio::test]
+async fn pages_carry_rails_default_security_headers() {
+    let server = TestServer::start().await;
+    let mut c = server.client();
+    let mut david = server.signed_in(DAVID, SECRET).await;
+    for r in [
+        c.get("/session/new").await,
+        david.get("/rooms/1").await,
+        c.get("/nowhere").await,
+    ] {
+        assert_eq!(r.header("x-frame-options"), Some("SAMEORIGIN"), "{r:?}");
+        assert_eq!(r.header("x-content-type-options"), Some("nosniff"));
+        assert_eq!(
+            r.header("referrer-policy"),
+            Some("strict-origin-when-cross-origin")
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_csrf_secret_rotates_at_sign_in_and_sign_out() {
+    let server = TestServer::start().await;
+    let mut c = server.client();
+    let page = c.get("/session/new").await;
+    let before_token = common::csrf_meta(&page.body);
+    let before_cookie = c.cookie("_hearth_session").map(str::to_owned);
+    assert!(before_cookie.is_some());
+    let body = form(&[
+        ("email_address", DAVID),
+        ("password", SECRET),
+        ("authenticity_token", &before_token),
+    ]);
+    assert_eq!(c.post_form("/session", &body, &[]).await.status, 302);
+    assert_ne!(c.cookie("_hearth_session").map(str::to_owned), before_cookie);
+    // A token from before the sign-in no longer works; one from a page after it does.
+    let r = c
+        .post_message(1, "with an old token", "old-token-1", &before_token)
+        .await;
+    assert_eq!(r.status, 422, "{}", r.body);
+    let (token, _) = c.room(1).await;
+    assert_eq!(
+        c.post_message(1, "with a new token", "new-token-1", &token)
+            .await
+            .status,
+        200
+    );
+    // Sign-out rotates it again.
+    let signed_in_cookie = c.cookie("_hearth_session").map(str::to_owned);
+    let out = form(&[("_method", "delete"), ("authenticity_token", &token)]);
+    assert_eq!(c.post_form("/session", &out, &[]).await.status, 302);
+    assert_ne!(c.cookie("_hearth_session").map(str::to_owned), signed_in_cookie);
+    let body = form(&[
+        ("email_address", DAVID),
+        ("password", SECRET),
+        ("authenticity_token", &token),
+    ]);
+    assert_eq!(c.post_form("/session", &body, &[]).await.status, 422);
+}
+
+#[tokio::test]
+async fn metrics_can_require_a_bearer_token() {
+    let server =
+        TestServer::start_with(|c| c.metrics_token = Some("m3trics-t0ken".to_owned().into()))
+            .await;
+    let mut c = server.client();
+    let r = c.get("/metrics").await;
+    assert_eq!(r.status, 401);
+    assert_eq!(r.header("www-authenticate"), Some("Bearer"));
+    let wrong = c
+        .request("GET", "/metrics", &[("Authorization", "Bearer nope")], b"")
+        .await;
+    assert_eq!(wrong.status, 401);
+    let right = c
+        .request(
+            "GET",
+            "/metrics",
+            &[("Authorization", "Bearer m3trics-t0ken")],
+            b"",
+        )
+        .await;
+    assert_eq!(right.status, 200);
+    assert!(right.body.contains("hearth_"), "{}", right.body);
+    // Without the setting it stays open (the default).
+    let open = TestServer::start().await;
+    assert_eq!(open.client().get("/metrics").await.status, 200);
+}
+
+/// Everything this test binary logs at `hearth=info` and above, from the first call on.
+fn captured_log() -> std::sync::Arc<std::sync::Mutex<Vec<u8>>> {
+    use std::sync::{Arc, Mutex, OnceLock};
+    static LOG: OnceLock<Arc<Mutex<Vec<u8>>>> = OnceLock::new();
+    LOG.get_or_init(|| {
+        struct Sink(Arc<Mutex<Vec<u8>>>);
+        impl std::io::Write for Sink {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(buf);
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let sink = log.clone();
+        tracing_subscriber::fmt()
+            .with_env_filter("hearth=trace")
+            .with_ansi(false)
+            .with_writer(move || Sink(sink.clone()))
+            .try_init()
+            .expect("the only subscriber of this binary");
+        log
+    })
+    .clone()
+}
+
+#[tokio::test]
+async fn a_bot_key_never_reaches_the_log_even_on_a_malformed_route() {
+    let log = captured_log();
+    let server = TestServer::start().await;
+    let key = "5-bNd3rB0tK3y7";
+    let mut c = server.client();
+    for path in [
+        format!("/rooms/1/{key}/messages"),
+        format!("/rooms/1/{key}/messages/x"),
+        format!("/rooms/1/{key}/messages/1/edit"),
+        format!("/rooms/x/{key}/messages"),
+        format!("/rooms/1/{key}"),
+    ] {
+        for method in ["POST", "PATCH", "DELETE", "GET"] {
+            c.request(method, &path, &[], b"hi").await;
+        }
+    }
+    let text = String::from_utf8_lossy(&log.lock().unwrap()).into_owned();
+    assert!(text.contains("CSRF token missing"), "the log was captured");
+    assert!(!text.contains(key), "the bot key is in the log:\n{text}");
+    assert!(!text.contains("bNd3rB0tK3y7"));
+}
