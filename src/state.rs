@@ -41,6 +41,8 @@ pub struct AppState {
     pub login_limiter: RateLimiter,
     /// Open cable connections by user and session.
     pub cable: Registry,
+    /// Presence per connection, written to memberships on transitions only.
+    pub presence: crate::presence::Presence,
     /// The room page's scripts under `/assets` (built in, or `--assets-dir`).
     pub assets: crate::assets::BrowserAssets,
     /// Counters, gauges and histograms for `/metrics`.
@@ -121,6 +123,7 @@ impl AppState {
         };
         let metrics = Arc::new(Metrics::new());
         let bans_present = crate::db::bans::any(&pool).await?;
+        let presence = crate::presence::Presence::new(pool.clone());
         let state = AppState {
             pool,
             broadcaster: Broadcaster::new(fanout.clone(), json, &config.gid_app, metrics.clone()),
@@ -130,6 +133,7 @@ impl AppState {
             json,
             login_limiter: RateLimiter::new(config.login_rate_limit, WINDOW),
             cable: Registry::default(),
+            presence,
             assets: crate::assets::BrowserAssets::new(config.assets_dir.clone())?,
             metrics,
             cable_sockets: Arc::new(Semaphore::new(

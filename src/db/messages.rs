@@ -211,11 +211,12 @@ pub async fn changed_since(
 /// before it is used (Campfire's `@room.messages.find(params[:before])`), so that a cursor
 /// naming another room's message, or none, answers 404 and tells nothing about that message.
 pub async fn in_room(pool: &SqlitePool, room_id: i64, id: i64) -> sqlx::Result<bool> {
-    let found: Option<i64> = sqlx::query_scalar("SELECT 1 FROM messages WHERE room_id = ? AND id = ?")
-        .bind(room_id)
-        .bind(id)
-        .fetch_optional(pool)
-        .await?;
+    let found: Option<i64> =
+        sqlx::query_scalar("SELECT 1 FROM messages WHERE room_id = ? AND id = ?")
+            .bind(room_id)
+            .bind(id)
+            .fetch_optional(pool)
+            .await?;
     Ok(found.is_some())
 }
 

@@ -380,7 +380,10 @@ mod tests {
     fn bot_keys_are_filtered_from_logged_paths() {
         for (path, shown) in [
             ("/rooms/1/5-key/messages", "/rooms/1/[FILTERED]/messages"),
-            ("/rooms/1/5-key/messages/x/y", "/rooms/1/[FILTERED]/messages/x/y"),
+            (
+                "/rooms/1/5-key/messages/x/y",
+                "/rooms/1/[FILTERED]/messages/x/y",
+            ),
             ("/rooms/x/5-key", "/rooms/x/[FILTERED]"),
             ("/rooms/1/messages/7", "/rooms/1/messages/7"),
             ("/rooms/1/involvement", "/rooms/1/involvement"),

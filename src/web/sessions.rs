@@ -10,9 +10,7 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use axum::Extension;
 
-use super::context::{
-    delete_cookie, rotate_csrf, set_cookie, Ctx, PERMANENT_SECS, SESSION_COOKIE,
-};
+use super::context::{delete_cookie, rotate_csrf, set_cookie, Ctx, PERMANENT_SECS, SESSION_COOKIE};
 use super::error::AppError;
 use super::respond;
 use crate::cable::protocol::{disconnect_frames, DisconnectReason};
