@@ -59,7 +59,28 @@ pub fn service(state: SharedState) -> axum::Router {
     let prepared = axum::middleware::from_fn_with_state(state, crate::web::context::prepare);
     // Wrapping the router (not `Router::layer`) runs the middleware before routing, so the
     // `_method` override is seen by the router.
-    direct.fallback_service(tower::Layer::layer(&prepared, routes))
+    direct
+        .fallback_service(tower::Layer::layer(&prepared, routes))
+        .layer(axum::middleware::map_response(security_headers))
+}
+
+/// The response headers Rails sets by default (`action_dispatch.default_headers`), on every
+/// answer: no framing by other sites (`X-Frame-Options: SAMEORIGIN`), no content sniffing
+/// (`X-Content-Type-Options: nosniff`), and only the origin as referrer across origins
+/// (`Referrer-Policy: strict-origin-when-cross-origin`). A handler's own value is kept.
+async fn security_headers(mut response: axum::response::Response) -> axum::response::Response {
+    use axum::http::{header, HeaderValue};
+    let headers = response.headers_mut();
+    for (name, value) in [
+        (header::X_FRAME_OPTIONS, "SAMEORIGIN"),
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        (header::REFERRER_POLICY, "strict-origin-when-cross-origin"),
+    ] {
+        headers
+            .entry(name)
+            .or_insert(HeaderValue::from_static(value));
+    }
+    response
 }
 
 /// `GET /up` on a cable node: `OK`, or `OK (redis link down)`.
@@ -196,18 +217,43 @@ fn remote_disconnect(state: &AppState, d: &crate::redis_pubsub::RemoteDisconnect
     }
 }
 
-/// `GET /metrics`: every metric in Prometheus' text format (see [`crate::metrics`]).
+/// `GET /metrics`: every metric in Prometheus' text format (see [`crate::metrics`]). With
+/// `--metrics-token`, only for `Authorization: Bearer <token>` (compared in constant time);
+/// anything else gets 401 with `WWW-Authenticate: Bearer`.
 async fn metrics(
     axum::extract::State(state): axum::extract::State<SharedState>,
-) -> impl axum::response::IntoResponse {
+    headers: axum::http::HeaderMap,
+) -> axum::response::Response {
+    use axum::http::header;
+    use axum::response::IntoResponse as _;
+    if let Some(token) = state.config.metrics_token.as_ref() {
+        if !bearer_matches(&headers, token) {
+            return (
+                axum::http::StatusCode::UNAUTHORIZED,
+                [(header::WWW_AUTHENTICATE, "Bearer")],
+                "Unauthorized",
+            )
+                .into_response();
+        }
+    }
     let body = state.metrics.render(&state.fanout.stats());
-    (
-        [(
-            axum::http::header::CONTENT_TYPE,
-            crate::metrics::CONTENT_TYPE,
-        )],
-        body,
-    )
+    ([(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)], body).into_response()
+}
+
+/// Whether the request's `Authorization` is `Bearer <token>` (scheme in any case), the token
+/// compared in constant time.
+fn bearer_matches(headers: &axum::http::HeaderMap, token: &str) -> bool {
+    use subtle::ConstantTimeEq as _;
+    let Some(given) = headers
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, t)| t.trim())
+    else {
+        return false;
+    };
+    !token.is_empty() && bool::from(given.as_bytes().ct_eq(token.as_bytes()))
 }
 
 /// Folds histogram samples into buckets every [`crate::metrics::UPKEEP_INTERVAL`].

@@ -45,6 +45,7 @@ pub fn internal_key(secret_key_base: &str) -> String {
 
 /// The client side of the internal endpoint, with its answer cache.
 pub struct AppLink {
+    node_tag: u64,
     base: String,
     key: String,
     ttl: Duration,
@@ -67,12 +68,20 @@ impl AppLink {
     pub fn new(base: &str, key: String, ttl: Duration) -> AppLink {
         let client = Client::builder(hyper_util::rt::TokioExecutor::new()).build_http();
         AppLink {
+            node_tag: u64::from(rand::random::<u32>() & 0x00ff_ffff),
             base: base.trim_end_matches('/').to_owned(),
             key,
             ttl,
             client,
             cache: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// A connection id unique across the cable nodes that share the app node: this node's
+    /// random 24-bit tag above the low 40 bits of the local id (presence is kept per
+    /// connection on the app node).
+    pub fn connection_key(&self, local_id: u64) -> u64 {
+        (self.node_tag << 40) | (local_id & ((1 << 40) - 1))
     }
 
     /// How long cacheable answers are kept.

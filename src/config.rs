@@ -16,6 +16,15 @@ pub const MAX_MESSAGE_BYTES: usize = 1024 * 1024;
 /// Default most subscriptions one connection may hold (`--max-subscriptions`); a subscribe
 /// past it is answered with `reject_subscription`.
 pub const MAX_SUBSCRIPTIONS: usize = 64;
+
+/// Default most open cable connections of one user (`--max-connections-per-user`): far more
+/// than anyone's tabs and devices, far fewer than `--max-connections`, so no one user can take
+/// every place.
+pub const MAX_CONNECTIONS_PER_USER: usize = 100;
+
+/// Default largest subscription identifier, in bytes (`--max-identifier-bytes`). Campfire's
+/// identifiers, a signed stream name included, are a few hundred bytes.
+pub const MAX_IDENTIFIER_BYTES: usize = 1024;
 use crate::rails::KdfDigest;
 
 /// Settings of a running server.
@@ -125,6 +134,16 @@ pub struct Config {
     #[arg(long, env = "HEARTH_MAX_CONNECTIONS", default_value_t = 10_000)]
     pub max_connections: usize,
 
+    /// Most open cable connections of one user (all their sessions together); past it, that
+    /// user's new /cable upgrades get 429. 0: no per-user cap (load tests).
+    #[arg(long, env = "HEARTH_MAX_CONNECTIONS_PER_USER", default_value_t = MAX_CONNECTIONS_PER_USER)]
+    pub max_connections_per_user: usize,
+
+    /// Largest subscription identifier, in bytes; a subscribe with a longer one is rejected
+    /// (`reject_subscription`) and nothing of it is kept.
+    #[arg(long, env = "HEARTH_MAX_IDENTIFIER_BYTES", default_value_t = MAX_IDENTIFIER_BYTES)]
+    pub max_identifier_bytes: usize,
+
     /// Seconds a client has to send a request's whole header block; a slower one is dropped.
     #[arg(long, env = "HEARTH_HEADER_TIMEOUT", default_value_t = 30)]
     pub header_timeout: u64,
@@ -202,6 +221,11 @@ pub struct Config {
     /// membership takes effect on new connections and subscriptions of a cable node.
     #[arg(long, env = "HEARTH_AUTH_CACHE_SECONDS", default_value_t = 5)]
     pub auth_cache_seconds: u64,
+
+    /// A bearer token that `/metrics` requires (`Authorization: Bearer <token>`; 401
+    /// otherwise). Unset: `/metrics` is open to whoever reaches the address.
+    #[arg(long, env = "HEARTH_METRICS_TOKEN", hide_env_values = true)]
+    pub metrics_token: Option<Redacted<String>>,
 }
 
 /// What a node serves (`--role`).

@@ -17,8 +17,9 @@
 //!      vectored writes.
 //! 2. Settings and leaf services: [`config`] (every setting, as a flag with an environment
 //!    variable and a default), [`net`] (IP ranges for trusted proxies), [`metrics`] (Prometheus
-//!    metrics at `/metrics`), [`rate_limit`] (the sign-in limit), [`registry`] (open connections
-//!    by user and session), [`assets`] (the room page's scripts, vendored and built into the
+//!    metrics at `/metrics`), [`rate_limit`] (the sign-in limit, token buckets), [`registry`]
+//!    (open connections by user and session), [`presence`] (presence per connection, coalesced
+//!    into membership writes), [`assets`] (the room page's scripts, vendored and built into the
 //!    binary), [`anycable`] (AnyCable's publication format and broadcast key).
 //! 3. What the app says: [`render`] (askama pages and partials, the `<turbo-stream>` wrapper),
 //!    [`streams`] (stream names), [`pubsub`] (the [`pubsub::Broadcaster`] seam every broadcast
@@ -45,6 +46,7 @@ pub mod db;
 pub mod fanout;
 pub mod metrics;
 pub mod net;
+pub mod presence;
 pub mod pubsub;
 pub mod rails;
 pub mod rate_limit;

@@ -58,9 +58,45 @@ pub fn session_digest(token: &str) -> String {
 #[derive(Debug, Default)]
 pub struct Registry {
     entries: Mutex<HashMap<u64, Entry>>,
+    per_user: Arc<Mutex<HashMap<i64, usize>>>,
+}
+
+/// One of a user's places under the per-user connection cap, held from the upgrade to the
+/// connection's end; dropping it frees the place.
+#[derive(Debug)]
+pub struct UserSlot {
+    user_id: i64,
+    counts: Arc<Mutex<HashMap<i64, usize>>>,
+}
+
+impl Drop for UserSlot {
+    fn drop(&mut self) {
+        let mut counts = self.counts.lock();
+        if let Some(n) = counts.get_mut(&self.user_id) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                counts.remove(&self.user_id);
+            }
+        }
+    }
 }
 
 impl Registry {
+    /// Takes one of `user_id`'s `cap` connection places (`--max-connections-per-user`; 0: no
+    /// cap); None when the user holds them all already.
+    pub fn reserve_user_slot(&self, user_id: i64, cap: usize) -> Option<UserSlot> {
+        let mut counts = self.per_user.lock();
+        let n = counts.entry(user_id).or_insert(0);
+        if cap != 0 && *n >= cap {
+            return None;
+        }
+        *n += 1;
+        Some(UserSlot {
+            user_id,
+            counts: self.per_user.clone(),
+        })
+    }
+
     /// Records an identified connection. Returns its control signal, which fires when the
     /// user's memberships change.
     pub fn register(

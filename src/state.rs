@@ -57,6 +57,8 @@ pub struct AppState {
     pub login_limiter: RateLimiter,
     /// Open cable connections by user and session.
     pub cable: Registry,
+    /// Presence per connection, written to memberships on transitions only.
+    pub presence: crate::presence::Presence,
     /// The room page's scripts under `/assets` (built in, or `--assets-dir`).
     pub assets: crate::assets::BrowserAssets,
     /// Counters, gauges and histograms for `/metrics`.
@@ -179,6 +181,7 @@ impl AppState {
             None => crate::anycable::broadcast_key(&secret),
         };
         let bans_present = config.role != Role::Cable && crate::db::bans::any(&pool).await?;
+        let presence = crate::presence::Presence::new(pool.clone());
         let state = AppState {
             pool,
             broadcaster,
@@ -193,6 +196,7 @@ impl AppState {
             json,
             login_limiter: RateLimiter::new(config.login_rate_limit, WINDOW),
             cable: Registry::default(),
+            presence,
             assets: crate::assets::BrowserAssets::new(config.assets_dir.clone())?,
             metrics,
             cable_sockets: Arc::new(Semaphore::new(

@@ -712,3 +712,515 @@ async fn an_unknown_email_takes_as_long_as_a_wrong_password() {
         "unknown e-mail answered in {unknown:?}, a wrong password in {known:?}"
     );
 }
+
+/// Posts a form with a fresh CSRF token (from the new-room page), `_method` for other verbs.
+async fn send_form(
+    c: &mut common::Client,
+    method: &str,
+    path: &str,
+    pairs: &[(&str, &str)],
+) -> common::Response {
+    let page = c.get("/rooms/opens/new").await;
+    let token = common::csrf_meta(&page.body);
+    let mut all: Vec<(&str, &str)> = vec![("authenticity_token", &token)];
+    if method != "POST" {
+        all.push(("_method", method));
+    }
+    all.extend_from_slice(pairs);
+    c.post_form(path, &form(&all), &[]).await
+}
+
+/// A direct room of Jason (2) and JZ (3) holding one message; returns (room id, message id).
+async fn a_direct_message_of_others(server: &TestServer) -> (i64, i64) {
+    let mut jason = server.signed_in("jason@example.com", SECRET).await;
+    let r = send_form(&mut jason, "POST", "/rooms/directs", &[("user_ids[]", "3")]).await;
+    assert_eq!(r.status, 302, "{}", r.body);
+    let room: i64 = r
+        .header("location")
+        .and_then(|l| l.strip_prefix("/rooms/"))
+        .and_then(|id| id.parse().ok())
+        .expect("a room location");
+    let (csrf, _) = jason.room(room).await;
+    let posted = jason
+        .post_message(room, "just between us", "private-dm-1", &csrf)
+        .await;
+    assert_eq!(posted.status, 200, "{}", posted.body);
+    let id: i64 =
+        sqlx::query_scalar("SELECT id FROM messages WHERE client_message_id = 'private-dm-1'")
+            .fetch_one(&server.state.pool)
+            .await
+            .unwrap();
+    (room, id)
+}
+
+#[tokio::test]
+async fn a_paging_cursor_from_another_room_or_none_answers_404() {
+    let server = TestServer::start().await;
+    let (direct, foreign) = a_direct_message_of_others(&server).await;
+    let mut david = server.signed_in(DAVID, SECRET).await;
+    // David is not in the direct room: its message is no cursor of room 1.
+    for query in ["before", "after"] {
+        let r = david
+            .get(&format!("/rooms/1/messages?{query}={foreign}"))
+            .await;
+        assert_eq!(r.status, 404, "{query}={foreign}: {}", r.body);
+        // An id that names no message at all: 404 as well (Campfire's `find`).
+        let r = david
+            .get(&format!("/rooms/1/messages?{query}=999999"))
+            .await;
+        assert_eq!(r.status, 404, "{query}=999999");
+    }
+    // The room itself stays hidden, and its message's own room pages it for its members.
+    assert_eq!(
+        david
+            .get(&format!("/rooms/{direct}/messages?before={foreign}"))
+            .await
+            .status,
+        404
+    );
+    let first_of_room_1: i64 = sqlx::query_scalar("SELECT MIN(id) FROM messages WHERE room_id = 1")
+        .fetch_one(&server.state.pool)
+        .await
+        .unwrap();
+    assert_eq!(
+        david
+            .get(&format!("/rooms/1/messages?before={first_of_room_1}"))
+            .await
+            .status,
+        204
+    );
+    assert_eq!(
+        david
+            .get(&format!("/rooms/1/messages?after={first_of_room_1}"))
+            .await
+            .status,
+        200
+    );
+    // The bot API scopes its cursor the same way.
+    let r = david
+        .get(&format!(
+            "/rooms/1/5-bNd3rB0tK3y7/messages?before={foreign}"
+        ))
+        .await;
+    assert_eq!(r.status, 404);
+}
+
+#[tokio::test]
+async fn a_client_message_id_of_another_message_is_refused() {
+    let server = TestServer::start().await;
+    let pool = &server.state.pool;
+    let mut david = server.signed_in(DAVID, SECRET).await;
+    let (csrf, _) = david.room(1).await;
+    assert_eq!(
+        david
+            .post_message(1, "mine", "davids-own-id", &csrf)
+            .await
+            .status,
+        200
+    );
+    let count = || async {
+        sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM messages")
+            .fetch_one(pool)
+            .await
+            .unwrap()
+    };
+    let before = count().await;
+    // Another member posts with David's id: refused, nothing stored, David's element stays his.
+    let mut jason = server.signed_in("jason@example.com", SECRET).await;
+    let (csrf, _) = jason.room(1).await;
+    let r = jason
+        .post_message(1, "hijack", "davids-own-id", &csrf)
+        .await;
+    assert_eq!(r.status, 422, "{}", r.body);
+    assert_eq!(count().await, before);
+    let owners: Vec<i64> = sqlx::query_scalar(
+        "SELECT creator_id FROM messages WHERE client_message_id = 'davids-own-id'",
+    )
+    .fetch_all(pool)
+    .await
+    .unwrap();
+    assert_eq!(owners, vec![1]);
+    // A seeded message's id is refused the same way, and a fresh id still posts.
+    let seeded: String = sqlx::query_scalar(
+        "SELECT client_message_id FROM messages WHERE creator_id = 1 AND room_id = 1 LIMIT 1",
+    )
+    .fetch_one(pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        jason.post_message(1, "again", &seeded, &csrf).await.status,
+        422
+    );
+    assert_eq!(
+        jason
+            .post_message(1, "fine", "jasons-id", &csrf)
+            .await
+            .status,
+        200
+    );
+}
+
+#[tokio::test]
+async fn pages_carry_rails_default_security_headers() {
+    let server = TestServer::start().await;
+    let mut c = server.client();
+    let mut david = server.signed_in(DAVID, SECRET).await;
+    for r in [
+        c.get("/session/new").await,
+        david.get("/rooms/1").await,
+        c.get("/nowhere").await,
+    ] {
+        assert_eq!(r.header("x-frame-options"), Some("SAMEORIGIN"), "{r:?}");
+        assert_eq!(r.header("x-content-type-options"), Some("nosniff"));
+        assert_eq!(
+            r.header("referrer-policy"),
+            Some("strict-origin-when-cross-origin")
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_csrf_secret_rotates_at_sign_in_and_sign_out() {
+    let server = TestServer::start().await;
+    let mut c = server.client();
+    let page = c.get("/session/new").await;
+    let before_token = common::csrf_meta(&page.body);
+    let before_cookie = c.cookie("_hearth_session").map(str::to_owned);
+    assert!(before_cookie.is_some());
+    let body = form(&[
+        ("email_address", DAVID),
+        ("password", SECRET),
+        ("authenticity_token", &before_token),
+    ]);
+    assert_eq!(c.post_form("/session", &body, &[]).await.status, 302);
+    assert_ne!(
+        c.cookie("_hearth_session").map(str::to_owned),
+        before_cookie
+    );
+    // A token from before the sign-in no longer works; one from a page after it does.
+    let r = c
+        .post_message(1, "with an old token", "old-token-1", &before_token)
+        .await;
+    assert_eq!(r.status, 422, "{}", r.body);
+    let (token, _) = c.room(1).await;
+    assert_eq!(
+        c.post_message(1, "with a new token", "new-token-1", &token)
+            .await
+            .status,
+        200
+    );
+    // Sign-out rotates it again.
+    let signed_in_cookie = c.cookie("_hearth_session").map(str::to_owned);
+    let out = form(&[("_method", "delete"), ("authenticity_token", &token)]);
+    assert_eq!(c.post_form("/session", &out, &[]).await.status, 302);
+    assert_ne!(
+        c.cookie("_hearth_session").map(str::to_owned),
+        signed_in_cookie
+    );
+    let body = form(&[
+        ("email_address", DAVID),
+        ("password", SECRET),
+        ("authenticity_token", &token),
+    ]);
+    assert_eq!(c.post_form("/session", &body, &[]).await.status, 422);
+}
+
+#[tokio::test]
+async fn metrics_can_require_a_bearer_token() {
+    let server =
+        TestServer::start_with(|c| c.metrics_token = Some("m3trics-t0ken".to_owned().into())).await;
+    let mut c = server.client();
+    let r = c.get("/metrics").await;
+    assert_eq!(r.status, 401);
+    assert_eq!(r.header("www-authenticate"), Some("Bearer"));
+    let wrong = c
+        .request("GET", "/metrics", &[("Authorization", "Bearer nope")], b"")
+        .await;
+    assert_eq!(wrong.status, 401);
+    let right = c
+        .request(
+            "GET",
+            "/metrics",
+            &[("Authorization", "Bearer m3trics-t0ken")],
+            b"",
+        )
+        .await;
+    assert_eq!(right.status, 200);
+    assert!(right.body.contains("hearth_"), "{}", right.body);
+    // Without the setting it stays open (the default).
+    let open = TestServer::start().await;
+    assert_eq!(open.client().get("/metrics").await.status, 200);
+}
+
+/// Everything this test binary logs at `hearth=info` and above, from the first call on.
+fn captured_log() -> std::sync::Arc<std::sync::Mutex<Vec<u8>>> {
+    use std::sync::{Arc, Mutex, OnceLock};
+    static LOG: OnceLock<Arc<Mutex<Vec<u8>>>> = OnceLock::new();
+    LOG.get_or_init(|| {
+        struct Sink(Arc<Mutex<Vec<u8>>>);
+        impl std::io::Write for Sink {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(buf);
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let sink = log.clone();
+        tracing_subscriber::fmt()
+            .with_env_filter("hearth=trace")
+            .with_ansi(false)
+            .with_writer(move || Sink(sink.clone()))
+            .try_init()
+            .expect("the only subscriber of this binary");
+        log
+    })
+    .clone()
+}
+
+#[tokio::test]
+async fn a_bot_key_never_reaches_the_log_even_on_a_malformed_route() {
+    let log = captured_log();
+    let server = TestServer::start().await;
+    let key = "5-bNd3rB0tK3y7";
+    let mut c = server.client();
+    for path in [
+        format!("/rooms/1/{key}/messages"),
+        format!("/rooms/1/{key}/messages/x"),
+        format!("/rooms/1/{key}/messages/1/edit"),
+        format!("/rooms/x/{key}/messages"),
+        format!("/rooms/1/{key}"),
+    ] {
+        for method in ["POST", "PATCH", "DELETE", "GET"] {
+            c.request(method, &path, &[], b"hi").await;
+        }
+    }
+    let text = String::from_utf8_lossy(&log.lock().unwrap()).into_owned();
+    assert!(text.contains("CSRF token missing"), "the log was captured");
+    assert!(!text.contains(key), "the bot key is in the log:\n{text}");
+    assert!(!text.contains("bNd3rB0tK3y7"));
+}
+
+#[tokio::test]
+async fn one_user_cannot_take_every_connection() {
+    let server = TestServer::start_with(|c| {
+        c.max_connections = 10;
+        c.max_connections_per_user = 3;
+    })
+    .await;
+    let david = server.signed_in(DAVID, SECRET).await;
+    let mut open = Vec::new();
+    for _ in 0..3 {
+        open.push(connect_with(&server, &david).await);
+    }
+    // A second session of the same user counts against the same cap.
+    let other_session = server.signed_in(DAVID, SECRET).await;
+    for c in [&david, &other_session] {
+        let refused = Ws::connect(
+            server.addr,
+            Some(&c.cookie_header()),
+            Some(&server.origin()),
+            Some(PROTOCOLS),
+        )
+        .await;
+        assert_eq!(refused.status, 429, "{}", refused.response_head);
+        assert_eq!(refused.header("retry-after").as_deref(), Some("5"));
+    }
+    // Everyone else still gets in.
+    let (_jason, _ws) = connect_as(&server, "jason@example.com", SECRET).await;
+    // A closed connection gives its place back.
+    drop(open.pop());
+    let state = server.state.clone();
+    eventually(|| state.open_cable_sockets() < 4).await;
+    let _again = connect_with(&server, &other_session).await;
+}
+
+#[tokio::test]
+async fn a_subscription_with_an_oversized_identifier_is_rejected() {
+    let server = TestServer::start().await;
+    let (_c, mut ws) = connect_as(&server, DAVID, SECRET).await;
+    let long = format!(
+        r#"{{"channel":"HeartbeatChannel","pad":"{}"}}"#,
+        "x".repeat(64 * 1024)
+    );
+    ws.send_text(&subscribe_cmd(&long)).await;
+    assert_eq!(ws.next_non_ping(T).await, text(&reject(&long)));
+    // Just within the bound (1,024 bytes) is fine.
+    let head = r#"{"channel":"HeartbeatChannel","pad":""#;
+    let fits = format!("{head}{}\"}}", "y".repeat(1024 - head.len() - 2));
+    assert_eq!(fits.len(), 1024);
+    ws.send_text(&subscribe_cmd(&fits)).await;
+    assert_eq!(ws.next_non_ping(T).await, text(&confirm(&fits)));
+}
+
+#[tokio::test]
+async fn a_flood_of_typing_notices_is_cut_to_the_rate() {
+    let server = TestServer::start().await;
+    let typing = r#"{"channel":"TypingNotificationsChannel","room_id":1}"#;
+    let (_c1, mut david) = connect_as(&server, DAVID, SECRET).await;
+    let (_c2, mut jason) = connect_as(&server, "jason@example.com", SECRET).await;
+    for ws in [&mut david, &mut jason] {
+        ws.send_text(&subscribe_cmd(typing)).await;
+        assert_eq!(ws.next_non_ping(T).await, text(&confirm(typing)));
+    }
+    let start = serde_json::json!({"command": "message", "identifier": typing, "data": r#"{"action":"start"}"#}).to_string();
+    let began = std::time::Instant::now();
+    for _ in 0..500 {
+        david.send_text(&start).await;
+    }
+    let mut received = 0;
+    while let Some(WsEvent::Text(t)) = jason.next_non_ping(Duration::from_millis(800)).await {
+        if t.contains(r#""action":"start""#) {
+            received += 1;
+        }
+    }
+    let allowed = 5.0 + 2.0 * began.elapsed().as_secs_f64() + 1.0;
+    assert!(received >= 1, "the first notices pass");
+    assert!(
+        f64::from(received) <= allowed,
+        "{received} notices reached the other member (at most {allowed:.0} allowed)"
+    );
+}
+
+/// Counts updates of memberships from now on (a trigger into a side table).
+async fn count_membership_writes(pool: &sqlx::SqlitePool) {
+    for sql in [
+        "CREATE TABLE IF NOT EXISTS test_membership_writes (n INTEGER NOT NULL)",
+        "INSERT INTO test_membership_writes VALUES (0)",
+        "CREATE TRIGGER IF NOT EXISTS test_count_membership_writes AFTER UPDATE ON memberships \
+         BEGIN UPDATE test_membership_writes SET n = n + 1; END",
+    ] {
+        sqlx::query(sql).execute(pool).await.unwrap();
+    }
+}
+
+async fn membership_writes(pool: &sqlx::SqlitePool) -> i64 {
+    sqlx::query_scalar("SELECT n FROM test_membership_writes")
+        .fetch_one(pool)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn presence_churn_is_coalesced_per_membership() {
+    let server = TestServer::start().await;
+    let pool = &server.state.pool;
+    count_membership_writes(pool).await;
+    let (_c, mut ws) = connect_as(&server, DAVID, SECRET).await;
+    let presence = r#"{"channel":"PresenceChannel","room_id":1}"#;
+    let unsubscribe =
+        serde_json::json!({"command": "unsubscribe", "identifier": presence}).to_string();
+    let action = |a: &str| {
+        serde_json::json!({"command": "message", "identifier": presence, "data": format!(r#"{{"action":"{a}"}}"#)}).to_string()
+    };
+    let began = std::time::Instant::now();
+    // Subscribe/unsubscribe churn, and absent/present/refresh churn on one subscription.
+    for _ in 0..100 {
+        ws.send_text(&subscribe_cmd(presence)).await;
+        ws.send_text(&unsubscribe).await;
+    }
+    ws.send_text(&subscribe_cmd(presence)).await;
+    for _ in 0..300 {
+        ws.send_text(&action("absent")).await;
+        ws.send_text(&action("present")).await;
+        ws.send_text(&action("refresh")).await;
+    }
+    // Every command was applied once the heartbeat is confirmed (commands run in order).
+    let heartbeat = r#"{"channel":"HeartbeatChannel"}"#;
+    ws.send_text(&subscribe_cmd(heartbeat)).await;
+    loop {
+        match ws.next_non_ping(T).await {
+            Some(WsEvent::Text(t)) if t == confirm(heartbeat) => break,
+            Some(WsEvent::Text(_)) => {}
+            other => panic!("{other:?}"),
+        }
+    }
+    let elapsed = began.elapsed().as_secs_f64();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let writes = membership_writes(pool).await;
+    // A burst of 3, then one a second, plus the write still due when the churn stopped.
+    let allowed = 3.0 + (elapsed + 1.5) + 1.0;
+    assert!(
+        (writes as f64) <= allowed,
+        "{writes} membership writes for one membership in {elapsed:.2} s"
+    );
+    // And it ends in the state the churn left: subscribed and visible.
+    let state = hearth::db::rooms::membership_state(pool, 1, 1)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(state.0, 1);
+    assert!(state.1.is_some());
+}
+
+#[tokio::test]
+async fn one_tab_hidden_and_closed_never_overrides_another_open_tab() {
+    let server = TestServer::start().await;
+    let pool = &server.state.pool;
+    let presence = r#"{"channel":"PresenceChannel","room_id":1}"#;
+    let david = server.signed_in(DAVID, SECRET).await;
+    let mut tab_a = connect_with(&server, &david).await;
+    let mut tab_b = connect_with(&server, &david).await;
+    for ws in [&mut tab_a, &mut tab_b] {
+        ws.send_text(&subscribe_cmd(presence)).await;
+        loop {
+            match ws.next_non_ping(T).await {
+                Some(WsEvent::Text(t)) if t == confirm(presence) => break,
+                Some(WsEvent::Text(_)) => {}
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+    // Tab A goes hidden, then is closed (its unsubscribe runs as the socket ends).
+    let absent = serde_json::json!({"command": "message", "identifier": presence, "data": r#"{"action":"absent"}"#}).to_string();
+    tab_a.send_text(&absent).await;
+    tab_a
+        .send_text(
+            &serde_json::json!({"command": "unsubscribe", "identifier": presence}).to_string(),
+        )
+        .await;
+    drop(tab_a);
+    let state = server.state.clone();
+    eventually(|| state.open_cable_sockets() == 1).await;
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let (connections, connected_at, _) = hearth::db::rooms::membership_state(pool, 1, 1)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(connections >= 1, "tab B still counts");
+    assert!(connected_at.is_some(), "David is still connected");
+    // A post by someone else does not mark the room unread for David.
+    let mut jason = server.signed_in("jason@example.com", SECRET).await;
+    let (csrf, _) = jason.room(1).await;
+    assert_eq!(
+        jason
+            .post_message(1, "are you there?", "two-tabs-1", &csrf)
+            .await
+            .status,
+        200
+    );
+    let unread = hearth::db::rooms::membership_state(pool, 1, 1)
+        .await
+        .unwrap()
+        .unwrap()
+        .2;
+    assert_eq!(unread, None, "the room is not unread while tab B is open");
+    // Closing tab B too: David is gone.
+    drop(tab_b);
+    eventually(|| state.open_cable_sockets() == 0).await;
+    let mut gone = false;
+    for _ in 0..100 {
+        let s = hearth::db::rooms::membership_state(pool, 1, 1)
+            .await
+            .unwrap()
+            .unwrap();
+        if s.0 == 0 && s.1.is_none() {
+            gone = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(gone, "the last tab's close marks David gone");
+}

@@ -122,7 +122,12 @@ async fn run() {
     );
     let started = std::time::Instant::now();
     let dir = common::temp_dir("stress");
-    let mut hearth = Hearth::start(&dir, &["--ping-interval", "3"]).await;
+    // Every connection is David's: no per-user cap (the default, 100, is for people).
+    let mut hearth = Hearth::start(
+        &dir,
+        &["--ping-interval", "3", "--max-connections-per-user", "0"],
+    )
+    .await;
     let mut c = hearth.client();
     assert_eq!(c.login(DAVID, PASSWORD).await.status, 302);
     let (csrf, _) = c.room(1).await;

@@ -19,6 +19,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Instant;
 
 use bytes::Bytes;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -30,12 +31,28 @@ use super::reader::{Inbound, MessageReader};
 use crate::db::users::User;
 use crate::fanout::frame::Frame;
 use crate::fanout::Connection;
+use crate::rate_limit::TokenBucket;
 use crate::registry::Control;
 use crate::state::SharedState;
 
 /// How long a connection refused for a bad message keeps draining the client's input after
 /// its close frame, before the socket is dropped.
 const LINGER: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Typing notices (`start`/`stop`) one connection may send at once; past it and the rate
+/// below, the excess is dropped (Campfire's client sends `start` at most once a second).
+/// The budgets are per connection: a user's connections are bounded by
+/// `--max-connections-per-user`.
+pub const TYPING_BURST: u32 = 5;
+/// Typing notices per second one connection may send past [`TYPING_BURST`].
+pub const TYPING_PER_SECOND: f64 = 2.0;
+/// Presence actions (`present`/`absent`/`refresh`) one connection may send at once; past it
+/// and the rate below, the excess still updates the tab's state (which
+/// [`crate::presence`] coalesces into membership writes) but sends no read notice (Campfire's
+/// client sends one action every 50 s, and one per visibility change).
+pub const PRESENCE_BURST: u32 = 10;
+/// Presence actions per second one connection may send past [`PRESENCE_BURST`].
+pub const PRESENCE_PER_SECOND: f64 = 1.0;
 
 /// A subscription of this connection.
 #[derive(Debug)]
@@ -104,6 +121,8 @@ pub async fn run(
         conn: conn.clone(),
         control,
         subscriptions: HashMap::new(),
+        typing_budget: TokenBucket::new(TYPING_BURST, TYPING_PER_SECOND, Instant::now()),
+        presence_budget: TokenBucket::new(PRESENCE_BURST, PRESENCE_PER_SECOND, Instant::now()),
     };
     reader.read_loop(read_half, leftover).await;
     reader.unsubscribe_all().await;
@@ -122,6 +141,10 @@ struct Reader {
     conn: Connection,
     control: Control,
     subscriptions: HashMap<Arc<str>, Subscription>,
+    /// `TypingNotificationsChannel` actions this connection may still send.
+    typing_budget: TokenBucket,
+    /// `PresenceChannel` actions this connection may still send.
+    presence_budget: TokenBucket,
 }
 
 impl Reader {
@@ -191,6 +214,8 @@ impl Reader {
             broadcaster: &self.state.broadcaster,
             signer: &self.state.signer,
             user: &self.user,
+            presence: &self.state.presence,
+            connection_id: self.conn.id(),
         }
     }
 
@@ -215,6 +240,16 @@ impl Reader {
     async fn subscribe(&mut self, identifier: Arc<str>) -> anyhow::Result<()> {
         if self.subscriptions.contains_key(&identifier) {
             // Rails ignores a duplicate subscribe silently (no second confirm).
+            return Ok(());
+        }
+        if identifier.len() > self.state.config.max_identifier_bytes {
+            tracing::warn!(
+                bytes = identifier.len(),
+                limit = self.state.config.max_identifier_bytes,
+                "Subscription refused: identifier too long"
+            );
+            self.conn
+                .send(Frame::text(&protocol::reject(&identifier, self.state.json)));
             return Ok(());
         }
         if self.subscriptions.len() >= self.state.config.max_subscriptions {
@@ -285,6 +320,7 @@ impl Reader {
                 let key = channels::remote::subscribe_cacheable(channel)
                     .then(|| format!("subscribe:{}:{identifier}", self.user.id));
                 let request = channels::remote::SubscribeRequest {
+                    connection_id: link.connection_key(self.conn.id()),
                     user: self.user.clone(),
                     channel: channel.to_owned(),
                     params,
@@ -300,6 +336,7 @@ impl Reader {
         match &self.state.app_link {
             Some(link) if channels::remote::unsubscribed_needs_app(subscribed) => {
                 let request = channels::remote::UnsubscribedRequest {
+                    connection_id: link.connection_key(self.conn.id()),
                     user: self.user.clone(),
                     subscribed: subscribed.clone(),
                 };
@@ -310,18 +347,27 @@ impl Reader {
         }
     }
 
-    /// Runs an action here or on the app node.
-    async fn channel_perform(&self, subscribed: &Subscribed, action: &str) -> anyhow::Result<bool> {
+    /// Runs a channel action here, or on the app node for `--role cable`. `within_rate` is
+    /// false for an action past its rate limit: the channel drops or coalesces it (a cable
+    /// node drops it without asking the app node).
+    async fn channel_perform(
+        &self,
+        subscribed: &Subscribed,
+        action: &str,
+        within_rate: bool,
+    ) -> anyhow::Result<bool> {
         match &self.state.app_link {
+            Some(_) if !within_rate => Ok(true),
             Some(link) => {
                 let request = channels::remote::PerformRequest {
+                    connection_id: link.connection_key(self.conn.id()),
                     user: self.user.clone(),
                     subscribed: subscribed.clone(),
                     action: action.to_owned(),
                 };
                 link.call("perform", None, &request).await
             }
-            None => channels::perform(self.ctx(), subscribed, action).await,
+            None => channels::perform(self.ctx(), subscribed, action, within_rate).await,
         }
     }
 
@@ -330,13 +376,25 @@ impl Reader {
             anyhow::bail!("Unable to find subscription with identifier: {identifier}");
         };
         let subscribed = sub.subscribed.clone();
+        let budget = match subscribed.channel {
+            channels::Channel::TypingNotifications(_) => Some(&mut self.typing_budget),
+            channels::Channel::Presence(_) => Some(&mut self.presence_budget),
+            _ => None,
+        };
+        let within_rate = budget.is_none_or(|b| b.try_take(Instant::now()));
+        if !within_rate {
+            tracing::debug!(user_id = self.user.id, "client action over its rate");
+        }
         let decoded: serde_json::Value = serde_json::from_str(data)?;
         let action = decoded
             .get("action")
             .and_then(|a| a.as_str())
             .filter(|a| !a.is_empty())
             .unwrap_or("receive");
-        if !self.channel_perform(&subscribed, action).await? {
+        if !self
+            .channel_perform(&subscribed, action, within_rate)
+            .await?
+        {
             tracing::warn!("Unable to process {identifier}#{action}");
         }
         Ok(())

@@ -103,7 +103,8 @@ pub struct Identity {
 /// `GET /cable`: validates the upgrade ([`handshake::check`]: 404 for what is not a WebSocket
 /// upgrade, 400 for a broken one, 426 for another version), checks the Origin (404 as Rails),
 /// answers 101 and hands the socket to [`connection::run`]; past
-/// `config.max_connections` open sockets, an upgrade gets 503 with `Retry-After`.
+/// `config.max_connections` open sockets, an upgrade gets 503 with `Retry-After`, and past
+/// `config.max_connections_per_user` sockets of the same user, 429 with `Retry-After`.
 pub async fn upgrade(
     state: SharedState,
     mut request: Request<Body>,
@@ -129,6 +130,26 @@ pub async fn upgrade(
         );
         return page_not_found();
     }
+    let user_slot = match &identity.user {
+        Some(user) => {
+            let cap = state.config.max_connections_per_user;
+            let Some(slot) = state.cable.reserve_user_slot(user.id, cap) else {
+                tracing::warn!(
+                    user_id = user.id,
+                    limit = cap,
+                    "Cable connection refused: at the per-user connection limit"
+                );
+                return (
+                    StatusCode::TOO_MANY_REQUESTS,
+                    [(header::RETRY_AFTER, "5")],
+                    "Too many connections for this user",
+                )
+                    .into_response();
+            };
+            Some(slot)
+        }
+        None => None,
+    };
     let Ok(permit) = state.cable_sockets.clone().try_acquire_owned() else {
         tracing::warn!(
             limit = state.config.max_connections,
@@ -145,6 +166,7 @@ pub async fn upgrade(
     let on_upgrade = hyper::upgrade::on(&mut request);
     tokio::spawn(async move {
         let _permit = permit;
+        let _user_slot = user_slot;
         let upgraded = match on_upgrade.await {
             Ok(u) => u,
             Err(e) => {

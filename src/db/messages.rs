@@ -144,7 +144,7 @@ pub async fn page_before(
 ) -> sqlx::Result<Vec<Message>> {
     let mut rows: Vec<Row> = sqlx::query_as(select!(
         "WHERE m.room_id = ?1 AND (m.created_at, m.id) < \
-           (SELECT created_at, id FROM messages WHERE id = ?2) \
+           (SELECT created_at, id FROM messages WHERE id = ?2 AND room_id = ?1) \
          ORDER BY m.created_at DESC, m.id DESC LIMIT ?3"
     ))
     .bind(room_id)
@@ -164,7 +164,7 @@ pub async fn page_after(
 ) -> sqlx::Result<Vec<Message>> {
     let rows: Vec<Row> = sqlx::query_as(select!(
         "WHERE m.room_id = ?1 AND (m.created_at, m.id) > \
-           (SELECT created_at, id FROM messages WHERE id = ?2) \
+           (SELECT created_at, id FROM messages WHERE id = ?2 AND room_id = ?1) \
          ORDER BY m.created_at, m.id LIMIT ?3"
     ))
     .bind(room_id)
@@ -331,6 +331,19 @@ pub async fn catch_up(
         removed,
         cursor: newest,
     }))
+}
+
+/// Whether message `id` is in room `room_id`: how a paging cursor from a request is checked
+/// before it is used (Campfire's `@room.messages.find(params[:before])`), so that a cursor
+/// naming another room's message, or none, answers 404 and tells nothing about that message.
+pub async fn in_room(pool: &SqlitePool, room_id: i64, id: i64) -> sqlx::Result<bool> {
+    let found: Option<i64> =
+        sqlx::query_scalar("SELECT 1 FROM messages WHERE room_id = ? AND id = ?")
+            .bind(room_id)
+            .bind(id)
+            .fetch_optional(pool)
+            .await?;
+    Ok(found.is_some())
 }
 
 /// Finds one message of a room.

@@ -238,6 +238,45 @@ pub async fn refresh_connection(pool: &SqlitePool, room_id: i64, user_id: i64) -
     Ok(())
 }
 
+/// Writes a membership's presence as the server's per-connection record has it (see
+/// `crate::presence`): with `connections > 0`, that many tabs present, `connected_at` now and
+/// `unread_at` cleared (Campfire's `present`); with 0, `connections` 0 and `connected_at`
+/// cleared (its `disconnected` of the last tab). Returns false when the user is not a member.
+pub async fn set_presence(
+    pool: &SqlitePool,
+    room_id: i64,
+    user_id: i64,
+    connections: i64,
+) -> sqlx::Result<bool> {
+    let _write = super::write_lock().await?;
+    let now = super::now_ms();
+    let changed = if connections > 0 {
+        sqlx::query(
+            "UPDATE memberships SET connections = ?, connected_at = ?, unread_at = NULL, \
+             updated_at = ? WHERE room_id = ? AND user_id = ?",
+        )
+        .bind(connections)
+        .bind(now)
+        .bind(now)
+        .bind(room_id)
+        .bind(user_id)
+        .execute(pool)
+        .await?
+    } else {
+        sqlx::query(
+            "UPDATE memberships SET connections = 0, connected_at = NULL, updated_at = ? \
+             WHERE room_id = ? AND user_id = ?",
+        )
+        .bind(now)
+        .bind(room_id)
+        .bind(user_id)
+        .execute(pool)
+        .await?
+    }
+    .rows_affected();
+    Ok(changed > 0)
+}
+
 /// Reads a membership's presence columns: `(connections, connected_at, unread_at)`.
 pub async fn membership_state(
     pool: &SqlitePool,

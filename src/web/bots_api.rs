@@ -126,8 +126,10 @@ pub async fn index(
     let (_, room) = or_answer!(bot_and_room(&state, &room_id, &bot_key).await?);
     let mut page = match query.before.as_deref() {
         Some(before) => match parse_id(before) {
-            Ok(id) => messages::page_before(&state.pool, room.id, id).await?,
-            Err(_) => return Ok(head(StatusCode::NOT_FOUND)),
+            Ok(id) if messages::in_room(&state.pool, room.id, id).await? => {
+                messages::page_before(&state.pool, room.id, id).await?
+            }
+            _ => return Ok(head(StatusCode::NOT_FOUND)),
         },
         None => messages::last_page(&state.pool, room.id).await?,
     };

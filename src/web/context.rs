@@ -116,7 +116,12 @@ pub async fn prepare(State(state): State<SharedState>, request: Request, next: N
             let secure = secure || state.config.production;
             let bot = is_bot_path(request.uri().path());
             let mut response = next.run(request).await;
-            if let Some(secret) = new_csrf_cookie.filter(|_| !bot) {
+            let rotated = response
+                .headers()
+                .get_all(header::SET_COOKIE)
+                .iter()
+                .any(|v| v.as_bytes().starts_with(CSRF_COOKIE_PREFIX.as_bytes()));
+            if let Some(secret) = new_csrf_cookie.filter(|_| !bot && !rotated) {
                 let value = state.cookies.sign(CSRF_COOKIE, &secret.encode(), None);
                 response.headers_mut().append(
                     header::SET_COOKIE,
@@ -126,6 +131,50 @@ pub async fn prepare(State(state): State<SharedState>, request: Request, next: N
             response
         }
         Err(e) => e.into_response(),
+    }
+}
+
+/// `_hearth_session=`: how a `Set-Cookie` of the CSRF cookie starts.
+const CSRF_COOKIE_PREFIX: &str = "_hearth_session=";
+
+/// Gives the browser a new CSRF secret with `response` (Rails' `reset_session` at sign-in and
+/// sign-out, which drops the old secret): tokens of pages rendered before stop working, so a
+/// token seen before a sign-in cannot act for the session after it. [`prepare`] then sets no
+/// other CSRF cookie on the same response.
+pub fn rotate_csrf(state: &AppState, response: &mut Response, secure: bool) {
+    let secret = CsrfSecret::generate();
+    let value = state.cookies.sign(CSRF_COOKIE, &secret.encode(), None);
+    response.headers_mut().append(
+        header::SET_COOKIE,
+        set_cookie(CSRF_COOKIE, &value, None, secure || state.config.production),
+    );
+}
+
+/// A request path as it may be written to a log: the segment after `/rooms/<id>/` that is not
+/// one of Hearth's own words (`messages`, `involvement`, `refresh`, `edit`, `@<id>`) is
+/// replaced by `[FILTERED]`, because in a bot route it is the bot's key, also when the rest of
+/// the route is malformed (Rails' `filter_parameters` does the same for parameters).
+pub fn loggable_path(path: &str) -> std::borrow::Cow<'_, str> {
+    let segments: Vec<&str> = path.split('/').collect();
+    // "", "rooms", room, key, ...
+    let secret_at = match segments.as_slice() {
+        ["", "rooms", room, key, ..]
+            if !matches!(*room, "opens" | "closeds" | "directs")
+                && !key.is_empty()
+                && !key.starts_with('@')
+                && !matches!(*key, "messages" | "involvement" | "refresh" | "edit") =>
+        {
+            Some(3)
+        }
+        _ => None,
+    };
+    match secret_at {
+        Some(i) => {
+            let mut out = segments;
+            out[i] = "[FILTERED]";
+            std::borrow::Cow::Owned(out.join("/"))
+        }
+        None => std::borrow::Cow::Borrowed(path),
     }
 }
 
@@ -269,7 +318,8 @@ async fn refuse_banned(state: &AppState, ip: IpAddr, path: &str) -> Result<(), A
         .load(std::sync::atomic::Ordering::Relaxed)
         && crate::db::bans::is_banned(&state.pool, &ip.to_string()).await?
     {
-        tracing::info!(%ip, path, "request from a banned address refused");
+        let path = loggable_path(path);
+        tracing::info!(%ip, %path, "request from a banned address refused");
         return Err(AppError::TooManyRequests);
     }
     Ok(())
@@ -301,7 +351,7 @@ fn check_csrf(parts: &Parts, form: &Form, csrf: &CsrfSecret) -> Result<(), AppEr
     if token.is_some_and(|t| csrf.verify(t)) {
         return Ok(());
     }
-    tracing::info!(path = %parts.uri.path(), "CSRF token missing or invalid");
+    tracing::info!(path = %loggable_path(parts.uri.path()), "CSRF token missing or invalid");
     Err(AppError::Unprocessable(
         "Can't verify CSRF token authenticity.".into(),
     ))
@@ -324,5 +374,24 @@ mod tests {
         assert!(!is_bot_path("/rooms/1/5-abc/messages/7/edit"));
         assert!(!is_bot_path("/rooms/1/messages/messages"));
         assert!(!is_bot_path("/rooms/x/5-abc/messages"));
+    }
+
+    #[test]
+    fn bot_keys_are_filtered_from_logged_paths() {
+        for (path, shown) in [
+            ("/rooms/1/5-key/messages", "/rooms/1/[FILTERED]/messages"),
+            (
+                "/rooms/1/5-key/messages/x/y",
+                "/rooms/1/[FILTERED]/messages/x/y",
+            ),
+            ("/rooms/x/5-key", "/rooms/x/[FILTERED]"),
+            ("/rooms/1/messages/7", "/rooms/1/messages/7"),
+            ("/rooms/1/involvement", "/rooms/1/involvement"),
+            ("/rooms/opens/1/edit", "/rooms/opens/1/edit"),
+            ("/rooms/1/@5", "/rooms/1/@5"),
+            ("/session", "/session"),
+        ] {
+            assert_eq!(loggable_path(path), shown, "{path}");
+        }
     }
 }

@@ -25,12 +25,14 @@ pub fn routes(state: SharedState) -> axum::Router {
         .with_state(state)
 }
 
-fn ctx<'a>(state: &'a SharedState, user: &'a User) -> ChannelContext<'a> {
+fn ctx<'a>(state: &'a SharedState, user: &'a User, connection_id: u64) -> ChannelContext<'a> {
     ChannelContext {
         pool: &state.pool,
         broadcaster: &state.broadcaster,
         signer: &state.signer,
         user,
+        presence: &state.presence,
+        connection_id,
     }
 }
 
@@ -64,24 +66,33 @@ async fn answer(state: &SharedState, op: &str, body: &[u8]) -> anyhow::Result<Re
         }
         "subscribe" => {
             let request: SubscribeRequest = serde_json::from_slice(body)?;
-            let outcome =
-                channels::subscribe(ctx(state, &request.user), &request.channel, &request.params)
-                    .await?;
+            let outcome = channels::subscribe(
+                ctx(state, &request.user, request.connection_id),
+                &request.channel,
+                &request.params,
+            )
+            .await?;
             Json(outcome).into_response()
         }
         "perform" => {
             let request: PerformRequest = serde_json::from_slice(body)?;
+            // The cable node counted the action against its rate already.
             let handled = channels::perform(
-                ctx(state, &request.user),
+                ctx(state, &request.user, request.connection_id),
                 &request.subscribed,
                 &request.action,
+                true,
             )
             .await?;
             Json(handled).into_response()
         }
         "unsubscribed" => {
             let request: UnsubscribedRequest = serde_json::from_slice(body)?;
-            channels::unsubscribed(ctx(state, &request.user), &request.subscribed).await?;
+            channels::unsubscribed(
+                ctx(state, &request.user, request.connection_id),
+                &request.subscribed,
+            )
+            .await?;
             Json(true).into_response()
         }
         _ => StatusCode::NOT_FOUND.into_response(),

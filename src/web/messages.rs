@@ -24,6 +24,12 @@ use crate::state::{AppState, SharedState};
 /// Longest accepted `client_message_id`, in bytes.
 pub const MAX_CLIENT_MESSAGE_ID: usize = 64;
 
+/// The 422 detail for a `client_message_id` that already belongs to another message: its
+/// element id (`message_<client_message_id>`) is taken in every open page, so the post is
+/// refused rather than letting later edits and deletes act on the other message's element.
+pub const CLIENT_MESSAGE_ID_TAKEN: &str =
+    "message[client_message_id] already belongs to another message";
+
 /// Turns typed plain text into message body HTML: escaped, lines joined with `<br>`, inside a
 /// `<div>` (the shape of an Action Text body).
 ///
@@ -146,7 +152,8 @@ fn client_message_id(given: Option<&str>) -> Result<String, AppError> {
 /// answered only after its commit; the broadcast never waits for a socket.
 ///
 /// # Errors
-/// 422 for a blank `text`; a database failure (nothing stored); a render failure (stored,
+/// 422 for a blank `text` or a `client_message_id` that already names another message (the
+/// unique index of migration 0008); a database failure (nothing stored); a render failure (stored,
 /// not broadcast).
 async fn post_message(
     state: &AppState,
@@ -171,7 +178,16 @@ async fn post_message(
         &body_html(text),
         |message| broadcasts::message_appended(&state.broadcaster, room, message),
     )
-    .await?;
+    .await
+    .map_err(|e| {
+        if e.as_database_error()
+            .is_some_and(|d| d.is_unique_violation())
+        {
+            AppError::Unprocessable(CLIENT_MESSAGE_ID_TAKEN.into())
+        } else {
+            AppError::from(e)
+        }
+    })?;
     let html = appended?;
     broadcasts::message_unreads(&state.broadcaster, room, &created.member_ids);
     Ok((created.message, html))

@@ -140,19 +140,25 @@ pub struct PageQuery {
 }
 
 /// `GET /rooms/{id}/messages?before=ID|after=ID`: a page of 40 partials, no layout; 204 when
-/// empty.
+/// empty. The cursor is looked up inside the room (Campfire's `@room.messages.find`): a
+/// message of another room, or none, answers 404; a cursor that is not a number, 400.
 pub async fn messages_page(
     State(state): State<SharedState>,
     MemberRoom { room, .. }: MemberRoom,
     Query(q): Query<PageQuery>,
 ) -> Result<Response, AppError> {
-    let bad = || AppError::BadRequest("before and after must be message ids".into());
+    let cursor = |raw: &str| {
+        raw.parse::<i64>()
+            .map_err(|_| AppError::BadRequest("before and after must be message ids".into()))
+    };
     let page = match (&q.before, &q.after) {
         (Some(b), None) => {
-            messages::page_before(&state.pool, room.id, b.parse().map_err(|_| bad())?).await?
+            let id = cursor_in_room(&state, room.id, cursor(b)?).await?;
+            messages::page_before(&state.pool, room.id, id).await?
         }
         (None, Some(a)) => {
-            messages::page_after(&state.pool, room.id, a.parse().map_err(|_| bad())?).await?
+            let id = cursor_in_room(&state, room.id, cursor(a)?).await?;
+            messages::page_after(&state.pool, room.id, id).await?
         }
         (None, None) => messages::last_page(&state.pool, room.id).await?,
         (Some(_), Some(_)) => {
@@ -177,6 +183,15 @@ pub const REFRESH_CURSOR_HEADER: &str = "x-refresh-cursor";
 /// The turbo-stream that makes the page reload itself (Turbo 8's `refresh` action): the
 /// catch-up's answer when more was missed than [`REFRESH_MAX`] or the cursor is too old.
 pub const RELOAD_STREAM: &str = "<turbo-stream action=\"refresh\"></turbo-stream>";
+
+/// The paging cursor `id` when it names a message of room `room_id`; 404 otherwise.
+async fn cursor_in_room(state: &SharedState, room_id: i64, id: i64) -> Result<i64, AppError> {
+    if messages::in_room(&state.pool, room_id, id).await? {
+        Ok(id)
+    } else {
+        Err(AppError::NotFound)
+    }
+}
 
 /// Query of `GET /rooms/{id}/refresh`.
 #[derive(Debug, Deserialize)]

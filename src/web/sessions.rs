@@ -10,7 +10,7 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use axum::Extension;
 
-use super::context::{delete_cookie, set_cookie, Ctx, PERMANENT_SECS, SESSION_COOKIE};
+use super::context::{delete_cookie, rotate_csrf, set_cookie, Ctx, PERMANENT_SECS, SESSION_COOKIE};
 use super::error::AppError;
 use super::respond;
 use crate::cable::protocol::{disconnect_frames, DisconnectReason};
@@ -133,8 +133,8 @@ pub async fn create(
 }
 
 /// Starts a session for `user_id` (Campfire's `start_new_session_for`) and answers 302 to `/`
-/// with the signed, permanent `session_token` cookie: the end of a sign-in, a first run and a
-/// sign-up.
+/// with the signed, permanent `session_token` cookie and a new CSRF secret (the old page's
+/// tokens stop working): the end of a sign-in, a first run and a sign-up.
 ///
 /// # Errors
 /// The session could not be stored.
@@ -157,6 +157,7 @@ pub async fn start_session(
         header::SET_COOKIE,
         set_cookie(SESSION_COOKIE, &value, Some(PERMANENT_SECS), secure),
     );
+    rotate_csrf(state, &mut response, secure);
     Ok(response)
 }
 
@@ -179,7 +180,8 @@ pub async fn hash_password(password: &str) -> Result<String, AppError> {
 }
 
 /// `DELETE /session` (or `POST /session` with `_method=delete`): destroys the server-side
-/// session, deletes the cookie and closes the cable connections opened with it.
+/// session, deletes the cookie, gives the browser a new CSRF secret and closes the cable
+/// connections opened with it.
 pub async fn destroy(
     State(state): State<SharedState>,
     Extension(ctx): Extension<Ctx>,
@@ -210,5 +212,6 @@ pub async fn destroy(
     response
         .headers_mut()
         .append(header::SET_COOKIE, delete_cookie(SESSION_COOKIE));
+    rotate_csrf(&state, &mut response, ctx.secure);
     Ok(response)
 }

@@ -84,6 +84,10 @@ pub struct ChannelContext<'a> {
     pub signer: &'a StreamNameSigner,
     /// The connection's user (`current_user`).
     pub user: &'a User,
+    /// Presence per connection (`PresenceChannel` reports its tab's state there).
+    pub presence: &'a crate::presence::Presence,
+    /// The connection's id (its tab, for presence).
+    pub connection_id: u64,
 }
 
 /// Runs a channel's `subscribed` for `channel` with `params`.
@@ -114,14 +118,24 @@ pub async fn unsubscribed(ctx: ChannelContext<'_>, sub: &Subscribed) -> anyhow::
 
 /// Runs action `action` of a subscription with the decoded `data`. Returns false when the
 /// channel has no such action (Rails logs `Unable to process Channel#action`).
+///
+/// `within_rate` is false for an action past the connection's budget for its channel: a
+/// typing notice is then dropped, and a presence action updates the tab's state without
+/// broadcasting (see [`crate::cable::connection`]).
 pub async fn perform(
     ctx: ChannelContext<'_>,
     sub: &Subscribed,
     action: &str,
+    within_rate: bool,
 ) -> anyhow::Result<bool> {
     match &sub.channel {
-        Channel::Presence(room) => presence::perform(ctx, room, action).await,
-        Channel::TypingNotifications(room) => Ok(typing_notifications::perform(ctx, room, action)),
+        Channel::Presence(room) => presence::perform(ctx, room, action, within_rate).await,
+        Channel::TypingNotifications(room) => Ok(typing_notifications::perform(
+            ctx,
+            room,
+            action,
+            within_rate,
+        )),
         _ => Ok(false),
     }
 }

@@ -1,12 +1,17 @@
 //! `PresenceChannel` (Campfire `app/channels/presence_channel.rb`): a member's tab being in a
-//! room. Subscribing marks the membership present (`connections + 1`, `connected_at`, unread
-//! cleared) and tells the user's other tabs the room is read (`user_<id>_reads`);
-//! unsubscribing marks it absent. Actions: `present`, `absent`, `refresh`.
+//! room. Subscribing marks this connection's tab present and tells the user's other tabs the
+//! room is read (`user_<id>_reads`); unsubscribing takes the tab away. Actions: `present`,
+//! `absent`, `refresh`.
+//!
+//! The state is kept per connection in [`crate::presence`], which writes the membership only
+//! when it turns connected or not (at a bounded rate): one tab's `absent` and close never
+//! count twice, nor override another open, visible tab (Campfire counts each action on the
+//! shared `connections` column).
 
 use serde_json::{Map, Value};
 
 use super::{member_room, Channel, ChannelContext, Outcome, Subscribed};
-use crate::db::rooms::{self, Room};
+use crate::db::rooms::Room;
 
 /// `subscribed`.
 pub async fn subscribe(
@@ -16,7 +21,10 @@ pub async fn subscribe(
     let Some(room) = member_room(ctx, params).await? else {
         return Ok(Outcome::Reject);
     };
-    present(ctx, &room).await?;
+    ctx.presence
+        .subscribed(room.id, ctx.user.id, ctx.connection_id)
+        .await?;
+    crate::broadcasts::room_read(ctx.broadcaster, room.id, ctx.user.id);
     let stream = crate::streams::presence(ctx.broadcaster.gid_app(), &room);
     Ok(Outcome::Confirm(Subscribed {
         channel: Channel::Presence(room),
@@ -24,24 +32,32 @@ pub async fn subscribe(
     }))
 }
 
-async fn present(ctx: ChannelContext<'_>, room: &Room) -> anyhow::Result<()> {
-    rooms::present(ctx.pool, room.id, ctx.user.id).await?;
-    crate::broadcasts::room_read(ctx.broadcaster, room.id, ctx.user.id);
-    Ok(())
-}
-
 /// `unsubscribed`.
 pub async fn unsubscribed(ctx: ChannelContext<'_>, room: &Room) -> anyhow::Result<()> {
-    rooms::absent(ctx.pool, room.id, ctx.user.id).await?;
+    ctx.presence
+        .unsubscribed(room.id, ctx.user.id, ctx.connection_id)
+        .await?;
     Ok(())
 }
 
-/// Actions `present`, `absent` and `refresh`.
-pub async fn perform(ctx: ChannelContext<'_>, room: &Room, action: &str) -> anyhow::Result<bool> {
+/// Actions `present`, `absent` and `refresh`. Past the connection's rate (`within_rate`
+/// false) the tab's state is still updated, but `present` sends no read notice.
+pub async fn perform(
+    ctx: ChannelContext<'_>,
+    room: &Room,
+    action: &str,
+    within_rate: bool,
+) -> anyhow::Result<bool> {
+    let (presence, user, connection) = (ctx.presence, ctx.user.id, ctx.connection_id);
     match action {
-        "present" => present(ctx, room).await?,
-        "absent" => rooms::absent(ctx.pool, room.id, ctx.user.id).await?,
-        "refresh" => rooms::refresh_connection(ctx.pool, room.id, ctx.user.id).await?,
+        "present" => {
+            presence.present(room.id, user, connection).await?;
+            if within_rate {
+                crate::broadcasts::room_read(ctx.broadcaster, room.id, user);
+            }
+        }
+        "absent" => presence.absent(room.id, user, connection).await?,
+        "refresh" => presence.refresh(room.id, user, connection).await?,
         _ => return Ok(false),
     }
     Ok(true)

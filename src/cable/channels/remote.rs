@@ -35,6 +35,9 @@ pub struct IdentifyResponse {
 /// A subscribe to decide on the app node.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct SubscribeRequest {
+    /// The connection, unique across cable nodes ([`crate::app_link::AppLink::connection_key`]).
+    #[serde(default)]
+    pub connection_id: u64,
     /// The connection's user.
     pub user: User,
     /// The channel class name.
@@ -46,6 +49,9 @@ pub struct SubscribeRequest {
 /// An action to run on the app node.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct PerformRequest {
+    /// The connection, unique across cable nodes ([`crate::app_link::AppLink::connection_key`]).
+    #[serde(default)]
+    pub connection_id: u64,
     /// The connection's user.
     pub user: User,
     /// The subscription, as the app node confirmed it.
@@ -57,6 +63,9 @@ pub struct PerformRequest {
 /// An `unsubscribed` to run on the app node.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct UnsubscribedRequest {
+    /// The connection, unique across cable nodes ([`crate::app_link::AppLink::connection_key`]).
+    #[serde(default)]
+    pub connection_id: u64,
     /// The connection's user.
     pub user: User,
     /// The subscription that ended.

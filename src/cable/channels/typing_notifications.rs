@@ -21,10 +21,14 @@ pub async fn subscribe(
     }))
 }
 
-/// Actions `start` and `stop`.
-pub fn perform(ctx: ChannelContext<'_>, room: &Room, action: &str) -> bool {
+/// Actions `start` and `stop`; past the connection's rate (`within_rate` false) the notice is
+/// dropped.
+pub fn perform(ctx: ChannelContext<'_>, room: &Room, action: &str, within_rate: bool) -> bool {
     if !matches!(action, "start" | "stop") {
         return false;
+    }
+    if !within_rate {
+        return true;
     }
     crate::broadcasts::typing(ctx.broadcaster, room, action, ctx.user.id, &ctx.user.name);
     true
