@@ -377,9 +377,10 @@ impl Outbox {
             return false;
         }
         let mut over = self.overflow.lock();
-        let unused = over
-            .last_spill
-            .is_none_or(|at| at.elapsed() >= SHRINK_AFTER);
+        let unused = match over.last_spill {
+            Some(at) => at.elapsed() >= SHRINK_AFTER,
+            None => true,
+        };
         if !over.frames.is_empty() || !unused {
             return false;
         }
@@ -637,7 +638,7 @@ mod tests {
                 let n = number(&f);
                 let (p, i) = ((n >> 24) as usize, n & 0xFF_FFFF);
                 assert!(
-                    last[p].is_none_or(|prev| prev < i),
+                    last[p].map(|prev| prev < i).unwrap_or(true),
                     "producer {p}: {i} after {last:?}"
                 );
                 last[p] = Some(i);
