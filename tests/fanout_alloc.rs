@@ -233,3 +233,54 @@ fn steady_state_drains_do_not_allocate() {
         );
     });
 }
+
+/// Bursts longer than the outbox's small ring spill into its overflow. Growing the overflow
+/// (and the writer's batch) allocates; once grown, a steady stream of such bursts allocates
+/// nothing beyond the broadcasts' own frames.
+#[test]
+fn steady_state_bursts_past_the_ring_do_not_allocate_once_grown() {
+    use tokio::io::AsyncReadExt;
+    use tokio::net::{TcpListener, TcpStream};
+
+    const BURST: usize = 40;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let fanout = Fanout::new_inline_writers(EngineKind::Queue, QueueLimits::default());
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (client, accepted) = tokio::join!(TcpStream::connect(addr), listener.accept());
+        let mut client = client.unwrap();
+        let (_server_read, server_write) = accepted.unwrap().0.into_split();
+        let conn = fanout.attach(server_write);
+        conn.subscribe("s", &Variant::new("k", "[", "]"));
+        let frame_len = Frame::text_parts(&[b"[", MESSAGE, b"]"]).len();
+        let mut buf = vec![0u8; frame_len * BURST];
+        async fn round(fanout: &Fanout, client: &mut TcpStream, buf: &mut [u8]) {
+            for _ in 0..BURST {
+                assert_eq!(fanout.broadcast("s", MESSAGE), 1);
+            }
+            client.read_exact(buf).await.unwrap();
+        }
+        for _ in 0..10 {
+            round(&fanout, &mut client, &mut buf).await;
+        }
+        let per_broadcast = broadcast_allocations(EngineKind::Queue, 1, 1);
+        const ROUNDS: u64 = 50;
+        COUNT.with(|n| n.set(0));
+        ENABLED.with(|on| on.set(true));
+        for _ in 0..ROUNDS {
+            round(&fanout, &mut client, &mut buf).await;
+        }
+        ENABLED.with(|on| on.set(false));
+        let total = COUNT.with(Cell::get);
+        assert_eq!(fanout.stats().frames_written, (10 + ROUNDS) * BURST as u64);
+        assert_eq!(
+            total,
+            ROUNDS * BURST as u64 * per_broadcast,
+            "allocations beyond the broadcasts' own frames"
+        );
+    });
+}

@@ -25,10 +25,13 @@ use crate::tracker::{Receipt, TokenScheme, Tracker};
 use crate::ws::{self, Parse, OP_BINARY, OP_CLOSE, OP_CONTINUATION, OP_PING, OP_PONG, OP_TEXT};
 use memchr::memmem::Finder;
 use std::cell::{Cell, RefCell};
+use std::net::{IpAddr, SocketAddr};
 use std::rc::Rc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::net::{TcpSocket, TcpStream};
 use tokio::sync::{Notify, Semaphore};
 
 /// What one client connects as: its `Cookie` header and the identifiers it subscribes to.
@@ -193,6 +196,64 @@ impl Shared {
     }
 }
 
+/// Local addresses the clients' TCP connections are bound to, round-robin (empty: the
+/// kernel's choice). Set once at start from `--source-addrs`. Spreading clients over several
+/// loopback addresses (127.0.0.2, 127.0.0.3, …) gives each address its own ephemeral port
+/// range, so a run can hold more connections to one server port than one range allows.
+static SOURCE_ADDRS: OnceLock<Vec<IpAddr>> = OnceLock::new();
+
+/// Which source address the next connection takes. `Relaxed`: only a rotating index, no data
+/// is published through it.
+static NEXT_SOURCE: AtomicUsize = AtomicUsize::new(0);
+
+/// Sets the source addresses of every later client connection (see [`SOURCE_ADDRS`]); only the
+/// first call has an effect. Returns false when they were already set.
+pub fn set_source_addrs(addrs: Vec<IpAddr>) -> bool {
+    SOURCE_ADDRS.set(addrs).is_ok()
+}
+
+/// Parses a comma-separated list of IP addresses (`--source-addrs`).
+///
+/// Errors: an element that is not an IP address.
+pub fn parse_source_addrs(s: &str) -> Result<Vec<IpAddr>, String> {
+    s.split(',')
+        .map(str::trim)
+        .filter(|a| !a.is_empty())
+        .map(|a| a.parse().map_err(|e| format!("{a:?}: {e}")))
+        .collect()
+}
+
+/// A TCP connection to `authority`, bound first to the next source address if any are set.
+async fn connect(authority: &str) -> std::io::Result<TcpStream> {
+    let sources = SOURCE_ADDRS.get().map(Vec::as_slice).unwrap_or(&[]);
+    if sources.is_empty() {
+        return TcpStream::connect(authority).await;
+    }
+    let source = sources[NEXT_SOURCE.fetch_add(1, Ordering::Relaxed) % sources.len()];
+    let mut last = None;
+    for remote in tokio::net::lookup_host(authority).await? {
+        if remote.is_ipv4() != source.is_ipv4() {
+            continue;
+        }
+        let socket = if remote.is_ipv4() {
+            TcpSocket::new_v4()?
+        } else {
+            TcpSocket::new_v6()?
+        };
+        socket.bind(SocketAddr::new(source, 0))?;
+        match socket.connect(remote).await {
+            Ok(stream) => return Ok(stream),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::AddrNotAvailable,
+            format!("no address of {authority} matches source {source}"),
+        )
+    }))
+}
+
 /// Opens a WebSocket: TCP connect, upgrade request, response check. Returns the stream and the
 /// bytes read past the response head (the start of the first frames).
 ///
@@ -200,7 +261,7 @@ impl Shared {
 pub async fn open(cfg: &CableConfig, cookie: Option<&str>) -> Result<(TcpStream, Vec<u8>), String> {
     let (endpoint, origin) = cfg.pick();
     let authority = endpoint.authority();
-    let mut stream = TcpStream::connect(&authority)
+    let mut stream = connect(&authority)
         .await
         .map_err(|e| format!("connect {authority}: {e}"))?;
     let _ = stream.set_nodelay(true);

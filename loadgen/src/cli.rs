@@ -8,7 +8,7 @@ use crate::cell::{run_cell, CellOptions};
 use crate::endpoint::Endpoint;
 use crate::fanout::{self, FanoutOptions};
 use crate::idle::{self, IdleOptions};
-use crate::report::{render_table, summarize, CellResult};
+use crate::report::{render_table, summarize, CellResult, FloorFps};
 use crate::server::TargetSpec;
 use crate::sweep::{self, campfire_target, discover_pid, SweepOptions};
 use anyhow::{bail, Result};
@@ -73,6 +73,22 @@ pub struct Cli {
     /// What to run.
     #[command(subcommand)]
     pub command: Command,
+    /// Bind the clients' WebSocket connections to these local addresses, round-robin
+    /// (comma-separated, e.g. `127.0.0.1,127.0.0.2`); each address has its own ephemeral port
+    /// range. Default: the kernel's choice.
+    #[arg(long, global = true, value_parser = parse_source_addrs)]
+    pub source_addrs: Option<SourceAddrs>,
+}
+
+/// A comma-separated list of local IP addresses (`--source-addrs`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceAddrs(pub Vec<std::net::IpAddr>);
+
+/// Parses `--source-addrs`.
+///
+/// Errors: an entry that is not an IP address.
+pub fn parse_source_addrs(s: &str) -> Result<SourceAddrs, String> {
+    crate::cable::parse_source_addrs(s).map(SourceAddrs)
 }
 
 /// Subcommands.
@@ -247,12 +263,30 @@ pub struct SweepArgs {
     /// SIGTERM → SIGKILL grace period for managed servers.
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     pub stop_timeout: Duration,
+    /// After each cell, run a paced latency probe at this many posts/s on the same server
+    /// (fresh clients); the table's `paced →first p50` and `paced →all p50` come from it.
+    #[arg(long)]
+    pub paced_rate: Option<f64>,
+    /// Posting phase of each paced probe.
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    pub paced_duration: Duration,
+    /// This machine's loopback frames/s with one write() per frame, for the table's
+    /// `floor ms` column (N ÷ frames/s): `F` for every N, or `N=F,N=F,…`.
+    #[arg(long, value_parser = parse_floor)]
+    pub floor_fps: Option<FloorFps>,
     /// Login and subscription flags.
     #[command(flatten)]
     pub login: LoginArgs,
     /// Load shape flags.
     #[command(flatten)]
     pub load: LoadArgs,
+}
+
+/// Parses `--floor-fps` (see [`FloorFps::parse`]).
+///
+/// Errors: as [`FloorFps::parse`].
+pub fn parse_floor(s: &str) -> Result<FloorFps, String> {
+    FloorFps::parse(s)
 }
 
 /// `loadgen idle`.
@@ -387,6 +421,9 @@ fn exit_code(cells: &[CellResult]) -> i32 {
 /// Errors: anything that stopped the run (bad flags, failed login or scrape, a server that
 /// would not start, unwritable output).
 pub async fn run(cli: Cli) -> Result<i32> {
+    if let Some(SourceAddrs(addrs)) = cli.source_addrs {
+        crate::cable::set_source_addrs(addrs);
+    }
     match cli.command {
         Command::Run(a) => {
             let base = Endpoint::parse(&a.url)?;
@@ -448,6 +485,14 @@ pub async fn run(cli: Cli) -> Result<i32> {
                 cell: a.load.options(0)?,
                 prepare: a.login.options()?,
                 read_buffer: a.load.read_buffer,
+                paced_rate: match a.paced_rate {
+                    Some(r) if !(r > 0.0 && r.is_finite()) => {
+                        bail!("--paced-rate must be a positive number of posts per second")
+                    }
+                    r => r,
+                },
+                paced_duration: a.paced_duration,
+                floor: a.floor_fps.clone().unwrap_or_default(),
             };
             let cells = sweep::run_sweep(&opts).await?;
             Ok(exit_code(&cells))

@@ -108,7 +108,7 @@ pub async fn run_fanout(opts: &FanoutOptions) -> Result<Vec<CellResult>> {
         }
     }
     pb.finish_with_message("done");
-    let (table, notes) = out.finish(&cells)?;
+    let (table, notes) = out.finish(&cells, &crate::report::FloorFps::default())?;
     println!("{table}");
     for n in notes {
         eprintln!("{n}");

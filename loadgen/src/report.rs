@@ -131,6 +131,11 @@ pub struct CellResult {
     pub errors: Vec<String>,
     /// Warnings worth reading next to the numbers.
     pub notes: Vec<String>,
+    /// A paced latency probe run after the cell proper (`loadgen sweep --paced-rate`): its
+    /// post→first and post→all p50 fill the table's paced columns, and it does not make a row
+    /// of its own.
+    #[serde(default)]
+    pub paced_probe: bool,
     /// Every check passed: all ready, no failures, `complete == posted > 0`, no duplicates,
     /// no message out of its poster's order. (`order_divergent_clients` is reported, not
     /// judged: posts sent concurrently by different posters have no defined order, and
@@ -183,6 +188,8 @@ pub struct TableRow {
     pub post_p50_ms: f64,
     /// Median post p99, ms.
     pub post_p99_ms: f64,
+    /// Median post→first p50, ms.
+    pub first_p50_ms: f64,
     /// Median post→first p99, ms.
     pub first_p99_ms: f64,
     /// Median post→all p50, ms.
@@ -191,6 +198,13 @@ pub struct TableRow {
     pub all_p99_ms: f64,
     /// Median connect-and-subscribe time, s.
     pub connect_secs: f64,
+    /// Median post→first p50 of the paced probes (`--paced-rate`), ms.
+    pub paced_first_p50_ms: Option<f64>,
+    /// Median post→all p50 of the paced probes, ms.
+    pub paced_all_p50_ms: Option<f64>,
+    /// The loopback floor for one message to reach all N clients: N ÷ the frames/s of one
+    /// `write()` per frame on this machine (`--floor-fps`), ms.
+    pub floor_ms: Option<f64>,
     /// Median server CPU %, if known.
     pub server_cpu: Option<f64>,
     /// Median server RSS, MiB, if known.
@@ -217,11 +231,20 @@ pub fn summarize(cells: &[CellResult]) -> Vec<TableRow> {
     let mut rows = Vec::new();
     for &n in &ns {
         for &t in &targets {
-            let group: Vec<&CellResult> =
-                cells.iter().filter(|c| c.n == n && c.target == t).collect();
+            let group: Vec<&CellResult> = cells
+                .iter()
+                .filter(|c| c.n == n && c.target == t && !c.paced_probe)
+                .collect();
             if group.is_empty() {
                 continue;
             }
+            let probes: Vec<&CellResult> = cells
+                .iter()
+                .filter(|c| c.n == n && c.target == t && c.paced_probe)
+                .collect();
+            let probe_med = |f: &dyn Fn(&CellResult) -> f64| {
+                median(&probes.iter().map(|c| f(c)).collect::<Vec<_>>())
+            };
             let med = |f: &dyn Fn(&CellResult) -> f64| {
                 median(&group.iter().map(|c| f(c)).collect::<Vec<_>>()).unwrap_or(0.0)
             };
@@ -250,10 +273,14 @@ pub fn summarize(cells: &[CellResult]) -> Vec<TableRow> {
                 delivered_msgs_per_sec: med(&|c| c.delivered_msgs_per_sec),
                 post_p50_ms: med(&|c| c.post.p50_ms),
                 post_p99_ms: med(&|c| c.post.p99_ms),
+                first_p50_ms: med(&|c| c.post_to_first.p50_ms),
                 first_p99_ms: med(&|c| c.post_to_first.p99_ms),
                 all_p50_ms: med(&|c| c.post_to_all.p50_ms),
                 all_p99_ms: med(&|c| c.post_to_all.p99_ms),
                 connect_secs: med(&|c| c.connect_secs),
+                paced_first_p50_ms: probe_med(&|c| c.post_to_first.p50_ms),
+                paced_all_p50_ms: probe_med(&|c| c.post_to_all.p50_ms),
+                floor_ms: None,
                 server_cpu: median(
                     &server_vals
                         .iter()
@@ -267,6 +294,58 @@ pub fn summarize(cells: &[CellResult]) -> Vec<TableRow> {
         }
     }
     rows
+}
+
+/// Frames per second of one `write()` per frame on this machine's loopback, by N (the
+/// `fanout-limit` tool's `write` variant), for the table's floor column.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FloorFps {
+    /// A figure for every N, used when `by_n` has none for a row's N.
+    pub all: Option<f64>,
+    /// Figures for particular N.
+    pub by_n: Vec<(usize, f64)>,
+}
+
+impl FloorFps {
+    /// Parses `F` (one figure for every N) or `N=F,N=F,…`, F in frames/s.
+    ///
+    /// Errors: an entry that is not a positive number or `N=number`.
+    pub fn parse(s: &str) -> Result<FloorFps, String> {
+        let mut out = FloorFps::default();
+        for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let fps = |v: &str| match v.trim().parse::<f64>() {
+                Ok(f) if f > 0.0 && f.is_finite() => Ok(f),
+                _ => Err(format!("{v:?} is not a positive frames/s figure")),
+            };
+            match part.split_once('=') {
+                Some((n, f)) => {
+                    let n = n
+                        .trim()
+                        .parse::<usize>()
+                        .map_err(|_| format!("{n:?} is not a client count"))?;
+                    out.by_n.push((n, fps(f)?));
+                }
+                None => out.all = Some(fps(part)?),
+            }
+        }
+        Ok(out)
+    }
+
+    /// The figure for `n`, if any.
+    pub fn for_n(&self, n: usize) -> Option<f64> {
+        self.by_n
+            .iter()
+            .find(|(m, _)| *m == n)
+            .map(|(_, f)| *f)
+            .or(self.all)
+    }
+
+    /// Fills each row's `floor_ms` = N ÷ frames/s, in ms.
+    pub fn apply(&self, rows: &mut [TableRow]) {
+        for r in rows {
+            r.floor_ms = self.for_n(r.n).map(|f| r.n as f64 / f * 1000.0);
+        }
+    }
 }
 
 /// Formats an integer-ish value with thousands separators: `1234567.8` → `1,234,568`.
@@ -317,9 +396,22 @@ pub const COLUMNS: &[(&str, &str)] = &[
     ("msgs/s", "median fully delivered messages per second"),
     ("post p50", "median of the post round-trip p50, ms"),
     ("post p99", "median of the post round-trip p99, ms"),
+    ("→first p50", "post → first client, p50, ms"),
     ("→first p99", "post → first client, p99, ms"),
     ("→all p50", "post → every client, p50, ms"),
     ("→all p99", "post → every client, p99, ms"),
+    (
+        "paced →first p50",
+        "post → first client, p50, ms, in the paced probe (`--paced-rate`)",
+    ),
+    (
+        "paced →all p50",
+        "post → every client, p50, ms, in the paced probe",
+    ),
+    (
+        "floor ms",
+        "N ÷ frames/s of one write() per frame on this machine (`--floor-fps`), ms",
+    ),
     ("connect s", "connect and subscribe all N, s"),
     ("srv CPU %", "server CPU over the window (100 = one core)"),
     ("srv RSS MB", "server resident memory at the end, MiB"),
@@ -355,9 +447,13 @@ pub fn render_table(rows: &[TableRow]) -> String {
             thousands(r.delivered_msgs_per_sec),
             ms(r.post_p50_ms),
             ms(r.post_p99_ms),
+            ms(r.first_p50_ms),
             ms(r.first_p99_ms),
             ms(r.all_p50_ms),
             ms(r.all_p99_ms),
+            opt(r.paced_first_p50_ms, &ms),
+            opt(r.paced_all_p50_ms, &ms),
+            opt(r.floor_ms, &ms),
             format!("{:.2}", r.connect_secs),
             opt(r.server_cpu, &|v| format!("{v:.0}")),
             opt(r.server_rss_mb, &|v| format!("{v:.1}")),
@@ -489,6 +585,30 @@ mod tests {
             lines[3]
         );
         assert!(lines[3].ends_with("| 0/1 |"));
+    }
+
+    #[test]
+    fn paced_probes_fill_their_columns_and_make_no_row_and_the_floor_is_n_over_fps() {
+        let main = cell("q", 2000, 0, 500_000.0, 4.0);
+        let mut probe = cell("q", 2000, 0, 40_000.0, 2.0);
+        probe.paced_probe = true;
+        probe.post_to_first.p50_ms = 1.5;
+        probe.post_to_all.p50_ms = 9.25;
+        let mut rows = summarize(&[main, probe]);
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].paced_first_p50_ms, Some(1.5));
+        assert_eq!(rows[0].paced_all_p50_ms, Some(9.25));
+        let floor = FloorFps::parse("100000,2000=80000").unwrap();
+        floor.apply(&mut rows);
+        assert_eq!(rows[0].floor_ms, Some(25.0));
+        assert_eq!(
+            FloorFps::parse("250000").unwrap().for_n(10_000),
+            Some(250_000.0)
+        );
+        assert!(FloorFps::parse("x").is_err());
+        assert!(FloorFps::parse("5=0").is_err());
+        let table = render_table(&rows);
+        assert!(table.contains("| 1.50 | 9.25 | 25.0 |"), "{table}");
     }
 
     #[test]

@@ -16,7 +16,7 @@ use crate::cell::{run_cell, CellOptions, CellTarget, PostTarget};
 use crate::endpoint::Endpoint;
 use crate::plot;
 use crate::procfs;
-use crate::report::{render_table, summarize, CellResult};
+use crate::report::{render_table, summarize, CellResult, FloorFps};
 use crate::server::{self, TargetSpec};
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -51,6 +51,13 @@ pub struct SweepOptions {
     pub prepare: PrepareOptions,
     /// Receive buffer per connection, bytes.
     pub read_buffer: usize,
+    /// After each cell, a paced latency probe on the same server at this many posts/s
+    /// (`--paced-rate`), for the table's paced p50 columns; `None`: no probe.
+    pub paced_rate: Option<f64>,
+    /// Posting phase of each paced probe.
+    pub paced_duration: Duration,
+    /// Loopback write figures for the table's floor column (`--floor-fps`).
+    pub floor: FloorFps,
 }
 
 /// UTC `YYYYMMDD-HHMMSS` for `secs` since the Unix epoch. Instants past the end of year 9999
@@ -167,7 +174,17 @@ pub fn cell_line(c: &CellResult) -> String {
          post p50 {:.2} p99 {:.2} ms, →all p99 {:.1} ms{}, loadgen CPU {:.0} %{} — {}",
         c.rep + 1,
         c.n,
-        c.target,
+        if c.paced_probe {
+            format!(
+                "{} paced probe at {} posts/s (→first p50 {:.2} ms, →all p50 {:.2} ms)",
+                c.target,
+                c.rate.unwrap_or(0.0),
+                c.post_to_first.p50_ms,
+                c.post_to_all.p50_ms
+            )
+        } else {
+            c.target.clone()
+        },
         c.ready,
         c.n,
         c.posted,
@@ -265,8 +282,9 @@ impl Output {
     /// Writes `table.md` and the plots; returns the table text and notes about the files.
     ///
     /// Errors: `table.md` cannot be written (plot failures become notes).
-    pub fn finish(&self, cells: &[CellResult]) -> Result<(String, Vec<String>)> {
-        let rows = summarize(cells);
+    pub fn finish(&self, cells: &[CellResult], floor: &FloorFps) -> Result<(String, Vec<String>)> {
+        let mut rows = summarize(cells);
+        floor.apply(&mut rows);
         let table = render_table(&rows);
         std::fs::write(self.dir.join("table.md"), &table)?;
         let mut notes = vec![
@@ -353,22 +371,24 @@ pub async fn run_sweep(opts: &SweepOptions) -> Result<Vec<CellResult>> {
                     ..opts.cell.clone()
                 };
                 let result = run_one(opts, target, &cell_opts, rep, &mut cached, &pb, &label).await;
-                let result = match result {
+                let results = match result {
                     Ok(r) => r,
                     Err(e) => {
                         pb.abandon_with_message(format!("{label}: error"));
                         return Err(e.context(format!("cell {label}")));
                     }
                 };
-                out.write_cell(&result)?;
-                say(&pb, &cell_line(&result));
-                cells.push(result);
+                for result in results {
+                    out.write_cell(&result)?;
+                    say(&pb, &cell_line(&result));
+                    cells.push(result);
+                }
                 pb.inc(1);
             }
         }
     }
     pb.finish_with_message("done");
-    let (table, notes) = out.finish(&cells)?;
+    let (table, notes) = out.finish(&cells, &opts.floor)?;
     println!("{table}");
     for n in notes {
         eprintln!("{n}");
@@ -384,8 +404,28 @@ async fn run_one(
     cached: &mut HashMap<String, Rc<Prepared>>,
     pb: &ProgressBar,
     label: &str,
-) -> Result<CellResult> {
+) -> Result<Vec<CellResult>> {
     let phase = |p: &str| pb.set_message(format!("{label}: {p}"));
+    let probe_opts = opts.paced_rate.map(|rate| CellOptions {
+        rate: Some(rate),
+        duration: opts.paced_duration,
+        ..cell_opts.clone()
+    });
+    // The cell, then (with --paced-rate) the paced probe on the same server and logins.
+    let run_both = |ct: CellTarget| {
+        let probe_opts = probe_opts.clone();
+        let phase = &phase;
+        async move {
+            let mut results = vec![run_cell(&ct, cell_opts, rep, phase).await];
+            if let Some(p) = &probe_opts {
+                phase("paced probe");
+                let mut probe = run_cell(&ct, p, rep, phase).await;
+                probe.paced_probe = true;
+                results.push(probe);
+            }
+            results
+        }
+    };
     let Some(cmd) = &target.cmd else {
         let prepared = match cached.get(&target.name) {
             Some(p) => p.clone(),
@@ -403,7 +443,7 @@ async fn run_one(
             opts.read_buffer,
             discover_pid(&target.url),
         );
-        return Ok(run_cell(&ct, cell_opts, rep, &phase).await);
+        return Ok(run_both(ct).await);
     };
     let seed = opts.seed_db.as_deref().unwrap_or(Path::new(""));
     let stem = format!("{}-n{}-r{}", target.name, cell_opts.n, rep + 1);
@@ -436,19 +476,21 @@ async fn run_one(
         opts.read_buffer,
         Some(srv.pid),
     );
-    let mut result = run_cell(&ct, cell_opts, rep, &phase).await;
+    let mut results = run_both(ct).await;
     phase("stopping server");
     let graceful = srv.stop(opts.stop_timeout).await?;
     if !graceful {
-        result.notes.push(format!(
-            "the server ignored SIGTERM for {:?} and was killed",
-            opts.stop_timeout
-        ));
+        for result in &mut results {
+            result.notes.push(format!(
+                "the server ignored SIGTERM for {:?} and was killed",
+                opts.stop_timeout
+            ));
+        }
     }
     for suffix in ["", "-wal", "-shm", "-journal"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
     }
-    Ok(result)
+    Ok(results)
 }
 
 #[cfg(test)]

@@ -9,6 +9,12 @@
 //! A subscribe attaches the subscription's streams first and queues `confirm_subscription`
 //! after, so no broadcast after the confirm can be missed (Rails: `ensure_confirmation_sent`).
 //!
+//! Memory: an idle connection's task holds the reader (no buffer until a frame arrives, see
+//! `reader.rs`) and the wait on its signals. The database work of a command (subscribe,
+//! perform, a membership re-check, the final unsubscribes) runs in a boxed future allocated
+//! for that command only: a task's future is one allocation sized for its largest state, so
+//! that work kept inline would make every idle connection carry it.
+//!
 //! Beside the reader, the task waits on its registry [`Control`] signal: when the user's
 //! memberships change (a room closed to them, a membership revoked, a room destroyed), it
 //! re-checks every room-scoped subscription against the database and drops those no longer
@@ -125,7 +131,9 @@ pub async fn run(
         presence_budget: TokenBucket::new(PRESENCE_BURST, PRESENCE_PER_SECOND, Instant::now()),
     };
     reader.read_loop(read_half, leftover).await;
-    reader.unsubscribe_all().await;
+    // Boxed, like every command below: the task's future is sized for its largest state, so
+    // rare database work kept inline would make every idle connection pay for it.
+    Box::pin(reader.unsubscribe_all()).await;
     state.cable.deregister(conn.id());
     if let Some(name) = &internal {
         state.interest.remove(name);
@@ -161,13 +169,13 @@ impl Reader {
                     tokio::select! {
                         biased;
                         _ = self.conn.closed() => return,
-                        _ = self.control.memberships_changed() => self.recheck().await,
+                        _ = self.control.memberships_changed() => Box::pin(self.recheck()).await,
                         inbound = &mut read => break inbound,
                     }
                 }
             };
             match inbound {
-                Ok(Inbound::Text(text)) => self.handle_text(&text).await,
+                Ok(Inbound::Text(text)) => Box::pin(self.handle_text(&text)).await,
                 Ok(Inbound::Binary(_)) => tracing::warn!("Couldn't handle non-string message"),
                 Ok(Inbound::Ping(payload)) => {
                     self.conn.send(Frame::pong(&payload));

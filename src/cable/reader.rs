@@ -1,18 +1,26 @@
 //! The inbound half of a cable connection: client frames in, whole messages out, bounded.
 //!
-//! Frames are parsed by fastwebsockets (unmasking, header checks, close-frame validation,
-//! UTF-8 of single-frame text); unmasked client frames are refused here. Its size limit
-//! applies to one frame only, so a message sent as many small fragments is assembled here,
-//! where the running total is checked against the limit before each fragment is appended: no
-//! message grows past `max_message_bytes` in memory, however it is split. Text is checked for UTF-8 as the fragments arrive (each byte once),
-//! so a bad sequence is refused at the fragment that carries it.
+//! Frames are parsed here (RFC 6455 §5.2): reserved bits must be clear (no extension is ever
+//! negotiated), opcodes must be defined, client frames must be masked (§5.1), control frames
+//! must be final and carry at most 125 bytes (§5.5), and a close frame's status code and
+//! reason are validated (§7.4: 1000–1003, 1007–1013 and 3000–4999 are accepted; a 1-byte close
+//! payload is refused; the reason must be UTF-8). A message sent as many small fragments is
+//! assembled here, and the running total is checked against the limit before each fragment is
+//! read: no message grows past `max_message_bytes` in memory, however it is split. Text is
+//! checked for UTF-8 as the fragments arrive (each byte once), so a bad sequence is refused at
+//! the fragment that carries it.
+//!
+//! **Memory.** An idle reader holds no buffer at all: it waits for a frame's first two bytes in
+//! a 14-byte header array inside the read future. A payload buffer is allocated only once a
+//! frame's length is known, sized to that frame (or grown by a continuation's length), and is
+//! handed out with the message (a single-frame text message becomes its `String` without a
+//! copy). The cost is two or three `read()` calls per client frame (header, extended length and
+//! mask, payload), which is cheap for Action Cable's inbound traffic: a few commands per
+//! connection, nothing per broadcast.
 //!
 //! RFC 6455 close codes for the errors: [`ReadError::close_code`].
 
-use std::convert::Infallible;
-
-use fastwebsockets::{OpCode, Role, WebSocketError, WebSocketRead};
-use tokio::io::AsyncRead;
+use tokio::io::{AsyncRead, AsyncReadExt};
 
 use super::protocol::close_code;
 
@@ -63,6 +71,44 @@ impl ReadError {
     }
 }
 
+/// RFC 6455 §5.2 opcodes this reader accepts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum OpCode {
+    Continuation,
+    Text,
+    Binary,
+    Close,
+    Ping,
+    Pong,
+}
+
+impl OpCode {
+    fn from_bits(bits: u8) -> Result<OpCode, ReadError> {
+        Ok(match bits {
+            0x0 => OpCode::Continuation,
+            0x1 => OpCode::Text,
+            0x2 => OpCode::Binary,
+            0x8 => OpCode::Close,
+            0x9 => OpCode::Ping,
+            0xA => OpCode::Pong,
+            other => return Err(ReadError::Protocol(format!("reserved opcode {other:#x}"))),
+        })
+    }
+
+    fn is_control(self) -> bool {
+        matches!(self, OpCode::Close | OpCode::Ping | OpCode::Pong)
+    }
+}
+
+/// A parsed frame header: everything but the payload.
+#[derive(Clone, Copy, Debug)]
+struct Head {
+    fin: bool,
+    opcode: OpCode,
+    len: usize,
+    mask: [u8; 4],
+}
+
 /// A message being assembled from fragments.
 #[derive(Debug)]
 struct Partial {
@@ -91,7 +137,7 @@ impl Partial {
 
 /// Reads whole messages from a server-side WebSocket stream (client frames are masked).
 pub struct MessageReader<S> {
-    frames: WebSocketRead<S>,
+    stream: S,
     max_message_bytes: usize,
     partial: Option<Partial>,
 }
@@ -110,99 +156,172 @@ impl<S> std::fmt::Debug for MessageReader<S> {
 
 impl<S: AsyncRead + Unpin> MessageReader<S> {
     /// A reader over `stream` (positioned right after the handshake) that refuses messages
-    /// of more than `max_message_bytes` bytes of payload.
+    /// of more than `max_message_bytes` bytes of payload. Allocates nothing until a frame
+    /// arrives.
     pub fn new(stream: S, max_message_bytes: usize) -> Self {
-        let (mut frames, _) =
-            fastwebsockets::after_handshake_split(stream, tokio::io::sink(), Role::Server);
-        // fastwebsockets refuses a frame whose length is >= its setting.
-        frames.set_max_message_size(max_message_bytes.saturating_add(1));
-        // Pings are handed to the caller; close frames are validated here and echoed by it.
-        frames.set_auto_pong(false);
-        frames.set_auto_close(true);
         MessageReader {
-            frames,
+            stream,
             max_message_bytes,
             partial: None,
         }
     }
 
     /// The next whole message or control frame. Pongs are skipped. After an error the reader
-    /// must not be used again.
+    /// must not be used again. Not cancel-safe: a dropped read may have consumed part of a
+    /// frame, so keep the future alive across other events.
     pub async fn read(&mut self) -> Result<Inbound, ReadError> {
-        let mut ignore =
-            |_: fastwebsockets::Frame<'_>| std::future::ready(Ok::<(), Infallible>(()));
-        let limit = self.max_message_bytes;
         loop {
-            let mut frame = self
-                .frames
-                .read_frame(&mut ignore)
-                .await
-                .map_err(|e| map_error(e, limit))?;
-            // RFC 6455 §5.1: a server must fail the connection on an unmasked client frame.
-            // The frame keeps its masking key after unmasking; its formatted head shows it.
-            let mut head = [0u8; 16];
-            frame.fmt_head(&mut head);
-            if head[1] & 0x80 == 0 {
-                return Err(ReadError::Protocol("unmasked client frame".into()));
-            }
-            match frame.opcode {
+            let head = self.read_head().await?;
+            match head.opcode {
                 OpCode::Text | OpCode::Binary => {
                     if self.partial.is_some() {
                         return Err(ReadError::Protocol(
                             "a new message started inside a fragmented one".into(),
                         ));
                     }
-                    let text = frame.opcode == OpCode::Text;
-                    if frame.fin {
-                        return finish(text, frame.payload.to_vec());
+                    let text = head.opcode == OpCode::Text;
+                    let mut bytes = Vec::new();
+                    self.read_payload(&head, &mut bytes).await?;
+                    if head.fin {
+                        return finish(text, bytes);
                     }
                     let mut partial = Partial {
                         text,
-                        bytes: frame.payload.to_vec(),
+                        bytes,
                         checked: 0,
                     };
                     partial.check_utf8()?;
                     self.partial = Some(partial);
                 }
                 OpCode::Continuation => {
-                    let Some(partial) = self.partial.as_mut() else {
+                    let Some(mut partial) = self.partial.take() else {
                         return Err(ReadError::Protocol(
                             "continuation frame without a message".into(),
                         ));
                     };
-                    if frame.payload.len() > self.max_message_bytes - partial.bytes.len() {
-                        self.partial = None;
+                    if head.len > self.max_message_bytes - partial.bytes.len() {
                         return Err(ReadError::TooBig {
                             limit: self.max_message_bytes,
                         });
                     }
-                    partial.bytes.extend_from_slice(&frame.payload);
+                    self.read_payload(&head, &mut partial.bytes).await?;
                     partial.check_utf8()?;
-                    if frame.fin {
-                        let partial = self.partial.take().expect("checked above");
+                    if head.fin {
                         return finish(partial.text, partial.bytes);
                     }
+                    self.partial = Some(partial);
                 }
-                OpCode::Ping => return Ok(Inbound::Ping(frame.payload.to_vec())),
-                OpCode::Pong => {}
+                OpCode::Ping => {
+                    let mut payload = Vec::new();
+                    self.read_payload(&head, &mut payload).await?;
+                    return Ok(Inbound::Ping(payload));
+                }
+                OpCode::Pong => {
+                    let mut payload = [0u8; 125];
+                    self.read_exact(&mut payload[..head.len]).await?;
+                }
                 OpCode::Close => {
-                    let code = (frame.payload.len() >= 2)
-                        .then(|| u16::from_be_bytes([frame.payload[0], frame.payload[1]]));
-                    return Ok(Inbound::Close(code));
+                    let mut payload = Vec::new();
+                    self.read_payload(&head, &mut payload).await?;
+                    return close(&payload);
                 }
             }
         }
     }
+
+    /// Reads and checks one frame header (2 to 14 bytes), with no heap buffer.
+    async fn read_head(&mut self) -> Result<Head, ReadError> {
+        let mut head = [0u8; 14];
+        self.read_exact(&mut head[..2]).await?;
+        if head[0] & 0x70 != 0 {
+            return Err(ReadError::Protocol("reserved bits set".into()));
+        }
+        let fin = head[0] & 0x80 != 0;
+        let opcode = OpCode::from_bits(head[0] & 0x0F)?;
+        // RFC 6455 §5.1: a server must fail the connection on an unmasked client frame.
+        if head[1] & 0x80 == 0 {
+            return Err(ReadError::Protocol("unmasked client frame".into()));
+        }
+        let extended = match head[1] & 0x7F {
+            126 => 2,
+            127 => 8,
+            _ => 0,
+        };
+        self.read_exact(&mut head[2..2 + extended + 4]).await?;
+        let len: u64 = match extended {
+            2 => u64::from(u16::from_be_bytes([head[2], head[3]])),
+            8 => u64::from_be_bytes([
+                head[2], head[3], head[4], head[5], head[6], head[7], head[8], head[9],
+            ]),
+            _ => u64::from(head[1] & 0x7F),
+        };
+        let m = 2 + extended;
+        let mask = [head[m], head[m + 1], head[m + 2], head[m + 3]];
+        if opcode.is_control() {
+            if !fin {
+                return Err(ReadError::Protocol("fragmented control frame".into()));
+            }
+            if len > 125 {
+                return Err(ReadError::Protocol(
+                    "control frame longer than 125 bytes".into(),
+                ));
+            }
+        }
+        let len = match usize::try_from(len) {
+            Ok(len) if len <= self.max_message_bytes => len,
+            _ => {
+                return Err(ReadError::TooBig {
+                    limit: self.max_message_bytes,
+                })
+            }
+        };
+        Ok(Head {
+            fin,
+            opcode,
+            len,
+            mask,
+        })
+    }
+
+    /// Appends the frame's unmasked payload to `out` (which grows by exactly its length).
+    async fn read_payload(&mut self, head: &Head, out: &mut Vec<u8>) -> Result<(), ReadError> {
+        let start = out.len();
+        out.resize(start + head.len, 0);
+        self.read_exact(&mut out[start..]).await?;
+        for (i, byte) in out[start..].iter_mut().enumerate() {
+            *byte ^= head.mask[i & 3];
+        }
+        Ok(())
+    }
+
+    async fn read_exact(&mut self, buf: &mut [u8]) -> Result<(), ReadError> {
+        if buf.is_empty() {
+            return Ok(());
+        }
+        self.stream
+            .read_exact(buf)
+            .await
+            .map(|_| ())
+            .map_err(|_| ReadError::Gone)
+    }
 }
 
-fn map_error(error: WebSocketError, limit: usize) -> ReadError {
-    match error {
-        WebSocketError::FrameTooLarge => ReadError::TooBig { limit },
-        WebSocketError::InvalidUTF8 => ReadError::InvalidUtf8,
-        WebSocketError::UnexpectedEOF
-        | WebSocketError::IoError(_)
-        | WebSocketError::ConnectionClosed => ReadError::Gone,
-        other => ReadError::Protocol(other.to_string()),
+/// A close frame's payload: empty, or a status code and a UTF-8 reason (RFC 6455 §5.5.1,
+/// §7.4).
+fn close(payload: &[u8]) -> Result<Inbound, ReadError> {
+    match payload {
+        [] => Ok(Inbound::Close(None)),
+        [_] => Err(ReadError::Protocol("close frame of 1 byte".into())),
+        [hi, lo, reason @ ..] => {
+            if std::str::from_utf8(reason).is_err() {
+                return Err(ReadError::InvalidUtf8);
+            }
+            let code = u16::from_be_bytes([*hi, *lo]);
+            if !matches!(code, 1000..=1003 | 1007..=1013 | 3000..=4999) {
+                return Err(ReadError::Protocol(format!("close code {code}")));
+            }
+            Ok(Inbound::Close(Some(code)))
+        }
     }
 }
 

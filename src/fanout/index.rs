@@ -51,13 +51,61 @@ pub(crate) struct Groups {
     list: Vec<Group>,
 }
 
+/// Members up to which a group finds a connection by scanning `members` (a few cache lines)
+/// instead of keeping a position map: per-user and per-room streams with a handful of
+/// subscribers then cost no map allocation (about 100 bytes each).
+const SCAN_MEMBERS: usize = 16;
+
 /// The subscribers of one stream that share an identifier variant.
 #[derive(Debug)]
 pub(crate) struct Group {
     variant: Variant,
     members: Vec<Arc<Outbox>>,
-    /// Connection id → position in `members`, for O(1) removal.
+    /// Connection id → position in `members`, for O(1) removal. Kept only while the group has
+    /// more than [`SCAN_MEMBERS`] members (empty, and unallocated, otherwise).
     positions: HashMap<u64, usize>,
+}
+
+impl Group {
+    fn position(&self, id: u64) -> Option<usize> {
+        if self.positions.is_empty() {
+            self.members.iter().position(|m| m.id() == id)
+        } else {
+            self.positions.get(&id).copied()
+        }
+    }
+
+    fn add(&mut self, member: &Arc<Outbox>) {
+        self.members.push(member.clone());
+        if !self.positions.is_empty() {
+            self.positions.insert(member.id(), self.members.len() - 1);
+        } else if self.members.len() > SCAN_MEMBERS {
+            self.positions = self
+                .members
+                .iter()
+                .enumerate()
+                .map(|(i, m)| (m.id(), i))
+                .collect();
+        }
+    }
+
+    fn remove(&mut self, id: u64) -> Option<()> {
+        let pos = self.position(id)?;
+        self.members.swap_remove(pos);
+        if self.positions.is_empty() {
+            return Some(());
+        }
+        if self.members.len() <= SCAN_MEMBERS / 2 {
+            // Small again: free the map (hysteresis avoids rebuilding it at the threshold).
+            self.positions = HashMap::new();
+            return Some(());
+        }
+        self.positions.remove(&id);
+        if let Some(moved) = self.members.get(pos) {
+            self.positions.insert(moved.id(), pos);
+        }
+        Some(())
+    }
 }
 
 /// What a subscribe changed.
@@ -138,11 +186,10 @@ impl Index {
                     groups.list.last_mut().expect("just pushed")
                 }
             };
-            if group.positions.contains_key(&member.id()) {
+            if group.position(member.id()).is_some() {
                 return Subscribed::Already;
             }
-            group.positions.insert(member.id(), group.members.len());
-            group.members.push(member.clone());
+            group.add(member);
             return Subscribed::Added {
                 stream: name,
                 new_stream: created,
@@ -162,11 +209,7 @@ impl Index {
                 .iter()
                 .position(|g| &*g.variant.key == variant_key)?;
             let group = &mut groups.list[gi];
-            let pos = group.positions.remove(&id)?;
-            group.members.swap_remove(pos);
-            if let Some(moved) = group.members.get(pos) {
-                group.positions.insert(moved.id(), pos);
-            }
+            group.remove(id)?;
             if group.members.is_empty() {
                 groups.list.swap_remove(gi);
             }
@@ -315,6 +358,35 @@ mod tests {
         assert_eq!(index.unsubscribe("s", "y", 1), Some(true));
         assert!(index.get("s").is_none());
         assert_eq!(index.stream_count(), 0);
+    }
+
+    #[test]
+    fn large_groups_keep_a_position_map_and_drop_it_when_small_again() {
+        let index = Index::new();
+        let members: Vec<_> = (1..=40).map(outbox).collect();
+        for m in &members {
+            index.subscribe("s", &variant("x"), m);
+        }
+        let map_len = |index: &Index| index.get("s").unwrap().read().list[0].positions.len();
+        assert_eq!(map_len(&index), 40);
+        assert!(matches!(
+            index.subscribe("s", &variant("x"), &members[3]),
+            Subscribed::Already
+        ));
+        // Remove from the front (swap_remove moves the last member into place each time).
+        for id in 1..=31 {
+            assert_eq!(index.unsubscribe("s", "x", id), Some(false));
+        }
+        assert_eq!(map_len(&index), 9, "kept down to half the scan size");
+        assert_eq!(index.unsubscribe("s", "x", 32), Some(false));
+        assert_eq!(map_len(&index), 0);
+        assert_eq!(
+            member_ids(&index, "s"),
+            vec![("x".into(), (33..=40).collect::<Vec<_>>())]
+        );
+        for id in 33..=40 {
+            assert_eq!(index.unsubscribe("s", "x", id), Some(id == 40));
+        }
     }
 
     #[test]

@@ -13,7 +13,8 @@
 //!    ([`frame::Frame`]).
 //! 3. It pushes a refcount clone of that frame into the bounded **outbox** of every subscriber
 //!    of the variant, and wakes a connection only if its outbox was idle. It never waits for a
-//!    socket and allocates nothing per subscriber.
+//!    socket and allocates nothing per subscriber (the one exception: a backed-up
+//!    connection's overflow doubling its storage, see `queue.rs`).
 //! 4. Each connection's own **writer** task takes everything in its outbox and writes it with
 //!    one vectored write (`writev`) per up to [`MAX_WRITE_SLICES`] frames, resuming partial
 //!    writes at their offset.
@@ -26,7 +27,8 @@
 //!   default engine, which reads straight through from `Fanout::broadcast` to the pushes.
 //! - `index.rs`: stream → variants → subscribers.
 //! - `frame.rs`: encoding a server frame once, to be shared.
-//! - `queue.rs`: the per-connection outbox (lock-free ring, byte bound, armed wake-up flag)
+//! - `queue.rs`: the per-connection outbox (a small lock-free ring, an overflow that grows
+//!   under backlog and shrinks when idle, byte bound, armed wake-up flag)
 //!   and the connection lifecycle `State`.
 //! - `writer.rs`: the owner's drain loop (vectored writes, offsets, close and cut-off).
 //! - `seam.rs`: the private traits `Engine` and `Conn` every engine implements behind
@@ -102,11 +104,13 @@ fn next_connection_id() -> u64 {
 ///
 /// Defaults: 512 frames and 16 MiB. Only frames longer than `max_bytes / max_frames`
 /// (32 KiB by default) count against `max_bytes`; shorter ones are bounded by `max_frames`
-/// alone, so an outbox holds at most `2 × max_bytes` (see `queue.rs`). The ring costs 40 bytes
-/// a slot (20 KiB at 512 frames), allocated on the connection's first frame, so the frame
-/// bound is also the main per-connection memory cost (`scripts/idle-cost`: 54 KiB RSS per idle
-/// connection at 1,024 frames, 17 KiB at 128). 128 frames proved too tight: under a full
-/// sweep's load (64 posts in flight, each a message and an unread notice per client) the
+/// alone, so an outbox holds at most `2 × max_bytes` (see `queue.rs`). The bound is not
+/// allocated up front: a connection holds an 8-slot lock-free ring (40 bytes a slot) and only
+/// a backed-up one grows an overflow, doubling up to `max_frames` slots and freed once it has
+/// drained and stayed unused for a second, so the bound costs memory only while it is used
+/// (`scripts/idle-cost --n 2000`: 7.2 KiB RSS per idle connection with 4 subscriptions at the
+/// default bounds, was 32.7 KiB with the whole ring allocated). 128 frames proved too tight:
+/// under a full sweep's load (64 posts in flight, each a message and an unread notice per client) the
 /// writer thread falls that far behind in bursts and healthy clients were cut off; 512 leaves
 /// four times that headroom. For the reference engine `max_frames` is the capacity of each
 /// broadcast channel and `max_bytes` is not used.

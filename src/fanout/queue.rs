@@ -2,43 +2,69 @@
 //!
 //! Every attached connection has one [`Outbox`]. Any thread may push a frame into it (a
 //! broadcast, a `send_all` ping, a direct `send`); only the connection's writer task pops. The
-//! handoff takes no lock that the writer also takes:
+//! handoff takes no lock that the writer also takes while nothing is backed up:
 //!
-//! - **Frames** go into a `crossbeam_queue::ArrayQueue<Bytes>` (a bounded lock-free ring,
-//!   FIFO for all producers, allocated on the first push so an attached connection that never
-//!   receives anything costs no ring). Its capacity is the frame bound.
-//! - **Bytes** are accounted in an `AtomicUsize`: a producer adds the frame's length before
-//!   pushing, the writer subtracts it once the frame is completely written. Exceeding either
-//!   bound cuts the connection off as too slow (see [`Outbox::push`]). Only frames longer than
-//!   `max_bytes / max_frames` (16 KiB with the defaults) are accounted: shorter ones cannot
+//! - **Frames** go into a small `crossbeam_queue::ArrayQueue<Bytes>` of [`RING_SLOTS`] slots (a
+//!   bounded lock-free ring, FIFO for all producers), allocated on the first push so an
+//!   attached connection that never receives anything costs no ring. An idle or keeping-up
+//!   connection never holds more than a few frames, so this is all it ever allocates.
+//! - **Backlog** spills into an overflow deque behind a mutex, used only once the ring is full:
+//!   its storage starts at [`RING_SLOTS`] slots and doubles as the backlog grows, up to the
+//!   frame bound, and is freed again once the connection has drained and not spilled for
+//!   [`SHRINK_AFTER`] (checked when the writer goes idle). While the overflow holds frames
+//!   (`spilled` set), every push goes there, so frames stay in order; the writer takes the
+//!   ring first, then the overflow, and clears `spilled` under the mutex when it empties it.
+//!   Growth allocates (documented: a backed-up connection's pushes take the mutex and may
+//!   resize the deque); a connection that keeps up never reaches this path.
+//! - **The frame bound** is `max_frames` queued in ring and overflow together. **Bytes** are
+//!   accounted in an `AtomicUsize`: a producer adds the frame's length before pushing, the
+//!   writer subtracts it once the frame is completely written. Exceeding either bound cuts the
+//!   connection off as too slow (see [`Outbox::push`]). Only frames longer than
+//!   `max_bytes / max_frames` (32 KiB with the defaults) are accounted: shorter ones cannot
 //!   reach `max_bytes` within `max_frames` anyway, and skipping the atomic add saves one of the
-//!   three atomic read-modify-writes a push would otherwise cost (each is several ns, the
-//!   largest part of the per-subscriber cost). An outbox therefore holds at most `max_bytes`
-//!   of long frames plus `max_frames` short ones: never more than `2 × max_bytes`.
+//!   atomic read-modify-writes a push would otherwise cost. An outbox therefore holds at most
+//!   `max_bytes` of long frames plus `max_frames` short ones: never more than `2 × max_bytes`.
 //! - **Wake-ups** use an atomic `armed` flag and a `tokio::sync::Notify`. The first push of a
 //!   drain epoch flips `armed` from false to true and notifies; later pushes see `armed` set and
 //!   only enqueue. The writer clears `armed` *before* it pops, so a push that races with the
 //!   end of a drain is either seen by that drain or re-arms and notifies again. A connection is
 //!   therefore woken at most once per drain epoch, however many broadcasts hit it.
 //!
-//! Why no wake-up is lost: the producer's ring push (a `SeqCst` compare-exchange on the tail)
-//! comes before its `SeqCst` load of `armed`; the writer's `SeqCst` swap of `armed` comes
-//! before its pop (which reads the tail after a `SeqCst` fence). In the single total order of
-//! those operations either the producer's load follows the writer's swap — it sees `false`
-//! and notifies — or it precedes it, and then the writer's pop sees the pushed frame.
+//! Why no wake-up is lost: a producer's ring push (a `SeqCst` compare-exchange on the tail) or
+//! its `SeqCst` store of `spilled` (before an overflow push, under the mutex) comes before its
+//! `SeqCst` load of `armed`; the writer's `SeqCst` swap of `armed` comes before its pop (which
+//! reads the ring's tail after a `SeqCst` fence, then loads `spilled` with `SeqCst` and takes
+//! the mutex). In the single total order of those operations either the producer's load
+//! follows the writer's swap — it sees `false` and notifies — or it precedes it, and then the
+//! writer's pop sees the pushed frame (in the ring, or through `spilled` in the overflow, whose
+//! mutex orders the push before the writer's look).
+//!
+//! Order: a push that starts after another push has returned (same thread, or ordered by any
+//! synchronisation) is popped after it. A push that observed `spilled == false` and then found
+//! the ring full retries under the mutex, where `spilled` only changes.
 //!
 //! The outbox also carries the connection's lifecycle [`State`], because producers must stop
 //! pushing into a connection that is closing or cut off, and the writer must learn of it.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use crossbeam_queue::ArrayQueue;
+use parking_lot::Mutex;
 use tokio::sync::futures::Notified;
 use tokio::sync::Notify;
 
 use super::QueueLimits;
+
+/// Slots of the lock-free ring (40 bytes each: a `Bytes` and crossbeam's slot stamp), and the
+/// overflow's first capacity. Capped at `max_frames`.
+pub(crate) const RING_SLOTS: usize = 8;
+
+/// How long the overflow must have gone unused before an idle writer frees its storage.
+pub(crate) const SHRINK_AFTER: Duration = Duration::from_secs(1);
 
 /// Where a connection is in its life. Only `Open` accepts frames.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,6 +108,14 @@ pub(crate) enum Push {
     CutOff,
 }
 
+/// The backlog past the ring (see the module docs).
+#[derive(Debug, Default)]
+struct Overflow {
+    frames: VecDeque<Bytes>,
+    /// When a push last spilled here.
+    last_spill: Option<Instant>,
+}
+
 /// A connection's bounded outbox and lifecycle state. Shared (`Arc`) between the producers,
 /// the stream index and the connection's writer.
 #[derive(Debug)]
@@ -91,6 +125,13 @@ pub(crate) struct Outbox {
     /// Frames up to this length are not byte-accounted (`max_bytes / max_frames`).
     short_frame: usize,
     ring: OnceLock<ArrayQueue<Bytes>>,
+    /// Set (under `overflow`'s mutex, `SeqCst`) while the overflow holds frames: pushes go
+    /// there. Cleared by the writer under the mutex when it empties the overflow.
+    spilled: AtomicBool,
+    /// Set (under the mutex) while the overflow owns storage; a hint for the idle writer,
+    /// read `Relaxed` (a stale value only delays or needlessly attempts a shrink).
+    has_storage: AtomicBool,
+    overflow: Mutex<Overflow>,
     bytes: AtomicUsize,
     armed: AtomicBool,
     state: AtomicU8,
@@ -99,7 +140,7 @@ pub(crate) struct Outbox {
 }
 
 impl Outbox {
-    /// An empty, open outbox for connection `id`. The ring itself is allocated on first push.
+    /// An empty, open outbox for connection `id`. Nothing is allocated until the first push.
     pub(crate) fn new(id: u64, limits: QueueLimits) -> Outbox {
         let max_frames = limits.max_frames.max(1);
         Outbox {
@@ -110,6 +151,9 @@ impl Outbox {
             },
             short_frame: limits.max_bytes / max_frames,
             ring: OnceLock::new(),
+            spilled: AtomicBool::new(false),
+            has_storage: AtomicBool::new(false),
+            overflow: Mutex::default(),
             bytes: AtomicUsize::new(0),
             armed: AtomicBool::new(false),
             state: AtomicU8::new(State::Open as u8),
@@ -130,9 +174,16 @@ impl Outbox {
         State::from_u8(self.state.load(Ordering::Acquire))
     }
 
+    fn ring(&self) -> &ArrayQueue<Bytes> {
+        self.ring
+            .get_or_init(|| ArrayQueue::new(RING_SLOTS.min(self.limits.max_frames)))
+    }
+
     /// Queues `frame` (a refcount clone) and wakes the writer if this is the first push of a
-    /// drain epoch. Never blocks. Passing `max_frames` or `max_bytes` cuts the connection off:
-    /// the frame is not queued, the state becomes [`State::TooSlow`] and the writer is told.
+    /// drain epoch. Never blocks on the socket (a backed-up connection's push takes the
+    /// overflow mutex, held for a deque push). Passing `max_frames` or `max_bytes` cuts the
+    /// connection off: the frame is not queued, the state becomes [`State::TooSlow`] and the
+    /// writer is told.
     #[inline]
     pub(crate) fn push(&self, frame: &Bytes) -> Push {
         if self.state.load(Ordering::Acquire) != State::Open as u8 {
@@ -149,10 +200,16 @@ impl Outbox {
         } else {
             self.bytes.load(Ordering::Relaxed)
         };
-        let ring = self
-            .ring
-            .get_or_init(|| ArrayQueue::new(self.limits.max_frames));
-        if ring.push(frame.clone()).is_err() {
+        let ring = self.ring();
+        let queued = if self.spilled.load(Ordering::SeqCst) {
+            self.spill(ring, frame.clone())
+        } else {
+            match ring.push(frame.clone()) {
+                Ok(()) => true,
+                Err(frame) => self.spill(ring, frame),
+            }
+        };
+        if !queued {
             self.release(frame.len());
             return self.overflow();
         }
@@ -161,6 +218,40 @@ impl Outbox {
             self.notify.notify_one();
         }
         Push::Queued { bytes }
+    }
+
+    /// The slow path of a push: the ring was full or the overflow is in use. Returns false
+    /// when the frame bound is reached.
+    #[cold]
+    fn spill(&self, ring: &ArrayQueue<Bytes>, frame: Bytes) -> bool {
+        let mut over = self.overflow.lock();
+        let frame = if self.spilled.load(Ordering::SeqCst) {
+            frame
+        } else {
+            // The writer emptied the overflow meanwhile: the ring is the tail again.
+            match ring.push(frame) {
+                Ok(()) => return true,
+                Err(frame) => frame,
+            }
+        };
+        let queued = ring.len() + over.frames.len();
+        if queued >= self.limits.max_frames {
+            return false;
+        }
+        if over.frames.len() == over.frames.capacity() {
+            // Double (from RING_SLOTS), never past what the bound can use.
+            let cap = over.frames.capacity();
+            let room = self.limits.max_frames.saturating_sub(ring.capacity());
+            let grow = cap.max(RING_SLOTS).min(room.saturating_sub(cap)).max(1);
+            over.frames.reserve_exact(grow);
+            self.has_storage.store(true, Ordering::Relaxed);
+        }
+        if !self.spilled.load(Ordering::SeqCst) {
+            over.last_spill = Some(Instant::now());
+            self.spilled.store(true, Ordering::SeqCst);
+        }
+        over.frames.push_back(frame);
+        true
     }
 
     fn overflow(&self) -> Push {
@@ -238,7 +329,70 @@ impl Outbox {
     /// Takes the oldest queued frame.
     #[inline]
     pub(crate) fn pop(&self) -> Option<Bytes> {
-        self.ring.get()?.pop()
+        let mut one = None;
+        self.take(1, |frame| one = Some(frame));
+        one
+    }
+
+    /// Takes up to `max` of the oldest queued frames, oldest first, handing each to `out`:
+    /// the ring first, then (one lock) the overflow. Returns how many were taken.
+    #[inline]
+    pub(crate) fn take(&self, max: usize, mut out: impl FnMut(Bytes)) -> usize {
+        let Some(ring) = self.ring.get() else {
+            return 0;
+        };
+        let mut n = 0;
+        while n < max {
+            match ring.pop() {
+                Some(frame) => {
+                    out(frame);
+                    n += 1;
+                }
+                None => break,
+            }
+        }
+        if n < max && self.spilled.load(Ordering::SeqCst) {
+            let mut over = self.overflow.lock();
+            while n < max {
+                match over.frames.pop_front() {
+                    Some(frame) => {
+                        out(frame);
+                        n += 1;
+                    }
+                    None => break,
+                }
+            }
+            if over.frames.is_empty() {
+                self.spilled.store(false, Ordering::SeqCst);
+            }
+        }
+        n
+    }
+
+    /// Called by the writer when it has drained everything and is about to sleep: frees the
+    /// overflow's storage if it has not been used for [`SHRINK_AFTER`]. Returns true when it
+    /// freed something (the writer then trims its own batch too).
+    pub(crate) fn shrink_if_idle(&self) -> bool {
+        if !self.has_storage.load(Ordering::Relaxed) {
+            return false;
+        }
+        let mut over = self.overflow.lock();
+        let unused = match over.last_spill {
+            Some(at) => at.elapsed() >= SHRINK_AFTER,
+            None => true,
+        };
+        if !over.frames.is_empty() || !unused {
+            return false;
+        }
+        over.frames = VecDeque::new();
+        self.has_storage.store(false, Ordering::Relaxed);
+        true
+    }
+
+    /// Slots of overflow storage currently allocated (for tests and diagnostics).
+    #[cfg(test)]
+    pub(crate) fn overflow_capacity(&self) -> usize {
+        self.overflow.lock().frames.capacity()
     }
 
     /// The bytes a frame of `len` bytes counts against `max_bytes`: its length when it is
@@ -279,9 +433,14 @@ impl Outbox {
         self.bytes.load(Ordering::Acquire)
     }
 
-    /// Frames waiting in the ring (not counting those the writer has popped).
+    /// Frames waiting in the ring and the overflow (not counting those the writer has popped).
     pub(crate) fn queued_frames(&self) -> usize {
-        self.ring.get().map_or(0, ArrayQueue::len)
+        let ring = self.ring.get().map_or(0, ArrayQueue::len);
+        if self.spilled.load(Ordering::SeqCst) {
+            ring + self.overflow.lock().frames.len()
+        } else {
+            ring
+        }
     }
 
     /// Drops every queued frame and releases its bytes. Returns how many were dropped.
@@ -377,6 +536,119 @@ mod tests {
         assert_eq!(outbox.queued_bytes(), 20);
         assert_eq!(outbox.discard(), 2);
         assert_eq!(outbox.queued_bytes(), 0);
+    }
+
+    fn numbered(i: u32) -> Bytes {
+        Bytes::from(i.to_be_bytes().to_vec())
+    }
+
+    fn number(frame: &Bytes) -> u32 {
+        u32::from_be_bytes([frame[0], frame[1], frame[2], frame[3]])
+    }
+
+    #[test]
+    fn backlog_spills_in_order_and_storage_grows_by_doubling_to_the_bound() {
+        let outbox = Outbox::new(1, limits(100, 1 << 20));
+        for i in 0..RING_SLOTS as u32 {
+            assert!(matches!(outbox.push(&numbered(i)), Push::Queued { .. }));
+        }
+        assert_eq!(
+            outbox.overflow_capacity(),
+            0,
+            "the ring alone holds a short queue"
+        );
+        let mut caps = Vec::new();
+        for i in RING_SLOTS as u32..100 {
+            assert!(matches!(outbox.push(&numbered(i)), Push::Queued { .. }));
+            let cap = outbox.overflow_capacity();
+            if caps.last() != Some(&cap) {
+                caps.push(cap);
+            }
+        }
+        assert_eq!(caps.first(), Some(&RING_SLOTS));
+        assert!(caps.windows(2).all(|w| w[1] <= 2 * w[0]), "{caps:?}");
+        assert!(*caps.last().unwrap() <= 100, "{caps:?}");
+        assert_eq!(outbox.queued_frames(), 100);
+        assert_eq!(outbox.push(&numbered(100)), Push::CutOff);
+        let mut seen = Vec::new();
+        while let Some(f) = outbox.pop() {
+            seen.push(number(&f));
+        }
+        assert_eq!(seen, (0..100).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn pushes_while_spilled_stay_behind_the_overflow() {
+        let outbox = Outbox::new(1, limits(64, 1 << 20));
+        for i in 0..12 {
+            outbox.push(&numbered(i));
+        }
+        // Take part of the backlog: the ring empties, the overflow still holds frames.
+        let mut seen = Vec::new();
+        outbox.take(10, |f| seen.push(number(&f)));
+        for i in 12..20 {
+            outbox.push(&numbered(i));
+        }
+        outbox.take(64, |f| seen.push(number(&f)));
+        assert_eq!(seen, (0..20).collect::<Vec<_>>());
+        // Drained: the next pushes use the ring again.
+        outbox.push(&numbered(20));
+        assert_eq!(outbox.pop().map(|f| number(&f)), Some(20));
+    }
+
+    #[test]
+    fn an_idle_outbox_frees_its_overflow_after_a_quiet_spell() {
+        let outbox = Outbox::new(1, limits(64, 1 << 20));
+        for i in 0..20 {
+            outbox.push(&numbered(i));
+        }
+        assert!(!outbox.shrink_if_idle(), "not while frames are queued");
+        assert_eq!(outbox.discard(), 20);
+        assert!(outbox.overflow_capacity() > 0);
+        assert!(!outbox.shrink_if_idle(), "not right after a spill");
+        outbox.overflow.lock().last_spill = Some(Instant::now() - SHRINK_AFTER);
+        assert!(outbox.shrink_if_idle());
+        assert_eq!(outbox.overflow_capacity(), 0);
+        assert!(!outbox.shrink_if_idle());
+    }
+
+    #[test]
+    fn concurrent_producers_keep_each_producers_order_and_lose_nothing() {
+        use std::sync::Arc;
+        const PER: u32 = 5_000;
+        let outbox = Arc::new(Outbox::new(1, limits(1 << 16, 1 << 30)));
+        let producers: Vec<_> = (0..3u32)
+            .map(|p| {
+                let outbox = outbox.clone();
+                std::thread::spawn(move || {
+                    for i in 0..PER {
+                        assert!(matches!(
+                            outbox.push(&numbered(p << 24 | i)),
+                            Push::Queued { .. }
+                        ));
+                    }
+                })
+            })
+            .collect();
+        let mut last = [None::<u32>; 3];
+        let mut total = 0;
+        while total < 3 * PER {
+            outbox.disarm();
+            outbox.take(37, |f| {
+                let n = number(&f);
+                let (p, i) = ((n >> 24) as usize, n & 0xFF_FFFF);
+                assert!(
+                    last[p].map(|prev| prev < i).unwrap_or(true),
+                    "producer {p}: {i} after {last:?}"
+                );
+                last[p] = Some(i);
+                total += 1;
+            });
+        }
+        for p in producers {
+            p.join().unwrap();
+        }
+        assert_eq!(outbox.queued_frames(), 0);
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //! takes everything queued and writes it with as few syscalls as possible:
 //!
 //! 1. **Batch**: pop up to [`MAX_WRITE_SLICES`] frames into a retained `VecDeque` (no
-//!    allocation once it has grown to what the connection needs).
+//!    allocation once it has grown to what the connection needs; freed together with the
+//!    outbox's overflow once the connection has been idle for `queue::SHRINK_AFTER`).
 //! 2. **Vectored write**: one `try_write_vectored` with one `IoSlice` per frame, pointing
 //!    straight into the shared frame bytes — no copy into a per-connection buffer. The kernel
 //!    cost is per call, nearly independent of size, so coalescing is the main lever.
@@ -55,11 +56,18 @@ impl Batch {
 
     /// Tops the batch up from `outbox` to at most [`MAX_WRITE_SLICES`] frames.
     pub(crate) fn fill(&mut self, outbox: &Outbox) {
-        while self.frames.len() < MAX_WRITE_SLICES {
-            match outbox.pop() {
-                Some(frame) => self.frames.push_back(frame),
-                None => break,
-            }
+        let room = MAX_WRITE_SLICES.saturating_sub(self.frames.len());
+        if room > 0 {
+            let frames = &mut self.frames;
+            outbox.take(room, |frame| frames.push_back(frame));
+        }
+    }
+
+    /// Frees the batch's storage (it is empty and the connection idle); the next frame
+    /// allocates it again.
+    pub(crate) fn trim(&mut self) {
+        if self.frames.is_empty() {
+            self.frames = VecDeque::new();
         }
     }
 
@@ -184,6 +192,10 @@ impl Writer<'_> {
                 self.stats.depth_seen(self.outbox.queued_frames());
                 self.batch.fill(self.outbox);
                 if self.batch.is_empty() {
+                    // Drained and idle: give back backlog storage that has gone unused.
+                    if self.outbox.shrink_if_idle() {
+                        self.batch.trim();
+                    }
                     self.outbox.notified().await;
                     continue;
                 }
