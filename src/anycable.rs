@@ -73,10 +73,9 @@ pub fn is_json(bytes: &[u8]) -> bool {
 /// AnyCable's default broadcast key: HMAC-SHA256 of `"broadcast-cable"` keyed with `secret`,
 /// as lowercase hex (64 characters).
 pub fn broadcast_key(secret: &str) -> String {
-    let mut mac = match <Hmac<Sha256> as KeyInit>::new_from_slice(secret.as_bytes()) {
-        Ok(mac) => mac,
-        // HMAC takes keys of any length; this arm is never taken.
-        Err(_) => return String::new(),
+    // HMAC takes keys of any length: the `else` is never taken.
+    let Ok(mut mac) = <Hmac<Sha256> as KeyInit>::new_from_slice(secret.as_bytes()) else {
+        return String::new();
     };
     mac.update(b"broadcast-cable");
     hex::encode(mac.finalize().into_bytes())

@@ -65,9 +65,9 @@ impl std::fmt::Debug for AppLink {
 impl AppLink {
     /// A link to the app node at `base` (`http://host:port`), calling with `key` and keeping
     /// cacheable answers for `ttl`.
-    pub fn new(base: &str, key: String, ttl: Duration) -> AppLink {
+    pub fn new(base: &str, key: String, ttl: Duration) -> Self {
         let client = Client::builder(hyper_util::rt::TokioExecutor::new()).build_http();
-        AppLink {
+        Self {
             node_tag: u64::from(rand::random::<u32>() & 0x00ff_ffff),
             base: base.trim_end_matches('/').to_owned(),
             key,

@@ -79,13 +79,13 @@ pub struct BrowserAssets {
 impl BrowserAssets {
     /// The built-in scripts, or with `dir` (`--assets-dir`) the page's own scripts from
     /// `<dir>/js`, which must hold `hearth.js`.
-    pub fn new(dir: Option<PathBuf>) -> Result<BrowserAssets, AssetsDirError> {
+    pub fn new(dir: Option<PathBuf>) -> Result<Self, AssetsDirError> {
         if let Some(dir) = &dir {
             if !dir.join("js/hearth.js").is_file() {
                 return Err(AssetsDirError { dir: dir.clone() });
             }
         }
-        Ok(BrowserAssets {
+        Ok(Self {
             dir,
             head: head_html(),
         })
@@ -140,10 +140,10 @@ struct Embedded {
 }
 
 impl Embedded {
-    fn new(bytes: &'static [u8], tag: &str) -> Embedded {
+    fn new(bytes: &'static [u8], tag: &str) -> Self {
         let etag = HeaderValue::from_str(&format!("\"{tag}\""))
             .unwrap_or_else(|_| HeaderValue::from_static("\"\""));
-        Embedded { bytes, etag }
+        Self { bytes, etag }
     }
 
     async fn serve(self, headers: HeaderMap) -> Response {

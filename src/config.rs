@@ -272,7 +272,7 @@ impl<T> Deref for Redacted<T> {
 
 impl<T> From<T> for Redacted<T> {
     fn from(value: T) -> Self {
-        Redacted(value)
+        Self(value)
     }
 }
 

@@ -112,7 +112,7 @@ async fn main() -> anyhow::Result<()> {
             let secret = hearth::state::secret_key_base(&config)?;
             let signer = match &config.turbo_verifier_key {
                 Some(key) => {
-                    hearth::rails::StreamNameSigner::from_raw_key(hex::decode(key.trim())?)
+                    hearth::rails::StreamNameSigner::from_raw_key(&hex::decode(key.trim())?)
                 }
                 None => hearth::rails::StreamNameSigner::from_secret_key_base(
                     secret.as_bytes(),

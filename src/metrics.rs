@@ -118,7 +118,7 @@ impl Default for Metrics {
 impl Metrics {
     /// A recorder with every metric registered (so each shows from the first scrape, at 0) and
     /// described (`# HELP` lines).
-    pub fn new() -> Metrics {
+    pub fn new() -> Self {
         let recorder = PrometheusBuilder::new()
             .set_buckets_for_metric(Matcher::Full(POST_DURATION.into()), POST_BUCKETS)
             .and_then(|b| {
@@ -263,7 +263,7 @@ impl Metrics {
             "Seconds since a checkpoint last copied the whole WAL.",
         );
         let handle = recorder.handle();
-        Metrics {
+        Self {
             recorder,
             handle,
             fanout,

@@ -69,6 +69,6 @@ impl FromStr for IpRange {
                 .ok_or_else(|| format!("{p:?} is not a prefix length from 0 to {max}"))?,
             None => max,
         };
-        Ok(IpRange { base, prefix })
+        Ok(Self { base, prefix })
     }
 }

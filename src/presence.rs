@@ -99,7 +99,7 @@ pub struct Presence {
 impl Presence {
     /// An empty record writing through `pool`.
     pub fn new(pool: SqlitePool) -> Self {
-        Presence {
+        Self {
             inner: Arc::new(Inner {
                 pool,
                 memberships: Mutex::new(HashMap::new()),

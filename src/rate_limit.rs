@@ -22,7 +22,7 @@ pub struct RateLimiter {
 impl RateLimiter {
     /// A limiter allowing `limit` attempts per `window`; `limit == 0` disables it.
     pub fn new(limit: u32, window: Duration) -> Self {
-        RateLimiter {
+        Self {
             limit,
             window,
             attempts: Mutex::new(HashMap::new()),
@@ -68,7 +68,7 @@ pub struct TokenBucket {
 impl TokenBucket {
     /// A full bucket of `burst` tokens refilled at `per_second` tokens a second.
     pub fn new(burst: u32, per_second: f64, now: Instant) -> Self {
-        TokenBucket {
+        Self {
             burst: f64::from(burst),
             per_second,
             tokens: f64::from(burst),

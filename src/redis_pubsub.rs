@@ -88,12 +88,12 @@ pub struct RemoteDisconnect {
 impl RemoteDisconnect {
     /// Parses the payload of an internal channel message; None for anything but a
     /// `disconnect` (Rails ignores other types too).
-    pub fn parse(identifier: &str, payload: &[u8]) -> Option<RemoteDisconnect> {
+    pub fn parse(identifier: &str, payload: &[u8]) -> Option<Self> {
         let value: serde_json::Value = serde_json::from_slice(payload).ok()?;
         if value.get("type")?.as_str()? != "disconnect" {
             return None;
         }
-        Some(RemoteDisconnect {
+        Some(Self {
             identifier: identifier.to_owned(),
             reconnect: value
                 .get("reconnect")
@@ -161,7 +161,7 @@ impl RedisPubSub {
         fanout: Fanout,
         changes: mpsc::UnboundedReceiver<InterestChange>,
         metrics: Arc<Metrics>,
-    ) -> anyhow::Result<Arc<RedisPubSub>> {
+    ) -> anyhow::Result<Arc<Self>> {
         let client = redis::Client::open(url)
             .map_err(|e| anyhow::anyhow!("--redis-url is not a Redis URL: {e}"))?;
         let (outbox, outbox_rx) = mpsc::unbounded_channel();
@@ -171,7 +171,7 @@ impl RedisPubSub {
             format!("{channel_prefix}:")
         };
         metrics.set_redis_link_up(false);
-        let adapter = Arc::new(RedisPubSub {
+        let adapter = Arc::new(Self {
             fanout,
             prefix,
             up: AtomicBool::new(false),

@@ -142,7 +142,7 @@ impl AppState {
         }
         let signer = match &config.turbo_verifier_key {
             Some(hex_key) => StreamNameSigner::from_raw_key(
-                hex::decode(hex_key.trim()).context("HEARTH_TURBO_VERIFIER_KEY must be hex")?,
+                &hex::decode(hex_key.trim()).context("HEARTH_TURBO_VERIFIER_KEY must be hex")?,
             ),
             None => StreamNameSigner::from_secret_key_base(
                 secret.as_bytes(),
@@ -182,7 +182,7 @@ impl AppState {
         };
         let bans_present = config.role != Role::Cable && crate::db::bans::any(&pool).await?;
         let presence = crate::presence::Presence::new(pool.clone());
-        let state = AppState {
+        let state = Self {
             pool,
             broadcaster,
             interest,

@@ -15,7 +15,7 @@ use proptest::prelude::*;
 
 fn signer() -> &'static StreamNameSigner {
     static SIGNER: OnceLock<StreamNameSigner> = OnceLock::new();
-    SIGNER.get_or_init(|| StreamNameSigner::from_raw_key(b"property test key".to_vec()))
+    SIGNER.get_or_init(|| StreamNameSigner::from_raw_key(b"property test key"))
 }
 
 fn jar() -> &'static SignedCookieJar {

@@ -397,7 +397,7 @@ struct PrivateRedis {
 }
 
 impl PrivateRedis {
-    fn start(port: u16) -> Option<PrivateRedis> {
+    fn start(port: u16) -> Option<Self> {
         let child = std::process::Command::new("redis-server")
             .args([
                 "--port",
@@ -412,7 +412,7 @@ impl PrivateRedis {
             .stdout(std::process::Stdio::null())
             .spawn()
             .ok()?;
-        Some(PrivateRedis { port, child })
+        Some(Self { port, child })
     }
 
     fn url(&self) -> String {

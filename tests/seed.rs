@@ -15,7 +15,7 @@ use sqlx::SqlitePool;
 struct TempDir(PathBuf);
 
 impl TempDir {
-    fn new(label: &str) -> TempDir {
+    fn new(label: &str) -> Self {
         static COUNTER: AtomicUsize = AtomicUsize::new(0);
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
         let path = std::env::temp_dir().join(format!(
@@ -24,7 +24,7 @@ impl TempDir {
         ));
         let _ = std::fs::remove_dir_all(&path);
         std::fs::create_dir_all(&path).expect("create temp dir");
-        TempDir(path)
+        Self(path)
     }
 }
 

@@ -9,7 +9,7 @@ use libfuzzer_sys::fuzz_target;
 
 fn signer() -> &'static StreamNameSigner {
     static SIGNER: OnceLock<StreamNameSigner> = OnceLock::new();
-    SIGNER.get_or_init(|| StreamNameSigner::from_raw_key(b"fuzzing stream verifier key".to_vec()))
+    SIGNER.get_or_init(|| StreamNameSigner::from_raw_key(b"fuzzing stream verifier key"))
 }
 
 fuzz_target!(|data: &[u8]| {

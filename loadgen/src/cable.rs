@@ -459,7 +459,6 @@ async fn drive(session: &mut Session<'_>, cfg: &CableConfig) -> Result<(), Strin
                             );
                             shared.pongs.set(shared.pongs.get() + 1);
                         }
-                        OP_PONG => {}
                         OP_CLOSE => {
                             let code = if payload.len() >= 2 {
                                 u16::from_be_bytes([payload[0], payload[1]])
@@ -475,6 +474,7 @@ async fn drive(session: &mut Session<'_>, cfg: &CableConfig) -> Result<(), Strin
                             close_code = Some(code);
                             break;
                         }
+                        // Pongs and reserved opcodes are ignored.
                         _ => {}
                     }
                 }
@@ -533,8 +533,8 @@ impl ClientSet {
     pub fn spawn(
         n: usize,
         profiles: &[Rc<ClientProfile>],
-        cfg: Rc<CableConfig>,
-        shared: Rc<Shared>,
+        cfg: &Rc<CableConfig>,
+        shared: &Rc<Shared>,
         concurrency: usize,
     ) -> Self {
         let gate = Rc::new(Semaphore::new(concurrency.max(1)));

@@ -55,7 +55,7 @@ impl ExtraChannel {
     /// `sidebar` (or `none` for an empty list).
     ///
     /// Errors: an unknown name.
-    pub fn parse_list(s: &str) -> Result<Vec<ExtraChannel>> {
+    pub fn parse_list(s: &str) -> Result<Vec<Self>> {
         let mut out = Vec::new();
         for name in s.split(',').map(str::trim).filter(|n| !n.is_empty()) {
             let c = match name {

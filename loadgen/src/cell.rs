@@ -320,8 +320,8 @@ pub async fn run_cell(
     let clients = ClientSet::spawn(
         n,
         &target.profiles,
-        Rc::new(target.cable.clone()),
-        shared.clone(),
+        &Rc::new(target.cable.clone()),
+        &shared,
         opts.connect_concurrency,
     );
     let (_, settled) = clients.wait_settled(&shared, opts.connect_timeout).await;

@@ -140,9 +140,9 @@ impl Endpoint {
 
     /// The same host and port with another request target (`path` must start with `/`):
     /// `base.join("/rooms/1")` keeps a base path prefix, so `http://h/app` joins to `/app/rooms/1`.
-    pub fn join(&self, path: &str) -> Endpoint {
+    pub fn join(&self, path: &str) -> Self {
         let prefix = self.path.trim_end_matches('/');
-        Endpoint {
+        Self {
             scheme: self.scheme,
             host: self.host.clone(),
             port: self.port,
@@ -151,7 +151,7 @@ impl Endpoint {
     }
 
     /// The Action Cable URL for a base URL: scheme `ws`, path `<prefix>/cable`.
-    pub fn cable(&self) -> Endpoint {
+    pub fn cable(&self) -> Self {
         let mut e = self.join("/cable");
         e.scheme = Scheme::Ws;
         e

@@ -103,13 +103,7 @@ pub async fn run_idle(opts: &IdleOptions) -> Result<IdleReport> {
         next: Default::default(),
     });
     let started = Instant::now();
-    let clients = ClientSet::spawn(
-        opts.n,
-        &profiles,
-        cfg,
-        shared.clone(),
-        opts.connect_concurrency,
-    );
+    let clients = ClientSet::spawn(opts.n, &profiles, &cfg, &shared, opts.connect_concurrency);
     let (conns, _settled) = clients.wait_settled(&shared, opts.connect_timeout).await;
     clients.abort_unready(&shared);
     let connect_secs = conns

@@ -115,7 +115,7 @@ pub fn y_tick(v: f64, axis_max: f64) -> String {
 const LEGEND_COLUMNS: usize = 2;
 
 fn draw<DB: DrawingBackend>(
-    root: DrawingArea<DB, Shift>,
+    root: &DrawingArea<DB, Shift>,
     chart: &Chart,
     text: bool,
 ) -> Result<(), String>
@@ -227,12 +227,12 @@ pub fn write_chart(chart: &Chart, dir: &Path) -> Result<Vec<PathBuf>, String> {
     let svg = dir.join(format!("{}.svg", chart.stem));
     let png = dir.join(format!("{}.png", chart.stem));
     draw(
-        SVGBackend::new(&svg, (900, 560)).into_drawing_area(),
+        &SVGBackend::new(&svg, (900, 560)).into_drawing_area(),
         chart,
         text,
     )?;
     draw(
-        BitMapBackend::new(&png, (900, 560)).into_drawing_area(),
+        &BitMapBackend::new(&png, (900, 560)).into_drawing_area(),
         chart,
         text,
     )?;

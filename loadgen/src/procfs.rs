@@ -29,9 +29,9 @@ pub enum Proc {
 impl Proc {
     fn dir(&self) -> String {
         match self {
-            Proc::SelfProc => "/proc/self".to_string(),
-            Proc::Pid(p) => format!("/proc/{p}"),
-            Proc::ThisThread => "/proc/thread-self".to_string(),
+            Self::SelfProc => "/proc/self".to_string(),
+            Self::Pid(p) => format!("/proc/{p}"),
+            Self::ThisThread => "/proc/thread-self".to_string(),
         }
     }
 }
@@ -124,7 +124,7 @@ impl CpuSample {
     }
 
     /// CPU % of one core used between `self` and `later` (100 = one core busy throughout).
-    pub fn percent_until(&self, later: &CpuSample) -> f64 {
+    pub fn percent_until(&self, later: &Self) -> f64 {
         let secs = later.at.duration_since(self.at).as_secs_f64();
         if secs <= 0.0 {
             return 0.0;

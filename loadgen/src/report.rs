@@ -310,8 +310,8 @@ impl FloorFps {
     /// Parses `F` (one figure for every N) or `N=F,N=F,…`, F in frames/s.
     ///
     /// Errors: an entry that is not a positive number or `N=number`.
-    pub fn parse(s: &str) -> Result<FloorFps, String> {
-        let mut out = FloorFps::default();
+    pub fn parse(s: &str) -> Result<Self, String> {
+        let mut out = Self::default();
         for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let fps = |v: &str| match v.trim().parse::<f64>() {
                 Ok(f) if f > 0.0 && f.is_finite() => Ok(f),

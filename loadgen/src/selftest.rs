@@ -225,7 +225,7 @@ pub async fn run_selftest(opts: &SelftestOptions) -> Result<SelftestReport> {
         spread: Vec::new(),
         next: Default::default(),
     });
-    let clients = ClientSet::spawn(opts.n, &[profile], cfg, shared.clone(), 64);
+    let clients = ClientSet::spawn(opts.n, &[profile], &cfg, &shared, 64);
     let (conns, settled) = clients.wait_settled(&shared, Duration::from_secs(60)).await;
     if !settled || conns.ready != opts.n {
         bail!(

@@ -174,12 +174,9 @@ pub async fn upgrade(
                 return;
             }
         };
-        let parts = match upgraded.downcast::<TokioIo<TcpStream>>() {
-            Ok(parts) => parts,
-            Err(_) => {
-                tracing::error!("upgraded connection is not a TcpStream");
-                return;
-            }
+        let Ok(parts) = upgraded.downcast::<TokioIo<TcpStream>>() else {
+            tracing::error!("upgraded connection is not a TcpStream");
+            return;
         };
         // `read_buf` is a slice of hyper's read buffer; copying the (usually empty) leftover
         // lets that buffer go instead of keeping it alive for the connection's lifetime.

@@ -46,10 +46,10 @@ impl DisconnectReason {
     /// The reason's wire name.
     pub fn as_str(self) -> &'static str {
         match self {
-            DisconnectReason::Unauthorized => "unauthorized",
-            DisconnectReason::ServerRestart => "server_restart",
-            DisconnectReason::Remote => "remote",
-            DisconnectReason::TooSlow => "too_slow",
+            Self::Unauthorized => "unauthorized",
+            Self::ServerRestart => "server_restart",
+            Self::Remote => "remote",
+            Self::TooSlow => "too_slow",
         }
     }
 }

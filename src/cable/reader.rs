@@ -63,10 +63,10 @@ impl ReadError {
     /// The close code to answer with (RFC 6455 §7.4.1), or None when the socket is gone.
     pub fn close_code(&self) -> Option<u16> {
         match self {
-            ReadError::TooBig { .. } => Some(close_code::MESSAGE_TOO_BIG),
-            ReadError::InvalidUtf8 => Some(close_code::INVALID_PAYLOAD),
-            ReadError::Protocol(_) => Some(close_code::PROTOCOL_ERROR),
-            ReadError::Gone => None,
+            Self::TooBig { .. } => Some(close_code::MESSAGE_TOO_BIG),
+            Self::InvalidUtf8 => Some(close_code::INVALID_PAYLOAD),
+            Self::Protocol(_) => Some(close_code::PROTOCOL_ERROR),
+            Self::Gone => None,
         }
     }
 }
@@ -83,20 +83,20 @@ enum OpCode {
 }
 
 impl OpCode {
-    fn from_bits(bits: u8) -> Result<OpCode, ReadError> {
+    fn from_bits(bits: u8) -> Result<Self, ReadError> {
         Ok(match bits {
-            0x0 => OpCode::Continuation,
-            0x1 => OpCode::Text,
-            0x2 => OpCode::Binary,
-            0x8 => OpCode::Close,
-            0x9 => OpCode::Ping,
-            0xA => OpCode::Pong,
+            0x0 => Self::Continuation,
+            0x1 => Self::Text,
+            0x2 => Self::Binary,
+            0x8 => Self::Close,
+            0x9 => Self::Ping,
+            0xA => Self::Pong,
             other => return Err(ReadError::Protocol(format!("reserved opcode {other:#x}"))),
         })
     }
 
     fn is_control(self) -> bool {
-        matches!(self, OpCode::Close | OpCode::Ping | OpCode::Pong)
+        matches!(self, Self::Close | Self::Ping | Self::Pong)
     }
 }
 
@@ -159,7 +159,7 @@ impl<S: AsyncRead + Unpin> MessageReader<S> {
     /// of more than `max_message_bytes` bytes of payload. Allocates nothing until a frame
     /// arrives.
     pub fn new(stream: S, max_message_bytes: usize) -> Self {
-        MessageReader {
+        Self {
             stream,
             max_message_bytes,
             partial: None,

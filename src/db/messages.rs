@@ -72,7 +72,7 @@ struct Row {
 
 impl From<Row> for Message {
     fn from(r: Row) -> Self {
-        Message {
+        Self {
             id: r.id,
             room_id: r.room_id,
             creator_id: r.creator_id,

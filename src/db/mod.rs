@@ -52,9 +52,9 @@ pub struct Busy {
 }
 
 impl Busy {
-    fn new(waited: Duration) -> Busy {
+    fn new(waited: Duration) -> Self {
         let waited_ms = u64::try_from(waited.as_millis()).unwrap_or(u64::MAX);
-        Busy {
+        Self {
             waited_ms,
             message: format!("database is locked (waited {waited_ms} ms for the write lock)"),
         }
@@ -99,10 +99,6 @@ pub fn is_busy(error: &sqlx::Error) -> bool {
         .is_some_and(|code| matches!(code & 0xff, SQLITE_BUSY | 6))
 }
 
-/// Opens (creating when missing) the database at `path`, with WAL, `synchronous=NORMAL`,
-/// foreign keys and [`BUSY_TIMEOUT`], and applies every pending migration.
-///
-/// Errors: the file cannot be created or opened, or a migration fails.
 /// A pool that opens no file and no connection until used: the stand-in of a cable node
 /// (`--role cable`), which asks its app node instead of querying.
 ///
@@ -112,6 +108,10 @@ pub fn unused_pool() -> anyhow::Result<SqlitePool> {
     Ok(SqlitePool::connect_lazy("sqlite::memory:")?)
 }
 
+/// Opens (creating when missing) the database at `path`, with WAL, `synchronous=NORMAL`,
+/// foreign keys and [`BUSY_TIMEOUT`], and applies every pending migration.
+///
+/// Errors: the file cannot be created or opened, or a migration fails.
 pub async fn open(path: &Path) -> anyhow::Result<SqlitePool> {
     if let Some(parent) = path.parent() {
         if !parent.as_os_str().is_empty() {

@@ -61,7 +61,7 @@ pub struct SidebarRoom {
 impl SidebarRoom {
     /// The list entry of a shared (open or closed) room, read, for broadcasts.
     pub fn shared(room: &Room) -> Self {
-        SidebarRoom {
+        Self {
             id: room.id,
             name: room.name.clone(),
             kind: room.kind.clone(),

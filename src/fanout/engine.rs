@@ -53,13 +53,13 @@ pub struct Connection {
 impl Fanout {
     /// A new engine of `kind` whose connections are bounded by `limits`
     /// (`max_frames` is raised to at least 1).
-    pub fn new(kind: EngineKind, limits: QueueLimits) -> Fanout {
+    pub fn new(kind: EngineKind, limits: QueueLimits) -> Self {
         let engine: Arc<dyn Engine> = match kind {
             EngineKind::Queue => Arc::new(QueueEngine::new(limits)),
             #[cfg(feature = "reference-engine")]
             EngineKind::TokioBroadcast => Arc::new(super::reference::RefEngine::new(limits)),
         };
-        Fanout { engine }
+        Self { engine }
     }
 
     /// Which engine this is.
@@ -116,8 +116,8 @@ impl Fanout {
     /// Like [`Fanout::new`], but the queue engine's writers run on the runtime that calls
     /// [`Fanout::attach`] instead of their own thread, so a single-threaded test sees every
     /// allocation and counter update of the drain on its own thread.
-    pub fn new_inline_writers(kind: EngineKind, limits: QueueLimits) -> Fanout {
-        let fanout = Fanout::new(kind, limits);
+    pub fn new_inline_writers(kind: EngineKind, limits: QueueLimits) -> Self {
+        let fanout = Self::new(kind, limits);
         fanout.engine.run_writers_inline();
         fanout
     }
@@ -250,8 +250,8 @@ struct Registry {
 const REGISTRY_SHARDS: usize = 16;
 
 impl Registry {
-    fn new() -> Registry {
-        Registry {
+    fn new() -> Self {
+        Self {
             shards: (0..REGISTRY_SHARDS).map(|_| Mutex::default()).collect(),
         }
     }
@@ -281,8 +281,8 @@ struct Subscriptions {
 }
 
 impl QueueEngine {
-    fn new(limits: QueueLimits) -> QueueEngine {
-        QueueEngine {
+    fn new(limits: QueueLimits) -> Self {
+        Self {
             limits,
             index: Index::new(),
             registry: Registry::new(),

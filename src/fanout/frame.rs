@@ -43,14 +43,14 @@ pub struct Frame(pub Bytes);
 impl Frame {
     /// A final text frame carrying `payload` (which the caller guarantees is UTF-8, as RFC 6455
     /// §5.6 requires of text frames). One allocation.
-    pub fn text(payload: &[u8]) -> Frame {
-        Frame::text_parts(&[payload])
+    pub fn text(payload: &[u8]) -> Self {
+        Self::text_parts(&[payload])
     }
 
     /// A final text frame whose payload is the concatenation of `parts`, e.g.
     /// `[prefix, message, suffix]`. The header is computed from the total length and the frame
     /// is built in one allocation of exactly header + payload bytes.
-    pub fn text_parts(parts: &[&[u8]]) -> Frame {
+    pub fn text_parts(parts: &[&[u8]]) -> Self {
         encode(OPCODE_TEXT, parts)
     }
 
@@ -58,7 +58,7 @@ impl Frame {
     /// closure, §7.4.1) followed by the UTF-8 `reason`. A control frame's payload is limited to
     /// 125 bytes, so a reason longer than 123 bytes is cut at the last character boundary that
     /// fits.
-    pub fn close(code: u16, reason: &str) -> Frame {
+    pub fn close(code: u16, reason: &str) -> Self {
         let mut end = reason.len().min(MAX_CONTROL_PAYLOAD - 2);
         while !reason.is_char_boundary(end) {
             end -= 1;
@@ -72,7 +72,7 @@ impl Frame {
     /// A pong frame (RFC 6455 §5.5.3) echoing `payload`, the application data of the ping it
     /// answers. Control frames carry at most 125 bytes, so a longer payload is truncated (a
     /// conforming peer never sends a longer ping).
-    pub fn pong(payload: &[u8]) -> Frame {
+    pub fn pong(payload: &[u8]) -> Self {
         encode(
             OPCODE_PONG,
             &[&payload[..payload.len().min(MAX_CONTROL_PAYLOAD)]],

@@ -119,8 +119,8 @@ pub(crate) enum Subscribed {
 }
 
 impl Index {
-    pub(crate) fn new() -> Index {
-        Index {
+    pub(crate) fn new() -> Self {
+        Self {
             shards: (0..SHARDS).map(|_| RwLock::default()).collect(),
             hasher: RandomState::new(),
         }

@@ -36,15 +36,15 @@ pub struct Interest {
 
 impl Interest {
     /// Neither counts nor tells anyone (one process holds every subscriber).
-    pub fn new() -> Interest {
-        Interest::default()
+    pub fn new() -> Self {
+        Self::default()
     }
 
     /// Counts and reports every first/last change on the returned receiver.
-    pub fn with_listener() -> (Interest, mpsc::UnboundedReceiver<InterestChange>) {
+    pub fn with_listener() -> (Self, mpsc::UnboundedReceiver<InterestChange>) {
         let (tx, rx) = mpsc::unbounded_channel();
         (
-            Interest {
+            Self {
                 counts: Mutex::new(HashMap::new()),
                 listener: Some(tx),
             },

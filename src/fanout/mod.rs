@@ -124,8 +124,8 @@ pub struct QueueLimits {
 }
 
 impl Default for QueueLimits {
-    fn default() -> QueueLimits {
-        QueueLimits {
+    fn default() -> Self {
+        Self {
             max_frames: 512,
             max_bytes: 16 * 1024 * 1024,
         }
@@ -156,8 +156,8 @@ impl Variant {
         key: impl Into<Arc<str>>,
         prefix: impl Into<Bytes>,
         suffix: impl Into<Bytes>,
-    ) -> Variant {
-        Variant {
+    ) -> Self {
+        Self {
             key: key.into(),
             prefix: prefix.into(),
             suffix: suffix.into(),

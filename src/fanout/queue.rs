@@ -84,13 +84,13 @@ pub(crate) enum State {
 
 impl State {
     /// Decodes a state stored as its `u8` discriminant (any unknown value reads as `Ended`).
-    pub(super) fn from_u8(v: u8) -> State {
+    pub(super) fn from_u8(v: u8) -> Self {
         match v {
-            0 => State::Open,
-            1 => State::Closing,
-            2 => State::TooSlow,
-            3 => State::Aborted,
-            _ => State::Ended,
+            0 => Self::Open,
+            1 => Self::Closing,
+            2 => Self::TooSlow,
+            3 => Self::Aborted,
+            _ => Self::Ended,
         }
     }
 }
@@ -141,9 +141,9 @@ pub(crate) struct Outbox {
 
 impl Outbox {
     /// An empty, open outbox for connection `id`. Nothing is allocated until the first push.
-    pub(crate) fn new(id: u64, limits: QueueLimits) -> Outbox {
+    pub(crate) fn new(id: u64, limits: QueueLimits) -> Self {
         let max_frames = limits.max_frames.max(1);
-        Outbox {
+        Self {
             id,
             limits: QueueLimits {
                 max_frames,

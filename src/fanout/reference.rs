@@ -96,7 +96,7 @@ struct DetachedRx {
 /// One connection of the reference engine.
 pub(super) struct RefConn {
     /// This connection itself, for the forwarding tasks `subscribe` spawns.
-    me: Weak<RefConn>,
+    me: Weak<Self>,
     id: u64,
     engine: Arc<RefEngine>,
     state: AtomicU8,
@@ -119,9 +119,9 @@ struct RefSubs {
 }
 
 impl RefEngine {
-    pub(super) fn new(limits: QueueLimits) -> RefEngine {
+    pub(super) fn new(limits: QueueLimits) -> Self {
         let capacity = limits.max_frames.max(1);
-        RefEngine {
+        Self {
             capacity,
             streams: Mutex::default(),
             pings: broadcast::channel(capacity).0,
@@ -131,7 +131,7 @@ impl RefEngine {
 
     /// A new open connection (counted as opened) writing to `sink`.
     fn new_conn(
-        engine: &Arc<RefEngine>,
+        engine: &Arc<Self>,
         me: &Weak<RefConn>,
         sink: Option<Sink>,
         direct: mpsc::UnboundedSender<Command>,
@@ -183,7 +183,7 @@ impl Engine for RefEngine {
         let sink: Sink = Arc::new(tokio::sync::Mutex::new(Some(ws)));
         let (tx, rx) = mpsc::unbounded_channel();
         let pings = engine.pings.subscribe();
-        let conn = Arc::new_cyclic(|me| RefEngine::new_conn(engine, me, Some(sink.clone()), tx));
+        let conn = Arc::new_cyclic(|me| Self::new_conn(engine, me, Some(sink.clone()), tx));
         let direct = tokio::spawn(direct_task(conn.clone(), sink.clone(), rx));
         let ping = tokio::spawn(ping_task(conn.clone(), sink, pings));
         conn.tasks
@@ -203,7 +203,7 @@ impl Engine for RefEngine {
         };
         Arc::new_cyclic(|me| RefConn {
             detached: Some(Mutex::new(detached)),
-            ..RefEngine::new_conn(engine, me, None, tx)
+            ..Self::new_conn(engine, me, None, tx)
         })
     }
 

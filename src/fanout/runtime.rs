@@ -22,7 +22,7 @@ pub(crate) struct WriterRuntime {
 
 impl WriterRuntime {
     /// Starts the thread. Errors when the OS refuses a thread or the runtime cannot be built.
-    pub(crate) fn start() -> std::io::Result<WriterRuntime> {
+    pub(crate) fn start() -> std::io::Result<Self> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
@@ -35,7 +35,7 @@ impl WriterRuntime {
                     let _ = stopped.await;
                 });
             })?;
-        Ok(WriterRuntime {
+        Ok(Self {
             handle,
             stop: Some(stop),
         })

@@ -41,8 +41,8 @@ pub(crate) struct Batch {
 }
 
 impl Batch {
-    pub(crate) fn new() -> Batch {
-        Batch {
+    pub(crate) fn new() -> Self {
+        Self {
             // Grows on demand (an idle connection never needs 64 slots) and keeps its
             // capacity afterwards, so a busy connection's drains do not allocate.
             frames: VecDeque::new(),

@@ -101,10 +101,6 @@ fn escape_pieces(s: &str, opts: JsonEscaping, mut emit: impl FnMut(&[u8])) {
         let mut unicode_buf = *b"\\u0000";
         // `len` is the number of input bytes the escape replaces.
         let (escape, len): (&[u8], usize) = match CLASS[b as usize] {
-            SAFE => {
-                i += 1;
-                continue;
-            }
             ALWAYS => match b {
                 b'"' => (b"\\\"", 1),
                 b'\\' => (b"\\\\", 1),
@@ -132,6 +128,7 @@ fn escape_pieces(s: &str, opts: JsonEscaping, mut emit: impl FnMut(&[u8])) {
                     continue;
                 }
             },
+            // SAFE, and the classes whose escaping is off: copied as they are.
             _ => {
                 i += 1;
                 continue;

@@ -158,9 +158,9 @@ impl fmt::Debug for MessageVerifier {
 impl MessageVerifier {
     /// A verifier with the raw secret `key` (any length; Rails passes the 64-byte output of
     /// [`generate_key`]) and the HMAC `digest`.
-    pub fn new(key: Vec<u8>, digest: MacDigest) -> Self {
+    pub fn new(key: &[u8], digest: MacDigest) -> Self {
         Self {
-            mac: KeyedMac::new(&key, digest),
+            mac: KeyedMac::new(key, digest),
             digest,
         }
     }
@@ -239,7 +239,7 @@ impl StreamNameSigner {
     /// `load_defaults "7.0"`+ with turbo-rails ≥ 1.1.1, otherwise SHA1). Runs PBKDF2, so build
     /// the signer once.
     pub fn from_secret_key_base(secret_key_base: &[u8], kdf: KdfDigest) -> Self {
-        Self::from_raw_key(generate_key(
+        Self::from_raw_key(&generate_key(
             secret_key_base,
             TURBO_SALT,
             ITERATIONS,
@@ -250,7 +250,7 @@ impl StreamNameSigner {
 
     /// Uses `key` as is: for apps that set `config.turbo.signed_stream_verifier_key`, or a key
     /// exported with `Turbo.signed_stream_verifier_key`.
-    pub fn from_raw_key(key: Vec<u8>) -> Self {
+    pub fn from_raw_key(key: &[u8]) -> Self {
         Self {
             verifier: MessageVerifier::new(key, MacDigest::Sha256),
         }
@@ -282,7 +282,7 @@ mod tests {
     use super::*;
 
     fn verifier() -> MessageVerifier {
-        MessageVerifier::new(b"s3Krit".to_vec(), MacDigest::Sha256)
+        MessageVerifier::new(b"s3Krit", MacDigest::Sha256)
     }
 
     const ANYCABLE_TOKEN: &str =
@@ -300,7 +300,7 @@ mod tests {
     #[test]
     fn round_trips_binary_data_with_both_digests() {
         for digest in [MacDigest::Sha1, MacDigest::Sha256] {
-            let v = MessageVerifier::new(vec![7; 64], digest);
+            let v = MessageVerifier::new(&[7; 64], digest);
             for len in 1..70usize {
                 let data: Vec<u8> = (0..len).map(|i| (i * 37 % 256) as u8).collect();
                 let token = v.generate(&data);
@@ -316,18 +316,18 @@ mod tests {
 
     #[test]
     fn sha1_and_sha256_tokens_do_not_cross() {
-        let sha1 = MessageVerifier::new(b"k".to_vec(), MacDigest::Sha1);
-        let sha256 = MessageVerifier::new(b"k".to_vec(), MacDigest::Sha256);
+        let sha1 = MessageVerifier::new(b"k", MacDigest::Sha1);
+        let sha256 = MessageVerifier::new(b"k", MacDigest::Sha256);
         assert_eq!(sha1.verify(&sha256.generate(b"x")), None);
         assert_eq!(sha256.verify(&sha1.generate(b"x")), None);
     }
 
     #[test]
     fn rejects_wrong_key() {
-        let other = MessageVerifier::new(b"s3Krit!".to_vec(), MacDigest::Sha256);
+        let other = MessageVerifier::new(b"s3Krit!", MacDigest::Sha256);
         assert_eq!(other.verify(ANYCABLE_TOKEN), None);
         assert_eq!(
-            MessageVerifier::new(Vec::new(), MacDigest::Sha256).verify(ANYCABLE_TOKEN),
+            MessageVerifier::new(&[], MacDigest::Sha256).verify(ANYCABLE_TOKEN),
             None
         );
     }
@@ -492,17 +492,17 @@ mod tests {
 
     #[test]
     fn debug_hides_the_key() {
-        let v = MessageVerifier::new(b"super-secret-key".to_vec(), MacDigest::Sha1);
+        let v = MessageVerifier::new(b"super-secret-key", MacDigest::Sha1);
         let shown = format!("{v:?}");
         assert!(shown.contains("Sha1"));
         assert!(!shown.contains("super"));
-        let signer = StreamNameSigner::from_raw_key(b"super-secret-key".to_vec());
+        let signer = StreamNameSigner::from_raw_key(b"super-secret-key");
         assert!(!format!("{signer:?}").contains("super"));
     }
 
     #[test]
     fn stream_name_signer_round_trip_and_payload() {
-        let signer = StreamNameSigner::from_raw_key(b"s3Krit".to_vec());
+        let signer = StreamNameSigner::from_raw_key(b"s3Krit");
         assert_eq!(signer.sign("chat:2021"), ANYCABLE_TOKEN);
         assert_eq!(signer.verify(ANYCABLE_TOKEN).as_deref(), Some("chat:2021"));
         for name in ["", "a/b <b>&", "é ☃ 😀", "q\"\\\n\u{1}\u{2028}", "x:y:z"] {
@@ -521,7 +521,7 @@ mod tests {
 
     #[test]
     fn stream_name_signer_requires_a_json_string() {
-        let signer = StreamNameSigner::from_raw_key(b"s3Krit".to_vec());
+        let signer = StreamNameSigner::from_raw_key(b"s3Krit");
         for payload in [
             &b"42"[..],
             b"null",

@@ -28,7 +28,7 @@
 //! ```
 //! use hearth::rails::{to_gid_param, StreamNameSigner};
 //!
-//! let signer = StreamNameSigner::from_raw_key(b"s3Krit".to_vec());
+//! let signer = StreamNameSigner::from_raw_key(b"s3Krit");
 //! let name = format!("{}:messages", to_gid_param("my-app", "Room", 1));
 //! assert_eq!(name, "Z2lkOi8vbXktYXBwL1Jvb20vMQ:messages");
 //! let signed = signer.sign(&name);

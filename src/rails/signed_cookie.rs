@@ -69,7 +69,7 @@ impl SignedCookieJar {
     pub fn with_digests(secret_key_base: &[u8], kdf: KdfDigest, mac: MacDigest) -> Self {
         let key = generate_key(secret_key_base, SIGNED_COOKIE_SALT, ITERATIONS, 64, kdf);
         Self {
-            verifier: MessageVerifier::new(key, mac),
+            verifier: MessageVerifier::new(&key, mac),
         }
     }
 

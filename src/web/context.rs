@@ -96,8 +96,7 @@ pub fn is_bot_path(path: &str) -> bool {
                 && *key != "messages"
                 && match rest {
                     [] => true,
-                    [id] => id.parse::<i64>().is_ok(),
-                    [id, "boosts"] => id.parse::<i64>().is_ok(),
+                    [id] | [id, "boosts"] => id.parse::<i64>().is_ok(),
                     [id, "boosts", boost] => {
                         id.parse::<i64>().is_ok() && boost.parse::<i64>().is_ok()
                     }

@@ -29,7 +29,7 @@ impl CsrfSecret {
     pub fn generate() -> Self {
         let mut bytes = [0u8; SECRET_LEN];
         rand::fill(&mut bytes);
-        CsrfSecret(bytes)
+        Self(bytes)
     }
 
     /// The secret as stored in the cookie (base64url, no padding).
@@ -40,7 +40,7 @@ impl CsrfSecret {
     /// Reads a secret stored by [`CsrfSecret::encode`]; None when malformed.
     pub fn decode(text: &str) -> Option<Self> {
         let bytes = URL_SAFE_NO_PAD.decode(text).ok()?;
-        Some(CsrfSecret(bytes.try_into().ok()?))
+        Some(Self(bytes.try_into().ok()?))
     }
 
     /// A freshly masked token for a page or form.

@@ -52,15 +52,15 @@ impl From<sqlx::Error> for AppError {
     fn from(e: sqlx::Error) -> Self {
         if crate::db::is_busy(&e) {
             tracing::warn!(error = %e, "database locked: answering 503");
-            return AppError::Busy;
+            return Self::Busy;
         }
-        AppError::Internal(e.into())
+        Self::Internal(e.into())
     }
 }
 
 impl From<askama::Error> for AppError {
     fn from(e: askama::Error) -> Self {
-        AppError::Internal(e.into())
+        Self::Internal(e.into())
     }
 }
 
@@ -68,16 +68,16 @@ impl AppError {
     /// The HTTP status of this error.
     pub fn status(&self) -> StatusCode {
         match self {
-            AppError::NotFound => StatusCode::NOT_FOUND,
-            AppError::BadRequest(_) => StatusCode::BAD_REQUEST,
-            AppError::Unauthorized => StatusCode::UNAUTHORIZED,
-            AppError::Forbidden => StatusCode::FORBIDDEN,
-            AppError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
-            AppError::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
-            AppError::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
-            AppError::TooManyRequests => StatusCode::TOO_MANY_REQUESTS,
-            AppError::Busy => StatusCode::SERVICE_UNAVAILABLE,
-            AppError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            Self::NotFound => StatusCode::NOT_FOUND,
+            Self::BadRequest(_) => StatusCode::BAD_REQUEST,
+            Self::Unauthorized => StatusCode::UNAUTHORIZED,
+            Self::Forbidden => StatusCode::FORBIDDEN,
+            Self::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
+            Self::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            Self::TooManyRequests => StatusCode::TOO_MANY_REQUESTS,
+            Self::Busy => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
 }
@@ -86,28 +86,28 @@ impl IntoResponse for AppError {
     fn into_response(self) -> Response {
         let status = self.status();
         let (title, detail): (&str, String) = match &self {
-            AppError::NotFound => (
+            Self::NotFound => (
                 "Not found",
                 "The page you were looking for doesn't exist.".into(),
             ),
-            AppError::BadRequest(why) => ("Bad request", why.clone()),
-            AppError::Unauthorized => ("Unauthorized", "Please sign in.".into()),
-            AppError::Forbidden => ("Forbidden", "You are not allowed to do that.".into()),
-            AppError::PayloadTooLarge => (
+            Self::BadRequest(why) => ("Bad request", why.clone()),
+            Self::Unauthorized => ("Unauthorized", "Please sign in.".into()),
+            Self::Forbidden => ("Forbidden", "You are not allowed to do that.".into()),
+            Self::PayloadTooLarge => (
                 "Payload too large",
                 "The request body is over the limit.".into(),
             ),
-            AppError::RequestTimeout => (
+            Self::RequestTimeout => (
                 "Request timeout",
                 "The request body did not arrive in time.".into(),
             ),
-            AppError::Unprocessable(why) => ("Unprocessable", why.clone()),
-            AppError::TooManyRequests => ("Too many requests", "Try again later.".into()),
-            AppError::Busy => (
+            Self::Unprocessable(why) => ("Unprocessable", why.clone()),
+            Self::TooManyRequests => ("Too many requests", "Try again later.".into()),
+            Self::Busy => (
                 "Busy",
                 "The database is busy. Please try again in a moment.".into(),
             ),
-            AppError::Internal(e) => {
+            Self::Internal(e) => {
                 tracing::error!(error = %e, "request failed");
                 ("Something went wrong", "Please try again.".into())
             }
@@ -119,7 +119,7 @@ impl IntoResponse for AppError {
         };
         let body = askama::Template::render(&page).unwrap_or_else(|_| title.to_owned());
         let mut response = (status, Html(body)).into_response();
-        if matches!(self, AppError::Busy) {
+        if matches!(self, Self::Busy) {
             response.headers_mut().insert(
                 axum::http::header::RETRY_AFTER,
                 axum::http::HeaderValue::from_static(RETRY_AFTER_SECS),

@@ -11,7 +11,7 @@ pub struct Form {
 
 impl Form {
     /// Parses a urlencoded body (`+` is a space). Errors when a name or value is not UTF-8.
-    pub fn parse(body: &[u8]) -> Result<Form, String> {
+    pub fn parse(body: &[u8]) -> Result<Self, String> {
         let mut fields = Vec::new();
         for pair in body.split(|b| *b == b'&').filter(|p| !p.is_empty()) {
             let (name, value) = match pair.iter().position(|b| *b == b'=') {
@@ -20,7 +20,7 @@ impl Form {
             };
             fields.push((decode(name)?, decode(value)?));
         }
-        Ok(Form { fields })
+        Ok(Self { fields })
     }
 
     /// The first value of `name`.

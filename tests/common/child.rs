@@ -26,7 +26,7 @@ pub struct Hearth {
 impl Hearth {
     /// Starts `hearth serve` on `dir/hearth.sqlite3` at an ephemeral port, with JSON logs, and
     /// waits for its "listening" line.
-    pub async fn start(dir: &Path, extra: &[&str]) -> Hearth {
+    pub async fn start(dir: &Path, extra: &[&str]) -> Self {
         let mut child = Command::new(env!("CARGO_BIN_EXE_hearth"))
             .arg("serve")
             .args(["--bind", "127.0.0.1:0"])
@@ -84,7 +84,7 @@ impl Hearth {
             .await
             .expect("hearth listens in time")
             .expect("hearth printed its address");
-        Hearth { child, addr, log }
+        Self { child, addr, log }
     }
 
     pub fn client(&self) -> Client {

@@ -28,19 +28,16 @@ pub fn temp_dir(tag: &str) -> PathBuf {
 }
 
 impl TestServer {
-    pub async fn start() -> TestServer {
+    pub async fn start() -> Self {
         Self::start_with(|_| {}).await
     }
 
-    pub async fn start_with(tweak: impl FnOnce(&mut hearth::config::Config)) -> TestServer {
+    pub async fn start_with(tweak: impl FnOnce(&mut hearth::config::Config)) -> Self {
         Self::start_in(temp_dir("srv"), tweak).await
     }
 
     /// A server on the database in `dir` (seeded when empty).
-    pub async fn start_in(
-        dir: PathBuf,
-        tweak: impl FnOnce(&mut hearth::config::Config),
-    ) -> TestServer {
+    pub async fn start_in(dir: PathBuf, tweak: impl FnOnce(&mut hearth::config::Config)) -> Self {
         let mut config = hearth::config::Config::for_tests(&dir);
         config.ping_interval = 1;
         tweak(&mut config);
@@ -58,7 +55,7 @@ impl TestServer {
                 .await
                 .expect("server runs");
         });
-        TestServer {
+        Self {
             addr,
             dir,
             state,
@@ -336,14 +333,14 @@ impl Ws {
         cookie: Option<&str>,
         origin: Option<&str>,
         protocols: Option<&str>,
-    ) -> Ws {
+    ) -> Self {
         let stream = TcpStream::connect(addr).await.unwrap();
         Self::handshake(stream, addr, cookie, origin, protocols).await
     }
 
     /// Opens `/cable` over a socket whose receive buffer is as small as the kernel allows, so
     /// that little is buffered for a client that stops reading.
-    pub async fn connect_small_window(addr: SocketAddr, cookie: &str, origin: &str) -> Ws {
+    pub async fn connect_small_window(addr: SocketAddr, cookie: &str, origin: &str) -> Self {
         let socket = tokio::net::TcpSocket::new_v4().unwrap();
         socket.set_recv_buffer_size(4096).unwrap();
         let stream = socket.connect(addr).await.unwrap();
@@ -363,7 +360,7 @@ impl Ws {
         cookie: Option<&str>,
         origin: Option<&str>,
         protocols: Option<&str>,
-    ) -> Ws {
+    ) -> Self {
         let mut req = format!(
             "GET /cable HTTP/1.1\r\nHost: {addr}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
              Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
@@ -395,7 +392,7 @@ impl Ws {
         let head = String::from_utf8_lossy(&buf[..split]).to_string();
         let status: u16 = head.split(' ').nth(1).unwrap().parse().unwrap();
         let rest = buf[split + 4..].to_vec();
-        Ws {
+        Self {
             stream,
             status,
             response_head: head,

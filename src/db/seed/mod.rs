@@ -120,7 +120,7 @@ pub struct SeedOptions {
 impl Default for SeedOptions {
     /// 1000 generated users with a bcrypt cost of 4.
     fn default() -> Self {
-        SeedOptions {
+        Self {
             users: 1000,
             generated_bcrypt_cost: 4,
         }

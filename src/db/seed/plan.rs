@@ -47,12 +47,12 @@ pub(super) struct Plan {
 }
 
 impl Plan {
-    pub(super) fn build(opts: &SeedOptions) -> anyhow::Result<Plan> {
+    pub(super) fn build(opts: &SeedOptions) -> anyhow::Result<Self> {
         let mut rng = SplitMix64(PRNG_SEED);
         let mut messages = main_room_messages(&mut rng, opts.users)?;
         messages.extend(other_room_messages(&mut rng)?);
         let boosts = boosts(&mut rng, &messages);
-        Ok(Plan {
+        Ok(Self {
             generated_users: opts.users,
             messages,
             boosts,

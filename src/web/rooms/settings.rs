@@ -77,9 +77,9 @@ pub enum Scope {
 impl Scope {
     fn admits(self, room: &Room) -> bool {
         match self {
-            Scope::Shared => room.kind != "direct",
-            Scope::Direct => room.kind == "direct",
-            Scope::Any => true,
+            Self::Shared => room.kind != "direct",
+            Self::Direct => room.kind == "direct",
+            Self::Any => true,
         }
     }
 }

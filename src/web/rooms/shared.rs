@@ -26,15 +26,15 @@ impl Kind {
     /// The `rooms.kind` value.
     pub fn as_str(self) -> &'static str {
         match self {
-            Kind::Open => "open",
-            Kind::Closed => "closed",
+            Self::Open => "open",
+            Self::Closed => "closed",
         }
     }
 
     fn path(self) -> &'static str {
         match self {
-            Kind::Open => "/rooms/opens",
-            Kind::Closed => "/rooms/closeds",
+            Self::Open => "/rooms/opens",
+            Self::Closed => "/rooms/closeds",
         }
     }
 }
