@@ -476,7 +476,7 @@ async fn a_reader_pinning_a_growing_wal_never_stalls_posts() {
             &post_body(&format!("pinned-{i}"), &csrf),
         )
         .await;
-        assert_eq!(status, 302);
+        assert_eq!(status, 302, "{}", hearth.log());
         slowest = slowest.max(elapsed);
         i += 1;
     }

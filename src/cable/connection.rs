@@ -297,7 +297,7 @@ impl Reader {
                     .send(Frame::text(&protocol::reject(&identifier, escaping)));
             }
             Outcome::UnknownChannel => {
-                tracing::warn!("Subscription class not found: {channel:?}");
+                tracing::warn!("Subscription class not found: {}", loggable(&channel));
             }
         }
         Ok(())
@@ -305,7 +305,10 @@ impl Reader {
 
     async fn unsubscribe(&mut self, identifier: &Arc<str>) -> anyhow::Result<()> {
         let Some(sub) = self.subscriptions.remove(identifier) else {
-            anyhow::bail!("Unable to find subscription with identifier: {identifier}");
+            anyhow::bail!(
+                "Unable to find subscription with identifier: {}",
+                loggable(identifier)
+            );
         };
         for stream in &sub.subscribed.streams {
             self.state
@@ -381,7 +384,10 @@ impl Reader {
 
     async fn perform(&mut self, identifier: &Arc<str>, data: &str) -> anyhow::Result<()> {
         let Some(sub) = self.subscriptions.get(identifier) else {
-            anyhow::bail!("Unable to find subscription with identifier: {identifier}");
+            anyhow::bail!(
+                "Unable to find subscription with identifier: {}",
+                loggable(identifier)
+            );
         };
         let subscribed = sub.subscribed.clone();
         let budget = match subscribed.channel {
@@ -403,7 +409,7 @@ impl Reader {
             .channel_perform(&subscribed, action, within_rate)
             .await?
         {
-            tracing::warn!("Unable to process {identifier}#{action}");
+            tracing::warn!("Unable to process {}#{}", loggable(identifier), loggable(action));
         }
         Ok(())
     }
@@ -445,5 +451,38 @@ impl Reader {
                 tracing::warn!(error = %e, "unsubscribed failed");
             }
         }
+    }
+}
+
+/// Longest piece of client input a log line quotes, in characters.
+const LOGGED_INPUT_CHARS: usize = 120;
+
+/// Client input as a log line may quote it: at most [`LOGGED_INPUT_CHARS`] characters, control
+/// characters and quotes escaped (`\n`, `\u{1b}`), so a client can neither fill the log with
+/// 1 MiB identifiers nor forge log lines.
+fn loggable(input: &str) -> String {
+    let mut out: String = input
+        .chars()
+        .take(LOGGED_INPUT_CHARS)
+        .flat_map(char::escape_debug)
+        .collect();
+    if input.chars().nth(LOGGED_INPUT_CHARS).is_some() {
+        out.push_str(&format!("… ({} bytes)", input.len()));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::loggable;
+
+    #[test]
+    fn client_input_is_cut_and_escaped_before_it_is_logged() {
+        assert_eq!(loggable("abc"), "abc");
+        assert_eq!(loggable("a\nb\u{1b}[31m"), "a\\nb\\u{1b}[31m");
+        let long = "Z".repeat(1_000_000);
+        let logged = loggable(&long);
+        assert!(logged.len() < 200, "{}", logged.len());
+        assert!(logged.ends_with("(1000000 bytes)"));
     }
 }

@@ -63,15 +63,27 @@ pub async fn clear(pool: &SqlitePool, user_id: i64) -> sqlx::Result<()> {
     Ok(())
 }
 
+/// Most distinct words one search matches on; the rest are ignored (each word is one more
+/// FTS5 term lookup, so a query of 100 repeated words cost 50× a one-word query).
+pub const MAX_WORDS: usize = 10;
+
 /// The FTS5 query for the words of `text`: each word quoted (so no word is read as an FTS5
-/// operator), all required. None when `text` has no word.
+/// operator), all required, each once, at most [`MAX_WORDS`]. None when `text` has no word.
 pub fn match_expression(text: &str) -> Option<String> {
-    let words: Vec<String> = text
+    let mut words: Vec<&str> = Vec::new();
+    for w in text
         .split(|c: char| !c.is_alphanumeric() && c != '_')
         .filter(|w| !w.is_empty())
-        .map(|w| format!("\"{w}\""))
-        .collect();
-    (!words.is_empty()).then(|| words.join(" "))
+    {
+        if words.len() == MAX_WORDS {
+            break;
+        }
+        if !words.iter().any(|seen| seen.eq_ignore_ascii_case(w)) {
+            words.push(w);
+        }
+    }
+    let quoted: Vec<String> = words.iter().map(|w| format!("\"{w}\"")).collect();
+    (!quoted.is_empty()).then(|| quoted.join(" "))
 }
 
 /// The newest `limit` messages matching `text` in rooms `user_id` is a member of (Campfire's
@@ -144,5 +156,14 @@ mod tests {
             Some("\"a\" \"OR\" \"b\" \"NEAR\"")
         );
         assert_eq!(match_expression(" -*\"() "), None);
+    }
+
+    #[test]
+    fn repeated_and_surplus_words_are_dropped() {
+        let many = "a ".repeat(100);
+        assert_eq!(match_expression(&many).as_deref(), Some("\"a\""));
+        let distinct: String = (0..30).map(|i| format!("w{i} ")).collect();
+        let expr = match_expression(&distinct).unwrap_or_default();
+        assert_eq!(expr.matches('"').count(), 2 * MAX_WORDS);
     }
 }

@@ -353,6 +353,19 @@ impl Outbox {
         }
         if n < max && self.spilled.load(Ordering::SeqCst) {
             let mut over = self.overflow.lock();
+            // Frames a producer put in the ring after the pops above, before its ring filled up
+            // and it spilled under this mutex, are older than its overflow frames: take the
+            // ring again first (while `spilled` is set, no producer that saw it adds to the
+            // ring, so what the ring holds now precedes the overflow).
+            while n < max {
+                match ring.pop() {
+                    Some(frame) => {
+                        out(frame);
+                        n += 1;
+                    }
+                    None => break,
+                }
+            }
             while n < max {
                 match over.frames.pop_front() {
                     Some(frame) => {
