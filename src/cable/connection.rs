@@ -409,7 +409,11 @@ impl Reader {
             .channel_perform(&subscribed, action, within_rate)
             .await?
         {
-            tracing::warn!("Unable to process {}#{}", loggable(identifier), loggable(action));
+            tracing::warn!(
+                "Unable to process {}#{}",
+                loggable(identifier),
+                loggable(action)
+            );
         }
         Ok(())
     }
