@@ -78,8 +78,10 @@ pub fn message_appended(
 /// unread notice of a new message).
 pub fn message_unreads(b: &Broadcaster, room: &Room, member_ids: &[i64]) {
     let unread = format!("{{\"roomId\":{}}}", room.id);
+    let mut stream = String::with_capacity(32);
     for id in member_ids {
-        b.broadcast(&streams::unreads(*id), unread.as_bytes());
+        streams::write_unreads(&mut stream, *id);
+        b.broadcast(&stream, unread.as_bytes());
     }
 }
 

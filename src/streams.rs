@@ -39,7 +39,19 @@ pub fn presence(app: &str, room: &Room) -> String {
 
 /// `user_<id>_unreads` (`UnreadRoomsChannel`).
 pub fn unreads(user_id: i64) -> String {
-    format!("user_{user_id}_unreads")
+    let mut name = String::with_capacity(32);
+    write_unreads(&mut name, user_id);
+    name
+}
+
+/// Writes `user_<id>_unreads` into `name`, replacing what it held: the same name as
+/// [`unreads`], for a loop over a room's members that reuses one buffer (no allocation per
+/// member on the post path).
+pub fn write_unreads(name: &mut String, user_id: i64) {
+    use std::fmt::Write as _;
+    name.clear();
+    // Writing to a String cannot fail.
+    let _ = write!(name, "user_{user_id}_unreads");
 }
 
 /// `user_<id>_reads` (`ReadRoomsChannel`).
@@ -65,6 +77,9 @@ mod tests {
             "Z2lkOi8vY2FtcGZpcmUvUm9vbXM6Ok9wZW4vMQ:messages"
         );
         assert_eq!(unreads(7), "user_7_unreads");
+        let mut reused = String::from("something longer than the name");
+        write_unreads(&mut reused, -3);
+        assert_eq!(reused, "user_-3_unreads");
         assert_eq!(reads(7), "user_7_reads");
     }
 }
