@@ -328,11 +328,15 @@ impl Server {
         let Self { state, listener } = self;
         let mut background = vec![
             spawn_pinger(state.clone()),
-            crate::db::spawn_checkpointer_with(state.pool.clone(), state.metrics.wal_stats()),
             spawn_metrics_upkeep(state.clone()),
         ];
+        // A cable node has no database of its own (it asks its app node).
         if state.config.role != Role::Cable {
-            background.push(crate::db::spawn_checkpointer(state.pool.clone()));
+            background.push(crate::db::spawn_checkpointer_with(
+                state.pool.clone(),
+                state.metrics.wal_stats(),
+            ));
+            background.push(crate::db::upkeep::spawn(state.pool.clone()));
         }
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         // Every HTTP connection task holds a clone of `done_tx`; when the last is dropped,

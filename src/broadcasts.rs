@@ -34,8 +34,9 @@ use crate::render;
 use crate::streams;
 
 /// Broadcasts a new message: the `append` to the room's stream, then `{"roomId":…}` to every
-/// member's unread stream ([`message_appended`] then [`message_unreads`]). Returns the
-/// `append` (the poster's own turbo-stream answer).
+/// member's unread stream ([`message_appended`] then [`message_unreads`]), as one delivery
+/// pass ([`Broadcaster::one_pass`]: a member's connection writes both frames at once).
+/// Returns the `append` (the poster's own turbo-stream answer).
 ///
 /// # Errors
 /// The message partial failed to render; nothing was broadcast.
@@ -45,9 +46,11 @@ pub fn message_created(
     message: &Message,
     member_ids: &[i64],
 ) -> Result<String, askama::Error> {
-    let html = message_appended(b, room, message)?;
-    message_unreads(b, room, member_ids);
-    Ok(html)
+    b.one_pass(|| {
+        let html = message_appended(b, room, message)?;
+        message_unreads(b, room, member_ids);
+        Ok(html)
+    })
 }
 
 /// Broadcasts the `append` of a new message to the room's stream (Campfire's

@@ -93,6 +93,11 @@ pub struct Config {
     #[arg(long, env = "HEARTH_QUEUE_BYTES", default_value_t = QueueLimits::default().max_bytes)]
     pub queue_bytes: usize,
 
+    /// Writer threads of the queue engine (each drains its share of the connections); 0 = one
+    /// per core this process may run on (its CPU affinity: `taskset -c 0` gives one).
+    #[arg(long, env = "HEARTH_WRITER_THREADS", default_value_t = 0)]
+    pub writer_threads: usize,
+
     /// Login attempts allowed per IP address per 3 minutes (Campfire: 10); 0 disables the limit.
     #[arg(long, env = "HEARTH_LOGIN_RATE_LIMIT", default_value_t = 10)]
     pub login_rate_limit: u32,

@@ -149,7 +149,11 @@ impl AppState {
                 config.key_generator_digest,
             ),
         };
-        let fanout = Fanout::new(config.fanout, config.queue_limits());
+        let fanout = Fanout::with_writer_threads(
+            config.fanout,
+            config.queue_limits(),
+            config.writer_threads,
+        );
         fanout.start();
         let json = JsonEscaping {
             escape_html_entities: true,

@@ -132,6 +132,32 @@ async fn every_subscriber_gets_every_broadcast_once_and_in_order() {
     }
 }
 
+/// Several writer threads (`--writer-threads`): each connection is drained by one of them, so
+/// each still gets every frame once and in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn several_writer_threads_deliver_every_frame_in_order() {
+    let fanout = Fanout::with_writer_threads(EngineKind::Queue, roomy(), 3);
+    let v = variant("room");
+    let mut pairs = Vec::new();
+    for _ in 0..7 {
+        let pair = connect(&fanout).await;
+        pair.conn.subscribe("room:1", &v);
+        pairs.push(pair);
+    }
+    let messages: Vec<Vec<u8>> = (0..200).map(|i| format!("\"m{i}\"").into_bytes()).collect();
+    for m in &messages {
+        assert_eq!(fanout.broadcast("room:1", m), 7);
+    }
+    for pair in &mut pairs {
+        for m in &messages {
+            assert_eq!(read_text(&mut pair.client).await, wrapped(&v, m));
+        }
+        pair.conn.close(&[]);
+        assert_eq!(read_frame(&mut pair.client).await, None);
+    }
+    assert_eq!(fanout.stats().frames_written, 1400);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_variant_gets_its_own_prefix_and_suffix() {
     for kind in ENGINES {

@@ -380,7 +380,8 @@ pub struct Created {
 /// `Room#receive`): one `INSERT`, whose `messages_receive` trigger (migration 0003) touches the
 /// room's `updated_at` and sets `unread_at` on every visible, disconnected membership other
 /// than the creator's that has no unread mark yet. The statement is atomic: nothing is stored
-/// when any part fails. The member ids are read after the commit.
+/// when any part fails. The member ids are read just before the insert, under the same write
+/// lock (memberships change only under it too), so they are the members at the commit.
 ///
 /// Equivalent to [`create_then`] with nothing to run at the commit.
 pub async fn create(
@@ -398,23 +399,27 @@ pub async fn create(
         creator_name,
         client_message_id,
         body,
-        |_| (),
+        |_, _| (),
     )
     .await?;
     Ok(created)
 }
 
-/// [`create`], running `committed` on the stored message right after its commit and before the
-/// process's write lock is released; returns what `committed` returned beside the result.
+/// [`create`], running `committed` on the stored message and the room's member ids right after
+/// its commit and before the process's write lock is released; returns what `committed`
+/// returned beside the result.
 ///
 /// Messages are numbered and committed one at a time under that lock, so whatever
 /// `committed` does (the room's `append` broadcast) happens in the order of the messages'
 /// ids: two concurrent posts can never be announced in the reverse order of their commits.
 /// `committed` must be quick and must not wait (it holds up every other write); a broadcast
-/// qualifies, as it only queues frames. It is not run when the insert fails.
+/// qualifies, as it only queues frames. It is not run when the insert fails. Having the
+/// members at hand, it can queue a message and its unread notices in one pass, so that each
+/// member's connection writes both at once.
 ///
 /// # Errors
-/// The insert failed ([`super::Busy`] past the write wait), or reading the members did.
+/// Reading the members failed, or the insert did ([`super::Busy`] past the write wait);
+/// nothing is stored then.
 pub async fn create_then<T>(
     pool: &SqlitePool,
     room_id: i64,
@@ -422,9 +427,10 @@ pub async fn create_then<T>(
     creator_name: &str,
     client_message_id: &str,
     body: &str,
-    committed: impl FnOnce(&Message) -> T,
+    committed: impl FnOnce(&Message, &[i64]) -> T,
 ) -> sqlx::Result<(Created, T)> {
     let write = super::write_lock().await?;
+    let member_ids = super::rooms::member_ids(pool, room_id).await?;
     // Stamped under the write lock, so posts commit in the order of their timestamps.
     let now = super::now_ms();
     let id: i64 = sqlx::query_scalar(
@@ -450,10 +456,8 @@ pub async fn create_then<T>(
         updated_at: now,
         boosts: Vec::new(),
     };
-    let out = committed(&message);
+    let out = committed(&message, &member_ids);
     drop(write);
-    // Who receives the unread notices, read outside the write lock.
-    let member_ids = super::rooms::member_ids(pool, room_id).await?;
     Ok((
         Created {
             message,

@@ -13,6 +13,7 @@ pub mod rooms;
 pub mod searches;
 pub mod seed;
 pub mod sessions;
+pub mod upkeep;
 pub mod users;
 
 use std::path::Path;

@@ -88,6 +88,10 @@ pub fn match_expression(text: &str) -> Option<String> {
 
 /// The newest `limit` messages matching `text` in rooms `user_id` is a member of (Campfire's
 /// `search_reachable`), newest first, without boosts. Empty when `text` has no word.
+///
+/// Indexes the messages not yet indexed first ([`super::upkeep::index_messages`]), so every
+/// message committed before the search can be found; when the database is locked from outside
+/// past the write wait, searches the index as it is instead.
 pub async fn messages(
     pool: &SqlitePool,
     user_id: i64,
@@ -97,6 +101,14 @@ pub async fn messages(
     let Some(expression) = match_expression(text) else {
         return Ok(Vec::new());
     };
+    match super::upkeep::index_messages(pool).await {
+        Err(e) if super::is_busy(&e) => {
+            tracing::debug!("search indexing postponed: database locked");
+        }
+        other => {
+            other?;
+        }
+    }
     type Row = (i64, i64, i64, String, String, String, i64, i64);
     let rows: Vec<Row> = sqlx::query_as(
         "SELECT m.id, m.room_id, m.creator_id, u.name, m.client_message_id, m.body, \

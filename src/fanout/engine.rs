@@ -19,7 +19,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
@@ -54,8 +54,16 @@ impl Fanout {
     /// A new engine of `kind` whose connections are bounded by `limits`
     /// (`max_frames` is raised to at least 1).
     pub fn new(kind: EngineKind, limits: QueueLimits) -> Self {
+        Self::with_writer_threads(kind, limits, 0)
+    }
+
+    /// [`Fanout::new`] with the queue engine's writers spread over `threads` writer threads
+    /// (connections assigned round-robin as they attach); 0 means one per core this process
+    /// may run on (`std::thread::available_parallelism`, which follows the CPU affinity mask,
+    /// so a server pinned to one core gets one). The reference engine ignores it.
+    pub fn with_writer_threads(kind: EngineKind, limits: QueueLimits, threads: usize) -> Self {
         let engine: Arc<dyn Engine> = match kind {
-            EngineKind::Queue => Arc::new(QueueEngine::new(limits)),
+            EngineKind::Queue => Arc::new(QueueEngine::new(limits, threads)),
             #[cfg(feature = "reference-engine")]
             EngineKind::TokioBroadcast => Arc::new(super::reference::RefEngine::new(limits)),
         };
@@ -233,9 +241,13 @@ struct QueueEngine {
     index: Index,
     registry: Registry,
     stats: Stats,
-    /// The writers' thread, started on the first `attach` (see `runtime.rs`); `None` when it
-    /// could not be started, and writers share the caller's runtime.
-    writers: OnceLock<Option<WriterRuntime>>,
+    /// How many writer threads to start (0: one per available core).
+    writer_threads: usize,
+    /// The writers' threads, started on the first `attach` (see `runtime.rs`); empty when
+    /// none could be started, and writers share the caller's runtime.
+    writers: OnceLock<Vec<WriterRuntime>>,
+    /// Round-robin cursor over `writers`.
+    next_writer: AtomicUsize,
 }
 
 /// One registry shard: connection id → outbox.
@@ -281,27 +293,50 @@ struct Subscriptions {
 }
 
 impl QueueEngine {
-    fn new(limits: QueueLimits) -> Self {
+    fn new(limits: QueueLimits, writer_threads: usize) -> Self {
         Self {
             limits,
             index: Index::new(),
             registry: Registry::new(),
             stats: Stats::default(),
+            writer_threads,
             writers: OnceLock::new(),
+            next_writer: AtomicUsize::new(0),
         }
     }
 
-    /// The writers' thread, started on first use.
-    fn writers(&self) -> Option<&WriterRuntime> {
-        self.writers
-            .get_or_init(|| match WriterRuntime::start() {
-                Ok(runtime) => Some(runtime),
-                Err(e) => {
-                    tracing::warn!(error = %e, "no writer thread; writers share the caller's runtime");
-                    None
+    /// The writers' threads, started on first use.
+    fn writers(&self) -> &[WriterRuntime] {
+        self.writers.get_or_init(|| {
+            let wanted = match self.writer_threads {
+                0 => std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get),
+                n => n,
+            };
+            let mut started = Vec::with_capacity(wanted);
+            for i in 0..wanted {
+                match WriterRuntime::start(i) {
+                    Ok(runtime) => started.push(runtime),
+                    Err(e) => {
+                        tracing::warn!(error = %e, started = i, "cannot start another writer thread");
+                        break;
+                    }
                 }
-            })
-            .as_ref()
+            }
+            if started.is_empty() {
+                tracing::warn!("no writer thread; writers share the caller's runtime");
+            }
+            started
+        })
+    }
+
+    /// The writer thread for the next connection (round-robin); None when there is none.
+    fn next_writer(&self) -> Option<&WriterRuntime> {
+        let writers = self.writers();
+        if writers.is_empty() {
+            return None;
+        }
+        let i = self.next_writer.fetch_add(1, Ordering::Relaxed) % writers.len();
+        Some(&writers[i])
     }
 
     /// Creates a connection and registers it for `send_all`.
@@ -326,8 +361,8 @@ impl QueueEngine {
     /// A push that overflows the outbox cuts that connection off. The one push of every path
     /// (broadcast, `send_all`, `send`); the caller adds `totals` to the stats once.
     #[inline]
-    fn push_counted(&self, outbox: &Outbox, frame: &Bytes, totals: &mut Enqueued) -> bool {
-        match outbox.push(frame) {
+    fn push_counted(&self, outbox: &Arc<Outbox>, frame: &Bytes, totals: &mut Enqueued) -> bool {
+        match outbox.push_shared(frame) {
             Push::Queued { bytes } => {
                 totals.add(frame.len(), bytes);
                 true
@@ -364,7 +399,7 @@ impl Engine for QueueEngine {
             writer::drive(&task_conn.outbox, &task_conn.engine.stats, write).await;
             task_conn.finish();
         };
-        match self.writers() {
+        match self.next_writer() {
             Some(runtime) => runtime.spawn(task),
             None => {
                 tokio::spawn(task);
@@ -416,7 +451,7 @@ impl Engine for QueueEngine {
 
     #[cfg(feature = "test-support")]
     fn run_writers_inline(&self) {
-        let _ = self.writers.set(None);
+        let _ = self.writers.set(Vec::new());
     }
 }
 
@@ -540,5 +575,27 @@ impl Conn for QueueConn {
         let drained = self.outbox.discard();
         self.engine.stats.depth_seen(drained);
         drained
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writer_threads_start_as_asked_and_take_connections_in_turn() {
+        let engine = QueueEngine::new(QueueLimits::default(), 3);
+        assert_eq!(engine.writers().len(), 3);
+        let picks: Vec<*const WriterRuntime> = (0..6)
+            .map(|_| std::ptr::from_ref(engine.next_writer().expect("a writer")))
+            .collect();
+        assert_ne!(picks[0], picks[1]);
+        assert_ne!(picks[1], picks[2]);
+        assert_ne!(picks[0], picks[2]);
+        assert_eq!(picks[0..3], picks[3..6]);
+
+        let per_core = QueueEngine::new(QueueLimits::default(), 0);
+        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+        assert_eq!(per_core.writers().len(), cores);
     }
 }

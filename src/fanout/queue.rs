@@ -19,7 +19,7 @@
 //! - **The frame bound** is `max_frames` queued in ring and overflow together. **Bytes** are
 //!   accounted in an `AtomicUsize`: a producer adds the frame's length before pushing, the
 //!   writer subtracts it once the frame is completely written. Exceeding either bound cuts the
-//!   connection off as too slow (see [`Outbox::push`]). Only frames longer than
+//!   connection off as too slow (see [`Outbox::push_shared`]). Only frames longer than
 //!   `max_bytes / max_frames` (32 KiB with the defaults) are accounted: shorter ones cannot
 //!   reach `max_bytes` within `max_frames` anyway, and skipping the atomic add saves one of the
 //!   atomic read-modify-writes a push would otherwise cost. An outbox therefore holds at most
@@ -46,9 +46,10 @@
 //! The outbox also carries the connection's lifecycle [`State`], because producers must stop
 //! pushing into a connection that is closing or cut off, and the writer must learn of it.
 
+use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -65,6 +66,43 @@ pub(crate) const RING_SLOTS: usize = 8;
 
 /// How long the overflow must have gone unused before an idle writer frees its storage.
 pub(crate) const SHRINK_AFTER: Duration = Duration::from_secs(1);
+
+thread_local! {
+    /// While [`defer_wakes`] runs on this thread: the outboxes whose writer a push armed and
+    /// did not wake yet.
+    static DEFERRED: RefCell<Option<Vec<Arc<Outbox>>>> = const { RefCell::new(None) };
+}
+
+/// Runs `f`, holding back the writer wake-ups of the pushes it makes on this thread
+/// ([`Outbox::push_shared`]) until it returns (or unwinds): then each armed writer is woken
+/// once. A pass that queues several frames per connection (a message and its unread notice)
+/// thus lets each writer find them all and write them in one vectored write, instead of the
+/// first one alone as soon as it is queued. Nested calls wake at the end of the outermost.
+///
+/// No wake-up is lost: the push still arms (`armed` = true) as usual; only the `notify_one`
+/// moves, and a `Notify` keeps the permit for a writer that is not waiting yet.
+pub(crate) fn defer_wakes<R>(f: impl FnOnce() -> R) -> R {
+    /// Wakes what was deferred when the outermost [`defer_wakes`] ends, also on unwind.
+    struct Flush;
+    impl Drop for Flush {
+        fn drop(&mut self) {
+            let armed = DEFERRED.with(|d| d.borrow_mut().take()).unwrap_or_default();
+            for outbox in armed {
+                outbox.notify.notify_one();
+            }
+        }
+    }
+    let outermost = DEFERRED.with(|d| {
+        let mut d = d.borrow_mut();
+        if d.is_some() {
+            return false;
+        }
+        *d = Some(Vec::new());
+        true
+    });
+    let _flush = outermost.then_some(Flush);
+    f()
+}
 
 /// Where a connection is in its life. Only `Open` accepts frames.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -95,7 +133,7 @@ impl State {
     }
 }
 
-/// The result of one [`Outbox::push`].
+/// The result of one [`Outbox::push_shared`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Push {
     /// The frame was queued; the outbox now accounts `bytes` bytes. (The depth in frames is
@@ -179,22 +217,51 @@ impl Outbox {
             .get_or_init(|| ArrayQueue::new(RING_SLOTS.min(self.limits.max_frames)))
     }
 
-    /// Queues `frame` (a refcount clone) and wakes the writer if this is the first push of a
-    /// drain epoch. Never blocks on the socket (a backed-up connection's push takes the
-    /// overflow mutex, held for a deque push). Passing `max_frames` or `max_bytes` cuts the
-    /// connection off: the frame is not queued, the state becomes [`State::TooSlow`] and the
-    /// writer is told.
-    #[inline]
+    /// [`Outbox::push_shared`] without deferral, for an outbox not held in an `Arc` (tests).
+    #[cfg(test)]
     pub(crate) fn push(&self, frame: &Bytes) -> Push {
+        let (push, wake) = self.enqueue(frame);
+        if wake {
+            self.notify.notify_one();
+        }
+        push
+    }
+
+    /// Queues `frame` (a refcount clone) and wakes the writer if this is the first push of a
+    /// drain epoch — inside [`defer_wakes`], at the end of the pass. Never blocks on the socket
+    /// (a backed-up connection's push takes the overflow mutex, held for a deque push). Passing
+    /// `max_frames` or `max_bytes` cuts the connection off: the frame is not queued, the state
+    /// becomes [`State::TooSlow`] and the writer is told.
+    #[inline]
+    pub(crate) fn push_shared(self: &Arc<Self>, frame: &Bytes) -> Push {
+        let (push, wake) = self.enqueue(frame);
+        if wake {
+            let deferred = DEFERRED.with(|d| match d.borrow_mut().as_mut() {
+                Some(armed) => {
+                    armed.push(self.clone());
+                    true
+                }
+                None => false,
+            });
+            if !deferred {
+                self.notify.notify_one();
+            }
+        }
+        push
+    }
+
+    /// The push itself; the bool says whether the writer must be woken (this push armed it).
+    #[inline]
+    fn enqueue(&self, frame: &Bytes) -> (Push, bool) {
         if self.state.load(Ordering::Acquire) != State::Open as u8 {
-            return Push::Refused;
+            return (Push::Refused, false);
         }
         let len = self.weigh(frame.len());
         let bytes = if len > 0 {
             let bytes = self.bytes.fetch_add(len, Ordering::AcqRel) + len;
             if bytes > self.limits.max_bytes {
                 self.bytes.fetch_sub(len, Ordering::AcqRel);
-                return self.overflow();
+                return (self.overflow(), false);
             }
             bytes
         } else {
@@ -211,13 +278,11 @@ impl Outbox {
         };
         if !queued {
             self.release(frame.len());
-            return self.overflow();
+            return (self.overflow(), false);
         }
         // A plain load first: while the writer is busy (armed), pushes skip the swap.
-        if !self.armed.load(Ordering::SeqCst) && !self.armed.swap(true, Ordering::SeqCst) {
-            self.notify.notify_one();
-        }
-        Push::Queued { bytes }
+        let wake = !self.armed.load(Ordering::SeqCst) && !self.armed.swap(true, Ordering::SeqCst);
+        (Push::Queued { bytes }, wake)
     }
 
     /// The slow path of a push: the ring was full or the overflow is in use. Returns false
@@ -693,5 +758,47 @@ mod tests {
         outbox.disarm();
         outbox.push(&frame);
         assert!(futures_util::poll!(second.as_mut()).is_ready());
+    }
+
+    #[tokio::test]
+    async fn a_pass_wakes_each_writer_once_at_its_end() {
+        let a = Arc::new(Outbox::new(1, limits(8, 1000)));
+        let b = Arc::new(Outbox::new(2, limits(8, 1000)));
+        let frame = Bytes::from_static(b"x");
+        let mut woken_a = std::pin::pin!(a.notified());
+        let mut woken_b = std::pin::pin!(b.notified());
+        assert!(futures_util::poll!(woken_a.as_mut()).is_pending());
+        defer_wakes(|| {
+            a.push_shared(&frame);
+            defer_wakes(|| b.push_shared(&frame));
+            a.push_shared(&frame);
+            b.push_shared(&frame);
+        });
+        // After the pass nothing is left deferred and both writers are woken (the pass
+        // itself is checked by the next test).
+        assert!(DEFERRED.with(|d| d.borrow().is_none()));
+        assert!(futures_util::poll!(woken_a.as_mut()).is_ready());
+        assert!(futures_util::poll!(woken_b.as_mut()).is_ready());
+        assert_eq!(a.queued_frames(), 2);
+        assert_eq!(b.queued_frames(), 2);
+    }
+
+    #[tokio::test]
+    async fn inside_a_pass_the_wake_waits_for_its_end() {
+        let a = Arc::new(Outbox::new(1, limits(8, 1000)));
+        let frame = Bytes::from_static(b"x");
+        defer_wakes(|| {
+            a.push_shared(&frame);
+            // Armed but not notified yet: no permit is stored.
+            let armed = DEFERRED.with(|d| d.borrow().as_ref().map_or(0, Vec::len));
+            assert_eq!(armed, 1);
+            use std::future::Future as _;
+            let mut woken = std::pin::pin!(a.notified());
+            let waker = futures_util::task::noop_waker();
+            let mut cx = std::task::Context::from_waker(&waker);
+            assert!(woken.as_mut().poll(&mut cx).is_pending());
+        });
+        // The permit arrives at the end of the pass.
+        a.notified().await;
     }
 }

@@ -1,4 +1,5 @@
-//! The writers' own thread: where every connection's drain loop runs (queue engine).
+//! The writers' own threads: where every connection's drain loop runs (queue engine). One
+//! per core by default (`--writer-threads`); each connection's writer lives on one of them.
 //!
 //! Requests must never queue behind drains. If writers shared the request runtime, a post's
 //! handler — which hops to SQLite's worker threads and back several times — would wait behind
@@ -12,8 +13,8 @@ use std::future::Future;
 use tokio::runtime::Handle;
 use tokio::sync::oneshot;
 
-/// A current-thread tokio runtime on a dedicated OS thread named `hearth-fanout`. Dropping it
-/// stops the thread (and drops any writer still running there).
+/// A current-thread tokio runtime on a dedicated OS thread named `hearth-fanout-<i>`. Dropping
+/// it stops the thread (and drops any writer still running there).
 #[derive(Debug)]
 pub(crate) struct WriterRuntime {
     handle: Handle,
@@ -22,14 +23,14 @@ pub(crate) struct WriterRuntime {
 
 impl WriterRuntime {
     /// Starts the thread. Errors when the OS refuses a thread or the runtime cannot be built.
-    pub(crate) fn start() -> std::io::Result<Self> {
+    pub(crate) fn start(i: usize) -> std::io::Result<Self> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
         let handle = runtime.handle().clone();
         let (stop, stopped) = oneshot::channel::<()>();
         std::thread::Builder::new()
-            .name("hearth-fanout".into())
+            .name(format!("hearth-fanout-{i}"))
             .spawn(move || {
                 runtime.block_on(async {
                     let _ = stopped.await;

@@ -167,8 +167,10 @@ async fn post_message(
             "message body can't be blank".into(),
         ));
     }
-    // The append goes out at the commit, under the write lock: a room's appends reach its
-    // subscribers in the order of the messages' ids (see `messages::create_then`).
+    // The append and the unread notices go out at the commit, under the write lock: a room's
+    // appends reach its subscribers in the order of the messages' ids, and each member's
+    // connection finds the append and its notice queued together (see
+    // `messages::create_then`).
     let (created, appended) = messages::create_then(
         &state.pool,
         room.id,
@@ -176,7 +178,9 @@ async fn post_message(
         &author.name,
         client_message_id,
         &body_html(text),
-        |message| broadcasts::message_appended(&state.broadcaster, room, message),
+        |message, member_ids| {
+            broadcasts::message_created(&state.broadcaster, room, message, member_ids)
+        },
     )
     .await
     .map_err(|e| {
@@ -188,9 +192,7 @@ async fn post_message(
             AppError::from(e)
         }
     })?;
-    let html = appended?;
-    broadcasts::message_unreads(&state.broadcaster, room, &created.member_ids);
-    Ok((created.message, html))
+    Ok((created.message, appended?))
 }
 
 /// `POST /rooms/{room_id}/messages` with `message[body]` and `message[client_message_id]`:

@@ -178,6 +178,9 @@ pub async fn seed(pool: &SqlitePool, opts: &SeedOptions) -> anyhow::Result<SeedR
 
     write::write(&mut tx, &plan, named_digests, generated_digest).await?;
     tx.commit().await.context("cannot commit the seed")?;
+    super::upkeep::index_messages(pool)
+        .await
+        .context("cannot index the seeded messages for search")?;
 
     Ok(SeedReport {
         users: NAMED_USERS.len() + opts.users,
