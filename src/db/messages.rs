@@ -380,7 +380,9 @@ pub struct Created {
 /// `Room#receive`): one `INSERT`, whose `messages_receive` trigger (migration 0003) touches the
 /// room's `updated_at` and sets `unread_at` on every visible, disconnected membership other
 /// than the creator's that has no unread mark yet. The statement is atomic: nothing is stored
-/// when any part fails. The member ids are read after the commit.
+/// when any part fails. It runs in a write transaction of its own whose schema is checked
+/// first (`db::begin_write`), so a schema changed by another process cannot break it. The
+/// member ids are read after the commit.
 ///
 /// Equivalent to [`create_then`] with nothing to run at the commit.
 pub async fn create(
@@ -425,6 +427,8 @@ pub async fn create_then<T>(
     committed: impl FnOnce(&Message) -> T,
 ) -> sqlx::Result<(Created, T)> {
     let write = super::write_lock().await?;
+    // Its triggers write to the full-text index: see `begin_write`.
+    let mut tx = super::begin_write(pool).await?;
     // Stamped under the write lock, so posts commit in the order of their timestamps.
     let now = super::now_ms();
     let id: i64 = sqlx::query_scalar(
@@ -437,8 +441,9 @@ pub async fn create_then<T>(
     .bind(body)
     .bind(now)
     .bind(now)
-    .fetch_one(pool)
+    .fetch_one(&mut *tx)
     .await?;
+    tx.commit().await?;
     let message = Message {
         id,
         room_id,
@@ -471,15 +476,18 @@ pub async fn update_body(
     body: &str,
 ) -> sqlx::Result<Option<Message>> {
     let _write = super::write_lock().await?;
+    // Its triggers write to the full-text index: see `begin_write`.
+    let mut tx = super::begin_write(pool).await?;
     let changed =
         sqlx::query("UPDATE messages SET body = ?, updated_at = ? WHERE room_id = ? AND id = ?")
             .bind(body)
             .bind(super::now_ms())
             .bind(room_id)
             .bind(id)
-            .execute(pool)
+            .execute(&mut *tx)
             .await?
             .rows_affected();
+    tx.commit().await?;
     if changed == 0 {
         return Ok(None);
     }
@@ -492,11 +500,14 @@ pub async fn delete(pool: &SqlitePool, room_id: i64, id: i64) -> sqlx::Result<Op
     let Some(message) = find(pool, room_id, id).await? else {
         return Ok(None);
     };
+    // Its triggers write to the full-text index: see `begin_write`.
+    let mut tx = super::begin_write(pool).await?;
     sqlx::query("DELETE FROM messages WHERE room_id = ? AND id = ?")
         .bind(room_id)
         .bind(id)
-        .execute(pool)
+        .execute(&mut *tx)
         .await?;
+    tx.commit().await?;
     Ok(Some(message))
 }
 
