@@ -514,3 +514,186 @@ async fn a_reader_pinning_a_growing_wal_never_stalls_posts() {
         "the WAL was not truncated after the reader ended"
     );
 }
+
+/// Creates one more table through `outside`: a schema change made by another process.
+async fn change_schema(outside: &mut sqlx::SqliteConnection) {
+    let n: i64 = sqlx::query_scalar("SELECT count(*) FROM sqlite_schema")
+        .fetch_one(&mut *outside)
+        .await
+        .unwrap();
+    // The name is built from a number only.
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "CREATE TABLE ballast_{n} (b BLOB)"
+    )))
+    .execute(&mut *outside)
+    .await
+    .unwrap();
+}
+
+async fn id_of(outside: &mut sqlx::SqliteConnection, cid: &str) -> i64 {
+    sqlx::query_scalar("SELECT id FROM messages WHERE client_message_id = ?")
+        .bind(cid)
+        .fetch_one(&mut *outside)
+        .await
+        .unwrap()
+}
+
+/// A table created by another process (the `sqlite3` shell, a backup tool, a migration from a
+/// console) while the server runs changes the schema under the server's pooled connections:
+/// every write after it, the first one of each kind included, still succeeds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_table_created_by_another_process_does_not_break_writes() {
+    let dir = common::temp_dir("schema");
+    let hearth = Hearth::start(&dir, &[]).await;
+    let mut c = hearth.client();
+    assert_eq!(c.login(DAVID, PASSWORD).await.status, 302);
+    let (csrf, _) = c.room(1).await;
+    let mut outside = outside_connection(&dir).await;
+    let turbo = [("Accept", "text/vnd.turbo-stream.html")];
+
+    change_schema(&mut outside).await;
+    for i in 0..4 {
+        let cid = format!("after-ballast-{i}");
+        let r = c.post_message(1, &cid, &cid, &csrf).await;
+        assert_eq!(r.status, 200, "post {i}: {}\n{}", r.body, hearth.log());
+    }
+
+    change_schema(&mut outside).await;
+    let edited = id_of(&mut outside, "after-ballast-0").await;
+    let r = c
+        .post_form(
+            &format!("/rooms/1/messages/{edited}"),
+            &form(&[
+                ("_method", "patch"),
+                ("message[body]", "edited after the schema changed"),
+                ("authenticity_token", &csrf),
+            ]),
+            &turbo,
+        )
+        .await;
+    assert_eq!(r.status, 200, "edit: {}\n{}", r.body, hearth.log());
+
+    change_schema(&mut outside).await;
+    let boosted = id_of(&mut outside, "after-ballast-1").await;
+    let r = c
+        .post_form(
+            &format!("/messages/{boosted}/boosts"),
+            &form(&[("boost[content]", "ok"), ("authenticity_token", &csrf)]),
+            &turbo,
+        )
+        .await;
+    assert_eq!(r.status, 200, "boost: {}\n{}", r.body, hearth.log());
+
+    change_schema(&mut outside).await;
+    let deleted = id_of(&mut outside, "after-ballast-2").await;
+    let r = c
+        .post_form(
+            &format!("/rooms/1/messages/{deleted}"),
+            &form(&[("_method", "delete"), ("authenticity_token", &csrf)]),
+            &turbo,
+        )
+        .await;
+    assert_eq!(r.status, 200, "delete: {}\n{}", r.body, hearth.log());
+
+    change_schema(&mut outside).await;
+    let r = c
+        .post_form(
+            "/searches",
+            &form(&[("q", "schema changed"), ("authenticity_token", &csrf)]),
+            &[],
+        )
+        .await;
+    assert_eq!(r.status, 302, "search: {}\n{}", r.body, hearth.log());
+    let page = c.get("/searches?q=schema%20changed").await;
+    assert_eq!(page.status, 200, "{}", hearth.log());
+    assert!(
+        page.body.contains("message_after-ballast-0"),
+        "the edited message is found: {}",
+        page.body
+    );
+
+    change_schema(&mut outside).await;
+    let r = c
+        .post_form(
+            "/rooms/opens",
+            &form(&[
+                ("room[name]", "After the schema changed"),
+                ("authenticity_token", &csrf),
+            ]),
+            &[],
+        )
+        .await;
+    assert_eq!(r.status, 302, "room: {}\n{}", r.body, hearth.log());
+
+    change_schema(&mut outside).await;
+    let r = c
+        .post_form(
+            "/rooms/1/involvement",
+            &form(&[
+                ("_method", "put"),
+                ("involvement", "everything"),
+                ("authenticity_token", &csrf),
+            ]),
+            &[],
+        )
+        .await;
+    assert_eq!(r.status, 302, "involvement: {}\n{}", r.body, hearth.log());
+
+    change_schema(&mut outside).await;
+    for i in 4..8 {
+        let cid = format!("after-ballast-{i}");
+        let r = c.post_message(1, &cid, &cid, &csrf).await;
+        assert_eq!(r.status, 200, "post {i}: {}\n{}", r.body, hearth.log());
+    }
+}
+
+/// The same at the data layer, without timing: each write of `messages` is the first statement
+/// its connection compiles after another process changed the schema.
+#[tokio::test]
+async fn writes_of_messages_survive_a_schema_change_on_a_connection_that_never_wrote() {
+    let dir = common::temp_dir("schema-db");
+    let path = dir.join("hearth.sqlite3");
+    let pool = hearth::db::open(&path).await.unwrap();
+    sqlx::query("INSERT INTO users (name, created_at, updated_at) VALUES ('Ada', 0, 0)")
+        .execute(&pool)
+        .await
+        .unwrap();
+    sqlx::query(
+        "INSERT INTO rooms (name, kind, created_at, updated_at) VALUES ('R', 'open', 0, 0)",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    pool.close().await;
+    let mut outside = outside_connection(&dir).await;
+    use hearth::db::messages;
+
+    // A pool opened now has read the schema; the change comes after.
+    let fresh = || async { hearth::db::open(&path).await.unwrap() };
+    let pool = fresh().await;
+    change_schema(&mut outside).await;
+    let first = messages::create(&pool, 1, 1, "Ada", "first", "<div>one</div>").await;
+    assert_eq!(first.unwrap_or_else(|e| panic!("post: {e}")).message.id, 1);
+    pool.close().await;
+
+    let pool = fresh().await;
+    change_schema(&mut outside).await;
+    let edited = messages::update_body(&pool, 1, 1, "<div>edited</div>").await;
+    let edited = edited.unwrap_or_else(|e| panic!("edit: {e}"));
+    assert_eq!(edited.map(|m| m.body).as_deref(), Some("<div>edited</div>"));
+    pool.close().await;
+
+    let pool = fresh().await;
+    change_schema(&mut outside).await;
+    let found = hearth::db::searches::messages(&pool, 1, "edited", 10).await;
+    let found = found.unwrap_or_else(|e| panic!("search: {e}"));
+    assert!(found.is_empty(), "Ada is no member of room 1");
+    pool.close().await;
+
+    let pool = fresh().await;
+    change_schema(&mut outside).await;
+    let deleted = messages::delete(&pool, 1, 1).await;
+    let deleted = deleted.unwrap_or_else(|e| panic!("delete: {e}"));
+    assert_eq!(deleted.map(|m| m.id), Some(1));
+    pool.close().await;
+}

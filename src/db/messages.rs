@@ -381,7 +381,10 @@ pub struct Created {
 /// room's `updated_at` and sets `unread_at` on every visible, disconnected membership other
 /// than the creator's that has no unread mark yet. The statement is atomic: nothing is stored
 /// when any part fails. The member ids are read just before the insert, under the same write
-/// lock (memberships change only under it too), so they are the members at the commit.
+/// lock (memberships change only under it too), so they are the members at the commit. The
+/// insert's triggers do not reach the full-text index (indexing left them in migration 0009),
+/// so unlike an edit or a delete it needs no schema check first (see `db::begin_write`) and
+/// stays one statement in autocommit.
 ///
 /// Equivalent to [`create_then`] with nothing to run at the commit.
 pub async fn create(
@@ -475,15 +478,18 @@ pub async fn update_body(
     body: &str,
 ) -> sqlx::Result<Option<Message>> {
     let _write = super::write_lock().await?;
+    // Its triggers write to the full-text index: see `begin_write`.
+    let mut tx = super::begin_write(pool).await?;
     let changed =
         sqlx::query("UPDATE messages SET body = ?, updated_at = ? WHERE room_id = ? AND id = ?")
             .bind(body)
             .bind(super::now_ms())
             .bind(room_id)
             .bind(id)
-            .execute(pool)
+            .execute(&mut *tx)
             .await?
             .rows_affected();
+    tx.commit().await?;
     if changed == 0 {
         return Ok(None);
     }
@@ -496,11 +502,14 @@ pub async fn delete(pool: &SqlitePool, room_id: i64, id: i64) -> sqlx::Result<Op
     let Some(message) = find(pool, room_id, id).await? else {
         return Ok(None);
     };
+    // Its triggers write to the full-text index: see `begin_write`.
+    let mut tx = super::begin_write(pool).await?;
     sqlx::query("DELETE FROM messages WHERE room_id = ? AND id = ?")
         .bind(room_id)
         .bind(id)
-        .execute(pool)
+        .execute(&mut *tx)
         .await?;
+    tx.commit().await?;
     Ok(Some(message))
 }
 

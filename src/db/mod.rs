@@ -300,6 +300,39 @@ pub(crate) async fn write_lock() -> sqlx::Result<tokio::sync::MutexGuard<'static
     }
 }
 
+/// Begins a write transaction (`BEGIN IMMEDIATE`) on a connection whose schema is current, for
+/// writes whose statements reach the full-text index (migration 0006) through triggers: hold
+/// [`write_lock`] first, then commit.
+///
+/// A connection keeps the schema it last read and learns of another process's schema change
+/// (a `CREATE TABLE` from the `sqlite3` shell, a backup tool) only when a statement runs.
+/// Compiling a statement against such a stale schema is normally harmless: the statement fails
+/// with `SQLITE_SCHEMA` when it starts, and SQLite reads the schema again and recompiles it.
+/// But compiling a write on `messages` also compiles its triggers (since migration 0009 an
+/// edit's and a delete's reach the full-text index, a post's no longer do), and one that
+/// writes to the FTS5 table connects that virtual table if this connection has not yet done so since it
+/// last read the schema. FTS5 reads its configuration with a statement of its own, which meets
+/// the schema change and fails with `SQLITE_SCHEMA`; SQLite postpones resetting the schema
+/// until the connect returns, but the next trigger's table lookup marks the stale schema as
+/// checked. When the compile then fails and SQLite retries it once after the postponed reset,
+/// that mark makes it skip reading the schema again, so it finds no tables at all and fails
+/// with `no such table: messages` (SQLite 3.51.3 and 3.40.1 alike; no retry follows).
+///
+/// Here the `SELECT` on `sqlite_schema` runs inside the transaction, before any such statement
+/// is compiled: it checks the schema cookie, and a stale schema is read again at that point.
+/// `BEGIN IMMEDIATE` holds the database's write lock, so no other process can change the
+/// schema again before the commit.
+///
+/// Errors: [`Busy`]-class `SQLITE_BUSY` when another process holds the write lock past
+/// [`BUSY_TIMEOUT`], or any other database failure.
+pub(crate) async fn begin_write(
+    pool: &SqlitePool,
+) -> sqlx::Result<sqlx::Transaction<'static, sqlx::Sqlite>> {
+    // One round trip: SQLite runs both statements, the second compiled after the first ran.
+    pool.begin_with("BEGIN IMMEDIATE; SELECT 1 FROM sqlite_schema LIMIT 1")
+        .await
+}
+
 /// Milliseconds since the Unix epoch, now.
 pub fn now_ms() -> i64 {
     let since = std::time::SystemTime::now()
