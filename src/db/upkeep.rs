@@ -76,6 +76,16 @@ pub async fn index_batch(pool: &SqlitePool) -> sqlx::Result<u64> {
 /// # Errors
 /// As [`index_batch`]; the batches before the failure stay indexed.
 pub async fn index_messages(pool: &SqlitePool) -> sqlx::Result<u64> {
+    // One read, without the write lock, when nothing is pending (the usual case for a search).
+    let complete: bool = sqlx::query_scalar(
+        "SELECT (SELECT indexed_through FROM message_search_progress WHERE id = 1) \
+                >= COALESCE((SELECT MAX(id) FROM messages), 0)",
+    )
+    .fetch_one(pool)
+    .await?;
+    if complete {
+        return Ok(0);
+    }
     let mut total = 0;
     loop {
         match index_batch(pool).await? {

@@ -16,9 +16,10 @@
 //! the shard. A subscribe that looked the entry up just before that finds it dead under the
 //! stream lock and retries the lookup, so a subscription can never land in a removed entry.
 
-use std::collections::hash_map::RandomState;
 use std::collections::HashMap;
 use std::hash::BuildHasher;
+
+use foldhash::fast::RandomState;
 use std::sync::Arc;
 
 use parking_lot::RwLock;
@@ -29,7 +30,11 @@ use super::Variant;
 /// Number of shards of the stream map (a power of two).
 const SHARDS: usize = 64;
 
-type Shard = RwLock<HashMap<Arc<str>, Arc<StreamEntry>>>;
+/// One shard of the stream map. Stream names are hashed with foldhash (randomly seeded per
+/// process, so not predictable from outside) rather than SipHash: a post looks up one stream
+/// per member of its room (the unread notices), so the hash is on the post path a thousand
+/// times per message in a room of a thousand.
+type Shard = RwLock<HashMap<Arc<str>, Arc<StreamEntry>, RandomState>>;
 
 /// Stream name → subscribers, sharded.
 #[derive(Debug)]
@@ -121,8 +126,10 @@ pub(crate) enum Subscribed {
 impl Index {
     pub(crate) fn new() -> Self {
         Self {
-            shards: (0..SHARDS).map(|_| RwLock::default()).collect(),
-            hasher: RandomState::new(),
+            shards: (0..SHARDS)
+                .map(|_| RwLock::new(HashMap::with_hasher(RandomState::default())))
+                .collect(),
+            hasher: RandomState::default(),
         }
     }
 
