@@ -137,12 +137,13 @@ mod tests {
     use super::*;
 
     async fn pool() -> (SqlitePool, std::path::PathBuf) {
+        // One directory per test: the tests run in parallel and each removes its own.
         let dir = std::env::temp_dir().join(format!(
             "hearth-upkeep-{}-{}",
             std::process::id(),
-            super::super::now_ms()
+            rand::random::<u64>()
         ));
-        let path = dir.join(format!("{}.sqlite3", rand::random::<u64>()));
+        let path = dir.join("hearth.sqlite3");
         (super::super::open(&path).await.expect("open"), dir)
     }
 
