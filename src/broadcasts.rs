@@ -81,11 +81,17 @@ pub fn message_appended(
 /// unread notice of a new message).
 pub fn message_unreads(b: &Broadcaster, room: &Room, member_ids: &[i64]) {
     let unread = format!("{{\"roomId\":{}}}", room.id);
-    let mut stream = String::with_capacity(32);
-    for id in member_ids {
-        streams::write_unreads(&mut stream, *id);
-        b.broadcast(&stream, unread.as_bytes());
-    }
+    let mut members = member_ids.iter();
+    b.broadcast_each(
+        &mut |stream| match members.next() {
+            Some(id) => {
+                streams::write_unreads(stream, *id);
+                true
+            }
+            None => false,
+        },
+        unread.as_bytes(),
+    );
 }
 
 /// Broadcasts an edited message: a `replace` of its element. Returns the turbo-stream (the

@@ -21,12 +21,29 @@ pub trait Publish: Send + Sync + std::fmt::Debug {
     /// subscribers of `stream`. Returns how many local connections it was queued for. Must
     /// not wait for a socket.
     fn publish(&self, stream: &str, payload: &[u8]) -> usize;
+
+    /// Delivers `payload` to each stream `next` names, in turn (`next` writes the next name
+    /// into the buffer it is given and returns false when there is none; see
+    /// [`Fanout::broadcast_each`]). Returns how many local connections it was queued for, in
+    /// all. By default one [`Publish::publish`] per stream.
+    fn publish_each(&self, next: &mut dyn FnMut(&mut String) -> bool, payload: &[u8]) -> usize {
+        let mut stream = String::new();
+        let mut reached = 0;
+        while next(&mut stream) {
+            reached += self.publish(&stream, payload);
+        }
+        reached
+    }
 }
 
 /// The in-process engine: every subscriber is a connection of this process.
 impl Publish for Fanout {
     fn publish(&self, stream: &str, payload: &[u8]) -> usize {
         self.broadcast(stream, payload)
+    }
+
+    fn publish_each(&self, next: &mut dyn FnMut(&mut String) -> bool, payload: &[u8]) -> usize {
+        self.broadcast_each(next, payload)
     }
 }
 
@@ -68,6 +85,16 @@ impl Broadcaster {
     /// never waits for a socket.
     pub fn broadcast(&self, stream: &str, payload: &[u8]) -> usize {
         self.sink.publish(stream, payload)
+    }
+
+    /// Sends `payload` to each stream `next` names ([`Publish::publish_each`]): the same as one
+    /// [`Self::broadcast`] per stream, with one frame built for all of them locally.
+    pub fn broadcast_each(
+        &self,
+        next: &mut dyn FnMut(&mut String) -> bool,
+        payload: &[u8],
+    ) -> usize {
+        self.sink.publish_each(next, payload)
     }
 
     /// Sends `text` as a JSON string (ActiveSupport escaping), as turbo-rails'

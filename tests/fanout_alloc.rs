@@ -284,3 +284,52 @@ fn steady_state_bursts_past_the_ring_do_not_allocate_once_grown() {
         );
     });
 }
+
+/// Allocations of one `broadcast_each` over `streams` streams, one subscriber each, all with the
+/// same identifier (a post's unread notices: one stream per member), after warm-up.
+fn broadcast_each_allocations(streams: usize) -> u64 {
+    let fanout = Fanout::new(EngineKind::Queue, QueueLimits::default());
+    let variant = Variant::new(
+        "unreads",
+        r#"{"identifier":"{\"channel\":\"UnreadRoomsChannel\"}","message":"#,
+        "}",
+    );
+    let conns: Vec<Connection> = (0..streams).map(|_| fanout.attach_detached()).collect();
+    for (i, conn) in conns.iter().enumerate() {
+        conn.subscribe(&format!("user_{i}_unreads"), &variant);
+    }
+    let each = |fanout: &Fanout| {
+        use std::fmt::Write as _;
+        let mut i = 0;
+        fanout.broadcast_each(
+            &mut |name| {
+                if i == streams {
+                    return false;
+                }
+                name.clear();
+                // Within the buffer's capacity: no allocation.
+                let _ = write!(name, "user_{i}_unreads");
+                i += 1;
+                true
+            },
+            br#"{"roomId":1}"#,
+        )
+    };
+    for _ in 0..3 {
+        assert_eq!(each(&fanout), streams);
+        assert_eq!(drain(&fanout, &conns), streams);
+    }
+    let (allocations, queued) = count_allocations(|| each(&fanout));
+    assert_eq!(queued, streams);
+    assert_eq!(drain(&fanout, &conns), streams);
+    allocations
+}
+
+#[test]
+fn broadcast_each_builds_one_frame_for_streams_that_share_an_identifier() {
+    let at_10 = broadcast_each_allocations(10);
+    let at_1000 = broadcast_each_allocations(1000);
+    assert_eq!(at_10, at_1000, "allocations must not grow with the streams");
+    // The name buffer, the list of frames built, and the one frame.
+    assert!(at_1000 <= 4, "{at_1000} allocations");
+}

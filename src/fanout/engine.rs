@@ -105,6 +105,21 @@ impl Fanout {
         self.engine.broadcast(stream, message)
     }
 
+    /// Delivers the same `message` to each stream that `next` names, in turn: `next` writes the
+    /// next stream name into the buffer it is given (clearing it first) and returns false when
+    /// there is none left. The same as one [`Fanout::broadcast`] per stream, except that the
+    /// queue engine builds each distinct frame once for the whole call, not once per stream:
+    /// a post's unread notice to each of a room's members (one stream per member, the same
+    /// identifier for all) costs one frame, not one per member. Returns the subscriptions it
+    /// was queued to, in all.
+    pub fn broadcast_each(
+        &self,
+        next: &mut dyn FnMut(&mut String) -> bool,
+        message: &[u8],
+    ) -> usize {
+        self.engine.broadcast_each(next, message)
+    }
+
     /// Sends one pre-encoded frame to every attached connection (Action Cable's ping every
     /// 3 s, `ActionCable::Server::Connections#setup_heartbeat_timer`). Returns how many
     /// connections it was queued to. Never blocks.
@@ -424,6 +439,42 @@ impl Engine for QueueEngine {
                 }
             }
         }
+        self.stats.enqueued(&totals);
+        totals.frames as usize
+    }
+
+    fn broadcast_each(&self, next: &mut dyn FnMut(&mut String) -> bool, message: &[u8]) -> usize {
+        let mut stream = String::with_capacity(32);
+        // The frames built so far, by variant: streams whose subscribers share an identifier
+        // (the unread notices of a room's members) share one frame.
+        let mut built: Vec<(Variant, Frame)> = Vec::new();
+        let mut streams = 0;
+        let mut totals = Enqueued::default();
+        while next(&mut stream) {
+            streams += 1;
+            let Some(entry) = self.index.get(&stream) else {
+                continue;
+            };
+            let groups = entry.read();
+            for group in groups.groups() {
+                let v = group.variant();
+                let frame = match built
+                    .iter()
+                    .find(|(b, _)| b.key == v.key && b.prefix == v.prefix && b.suffix == v.suffix)
+                {
+                    Some((_, frame)) => frame,
+                    None => {
+                        let frame = Frame::text_parts(&[&v.prefix, message, &v.suffix]);
+                        built.push((v.clone(), frame));
+                        &built[built.len() - 1].1
+                    }
+                };
+                for member in group.members() {
+                    self.push_counted(member, &frame.0, &mut totals);
+                }
+            }
+        }
+        self.stats.broadcasts(streams);
         self.stats.enqueued(&totals);
         totals.frames as usize
     }

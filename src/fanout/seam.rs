@@ -28,6 +28,17 @@ pub(super) trait Engine: Send + Sync {
     /// Delivers `message` to every subscriber of `stream`; returns how many it reached.
     fn broadcast(&self, stream: &str, message: &[u8]) -> usize;
 
+    /// Delivers `message` to every subscriber of each stream `next` names (see
+    /// `Fanout::broadcast_each`); returns how many it reached in all.
+    fn broadcast_each(&self, next: &mut dyn FnMut(&mut String) -> bool, message: &[u8]) -> usize {
+        let mut stream = String::new();
+        let mut reached = 0;
+        while next(&mut stream) {
+            reached += self.broadcast(&stream, message);
+        }
+        reached
+    }
+
     /// Queues `frame` to every attached connection; returns how many it reached.
     fn send_all(&self, frame: &Frame) -> usize;
 

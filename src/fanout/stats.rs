@@ -153,6 +153,13 @@ impl Stats {
         self.producer.broadcasts.fetch_add(1, Relaxed);
     }
 
+    /// Counts `n` broadcasts at once (one pass over several streams).
+    pub(crate) fn broadcasts(&self, n: u64) {
+        if n > 0 {
+            self.producer.broadcasts.fetch_add(n, Relaxed);
+        }
+    }
+
     /// Adds the totals of one enqueue pass.
     pub(crate) fn enqueued(&self, e: &Enqueued) {
         if e.frames == 0 {
