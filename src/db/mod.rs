@@ -7,6 +7,7 @@
 pub mod accounts;
 pub mod bans;
 pub mod boosts;
+pub mod generation;
 pub mod memberships;
 pub mod messages;
 pub mod rooms;

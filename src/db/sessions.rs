@@ -95,6 +95,7 @@ async fn touch(pool: &SqlitePool, token: &str, now: i64) -> sqlx::Result<()> {
 /// Destroys the session with this token; returns the user id it belonged to.
 pub async fn destroy(pool: &SqlitePool, token: &str) -> sqlx::Result<Option<i64>> {
     let _write = super::write_lock().await?;
+    let _changed = super::generation::advance_on_drop();
     sqlx::query_scalar("DELETE FROM sessions WHERE token = ? RETURNING user_id")
         .bind(token)
         .fetch_optional(pool)
