@@ -37,8 +37,8 @@ use super::users::User;
 /// The most answers each map (sessions, memberships) holds.
 pub const CAPACITY: usize = 16_384;
 
-/// The cache; one per server, shared by its requests and connections.
-#[derive(Debug)]
+/// The cache; one per server, shared by its requests and connections. Its `Debug` shows the
+/// time to live and the sizes, never a session token.
 pub struct AuthCache {
     ttl: Duration,
     /// Session token → (user, `last_active_at` in ms since the epoch).
@@ -115,6 +115,16 @@ impl AuthCache {
     }
 }
 
+impl std::fmt::Debug for AuthCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AuthCache")
+            .field("ttl", &self.ttl)
+            .field("sessions", &self.sessions.lock().entries.len())
+            .field("memberships", &self.memberships.lock().entries.len())
+            .finish()
+    }
+}
+
 /// One map of answers, each with the time it was stored, all from one generation.
 #[derive(Debug)]
 struct Shelf<K, V> {
@@ -174,6 +184,25 @@ impl<K: Hash + Eq, V: Clone> Shelf<K, V> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn debug_output_names_no_session_token() {
+        let cache = AuthCache::new(Duration::from_secs(5));
+        let user = User {
+            id: 1,
+            name: "David".into(),
+            email_address: None,
+            role: "member".into(),
+            status: "active".into(),
+        };
+        let seen = cache.sessions.lock().generation;
+        cache
+            .sessions
+            .lock()
+            .put("Tok3nTok3nTok3n".into(), (user, 0), seen);
+        let shown = format!("{cache:?}");
+        assert!(!shown.contains("Tok3n"), "{shown}");
+    }
 
     #[test]
     fn an_answer_read_before_an_access_change_is_not_kept() {
