@@ -223,7 +223,11 @@ pub struct Config {
 
     /// Seconds a cable node keeps the app node's answers (who a session is, whether a user
     /// may subscribe to a room's streams): how late a revoked session or a removed
-    /// membership takes effect on new connections and subscriptions of a cable node.
+    /// membership takes effect on new connections and subscriptions of a cable node. Also how
+    /// long any node keeps its own session and membership lookups
+    /// (`db::auth_cache`): changes made through the node take effect at once,
+    /// changes made by another process (a console, another node) within this time; 0: no
+    /// caching.
     #[arg(long, env = "HEARTH_AUTH_CACHE_SECONDS", default_value_t = 5)]
     pub auth_cache_seconds: u64,
 

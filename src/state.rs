@@ -14,6 +14,7 @@ use tokio::sync::Semaphore;
 use crate::app_link::AppLink;
 use crate::config::Config;
 use crate::config::{PubSubKind, Role};
+use crate::db::auth_cache::AuthCache;
 use crate::fanout::interest::Interest;
 use crate::fanout::Fanout;
 use crate::metrics::Metrics;
@@ -31,6 +32,9 @@ pub struct AppState {
     pub config: Config,
     /// The SQLite pool.
     pub pool: SqlitePool,
+    /// Session and membership answers kept for `--auth-cache-seconds` (or until an access
+    /// change in this process).
+    pub auth_cache: AuthCache,
     /// The fan-out engine (cable connections attach to it).
     pub fanout: Fanout,
     /// Where events are broadcast (the fan-out engine or the Redis adapter, through the
@@ -188,6 +192,7 @@ impl AppState {
         let presence = crate::presence::Presence::new(pool.clone());
         let state = Self {
             pool,
+            auth_cache: AuthCache::new(std::time::Duration::from_secs(config.auth_cache_seconds)),
             broadcaster,
             interest,
             redis,

@@ -1185,3 +1185,120 @@ async fn serve_seeds_by_default_and_no_seed_starts_with_the_first_run() {
     let _ = std::fs::remove_dir_all(&seeded_dir);
     let _ = std::fs::remove_dir_all(&empty_dir);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Access changes reach the next lookup at once, though sessions are cached.
+
+/// Opens `/cable` with a raw `Cookie` header and returns the first frame.
+async fn first_cable_frame(server: &TestServer, cookie: &str) -> Option<WsEvent> {
+    let mut ws = Ws::connect(
+        server.addr,
+        Some(cookie),
+        Some(&server.origin()),
+        Some(common::PROTOCOLS),
+    )
+    .await;
+    assert_eq!(ws.status, 101, "{}", ws.response_head);
+    ws.next(T).await
+}
+
+const WELCOME: &str = r#"{"type":"welcome"}"#;
+const UNAUTHORIZED: &str = r#"{"type":"disconnect","reason":"unauthorized","reconnect":false}"#;
+
+#[tokio::test]
+async fn a_signed_out_cookie_is_refused_at_once_by_pages_and_the_cable() {
+    let server = TestServer::start().await;
+    let mut c = server.signed_in(DAVID, SECRET).await;
+    let cookie = c.cookie_header();
+    // The session is looked up (and kept) by a page and a connection.
+    assert_eq!(c.get("/rooms/1").await.status, 200);
+    assert_eq!(first_cable_frame(&server, &cookie).await, text(WELCOME));
+    let token = csrf(&mut c, "/rooms/1").await;
+    assert_eq!(
+        send(&mut c, "DELETE", "/session", &[], &token).await.status,
+        302
+    );
+    let mut replay = server.client();
+    replay.cookies = cookie
+        .split("; ")
+        .filter_map(|pair| pair.split_once('='))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+    let page = replay.get("/rooms/1").await;
+    assert_eq!(page.header("location"), Some("/session/new"));
+    assert_eq!(
+        first_cable_frame(&server, &cookie).await,
+        text(UNAUTHORIZED)
+    );
+}
+
+#[tokio::test]
+async fn role_changes_deactivation_and_bans_take_effect_at_the_next_request() {
+    let server = TestServer::start().await;
+    let mut david = server.signed_in(DAVID, SECRET).await;
+    let token = csrf(&mut david, "/account/users").await;
+    let mut jason = server.signed_in("jason@example.com", SECRET).await;
+    assert_eq!(jason.get("/account/users").await.status, 403);
+    let promote = [("user[role]", "administrator")];
+    let r = send(&mut david, "PATCH", "/account/users/2", &promote, &token).await;
+    assert_eq!(r.status, 302);
+    assert_eq!(jason.get("/account/users").await.status, 200);
+    let demote = [("user[role]", "member")];
+    let r = send(&mut david, "PATCH", "/account/users/2", &demote, &token).await;
+    assert_eq!(r.status, 302);
+    assert_eq!(jason.get("/account/users").await.status, 403);
+
+    // Deactivation: the next page and the next connection are refused.
+    let jason_cookie = jason.cookie_header();
+    assert_eq!(
+        first_cable_frame(&server, &jason_cookie).await,
+        text(WELCOME)
+    );
+    let r = send(&mut david, "DELETE", "/account/users/2", &[], &token).await;
+    assert_eq!(r.status, 302);
+    assert_eq!(
+        jason.get("/rooms/1").await.header("location"),
+        Some("/session/new")
+    );
+    assert_eq!(
+        first_cable_frame(&server, &jason_cookie).await,
+        text(UNAUTHORIZED)
+    );
+
+    // A ban: the same.
+    let mut jz = server.signed_in("jz@example.com", SECRET).await;
+    let jz_cookie = jz.cookie_header();
+    assert_eq!(jz.get("/rooms/1").await.status, 200);
+    assert_eq!(first_cable_frame(&server, &jz_cookie).await, text(WELCOME));
+    let r = send(&mut david, "POST", "/users/3/ban", &[], &token).await;
+    assert_eq!(r.status, 302, "{}", r.body);
+    assert_eq!(
+        jz.get("/rooms/1").await.header("location"),
+        Some("/session/new")
+    );
+    assert_eq!(
+        first_cable_frame(&server, &jz_cookie).await,
+        text(UNAUTHORIZED)
+    );
+}
+
+#[tokio::test]
+async fn a_session_ended_by_another_process_is_refused_after_the_cache_lifetime() {
+    let server = TestServer::start_with(|c| c.auth_cache_seconds = 1).await;
+    let mut c = server.signed_in(DAVID, SECRET).await;
+    assert_eq!(c.get("/rooms/1").await.status, 200);
+    // As a console or another node would: straight in the database, not through Hearth.
+    sqlx::query("DELETE FROM sessions")
+        .execute(&server.state.pool)
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(1300)).await;
+    assert_eq!(
+        c.get("/rooms/1").await.header("location"),
+        Some("/session/new")
+    );
+    assert_eq!(
+        first_cable_frame(&server, &c.cookie_header()).await,
+        text(UNAUTHORIZED)
+    );
+}

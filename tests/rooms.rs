@@ -559,3 +559,38 @@ async fn involvement_hides_a_room_and_brings_it_back() {
     .await;
     assert_eq!(r.status, 404);
 }
+
+#[tokio::test]
+async fn membership_changes_reach_the_next_subscription_at_once() {
+    use hearth::db::memberships::{self, NoObserver};
+    let server = TestServer::start().await;
+    let pool = &server.state.pool;
+    let (_jc, mut jason) = connect_as(&server, "jason@example.com", PASSWORD).await;
+    let presence = serde_json::json!({"channel": "PresenceChannel", "room_id": 4}).to_string();
+    let messages = room_messages_identifier(&server, 4).await;
+    let typing = typing_identifier(4);
+    // Jason's membership of room 4 is looked up (and kept) by a subscription.
+    subscribe(&mut jason, &presence).await;
+    // Revoked without telling any connection: only the lookup can refuse the next one.
+    memberships::revise(pool, &NoObserver, 4, &[], &[2])
+        .await
+        .unwrap()
+        .unwrap();
+    jason.send_text(&subscribe_cmd(&typing)).await;
+    let rejected = reject(&typing);
+    expect_frame(&mut jason, |t| t == rejected).await;
+    // Granted again (the refusal was looked up too): the next subscription is confirmed.
+    memberships::revise(pool, &NoObserver, 4, &[2], &[])
+        .await
+        .unwrap()
+        .unwrap();
+    subscribe(&mut jason, &typing).await;
+    // The room destroyed: refused.
+    memberships::destroy_room(pool, &NoObserver, 4)
+        .await
+        .unwrap()
+        .unwrap();
+    jason.send_text(&subscribe_cmd(&messages)).await;
+    let rejected = reject(&messages);
+    expect_frame(&mut jason, |t| t == rejected).await;
+}

@@ -219,6 +219,7 @@ impl Reader {
     fn ctx(&self) -> ChannelContext<'_> {
         ChannelContext {
             pool: &self.state.pool,
+            auth_cache: &self.state.auth_cache,
             broadcaster: &self.state.broadcaster,
             signer: &self.state.signer,
             user: &self.user,

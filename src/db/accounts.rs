@@ -89,6 +89,7 @@ pub async fn first_run(
     password_digest: &str,
 ) -> sqlx::Result<Option<FirstRun>> {
     let _write = super::write_lock().await?;
+    let _changed = super::generation::advance_on_drop();
     let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
     let taken: bool = sqlx::query_scalar(
         "SELECT EXISTS (SELECT 1 FROM accounts) OR EXISTS (SELECT 1 FROM users)",

@@ -70,7 +70,11 @@ async fn commit_and_tell(
     observer: &dyn MembershipObserver,
     changed: &[i64],
 ) -> sqlx::Result<()> {
+    // Cached access answers go stale at the commit, before any connection is told to
+    // re-check (its re-check must not read them).
+    let stale = super::generation::advance_on_drop();
     tx.commit().await?;
+    drop(stale);
     if !changed.is_empty() {
         let mut ids = changed.to_vec();
         ids.sort_unstable();

@@ -5,8 +5,10 @@
 //! Times are `i64` milliseconds since the Unix epoch, UTC ([`now_ms`]).
 
 pub mod accounts;
+pub mod auth_cache;
 pub mod bans;
 pub mod boosts;
+pub mod generation;
 pub mod memberships;
 pub mod messages;
 pub mod rooms;

@@ -45,8 +45,21 @@ pub async fn start(
 }
 
 /// Resolves a session token to its **active** user, refreshing `last_active_at` at most once
-/// per [`ACTIVITY_REFRESH_MS`] (Campfire's `Session#resume`).
+/// per [`ACTIVITY_REFRESH_MS`] (Campfire's `Session#resume`). Uncached: requests and cable
+/// connections go through [`super::auth_cache::AuthCache::resume`].
 pub async fn resume(pool: &SqlitePool, token: &str) -> sqlx::Result<Option<User>> {
+    Ok(resume_with_activity(pool, token)
+        .await?
+        .map(|(user, _)| user))
+}
+
+/// [`resume`], also returning the session's `last_active_at` as it now stands (ms since the
+/// epoch: now when this call refreshed it; the stored value when no refresh was due or a
+/// locked database postponed it), so a cache can tell when the next refresh is due.
+pub async fn resume_with_activity(
+    pool: &SqlitePool,
+    token: &str,
+) -> sqlx::Result<Option<(User, i64)>> {
     let row: Option<(i64, i64, String, Option<String>, String, String)> = sqlx::query_as(
         "SELECT s.last_active_at, u.id, u.name, u.email_address, u.role, u.status \
          FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.token = ?",
@@ -54,7 +67,7 @@ pub async fn resume(pool: &SqlitePool, token: &str) -> sqlx::Result<Option<User>
     .bind(token)
     .fetch_optional(pool)
     .await?;
-    let Some((last_active_at, id, name, email_address, role, status)) = row else {
+    let Some((mut last_active_at, id, name, email_address, role, status)) = row else {
         return Ok(None);
     };
     let user = User {
@@ -75,10 +88,11 @@ pub async fn resume(pool: &SqlitePool, token: &str) -> sqlx::Result<Option<User>
             Err(e) if super::is_busy(&e) => {
                 tracing::debug!("session activity refresh postponed: database locked");
             }
-            other => other?,
+            Err(e) => return Err(e),
+            Ok(()) => last_active_at = now,
         }
     }
-    Ok(Some(user))
+    Ok(Some((user, last_active_at)))
 }
 
 async fn touch(pool: &SqlitePool, token: &str, now: i64) -> sqlx::Result<()> {
@@ -95,6 +109,7 @@ async fn touch(pool: &SqlitePool, token: &str, now: i64) -> sqlx::Result<()> {
 /// Destroys the session with this token; returns the user id it belonged to.
 pub async fn destroy(pool: &SqlitePool, token: &str) -> sqlx::Result<Option<i64>> {
     let _write = super::write_lock().await?;
+    let _changed = super::generation::advance_on_drop();
     sqlx::query_scalar("DELETE FROM sessions WHERE token = ? RETURNING user_id")
         .bind(token)
         .fetch_optional(pool)

@@ -150,6 +150,7 @@ pub async fn guard_last_administrator(
 /// answers [`Guard::Missing`] for an unknown user or a bot.
 pub async fn set_status(pool: &SqlitePool, id: i64, status: &str) -> sqlx::Result<Guard> {
     let _write = super::write_lock().await?;
+    let _changed = super::generation::advance_on_drop();
     let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
     if status != "active" {
         let guard = guard_last_administrator(&mut tx, id).await?;
@@ -182,6 +183,7 @@ pub async fn set_status(pool: &SqlitePool, id: i64, status: &str) -> sqlx::Resul
 /// administrator.
 pub async fn set_role(pool: &SqlitePool, id: i64, role: &str) -> sqlx::Result<Guard> {
     let _write = super::write_lock().await?;
+    let _changed = super::generation::advance_on_drop();
     let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
     if role != "administrator" {
         let guard = guard_last_administrator(&mut tx, id).await?;
@@ -237,6 +239,7 @@ pub async fn profile(pool: &SqlitePool, id: i64) -> sqlx::Result<Option<Profile>
 /// Sets a user's name and bio (Campfire's `Users::ProfilesController#update`).
 pub async fn update_profile(pool: &SqlitePool, id: i64, name: &str, bio: &str) -> sqlx::Result<()> {
     let _write = super::write_lock().await?;
+    let _changed = super::generation::advance_on_drop();
     sqlx::query("UPDATE users SET name = ?, bio = ?, updated_at = ? WHERE id = ?")
         .bind(name)
         .bind(bio)
@@ -304,6 +307,7 @@ pub async fn create_member(
 ) -> sqlx::Result<Option<i64>> {
     let email = email_address.trim().to_lowercase();
     let _write = super::write_lock().await?;
+    let _changed = super::generation::advance_on_drop();
     let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
     let taken: bool =
         sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM users WHERE email_address = ?)")
@@ -370,6 +374,7 @@ pub async fn bots(pool: &SqlitePool) -> sqlx::Result<Vec<Bot>> {
 pub async fn create_bot(pool: &SqlitePool, name: &str) -> sqlx::Result<Bot> {
     let token = new_bot_token();
     let _write = super::write_lock().await?;
+    let _changed = super::generation::advance_on_drop();
     let mut tx = pool.begin().await?;
     let id = insert_with_open_rooms(&mut tx, name, None, None, "bot", Some(&token)).await?;
     tx.commit().await?;
@@ -383,6 +388,7 @@ pub async fn create_bot(pool: &SqlitePool, name: &str) -> sqlx::Result<Bot> {
 /// Renames an active bot; returns whether it exists.
 pub async fn rename_bot(pool: &SqlitePool, id: i64, name: &str) -> sqlx::Result<bool> {
     let _write = super::write_lock().await?;
+    let _changed = super::generation::advance_on_drop();
     let changed = sqlx::query(
         "UPDATE users SET name = ?, updated_at = ? WHERE id = ? AND role = 'bot' AND status = 'active'",
     )
@@ -400,6 +406,7 @@ pub async fn rename_bot(pool: &SqlitePool, id: i64, name: &str) -> sqlx::Result<
 pub async fn reset_bot_token(pool: &SqlitePool, id: i64) -> sqlx::Result<Option<String>> {
     let token = new_bot_token();
     let _write = super::write_lock().await?;
+    let _changed = super::generation::advance_on_drop();
     let changed = sqlx::query(
         "UPDATE users SET bot_token = ?, updated_at = ? WHERE id = ? AND role = 'bot' AND status = 'active'",
     )
@@ -417,6 +424,7 @@ pub async fn reset_bot_token(pool: &SqlitePool, id: i64) -> sqlx::Result<Option<
 /// authenticates; its messages stay. Returns whether there was such a bot.
 pub async fn deactivate_bot(pool: &SqlitePool, id: i64) -> sqlx::Result<bool> {
     let _write = super::write_lock().await?;
+    let _changed = super::generation::advance_on_drop();
     let changed = sqlx::query(
         "UPDATE users SET status = 'deactivated', bot_token = NULL, updated_at = ? \
          WHERE id = ? AND role = 'bot' AND status = 'active'",

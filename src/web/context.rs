@@ -267,7 +267,7 @@ async fn resume_session(
 ) -> Result<(Option<User>, Option<String>), AppError> {
     let session_token = cookie.and_then(|v| state.cookies.verify(SESSION_COOKIE, v));
     let user = match &session_token {
-        Some(token) => crate::db::sessions::resume(&state.pool, token).await?,
+        Some(token) => state.auth_cache.resume(&state.pool, token).await?,
         None => None,
     };
     let session_token = session_token.filter(|_| user.is_some());

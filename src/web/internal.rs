@@ -28,6 +28,7 @@ pub fn routes(state: SharedState) -> axum::Router {
 fn ctx<'a>(state: &'a SharedState, user: &'a User, connection_id: u64) -> ChannelContext<'a> {
     ChannelContext {
         pool: &state.pool,
+        auth_cache: &state.auth_cache,
         broadcaster: &state.broadcaster,
         signer: &state.signer,
         user,
@@ -61,7 +62,10 @@ async fn answer(state: &SharedState, op: &str, body: &[u8]) -> anyhow::Result<Re
     Ok(match op {
         "identify" => {
             let request: IdentifyRequest = serde_json::from_slice(body)?;
-            let user = crate::db::sessions::resume(&state.pool, &request.session_token).await?;
+            let user = state
+                .auth_cache
+                .resume(&state.pool, &request.session_token)
+                .await?;
             Json(IdentifyResponse { user }).into_response()
         }
         "subscribe" => {

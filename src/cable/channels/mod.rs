@@ -28,6 +28,7 @@ use serde_json::{Map, Value};
 
 use sqlx::SqlitePool;
 
+use crate::db::auth_cache::AuthCache;
 use crate::db::rooms::Room;
 use crate::db::users::User;
 use crate::pubsub::Broadcaster;
@@ -78,6 +79,8 @@ pub enum Outcome {
 pub struct ChannelContext<'a> {
     /// The SQLite pool (membership lookups, presence).
     pub pool: &'a SqlitePool,
+    /// Membership answers kept for a few seconds (a subscription's room check).
+    pub auth_cache: &'a AuthCache,
     /// Where the channel's broadcasts go (typing, reads).
     pub broadcaster: &'a Broadcaster,
     /// Turbo's signed stream name verifier.
@@ -156,7 +159,9 @@ pub fn scoped_room(sub: &Subscribed) -> Option<&Room> {
 /// channels always are.
 pub async fn still_allowed(ctx: ChannelContext<'_>, sub: &Subscribed) -> anyhow::Result<bool> {
     Ok(match scoped_room(sub) {
-        Some(room) => crate::db::rooms::find_for_member(ctx.pool, room.id, ctx.user.id)
+        Some(room) => ctx
+            .auth_cache
+            .find_for_member(ctx.pool, room.id, ctx.user.id)
             .await?
             .is_some(),
         None => true,
@@ -182,5 +187,8 @@ pub(crate) async fn member_room(
     let Some(id) = room_id_param(params) else {
         return Ok(None);
     };
-    Ok(crate::db::rooms::find_for_member(ctx.pool, id, ctx.user.id).await?)
+    Ok(ctx
+        .auth_cache
+        .find_for_member(ctx.pool, id, ctx.user.id)
+        .await?)
 }

@@ -27,7 +27,11 @@ pub async fn subscribe(
     if app != ctx.broadcaster.gid_app() || !model.starts_with("Rooms::") {
         return Ok(Outcome::Reject);
     }
-    match crate::db::rooms::find_for_member(ctx.pool, id, ctx.user.id).await? {
+    match ctx
+        .auth_cache
+        .find_for_member(ctx.pool, id, ctx.user.id)
+        .await?
+    {
         Some(room) if room.model_name() == model => Ok(Outcome::Confirm(Subscribed {
             channel: Channel::RoomMessages(room),
             streams: vec![name],
