@@ -1,6 +1,7 @@
 //! A short-lived cache of the two lookups every request and every subscription repeats: which
 //! active user a session token belongs to ([`super::sessions::resume`]) and whether a user is
-//! a member of a room ([`super::rooms::find_for_member`]).
+//! a member of a room ([`super::rooms::find_for_member`]); and of the one every post repeats:
+//! who the room's members are ([`super::rooms::member_ids`], for the unread notices).
 //!
 //! A connect storm (thousands of clients reconnecting, each subscribing to a few rooms) would
 //! otherwise run one SQLite query per handshake and per room subscription, most of them for
@@ -24,6 +25,7 @@
 use std::borrow::Borrow;
 use std::collections::HashMap;
 use std::hash::Hash;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
@@ -45,6 +47,8 @@ pub struct AuthCache {
     sessions: Mutex<Shelf<String, (User, i64)>>,
     /// (room id, user id) → the room when the user is a member of it.
     memberships: Mutex<Shelf<(i64, i64), Option<Room>>>,
+    /// Room id → its members' user ids, ascending.
+    members: Mutex<Shelf<i64, Arc<[i64]>>>,
 }
 
 impl AuthCache {
@@ -54,6 +58,7 @@ impl AuthCache {
             ttl,
             sessions: Mutex::new(Shelf::default()),
             memberships: Mutex::new(Shelf::default()),
+            members: Mutex::new(Shelf::default()),
         }
     }
 
@@ -113,6 +118,25 @@ impl AuthCache {
         self.memberships.lock().put(key, answer.clone(), seen);
         Ok(answer)
     }
+
+    /// [`super::rooms::member_ids`] through the cache: the user ids of room `room_id`'s
+    /// members, ascending. A room of a thousand members costs a thousand-element JSON array
+    /// built, stringified and parsed per query; a post asks for it every time.
+    ///
+    /// # Errors
+    /// Database failures.
+    pub async fn member_ids(&self, pool: &SqlitePool, room_id: i64) -> sqlx::Result<Arc<[i64]>> {
+        if self.ttl.is_zero() {
+            return Ok(super::rooms::member_ids(pool, room_id).await?.into());
+        }
+        if let Some(members) = self.members.lock().get(&room_id, self.ttl) {
+            return Ok(members);
+        }
+        let seen = generation::current();
+        let members: Arc<[i64]> = super::rooms::member_ids(pool, room_id).await?.into();
+        self.members.lock().put(room_id, members.clone(), seen);
+        Ok(members)
+    }
 }
 
 impl std::fmt::Debug for AuthCache {
@@ -121,6 +145,7 @@ impl std::fmt::Debug for AuthCache {
             .field("ttl", &self.ttl)
             .field("sessions", &self.sessions.lock().entries.len())
             .field("memberships", &self.memberships.lock().entries.len())
+            .field("members", &self.members.lock().entries.len())
             .finish()
     }
 }
@@ -238,5 +263,42 @@ mod tests {
             shelf.put(i, i, seen);
             assert!(shelf.entries.len() <= CAPACITY);
         }
+    }
+
+    #[tokio::test]
+    async fn member_lists_follow_membership_changes_at_once() {
+        let (pool, dir, _serial) = super::super::test_pool().await;
+        let observer = super::super::memberships::NoObserver;
+        let ann = super::super::users::create_member(&pool, "Ann", "ann@example.com", "x")
+            .await
+            .expect("ann")
+            .expect("new");
+        let bob = super::super::users::create_member(&pool, "Bob", "bob@example.com", "x")
+            .await
+            .expect("bob")
+            .expect("new");
+        let (room, _) =
+            super::super::memberships::create_room(&pool, &observer, "closed", "r", ann, &[])
+                .await
+                .expect("room");
+        let cache = AuthCache::new(Duration::from_secs(60));
+        assert_eq!(
+            &*cache.member_ids(&pool, room.id).await.expect("ids"),
+            &[ann]
+        );
+        // Cached: the same list, without a query.
+        let again = cache.member_ids(&pool, room.id).await.expect("ids");
+        assert_eq!(&*again, &[ann]);
+        super::super::memberships::revise(&pool, &observer, room.id, &[bob], &[])
+            .await
+            .expect("revise");
+        let mut expected = vec![ann, bob];
+        expected.sort_unstable();
+        assert_eq!(
+            &*cache.member_ids(&pool, room.id).await.expect("ids"),
+            &expected[..]
+        );
+        pool.close().await;
+        let _ = std::fs::remove_dir_all(dir);
     }
 }

@@ -216,7 +216,7 @@ pub async fn create_room(
     creator_id: i64,
     member_ids: &[i64],
 ) -> sqlx::Result<(Room, Vec<i64>)> {
-    let _write = super::write_lock().await;
+    let _write = super::write_lock().await?;
     let mut tx = pool.begin().await?;
     let now = super::now_ms();
     let id: i64 = sqlx::query_scalar(
@@ -259,7 +259,7 @@ pub async fn update_room(
     actor_id: i64,
     member_ids: &[i64],
 ) -> sqlx::Result<Option<(Room, Revision)>> {
-    let _write = super::write_lock().await;
+    let _write = super::write_lock().await?;
     let mut tx = pool.begin().await?;
     match find_room(&mut tx, room_id).await? {
         Some(room) if room.kind != "direct" => {}
@@ -310,7 +310,7 @@ pub async fn revise(
     granted: &[i64],
     revoked: &[i64],
 ) -> sqlx::Result<Option<Revision>> {
-    let _write = super::write_lock().await;
+    let _write = super::write_lock().await?;
     let mut tx = pool.begin().await?;
     let Some(room) = find_room(&mut tx, room_id).await? else {
         return Ok(None);
@@ -348,7 +348,7 @@ pub async fn find_or_create_direct(
     creator_id: i64,
     user_ids: &[i64],
 ) -> sqlx::Result<(Room, Vec<i64>, bool)> {
-    let _write = super::write_lock().await;
+    let _write = super::write_lock().await?;
     let mut tx = pool.begin().await?;
     let members = with(active_among(&mut tx, user_ids).await?, creator_id);
     let count = i64::try_from(members.len()).unwrap_or(i64::MAX);
@@ -400,7 +400,7 @@ pub async fn destroy_room(
     observer: &dyn MembershipObserver,
     room_id: i64,
 ) -> sqlx::Result<Option<(Room, Vec<i64>)>> {
-    let _write = super::write_lock().await;
+    let _write = super::write_lock().await?;
     let mut tx = pool.begin().await?;
     let Some(room) = find_room(&mut tx, room_id).await? else {
         return Ok(None);
@@ -424,7 +424,7 @@ pub async fn grant_open_rooms(
     observer: &dyn MembershipObserver,
     user_id: i64,
 ) -> sqlx::Result<u64> {
-    let _write = super::write_lock().await;
+    let _write = super::write_lock().await?;
     let mut tx = pool.begin().await?;
     let now = super::now_ms();
     let created = sqlx::query(
@@ -472,7 +472,7 @@ pub async fn set_involvement(
     user_id: i64,
     involvement: &str,
 ) -> sqlx::Result<Option<String>> {
-    let _write = super::write_lock().await;
+    let _write = super::write_lock().await?;
     let mut tx = pool.begin().await?;
     let previous: Option<String> =
         sqlx::query_scalar("SELECT involvement FROM memberships WHERE room_id = ? AND user_id = ?")
@@ -493,4 +493,27 @@ pub async fn set_involvement(
     }
     tx.commit().await?;
     Ok(previous)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A membership write whose turn at the process's write lock does not come within the
+    /// lock wait fails as busy (it used to go ahead without the lock).
+    #[tokio::test]
+    async fn a_write_that_cannot_take_the_write_lock_fails_as_busy() {
+        let (pool, dir, _serial) = super::super::test_pool().await;
+        let held = super::super::write_lock().await.expect("lock");
+        let started = std::time::Instant::now();
+        let result = grant_open_rooms(&pool, &NoObserver, 1).await;
+        assert!(
+            result.as_ref().is_err_and(super::super::is_busy),
+            "{result:?}"
+        );
+        assert!(started.elapsed() >= super::super::LOCK_WAIT);
+        drop(held);
+        pool.close().await;
+        let _ = std::fs::remove_dir_all(dir);
+    }
 }

@@ -372,8 +372,8 @@ pub struct Created {
     /// The stored message.
     pub message: Message,
     /// Every member of the room (Campfire broadcasts `{roomId}` to each one's
-    /// `user_<id>_unreads`).
-    pub member_ids: Vec<i64>,
+    /// `user_<id>_unreads`), ascending.
+    pub member_ids: std::sync::Arc<[i64]>,
 }
 
 /// Stores a new message with its side effects (Campfire's `room.messages.create!` +
@@ -381,7 +381,10 @@ pub struct Created {
 /// room's `updated_at` and sets `unread_at` on every visible, disconnected membership other
 /// than the creator's that has no unread mark yet. The statement is atomic: nothing is stored
 /// when any part fails. The member ids are read just before the insert, under the same write
-/// lock (memberships change only under it too), so they are the members at the commit. The
+/// lock (memberships change only under it too, and advance the cache's count at their
+/// commit), so they are the members at the commit — through `cache`
+/// ([`super::auth_cache::AuthCache::member_ids`]), which sees this process's changes at once
+/// and another process's within its time to live. The
 /// insert's triggers do not reach the full-text index (indexing left them in migration 0009),
 /// so unlike an edit or a delete it needs no schema check first (see `db::begin_write`) and
 /// stays one statement in autocommit.
@@ -395,8 +398,10 @@ pub async fn create(
     client_message_id: &str,
     body: &str,
 ) -> sqlx::Result<Created> {
+    let uncached = super::auth_cache::AuthCache::new(std::time::Duration::ZERO);
     let (created, ()) = create_then(
         pool,
+        &uncached,
         room_id,
         creator_id,
         creator_name,
@@ -425,6 +430,7 @@ pub async fn create(
 /// nothing is stored then.
 pub async fn create_then<T>(
     pool: &SqlitePool,
+    cache: &super::auth_cache::AuthCache,
     room_id: i64,
     creator_id: i64,
     creator_name: &str,
@@ -433,7 +439,7 @@ pub async fn create_then<T>(
     committed: impl FnOnce(&Message, &[i64]) -> T,
 ) -> sqlx::Result<(Created, T)> {
     let write = super::write_lock().await?;
-    let member_ids = super::rooms::member_ids(pool, room_id).await?;
+    let member_ids = cache.member_ids(pool, room_id).await?;
     // Stamped under the write lock, so posts commit in the order of their timestamps.
     let now = super::now_ms();
     let id: i64 = sqlx::query_scalar(

@@ -335,6 +335,27 @@ pub(crate) async fn begin_write(
         .await
 }
 
+/// A freshly migrated database in a directory of its own, for the data layer's unit tests,
+/// with a guard that runs those tests one at a time (they share the process's [`WRITE_LOCK`],
+/// which one of them holds past [`LOCK_WAIT`]); remove the directory when done.
+#[cfg(test)]
+pub(crate) async fn test_pool() -> (
+    SqlitePool,
+    std::path::PathBuf,
+    tokio::sync::MutexGuard<'static, ()>,
+) {
+    static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    let serial = SERIAL.lock().await;
+    // One directory per test, removed by the test.
+    let dir = std::env::temp_dir().join(format!(
+        "hearth-db-{}-{}",
+        std::process::id(),
+        rand::random::<u64>()
+    ));
+    let pool = open(&dir.join("hearth.sqlite3")).await.expect("open");
+    (pool, dir, serial)
+}
+
 /// Milliseconds since the Unix epoch, now.
 pub fn now_ms() -> i64 {
     let since = std::time::SystemTime::now()

@@ -136,17 +136,6 @@ pub fn spawn(pool: SqlitePool) -> tokio::task::JoinHandle<()> {
 mod tests {
     use super::*;
 
-    async fn pool() -> (SqlitePool, std::path::PathBuf) {
-        // One directory per test: the tests run in parallel and each removes its own.
-        let dir = std::env::temp_dir().join(format!(
-            "hearth-upkeep-{}-{}",
-            std::process::id(),
-            rand::random::<u64>()
-        ));
-        let path = dir.join("hearth.sqlite3");
-        (super::super::open(&path).await.expect("open"), dir)
-    }
-
     async fn room_and_user(pool: &SqlitePool) -> (i64, i64) {
         let now = super::super::now_ms();
         let user: i64 = sqlx::query_scalar(
@@ -193,7 +182,7 @@ mod tests {
 
     #[tokio::test]
     async fn posts_are_indexed_in_batches_and_edits_and_deletes_follow() {
-        let (pool, dir) = pool().await;
+        let (pool, dir, _serial) = super::super::test_pool().await;
         let (room, user) = room_and_user(&pool).await;
         let first = post(&pool, room, user, "<div>alpha &amp; beta</div>").await;
         // Not in the post's transaction any more.
@@ -238,7 +227,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_long_backlog_is_indexed_batch_by_batch() {
-        let (pool, dir) = pool().await;
+        let (pool, dir, _serial) = super::super::test_pool().await;
         let (room, user) = room_and_user(&pool).await;
         let n = INDEX_BATCH + 7;
         for i in 0..n {
@@ -265,7 +254,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_change_log_keeps_the_newest_changes() {
-        let (pool, dir) = pool().await;
+        let (pool, dir, _serial) = super::super::test_pool().await;
         let (room, user) = room_and_user(&pool).await;
         let first = post(&pool, room, user, "one").await;
         post(&pool, room, user, "two").await;

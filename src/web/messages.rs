@@ -173,6 +173,7 @@ async fn post_message(
     // `messages::create_then`).
     let (created, appended) = messages::create_then(
         &state.pool,
+        &state.auth_cache,
         room.id,
         author.id,
         &author.name,
