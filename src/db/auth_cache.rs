@@ -292,11 +292,11 @@ mod tests {
         super::super::memberships::revise(&pool, &observer, room.id, &[bob], &[])
             .await
             .expect("revise");
-        let mut expected = vec![ann, bob];
+        let mut expected = [ann, bob];
         expected.sort_unstable();
         assert_eq!(
             &*cache.member_ids(&pool, room.id).await.expect("ids"),
-            &expected[..]
+            &expected
         );
         pool.close().await;
         let _ = std::fs::remove_dir_all(dir);

@@ -399,18 +399,30 @@ pub async fn create(
     body: &str,
 ) -> sqlx::Result<Created> {
     let uncached = super::auth_cache::AuthCache::new(std::time::Duration::ZERO);
-    let (created, ()) = create_then(
-        pool,
-        &uncached,
+    let new = NewMessage {
         room_id,
         creator_id,
         creator_name,
         client_message_id,
         body,
-        |_, _| (),
-    )
-    .await?;
+    };
+    let (created, ()) = create_then(pool, &uncached, &new, |_, _| ()).await?;
     Ok(created)
+}
+
+/// A message to store ([`create_then`]).
+#[derive(Clone, Copy, Debug)]
+pub struct NewMessage<'a> {
+    /// The room.
+    pub room_id: i64,
+    /// The author's user id.
+    pub creator_id: i64,
+    /// The author's name (for the partial).
+    pub creator_name: &'a str,
+    /// The client's id for the message (unique).
+    pub client_message_id: &'a str,
+    /// Body HTML.
+    pub body: &'a str,
 }
 
 /// [`create`], running `committed` on the stored message and the room's member ids right after
@@ -431,13 +443,16 @@ pub async fn create(
 pub async fn create_then<T>(
     pool: &SqlitePool,
     cache: &super::auth_cache::AuthCache,
-    room_id: i64,
-    creator_id: i64,
-    creator_name: &str,
-    client_message_id: &str,
-    body: &str,
+    new: &NewMessage<'_>,
     committed: impl FnOnce(&Message, &[i64]) -> T,
 ) -> sqlx::Result<(Created, T)> {
+    let NewMessage {
+        room_id,
+        creator_id,
+        creator_name,
+        client_message_id,
+        body,
+    } = *new;
     let write = super::write_lock().await?;
     let member_ids = cache.member_ids(pool, room_id).await?;
     // Stamped under the write lock, so posts commit in the order of their timestamps.

@@ -171,14 +171,18 @@ async fn post_message(
     // appends reach its subscribers in the order of the messages' ids, and each member's
     // connection finds the append and its notice queued together (see
     // `messages::create_then`).
+    let body = body_html(text);
+    let new = messages::NewMessage {
+        room_id: room.id,
+        creator_id: author.id,
+        creator_name: &author.name,
+        client_message_id,
+        body: &body,
+    };
     let (created, appended) = messages::create_then(
         &state.pool,
         &state.auth_cache,
-        room.id,
-        author.id,
-        &author.name,
-        client_message_id,
-        &body_html(text),
+        &new,
         |message, member_ids| {
             broadcasts::message_created(&state.broadcaster, room, message, member_ids)
         },
