@@ -28,7 +28,7 @@ use tokio::net::tcp::OwnedWriteHalf;
 use tokio::sync::Notify;
 
 use super::frame::Frame;
-use super::index::{Index, Subscribed};
+use super::index::{Index, StreamEntry, Subscribed};
 use super::queue::{Outbox, Push, State};
 use super::runtime::WriterRuntime;
 use super::seam::{Conn, Engine};
@@ -390,6 +390,24 @@ impl QueueEngine {
         }
     }
 
+    /// Pushes one frame per variant group of `entry` (from `frame_for`, called once per group)
+    /// to every member of the group, under the stream's read lock.
+    #[inline]
+    fn push_to_groups(
+        &self,
+        entry: &StreamEntry,
+        mut frame_for: impl FnMut(&Variant) -> Bytes,
+        totals: &mut Enqueued,
+    ) {
+        let groups = entry.read();
+        for group in groups.groups() {
+            let frame = frame_for(group.variant());
+            for member in group.members() {
+                self.push_counted(member, &frame, totals);
+            }
+        }
+    }
+
     /// A push overflowed `outbox` and cut it off (rare: the slow path of a push).
     #[cold]
     fn cut_off(&self, outbox: &Outbox) {
@@ -429,16 +447,11 @@ impl Engine for QueueEngine {
             return 0;
         };
         let mut totals = Enqueued::default();
-        {
-            let groups = entry.read();
-            for group in groups.groups() {
-                let v = group.variant();
-                let frame = Frame::text_parts(&[&v.prefix, message, &v.suffix]);
-                for member in group.members() {
-                    self.push_counted(member, &frame.0, &mut totals);
-                }
-            }
-        }
+        self.push_to_groups(
+            &entry,
+            |v| Frame::text_parts(&[&v.prefix, message, &v.suffix]).0,
+            &mut totals,
+        );
         self.stats.enqueued(&totals);
         totals.frames as usize
     }
@@ -447,7 +460,7 @@ impl Engine for QueueEngine {
         let mut stream = String::with_capacity(32);
         // The frames built so far, by variant: streams whose subscribers share an identifier
         // (the unread notices of a room's members) share one frame.
-        let mut built: Vec<(Variant, Frame)> = Vec::new();
+        let mut built: Vec<(Variant, Bytes)> = Vec::new();
         let mut streams = 0;
         let mut totals = Enqueued::default();
         while next(&mut stream) {
@@ -455,24 +468,17 @@ impl Engine for QueueEngine {
             let Some(entry) = self.index.get(&stream) else {
                 continue;
             };
-            let groups = entry.read();
-            for group in groups.groups() {
-                let v = group.variant();
-                let frame = match built
-                    .iter()
-                    .find(|(b, _)| b.key == v.key && b.prefix == v.prefix && b.suffix == v.suffix)
-                {
-                    Some((_, frame)) => frame,
-                    None => {
-                        let frame = Frame::text_parts(&[&v.prefix, message, &v.suffix]);
-                        built.push((v.clone(), frame));
-                        &built[built.len() - 1].1
-                    }
-                };
-                for member in group.members() {
-                    self.push_counted(member, &frame.0, &mut totals);
+            let frame_for = |v: &Variant| {
+                let same =
+                    |b: &Variant| b.key == v.key && b.prefix == v.prefix && b.suffix == v.suffix;
+                if let Some((_, frame)) = built.iter().find(|(b, _)| same(b)) {
+                    return frame.clone();
                 }
-            }
+                let frame = Frame::text_parts(&[&v.prefix, message, &v.suffix]).0;
+                built.push((v.clone(), frame.clone()));
+                frame
+            };
+            self.push_to_groups(&entry, frame_for, &mut totals);
         }
         self.stats.broadcasts(streams);
         self.stats.enqueued(&totals);

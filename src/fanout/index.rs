@@ -18,10 +18,9 @@
 
 use std::collections::HashMap;
 use std::hash::BuildHasher;
-
-use foldhash::fast::RandomState;
 use std::sync::Arc;
 
+use foldhash::fast::RandomState;
 use parking_lot::RwLock;
 
 use super::queue::Outbox;

@@ -95,9 +95,8 @@ pub enum EngineKind {
 /// Runs `f` as one delivery pass: the queue engine wakes the writers of the connections that
 /// `f`'s broadcasts reach once, when `f` returns, rather than at each connection's first frame,
 /// so a connection that gets several frames in the pass (a new message and its unread notice)
-/// writes them together in one vectored write. Adds to the first delivery what the pass
-/// takes to queue (a few hundred nanoseconds per frame); the reference engine is unaffected.
-/// Nested passes end with the outermost.
+/// writes them together in one vectored write. The first delivery waits for the whole pass
+/// to be queued; the reference engine is unaffected. Nested passes end with the outermost.
 pub fn one_pass<R>(f: impl FnOnce() -> R) -> R {
     queue::defer_wakes(f)
 }
