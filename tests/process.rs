@@ -673,7 +673,7 @@ async fn writes_of_messages_survive_a_schema_change_on_a_connection_that_never_w
     let pool = fresh().await;
     change_schema(&mut outside).await;
     let first = messages::create(&pool, 1, 1, "Ada", "first", "<div>one</div>").await;
-    assert_eq!(first.unwrap_or_else(|e| panic!("post: {e}")).message.id, 1);
+    assert_eq!(first.unwrap_or_else(|e| panic!("post: {e}")).id, 1);
     pool.close().await;
 
     let pool = fresh().await;

@@ -365,26 +365,11 @@ pub async fn find_any(pool: &SqlitePool, id: i64) -> sqlx::Result<Option<Message
     Ok(with_boosts(pool, row.into_iter().collect()).await?.pop())
 }
 
-/// What [`create`] stored: the message and the ids of the room's members, for the unread
-/// notices.
-#[derive(Clone, Debug)]
-pub struct Created {
-    /// The stored message.
-    pub message: Message,
-    /// Every member of the room (Campfire broadcasts `{roomId}` to each one's
-    /// `user_<id>_unreads`), ascending.
-    pub member_ids: std::sync::Arc<[i64]>,
-}
-
 /// Stores a new message with its side effects (Campfire's `room.messages.create!` +
 /// `Room#receive`): one `INSERT`, whose `messages_receive` trigger (migration 0003) touches the
 /// room's `updated_at` and sets `unread_at` on every visible, disconnected membership other
 /// than the creator's that has no unread mark yet. The statement is atomic: nothing is stored
-/// when any part fails. The member ids are read just before the insert, under the same write
-/// lock (memberships change only under it too, and advance the cache's count at their
-/// commit), so they are the members at the commit — through `cache`
-/// ([`super::auth_cache::AuthCache::member_ids`]), which sees this process's changes at once
-/// and another process's within its time to live. The
+/// when any part fails. Returns the stored message. The
 /// insert's triggers do not reach the full-text index (indexing left them in migration 0009),
 /// so unlike an edit or a delete it needs no schema check first (see `db::begin_write`) and
 /// stays one statement in autocommit.
@@ -397,7 +382,7 @@ pub async fn create(
     creator_name: &str,
     client_message_id: &str,
     body: &str,
-) -> sqlx::Result<Created> {
+) -> sqlx::Result<Message> {
     let uncached = super::auth_cache::AuthCache::new(std::time::Duration::ZERO);
     let new = NewMessage {
         room_id,
@@ -406,8 +391,8 @@ pub async fn create(
         client_message_id,
         body,
     };
-    let (created, ()) = create_then(pool, &uncached, &new, |_, _| ()).await?;
-    Ok(created)
+    let (message, ()) = create_then(pool, &uncached, &new, |_, _| ()).await?;
+    Ok(message)
 }
 
 /// A message to store ([`create_then`]).
@@ -425,9 +410,15 @@ pub struct NewMessage<'a> {
     pub body: &'a str,
 }
 
-/// [`create`], running `committed` on the stored message and the room's member ids right after
-/// its commit and before the process's write lock is released; returns what `committed`
-/// returned beside the result.
+/// [`create`], running `committed` on the stored message and the room's member ids (ascending;
+/// Campfire sends `{roomId}` to each one's `user_<id>_unreads`) right after its commit and
+/// before the process's write lock is released; returns what `committed` returned beside the
+/// message.
+///
+/// The member ids are read just before the insert, under the same write lock (memberships
+/// change only under it too, and advance the cache's count at their commit), so they are the
+/// members at the commit — through `cache` ([`super::auth_cache::AuthCache::member_ids`]),
+/// which sees this process's changes at once and another process's within its time to live.
 ///
 /// Messages are numbered and committed one at a time under that lock, so whatever
 /// `committed` does (the room's `append` broadcast) happens in the order of the messages'
@@ -445,7 +436,7 @@ pub async fn create_then<T>(
     cache: &super::auth_cache::AuthCache,
     new: &NewMessage<'_>,
     committed: impl FnOnce(&Message, &[i64]) -> T,
-) -> sqlx::Result<(Created, T)> {
+) -> sqlx::Result<(Message, T)> {
     let NewMessage {
         room_id,
         creator_id,
@@ -482,13 +473,7 @@ pub async fn create_then<T>(
     };
     let out = committed(&message, &member_ids);
     drop(write);
-    Ok((
-        Created {
-            message,
-            member_ids,
-        },
-        out,
-    ))
+    Ok((message, out))
 }
 
 /// Replaces a message's body; returns the updated message, or None when it does not exist.

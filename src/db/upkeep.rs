@@ -166,7 +166,6 @@ mod tests {
         super::super::messages::create(pool, room, user, "Ann", &cid, body)
             .await
             .expect("post")
-            .message
             .id
     }
 

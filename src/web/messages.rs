@@ -179,7 +179,7 @@ async fn post_message(
         client_message_id,
         body: &body,
     };
-    let (created, appended) = messages::create_then(
+    let (message, appended) = messages::create_then(
         &state.pool,
         &state.auth_cache,
         &new,
@@ -197,7 +197,7 @@ async fn post_message(
             AppError::from(e)
         }
     })?;
-    Ok((created.message, appended?))
+    Ok((message, appended?))
 }
 
 /// `POST /rooms/{room_id}/messages` with `message[body]` and `message[client_message_id]`:
