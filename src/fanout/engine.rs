@@ -9,8 +9,8 @@
 //!
 //! The default engine ([`QueueEngine`], [`QueueConn`], below) ties the parts together: the
 //! [`Index`] finds a stream's subscribers, each connection's [`Outbox`] receives a refcount
-//! clone of one shared frame per variant, and a writer task per connection
-//! ([`writer::drive`]) drains it. A registry of every attached connection serves
+//! clone of one shared frame per variant, and the writer thread's sweeper (or, for a full
+//! socket, the connection's own writer task, [`writer::drive`]) drains it. A registry of every attached connection serves
 //! [`Fanout::send_all`] (the Action Cable ping every 3 s). The reference engine (feature
 //! `reference-engine`) lives in `reference.rs`.
 //!
@@ -29,7 +29,7 @@ use tokio::sync::Notify;
 
 use super::frame::Frame;
 use super::index::{Index, StreamEntry, Subscribed};
-use super::queue::{Outbox, Push, State};
+use super::queue::{defer_wakes, Outbox, Push, State};
 use super::runtime::WriterRuntime;
 use super::seam::{Conn, Engine};
 use super::stats::{Enqueued, Stats, StatsSnapshot};
@@ -255,7 +255,7 @@ struct QueueEngine {
     limits: QueueLimits,
     index: Index,
     registry: Registry,
-    stats: Stats,
+    stats: Arc<Stats>,
     /// How many writer threads to start (0: one per available core).
     writer_threads: usize,
     /// The writers' threads, started on the first `attach` (see `runtime.rs`); empty when
@@ -313,7 +313,7 @@ impl QueueEngine {
             limits,
             index: Index::new(),
             registry: Registry::new(),
-            stats: Stats::default(),
+            stats: Arc::default(),
             writer_threads,
             writers: OnceLock::new(),
             next_writer: AtomicUsize::new(0),
@@ -428,11 +428,16 @@ impl Engine for QueueEngine {
     fn attach(self: Arc<Self>, write: OwnedWriteHalf) -> Arc<dyn Conn> {
         let conn = self.register(false);
         let task_conn = conn.clone();
+        let runtime = self.next_writer();
+        if let Some(runtime) = runtime {
+            conn.outbox.set_wake_list(runtime.wakes().clone());
+        }
         let task = async move {
-            writer::drive(&task_conn.outbox, &task_conn.engine.stats, write).await;
+            let outbox = task_conn.outbox.clone();
+            writer::drive(outbox, task_conn.engine.stats.clone(), write).await;
             task_conn.finish();
         };
-        match self.next_writer() {
+        match runtime {
             Some(runtime) => runtime.spawn(task),
             None => {
                 tokio::spawn(task);
@@ -487,12 +492,15 @@ impl Engine for QueueEngine {
 
     fn send_all(&self, frame: &Frame) -> usize {
         let mut totals = Enqueued::default();
-        for shard in self.registry.shards.iter() {
-            let shard = shard.lock();
-            for outbox in shard.values() {
-                self.push_counted(outbox, &frame.0, &mut totals);
+        // One pass: each writer thread gets its wake-ups in one hand-over.
+        defer_wakes(|| {
+            for shard in self.registry.shards.iter() {
+                let shard = shard.lock();
+                for outbox in shard.values() {
+                    self.push_counted(outbox, &frame.0, &mut totals);
+                }
             }
-        }
+        });
         self.stats.enqueued(&totals);
         totals.frames as usize
     }

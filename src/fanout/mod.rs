@@ -15,9 +15,10 @@
 //!    of the variant, and wakes a connection only if its outbox was idle. It never waits for a
 //!    socket and allocates nothing per subscriber (the one exception: a backed-up
 //!    connection's overflow doubling its storage, see `queue.rs`).
-//! 4. Each connection's own **writer** task takes everything in its outbox and writes it with
-//!    one vectored write (`writev`) per up to [`MAX_WRITE_SLICES`] frames, resuming partial
-//!    writes at their offset.
+//! 4. Each writer thread's **sweeper** takes the pass's woken connections as one list and
+//!    writes each one's outbox with one vectored write (`writev`) per up to
+//!    [`MAX_WRITE_SLICES`] frames, resuming partial writes at their offset; a connection whose
+//!    socket is full goes to its own **writer** task, which waits for writability.
 //! 5. A connection whose outbox passes its [`QueueLimits`] is cut off alone: it gets the
 //!    `too_slow` disconnect notice and a close frame, its queue is dropped, others carry on.
 //!
@@ -30,10 +31,13 @@
 //! - `queue.rs`: the per-connection outbox (a small lock-free ring, an overflow that grows
 //!   under backlog and shrinks when idle, byte bound, armed wake-up flag)
 //!   and the connection lifecycle `State`.
-//! - `writer.rs`: the owner's drain loop (vectored writes, offsets, close and cut-off).
+//! - `writer.rs`: one connection's drain (vectored writes, offsets) and its writer task
+//!   (full sockets, close and cut-off).
+//! - `sweeper.rs`: a writer thread's walk over the connections a pass woke.
 //! - `seam.rs`: the private traits `Engine` and `Conn` every engine implements behind
 //!   `Fanout` (one dynamic call per API call, none per subscriber).
-//! - `runtime.rs`: the writers' own thread, so requests never queue behind drains.
+//! - `runtime.rs`: the writers' own threads (each with its sweeper), so requests never queue
+//!   behind drains.
 //! - `stats.rs`: counters ([`StatsSnapshot`]).
 //! - `reference.rs` (feature `reference-engine`): the `tokio::sync::broadcast` reference
 //!   engine (`EngineKind::TokioBroadcast`), the design most Rust servers start with, kept to
@@ -66,6 +70,7 @@ mod reference;
 mod runtime;
 mod seam;
 mod stats;
+mod sweeper;
 mod writer;
 
 pub use engine::{Connection, Fanout};

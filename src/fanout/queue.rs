@@ -28,7 +28,10 @@
 //!   drain epoch flips `armed` from false to true and notifies; later pushes see `armed` set and
 //!   only enqueue. The writer clears `armed` *before* it pops, so a push that races with the
 //!   end of a drain is either seen by that drain or re-arms and notifies again. A connection is
-//!   therefore woken at most once per drain epoch, however many broadcasts hit it.
+//!   therefore woken at most once per drain epoch, however many broadcasts hit it. On a writer
+//!   thread the wake-up goes to the thread's sweeper instead ([`WakeList`]: the outbox is
+//!   listed, and one pass hands all its listings over at once); the `Notify` then serves the
+//!   connection's own task (state changes, a full socket handed over by the sweeper).
 //!
 //! Why no wake-up is lost: a producer's ring push (a `SeqCst` compare-exchange on the tail) or
 //! its `SeqCst` store of `spilled` (before an overflow push, under the mutex) comes before its
@@ -67,10 +70,60 @@ pub(crate) const RING_SLOTS: usize = 8;
 /// How long the overflow must have gone unused before an idle writer frees its storage.
 pub(crate) const SHRINK_AFTER: Duration = Duration::from_secs(1);
 
+/// The wake-ups a delivery pass holds back on its thread (see [`defer_wakes`]).
+#[derive(Default)]
+struct Deferred {
+    /// Nesting depth of `defer_wakes` on this thread; 0 outside any pass.
+    depth: usize,
+    /// The outboxes whose writer a push of the pass armed and did not wake yet. Its storage
+    /// is kept from pass to pass, so a pass allocates nothing per connection.
+    armed: Vec<Arc<Outbox>>,
+}
+
 thread_local! {
-    /// While [`defer_wakes`] runs on this thread: the outboxes whose writer a push armed and
-    /// did not wake yet.
-    static DEFERRED: RefCell<Option<Vec<Arc<Outbox>>>> = const { RefCell::new(None) };
+    static DEFERRED: RefCell<Deferred> = RefCell::default();
+}
+
+/// The outboxes whose writer a writer thread must run, in the order they were woken: one per
+/// writer thread, drained by that thread's sweeper (`sweeper.rs`), which writes each one's
+/// socket in turn instead of waking a task per connection. A pass hands all its wake-ups for
+/// the thread over in one lock ([`WakeList::push_all`]) and wakes the sweeper once.
+#[derive(Debug, Default)]
+pub(crate) struct WakeList {
+    armed: Mutex<Vec<Arc<Outbox>>>,
+    notify: Notify,
+}
+
+impl WakeList {
+    /// Appends `outboxes` and wakes the sweeper if the list was empty (a non-empty list has a
+    /// sweeper wake-up pending already: the sweeper takes the list before it sleeps).
+    pub(crate) fn push_all(&self, outboxes: impl IntoIterator<Item = Arc<Outbox>>) {
+        let was_empty = {
+            let mut armed = self.armed.lock();
+            let was_empty = armed.is_empty();
+            armed.extend(outboxes);
+            was_empty
+        };
+        if was_empty {
+            self.notify.notify_one();
+        }
+    }
+
+    /// Moves everything listed into `into` (appended, oldest first).
+    pub(crate) fn take(&self, into: &mut Vec<Arc<Outbox>>) {
+        let mut armed = self.armed.lock();
+        if into.is_empty() {
+            std::mem::swap(&mut *armed, into);
+        } else {
+            into.append(&mut armed);
+        }
+    }
+
+    /// A future that resolves once something is listed after the last [`WakeList::take`]
+    /// that found the list empty (a `Notify` permit: no wake-up between the two is lost).
+    pub(crate) fn notified(&self) -> Notified<'_> {
+        self.notify.notified()
+    }
 }
 
 /// Runs `f`, holding back the writer wake-ups of the pushes it makes on this thread
@@ -86,21 +139,28 @@ pub(crate) fn defer_wakes<R>(f: impl FnOnce() -> R) -> R {
     struct Flush;
     impl Drop for Flush {
         fn drop(&mut self) {
-            let armed = DEFERRED.with(|d| d.borrow_mut().take()).unwrap_or_default();
-            for outbox in armed {
-                outbox.notify.notify_one();
-            }
+            DEFERRED.with(|d| {
+                let mut d = d.borrow_mut();
+                d.depth -= 1;
+                if d.depth > 0 {
+                    return;
+                }
+                let armed = &mut d.armed;
+                // One hand-over per writer thread (as many lists as writer threads).
+                while let Some(list) = armed.iter().find_map(|o| o.wake_list.get().cloned()) {
+                    let of_list = |o: &mut Arc<Outbox>| {
+                        o.wake_list.get().is_some_and(|l| Arc::ptr_eq(l, &list))
+                    };
+                    list.push_all(armed.extract_if(.., of_list));
+                }
+                for outbox in armed.drain(..) {
+                    outbox.notify.notify_one();
+                }
+            });
         }
     }
-    let outermost = DEFERRED.with(|d| {
-        let mut d = d.borrow_mut();
-        if d.is_some() {
-            return false;
-        }
-        *d = Some(Vec::new());
-        true
-    });
-    let _flush = outermost.then_some(Flush);
+    DEFERRED.with(|d| d.borrow_mut().depth += 1);
+    let _flush = Flush;
     f()
 }
 
@@ -173,7 +233,12 @@ pub(crate) struct Outbox {
     bytes: AtomicUsize,
     armed: AtomicBool,
     state: AtomicU8,
+    /// Wakes the connection's own writer task: state changes always; pushes too unless the
+    /// outbox has a `wake_list`.
     notify: Notify,
+    /// Where a push's wake-up goes when the connection's writer thread has a sweeper (set
+    /// once, at attach).
+    wake_list: OnceLock<Arc<WakeList>>,
     final_frames: OnceLock<Box<[Bytes]>>,
 }
 
@@ -196,6 +261,7 @@ impl Outbox {
             armed: AtomicBool::new(false),
             state: AtomicU8::new(State::Open as u8),
             notify: Notify::new(),
+            wake_list: OnceLock::new(),
             final_frames: OnceLock::new(),
         }
     }
@@ -236,18 +302,39 @@ impl Outbox {
     pub(crate) fn push_shared(self: &Arc<Self>, frame: &Bytes) -> Push {
         let (push, wake) = self.enqueue(frame);
         if wake {
-            let deferred = DEFERRED.with(|d| match d.borrow_mut().as_mut() {
-                Some(armed) => {
-                    armed.push(self.clone());
-                    true
+            let deferred = DEFERRED.with(|d| {
+                let mut d = d.borrow_mut();
+                if d.depth == 0 {
+                    return false;
                 }
-                None => false,
+                d.armed.push(self.clone());
+                true
             });
             if !deferred {
-                self.notify.notify_one();
+                match self.wake_list.get() {
+                    Some(list) => list.push_all([self.clone()]),
+                    None => self.notify.notify_one(),
+                }
             }
         }
         push
+    }
+
+    /// Sends this outbox's push wake-ups to `list` (its writer thread's sweeper) instead of
+    /// its own writer task. Set once, before the first push; later calls are ignored.
+    pub(crate) fn set_wake_list(&self, list: Arc<WakeList>) {
+        let _ = self.wake_list.set(list);
+    }
+
+    /// Whether push wake-ups go to a sweeper ([`Outbox::set_wake_list`]).
+    pub(crate) fn has_wake_list(&self) -> bool {
+        self.wake_list.get().is_some()
+    }
+
+    /// Wakes the connection's own writer task (the sweeper hands it a full socket, a failed
+    /// write, or a connection it does not know).
+    pub(crate) fn wake_owner(&self) {
+        self.notify.notify_one();
     }
 
     /// The push itself; the bool says whether the writer must be woken (this push armed it).
@@ -776,7 +863,7 @@ mod tests {
         });
         // After the pass nothing is left deferred and both writers are woken (the pass
         // itself is checked by the next test).
-        assert!(DEFERRED.with(|d| d.borrow().is_none()));
+        assert!(DEFERRED.with(|d| d.borrow().depth == 0 && d.borrow().armed.is_empty()));
         assert!(futures_util::poll!(woken_a.as_mut()).is_ready());
         assert!(futures_util::poll!(woken_b.as_mut()).is_ready());
         assert_eq!(a.queued_frames(), 2);
@@ -790,7 +877,7 @@ mod tests {
         defer_wakes(|| {
             a.push_shared(&frame);
             // Armed but not notified yet: no permit is stored.
-            let armed = DEFERRED.with(|d| d.borrow().as_ref().map_or(0, Vec::len));
+            let armed = DEFERRED.with(|d| d.borrow().armed.len());
             assert_eq!(armed, 1);
             use std::future::Future as _;
             let mut woken = std::pin::pin!(a.notified());

@@ -9,15 +9,21 @@
 //! with the reactor of the runtime that accepted them; only their write loops live here.
 
 use std::future::Future;
+use std::sync::Arc;
 
 use tokio::runtime::Handle;
 use tokio::sync::oneshot;
 
-/// A current-thread tokio runtime on a dedicated OS thread named `hearth-fanout-<i>`. Dropping
-/// it stops the thread (and drops any writer still running there).
+use super::queue::WakeList;
+use super::sweeper;
+
+/// A current-thread tokio runtime on a dedicated OS thread named `hearth-fanout-<i>`, with its
+/// sweeper (`sweeper.rs`) running. Dropping it stops the thread (and drops any writer still
+/// running there).
 #[derive(Debug)]
 pub(crate) struct WriterRuntime {
     handle: Handle,
+    wakes: Arc<WakeList>,
     stop: Option<oneshot::Sender<()>>,
 }
 
@@ -28,6 +34,8 @@ impl WriterRuntime {
             .enable_all()
             .build()?;
         let handle = runtime.handle().clone();
+        let wakes = Arc::new(WakeList::default());
+        handle.spawn(sweeper::sweep(wakes.clone()));
         let (stop, stopped) = oneshot::channel::<()>();
         std::thread::Builder::new()
             .name(format!("hearth-fanout-{i}"))
@@ -38,8 +46,15 @@ impl WriterRuntime {
             })?;
         Ok(Self {
             handle,
+            wakes,
             stop: Some(stop),
         })
+    }
+
+    /// The list this thread's sweeper drains: the wake-up target of the outboxes whose
+    /// writers run here.
+    pub(crate) fn wakes(&self) -> &Arc<WakeList> {
+        &self.wakes
     }
 
     /// Spawns a writer task on the thread.

@@ -1,6 +1,6 @@
 //! Counters of the fan-out engine.
 //!
-//! Producers (broadcast calls) and writers (one task per connection) update different groups of
+//! Producers (broadcast calls) and writers (the writer threads) update different groups of
 //! atomics, each group on its own cache line, so a writer finishing a syscall does not steal the
 //! line a broadcasting thread is incrementing. A broadcast adds its totals once, after it has
 //! queued to every subscriber, never once per subscriber.

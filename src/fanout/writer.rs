@@ -1,7 +1,11 @@
-//! The owner's drain loop: the only code that writes a connection's socket.
+//! The drain of one connection: the only code that writes a connection's socket.
 //!
-//! Each attached connection gets one writer task. It sleeps until its outbox wakes it, then
-//! takes everything queued and writes it with as few syscalls as possible:
+//! Each attached connection has a [`Slot`] (its socket and batch) and one writer task. On a
+//! writer thread, the thread's sweeper (`sweeper.rs`) drains the slot inline whenever a push
+//! wakes the connection, and the task sleeps; the task takes over only when the socket is full
+//! (it waits for writability and drains until it has caught up) and for the end of the
+//! connection. Without a sweeper (writers on the caller's runtime) the task drains on every
+//! wake-up itself. Either way one drain does this:
 //!
 //! 1. **Batch**: pop up to [`MAX_WRITE_SLICES`] frames into a retained `VecDeque` (no
 //!    allocation once it has grown to what the connection needs; freed together with the
@@ -11,8 +15,9 @@
 //!    cost is per call, nearly independent of size, so coalescing is the main lever.
 //! 3. **Resume**: a short write leaves the first unfinished frame at an offset; the next call
 //!    starts from there. Completed frames give their bytes back to the outbox bound.
-//! 4. When the socket is full, wait for writability (`writable().await`), but also wake on
-//!    outbox state changes, so a connection cut off while its peer stopped reading is noticed.
+//! 4. When the socket is full, the task waits for writability (`writable().await`), but also
+//!    wakes on outbox state changes, so a connection cut off while its peer stopped reading is
+//!    noticed.
 //!
 //! The loop ends in one of four ways: a graceful close (flush everything queued, then the final
 //! frames, then shut the write side down), a too-slow cut-off (finish the partially written
@@ -20,11 +25,14 @@
 //! notice and a close frame, shut down — under a short timeout since the peer may not be
 //! reading), an abort (stop at once), or a write error.
 
-use std::collections::VecDeque;
+use std::cell::RefCell;
+use std::collections::{HashMap, VecDeque};
 use std::io::{self, IoSlice};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use bytes::Bytes;
-use tokio::io::AsyncWriteExt;
+use parking_lot::Mutex;
 use tokio::net::tcp::OwnedWriteHalf;
 
 use super::frame::Frame;
@@ -145,145 +153,237 @@ enum End {
     Failed,
 }
 
-/// One connection's writer: the socket, the batch, and where to report.
-struct Writer<'a> {
-    outbox: &'a Outbox,
-    stats: &'a Stats,
+/// What a [`Slot::drain`] left behind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Step {
+    /// Everything queued is written; the outbox is disarmed, so the next push wakes again.
+    Idle,
+    /// The write budget of the call ran out with frames still queued (the outbox stays armed:
+    /// the caller must come back).
+    More,
+    /// The socket is full: the connection's own task waits for writability.
+    Blocked,
+    /// A write failed: the connection is done.
+    Failed,
+}
+
+thread_local! {
+    /// The slots of the writers that run on this thread (a writer thread's sweeper finds a
+    /// woken outbox's socket here), by connection id.
+    static SLOTS: RefCell<HashMap<u64, Arc<Slot>, foldhash::fast::RandomState>> =
+        RefCell::new(HashMap::default());
+}
+
+/// The slot of connection `id` if its writer runs on this thread.
+pub(crate) fn slot(id: u64) -> Option<Arc<Slot>> {
+    SLOTS.with(|slots| slots.borrow().get(&id).cloned())
+}
+
+/// One connection's write side: its socket and batch, shared by the connection's own writer
+/// task and (while the socket takes everything) its writer thread's sweeper. Both run on the
+/// same thread and only between `await`s, so the batch's lock is never contended there; it
+/// still makes the slot safe to share wherever the task runs.
+#[derive(Debug)]
+pub(crate) struct Slot {
     sock: OwnedWriteHalf,
-    batch: Batch,
+    batch: Mutex<Batch>,
+    /// Set while the socket is full (or failed): the connection's own task owns the drain
+    /// until it has written everything, and the sweeper leaves the connection alone.
+    parked: AtomicBool,
+    stats: Arc<Stats>,
 }
 
-/// Runs the writer of one connection until it closes, is cut off, is aborted or fails. The
-/// caller then detaches the connection from the engine.
-pub(crate) async fn drive(outbox: &Outbox, stats: &Stats, sock: OwnedWriteHalf) {
-    let mut writer = Writer {
-        outbox,
-        stats,
-        sock,
-        batch: Batch::new(),
-    };
-    match writer.serve().await {
-        End::Closing => {
-            let _ = tokio::time::timeout(CLOSE_FLUSH_TIMEOUT, writer.flush_and_close()).await;
-        }
-        End::TooSlow => {
-            let _ = tokio::time::timeout(SLOW_CLOSE_TIMEOUT, writer.cut_off()).await;
-        }
-        End::Stopped | End::Failed => {}
+impl Slot {
+    /// Whether the connection's own task currently owns the drain (see `parked`).
+    pub(crate) fn is_parked(&self) -> bool {
+        self.parked.load(Ordering::Relaxed)
     }
-    outbox.mark_ended();
-    writer.batch.clear(|len| outbox.release(len));
-    outbox.discard();
-}
 
-impl Writer<'_> {
-    /// The open phase: drain on every wake-up until the state leaves `Open`.
-    async fn serve(&mut self) -> End {
+    /// Writes what `outbox` holds with at most `max_writes` vectored writes, opening a new
+    /// drain epoch whenever the batch is empty (disarm first, then look, so no push is missed).
+    /// Never waits: a full socket returns [`Step::Blocked`].
+    pub(crate) fn drain(&self, outbox: &Outbox, max_writes: usize) -> Step {
+        let mut batch = self.batch.lock();
+        let mut writes = 0;
         loop {
-            match self.outbox.state() {
-                State::Open => {}
-                State::Closing => return End::Closing,
-                State::TooSlow => return End::TooSlow,
-                State::Aborted | State::Ended => return End::Stopped,
-            }
-            if self.batch.is_empty() {
-                // New drain epoch: disarm first, then look, so no push is missed.
-                self.outbox.disarm();
-                self.stats.depth_seen(self.outbox.queued_frames());
-                self.batch.fill(self.outbox);
-                if self.batch.is_empty() {
+            if batch.is_empty() {
+                outbox.disarm();
+                self.stats.depth_seen(outbox.queued_frames());
+                batch.fill(outbox);
+                if batch.is_empty() {
                     // Drained and idle: give back backlog storage that has gone unused.
-                    if self.outbox.shrink_if_idle() {
-                        self.batch.trim();
+                    if outbox.shrink_if_idle() {
+                        batch.trim();
                     }
-                    self.outbox.notified().await;
-                    continue;
+                    self.parked.store(false, Ordering::Relaxed);
+                    return Step::Idle;
                 }
             } else {
-                self.batch.fill(self.outbox);
+                batch.fill(outbox);
             }
-            match self.write_once() {
-                Ok(true) => tokio::task::consume_budget().await,
+            if writes == max_writes {
+                return Step::More;
+            }
+            match write_once(&self.sock, &mut batch, outbox, &self.stats) {
+                Ok(true) => writes += 1,
                 Ok(false) => {
-                    tokio::select! {
-                        ready = self.sock.writable() => {
-                            if ready.is_err() {
-                                return End::Failed;
-                            }
-                        }
-                        _ = self.outbox.notified() => {}
-                    }
+                    self.parked.store(true, Ordering::Relaxed);
+                    return Step::Blocked;
                 }
-                Err(_) => return End::Failed,
+                Err(_) => {
+                    self.parked.store(true, Ordering::Relaxed);
+                    return Step::Failed;
+                }
             }
         }
     }
 
-    /// One vectored write of the batch. `Ok(false)` when the socket is full.
-    fn write_once(&mut self) -> io::Result<bool> {
-        let result = {
-            let mut slices = [IoSlice::new(&[]); MAX_WRITE_SLICES];
-            let n = self.batch.slices(&mut slices);
-            self.sock.try_write_vectored(&slices[..n])
-        };
-        match result {
-            Ok(0) => Err(io::ErrorKind::WriteZero.into()),
-            Ok(written) => {
-                let outbox = self.outbox;
-                let frames = self.batch.advance(written, |len| outbox.release(len));
-                self.stats.written(frames as u64, written as u64);
-                Ok(true)
-            }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(false),
-            Err(e) => Err(e),
-        }
-    }
-
-    /// Adds a frame that bypassed the outbox, charging its bytes so that every frame in the
-    /// batch is accounted the same way.
-    fn push_final(&mut self, frame: Bytes) {
-        self.outbox.charge(frame.len());
-        self.batch.push(frame);
+    /// One vectored write of the batch (see [`write_once`]), taking the batch's lock.
+    fn write_some(&self, outbox: &Outbox) -> io::Result<bool> {
+        write_once(&self.sock, &mut self.batch.lock(), outbox, &self.stats)
     }
 
     /// Writes the whole batch, waiting for writability as needed.
-    async fn write_batch(&mut self) -> io::Result<()> {
-        while !self.batch.is_empty() {
-            if !self.write_once()? {
+    async fn write_batch(&self, outbox: &Outbox) -> io::Result<()> {
+        while !self.batch.lock().is_empty() {
+            if !self.write_some(outbox)? {
                 self.sock.writable().await?;
             }
         }
         Ok(())
     }
 
-    /// Graceful close: everything queued before `close`, then its frames, then FIN.
-    async fn flush_and_close(&mut self) -> io::Result<()> {
-        loop {
-            self.batch.fill(self.outbox);
-            if self.batch.is_empty() {
-                break;
-            }
-            self.write_batch().await?;
-        }
-        for frame in self.outbox.final_frames() {
-            self.push_final(frame.clone());
-        }
-        self.write_batch().await?;
-        self.sock.shutdown().await
+    /// Adds a frame that bypassed the outbox, charging its bytes so that every frame in the
+    /// batch is accounted the same way.
+    fn push_final(&self, outbox: &Outbox, frame: Bytes) {
+        outbox.charge(frame.len());
+        self.batch.lock().push(frame);
     }
+}
 
-    /// Too-slow cut-off: finish the partial frame, drop the rest, send the notice and a close
-    /// frame, then FIN.
-    async fn cut_off(&mut self) -> io::Result<()> {
-        let outbox = self.outbox;
-        self.batch.keep_partial(|len| outbox.release(len));
-        outbox.discard();
-        self.write_batch().await?;
-        self.push_final(Frame::text(TOO_SLOW_MESSAGE).0);
-        self.push_final(Frame::close(1000, "").0);
-        self.write_batch().await?;
-        self.sock.shutdown().await
+/// One vectored write of `batch` to `sock`. `Ok(false)` when the socket is full.
+fn write_once(
+    sock: &OwnedWriteHalf,
+    batch: &mut Batch,
+    outbox: &Outbox,
+    stats: &Stats,
+) -> io::Result<bool> {
+    let result = {
+        let mut slices = [IoSlice::new(&[]); MAX_WRITE_SLICES];
+        let n = batch.slices(&mut slices);
+        sock.try_write_vectored(&slices[..n])
+    };
+    match result {
+        Ok(0) => Err(io::ErrorKind::WriteZero.into()),
+        Ok(written) => {
+            let frames = batch.advance(written, |len| outbox.release(len));
+            stats.written(frames as u64, written as u64);
+            Ok(true)
+        }
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(false),
+        Err(e) => Err(e),
     }
+}
+
+/// Runs the writer of one connection until it closes, is cut off, is aborted or fails. The
+/// caller then detaches the connection from the engine.
+///
+/// When the outbox sends its push wake-ups to a sweeper (`Outbox::set_wake_list`), this task
+/// must run on that sweeper's thread: it lists its slot there, and the sweeper writes the
+/// socket as long as it takes everything; the task itself sleeps until a state change, or
+/// until the sweeper hands it a full socket to wait on. Without a sweeper, the task drains on
+/// every wake-up itself.
+pub(crate) async fn drive(outbox: Arc<Outbox>, stats: Arc<Stats>, sock: OwnedWriteHalf) {
+    let slot = Arc::new(Slot {
+        sock,
+        batch: Mutex::new(Batch::new()),
+        parked: AtomicBool::new(false),
+        stats,
+    });
+    let listed = outbox.has_wake_list();
+    if listed {
+        SLOTS.with(|slots| slots.borrow_mut().insert(outbox.id(), slot.clone()));
+    }
+    let end = serve(&slot, &outbox).await;
+    if listed {
+        SLOTS.with(|slots| slots.borrow_mut().remove(&outbox.id()));
+    }
+    match end {
+        End::Closing => {
+            let _ =
+                tokio::time::timeout(CLOSE_FLUSH_TIMEOUT, flush_and_close(&slot, &outbox)).await;
+        }
+        End::TooSlow => {
+            let _ = tokio::time::timeout(SLOW_CLOSE_TIMEOUT, cut_off(&slot, &outbox)).await;
+        }
+        End::Stopped | End::Failed => {}
+    }
+    outbox.mark_ended();
+    slot.batch.lock().clear(|len| outbox.release(len));
+    outbox.discard();
+    // The last reference: dropping the write half shuts the write side down (FIN).
+    drop(slot);
+}
+
+/// The open phase: drain on every wake-up until the state leaves `Open`.
+async fn serve(slot: &Slot, outbox: &Outbox) -> End {
+    loop {
+        match outbox.state() {
+            State::Open => {}
+            State::Closing => return End::Closing,
+            State::TooSlow => return End::TooSlow,
+            State::Aborted | State::Ended => return End::Stopped,
+        }
+        match slot.drain(outbox, MAX_WRITES_PER_DRAIN) {
+            Step::Idle => outbox.notified().await,
+            Step::More => tokio::task::consume_budget().await,
+            Step::Blocked => {
+                tokio::select! {
+                    ready = slot.sock.writable() => {
+                        if ready.is_err() {
+                            return End::Failed;
+                        }
+                    }
+                    _ = outbox.notified() => {}
+                }
+            }
+            Step::Failed => return End::Failed,
+        }
+    }
+}
+
+/// Vectored writes per [`Slot::drain`] of the connection's own task before it yields.
+const MAX_WRITES_PER_DRAIN: usize = 1;
+
+/// Graceful close: everything queued before `close`, then its frames (FIN follows when the
+/// slot is dropped).
+async fn flush_and_close(slot: &Slot, outbox: &Outbox) -> io::Result<()> {
+    loop {
+        let empty = {
+            let mut batch = slot.batch.lock();
+            batch.fill(outbox);
+            batch.is_empty()
+        };
+        if empty {
+            break;
+        }
+        slot.write_batch(outbox).await?;
+    }
+    for frame in outbox.final_frames() {
+        slot.push_final(outbox, frame.clone());
+    }
+    slot.write_batch(outbox).await
+}
+
+/// Too-slow cut-off: finish the partial frame, drop the rest, send the notice and a close
+/// frame (FIN follows when the slot is dropped).
+async fn cut_off(slot: &Slot, outbox: &Outbox) -> io::Result<()> {
+    slot.batch.lock().keep_partial(|len| outbox.release(len));
+    outbox.discard();
+    slot.write_batch(outbox).await?;
+    slot.push_final(outbox, Frame::text(TOO_SLOW_MESSAGE).0);
+    slot.push_final(outbox, Frame::close(1000, "").0);
+    slot.write_batch(outbox).await
 }
 
 #[cfg(test)]
