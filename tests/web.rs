@@ -289,6 +289,28 @@ async fn non_members_get_404() {
 }
 
 #[tokio::test]
+async fn a_revoked_member_cannot_post_although_the_post_route_caches_membership() {
+    let server = TestServer::start().await;
+    let mut c = server.signed_in("jason@example.com", SECRET).await;
+    let (csrf, _) = c.room(4).await;
+    // The first post caches Jason's membership of room 4.
+    assert_eq!(c.post_message(4, "before", "rev1", &csrf).await.status, 200);
+    let revision =
+        hearth::db::memberships::revise(&server.state.pool, &server.state.cable, 4, &[], &[2])
+            .await
+            .unwrap()
+            .unwrap();
+    assert_eq!(revision.revoked, vec![2]);
+    assert_eq!(c.post_message(4, "after", "rev2", &csrf).await.status, 404);
+    let stored: i64 =
+        sqlx::query_scalar("SELECT COUNT(*) FROM messages WHERE client_message_id = 'rev2'")
+            .fetch_one(&server.state.pool)
+            .await
+            .unwrap();
+    assert_eq!(stored, 0);
+}
+
+#[tokio::test]
 async fn bots_post_with_their_key() {
     let server = TestServer::start().await;
     let mut c = server.client();

@@ -40,18 +40,54 @@ impl FromRequestParts<SharedState> for MemberRoom {
         parts: &mut Parts,
         state: &SharedState,
     ) -> Result<Self, Self::Rejection> {
-        let user = parts
-            .extensions
-            .get::<Ctx>()
-            .and_then(|ctx| ctx.user.clone())
-            .ok_or(AppError::Unauthorized)?;
-        let Path(params) = Path::<HashMap<String, String>>::from_request_parts(parts, state)
-            .await
-            .map_err(|_| AppError::NotFound)?;
-        let id = parse_id(params.get("room_id").ok_or(AppError::NotFound)?)?;
+        let (user, id) = user_and_room_id(parts, state).await?;
         let room = rooms::find_for_member(&state.pool, id, user.id)
             .await?
             .ok_or(AppError::NotFound)?;
         Ok(Self { user, room })
     }
+}
+
+/// [`MemberRoom`] answered through the access cache (`crate::db::auth_cache`), for the post
+/// path, which asks it for every message: membership is as current as for a cable
+/// subscription (any access change made through this server applies at once), and the room's
+/// `updated_at` may be up to `--auth-cache-seconds` old, so routes that show the room itself
+/// use [`MemberRoom`]. Same rejections.
+#[derive(Clone, Debug)]
+pub struct CachedMemberRoom {
+    /// The signed-in user.
+    pub user: User,
+    /// The room, found among the user's memberships.
+    pub room: Room,
+}
+
+impl FromRequestParts<SharedState> for CachedMemberRoom {
+    type Rejection = AppError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &SharedState,
+    ) -> Result<Self, Self::Rejection> {
+        let (user, id) = user_and_room_id(parts, state).await?;
+        let room = state
+            .auth_cache
+            .find_for_member(&state.pool, id, user.id)
+            .await?
+            .ok_or(AppError::NotFound)?;
+        Ok(Self { user, room })
+    }
+}
+
+/// The signed-in user (else 401) and the path's `{room_id}` (else 404).
+async fn user_and_room_id(parts: &mut Parts, state: &SharedState) -> Result<(User, i64), AppError> {
+    let user = parts
+        .extensions
+        .get::<Ctx>()
+        .and_then(|ctx| ctx.user.clone())
+        .ok_or(AppError::Unauthorized)?;
+    let Path(params) = Path::<HashMap<String, String>>::from_request_parts(parts, state)
+        .await
+        .map_err(|_| AppError::NotFound)?;
+    let id = parse_id(params.get("room_id").ok_or(AppError::NotFound)?)?;
+    Ok((user, id))
 }

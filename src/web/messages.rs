@@ -11,7 +11,7 @@ use axum::Extension;
 
 use super::context::Ctx;
 use super::error::AppError;
-use super::extract::{parse_id, MemberRoom};
+use super::extract::{parse_id, CachedMemberRoom, MemberRoom};
 use super::respond::stream_or_back;
 use crate::broadcasts;
 use crate::db::rooms::Room;
@@ -202,11 +202,11 @@ async fn post_message(
 
 /// `POST /rooms/{room_id}/messages` with `message[body]` and `message[client_message_id]`:
 /// 200 turbo-stream `append` when asked for, else 302 back to the room. Non-members get 404,
-/// a blank body 422.
+/// a blank body 422. The membership comes from the access cache ([`CachedMemberRoom`]).
 pub async fn create(
     State(state): State<SharedState>,
     Extension(ctx): Extension<Ctx>,
-    MemberRoom { user, room }: MemberRoom,
+    CachedMemberRoom { user, room }: CachedMemberRoom,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
     let started = std::time::Instant::now();
@@ -235,7 +235,11 @@ pub async fn create_by_bot(
     let Ok(room_id) = parse_id(&room_id) else {
         return Ok(StatusCode::NOT_FOUND.into_response());
     };
-    let Some(room) = rooms::find_for_member(&state.pool, room_id, bot.id).await? else {
+    let Some(room) = state
+        .auth_cache
+        .find_for_member(&state.pool, room_id, bot.id)
+        .await?
+    else {
         return Ok(StatusCode::NOT_FOUND.into_response());
     };
     let text = std::str::from_utf8(&ctx.body)
