@@ -498,3 +498,45 @@ async fn queued_frames_are_coalesced_into_vectored_writes() {
         }
     }
 }
+
+/// The writer threads' sweeper: one delivery pass that queues two frames for each of 200
+/// connections (a message and its unread notice) is written with one `writev` per connection,
+/// every connection getting both frames in order; a second pass the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pass_costs_one_writev_per_connection_on_the_writer_threads() {
+    const N: usize = 200;
+    let fanout = Fanout::with_writer_threads(EngineKind::Queue, roomy(), 2);
+    let v = variant("k");
+    let mut pairs = Vec::with_capacity(N);
+    for i in 0..N {
+        let p = connect(&fanout).await;
+        p.conn.subscribe("room", &v);
+        p.conn.subscribe(&format!("user_{i}"), &v);
+        pairs.push(p);
+    }
+    for round in 0..2u8 {
+        let before = fanout.stats().write_syscalls;
+        hearth::fanout::one_pass(|| {
+            fanout.broadcast("room", &[b'm', round]);
+            let mut i = 0;
+            fanout.broadcast_each(
+                &mut |stream: &mut String| {
+                    if i == N {
+                        return false;
+                    }
+                    stream.clear();
+                    stream.push_str(&format!("user_{i}"));
+                    i += 1;
+                    true
+                },
+                &[b'u', round],
+            );
+        });
+        for p in &mut pairs {
+            assert_eq!(read_text(&mut p.client).await, wrapped(&v, &[b'm', round]));
+            assert_eq!(read_text(&mut p.client).await, wrapped(&v, &[b'u', round]));
+        }
+        let writes = fanout.stats().write_syscalls - before;
+        assert_eq!(writes, N as u64, "round {round}: one writev per connection");
+    }
+}

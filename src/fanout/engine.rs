@@ -10,9 +10,9 @@
 //! The default engine ([`QueueEngine`], [`QueueConn`], below) ties the parts together: the
 //! [`Index`] finds a stream's subscribers, each connection's [`Outbox`] receives a refcount
 //! clone of one shared frame per variant, and the writer thread's sweeper (or, for a full
-//! socket, the connection's own writer task, [`writer::drive`]) drains it. A registry of every attached connection serves
-//! [`Fanout::send_all`] (the Action Cable ping every 3 s). The reference engine (feature
-//! `reference-engine`) lives in `reference.rs`.
+//! socket, the connection's own writer task, [`writer::drive`]) drains it. A registry of
+//! every attached connection serves [`Fanout::send_all`] (the Action Cable ping every 3 s).
+//! The reference engine (feature `reference-engine`) lives in `reference.rs`.
 //!
 //! A connection's subscriptions are also listed on the connection itself, so that close, abort,
 //! a write error or a too-slow cut-off can detach all of them without scanning the index.
