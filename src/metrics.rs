@@ -310,8 +310,8 @@ impl Metrics {
     /// (the new-message event of `broadcasts`): JSON-encoding the append once, looking up
     /// the room stream, encoding one frame per identifier variant and queueing it for every
     /// subscriber, then the same for each member's unread stream. It is the fan-out latency up
-    /// to the queues; the writes to sockets follow in each connection's writer task and are
-    /// not included.
+    /// to the queues; the writes to sockets follow on the writer threads and are not
+    /// included.
     pub fn broadcast_finished(&self, elapsed: Duration) {
         self.broadcast_duration.record(elapsed.as_secs_f64());
     }

@@ -1,7 +1,8 @@
-//! The bounded per-connection outbox: producers push, the connection's own writer drains.
+//! The bounded per-connection outbox: producers push, the connection's writer drains.
 //!
 //! Every attached connection has one [`Outbox`]. Any thread may push a frame into it (a
-//! broadcast, a `send_all` ping, a direct `send`); only the connection's writer task pops. The
+//! broadcast, a `send_all` ping, a direct `send`); only the connection's writer pops (its
+//! writer thread's sweeper, or its own writer task, never both at once: see `writer.rs`). The
 //! handoff takes no lock that the writer also takes while nothing is backed up:
 //!
 //! - **Frames** go into a small `crossbeam_queue::ArrayQueue<Bytes>` of [`RING_SLOTS`] slots (a

@@ -59,7 +59,7 @@ struct ProducerSide {
     queue_bytes_high_water: AtomicU64,
 }
 
-/// Counters touched by the connections' writer tasks.
+/// Counters touched by the connections' writers (the writer threads).
 #[derive(Debug, Default)]
 #[repr(align(64))]
 struct WriterSide {
