@@ -40,10 +40,7 @@ impl FromRequestParts<SharedState> for MemberRoom {
         parts: &mut Parts,
         state: &SharedState,
     ) -> Result<Self, Self::Rejection> {
-        let (user, id) = user_and_room_id(parts, state).await?;
-        let room = rooms::find_for_member(&state.pool, id, user.id)
-            .await?
-            .ok_or(AppError::NotFound)?;
+        let (user, room) = member_room(parts, state, Lookup::Fresh).await?;
         Ok(Self { user, room })
     }
 }
@@ -68,18 +65,26 @@ impl FromRequestParts<SharedState> for CachedMemberRoom {
         parts: &mut Parts,
         state: &SharedState,
     ) -> Result<Self, Self::Rejection> {
-        let (user, id) = user_and_room_id(parts, state).await?;
-        let room = state
-            .auth_cache
-            .find_for_member(&state.pool, id, user.id)
-            .await?
-            .ok_or(AppError::NotFound)?;
+        let (user, room) = member_room(parts, state, Lookup::Cached).await?;
         Ok(Self { user, room })
     }
 }
 
-/// The signed-in user (else 401) and the path's `{room_id}` (else 404).
-async fn user_and_room_id(parts: &mut Parts, state: &SharedState) -> Result<(User, i64), AppError> {
+/// Where [`member_room`] looks the membership up.
+#[derive(Clone, Copy)]
+enum Lookup {
+    /// SQLite, every time.
+    Fresh,
+    /// The access cache.
+    Cached,
+}
+
+/// The signed-in user (else 401) and the path's `{room_id}` among the user's rooms (else 404).
+async fn member_room(
+    parts: &mut Parts,
+    state: &SharedState,
+    lookup: Lookup,
+) -> Result<(User, Room), AppError> {
     let user = parts
         .extensions
         .get::<Ctx>()
@@ -89,5 +94,14 @@ async fn user_and_room_id(parts: &mut Parts, state: &SharedState) -> Result<(Use
         .await
         .map_err(|_| AppError::NotFound)?;
     let id = parse_id(params.get("room_id").ok_or(AppError::NotFound)?)?;
-    Ok((user, id))
+    let room = match lookup {
+        Lookup::Fresh => rooms::find_for_member(&state.pool, id, user.id).await?,
+        Lookup::Cached => {
+            state
+                .auth_cache
+                .find_for_member(&state.pool, id, user.id)
+                .await?
+        }
+    };
+    Ok((user, room.ok_or(AppError::NotFound)?))
 }
