@@ -114,8 +114,9 @@ impl Broadcaster {
         &self.gid_app
     }
 
-    /// Runs `f`'s broadcasts as one delivery pass of the local engine ([`crate::fanout::one_pass`]):
-    /// each connection's writer wakes once, after all of them are queued. A sink that is not
+    /// Runs `f`'s broadcasts as one delivery pass of the local engine
+    /// ([`crate::fanout::one_pass`]): each connection's writer wakes once, after all of them
+    /// are queued. A sink that is not
     /// local (Redis) publishes as usual.
     pub fn one_pass<R>(&self, f: impl FnOnce() -> R) -> R {
         crate::fanout::one_pass(f)

@@ -128,13 +128,15 @@ impl WakeList {
 }
 
 /// Runs `f`, holding back the writer wake-ups of the pushes it makes on this thread
-/// ([`Outbox::push_shared`]) until it returns (or unwinds): then each armed writer is woken
-/// once. A pass that queues several frames per connection (a message and its unread notice)
-/// thus lets each writer find them all and write them in one vectored write, instead of the
-/// first one alone as soon as it is queued. Nested calls wake at the end of the outermost.
+/// ([`Outbox::push_shared`]) until it returns (or unwinds): then each writer thread gets the
+/// outboxes the pass armed as one [`WakeList::push_all`] (outboxes without a sweeper: one
+/// `notify_one` each). A pass that queues several frames per connection (a message and its
+/// unread notice) thus lets each connection's drain find them all and write them in one
+/// vectored write, instead of the first one alone as soon as it is queued. Nested calls wake
+/// at the end of the outermost.
 ///
-/// No wake-up is lost: the push still arms (`armed` = true) as usual; only the `notify_one`
-/// moves, and a `Notify` keeps the permit for a writer that is not waiting yet.
+/// No wake-up is lost: the push still arms (`armed` = true) as usual; only the hand-over
+/// moves, and both the list and a `Notify` keep it for a writer that is not waiting yet.
 pub(crate) fn defer_wakes<R>(f: impl FnOnce() -> R) -> R {
     /// Wakes what was deferred when the outermost [`defer_wakes`] ends, also on unwind.
     struct Flush;
