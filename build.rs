@@ -10,6 +10,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=vendor/javascript");
     println!("cargo:rerun-if-changed=assets/js");
+    println!("cargo:rerun-if-changed=templates/css");
     let root = std::env::var("CARGO_MANIFEST_DIR")?;
     let root = Path::new(&root);
     let mut out = String::new();
@@ -74,6 +75,27 @@ fn main() -> Result<(), Box<dyn Error>> {
             out,
             "    ({name:?}, include_bytes!(concat!(env!(\"CARGO_MANIFEST_DIR\"), {:?}))),",
             format!("/assets/js/{name}")
+        )?;
+    }
+    writeln!(out, "];")?;
+
+    // The stylesheet: every `templates/css/*.css`, in file-name order, served as one file.
+    let mut sheets: Vec<String> = std::fs::read_dir(root.join("templates/css"))?
+        .filter_map(|entry| entry.ok())
+        .filter_map(|entry| entry.file_name().into_string().ok())
+        .filter(|name| name.ends_with(".css"))
+        .collect();
+    sheets.sort();
+    writeln!(
+        out,
+        "/// The stylesheet's parts (`templates/css/`), in the order they are concatenated.\n\
+         pub static STYLESHEET_PARTS: &[(&str, &str)] = &["
+    )?;
+    for name in sheets {
+        writeln!(
+            out,
+            "    ({name:?}, include_str!(concat!(env!(\"CARGO_MANIFEST_DIR\"), {:?}))),",
+            format!("/templates/css/{name}")
         )?;
     }
     writeln!(out, "];")?;

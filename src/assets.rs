@@ -26,6 +26,22 @@ pub const NPM_PREFIX: &str = "/assets/npm";
 /// The URL prefix of the page's own scripts.
 pub const JS_PREFIX: &str = "/assets/js";
 
+/// Where the stylesheet is served: every part of `templates/css/` in file-name order, as one file.
+pub const STYLESHEET_URL: &str = "/assets/hearth.css";
+
+/// The stylesheet: the parts of `templates/css/` (`00-base.css` first: its custom properties are
+/// the colours and sizes every other part uses), concatenated in file-name order.
+pub fn stylesheet() -> &'static str {
+    static SHEET: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        STYLESHEET_PARTS
+            .iter()
+            .map(|(_, css)| *css)
+            .collect::<Vec<_>>()
+            .join("\n")
+    });
+    &SHEET
+}
+
 /// The page's own entry module (`assets/js/hearth.js`), imported as `hearth`.
 pub const ENTRY: (&str, &str) = ("hearth", "/assets/js/hearth.js");
 
@@ -101,7 +117,7 @@ impl BrowserAssets {
         &self.head
     }
 
-    /// The `/assets/js` and `/assets/npm` routes. They sit in front of the request context (no
+    /// The `/assets/js`, `/assets/npm` and stylesheet routes. They sit in front of the request context (no
     /// cookies, sessions or CSRF for static files) and answer `Cache-Control: no-cache`
     /// (revalidate with `If-None-Match`, or `If-Modified-Since` for files on disk, since the
     /// URLs carry no version).
@@ -112,6 +128,15 @@ impl BrowserAssets {
             router = router.route(&vendored.url(), get(move |h: HeaderMap| file.serve(h)));
         }
         router = router.route(&format!("{NPM_PREFIX}/{{*rest}}"), any(not_found));
+        let css = stylesheet();
+        let sheet = Embedded::new(
+            css.as_bytes(),
+            &format!("sha256-{}", hex::encode(Sha256::digest(css))),
+        );
+        router = router.route(
+            STYLESHEET_URL,
+            get(move |h: HeaderMap| sheet.serve_as(h, "text/css; charset=utf-8")),
+        );
         match &self.dir {
             Some(dir) => {
                 router = router.nest_service(JS_PREFIX, ServeDir::new(dir.join("js")));
@@ -147,6 +172,10 @@ impl Embedded {
     }
 
     async fn serve(self, headers: HeaderMap) -> Response {
+        self.serve_as(headers, "text/javascript").await
+    }
+
+    async fn serve_as(self, headers: HeaderMap, content_type: &'static str) -> Response {
         let etag = self.etag;
         let fresh = headers
             .get_all(header::IF_NONE_MATCH)
@@ -159,10 +188,7 @@ impl Embedded {
         }
         (
             [
-                (
-                    header::CONTENT_TYPE,
-                    HeaderValue::from_static("text/javascript"),
-                ),
+                (header::CONTENT_TYPE, HeaderValue::from_static(content_type)),
                 (header::ETAG, etag),
             ],
             self.bytes,
@@ -254,6 +280,20 @@ mod tests {
     fn the_page_scripts_are_built_in() {
         assert!(OWN_SCRIPTS.iter().any(|(name, _)| *name == "hearth.js"));
         assert!(VENDORED.iter().all(|v| !v.bytes.is_empty()));
+    }
+
+    #[test]
+    fn the_stylesheet_is_every_part_in_file_name_order() {
+        let names: Vec<&str> = STYLESHEET_PARTS.iter().map(|(name, _)| *name).collect();
+        assert_eq!(names.first(), Some(&"00-base.css"));
+        assert!(names.windows(2).all(|pair| pair[0] < pair[1]), "{names:?}");
+        let sheet = stylesheet();
+        let mut at = 0;
+        for (name, css) in STYLESHEET_PARTS {
+            let found = sheet[at..].find(css).map(|i| i + at);
+            assert!(found.is_some(), "{name} is missing or out of order");
+            at = found.unwrap_or(at) + css.len();
+        }
     }
 
     #[test]

@@ -166,16 +166,8 @@ pub fn routes(state: SharedState) -> Router {
         )
         .route("/searches", get(searches::index).post(searches::create))
         .route("/searches/clear", delete(searches::clear))
-        .route("/assets/hearth.css", get(assets_css))
         .fallback(|| async { error::AppError::NotFound })
         .with_state(state)
-}
-
-async fn assets_css() -> impl axum::response::IntoResponse {
-    (
-        [(axum::http::header::CONTENT_TYPE, "text/css; charset=utf-8")],
-        include_str!("../../templates/hearth.css"),
-    )
 }
 
 /// `GET /up`: the health check. `OK`; with the Redis adapter and its link down, still 200
