@@ -251,6 +251,18 @@ pub struct RoomPage<'a> {
     pub refresh_cursor: i64,
     /// The import map and script tags of the page's JS.
     pub scripts: &'a str,
+    /// The viewer's involvement in the room (the bell's state).
+    pub involvement: &'a str,
+    /// What the bell sets when clicked ([`crate::web::rooms::involvements::next_involvement`]).
+    pub next_involvement: &'a str,
+    /// The bell's title for the current involvement.
+    pub involvement_label: &'a str,
+    /// The bell's title for the next involvement.
+    pub next_involvement_label: &'a str,
+    /// The viewer's avatar hue.
+    pub user_hue: u32,
+    /// The viewer's avatar initials.
+    pub user_initials: &'a str,
 }
 
 /// The sidebar frame (`GET /users/me/sidebar`).

@@ -108,3 +108,56 @@ fn two_people_see_a_post_live_and_catch_up_after_a_restart() {
     }
     let _ = std::fs::remove_dir_all(&work);
 }
+
+/// The look (`tests/browser/look.mjs`): screenshots of the room, profile, settings and search
+/// pages at 1280×900 and 390×844, light and dark, into `target/artifacts/browser/`; by element
+/// boxes at 390 and 360 px nothing overflows sideways, the message column is at least 90 % of
+/// the width, the sidebar is behind the menu button and touch targets are at least 44 px; the
+/// dark pages' background is dark; the bell cycles as Campfire's; `/webmanifest` lists PNG
+/// icons of 192 and 512 px and Chromium registers the service worker.
+#[test]
+fn the_look_at_desktop_and_phone_sizes_light_and_dark() {
+    assert!(
+        Path::new(CHROMIUM).exists(),
+        "{CHROMIUM} is missing: install Debian's Chromium with \
+         `apt-get install -y --no-install-recommends chromium` (scripts/test does this)"
+    );
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    npm_ci(&root.join("tests/browser"), "node_modules/playwright-core");
+    let artifacts = root.join("target/artifacts/browser");
+    let work = work_dir();
+    let output = Command::new("node")
+        .arg(root.join("tests/browser/look.mjs"))
+        .arg("--hearth")
+        .arg(env!("CARGO_BIN_EXE_hearth"))
+        .arg("--work")
+        .arg(&work)
+        .arg("--artifacts")
+        .arg(&artifacts)
+        .output()
+        .expect("node runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    println!("{stdout}");
+    assert!(
+        output.status.success(),
+        "the look scenario failed:\n{stdout}\n{stderr}"
+    );
+    for step in [
+        "DARK-IS-DARK",
+        "NO-OVERFLOW-390",
+        "PHONE-COLUMN",
+        "PHONE-TARGETS",
+        "PHONE-SIDEBAR",
+        "NO-OVERFLOW-360",
+        "DESKTOP-SIDEBAR",
+        "BELL mentions → everything → nothing → invisible → mentions",
+        "MANIFEST",
+        "SERVICE-WORKER",
+        "NO-PAGE-ERRORS",
+        "OK",
+    ] {
+        assert!(stdout.contains(step), "step {step:?} missing:\n{stdout}");
+    }
+    let _ = std::fs::remove_dir_all(&work);
+}

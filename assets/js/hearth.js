@@ -13,6 +13,10 @@ import { startConnection } from "./connection.js"
 import { startUnreads } from "./unreads.js"
 import { startScrolling } from "./scrolling.js"
 import { startOrdering } from "./ordering.js"
+import { startSidebar } from "./sidebar.js"
+import { startSoftKeyboard } from "./soft_keyboard.js"
+import { startAttention } from "./attention.js"
+import { startApp } from "./app.js"
 
 let current = null
 
@@ -46,6 +50,9 @@ async function setUp() {
     startPresence(context),
     startUnreads(context),
     startConnection(context),
+    startSidebar(context),
+    startSoftKeyboard(context),
+    startAttention(context),
   ]
 }
 
@@ -55,6 +62,7 @@ function tearDown() {
   current = null
 }
 
+startApp()
 addEventListener("turbo:load", setUp)
 addEventListener("turbo:before-render", tearDown)
 // Turbo may have fired the first `turbo:load` before this module ran.

@@ -1,15 +1,19 @@
-// Unread marks in the sidebar: UnreadRoomsChannel says a room got a message (`{roomId}`),
-// ReadRoomsChannel that this user became present in a room, perhaps in another tab
-// (`{room_id}`). The current room is never marked.
+// Unread marks in the sidebar: UnreadRoomsChannel says a room got a message (`{roomId}`;
+// `"mentioned":true` when it mentions this user), ReadRoomsChannel that this user became
+// present in a room, perhaps in another tab (`{room_id}`). The current room is never marked.
+// A mention, or any message in a direct room, also asks for attention (bold and a dot:
+// `room-link--attention`).
 export function startUnreads({ consumer, roomId }) {
-  function mark(id, unread) {
+  function mark(id, unread, mentioned = false) {
     for (const item of document.querySelectorAll(`#user_sidebar .room-link[data-room-id="${Number(id)}"]`)) {
       item.classList.toggle("room-link--unread", unread)
+      if (!unread) item.classList.remove("room-link--attention")
+      else if (mentioned || item.classList.contains("room-link--direct")) item.classList.add("room-link--attention")
     }
   }
   const unreads = consumer.subscriptions.create({ channel: "UnreadRoomsChannel" }, {
-    received({ roomId: id }) {
-      if (id !== roomId) mark(id, true)
+    received({ roomId: id, mentioned }) {
+      if (id !== roomId) mark(id, true, mentioned === true)
     },
   })
   const reads = consumer.subscriptions.create({ channel: "ReadRoomsChannel" }, {

@@ -24,6 +24,7 @@
 //! | `GET`/`POST /account/bots`, `PATCH`/`DELETE /account/bots/{id}`, `PATCH /account/bots/{id}/key` | [`account::bots`] |
 //! | `GET /rooms/{id}/{bot_key}/messages`, `PATCH`/`DELETE …/messages/{id}`, `POST …/messages/{id}/boosts`, `DELETE …/boosts/{boost_id}` | [`bots_api`] |
 //! | `GET`/`POST /searches`, `DELETE /searches/clear` | [`searches`] |
+//! | `GET /webmanifest`, `GET /service-worker`, `GET /favicon.svg`, `GET /icons/…` | [`pwa`] |
 //! | `GET /up` | health check |
 //! | `GET /assets/js/…`, `GET /assets/npm/<package>/…` | `crate::assets` (mounted by the wiring in front of the request context) |
 //!
@@ -44,6 +45,7 @@ pub mod internal;
 pub mod join;
 pub mod messages;
 pub mod profiles;
+pub mod pwa;
 pub mod respond;
 pub mod rooms;
 pub mod searches;
@@ -166,6 +168,12 @@ pub fn routes(state: SharedState) -> Router {
         )
         .route("/searches", get(searches::index).post(searches::create))
         .route("/searches/clear", delete(searches::clear))
+        .route("/webmanifest", get(pwa::manifest))
+        .route("/service-worker", get(pwa::service_worker))
+        .route("/favicon.svg", get(pwa::icon_svg))
+        .route("/icons/icon.svg", get(pwa::icon_svg))
+        .route("/icons/icon-192.png", get(pwa::icon_192))
+        .route("/icons/icon-512.png", get(pwa::icon_512))
         .fallback(|| async { error::AppError::NotFound })
         .with_state(state)
 }

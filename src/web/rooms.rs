@@ -22,7 +22,7 @@ use super::context::{set_cookie, Ctx, LAST_ROOM_COOKIE};
 use super::error::AppError;
 use super::extract::{parse_id, MemberRoom};
 use super::respond::{found, TURBO_STREAM};
-use crate::db::{messages, rooms};
+use crate::db::{memberships, messages, rooms};
 use crate::render::{self, RoomPage, Sidebar};
 use crate::state::SharedState;
 use crate::streams;
@@ -106,7 +106,18 @@ async fn render_room(state: &SharedState, ctx: &Ctx, room_id: i64) -> Result<Res
         .await?
         .map_or_else(|| room.display_name().to_owned(), |entry| entry.label);
     let settings_path = settings::edit_path(&room);
+    let involvement = memberships::involvement(&state.pool, room.id, user.id)
+        .await?
+        .unwrap_or_else(|| "mentions".to_owned());
+    let next = involvements::next_involvement(room.kind == "direct", &involvement);
+    let user_initials = render::initials(&user.name);
     let view = RoomPage {
+        involvement: &involvement,
+        next_involvement: next,
+        involvement_label: involvements::short_label(&involvement),
+        next_involvement_label: involvements::short_label(next),
+        user_hue: crate::web::profiles::avatar_hue(user.id),
+        user_initials: &user_initials,
         csrf_token: &token,
         user,
         room: &room,

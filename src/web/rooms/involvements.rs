@@ -15,6 +15,35 @@ use crate::web::error::AppError;
 use crate::web::extract::MemberRoom;
 use crate::web::respond::found;
 
+/// The bell's order in a shared room (Campfire's `SHARED_INVOLVEMENT_ORDER`).
+pub const SHARED_ORDER: [&str; 4] = ["mentions", "everything", "nothing", "invisible"];
+
+/// The bell's order in a direct room (Campfire's `DIRECT_INVOLVEMENT_ORDER`).
+pub const DIRECT_ORDER: [&str; 2] = ["everything", "nothing"];
+
+/// The involvement the room's bell moves to from `current`, as Campfire's
+/// `next_involvement_for` (`helpers/rooms/involvements_helper.rb`): shared rooms cycle
+/// mentions → everything → nothing → invisible → mentions, direct rooms everything ↔ nothing;
+/// a value outside the order starts it again.
+pub fn next_involvement(direct: bool, current: &str) -> &'static str {
+    let order: &[&'static str] = if direct { &DIRECT_ORDER } else { &SHARED_ORDER };
+    order
+        .iter()
+        .position(|v| *v == current)
+        .and_then(|i| order.get(i + 1))
+        .unwrap_or(&order[0])
+}
+
+/// A short name of an involvement, for the bell's title.
+pub fn short_label(involvement: &str) -> &'static str {
+    match involvement {
+        "invisible" => "Hidden from the sidebar, no notifications",
+        "nothing" => "No notifications",
+        "mentions" => "Notified of @mentions",
+        _ => "Notified of every message",
+    }
+}
+
 fn label(involvement: &str) -> &'static str {
     match involvement {
         "invisible" => "Hidden: leave the room (it stays reachable by link)",
@@ -53,8 +82,8 @@ pub async fn show(
 
 /// `PUT`/`PATCH /rooms/{room_id}/involvement` with `involvement`: sets it and, for a shared
 /// room going to or from `invisible`, removes or prepends its entry on the member's own
-/// `:rooms` stream. 302 to the involvement page; 422 for an unknown value; 404 for a
-/// non-member.
+/// `:rooms` stream. 302 to the involvement page (to the room itself with `return_to=room`,
+/// which the room's bell sends); 422 for an unknown value; 404 for a non-member.
 pub async fn update(
     State(state): State<SharedState>,
     Extension(ctx): Extension<Ctx>,
@@ -80,5 +109,29 @@ pub async fn update(
             &entry,
         )?;
     }
+    if ctx.form.get("return_to") == Some("room") {
+        return Ok(found(&format!("/rooms/{}", room.id)));
+    }
     Ok(found(&format!("/rooms/{}/involvement", room.id)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::next_involvement;
+
+    #[test]
+    fn the_bell_cycles_as_campfires() {
+        let mut seen = vec!["mentions"];
+        for _ in 0..4 {
+            seen.push(next_involvement(false, seen.last().unwrap()));
+        }
+        assert_eq!(
+            seen,
+            ["mentions", "everything", "nothing", "invisible", "mentions"]
+        );
+        assert_eq!(next_involvement(true, "everything"), "nothing");
+        assert_eq!(next_involvement(true, "nothing"), "everything");
+        assert_eq!(next_involvement(true, "mentions"), "everything");
+        assert_eq!(next_involvement(false, "bogus"), "mentions");
+    }
 }
