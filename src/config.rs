@@ -235,6 +235,30 @@ pub struct Config {
     /// otherwise). Unset: `/metrics` is open to whoever reaches the address.
     #[arg(long, env = "HEARTH_METRICS_TOKEN", hide_env_values = true)]
     pub metrics_token: Option<Redacted<String>>,
+
+    /// The VAPID public key of web push (RFC 8292), base64url of the uncompressed P-256 point,
+    /// as Campfire's `VAPID_PUBLIC_KEY`. With the private key unset, a key pair is generated
+    /// once and kept in `<data-dir>/vapid_private_key` beside `secret_key_base`.
+    #[arg(long, env = "VAPID_PUBLIC_KEY")]
+    pub vapid_public_key: Option<String>,
+
+    /// The VAPID private key, base64url of the 32-byte P-256 scalar (Campfire's
+    /// `VAPID_PRIVATE_KEY`).
+    #[arg(long, env = "VAPID_PRIVATE_KEY", hide_env_values = true)]
+    pub vapid_private_key: Option<Redacted<String>>,
+
+    /// The contact in the VAPID token's `sub` claim (a `mailto:` or `https:` URL).
+    #[arg(long, env = "VAPID_SUBJECT", default_value = "mailto:hearth@localhost")]
+    pub vapid_subject: String,
+
+    /// Accept push subscriptions whose endpoint is plain HTTP on a loopback address (tests
+    /// run their own push service); otherwise an endpoint must be `https`.
+    #[arg(long, env = "HEARTH_PUSH_ALLOW_LOOPBACK", default_value_t = false)]
+    pub push_allow_loopback: bool,
+
+    /// How long one web push request may take (connect, send, answer), in seconds.
+    #[arg(long, env = "HEARTH_PUSH_TIMEOUT_SECONDS", default_value_t = 10)]
+    pub push_timeout_seconds: u64,
 }
 
 /// What a node serves (`--role`).

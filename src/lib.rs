@@ -20,7 +20,8 @@
 //!    metrics at `/metrics`), [`rate_limit`] (the sign-in limit, token buckets), [`registry`]
 //!    (open connections by user and session), [`presence`] (presence per connection, coalesced
 //!    into membership writes), [`assets`] (the room page's scripts, vendored and built into the
-//!    binary), [`anycable`] (AnyCable's publication format and broadcast key).
+//!    binary), [`anycable`] (AnyCable's publication format and broadcast key), [`push`] (web
+//!    push: VAPID keys, the push queue and its sender).
 //! 3. What the app says: [`render`] (askama pages and partials, the `<turbo-stream>` wrapper),
 //!    [`streams`] (stream names), [`pubsub`] (the [`pubsub::Broadcaster`] seam every broadcast
 //!    goes through), [`redis_pubsub`] (the Redis adapter behind that seam, in Rails' redis
@@ -47,6 +48,7 @@ pub mod fanout;
 pub mod metrics;
 pub mod net;
 pub mod presence;
+pub mod push;
 pub mod pubsub;
 pub mod rails;
 pub mod rate_limit;

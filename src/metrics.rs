@@ -27,6 +27,7 @@
 //! | `hearth_sqlite_wal_bytes` | gauge | size of the SQLite `-wal` file at the last checkpoint, in bytes |
 //! | `hearth_sqlite_checkpoint_lag_frames` | gauge | WAL frames the last passive checkpoint could not copy back (pinned by a reader's snapshot, or written since) |
 //! | `hearth_sqlite_checkpoint_age_seconds` | gauge | seconds since a checkpoint last copied the whole WAL |
+//! | `hearth_push_deliveries_total{result}` | counter | web push requests by outcome: `sent` (2xx), `retried` (429/5xx/timeout, tried again), `gone` (404/410: the subscription deleted), `failed` (given up), `dropped` (the push queue was full) |
 //! | `hearth_redis_link_up` | gauge | 1 while a Redis link is up, 0 while down; absent when no Redis link is configured |
 
 use std::time::Duration;
@@ -68,6 +69,38 @@ pub enum PostSource {
     Bot,
 }
 
+/// What became of a web push request, as the `result` label of
+/// `hearth_push_deliveries_total`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PushOutcome {
+    /// The push service accepted it (2xx).
+    Sent = 0,
+    /// 429, 5xx or no answer in time: it is tried again.
+    Retried = 1,
+    /// 404 or 410: the subscription has expired and was deleted.
+    Gone = 2,
+    /// Given up: out of retries, or another error status.
+    Failed = 3,
+    /// Never sent: the push queue was full.
+    Dropped = 4,
+}
+
+impl PushOutcome {
+    /// Every outcome, in label order.
+    pub const ALL: [Self; 5] = [Self::Sent, Self::Retried, Self::Gone, Self::Failed, Self::Dropped];
+
+    /// The `result` label.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Sent => "sent",
+            Self::Retried => "retried",
+            Self::Gone => "gone",
+            Self::Failed => "failed",
+            Self::Dropped => "dropped",
+        }
+    }
+}
+
 /// The copies of the fan-out engine's counters, refreshed at scrape time.
 #[derive(Debug)]
 struct FanoutMirror {
@@ -99,6 +132,7 @@ pub struct Metrics {
     post_duration_bot: Histogram,
     broadcast_duration: Histogram,
     redis_link: Mutex<Option<Gauge>>,
+    push: [Counter; 5],
     wal: std::sync::Arc<crate::db::WalStats>,
     wal_bytes: Gauge,
     checkpoint_lag: Gauge,
@@ -262,8 +296,24 @@ impl Metrics {
             Some(Unit::Seconds),
             "Seconds since a checkpoint last copied the whole WAL.",
         );
+        let pushed = "hearth_push_deliveries_total";
+        recorder.describe_counter(
+            KeyName::from_const_str(pushed),
+            None,
+            "Web push requests by outcome (sent, retried, gone, failed, dropped).".into(),
+        );
+        let push = PushOutcome::ALL.map(|outcome| {
+            recorder.register_counter(
+                &Key::from_parts(
+                    pushed,
+                    vec![Label::from_static_parts("result", outcome.label())],
+                ),
+                &metadata(),
+            )
+        });
         let handle = recorder.handle();
         Self {
+            push,
             recorder,
             handle,
             fanout,
@@ -280,6 +330,11 @@ impl Metrics {
             checkpoint_lag,
             checkpoint_age,
         }
+    }
+
+    /// Counts one web push request's outcome (`hearth_push_deliveries_total`).
+    pub fn push_counted(&self, outcome: PushOutcome) {
+        self.push[outcome as usize].increment(1);
     }
 
     /// Counts a welcomed Action Cable connection.

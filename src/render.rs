@@ -263,6 +263,8 @@ pub struct RoomPage<'a> {
     pub user_hue: u32,
     /// The viewer's avatar initials.
     pub user_initials: &'a str,
+    /// The VAPID public key the page subscribes to web push with (base64url).
+    pub vapid_public_key: &'a str,
 }
 
 /// The sidebar frame (`GET /users/me/sidebar`).

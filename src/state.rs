@@ -67,6 +67,8 @@ pub struct AppState {
     pub assets: crate::assets::BrowserAssets,
     /// Counters, gauges and histograms for `/metrics`.
     pub metrics: Arc<Metrics>,
+    /// Web push: the VAPID public key and the queue of notifications to send.
+    pub pusher: crate::push::Pusher,
     /// One permit per open (upgraded) cable socket, identified or not:
     /// `config.max_connections` in all.
     pub cable_sockets: Arc<Semaphore>,
@@ -190,6 +192,7 @@ impl AppState {
         };
         let bans_present = config.role != Role::Cable && crate::db::bans::any(&pool).await?;
         let presence = crate::presence::Presence::new(pool.clone());
+        let pool_for_push = pool.clone();
         let state = Self {
             pool,
             auth_cache: AuthCache::new(std::time::Duration::from_secs(config.auth_cache_seconds)),
@@ -207,6 +210,12 @@ impl AppState {
             cable: Registry::default(),
             presence,
             assets: crate::assets::BrowserAssets::new(config.assets_dir.clone())?,
+            pusher: crate::push::Pusher::start(
+                pool_for_push,
+                crate::push::VapidKeys::load(&config)?,
+                &config,
+                metrics.clone(),
+            ),
             metrics,
             cable_sockets: Arc::new(Semaphore::new(
                 config.max_connections.min(Semaphore::MAX_PERMITS),

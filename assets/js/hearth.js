@@ -17,6 +17,7 @@ import { startSidebar } from "./sidebar.js"
 import { startSoftKeyboard } from "./soft_keyboard.js"
 import { startAttention } from "./attention.js"
 import { startApp } from "./app.js"
+import { startNotifications } from "./notifications.js"
 
 let current = null
 
@@ -53,6 +54,7 @@ async function setUp() {
     startSidebar(context),
     startSoftKeyboard(context),
     startAttention(context),
+    startNotifications(context),
   ]
 }
 

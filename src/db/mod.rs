@@ -10,6 +10,7 @@ pub mod bans;
 pub mod boosts;
 pub mod generation;
 pub mod memberships;
+pub mod push_subscriptions;
 pub mod messages;
 pub mod rooms;
 pub mod searches;

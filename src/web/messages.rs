@@ -197,7 +197,29 @@ async fn post_message(
             AppError::from(e)
         }
     })?;
+    queue_pushes(state, room, author, &message);
     Ok((message, appended?))
+}
+
+/// Queues the web pushes of a new message (Campfire's `Room::MessagePusher`, run by its
+/// `Room::PushMessageJob`): never waits; the push worker finds the recipients.
+fn queue_pushes(state: &AppState, room: &Room, author: &User, message: &messages::Message) {
+    let text = crate::push::plain_text(&message.body);
+    let notification = crate::push::Notification::for_message(
+        room.display_name(),
+        room.kind == "direct",
+        &author.name,
+        &text,
+        format!("/rooms/{}/@{}", room.id, message.id),
+    );
+    state.pusher.enqueue(crate::push::Job {
+        room_id: room.id,
+        creator_id: author.id,
+        mentionee_ids: None,
+        text,
+        notification,
+        only: None,
+    });
 }
 
 /// `POST /rooms/{room_id}/messages` with `message[body]` and `message[client_message_id]`:

@@ -24,6 +24,7 @@
 //! | `GET`/`POST /account/bots`, `PATCH`/`DELETE /account/bots/{id}`, `PATCH /account/bots/{id}/key` | [`account::bots`] |
 //! | `GET /rooms/{id}/{bot_key}/messages`, `PATCH`/`DELETE …/messages/{id}`, `POST …/messages/{id}/boosts`, `DELETE …/boosts/{boost_id}` | [`bots_api`] |
 //! | `GET`/`POST /searches`, `DELETE /searches/clear` | [`searches`] |
+//! | `GET`/`POST /users/me/push_subscriptions`, `DELETE /users/me/push_subscriptions/{id}`, `POST …/{id}/test_notifications` | [`push_subscriptions`] |
 //! | `GET /webmanifest`, `GET /service-worker`, `GET /favicon.svg`, `GET /icons/…` | [`pwa`] |
 //! | `GET /up` | health check |
 //! | `GET /assets/js/…`, `GET /assets/npm/<package>/…` | `crate::assets` (mounted by the wiring in front of the request context) |
@@ -45,6 +46,7 @@ pub mod internal;
 pub mod join;
 pub mod messages;
 pub mod profiles;
+pub mod push_subscriptions;
 pub mod pwa;
 pub mod respond;
 pub mod rooms;
@@ -168,6 +170,18 @@ pub fn routes(state: SharedState) -> Router {
         )
         .route("/searches", get(searches::index).post(searches::create))
         .route("/searches/clear", delete(searches::clear))
+        .route(
+            "/users/me/push_subscriptions",
+            get(push_subscriptions::index).post(push_subscriptions::create),
+        )
+        .route(
+            "/users/me/push_subscriptions/{id}",
+            delete(push_subscriptions::destroy),
+        )
+        .route(
+            "/users/me/push_subscriptions/{id}/test_notifications",
+            post(push_subscriptions::test_notification),
+        )
         .route("/webmanifest", get(pwa::manifest))
         .route("/service-worker", get(pwa::service_worker))
         .route("/favicon.svg", get(pwa::icon_svg))

@@ -118,6 +118,7 @@ async fn render_room(state: &SharedState, ctx: &Ctx, room_id: i64) -> Result<Res
         next_involvement_label: involvements::short_label(next),
         user_hue: crate::web::profiles::avatar_hue(user.id),
         user_initials: &user_initials,
+        vapid_public_key: state.pusher.public_key(),
         csrf_token: &token,
         user,
         room: &room,

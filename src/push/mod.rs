@@ -1,0 +1,557 @@
+//! Web push, as Campfire sends it (`app/models/room/message_pusher.rb`,
+//! `app/models/push/subscription.rb`, `lib/web_push/`): a new message is pushed to the room's
+//! members who are not connected to it, by involvement (`everything`; `mentions` when
+//! mentioned; direct rooms default to `everything`; `nothing` and `invisible` never).
+//!
+//! - [`VapidKeys`]: the server's P-256 key pair (RFC 8292), from `--vapid-private-key` /
+//!   `VAPID_PRIVATE_KEY`, else generated once and kept in `<data-dir>/vapid_private_key`.
+//! - [`validate`]: what a subscription must be to be stored (422 otherwise).
+//! - [`Pusher`]: a bounded queue in front of one worker task, so a post never waits for a
+//!   push service: [`Pusher::message_posted`] only enqueues. The worker finds the recipients
+//!   ([`crate::db::push_subscriptions::recipients`]), encrypts each payload for its browser
+//!   (RFC 8291 `aes128gcm`, with a VAPID JWT, by `web-push-native`) and sends it (at most
+//!   [`CONCURRENCY`] requests at once, each bounded by `--push-timeout-seconds`). 429 and 5xx
+//!   answers are retried ([`MAX_ATTEMPTS`] in all) after their `Retry-After` (capped at
+//!   [`MAX_RETRY_AFTER`]); 404 and 410 delete the subscription. Outcomes are counted in
+//!   `hearth_push_deliveries_total`.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use base64::Engine as _;
+use http_body_util::{BodyExt as _, Full};
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use sqlx::SqlitePool;
+use tokio::sync::{mpsc, Semaphore};
+use web_push_native::jwt_simple::algorithms::{
+    ECDSAP256PublicKeyLike as _, ES256KeyPair,
+};
+use web_push_native::p256;
+use web_push_native::{Auth, WebPushBuilder};
+
+use crate::config::Config;
+use crate::db::push_subscriptions::{self, PushSubscription};
+use crate::metrics::{Metrics, PushOutcome};
+
+/// The longest endpoint accepted, in bytes.
+pub const MAX_ENDPOINT_BYTES: usize = 2048;
+/// Messages waiting to be pushed; past this a message's pushes are dropped (and counted).
+pub const QUEUE_CAPACITY: usize = 1024;
+/// Push requests in flight at once.
+pub const CONCURRENCY: usize = 16;
+/// Tries of one push request in all (the first and the retries).
+pub const MAX_ATTEMPTS: u32 = 3;
+/// The longest `Retry-After` waited for; a longer one is cut to this.
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(30);
+/// The longest text of a notification's body, in characters (Campfire truncates too).
+pub const MAX_BODY_CHARS: usize = 200;
+/// How long a push service keeps an undelivered push, in seconds (the `TTL` header).
+pub const TTL_SECONDS: u64 = 4 * 60 * 60;
+
+const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+
+/// Decodes base64url with or without padding (browsers send it unpadded, Ruby's
+/// `urlsafe_encode64` pads).
+pub fn decode_b64url(text: &str) -> Option<Vec<u8>> {
+    B64.decode(text.trim().trim_end_matches('=')).ok()
+}
+
+/// The server's VAPID key pair (RFC 8292).
+pub struct VapidKeys {
+    pair: ES256KeyPair,
+    public: String,
+}
+
+impl std::fmt::Debug for VapidKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VapidKeys")
+            .field("public", &self.public)
+            .finish_non_exhaustive()
+    }
+}
+
+impl VapidKeys {
+    /// From the 32-byte private scalar.
+    ///
+    /// # Errors
+    /// Not a valid P-256 private key.
+    pub fn from_private(bytes: &[u8]) -> anyhow::Result<Self> {
+        let pair = ES256KeyPair::from_bytes(bytes)
+            .map_err(|e| anyhow::anyhow!("not a P-256 private key: {e}"))?;
+        let public = B64.encode(pair.public_key().public_key().to_bytes_uncompressed());
+        Ok(Self { pair, public })
+    }
+
+    /// The keys of the configuration: `--vapid-private-key` (base64url), else
+    /// `<data-dir>/vapid_private_key`, created with a new key on first use (mode 0600). A
+    /// given `--vapid-public-key` must match the private key.
+    ///
+    /// # Errors
+    /// A key that does not decode, a public key of another pair, or the file can't be
+    /// written.
+    pub fn load(config: &Config) -> anyhow::Result<Self> {
+        let keys = match config.vapid_private_key.as_ref().filter(|k| !k.is_empty()) {
+            Some(private) => Self::from_private(
+                &decode_b64url(private).context("VAPID_PRIVATE_KEY is not base64url")?,
+            )?,
+            None => Self::from_file(&config.data_dir.join("vapid_private_key"))?,
+        };
+        if let Some(public) = config.vapid_public_key.as_deref().filter(|k| !k.is_empty()) {
+            if decode_b64url(public) != decode_b64url(&keys.public) {
+                anyhow::bail!("VAPID_PUBLIC_KEY does not belong to VAPID_PRIVATE_KEY");
+            }
+        }
+        Ok(keys)
+    }
+
+    fn from_file(path: &Path) -> anyhow::Result<Self> {
+        if let Ok(text) = std::fs::read_to_string(path) {
+            let bytes = decode_b64url(&text)
+                .with_context(|| format!("{} is not base64url", path.display()))?;
+            return Self::from_private(&bytes);
+        }
+        let pair = ES256KeyPair::generate();
+        let text = B64.encode(pair.to_bytes());
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        }
+        write_private(path, &text).with_context(|| format!("writing {}", path.display()))?;
+        Self::from_private(&decode_b64url(&text).expect("just encoded"))
+    }
+
+    /// The public key as the browser's `applicationServerKey` wants it: base64url of the
+    /// uncompressed point.
+    pub fn public_key(&self) -> &str {
+        &self.public
+    }
+}
+
+fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options.open(path)?.write_all(text.as_bytes())
+}
+
+/// Why a subscription is refused (422).
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum Invalid {
+    /// The endpoint is not an `https` URL (or, with `--push-allow-loopback`, an `http` URL
+    /// on a loopback address).
+    #[error("push_subscription[endpoint] must be an https URL")]
+    NotHttps,
+    /// The endpoint is longer than [`MAX_ENDPOINT_BYTES`].
+    #[error("push_subscription[endpoint] is longer than 2048 bytes")]
+    TooLong,
+    /// `p256dh_key` is not a base64url P-256 public key.
+    #[error("push_subscription[p256dh_key] is not a base64url P-256 public key")]
+    BadP256dh,
+    /// `auth_key` is not 16 base64url bytes.
+    #[error("push_subscription[auth_key] must be 16 base64url bytes")]
+    BadAuth,
+}
+
+/// Checks a subscription's fields: the endpoint an `https` URL with a host of at most
+/// [`MAX_ENDPOINT_BYTES`] (plain `http` to a loopback address only when `allow_loopback`),
+/// `p256dh` a P-256 point, `auth` 16 bytes.
+///
+/// # Errors
+/// The first field that is wrong.
+pub fn validate(endpoint: &str, p256dh: &str, auth: &str, allow_loopback: bool) -> Result<(), Invalid> {
+    if endpoint.len() > MAX_ENDPOINT_BYTES {
+        return Err(Invalid::TooLong);
+    }
+    let uri: http::Uri = endpoint.parse().map_err(|_| Invalid::NotHttps)?;
+    let host = uri.host().unwrap_or("");
+    if host.is_empty() {
+        return Err(Invalid::NotHttps);
+    }
+    match uri.scheme_str() {
+        Some("https") => {}
+        Some("http") if allow_loopback && is_loopback(host) => {}
+        _ => return Err(Invalid::NotHttps),
+    }
+    let key = decode_b64url(p256dh).ok_or(Invalid::BadP256dh)?;
+    p256::PublicKey::from_sec1_bytes(&key).map_err(|_| Invalid::BadP256dh)?;
+    if decode_b64url(auth).is_none_or(|a| a.len() != 16) {
+        return Err(Invalid::BadAuth);
+    }
+    Ok(())
+}
+
+fn is_loopback(host: &str) -> bool {
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    host == "localhost"
+        || bare
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// A message's text without its markup, entities decoded (Campfire's `plain_text_body`).
+pub fn plain_text(html: &str) -> String {
+    let mut out = String::with_capacity(html.len());
+    let mut in_tag = false;
+    for c in html.chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' if in_tag => {
+                in_tag = false;
+                out.push(' ');
+            }
+            _ if !in_tag => out.push(c),
+            _ => {}
+        }
+    }
+    let decoded = out
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&#39;", "'")
+        .replace("&nbsp;", " ")
+        .replace("&amp;", "&");
+    decoded.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The members of `room_id` that `text` mentions as `@Name` (their whole name, any case,
+/// not followed by a letter or digit).
+///
+/// # Errors
+/// The members could not be read.
+pub async fn mentionees(pool: &SqlitePool, room_id: i64, text: &str) -> sqlx::Result<Vec<i64>> {
+    if !text.contains('@') {
+        return Ok(Vec::new());
+    }
+    let members: Vec<(i64, String)> = sqlx::query_as(
+        "SELECT u.id, u.name FROM memberships m JOIN users u ON u.id = m.user_id WHERE m.room_id = ?",
+    )
+    .bind(room_id)
+    .fetch_all(pool)
+    .await?;
+    let lower = text.to_lowercase();
+    Ok(members
+        .into_iter()
+        .filter(|(_, name)| mentions_name(&lower, &name.to_lowercase()))
+        .map(|(id, _)| id)
+        .collect())
+}
+
+fn mentions_name(lower_text: &str, lower_name: &str) -> bool {
+    if lower_name.is_empty() {
+        return false;
+    }
+    let needle = format!("@{lower_name}");
+    lower_text.match_indices(&needle).any(|(at, _)| {
+        lower_text[at + needle.len()..]
+            .chars()
+            .next()
+            .is_none_or(|c| !c.is_alphanumeric())
+    })
+}
+
+/// A notification as the service worker shows it: `{title, options: {body, tag, data:
+/// {path, badge}}}` (`assets/pwa/service-worker.js`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Notification {
+    /// The title: the room's name; in a direct room, the author's name.
+    pub title: String,
+    /// The body: `author: text` (in a direct room, the text alone).
+    pub body: String,
+    /// Where a click leads (`/rooms/{id}/@{message_id}`).
+    pub path: String,
+}
+
+impl Notification {
+    /// The payload for a recipient with `badge` unread rooms.
+    pub fn payload(&self, badge: i64) -> Vec<u8> {
+        serde_json::json!({
+            "title": self.title,
+            "options": {
+                "body": self.body,
+                "tag": self.path,
+                "icon": "/icons/icon-192.png",
+                "data": { "path": self.path, "badge": badge },
+            },
+        })
+        .to_string()
+        .into_bytes()
+    }
+
+    /// Campfire's payload of a new message (`build_direct_payload`, `build_shared_payload`).
+    pub fn for_message(room_name: &str, direct: bool, author: &str, text: &str, path: String) -> Self {
+        let mut text: String = text.chars().take(MAX_BODY_CHARS).collect();
+        if text.is_empty() {
+            text = "(an attachment)".into();
+        }
+        if direct {
+            Self { title: author.to_owned(), body: text, path }
+        } else {
+            Self { title: room_name.to_owned(), body: format!("{author}: {text}"), path }
+        }
+    }
+}
+
+/// One message's pushes, as queued by the post path.
+#[derive(Debug)]
+pub struct Job {
+    /// The room.
+    pub room_id: i64,
+    /// Who posted (never pushed to).
+    pub creator_id: i64,
+    /// Who the message mentions; `None`: found by the worker from `text` ([`mentionees`]).
+    pub mentionee_ids: Option<Vec<i64>>,
+    /// The message's plain text.
+    pub text: String,
+    /// What each recipient is shown.
+    pub notification: Notification,
+    /// Only this subscription (a test notification), instead of the room's recipients.
+    pub only: Option<PushSubscription>,
+}
+
+type HttpsClient = Client<hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>, Full<bytes::Bytes>>;
+
+/// The push queue and its worker (see the module's documentation).
+#[derive(Debug, Clone)]
+pub struct Pusher {
+    queue: mpsc::Sender<Job>,
+    public_key: Arc<str>,
+    metrics: Arc<Metrics>,
+}
+
+impl Pusher {
+    /// Starts the worker on the current runtime.
+    pub fn start(pool: SqlitePool, keys: VapidKeys, config: &Config, metrics: Arc<Metrics>) -> Self {
+        let (queue, jobs) = mpsc::channel(QUEUE_CAPACITY);
+        let public_key: Arc<str> = keys.public.clone().into();
+        let https = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_webpki_roots()
+            .https_or_http()
+            .enable_http1()
+            .build();
+        let client: HttpsClient = Client::builder(TokioExecutor::new()).build(https);
+        let worker = Worker {
+            pool,
+            keys: Arc::new(keys),
+            subject: config.vapid_subject.clone(),
+            timeout: Duration::from_secs(config.push_timeout_seconds.max(1)),
+            client,
+            metrics: metrics.clone(),
+            permits: Arc::new(Semaphore::new(CONCURRENCY)),
+        };
+        tokio::spawn(worker.run(jobs));
+        Self { queue, public_key, metrics }
+    }
+
+    /// The VAPID public key (the page's `applicationServerKey`).
+    pub fn public_key(&self) -> &str {
+        &self.public_key
+    }
+
+    /// Queues a job without waiting; a full queue drops it (counted as `dropped`).
+    pub fn enqueue(&self, job: Job) {
+        if self.queue.try_send(job).is_err() {
+            self.metrics.push_counted(PushOutcome::Dropped);
+            tracing::warn!("push queue full: a message's notifications were dropped");
+        }
+    }
+}
+
+struct Worker {
+    pool: SqlitePool,
+    keys: Arc<VapidKeys>,
+    subject: String,
+    timeout: Duration,
+    client: HttpsClient,
+    metrics: Arc<Metrics>,
+    permits: Arc<Semaphore>,
+}
+
+impl Worker {
+    async fn run(self, mut jobs: mpsc::Receiver<Job>) {
+        let worker = Arc::new(self);
+        while let Some(job) = jobs.recv().await {
+            let recipients = match job.only.clone() {
+                Some(one) => Ok(vec![one]),
+                None => {
+                    let mentioned = match &job.mentionee_ids {
+                        Some(ids) => ids.clone(),
+                        None => mentionees(&worker.pool, job.room_id, &job.text).await.unwrap_or_default(),
+                    };
+                    push_subscriptions::recipients(&worker.pool, job.room_id, job.creator_id, &mentioned)
+                        .await
+                }
+            };
+            let recipients = match recipients {
+                Ok(r) => r,
+                Err(error) => {
+                    tracing::warn!(%error, "push recipients query failed");
+                    continue;
+                }
+            };
+            for subscription in recipients {
+                let badge = push_subscriptions::unread_rooms(&worker.pool, subscription.user_id)
+                    .await
+                    .unwrap_or(0);
+                let payload = job.notification.payload(badge);
+                let Ok(permit) = worker.permits.clone().acquire_owned().await else {
+                    return;
+                };
+                let worker = worker.clone();
+                tokio::spawn(async move {
+                    worker.deliver(&subscription, payload).await;
+                    drop(permit);
+                });
+            }
+        }
+    }
+
+    async fn deliver(&self, subscription: &PushSubscription, payload: Vec<u8>) {
+        for attempt in 1..=MAX_ATTEMPTS {
+            let retry_after = match self.send_once(subscription, &payload).await {
+                Ok(status) if (200..300).contains(&status) => {
+                    self.metrics.push_counted(PushOutcome::Sent);
+                    return;
+                }
+                Ok(404 | 410) => {
+                    self.metrics.push_counted(PushOutcome::Gone);
+                    if let Err(error) = push_subscriptions::delete(&self.pool, subscription.id).await {
+                        tracing::warn!(%error, "deleting an expired push subscription failed");
+                    }
+                    return;
+                }
+                Ok(status) if status == 429 || status >= 500 => None,
+                Ok(status) => {
+                    tracing::info!(status, subscription = subscription.id, "push refused");
+                    self.metrics.push_counted(PushOutcome::Failed);
+                    return;
+                }
+                Err(Retry(after)) => after,
+            };
+            if attempt == MAX_ATTEMPTS {
+                break;
+            }
+            self.metrics.push_counted(PushOutcome::Retried);
+            let wait = retry_after
+                .unwrap_or(Duration::from_secs(1 << attempt))
+                .min(MAX_RETRY_AFTER);
+            tokio::time::sleep(wait).await;
+        }
+        self.metrics.push_counted(PushOutcome::Failed);
+    }
+
+    /// One request: its status, or `Retry` with the `Retry-After` of a 429/5xx.
+    async fn send_once(&self, subscription: &PushSubscription, payload: &[u8]) -> Result<u16, Retry> {
+        let request = match self.build(subscription, payload) {
+            Ok(r) => r,
+            Err(error) => {
+                tracing::warn!(%error, subscription = subscription.id, "push not encrypted");
+                return Ok(400);
+            }
+        };
+        let (parts, body) = request.into_parts();
+        let request = http::Request::from_parts(parts, Full::new(bytes::Bytes::from(body)));
+        let answer = tokio::time::timeout(self.timeout, async {
+            let response = self.client.request(request).await?;
+            let status = response.status().as_u16();
+            let retry_after = response
+                .headers()
+                .get(http::header::RETRY_AFTER)
+                .and_then(|v| v.to_str().ok())
+                .and_then(parse_retry_after);
+            // read (and bound) the answer's body so the connection can be reused
+            let _ = tokio::time::timeout(Duration::from_secs(1), response.into_body().collect()).await;
+            Ok::<_, hyper_util::client::legacy::Error>((status, retry_after))
+        })
+        .await;
+        match answer {
+            Ok(Ok((status, retry_after))) if status == 429 || status >= 500 => Err(Retry(retry_after)),
+            Ok(Ok((status, _))) => Ok(status),
+            Ok(Err(error)) => {
+                tracing::info!(%error, subscription = subscription.id, "push request failed");
+                Err(Retry(None))
+            }
+            Err(_) => {
+                tracing::info!(subscription = subscription.id, "push service did not answer in time");
+                Err(Retry(None))
+            }
+        }
+    }
+
+    fn build(&self, s: &PushSubscription, payload: &[u8]) -> anyhow::Result<http::Request<Vec<u8>>> {
+        let endpoint: http::Uri = s.endpoint.parse()?;
+        let key = p256::PublicKey::from_sec1_bytes(&decode_b64url(&s.p256dh_key).context("p256dh")?)?;
+        let auth = decode_b64url(&s.auth_key).context("auth")?;
+        anyhow::ensure!(auth.len() == 16, "auth is not 16 bytes");
+        let request = WebPushBuilder::new(endpoint, key, Auth::clone_from_slice(&auth))
+            .with_valid_duration(Duration::from_secs(TTL_SECONDS))
+            .with_vapid(&self.keys.pair, &self.subject)
+            .build(payload.to_vec())?;
+        Ok(request)
+    }
+}
+
+struct Retry(Option<Duration>);
+
+/// `Retry-After` as seconds or an HTTP date (RFC 9110 §10.2.3).
+pub fn parse_retry_after(value: &str) -> Option<Duration> {
+    if let Ok(seconds) = value.trim().parse::<u64>() {
+        return Some(Duration::from_secs(seconds));
+    }
+    let when = httpdate::parse_http_date(value.trim()).ok()?;
+    Some(when.duration_since(std::time::SystemTime::now()).unwrap_or_default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys() -> (String, String) {
+        let secret = p256::SecretKey::random(&mut rand_core_rng());
+        let public = B64.encode(secret.public_key().to_sec1_bytes());
+        (public, B64.encode([7u8; 16]))
+    }
+
+    fn rand_core_rng() -> p256::elliptic_curve::rand_core::OsRng {
+        p256::elliptic_curve::rand_core::OsRng
+    }
+
+    #[test]
+    fn subscriptions_are_checked() {
+        let (p256dh, auth) = keys();
+        assert_eq!(validate("https://push.example/abc", &p256dh, &auth, false), Ok(()));
+        assert_eq!(validate("http://push.example/abc", &p256dh, &auth, false), Err(Invalid::NotHttps));
+        assert_eq!(validate("http://127.0.0.1:9/abc", &p256dh, &auth, false), Err(Invalid::NotHttps));
+        assert_eq!(validate("http://127.0.0.1:9/abc", &p256dh, &auth, true), Ok(()));
+        assert_eq!(validate("http://push.example/abc", &p256dh, &auth, true), Err(Invalid::NotHttps));
+        assert_eq!(validate("javascript:alert(1)", &p256dh, &auth, true), Err(Invalid::NotHttps));
+        let long = format!("https://push.example/{}", "a".repeat(2048));
+        assert_eq!(validate(&long, &p256dh, &auth, false), Err(Invalid::TooLong));
+        assert_eq!(validate("https://push.example/abc", "AAAA", &auth, false), Err(Invalid::BadP256dh));
+        assert_eq!(validate("https://push.example/abc", "%%%", &auth, false), Err(Invalid::BadP256dh));
+        assert_eq!(validate("https://push.example/abc", &p256dh, "AAAA", false), Err(Invalid::BadAuth));
+    }
+
+    #[test]
+    fn plain_text_drops_markup() {
+        assert_eq!(plain_text("<div>Hi <strong>@Jason</strong> &amp; co&lt;3</div>"), "Hi @Jason & co<3");
+    }
+
+    #[test]
+    fn a_mention_is_the_whole_name() {
+        assert!(mentions_name("hey @jason, look", "jason"));
+        assert!(mentions_name("@jason", "jason"));
+        assert!(!mentions_name("hey @jasonette", "jason"));
+        assert!(mentions_name("ask @user 5 now", "user 5"));
+        assert!(!mentions_name("ask @user 50", "user 5"));
+    }
+
+    #[test]
+    fn retry_after_reads_seconds() {
+        assert_eq!(parse_retry_after("7"), Some(Duration::from_secs(7)));
+        assert_eq!(parse_retry_after("soon"), None);
+    }
+}

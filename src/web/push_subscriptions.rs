@@ -1,0 +1,153 @@
+//! `/users/me/push_subscriptions` (Campfire's `Users::PushSubscriptionsController` and
+//! `Users::PushSubscriptions::TestNotificationsController`): the signed-in user's web push
+//! subscriptions, one per browser.
+//!
+//! | route | answer |
+//! |---|---|
+//! | `GET /users/me/push_subscriptions` | the list (HTML; JSON with `Accept: application/json`), with the VAPID public key |
+//! | `POST /users/me/push_subscriptions` with `push_subscription[endpoint]`, `[p256dh_key]`, `[auth_key]` | 201 with the stored subscription as JSON (the same endpoint again refreshes its keys); 422 for an endpoint not `https` (plain-HTTP loopback only with `--push-allow-loopback`), longer than 2 KiB, or keys that do not decode |
+//! | `DELETE /users/me/push_subscriptions/{id}` | 302 to the list; 404 for another user's or an unknown id |
+//! | `POST /users/me/push_subscriptions/{id}/test_notifications` | queues a test notification to that browser; 302 to the list; 404 for another user's |
+//!
+//! Signed out: 401 (the list: 302 to the sign-in form).
+
+use askama::Template;
+use axum::extract::{Path, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{Html, IntoResponse, Response};
+use axum::Extension;
+
+use crate::db::push_subscriptions::{self, NewSubscription, PushSubscription};
+use crate::push::{self, Job, Notification};
+use crate::state::SharedState;
+use crate::web::context::Ctx;
+use crate::web::error::AppError;
+use crate::web::extract::parse_id;
+use crate::web::respond::found;
+
+const LIST: &str = "/users/me/push_subscriptions";
+
+/// The list page (`templates/users/push_subscriptions/index.html`).
+#[derive(Template, Debug)]
+#[template(path = "users/push_subscriptions/index.html")]
+pub struct PushSubscriptionsPage<'a> {
+    /// The masked authenticity token.
+    pub csrf_token: &'a str,
+    /// The user's subscriptions, newest first.
+    pub subscriptions: &'a [PushSubscription],
+    /// The VAPID public key, base64url.
+    pub vapid_public_key: &'a str,
+}
+
+fn wants_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.contains("application/json"))
+}
+
+/// `GET /users/me/push_subscriptions`.
+pub async fn index(
+    State(state): State<SharedState>,
+    Extension(ctx): Extension<Ctx>,
+    headers: HeaderMap,
+) -> Result<Response, AppError> {
+    let Some(user) = &ctx.user else {
+        return Ok(found("/session/new"));
+    };
+    let list = push_subscriptions::for_user(&state.pool, user.id).await?;
+    if wants_json(&headers) {
+        let body = serde_json::json!({
+            "vapid_public_key": state.pusher.public_key(),
+            "push_subscriptions": list,
+        });
+        return Ok(([(header::CONTENT_TYPE, "application/json")], body.to_string()).into_response());
+    }
+    let token = ctx.csrf_token();
+    let page = PushSubscriptionsPage {
+        csrf_token: &token,
+        subscriptions: &list,
+        vapid_public_key: state.pusher.public_key(),
+    };
+    Ok(Html(page.render()?).into_response())
+}
+
+/// `POST /users/me/push_subscriptions`.
+pub async fn create(
+    State(state): State<SharedState>,
+    Extension(ctx): Extension<Ctx>,
+    headers: HeaderMap,
+) -> Result<Response, AppError> {
+    let user = ctx.require_user()?;
+    let field = |name: &str| ctx.form.get(name).unwrap_or("").trim().to_owned();
+    let endpoint = field("push_subscription[endpoint]");
+    let p256dh = field("push_subscription[p256dh_key]");
+    let auth = field("push_subscription[auth_key]");
+    push::validate(&endpoint, &p256dh, &auth, state.config.push_allow_loopback)
+        .map_err(|e| AppError::Unprocessable(e.to_string()))?;
+    let user_agent: Option<String> = headers
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| v.chars().take(255).collect());
+    let stored = push_subscriptions::upsert(
+        &state.pool,
+        &NewSubscription {
+            user_id: user.id,
+            endpoint: &endpoint,
+            p256dh_key: &p256dh,
+            auth_key: &auth,
+            user_agent: user_agent.as_deref(),
+        },
+    )
+    .await?;
+    let location = format!("{LIST}/{}", stored.id);
+    Ok((
+        StatusCode::CREATED,
+        [
+            (header::LOCATION, location),
+            (header::CONTENT_TYPE, "application/json".to_owned()),
+        ],
+        serde_json::to_string(&stored).unwrap_or_default(),
+    )
+        .into_response())
+}
+
+/// `DELETE /users/me/push_subscriptions/{id}`.
+pub async fn destroy(
+    State(state): State<SharedState>,
+    Extension(ctx): Extension<Ctx>,
+    Path(id): Path<String>,
+) -> Result<Response, AppError> {
+    let user = ctx.require_user()?;
+    let id = parse_id(&id)?;
+    if !push_subscriptions::delete_for_user(&state.pool, user.id, id).await? {
+        return Err(AppError::NotFound);
+    }
+    Ok(found(LIST))
+}
+
+/// `POST /users/me/push_subscriptions/{id}/test_notifications`.
+pub async fn test_notification(
+    State(state): State<SharedState>,
+    Extension(ctx): Extension<Ctx>,
+    Path(id): Path<String>,
+) -> Result<Response, AppError> {
+    let user = ctx.require_user()?;
+    let id = parse_id(&id)?;
+    let subscription = push_subscriptions::find_for_user(&state.pool, user.id, id)
+        .await?
+        .ok_or(AppError::NotFound)?;
+    state.pusher.enqueue(Job {
+        room_id: 0,
+        creator_id: 0,
+        mentionee_ids: Some(Vec::new()),
+        text: String::new(),
+        notification: Notification {
+            title: "Hearth".into(),
+            body: "Notifications are on for this browser.".into(),
+            path: "/".into(),
+        },
+        only: Some(subscription),
+    });
+    Ok(found(LIST))
+}
