@@ -37,7 +37,8 @@ pub struct Config {
     #[arg(long, env = "HEARTH_BIND", default_value = "127.0.0.1:3000")]
     pub bind: SocketAddr,
 
-    /// SQLite database file (created, migrated and seeded when missing or empty).
+    /// SQLite database file (created and migrated when missing; seeded when empty, unless
+    /// `--no-seed` or `--production`).
     #[arg(
         long,
         env = "HEARTH_DATABASE",
@@ -62,8 +63,10 @@ pub struct Config {
     #[arg(long, env = "SECRET_KEY_BASE", hide_env_values = true)]
     pub secret_key_base: Option<Redacted<String>>,
 
-    /// Production mode: refuse to start without an explicit SECRET_KEY_BASE and mark cookies
-    /// Secure.
+    /// Production mode: refuse to start without an explicit SECRET_KEY_BASE, mark cookies
+    /// Secure, send `Strict-Transport-Security`, never seed an empty database (the first
+    /// visitor gets the first-run form, `/first_run`) and refuse to start on a database that
+    /// still holds the demo seed's published credentials (its join code, bot key, passwords).
     #[arg(long, env = "HEARTH_PRODUCTION", default_value_t = false)]
     pub production: bool,
 
@@ -161,12 +164,14 @@ pub struct Config {
     #[arg(long, env = "HEARTH_DRAIN_TIMEOUT", default_value_t = 10)]
     pub drain_timeout: u64,
 
-    /// Generated users to create when an empty database is seeded on first start.
+    /// Generated users to create when an empty database is seeded on first start (never in
+    /// production).
     #[arg(long, env = "HEARTH_SEED_USERS", default_value_t = 1000)]
     pub seed_users: usize,
 
     /// Leave an empty database empty: the first visitor gets Campfire's first-run form
-    /// (`/first_run`), which creates the administrator and the first open room.
+    /// (`/first_run`), which creates the administrator and the first open room. Always so
+    /// with `--production`.
     #[arg(long, env = "HEARTH_NO_SEED", default_value_t = false)]
     pub no_seed: bool,
 
