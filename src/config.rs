@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::ops::Deref;
 use std::path::PathBuf;
 
-use crate::fanout::{EngineKind, QueueLimits};
+use crate::fanout::{EngineKind, QueueBudgets, QueueLimits};
 
 /// Default largest accepted client message, in bytes (`--max-message-bytes`); a larger one,
 /// in one frame or in fragments, closes with 1009 (RFC 6455 §7.4.1).
@@ -95,6 +95,17 @@ pub struct Config {
     /// Per-connection outbound queue bound, in bytes.
     #[arg(long, env = "HEARTH_QUEUE_BYTES", default_value_t = QueueLimits::default().max_bytes)]
     pub queue_bytes: usize,
+
+    /// Byte budget of the frames queued to all cable connections of one user together
+    /// (frames past a connection's first few, and long frames); past it the user's heaviest
+    /// connection is cut off as too slow. 0: none.
+    #[arg(long, env = "HEARTH_QUEUE_USER_BYTES", default_value_t = QueueBudgets::default().user_bytes)]
+    pub queue_user_bytes: usize,
+
+    /// Byte budget of the frames queued to all cable connections of the server together; past
+    /// it the heaviest connection anywhere is cut off as too slow. 0: none.
+    #[arg(long, env = "HEARTH_QUEUE_SERVER_BYTES", default_value_t = QueueBudgets::default().server_bytes)]
+    pub queue_server_bytes: usize,
 
     /// Writer threads of the queue engine (each drains its share of the connections); 0 = one
     /// per core this process may run on (its CPU affinity: `taskset -c 0` gives one).
@@ -308,6 +319,14 @@ impl Config {
         QueueLimits {
             max_frames: self.queue_frames,
             max_bytes: self.queue_bytes,
+        }
+    }
+
+    /// The queued-frame budgets given by the flags.
+    pub fn queue_budgets(&self) -> QueueBudgets {
+        QueueBudgets {
+            user_bytes: self.queue_user_bytes,
+            server_bytes: self.queue_server_bytes,
         }
     }
 

@@ -178,10 +178,11 @@ impl AppState {
                 config.key_generator_digest,
             ),
         };
-        let fanout = Fanout::with_writer_threads(
+        let fanout = Fanout::with_budgets(
             config.fanout,
             config.queue_limits(),
             config.writer_threads,
+            config.queue_budgets(),
         );
         fanout.start();
         let json = JsonEscaping {
