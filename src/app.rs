@@ -80,13 +80,12 @@ fn routes_by_role(state: SharedState) -> axum::Router {
             axum::routing::any(cable).with_state(state.clone()),
         );
     }
-    let direct = direct
-        .merge(state.assets.routes())
-        .merge(
-            crate::web::internal::routes(state.clone()).layer(
-                axum::middleware::from_fn_with_state(state.clone(), internal_guard),
-            ),
-        );
+    let direct = direct.merge(state.assets.routes()).merge(
+        crate::web::internal::routes(state.clone()).layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            internal_guard,
+        )),
+    );
     let prepared = axum::middleware::from_fn_with_state(state, crate::web::context::prepare);
     // Wrapping the router (not `Router::layer`) runs the middleware before routing, so the
     // `_method` override is seen by the router.
@@ -190,9 +189,12 @@ async fn cable_via_app(
     let peer = request
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
-        .map_or(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), |c| c.0.ip());
-    let secure = crate::web::client_ip::forwarded_https(peer, headers, &state.config.trusted_proxies)
-        || state.config.production;
+        .map_or(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), |c| {
+            c.0.ip()
+        });
+    let secure =
+        crate::web::client_ip::forwarded_https(peer, headers, &state.config.trusted_proxies)
+            || state.config.production;
     let token = crate::web::context::parse_cookies(headers)
         .into_iter()
         .find(|(name, _)| name == SESSION_COOKIE)

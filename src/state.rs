@@ -120,7 +120,9 @@ async fn refuse_demo_credentials(pool: &sqlx::SqlitePool) -> anyhow::Result<()> 
     let found = crate::db::seed::demo_credentials(pool).await?;
     if found.is_empty() {
         if crate::db::seed::is_empty(pool).await? {
-            tracing::info!("production: the database is empty; open / to create the administrator (first run)");
+            tracing::info!(
+                "production: the database is empty; open / to create the administrator (first run)"
+            );
         }
         return Ok(());
     }
