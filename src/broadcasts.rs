@@ -94,6 +94,15 @@ pub fn message_unreads(b: &Broadcaster, room: &Room, member_ids: &[i64]) {
     );
 }
 
+/// Broadcasts `{"roomId":<room id>,"mentioned":true}` to the unread stream of each member a
+/// new message mentions: the sidebar marks the room for attention (bold and a dot).
+pub fn mentioned(b: &Broadcaster, room_id: i64, mentionee_ids: &[i64]) {
+    let notice = format!("{{\"roomId\":{room_id},\"mentioned\":true}}");
+    for id in mentionee_ids {
+        b.broadcast(&streams::unreads(*id), notice.as_bytes());
+    }
+}
+
 /// Broadcasts an edited message: a `replace` of its element. Returns the turbo-stream (the
 /// editor's own answer).
 ///

@@ -87,7 +87,13 @@ pub enum PushOutcome {
 
 impl PushOutcome {
     /// Every outcome, in label order.
-    pub const ALL: [Self; 5] = [Self::Sent, Self::Retried, Self::Gone, Self::Failed, Self::Dropped];
+    pub const ALL: [Self; 5] = [
+        Self::Sent,
+        Self::Retried,
+        Self::Gone,
+        Self::Failed,
+        Self::Dropped,
+    ];
 
     /// The `result` label.
     pub fn label(self) -> &'static str {

@@ -48,7 +48,10 @@ pub struct NewSubscription<'a> {
 
 /// Stores the subscription, or refreshes the keys of the user's subscription with the same
 /// endpoint (Campfire's `find_or_create_by`); returns it.
-pub async fn upsert(pool: &SqlitePool, new: &NewSubscription<'_>) -> sqlx::Result<PushSubscription> {
+pub async fn upsert(
+    pool: &SqlitePool,
+    new: &NewSubscription<'_>,
+) -> sqlx::Result<PushSubscription> {
     let now = now_ms();
     sqlx::query_as(concat!(
         "INSERT INTO push_subscriptions (user_id, endpoint, p256dh_key, auth_key, user_agent, created_at, updated_at) \

@@ -27,7 +27,7 @@ use hyper_util::rt::TokioExecutor;
 use sqlx::SqlitePool;
 use tokio::sync::{mpsc, Semaphore};
 use web_push_native::jwt_simple::algorithms::{
-    ECDSAP256PublicKeyLike as _, ES256KeyPair,
+    ECDSAP256KeyPairLike as _, ECDSAP256PublicKeyLike as _, ES256KeyPair,
 };
 use web_push_native::p256;
 use web_push_native::{Auth, WebPushBuilder};
@@ -122,6 +122,33 @@ impl VapidKeys {
         Self::from_private(&decode_b64url(&text).expect("just encoded"))
     }
 
+    /// The `Authorization` header of a push to `endpoint` (RFC 8292 §3): `vapid t=<JWT>,
+    /// k=<public key>`, the JWT signed with ES256 for the endpoint's origin (`aud`: scheme,
+    /// host and a port other than the scheme's default), valid for 12 hours, `sub` the
+    /// contact.
+    ///
+    /// # Errors
+    /// The endpoint has no scheme or host; signing failed.
+    pub fn authorization(&self, endpoint: &http::Uri, subject: &str) -> anyhow::Result<String> {
+        use web_push_native::jwt_simple::prelude::{Claims, Duration as JwtDuration};
+        let scheme = endpoint.scheme_str().context("endpoint without a scheme")?;
+        let host = endpoint.host().context("endpoint without a host")?;
+        let origin = match endpoint.port_u16() {
+            Some(port) if !matches!((scheme, port), ("https", 443) | ("http", 80)) => {
+                format!("{scheme}://{host}:{port}")
+            }
+            _ => format!("{scheme}://{host}"),
+        };
+        let claims = Claims::create(JwtDuration::from_hours(12))
+            .with_audience(origin)
+            .with_subject(subject);
+        let token = self
+            .pair
+            .sign(claims)
+            .map_err(|e| anyhow::anyhow!("VAPID token not signed: {e}"))?;
+        Ok(format!("vapid t={token}, k={}", self.public))
+    }
+
     /// The public key as the browser's `applicationServerKey` wants it: base64url of the
     /// uncompressed point.
     pub fn public_key(&self) -> &str {
@@ -162,7 +189,12 @@ pub enum Invalid {
 ///
 /// # Errors
 /// The first field that is wrong.
-pub fn validate(endpoint: &str, p256dh: &str, auth: &str, allow_loopback: bool) -> Result<(), Invalid> {
+pub fn validate(
+    endpoint: &str,
+    p256dh: &str,
+    auth: &str,
+    allow_loopback: bool,
+) -> Result<(), Invalid> {
     if endpoint.len() > MAX_ENDPOINT_BYTES {
         return Err(Invalid::TooLong);
     }
@@ -282,15 +314,29 @@ impl Notification {
     }
 
     /// Campfire's payload of a new message (`build_direct_payload`, `build_shared_payload`).
-    pub fn for_message(room_name: &str, direct: bool, author: &str, text: &str, path: String) -> Self {
+    pub fn for_message(
+        room_name: &str,
+        direct: bool,
+        author: &str,
+        text: &str,
+        path: String,
+    ) -> Self {
         let mut text: String = text.chars().take(MAX_BODY_CHARS).collect();
         if text.is_empty() {
             text = "(an attachment)".into();
         }
         if direct {
-            Self { title: author.to_owned(), body: text, path }
+            Self {
+                title: author.to_owned(),
+                body: text,
+                path,
+            }
         } else {
-            Self { title: room_name.to_owned(), body: format!("{author}: {text}"), path }
+            Self {
+                title: room_name.to_owned(),
+                body: format!("{author}: {text}"),
+                path,
+            }
         }
     }
 }
@@ -312,7 +358,10 @@ pub struct Job {
     pub only: Option<PushSubscription>,
 }
 
-type HttpsClient = Client<hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>, Full<bytes::Bytes>>;
+type HttpsClient = Client<
+    hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>,
+    Full<bytes::Bytes>,
+>;
 
 /// The push queue and its worker (see the module's documentation).
 #[derive(Debug, Clone)]
@@ -324,7 +373,12 @@ pub struct Pusher {
 
 impl Pusher {
     /// Starts the worker on the current runtime.
-    pub fn start(pool: SqlitePool, keys: VapidKeys, config: &Config, metrics: Arc<Metrics>) -> Self {
+    pub fn start(
+        pool: SqlitePool,
+        keys: VapidKeys,
+        config: &Config,
+        metrics: Arc<Metrics>,
+    ) -> Self {
         let (queue, jobs) = mpsc::channel(QUEUE_CAPACITY);
         let public_key: Arc<str> = keys.public.clone().into();
         let https = hyper_rustls::HttpsConnectorBuilder::new()
@@ -343,7 +397,11 @@ impl Pusher {
             permits: Arc::new(Semaphore::new(CONCURRENCY)),
         };
         tokio::spawn(worker.run(jobs));
-        Self { queue, public_key, metrics }
+        Self {
+            queue,
+            public_key,
+            metrics,
+        }
     }
 
     /// The VAPID public key (the page's `applicationServerKey`).
@@ -379,10 +437,17 @@ impl Worker {
                 None => {
                     let mentioned = match &job.mentionee_ids {
                         Some(ids) => ids.clone(),
-                        None => mentionees(&worker.pool, job.room_id, &job.text).await.unwrap_or_default(),
+                        None => mentionees(&worker.pool, job.room_id, &job.text)
+                            .await
+                            .unwrap_or_default(),
                     };
-                    push_subscriptions::recipients(&worker.pool, job.room_id, job.creator_id, &mentioned)
-                        .await
+                    push_subscriptions::recipients(
+                        &worker.pool,
+                        job.room_id,
+                        job.creator_id,
+                        &mentioned,
+                    )
+                    .await
                 }
             };
             let recipients = match recipients {
@@ -418,7 +483,9 @@ impl Worker {
                 }
                 Ok(404 | 410) => {
                     self.metrics.push_counted(PushOutcome::Gone);
-                    if let Err(error) = push_subscriptions::delete(&self.pool, subscription.id).await {
+                    if let Err(error) =
+                        push_subscriptions::delete(&self.pool, subscription.id).await
+                    {
                         tracing::warn!(%error, "deleting an expired push subscription failed");
                     }
                     return;
@@ -444,7 +511,11 @@ impl Worker {
     }
 
     /// One request: its status, or `Retry` with the `Retry-After` of a 429/5xx.
-    async fn send_once(&self, subscription: &PushSubscription, payload: &[u8]) -> Result<u16, Retry> {
+    async fn send_once(
+        &self,
+        subscription: &PushSubscription,
+        payload: &[u8],
+    ) -> Result<u16, Retry> {
         let request = match self.build(subscription, payload) {
             Ok(r) => r,
             Err(error) => {
@@ -463,33 +534,48 @@ impl Worker {
                 .and_then(|v| v.to_str().ok())
                 .and_then(parse_retry_after);
             // read (and bound) the answer's body so the connection can be reused
-            let _ = tokio::time::timeout(Duration::from_secs(1), response.into_body().collect()).await;
+            let _ =
+                tokio::time::timeout(Duration::from_secs(1), response.into_body().collect()).await;
             Ok::<_, hyper_util::client::legacy::Error>((status, retry_after))
         })
         .await;
         match answer {
-            Ok(Ok((status, retry_after))) if status == 429 || status >= 500 => Err(Retry(retry_after)),
+            Ok(Ok((status, retry_after))) if status == 429 || status >= 500 => {
+                Err(Retry(retry_after))
+            }
             Ok(Ok((status, _))) => Ok(status),
             Ok(Err(error)) => {
                 tracing::info!(%error, subscription = subscription.id, "push request failed");
                 Err(Retry(None))
             }
             Err(_) => {
-                tracing::info!(subscription = subscription.id, "push service did not answer in time");
+                tracing::info!(
+                    subscription = subscription.id,
+                    "push service did not answer in time"
+                );
                 Err(Retry(None))
             }
         }
     }
 
-    fn build(&self, s: &PushSubscription, payload: &[u8]) -> anyhow::Result<http::Request<Vec<u8>>> {
+    fn build(
+        &self,
+        s: &PushSubscription,
+        payload: &[u8],
+    ) -> anyhow::Result<http::Request<Vec<u8>>> {
         let endpoint: http::Uri = s.endpoint.parse()?;
-        let key = p256::PublicKey::from_sec1_bytes(&decode_b64url(&s.p256dh_key).context("p256dh")?)?;
+        let key =
+            p256::PublicKey::from_sec1_bytes(&decode_b64url(&s.p256dh_key).context("p256dh")?)?;
         let auth = decode_b64url(&s.auth_key).context("auth")?;
         anyhow::ensure!(auth.len() == 16, "auth is not 16 bytes");
-        let request = WebPushBuilder::new(endpoint, key, Auth::clone_from_slice(&auth))
+        let mut request = WebPushBuilder::new(endpoint.clone(), key, Auth::clone_from_slice(&auth))
             .with_valid_duration(Duration::from_secs(TTL_SECONDS))
-            .with_vapid(&self.keys.pair, &self.subject)
             .build(payload.to_vec())?;
+        let authorization = self.keys.authorization(&endpoint, &self.subject)?;
+        request.headers_mut().insert(
+            http::header::AUTHORIZATION,
+            http::HeaderValue::from_str(&authorization)?,
+        );
         Ok(request)
     }
 }
@@ -502,7 +588,10 @@ pub fn parse_retry_after(value: &str) -> Option<Duration> {
         return Some(Duration::from_secs(seconds));
     }
     let when = httpdate::parse_http_date(value.trim()).ok()?;
-    Some(when.duration_since(std::time::SystemTime::now()).unwrap_or_default())
+    Some(
+        when.duration_since(std::time::SystemTime::now())
+            .unwrap_or_default(),
+    )
 }
 
 #[cfg(test)]
@@ -522,22 +611,55 @@ mod tests {
     #[test]
     fn subscriptions_are_checked() {
         let (p256dh, auth) = keys();
-        assert_eq!(validate("https://push.example/abc", &p256dh, &auth, false), Ok(()));
-        assert_eq!(validate("http://push.example/abc", &p256dh, &auth, false), Err(Invalid::NotHttps));
-        assert_eq!(validate("http://127.0.0.1:9/abc", &p256dh, &auth, false), Err(Invalid::NotHttps));
-        assert_eq!(validate("http://127.0.0.1:9/abc", &p256dh, &auth, true), Ok(()));
-        assert_eq!(validate("http://push.example/abc", &p256dh, &auth, true), Err(Invalid::NotHttps));
-        assert_eq!(validate("javascript:alert(1)", &p256dh, &auth, true), Err(Invalid::NotHttps));
+        assert_eq!(
+            validate("https://push.example/abc", &p256dh, &auth, false),
+            Ok(())
+        );
+        assert_eq!(
+            validate("http://push.example/abc", &p256dh, &auth, false),
+            Err(Invalid::NotHttps)
+        );
+        assert_eq!(
+            validate("http://127.0.0.1:9/abc", &p256dh, &auth, false),
+            Err(Invalid::NotHttps)
+        );
+        assert_eq!(
+            validate("http://127.0.0.1:9/abc", &p256dh, &auth, true),
+            Ok(())
+        );
+        assert_eq!(
+            validate("http://push.example/abc", &p256dh, &auth, true),
+            Err(Invalid::NotHttps)
+        );
+        assert_eq!(
+            validate("javascript:alert(1)", &p256dh, &auth, true),
+            Err(Invalid::NotHttps)
+        );
         let long = format!("https://push.example/{}", "a".repeat(2048));
-        assert_eq!(validate(&long, &p256dh, &auth, false), Err(Invalid::TooLong));
-        assert_eq!(validate("https://push.example/abc", "AAAA", &auth, false), Err(Invalid::BadP256dh));
-        assert_eq!(validate("https://push.example/abc", "%%%", &auth, false), Err(Invalid::BadP256dh));
-        assert_eq!(validate("https://push.example/abc", &p256dh, "AAAA", false), Err(Invalid::BadAuth));
+        assert_eq!(
+            validate(&long, &p256dh, &auth, false),
+            Err(Invalid::TooLong)
+        );
+        assert_eq!(
+            validate("https://push.example/abc", "AAAA", &auth, false),
+            Err(Invalid::BadP256dh)
+        );
+        assert_eq!(
+            validate("https://push.example/abc", "%%%", &auth, false),
+            Err(Invalid::BadP256dh)
+        );
+        assert_eq!(
+            validate("https://push.example/abc", &p256dh, "AAAA", false),
+            Err(Invalid::BadAuth)
+        );
     }
 
     #[test]
     fn plain_text_drops_markup() {
-        assert_eq!(plain_text("<div>Hi <strong>@Jason</strong> &amp; co&lt;3</div>"), "Hi @Jason & co<3");
+        assert_eq!(
+            plain_text("<div>Hi <strong>@Jason</strong> &amp; co&lt;3</div>"),
+            "Hi @Jason & co<3"
+        );
     }
 
     #[test]

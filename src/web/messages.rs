@@ -202,7 +202,9 @@ async fn post_message(
 }
 
 /// Queues the web pushes of a new message (Campfire's `Room::MessagePusher`, run by its
-/// `Room::PushMessageJob`): never waits; the push worker finds the recipients.
+/// `Room::PushMessageJob`) without waiting: a task finds who the message mentions, tells each
+/// of them on their unread stream (`{"roomId":…,"mentioned":true}`: the sidebar's attention
+/// dot), and queues the pushes; the push worker finds the recipients.
 fn queue_pushes(state: &AppState, room: &Room, author: &User, message: &messages::Message) {
     let text = crate::push::plain_text(&message.body);
     let notification = crate::push::Notification::for_message(
@@ -212,13 +214,27 @@ fn queue_pushes(state: &AppState, room: &Room, author: &User, message: &messages
         &text,
         format!("/rooms/{}/@{}", room.id, message.id),
     );
-    state.pusher.enqueue(crate::push::Job {
-        room_id: room.id,
-        creator_id: author.id,
-        mentionee_ids: None,
-        text,
-        notification,
-        only: None,
+    let pool = state.pool.clone();
+    let broadcaster = state.broadcaster.clone();
+    let pusher = state.pusher.clone();
+    let (room_id, creator_id) = (room.id, author.id);
+    tokio::spawn(async move {
+        let mentioned = crate::push::mentionees(&pool, room_id, &text)
+            .await
+            .unwrap_or_default();
+        let mentioned: Vec<i64> = mentioned
+            .into_iter()
+            .filter(|id| *id != creator_id)
+            .collect();
+        broadcasts::mentioned(&broadcaster, room_id, &mentioned);
+        pusher.enqueue(crate::push::Job {
+            room_id,
+            creator_id,
+            mentionee_ids: Some(mentioned),
+            text,
+            notification,
+            only: None,
+        });
     });
 }
 

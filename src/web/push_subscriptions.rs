@@ -61,7 +61,11 @@ pub async fn index(
             "vapid_public_key": state.pusher.public_key(),
             "push_subscriptions": list,
         });
-        return Ok(([(header::CONTENT_TYPE, "application/json")], body.to_string()).into_response());
+        return Ok((
+            [(header::CONTENT_TYPE, "application/json")],
+            body.to_string(),
+        )
+            .into_response());
     }
     let token = ctx.csrf_token();
     let page = PushSubscriptionsPage {

@@ -33,6 +33,7 @@ mod node_client;
 mod page_assets;
 mod process;
 mod properties;
+mod push;
 mod rails_interop;
 mod rails_vectors;
 mod redis;

@@ -4,20 +4,18 @@
 //! subscription's private key. Who gets a notification follows Campfire's
 //! `Room::MessagePusher`.
 
-mod common;
-
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::common::{self, csrf_meta, form, Client, TestServer};
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
 use axum::Router;
 use base64::Engine as _;
-use common::{csrf_meta, form, Client, TestServer};
 use parking_lot::Mutex;
 use web_push_native::jwt_simple::prelude::*;
 use web_push_native::p256;
@@ -89,10 +87,19 @@ async fn push_endpoint(
         }
         _ => {}
     }
-    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_owned()
+    };
     let mut problems = Vec::new();
     if header("content-encoding") != "aes128gcm" {
-        problems.push(format!("{who}: Content-Encoding {:?}", header("content-encoding")));
+        problems.push(format!(
+            "{who}: Content-Encoding {:?}",
+            header("content-encoding")
+        ));
     }
     if header("ttl").parse::<u64>().is_err() {
         problems.push(format!("{who}: no TTL"));
@@ -156,14 +163,21 @@ async fn signed_in(server: &TestServer, email: &str, password: &str) -> (Client,
     (c, csrf)
 }
 
-async fn subscribe(c: &mut Client, csrf: &str, endpoint: &str, p256dh: &str, auth: &str) -> common::Response {
+async fn subscribe(
+    c: &mut Client,
+    csrf: &str,
+    endpoint: &str,
+    p256dh: &str,
+    auth: &str,
+) -> common::Response {
     let body = form(&[
         ("push_subscription[endpoint]", endpoint),
         ("push_subscription[p256dh_key]", p256dh),
         ("push_subscription[auth_key]", auth),
         ("authenticity_token", csrf),
     ]);
-    c.post_form("/users/me/push_subscriptions", &body, &[]).await
+    c.post_form("/users/me/push_subscriptions", &body, &[])
+        .await
 }
 
 async fn set_involvement(server: &TestServer, room: i64, user: i64, involvement: &str) {
@@ -235,7 +249,9 @@ async fn a_mention_and_a_dm_reach_exactly_the_members_campfire_pushes_to() {
     assert_eq!(r.status, 200, "{}", r.body);
     // Jason's direct room with David (5): David's default involvement there is everything.
     let (csrf, _) = jason.room(5).await;
-    let r = jason.post_message(5, "Lunch at noon?", "push-dm-1", &csrf).await;
+    let r = jason
+        .post_message(5, "Lunch at noon?", "push-dm-1", &csrf)
+        .await;
     assert_eq!(r.status, 200, "{}", r.body);
     // JZ's direct room with David (6), which David set to nothing.
     let (mut jz, _) = signed_in(&server, "jz@example.com", PASSWORD).await;
@@ -255,26 +271,54 @@ async fn a_mention_and_a_dm_reach_exactly_the_members_campfire_pushes_to() {
             (
                 r.who.clone(),
                 r.payload["title"].as_str().unwrap_or("").to_owned(),
-                r.payload["options"]["body"].as_str().unwrap_or("").to_owned(),
-                r.payload["options"]["data"]["path"].as_str().unwrap_or("").to_owned(),
+                r.payload["options"]["body"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_owned(),
+                r.payload["options"]["data"]["path"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_owned(),
             )
         })
         .collect();
     got.sort();
-    let m1 = hearth::db::messages::last_page(&server.state.pool, 1).await.unwrap();
+    let m1 = hearth::db::messages::last_page(&server.state.pool, 1)
+        .await
+        .unwrap();
     let m1 = m1.last().unwrap().id;
-    let m5 = hearth::db::messages::last_page(&server.state.pool, 5).await.unwrap();
+    let m5 = hearth::db::messages::last_page(&server.state.pool, 5)
+        .await
+        .unwrap();
     let m5 = m5.last().unwrap().id;
     let shared_body = format!("Jason: {text}");
     let mut want = vec![
-        ("david".to_owned(), "All Talk".to_owned(), shared_body.clone(), format!("/rooms/1/@{m1}")),
-        ("david".to_owned(), "Jason".to_owned(), "Lunch at noon?".to_owned(), format!("/rooms/5/@{m5}")),
-        ("jz".to_owned(), "All Talk".to_owned(), shared_body, format!("/rooms/1/@{m1}")),
+        (
+            "david".to_owned(),
+            "All Talk".to_owned(),
+            shared_body.clone(),
+            format!("/rooms/1/@{m1}"),
+        ),
+        (
+            "david".to_owned(),
+            "Jason".to_owned(),
+            "Lunch at noon?".to_owned(),
+            format!("/rooms/5/@{m5}"),
+        ),
+        (
+            "jz".to_owned(),
+            "All Talk".to_owned(),
+            shared_body,
+            format!("/rooms/1/@{m1}"),
+        ),
     ];
     want.sort();
     assert_eq!(got, want);
     for r in service.received.lock().iter() {
-        assert!(r.payload["options"]["data"]["badge"].as_i64().unwrap_or(-1) >= 1, "{r:?}");
+        assert!(
+            r.payload["options"]["data"]["badge"].as_i64().unwrap_or(-1) >= 1,
+            "{r:?}"
+        );
     }
     server.stop().await;
 }
@@ -286,58 +330,147 @@ async fn subscriptions_refuse_bad_input_and_belong_to_their_user() {
     let (p256dh, auth) = (keys.p256dh(), keys.auth_key());
     let (mut david, csrf) = signed_in(&server, "david@example.com", PASSWORD).await;
     for (endpoint, p, a, why) in [
-        ("http://push.example/x", p256dh.as_str(), auth.as_str(), "plain http"),
-        ("http://127.0.0.1:9/x", &p256dh, &auth, "loopback without --push-allow-loopback"),
+        (
+            "http://push.example/x",
+            p256dh.as_str(),
+            auth.as_str(),
+            "plain http",
+        ),
+        (
+            "http://127.0.0.1:9/x",
+            &p256dh,
+            &auth,
+            "loopback without --push-allow-loopback",
+        ),
         ("ftp://push.example/x", &p256dh, &auth, "not http"),
         ("not a url", &p256dh, &auth, "not a URL"),
-        ("https://push.example/x", "bm90IGEga2V5", &auth, "p256dh not a point"),
-        ("https://push.example/x", "%%%", &auth, "p256dh not base64url"),
-        ("https://push.example/x", &p256dh, "c2hvcnQ", "auth not 16 bytes"),
+        (
+            "https://push.example/x",
+            "bm90IGEga2V5",
+            &auth,
+            "p256dh not a point",
+        ),
+        (
+            "https://push.example/x",
+            "%%%",
+            &auth,
+            "p256dh not base64url",
+        ),
+        (
+            "https://push.example/x",
+            &p256dh,
+            "c2hvcnQ",
+            "auth not 16 bytes",
+        ),
         ("https://push.example/x", &p256dh, "", "auth missing"),
     ] {
         let r = subscribe(&mut david, &csrf, endpoint, p, a).await;
         assert_eq!(r.status, 422, "{why}: {}", r.body);
     }
     let long = format!("https://push.example/{}", "a".repeat(2100));
-    assert_eq!(subscribe(&mut david, &csrf, &long, &p256dh, &auth).await.status, 422);
-    assert!(hearth::db::push_subscriptions::for_user(&server.state.pool, 1).await.unwrap().is_empty());
+    assert_eq!(
+        subscribe(&mut david, &csrf, &long, &p256dh, &auth)
+            .await
+            .status,
+        422
+    );
+    assert!(
+        hearth::db::push_subscriptions::for_user(&server.state.pool, 1)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 
-    let r = subscribe(&mut david, &csrf, "https://push.example/david", &p256dh, &auth).await;
+    let r = subscribe(
+        &mut david,
+        &csrf,
+        "https://push.example/david",
+        &p256dh,
+        &auth,
+    )
+    .await;
     assert_eq!(r.status, 201, "{}", r.body);
-    let again = subscribe(&mut david, &csrf, "https://push.example/david", &p256dh, &auth).await;
+    let again = subscribe(
+        &mut david,
+        &csrf,
+        "https://push.example/david",
+        &p256dh,
+        &auth,
+    )
+    .await;
     assert_eq!(again.status, 201);
-    let list = hearth::db::push_subscriptions::for_user(&server.state.pool, 1).await.unwrap();
+    let list = hearth::db::push_subscriptions::for_user(&server.state.pool, 1)
+        .await
+        .unwrap();
     assert_eq!(list.len(), 1, "the same endpoint is one subscription");
     let id = list[0].id;
 
     // Jason can neither see, test nor delete David's.
     let (mut jason, jcsrf) = signed_in(&server, "jason@example.com", PASSWORD).await;
-    let page = jason.request("GET", "/users/me/push_subscriptions", &[("Accept", "application/json")], b"").await;
+    let page = jason
+        .request(
+            "GET",
+            "/users/me/push_subscriptions",
+            &[("Accept", "application/json")],
+            b"",
+        )
+        .await;
     assert_eq!(page.status, 200);
     let json: serde_json::Value = serde_json::from_str(&page.body).unwrap();
     assert_eq!(json["push_subscriptions"].as_array().unwrap().len(), 0);
-    assert_eq!(json["vapid_public_key"].as_str().unwrap(), server.state.pusher.public_key());
+    assert_eq!(
+        json["vapid_public_key"].as_str().unwrap(),
+        server.state.pusher.public_key()
+    );
     let del = form(&[("_method", "delete"), ("authenticity_token", &jcsrf)]);
-    let r = jason.post_form(&format!("/users/me/push_subscriptions/{id}"), &del, &[]).await;
+    let r = jason
+        .post_form(&format!("/users/me/push_subscriptions/{id}"), &del, &[])
+        .await;
     assert_eq!(r.status, 404);
     let test = form(&[("authenticity_token", &jcsrf)]);
-    let r = jason.post_form(&format!("/users/me/push_subscriptions/{id}/test_notifications"), &test, &[]).await;
+    let r = jason
+        .post_form(
+            &format!("/users/me/push_subscriptions/{id}/test_notifications"),
+            &test,
+            &[],
+        )
+        .await;
     assert_eq!(r.status, 404);
-    assert_eq!(hearth::db::push_subscriptions::for_user(&server.state.pool, 1).await.unwrap().len(), 1);
+    assert_eq!(
+        hearth::db::push_subscriptions::for_user(&server.state.pool, 1)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
 
     // Signed out: 401; the owner deletes it.
     let mut anonymous = server.client();
-    let r = anonymous.post_form("/users/me/push_subscriptions", "push_subscription%5Bendpoint%5D=x", &[]).await;
+    let r = anonymous
+        .post_form(
+            "/users/me/push_subscriptions",
+            "push_subscription%5Bendpoint%5D=x",
+            &[],
+        )
+        .await;
     assert!(r.status == 401 || r.status == 422, "{}", r.status);
     let del = form(&[("_method", "delete"), ("authenticity_token", &csrf)]);
-    let r = david.post_form(&format!("/users/me/push_subscriptions/{id}"), &del, &[]).await;
+    let r = david
+        .post_form(&format!("/users/me/push_subscriptions/{id}"), &del, &[])
+        .await;
     assert_eq!(r.status, 302);
-    assert!(hearth::db::push_subscriptions::for_user(&server.state.pool, 1).await.unwrap().is_empty());
+    assert!(
+        hearth::db::push_subscriptions::for_user(&server.state.pool, 1)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     server.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn gone_subscriptions_are_deleted_busy_ones_retried_and_a_hanging_service_never_delays_a_post() {
+async fn gone_subscriptions_are_deleted_busy_ones_retried_and_a_hanging_service_never_delays_a_post(
+) {
     let (addr, service) = start_service().await;
     let server = TestServer::start_with(|c| {
         c.push_allow_loopback = true;
@@ -353,9 +486,20 @@ async fn gone_subscriptions_are_deleted_busy_ones_retried_and_a_hanging_service_
     ] {
         let (mut c, csrf) = signed_in(&server, email, PASSWORD).await;
         let keys = BrowserKeys::new();
-        let r = subscribe(&mut c, &csrf, &format!("http://{addr}/{mode}/{name}"), &keys.p256dh(), &keys.auth_key()).await;
+        let r = subscribe(
+            &mut c,
+            &csrf,
+            &format!("http://{addr}/{mode}/{name}"),
+            &keys.p256dh(),
+            &keys.auth_key(),
+        )
+        .await;
         assert_eq!(r.status, 201, "{}", r.body);
-        ids.push(serde_json::from_str::<serde_json::Value>(&r.body).unwrap()["id"].as_i64().unwrap());
+        ids.push(
+            serde_json::from_str::<serde_json::Value>(&r.body).unwrap()["id"]
+                .as_i64()
+                .unwrap(),
+        );
         service.keys.lock().push((name.to_owned(), keys));
     }
     for user in [1, 3, 4] {
@@ -365,28 +509,48 @@ async fn gone_subscriptions_are_deleted_busy_ones_retried_and_a_hanging_service_
     let (csrf, _) = jason.room(1).await;
     for i in 0..3 {
         let started = std::time::Instant::now();
-        let r = jason.post_message(1, &format!("Post {i}"), &format!("push-hang-{i}"), &csrf).await;
+        let r = jason
+            .post_message(1, &format!("Post {i}"), &format!("push-hang-{i}"), &csrf)
+            .await;
         assert_eq!(r.status, 200);
-        assert!(started.elapsed() < Duration::from_secs(1), "a post took {:?}", started.elapsed());
+        assert!(
+            started.elapsed() < Duration::from_secs(1),
+            "a post took {:?}",
+            started.elapsed()
+        );
     }
     // JZ's service answers 429 + Retry-After: 1 once, then takes all three.
     wait_for(&service, 3).await;
-    let got: Vec<String> = service.received.lock().iter().map(|r| r.who.clone()).collect();
+    let got: Vec<String> = service
+        .received
+        .lock()
+        .iter()
+        .map(|r| r.who.clone())
+        .collect();
     assert_eq!(got, ["jz", "jz", "jz"], "{:?}", service.problems.lock());
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     loop {
-        let left = hearth::db::push_subscriptions::for_user(&server.state.pool, 1).await.unwrap();
+        let left = hearth::db::push_subscriptions::for_user(&server.state.pool, 1)
+            .await
+            .unwrap();
         if left.is_empty() {
             break;
         }
-        assert!(tokio::time::Instant::now() < deadline, "the 410 subscription is still there");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the 410 subscription is still there"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let metrics = server.client().get("/metrics").await.body;
     let count = |result: &str| {
         metrics
             .lines()
-            .find(|l| l.starts_with(&format!("hearth_push_deliveries_total{{result=\"{result}\"}}")))
+            .find(|l| {
+                l.starts_with(&format!(
+                    "hearth_push_deliveries_total{{result=\"{result}\"}}"
+                ))
+            })
             .and_then(|l| l.rsplit(' ').next())
             .and_then(|v| v.parse::<f64>().ok())
             .unwrap_or(-1.0)
