@@ -82,21 +82,35 @@ pub type SharedState = Arc<AppState>;
 /// that file with 64 random bytes in hex (128 characters, as `rails secret`) on first use.
 /// In production mode a missing `SECRET_KEY_BASE` is an error.
 pub fn secret_key_base(config: &Config) -> anyhow::Result<String> {
-    if let Some(s) = config.secret_key_base.as_ref().filter(|s| !s.is_empty()) {
-        return Ok(s.0.clone());
+    find_secret_key_base(
+        config.secret_key_base.as_deref().map(String::as_str),
+        config.production,
+        &config.data_dir,
+    )
+}
+
+/// [`secret_key_base`] from its three settings: `explicit` (`SECRET_KEY_BASE`; empty counts as
+/// unset), `production` and `data_dir`.
+pub fn find_secret_key_base(
+    explicit: Option<&str>,
+    production: bool,
+    data_dir: &Path,
+) -> anyhow::Result<String> {
+    if let Some(s) = explicit.filter(|s| !s.is_empty()) {
+        return Ok(s.to_owned());
     }
-    if config.production {
+    if production {
         anyhow::bail!("SECRET_KEY_BASE must be set in production mode");
     }
-    let path = config.data_dir.join("secret_key_base");
+    let path = data_dir.join("secret_key_base");
     if let Ok(existing) = std::fs::read_to_string(&path) {
         let existing = existing.trim().to_owned();
         if !existing.is_empty() {
             return Ok(existing);
         }
     }
-    std::fs::create_dir_all(&config.data_dir)
-        .with_context(|| format!("creating {}", config.data_dir.display()))?;
+    std::fs::create_dir_all(data_dir)
+        .with_context(|| format!("creating {}", data_dir.display()))?;
     let mut bytes = [0u8; 64];
     rand::fill(&mut bytes);
     let secret = hex::encode(bytes);
