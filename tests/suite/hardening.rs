@@ -299,9 +299,10 @@ async fn every_state_changing_route_needs_the_csrf_token() {
 
 #[tokio::test]
 async fn production_cookies_are_secure_and_http_only() {
+    // A production server starts empty: its first page is the first-run form.
     let server = TestServer::start_with(|c| c.production = true).await;
     let mut c = server.client();
-    let page = c.get("/session/new").await;
+    let page = c.get("/first_run").await;
     let csrf_cookie = page
         .headers_named("set-cookie")
         .into_iter()
@@ -315,16 +316,17 @@ async fn production_cookies_are_secure_and_http_only() {
     let token = common::csrf_meta(&page.body);
     let r = c
         .post_form(
-            "/session",
+            "/first_run",
             &form(&[
-                ("email_address", DAVID),
-                ("password", SECRET),
+                ("user[name]", "Ada"),
+                ("user[email_address]", "ada@example.org"),
+                ("user[password]", "a long new password"),
                 ("authenticity_token", &token),
             ]),
             &[],
         )
         .await;
-    assert_eq!(r.status, 302);
+    assert_eq!(r.status, 302, "{}", r.body);
     let session = r
         .headers_named("set-cookie")
         .into_iter()

@@ -38,6 +38,7 @@ mod rails_vectors;
 mod redis;
 mod redis_rails;
 mod rooms;
+mod security;
 mod seed;
 mod stress;
 mod web;
