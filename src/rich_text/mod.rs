@@ -110,8 +110,7 @@ fn push_escaped(out: &mut String, text: &str) {
     }
 }
 
-/// Escaped `text` with its URLs as links (`<a href="…" rel="noopener noreferrer"
-/// target="_blank">`).
+/// Escaped `text` with its URLs as links (`<a href="…" target="_blank" rel="noopener noreferrer">`).
 fn push_linked(out: &mut String, text: &str) {
     let mut at = 0;
     for (start, end) in autolink::find(text) {
