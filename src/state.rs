@@ -19,7 +19,7 @@ use crate::fanout::Fanout;
 use crate::metrics::Metrics;
 use crate::pubsub::{Broadcaster, Bus, LocalBus};
 use crate::rails::json::JsonEscaping;
-use crate::rails::{SignedCookieJar, StreamNameSigner};
+use crate::rails::{SignedCookieJar, SignedGlobalIds, StreamNameSigner};
 use crate::rate_limit::{RateLimiter, WINDOW};
 use crate::redis_pubsub::RedisPubSub;
 use crate::registry::Registry;
@@ -52,6 +52,9 @@ pub struct AppState {
     pub cookies: SignedCookieJar,
     /// Turbo's signed stream name signer and verifier.
     pub signer: StreamNameSigner,
+    /// Signed GlobalIDs (`sgid`) of mentioned users, as Rails' `signed_global_ids` verifier
+    /// makes them for `--gid-app`.
+    pub sgids: SignedGlobalIds,
     /// ActiveSupport's JSON escaping settings for frames.
     pub json: JsonEscaping,
     /// The login rate limit.
@@ -248,6 +251,11 @@ impl AppState {
             app_link,
             fanout,
             cookies: SignedCookieJar::from_secret_key_base(secret.as_bytes()),
+            sgids: SignedGlobalIds::from_secret_key_base(
+                secret.as_bytes(),
+                config.key_generator_digest,
+                &config.gid_app,
+            ),
             signer,
             json,
             login_limiter: RateLimiter::new(config.login_rate_limit, WINDOW),

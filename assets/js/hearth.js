@@ -1,6 +1,6 @@
 // The room page's behaviour. Turbo Drive and Turbo Streams come from turbo-rails (which also
 // defines <turbo-cable-stream-source>); this module adds the composer, typing notices,
-// presence, unread marks, older messages, the catch-up after a reconnect and the order of
+// presence, unread marks, rich message bodies, older messages, the catch-up after a reconnect and the order of
 // appended messages. Everything runs on one Action Cable consumer, the one turbo-rails'
 // stream sources use.
 //
@@ -13,6 +13,7 @@ import { startConnection } from "./connection.js"
 import { startUnreads } from "./unreads.js"
 import { startScrolling } from "./scrolling.js"
 import { startOrdering } from "./ordering.js"
+import { startBodies } from "./bodies.js"
 
 let current = null
 
@@ -42,6 +43,7 @@ async function setUp() {
     startScrolling(context),
     startOrdering(context),
     startComposer(context),
+    startBodies(context),
     startTyping(context),
     startPresence(context),
     startUnreads(context),
