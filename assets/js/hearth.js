@@ -2,8 +2,8 @@
 // defines <turbo-cable-stream-source>); this module adds the composer, typing notices,
 // presence, unread marks, rich message bodies, the list's look per reader (times, days,
 // threads), its paging, the message menu, pending posts, sounds, the catch-up after a
-// reconnect and the order of appended messages. Everything runs on one Action Cable consumer, the one turbo-rails'
-// stream sources use.
+// reconnect and the order of appended messages. Everything runs on one Action Cable
+// consumer, the one turbo-rails' stream sources use.
 //
 // Each room page is set up on `turbo:load` and torn down before Turbo renders the next page.
 import { Turbo, cable } from "@hotwired/turbo-rails"
