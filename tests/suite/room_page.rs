@@ -3,7 +3,7 @@
 //! results name their room, and the message partial stays the same for every reader (who may
 //! edit is decided in the browser; the server keeps its 403).
 
-mod common;
+use crate::common;
 
 use common::TestServer;
 
