@@ -224,67 +224,6 @@ fn is_loopback(host: &str) -> bool {
             .is_ok_and(|ip| ip.is_loopback())
 }
 
-/// A message's text without its markup, entities decoded (Campfire's `plain_text_body`).
-pub fn plain_text(html: &str) -> String {
-    let mut out = String::with_capacity(html.len());
-    let mut in_tag = false;
-    for c in html.chars() {
-        match c {
-            '<' => in_tag = true,
-            '>' if in_tag => {
-                in_tag = false;
-                out.push(' ');
-            }
-            _ if !in_tag => out.push(c),
-            _ => {}
-        }
-    }
-    let decoded = out
-        .replace("&lt;", "<")
-        .replace("&gt;", ">")
-        .replace("&quot;", "\"")
-        .replace("&#39;", "'")
-        .replace("&nbsp;", " ")
-        .replace("&amp;", "&");
-    decoded.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// The members of `room_id` that `text` mentions as `@Name` (their whole name, any case,
-/// not followed by a letter or digit).
-///
-/// # Errors
-/// The members could not be read.
-pub async fn mentionees(pool: &SqlitePool, room_id: i64, text: &str) -> sqlx::Result<Vec<i64>> {
-    if !text.contains('@') {
-        return Ok(Vec::new());
-    }
-    let members: Vec<(i64, String)> = sqlx::query_as(
-        "SELECT u.id, u.name FROM memberships m JOIN users u ON u.id = m.user_id WHERE m.room_id = ?",
-    )
-    .bind(room_id)
-    .fetch_all(pool)
-    .await?;
-    let lower = text.to_lowercase();
-    Ok(members
-        .into_iter()
-        .filter(|(_, name)| mentions_name(&lower, &name.to_lowercase()))
-        .map(|(id, _)| id)
-        .collect())
-}
-
-fn mentions_name(lower_text: &str, lower_name: &str) -> bool {
-    if lower_name.is_empty() {
-        return false;
-    }
-    let needle = format!("@{lower_name}");
-    lower_text.match_indices(&needle).any(|(at, _)| {
-        lower_text[at + needle.len()..]
-            .chars()
-            .next()
-            .is_none_or(|c| !c.is_alphanumeric())
-    })
-}
-
 /// A notification as the service worker shows it: `{title, options: {body, tag, data:
 /// {path, badge}}}` (`assets/pwa/service-worker.js`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -348,10 +287,8 @@ pub struct Job {
     pub room_id: i64,
     /// Who posted (never pushed to).
     pub creator_id: i64,
-    /// Who the message mentions; `None`: found by the worker from `text` ([`mentionees`]).
-    pub mentionee_ids: Option<Vec<i64>>,
-    /// The message's plain text.
-    pub text: String,
+    /// Who the message mentions (`rich_text::Body::mentionee_ids`).
+    pub mentionee_ids: Vec<i64>,
     /// What each recipient is shown.
     pub notification: Notification,
     /// Only this subscription (a test notification), instead of the room's recipients.
@@ -435,17 +372,11 @@ impl Worker {
             let recipients = match job.only.clone() {
                 Some(one) => Ok(vec![one]),
                 None => {
-                    let mentioned = match &job.mentionee_ids {
-                        Some(ids) => ids.clone(),
-                        None => mentionees(&worker.pool, job.room_id, &job.text)
-                            .await
-                            .unwrap_or_default(),
-                    };
                     push_subscriptions::recipients(
                         &worker.pool,
                         job.room_id,
                         job.creator_id,
-                        &mentioned,
+                        &job.mentionee_ids,
                     )
                     .await
                 }
@@ -652,23 +583,6 @@ mod tests {
             validate("https://push.example/abc", &p256dh, "AAAA", false),
             Err(Invalid::BadAuth)
         );
-    }
-
-    #[test]
-    fn plain_text_drops_markup() {
-        assert_eq!(
-            plain_text("<div>Hi <strong>@Jason</strong> &amp; co&lt;3</div>"),
-            "Hi @Jason & co<3"
-        );
-    }
-
-    #[test]
-    fn a_mention_is_the_whole_name() {
-        assert!(mentions_name("hey @jason, look", "jason"));
-        assert!(mentions_name("@jason", "jason"));
-        assert!(!mentions_name("hey @jasonette", "jason"));
-        assert!(mentions_name("ask @user 5 now", "user 5"));
-        assert!(!mentions_name("ask @user 50", "user 5"));
     }
 
     #[test]

@@ -144,8 +144,7 @@ pub async fn test_notification(
     state.pusher.enqueue(Job {
         room_id: 0,
         creator_id: 0,
-        mentionee_ids: Some(Vec::new()),
-        text: String::new(),
+        mentionee_ids: Vec::new(),
         notification: Notification {
             title: "Hearth".into(),
             body: "Notifications are on for this browser.".into(),

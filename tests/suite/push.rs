@@ -243,10 +243,33 @@ async fn a_mention_and_a_dm_reach_exactly_the_members_campfire_pushes_to() {
     // Room 6 (David and JZ, direct): David turned it to nothing.
     set_involvement(&server, 6, 1, "nothing").await;
 
+    // Mentions as the editor sends them: Action Text HTML with signed mention attachments.
     let (csrf, _) = jason.room(1).await;
-    let text = "Hey @David, @Kevin, @User 2 and @User 3: the build is green";
-    let r = jason.post_message(1, text, "push-mention-1", &csrf).await;
+    let mention = |id: i64, name: &str| {
+        let sgid = server.state.sgids.sign("User", id, hearth::rails::signed_global_id::ATTACHABLE_PURPOSE);
+        format!(
+            "<action-text-attachment sgid=\"{sgid}\" content-type=\"application/vnd.campfire.mention\" \
+             content=\"&lt;span class=&quot;mention&quot;&gt;@{name}&lt;/span&gt;\"></action-text-attachment>"
+        )
+    };
+    let html = format!(
+        "<div>Hey {}, {}, {} and {}: the build is green</div>",
+        mention(1, "David"),
+        mention(4, "Kevin"),
+        mention(9, "User 2"),
+        mention(10, "User 3")
+    );
+    let posted = form(&[
+        ("message[body]", &html),
+        ("message[body_format]", "html"),
+        ("message[client_message_id]", "push-mention-1"),
+        ("authenticity_token", &csrf),
+    ]);
+    let r = jason
+        .post_form("/rooms/1/messages", &posted, &[("Accept", "text/vnd.turbo-stream.html, text/html")])
+        .await;
     assert_eq!(r.status, 200, "{}", r.body);
+    let text = "Hey @David, @Kevin, @User 2 and @User 3: the build is green";
     // Jason's direct room with David (5): David's default involvement there is everything.
     let (csrf, _) = jason.room(5).await;
     let r = jason
