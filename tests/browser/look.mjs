@@ -232,8 +232,10 @@ try {
     out("DESKTOP-SIDEBAR", `${Math.round(sidebar.width)} px beside ${Math.round(area.width)} px of messages`)
     const seen = [await page.getAttribute(".nav__bell", "data-involvement")]
     for (let i = 0; i < 4; i++) {
-      await Promise.all([page.waitForURL(`${base}/rooms/1`), page.click(".nav__bell button")])
-      await page.waitForSelector(".nav__bell")
+      const before = seen[seen.length - 1]
+      await page.click(".nav__bell button")
+      await page.waitForFunction((prev) => document.querySelector(".nav__bell")?.dataset.involvement !== prev, before)
+      if (!page.url().endsWith("/rooms/1")) await fail(`the bell left the room: ${page.url()}`)
       seen.push(await page.getAttribute(".nav__bell", "data-involvement"))
     }
     if (seen.join(" ") !== "mentions everything nothing invisible mentions") await fail(`the bell went ${seen.join(" → ")}`)

@@ -246,7 +246,11 @@ async fn a_mention_and_a_dm_reach_exactly_the_members_campfire_pushes_to() {
     // Mentions as the editor sends them: Action Text HTML with signed mention attachments.
     let (csrf, _) = jason.room(1).await;
     let mention = |id: i64, name: &str| {
-        let sgid = server.state.sgids.sign("User", id, hearth::rails::signed_global_id::ATTACHABLE_PURPOSE);
+        let sgid = server.state.sgids.sign(
+            "User",
+            id,
+            hearth::rails::signed_global_id::ATTACHABLE_PURPOSE,
+        );
         format!(
             "<action-text-attachment sgid=\"{sgid}\" content-type=\"application/vnd.campfire.mention\" \
              content=\"&lt;span class=&quot;mention&quot;&gt;@{name}&lt;/span&gt;\"></action-text-attachment>"
@@ -266,7 +270,11 @@ async fn a_mention_and_a_dm_reach_exactly_the_members_campfire_pushes_to() {
         ("authenticity_token", &csrf),
     ]);
     let r = jason
-        .post_form("/rooms/1/messages", &posted, &[("Accept", "text/vnd.turbo-stream.html, text/html")])
+        .post_form(
+            "/rooms/1/messages",
+            &posted,
+            &[("Accept", "text/vnd.turbo-stream.html, text/html")],
+        )
         .await;
     assert_eq!(r.status, 200, "{}", r.body);
     let text = "Hey @David, @Kevin, @User 2 and @User 3: the build is green";
