@@ -319,7 +319,7 @@ impl Outbox {
     /// (a backed-up connection's push takes the overflow mutex, held for a deque push). Passing
     /// `max_frames` or `max_bytes` cuts the connection off: the frame is not queued, the state
     /// becomes [`State::TooSlow`] and the writer is told.
-    #[inline]
+    #[cfg(test)]
     pub(crate) fn push_shared(self: &Arc<Self>, frame: &Bytes) -> Push {
         self.push_shared_by(frame, 1)
     }
