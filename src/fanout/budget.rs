@@ -155,7 +155,8 @@ impl Ledger {
     }
 
     fn server_over(&self) -> bool {
-        self.budgets.server_bytes > 0 && self.used.load(Ordering::Relaxed) > self.budgets.server_bytes
+        self.budgets.server_bytes > 0
+            && self.used.load(Ordering::Relaxed) > self.budgets.server_bytes
     }
 
     /// Cuts off the heaviest holders until both budgets hold (see the module docs).
@@ -211,10 +212,9 @@ impl Charge {
         let user = self.account.used.fetch_add(len, Ordering::Relaxed) + len;
         let server = self.ledger.used.fetch_add(len, Ordering::Relaxed) + len;
         let budgets = &self.ledger.budgets;
-        let over = (budgets.user_bytes > 0
-            && self.account.owner != NO_OWNER
-            && user > budgets.user_bytes)
-            || (budgets.server_bytes > 0 && server > budgets.server_bytes);
+        let over =
+            (budgets.user_bytes > 0 && self.account.owner != NO_OWNER && user > budgets.user_bytes)
+                || (budgets.server_bytes > 0 && server > budgets.server_bytes);
         if over {
             self.ledger.shed(&self.account);
         }
@@ -283,7 +283,11 @@ mod tests {
             assert!(matches!(a.push(&frame), Push::Queued { .. }));
             assert!(matches!(b.push(&frame), Push::Queued { .. }));
         }
-        assert_eq!(ledger.used(), 0, "a connection that keeps up holds no budget");
+        assert_eq!(
+            ledger.used(),
+            0,
+            "a connection that keeps up holds no budget"
+        );
         for _ in 0..6 {
             a.push(&frame);
         }

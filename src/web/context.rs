@@ -237,7 +237,11 @@ async fn prepare_inner(
 /// address the proxies forwarded (see [`super::client_ip`]). Loopback when the connection
 /// info is missing (requests served without a socket, as in router unit tests).
 fn client_ip(state: &SharedState, parts: &Parts) -> IpAddr {
-    super::client_ip::resolve(peer_ip(parts), &parts.headers, &state.config.trusted_proxies)
+    super::client_ip::resolve(
+        peer_ip(parts),
+        &parts.headers,
+        &state.config.trusted_proxies,
+    )
 }
 
 /// The TCP peer's address (loopback without connection info).

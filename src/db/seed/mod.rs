@@ -218,12 +218,15 @@ pub async fn is_empty(pool: &SqlitePool) -> Result<bool, sqlx::Error> {
 /// Any SQL error, or the password-checking task failing.
 pub async fn demo_credentials(pool: &SqlitePool) -> anyhow::Result<Vec<String>> {
     let mut found = Vec::new();
-    let join: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM accounts WHERE join_code = ?)")
-        .bind(JOIN_CODE)
-        .fetch_one(pool)
-        .await?;
+    let join: bool =
+        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM accounts WHERE join_code = ?)")
+            .bind(JOIN_CODE)
+            .fetch_one(pool)
+            .await?;
     if join {
-        found.push(format!("the demo join code {JOIN_CODE} (POST /account/join_code makes a new one)"));
+        found.push(format!(
+            "the demo join code {JOIN_CODE} (POST /account/join_code makes a new one)"
+        ));
     }
     let bot: Option<i64> = sqlx::query_scalar("SELECT id FROM users WHERE bot_token = ?")
         .bind(BENDER_BOT_TOKEN)
@@ -232,7 +235,10 @@ pub async fn demo_credentials(pool: &SqlitePool) -> anyhow::Result<Vec<String>> 
     if let Some(id) = bot {
         found.push(format!("the demo bot key {id}-{BENDER_BOT_TOKEN} (PATCH /account/bots/{id}/key makes a new one)"));
     }
-    let named: Vec<&str> = NAMED_USERS.iter().filter_map(|u| u.email.filter(|_| u.has_password)).collect();
+    let named: Vec<&str> = NAMED_USERS
+        .iter()
+        .filter_map(|u| u.email.filter(|_| u.has_password))
+        .collect();
     let mut candidates: Vec<(String, String, &'static str)> = Vec::new();
     for email in named {
         let digest: Option<String> = sqlx::query_scalar(
@@ -253,7 +259,11 @@ pub async fn demo_credentials(pool: &SqlitePool) -> anyhow::Result<Vec<String>> 
     )
     .fetch_all(pool)
     .await?;
-    candidates.extend(generated.into_iter().map(|(e, d)| (e, d, GENERATED_PASSWORD)));
+    candidates.extend(
+        generated
+            .into_iter()
+            .map(|(e, d)| (e, d, GENERATED_PASSWORD)),
+    );
     let working = tokio::task::spawn_blocking(move || {
         candidates
             .into_iter()

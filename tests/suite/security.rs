@@ -3,7 +3,7 @@
 //! bodies under the request limits, forwarded headers are believed only from trusted proxies,
 //! production sends HSTS (see `docs/hardening.md`).
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -69,7 +69,11 @@ async fn a_production_server_on_an_empty_database_begins_at_the_first_run_form()
             b"hello",
         )
         .await;
-    assert!(!(200..300).contains(&bot.status), "the demo bot posted: {}", bot.status);
+    assert!(
+        !(200..300).contains(&bot.status),
+        "the demo bot posted: {}",
+        bot.status
+    );
     let users: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM users")
         .fetch_one(&server.state.pool)
         .await
@@ -127,10 +131,7 @@ async fn a_production_server_starts_once_every_demo_credential_was_changed() {
     let dir = seeded.stop_keeping_dir().await;
     let server = TestServer::start_in(dir, |c| c.production = true).await;
     let mut c = server.client();
-    assert_eq!(
-        c.login(DAVID, "another long password").await.status,
-        302
-    );
+    assert_eq!(c.login(DAVID, "another long password").await.status, 302);
 }
 
 /// The `HEARTH_*` settings a deployment file gives: `Environment=K=V` lines of a systemd
@@ -171,7 +172,10 @@ async fn start_as_deployed(file: &str, dir: &Path) -> (tokio::process::Child, So
         "{file} starts production: {env:?}"
     );
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_hearth"));
-    command.arg("serve").env_clear().env("PATH", "/usr/bin:/bin");
+    command
+        .arg("serve")
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin");
     for (k, v) in &env {
         command.env(k, v);
     }
@@ -272,7 +276,11 @@ async fn an_unkeyed_internal_call_is_answered_404_before_its_body_is_read() {
     let started = Instant::now();
     let status = status_of(server.addr, &head, b"{", Duration::from_secs(5)).await;
     assert_eq!(status, Some(404));
-    assert!(started.elapsed() < Duration::from_millis(900), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_millis(900),
+        "{:?}",
+        started.elapsed()
+    );
 }
 
 #[tokio::test]
@@ -290,7 +298,11 @@ async fn a_keyed_internal_call_reads_its_body_under_the_body_timeout_and_size_li
     let started = Instant::now();
     let status = status_of(server.addr, &slow, b"{", Duration::from_secs(5)).await;
     assert_eq!(status, Some(408));
-    assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
     let large = format!(
         "POST /_internal/cable/identify HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {key}\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n",
         server.addr
@@ -319,7 +331,9 @@ async fn get_on_the_internal_endpoint_is_404_with_or_without_the_key() {
         let path = format!("/_internal/cable/{op}");
         assert_eq!(c.get(&path).await.status, 404, "{path}");
         let auth = format!("Bearer {key}");
-        let keyed = c.request("GET", &path, &[("Authorization", &auth)], b"").await;
+        let keyed = c
+            .request("GET", &path, &[("Authorization", &auth)], b"")
+            .await;
         assert_eq!(keyed.status, 404, "{path}");
     }
 }
@@ -344,7 +358,12 @@ async fn x_forwarded_proto_from_an_untrusted_client_does_not_make_cookies_secure
     let server = TestServer::start().await;
     let mut c = server.client();
     let page = c
-        .request("GET", "/session/new", &[("X-Forwarded-Proto", "https")], b"")
+        .request(
+            "GET",
+            "/session/new",
+            &[("X-Forwarded-Proto", "https")],
+            b"",
+        )
         .await;
     let cookie = page.headers_named("set-cookie").join("\n");
     assert!(!cookie.is_empty());
@@ -357,7 +376,12 @@ async fn x_forwarded_proto_from_an_untrusted_client_does_not_make_cookies_secure
     .await;
     let mut c = proxied.client();
     let page = c
-        .request("GET", "/session/new", &[("X-Forwarded-Proto", "https")], b"")
+        .request(
+            "GET",
+            "/session/new",
+            &[("X-Forwarded-Proto", "https")],
+            b"",
+        )
         .await;
     let cookie = page.headers_named("set-cookie").join("\n");
     assert!(cookie.to_ascii_lowercase().contains("secure"), "{cookie}");
@@ -490,7 +514,13 @@ async fn non_reading_sockets_of_one_account_pin_at_most_the_user_budget() {
     let mut other = hearth.client();
     assert_eq!(other.login("jason@example.com", SECRET).await.status, 302);
     let (csrf, _) = other.room(1).await;
-    assert_eq!(other.post_message(1, "still here", "after", &csrf).await.status, 200);
+    assert_eq!(
+        other
+            .post_message(1, "still here", "after", &csrf)
+            .await
+            .status,
+        200
+    );
     drop(stalled);
     let _ = std::fs::remove_dir_all(&dir);
 }
