@@ -59,6 +59,8 @@ pub struct AppState {
     pub json: JsonEscaping,
     /// The login rate limit.
     pub login_limiter: RateLimiter,
+    /// Per-user limits of posting, room creation, searches, boosts and sign-ups.
+    pub request_limits: crate::rate_limit::RequestLimits,
     /// Open cable connections by user and session.
     pub cable: Registry,
     /// Presence per connection, written to memberships on transitions only.
@@ -259,6 +261,7 @@ impl AppState {
             signer,
             json,
             login_limiter: RateLimiter::new(config.login_rate_limit, WINDOW),
+            request_limits: config.request_limits(),
             cable: Registry::default(),
             presence,
             assets: crate::assets::BrowserAssets::new(config.assets_dir.clone())?,
