@@ -19,7 +19,7 @@ use crate::fanout::Fanout;
 use crate::metrics::Metrics;
 use crate::pubsub::{Broadcaster, Bus, LocalBus};
 use crate::rails::json::JsonEscaping;
-use crate::rails::{SignedCookieJar, StreamNameSigner};
+use crate::rails::{SignedCookieJar, SignedGlobalIds, StreamNameSigner};
 use crate::rate_limit::{RateLimiter, WINDOW};
 use crate::redis_pubsub::RedisPubSub;
 use crate::registry::Registry;
@@ -52,6 +52,9 @@ pub struct AppState {
     pub cookies: SignedCookieJar,
     /// Turbo's signed stream name signer and verifier.
     pub signer: StreamNameSigner,
+    /// Signed GlobalIDs (`sgid`) of mentioned users, as Rails' `signed_global_ids` verifier
+    /// makes them for `--gid-app`.
+    pub sgids: SignedGlobalIds,
     /// ActiveSupport's JSON escaping settings for frames.
     pub json: JsonEscaping,
     /// The login rate limit.
@@ -79,21 +82,35 @@ pub type SharedState = Arc<AppState>;
 /// that file with 64 random bytes in hex (128 characters, as `rails secret`) on first use.
 /// In production mode a missing `SECRET_KEY_BASE` is an error.
 pub fn secret_key_base(config: &Config) -> anyhow::Result<String> {
-    if let Some(s) = config.secret_key_base.as_ref().filter(|s| !s.is_empty()) {
-        return Ok(s.0.clone());
+    find_secret_key_base(
+        config.secret_key_base.as_deref().map(String::as_str),
+        config.production,
+        &config.data_dir,
+    )
+}
+
+/// [`secret_key_base`] from its three settings: `explicit` (`SECRET_KEY_BASE`; empty counts as
+/// unset), `production` and `data_dir`.
+pub fn find_secret_key_base(
+    explicit: Option<&str>,
+    production: bool,
+    data_dir: &Path,
+) -> anyhow::Result<String> {
+    if let Some(s) = explicit.filter(|s| !s.is_empty()) {
+        return Ok(s.to_owned());
     }
-    if config.production {
+    if production {
         anyhow::bail!("SECRET_KEY_BASE must be set in production mode");
     }
-    let path = config.data_dir.join("secret_key_base");
+    let path = data_dir.join("secret_key_base");
     if let Ok(existing) = std::fs::read_to_string(&path) {
         let existing = existing.trim().to_owned();
         if !existing.is_empty() {
             return Ok(existing);
         }
     }
-    std::fs::create_dir_all(&config.data_dir)
-        .with_context(|| format!("creating {}", config.data_dir.display()))?;
+    std::fs::create_dir_all(data_dir)
+        .with_context(|| format!("creating {}", data_dir.display()))?;
     let mut bytes = [0u8; 64];
     rand::fill(&mut bytes);
     let secret = hex::encode(bytes);
@@ -234,6 +251,11 @@ impl AppState {
             app_link,
             fanout,
             cookies: SignedCookieJar::from_secret_key_base(secret.as_bytes()),
+            sgids: SignedGlobalIds::from_secret_key_base(
+                secret.as_bytes(),
+                config.key_generator_digest,
+                &config.gid_app,
+            ),
             signer,
             json,
             login_limiter: RateLimiter::new(config.login_rate_limit, WINDOW),
