@@ -44,7 +44,7 @@ pub struct AppState {
     /// The key of the app node's internal endpoint (derived from secret_key_base).
     pub internal_key: String,
     /// A cable node's line to its app node (`--role cable`).
-    pub app_link: Option<AppLink>,
+    pub app_link: Option<Arc<AppLink>>,
     /// The bearer key of `POST /_broadcast` (`--broadcast-key`, or derived from
     /// secret_key_base as AnyCable derives it from its secret).
     pub broadcast_key: String,
@@ -161,12 +161,12 @@ impl AppState {
         }
         let internal_key = crate::app_link::internal_key(&secret);
         let app_link = match (config.role, &config.app_url) {
-            (Role::Cable, Some(url)) => Some(AppLink::new(
+            (Role::Cable, Some(url)) => Some(Arc::new(AppLink::new(
                 url,
                 internal_key.clone(),
                 std::time::Duration::from_secs(config.auth_cache_seconds),
                 std::time::Duration::from_secs(config.app_timeout_seconds.max(1)),
-            )),
+            ))),
             (Role::Cable, None) => anyhow::bail!("--role cable needs --app-url"),
             _ => None,
         };
