@@ -19,10 +19,10 @@ use axum::Extension;
 use serde::Deserialize;
 
 use super::context::{set_cookie, Ctx, LAST_ROOM_COOKIE};
-use super::sessions;
 use super::error::AppError;
 use super::extract::{parse_id, MemberRoom};
 use super::respond::{found, TURBO_STREAM};
+use super::sessions;
 use crate::db::{messages, rooms};
 use crate::render::{self, RoomPage, Sidebar};
 use crate::state::SharedState;

@@ -152,7 +152,9 @@ pub async fn start_session(
     let expires = std::time::SystemTime::now() + std::time::Duration::from_secs(PERMANENT_SECS);
     let value = state.cookies.sign(SESSION_COOKIE, &token, Some(expires));
     let secure = ctx.secure || state.config.production;
-    let back_to = ctx.cookie(RETURN_TO_COOKIE).filter(|path| is_return_path(path));
+    let back_to = ctx
+        .cookie(RETURN_TO_COOKIE)
+        .filter(|path| is_return_path(path));
     let mut response = respond::found(back_to.unwrap_or("/"));
     response.headers_mut().append(
         header::SET_COOKIE,
@@ -184,7 +186,10 @@ pub fn is_return_path(path: &str) -> bool {
         && !path.starts_with("/\\")
         && path.bytes().all(|b| {
             b.is_ascii_alphanumeric()
-                || matches!(b, b'/' | b'@' | b'-' | b'_' | b'.' | b'~' | b'?' | b'=' | b'&' | b'%')
+                || matches!(
+                    b,
+                    b'/' | b'@' | b'-' | b'_' | b'.' | b'~' | b'?' | b'=' | b'&' | b'%'
+                )
         })
 }
 

@@ -1,5 +1,5 @@
 // The room page's messages in a real browser: Debian's headless Chromium, driven by
-// playwright-core, against the `hearth` binary. Run by tests/browser_room.rs:
+// playwright-core, against the `hearth` binary. Run by tests/suite/browser_room.rs:
 //
 //   node room_page.mjs --hearth PATH --work DIR --artifacts DIR [--assets DIR] [--timeout 240]
 //
