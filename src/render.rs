@@ -15,6 +15,11 @@ use crate::db::users::User;
 #[template(path = "messages/_message.html")]
 struct MessagePartial<'a> {
     m: &'a Message,
+    /// The body as [`crate::rich_text::render`] draws it.
+    body: String,
+    /// The ids of the people it mentions, space-separated (`data-mentionee-ids`: the page
+    /// highlights a message that mentions its reader; the partial is the same for everyone).
+    mentionee_ids: String,
     hue: u32,
     initials: String,
     created_iso: String,
@@ -139,8 +144,16 @@ impl std::fmt::Debug for MessagePartial<'_> {
 /// The template failed to render (askama's error).
 pub fn message(m: &Message) -> Result<String, askama::Error> {
     let initials = initials(&m.creator_name);
+    let (body, mentioned) = crate::rich_text::render(&m.body);
+    let mentionee_ids = mentioned
+        .iter()
+        .map(i64::to_string)
+        .collect::<Vec<_>>()
+        .join(" ");
     let partial = MessagePartial {
         m,
+        body,
+        mentionee_ids,
         hue: (m.creator_id.unsigned_abs() * 47 % 360) as u32,
         initials,
         created_iso: iso8601(m.created_at),
@@ -208,11 +221,10 @@ pub fn boost(boost: &Boost) -> String {
     )
 }
 
-/// `text` escaped for HTML text and double-quoted attributes (askama's HTML escaper).
+/// `text` escaped for HTML text and double-quoted attributes: Rails' `html_escape`
+/// ([`crate::rich_text::html_escape`], the one escaper of message content).
 pub fn escape_html(text: &str) -> String {
-    askama::filters::escape(text, askama::filters::Html)
-        .map(|s| s.to_string())
-        .unwrap_or_default()
+    crate::rich_text::html_escape(text)
 }
 
 /// A turbo-stream element, as turbo-rails' `turbo_stream_action_tag` writes it:

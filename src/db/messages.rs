@@ -1,5 +1,7 @@
 //! Queries on `messages` and `boosts` (Campfire's `Message` with its pagination scopes and
-//! `Boost`). A message's body is stored as the HTML that Action Text would hold.
+//! `Boost`). A message's body is stored as the HTML that Action Text would hold (see
+//! [`crate::rich_text`]; migration 0012 shows it as Campfire's `action_text_rich_texts`), with
+//! its plain text beside it for search.
 
 use sqlx::SqlitePool;
 
@@ -451,6 +453,7 @@ pub async fn create(
         creator_name,
         client_message_id,
         body,
+        plain_text: None,
     };
     let (message, ()) = create_then(pool, &uncached, &new, |_, _| ()).await?;
     Ok(message)
@@ -469,6 +472,9 @@ pub struct NewMessage<'a> {
     pub client_message_id: &'a str,
     /// Body HTML.
     pub body: &'a str,
+    /// The body's plain text, for search ([`crate::rich_text::Body::plain_text`]); `None`
+    /// indexes the body's markup with its tags dropped, as before migration 0012.
+    pub plain_text: Option<&'a str>,
 }
 
 /// [`create`], running `committed` on the stored message and the room's member ids (ascending;
@@ -504,19 +510,21 @@ pub async fn create_then<T>(
         creator_name,
         client_message_id,
         body,
+        plain_text,
     } = *new;
     let write = super::write_lock().await?;
     let member_ids = cache.member_ids(pool, room_id).await?;
     // Stamped under the write lock, so posts commit in the order of their timestamps.
     let now = super::now_ms();
     let id: i64 = sqlx::query_scalar(
-        "INSERT INTO messages (room_id, creator_id, client_message_id, body, created_at, updated_at) \
-         VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
+        "INSERT INTO messages (room_id, creator_id, client_message_id, body, plain_text, created_at, updated_at) \
+         VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
     )
     .bind(room_id)
     .bind(creator_id)
     .bind(client_message_id)
     .bind(body)
+    .bind(plain_text)
     .bind(now)
     .bind(now)
     .fetch_one(pool)
@@ -537,19 +545,24 @@ pub async fn create_then<T>(
     Ok((message, out))
 }
 
-/// Replaces a message's body; returns the updated message, or None when it does not exist.
+/// Replaces a message's body (HTML) and its plain text; returns the updated message, or None
+/// when it does not exist.
 pub async fn update_body(
     pool: &SqlitePool,
     room_id: i64,
     id: i64,
     body: &str,
+    plain_text: &str,
 ) -> sqlx::Result<Option<Message>> {
     let _write = super::write_lock().await?;
     // Its triggers write to the full-text index: see `begin_write`.
     let mut tx = super::begin_write(pool).await?;
     let changed =
-        sqlx::query("UPDATE messages SET body = ?, updated_at = ? WHERE room_id = ? AND id = ?")
+        sqlx::query(
+            "UPDATE messages SET body = ?, plain_text = ?, updated_at = ? WHERE room_id = ? AND id = ?",
+        )
             .bind(body)
+            .bind(plain_text)
             .bind(super::now_ms())
             .bind(room_id)
             .bind(id)
@@ -607,6 +620,60 @@ pub async fn boost(
         booster_name: booster_name.to_owned(),
         content: content.to_owned(),
     })
+}
+
+/// A person a message mentions ([`mentionees`]).
+#[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
+pub struct Mentionee {
+    /// User id.
+    pub id: i64,
+    /// Name.
+    pub name: String,
+    /// `member`, `administrator` or `bot` (a bot's webhook is called when it is mentioned).
+    pub role: String,
+}
+
+/// The people `message` mentions who are active members of its room now, in order of first
+/// mention (Campfire's `Message#mentionees`: `room.users.where(id: mentioned_users)`): who a
+/// mention notification or a bot's webhook goes to. One query, and none when the body mentions
+/// no one. A mention of someone outside the room is cut when the body is stored; one who left
+/// since is left out here.
+///
+/// # Errors
+/// A database failure.
+pub async fn mentionees(pool: &SqlitePool, message: &Message) -> sqlx::Result<Vec<Mentionee>> {
+    let ids = crate::rich_text::mentioned_user_ids(&message.body);
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut found = mentionable(pool, message.room_id, &ids).await?;
+    found.sort_by_key(|m| ids.iter().position(|id| *id == m.id));
+    Ok(found)
+}
+
+/// Which of the users `ids` are active members of room `room_id` (in no particular order):
+/// who a new body may mention. One query.
+///
+/// # Errors
+/// A database failure.
+pub async fn mentionable(
+    pool: &SqlitePool,
+    room_id: i64,
+    ids: &[i64],
+) -> sqlx::Result<Vec<Mentionee>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let json = serde_json::to_string(ids).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
+    sqlx::query_as(
+        "SELECT u.id, u.name, u.role FROM users u \
+         JOIN memberships m ON m.user_id = u.id AND m.room_id = ? \
+         WHERE u.status = 'active' AND u.id IN (SELECT value FROM json_each(?))",
+    )
+    .bind(room_id)
+    .bind(json)
+    .fetch_all(pool)
+    .await
 }
 
 /// Counts a room's messages.

@@ -13,7 +13,7 @@ use axum::Extension;
 use super::context::{delete_cookie, rotate_csrf, set_cookie, Ctx, PERMANENT_SECS, SESSION_COOKIE};
 use super::error::AppError;
 use super::respond;
-use crate::cable::protocol::{disconnect_frames, DisconnectReason};
+use crate::pubsub::Control;
 use crate::render::SignInPage;
 use crate::state::{AppState, SharedState};
 
@@ -233,24 +233,13 @@ pub async fn destroy(
 ) -> Result<Response, AppError> {
     if let Some(token) = &ctx.session_token {
         crate::db::sessions::destroy(&state.pool, token).await?;
-        match (&state.redis, &ctx.user) {
-            // Every node closes its connections of this session (this one too, through its
-            // own subscription).
-            (Some(redis), Some(user)) => {
-                redis.remote_disconnect(&crate::redis_pubsub::RemoteDisconnect {
-                    identifier: crate::redis_pubsub::connection_identifier(
-                        &state.config.gid_app,
-                        user.id,
-                    ),
-                    reconnect: false,
-                    session_sha256: Some(crate::registry::session_digest(token)),
-                });
-            }
-            _ => {
-                state
-                    .cable
-                    .close_session(token, &disconnect_frames(DisconnectReason::Remote, false));
-            }
+        if let Some(user) = &ctx.user {
+            // Every node closes its connections of this session.
+            state.bus.control(Control::Disconnect {
+                user_id: user.id,
+                session_sha256: Some(crate::registry::session_digest(token)),
+                reconnect: false,
+            });
         }
     }
     let mut response = respond::found("/session/new");
