@@ -514,7 +514,13 @@ async fn non_reading_sockets_of_one_account_pin_at_most_the_user_budget() {
     let mut other = hearth.client();
     assert_eq!(other.login("jason@example.com", SECRET).await.status, 302);
     let (csrf, _) = other.room(1).await;
-    assert_eq!(other.post_message(1, "still here", "after", &csrf).await.status, 200);
+    assert_eq!(
+        other
+            .post_message(1, "still here", "after", &csrf)
+            .await
+            .status,
+        200
+    );
     drop(stalled);
     let _ = std::fs::remove_dir_all(&dir);
 }
