@@ -384,6 +384,21 @@ try {
   await david.waitForFunction((n) => document.querySelectorAll("#message-area .messages > .message").length > n, before)
   out("SCROLL-LOADS-NEWER", `${before} → ${(await listState(david)).length}`)
 
+  // A message arrives while the list lags behind: "Jump to newest" shows and brings the newest page.
+  await check(await david.evaluate(() => document.querySelector("#message-area .messages").dataset.upToDate === "false"), "the deep link's list says it is up to date")
+  const arrived = await fetch(`${base}/rooms/${ROOM}/${BOT_KEY}/messages`, { method: "POST", body: "Arrived below the fold" })
+  const arrivedId = Number(arrived.headers.get("location").split("@")[1])
+  const jump = david.locator("#message-area .jump-to-newest")
+  await jump.waitFor()
+  const jumpBox = await box(jump)
+  await check(jumpBox.y + jumpBox.height <= 900 && jumpBox.y >= 0, `the jump button sits at ${JSON.stringify(jumpBox)}`)
+  await check((await byId(david, arrivedId).count()) === 0, "the new message was shown after a gap")
+  await jump.click()
+  await byId(david, arrivedId).waitFor()
+  await check(david.url() === `${base}/rooms/${ROOM}`, `after the jump the address is ${david.url()}`)
+  await check(await jump.isHidden(), "the jump button stayed")
+  out("JUMP-TO-NEWEST", `message ${arrivedId}`)
+
   // The newest page: scrolling to the top loads older messages by itself.
   await david.goto(`${base}/rooms/${ROOM}`)
   await live(david)
