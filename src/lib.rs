@@ -20,7 +20,8 @@
 //!    metrics at `/metrics`), [`rate_limit`] (the sign-in limit, token buckets), [`registry`]
 //!    (open connections by user and session), [`presence`] (presence per connection, coalesced
 //!    into membership writes), [`assets`] (the room page's scripts, vendored and built into the
-//!    binary), [`anycable`] (AnyCable's publication format and broadcast key).
+//!    binary), [`anycable`] (AnyCable's publication format and broadcast key), [`webhooks`]
+//!    (the bounded queue and HTTP client of bot webhooks).
 //! 3. What the app says: [`render`] (askama pages and partials, the `<turbo-stream>` wrapper),
 //!    [`streams`] (stream names), [`pubsub`] (the [`pubsub::Broadcaster`] seam every broadcast
 //!    goes through), [`redis_pubsub`] (the Redis adapter behind that seam, in Rails' redis
@@ -56,3 +57,4 @@ pub mod render;
 pub mod state;
 pub mod streams;
 pub mod web;
+pub mod webhooks;

@@ -13,6 +13,7 @@ import { startConnection } from "./connection.js"
 import { startUnreads } from "./unreads.js"
 import { startScrolling } from "./scrolling.js"
 import { startOrdering } from "./ordering.js"
+import "./share.js"
 
 let current = null
 

@@ -155,7 +155,7 @@ fn client_message_id(given: Option<&str>) -> Result<String, AppError> {
 /// 422 for a blank `text` or a `client_message_id` that already names another message (the
 /// unique index of migration 0008); a database failure (nothing stored); a render failure (stored,
 /// not broadcast).
-async fn post_message(
+pub async fn post_message(
     state: &AppState,
     room: &Room,
     author: &User,
@@ -212,7 +212,8 @@ pub async fn create(
     let started = std::time::Instant::now();
     let text = ctx.form.get("message[body]").unwrap_or("");
     let cid = client_message_id(ctx.form.get("message[client_message_id]"))?;
-    let (_, html) = post_message(&state, &room, &user, text, &cid).await?;
+    let (message, html) = post_message(&state, &room, &user, text, &cid).await?;
+    super::webhooks::deliver_later(&state, &room, &user, &message);
     let response = stream_or_back(&headers, html, room.id);
     state
         .metrics

@@ -20,6 +20,9 @@
 //! | `GET`/`POST /join/{join_code}` | [`join`] |
 //! | `GET /users/{id}`, `GET`/`PATCH /users/me/profile` | [`profiles`] |
 //! | `PATCH /users/{id}` (`user[status]`), `POST`/`DELETE /users/{id}/ban` (administrators) | [`users`] |
+//! | `GET /account/edit`, `PATCH /account`, `GET /account/custom_styles/edit`, `PATCH /account/custom_styles` | [`account::settings`] |
+//! | `GET`, `PUT`/`PATCH /session/transfers/{id}` | [`transfers`] |
+//! | `GET /qr_code/{id}` | [`links::qr_code`] |
 //! | `GET /account/users`, `PATCH`/`DELETE /account/users/{id}`, `POST /account/join_code` | [`account::users`] |
 //! | `GET`/`POST /account/bots`, `PATCH`/`DELETE /account/bots/{id}`, `PATCH /account/bots/{id}/key` | [`account::bots`] |
 //! | `GET /rooms/{id}/{bot_key}/messages`, `PATCH`/`DELETE …/messages/{id}`, `POST …/messages/{id}/boosts`, `DELETE …/boosts/{boost_id}` | [`bots_api`] |
@@ -42,13 +45,17 @@ pub mod first_run;
 pub mod form;
 pub mod internal;
 pub mod join;
+pub mod links;
 pub mod messages;
+pub mod page;
 pub mod profiles;
 pub mod respond;
 pub mod rooms;
 pub mod searches;
 pub mod sessions;
+pub mod transfers;
 pub mod users;
+pub mod webhooks;
 
 use axum::routing::{delete, get, patch, post};
 use axum::Router;
@@ -143,6 +150,27 @@ pub fn routes(state: SharedState) -> Router {
                 .patch(profiles::update)
                 .put(profiles::update),
         )
+        .route("/account/edit", get(account::settings::edit))
+        .route(
+            "/account",
+            patch(account::settings::update).put(account::settings::update),
+        )
+        .route(
+            "/account/custom_styles/edit",
+            get(account::settings::edit_custom_styles),
+        )
+        .route(
+            "/account/custom_styles",
+            patch(account::settings::update_custom_styles)
+                .put(account::settings::update_custom_styles),
+        )
+        .route(
+            "/session/transfers/{transfer_id}",
+            get(transfers::show)
+                .put(transfers::update)
+                .patch(transfers::update),
+        )
+        .route("/qr_code/{qr_id}", get(links::qr_code))
         .route("/account/users", get(account::users::index))
         .route(
             "/account/users/{user_id}",

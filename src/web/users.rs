@@ -65,6 +65,22 @@ pub fn disconnect(state: &AppState, user_id: i64) -> usize {
         .close_user(user_id, &disconnect_frames(DisconnectReason::Remote, false))
 }
 
+/// Closes the cable connections opened with session `token` of `user_id` (the session itself
+/// is already deleted): on every node through Redis when the Redis adapter is on, else here.
+pub fn close_session(state: &AppState, user_id: i64, token: &str) {
+    if let Some(redis) = &state.redis {
+        redis.remote_disconnect(&crate::redis_pubsub::RemoteDisconnect {
+            identifier: crate::redis_pubsub::connection_identifier(&state.config.gid_app, user_id),
+            reconnect: false,
+            session_sha256: Some(crate::registry::session_digest(token)),
+        });
+        return;
+    }
+    state
+        .cable
+        .close_session(token, &disconnect_frames(DisconnectReason::Remote, false));
+}
+
 /// Sets `user_id`'s status; `banned` is a full [`ban`]; `deactivated` also deletes the
 /// user's sessions and disconnects the user's cable connections.
 ///
