@@ -200,6 +200,18 @@ pub async fn post_message(
     Ok((message, appended?))
 }
 
+/// What a person's post stored, left in its response's extensions for the layers after the
+/// handler (the bot webhooks, `crate::web::webhooks::after_post`).
+#[derive(Clone, Debug)]
+pub struct Posted {
+    /// The room posted in.
+    pub room: Room,
+    /// Who posted.
+    pub author: User,
+    /// The stored message.
+    pub message: messages::Message,
+}
+
 /// `POST /rooms/{room_id}/messages` with `message[body]` and `message[client_message_id]`:
 /// 200 turbo-stream `append` when asked for, else 302 back to the room. Non-members get 404,
 /// a blank body 422. The membership comes from the access cache ([`CachedMemberRoom`]).
@@ -213,8 +225,12 @@ pub async fn create(
     let text = ctx.form.get("message[body]").unwrap_or("");
     let cid = client_message_id(ctx.form.get("message[client_message_id]"))?;
     let (message, html) = post_message(&state, &room, &user, text, &cid).await?;
-    super::webhooks::deliver_later(&state, &room, &user, &message);
-    let response = stream_or_back(&headers, html, room.id);
+    let mut response = stream_or_back(&headers, html, room.id);
+    response.extensions_mut().insert(Posted {
+        room,
+        author: user,
+        message,
+    });
     state
         .metrics
         .post_finished(PostSource::Web, started.elapsed());

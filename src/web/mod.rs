@@ -105,7 +105,9 @@ pub fn routes(state: SharedState) -> Router {
         .route("/rooms/{room_id}/refresh", get(rooms::refresh))
         .route(
             "/rooms/{room_id}/messages",
-            get(rooms::messages_page).post(messages::create),
+            get(rooms::messages_page).post(messages::create).layer(
+                axum::middleware::from_fn_with_state(state.clone(), webhooks::after_post),
+            ),
         )
         .route(
             "/rooms/{room_id}/messages/{message_id}",

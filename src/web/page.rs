@@ -45,8 +45,7 @@ pub fn sanitize_css(css: &str) -> String {
     for c in css.chars() {
         match c {
             '<' => out.push_str("\\3c "),
-            '\0' => {}
-            '\r' => {}
+            '\0' | '\r' => {}
             c => out.push(c),
         }
     }

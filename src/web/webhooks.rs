@@ -6,8 +6,9 @@
 //! creator); in other rooms, the active bots with a webhook that the message mentions. Mention
 //! detection lives in one place, [`mentioned_bots`].
 //!
-//! The post path only calls [`deliver_later`], which costs an atomic load while no webhook
-//! exists, and otherwise spawns the lookup and queues the deliveries (bounded queue, see
+//! The post path only meets [`after_post`], a layer on `POST /rooms/{room_id}/messages` that
+//! reads the handler's [`Posted`] and calls [`deliver_later`], which costs an atomic load while
+//! no webhook exists, and otherwise spawns the lookup and queues the deliveries (bounded queue, see
 //! [`crate::webhooks`]); a slow or hanging endpoint never delays a post.
 //!
 //! The payload, byte for byte the keys of Campfire's `Webhook#payload`:
@@ -28,7 +29,11 @@ use std::sync::{Arc, Weak};
 
 use serde_json::json;
 
-use super::messages::{body_text, post_message};
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::Response;
+
+use super::messages::{body_text, post_message, Posted};
 use crate::db::messages::{self, Message};
 use crate::db::rooms::{self, Room};
 use crate::db::users::User;
@@ -43,6 +48,20 @@ static PRESENT: AtomicU8 = AtomicU8::new(0);
 /// Call after storing or removing a webhook URL.
 pub fn webhooks_changed() {
     PRESENT.store(0, Ordering::SeqCst);
+}
+
+/// The layer after a person's post: hands what the handler stored ([`Posted`], in the
+/// response's extensions) to [`deliver_later`]. Other responses pass untouched.
+pub async fn after_post(
+    State(state): State<SharedState>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let response = next.run(request).await;
+    if let Some(posted) = response.extensions().get::<Posted>() {
+        deliver_later(&state, &posted.room, &posted.author, &posted.message);
+    }
+    response
 }
 
 /// After `message` by `author` is stored in `room`: reaches the bots it should (see the
@@ -186,10 +205,7 @@ async fn deliver(state: &AppState, delivery: &Delivery) {
             if reply.status == 200
                 && matches!(reply.content_type.as_str(), "text/plain" | "text/html") =>
         {
-            match String::from_utf8(reply.body.to_vec()) {
-                Ok(text) => Some(text),
-                Err(_) => None,
-            }
+            String::from_utf8(reply.body.to_vec()).ok()
         }
         Ok(reply) => {
             tracing::debug!(
