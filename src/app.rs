@@ -28,6 +28,33 @@ use crate::web::context::Ctx;
 /// identification by the app node (`cable`); static assets, `/metrics`, `/_broadcast` and the
 /// app node's internal endpoint beside them (they need no cookies, session or CSRF).
 pub fn service(state: SharedState) -> axum::Router {
+    let production = state.config.production;
+    let router = routes_by_role(state);
+    if production {
+        router.layer(axum::middleware::map_response(strict_transport_security))
+    } else {
+        router
+    }
+}
+
+/// `Strict-Transport-Security` as Rails' `config.force_ssl` sends it (`ActionDispatch::SSL`:
+/// two years, subdomains included), on every answer of a production server: browsers then
+/// reach it over TLS only.
+async fn strict_transport_security(
+    mut response: axum::response::Response,
+) -> axum::response::Response {
+    response.headers_mut().insert(
+        axum::http::header::STRICT_TRANSPORT_SECURITY,
+        axum::http::HeaderValue::from_static(HSTS),
+    );
+    response
+}
+
+/// The `Strict-Transport-Security` value of a production server.
+pub const HSTS: &str = "max-age=63072000; includeSubDomains";
+
+/// [`service`] before the production-only headers.
+fn routes_by_role(state: SharedState) -> axum::Router {
     let mut direct = axum::Router::new().route(
         "/_broadcast",
         axum::routing::post(anycable_broadcast).with_state(state.clone()),
@@ -53,15 +80,72 @@ pub fn service(state: SharedState) -> axum::Router {
             axum::routing::any(cable).with_state(state.clone()),
         );
     }
-    let direct = direct
-        .merge(state.assets.routes())
-        .merge(crate::web::internal::routes(state.clone()));
+    let direct = direct.merge(state.assets.routes()).merge(
+        crate::web::internal::routes(state.clone()).layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            internal_guard,
+        )),
+    );
     let prepared = axum::middleware::from_fn_with_state(state, crate::web::context::prepare);
     // Wrapping the router (not `Router::layer`) runs the middleware before routing, so the
     // `_method` override is seen by the router.
     direct
         .fallback_service(tower::Layer::layer(&prepared, routes))
         .layer(axum::middleware::map_response(security_headers))
+}
+
+/// In front of the app node's internal endpoint (`/_internal/cable/<op>`): anything but a
+/// `POST` with the internal key gets 404 before a byte of its body is read, as if the route did
+/// not exist; a keyed call's body is read under the same `--max-body-bytes` (413) and
+/// `--body-timeout` (408) as every route's.
+async fn internal_guard(
+    axum::extract::State(state): axum::extract::State<SharedState>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::http::StatusCode;
+    use axum::response::IntoResponse as _;
+    let auth = request
+        .headers()
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    if request.method() != axum::http::Method::POST
+        || !crate::anycable::bearer_matches(auth, &state.internal_key)
+    {
+        return StatusCode::NOT_FOUND.into_response();
+    }
+    match read_limited_body(&state, request).await {
+        Ok(request) => next.run(request).await,
+        Err(status) => status.into_response(),
+    }
+}
+
+/// Reads `request`'s body whole within `--max-body-bytes` (413, also when `Content-Length`
+/// announces more) and `--body-timeout` (408), and gives the request back with it.
+async fn read_limited_body(
+    state: &AppState,
+    request: axum::extract::Request,
+) -> Result<axum::extract::Request, axum::http::StatusCode> {
+    use axum::http::StatusCode;
+    let limit = state.config.max_body_bytes;
+    let declared = request
+        .headers()
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        return Err(StatusCode::PAYLOAD_TOO_LARGE);
+    }
+    let (parts, body) = request.into_parts();
+    let deadline = Duration::from_secs(state.config.body_timeout);
+    let bytes = tokio::time::timeout(deadline, axum::body::to_bytes(body, limit))
+        .await
+        .map_err(|_| StatusCode::REQUEST_TIMEOUT)?
+        .map_err(|_| StatusCode::PAYLOAD_TOO_LARGE)?;
+    Ok(axum::extract::Request::from_parts(
+        parts,
+        axum::body::Body::from(bytes),
+    ))
 }
 
 /// The response headers Rails sets by default (`action_dispatch.default_headers`), on every
@@ -102,10 +186,15 @@ async fn cable_via_app(
     use crate::web::context::SESSION_COOKIE;
     use axum::response::IntoResponse as _;
     let headers = request.headers();
-    let secure = headers
-        .get("x-forwarded-proto")
-        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"https"))
-        || state.config.production;
+    let peer = request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map_or(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), |c| {
+            c.0.ip()
+        });
+    let secure =
+        crate::web::client_ip::forwarded_https(peer, headers, &state.config.trusted_proxies)
+            || state.config.production;
     let token = crate::web::context::parse_cookies(headers)
         .into_iter()
         .find(|(name, _)| name == SESSION_COOKIE)
@@ -168,20 +257,25 @@ async fn cable(
 /// (401 without it); the body is one publication or an array
 /// ([`crate::anycable::parse`]); each is broadcast as `ActionCable.server.broadcast` would
 /// (through Redis with `--pubsub redis`). 201 when taken, 422 for a malformed body (logged,
-/// nothing broadcast), 413 past `--max-body-bytes`.
+/// nothing broadcast), 413 past `--max-body-bytes`, 408 past `--body-timeout` (the key is
+/// checked before the body is read).
 async fn anycable_broadcast(
     axum::extract::State(state): axum::extract::State<SharedState>,
-    headers: axum::http::HeaderMap,
-    body: axum::body::Body,
+    request: axum::extract::Request,
 ) -> axum::http::StatusCode {
     use axum::http::StatusCode;
-    let auth = headers
+    let auth = request
+        .headers()
         .get(axum::http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
     if !crate::anycable::bearer_matches(auth, &state.broadcast_key) {
         return StatusCode::UNAUTHORIZED;
     }
-    let Ok(body) = axum::body::to_bytes(body, state.config.max_body_bytes).await else {
+    let body = match read_limited_body(&state, request).await {
+        Ok(request) => request.into_body(),
+        Err(status) => return status,
+    };
+    let Ok(body) = axum::body::to_bytes(body, usize::MAX).await else {
         return StatusCode::PAYLOAD_TOO_LARGE;
     };
     match crate::anycable::parse(&body) {

@@ -119,8 +119,31 @@ fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
     options.open(path)?.write_all(text.as_bytes())
 }
 
+/// A production server's check of its database: an error naming every published demo
+/// credential still in it ([`crate::db::seed::demo_credentials`]), so that a seeded demo
+/// database is never served in production by mistake.
+async fn refuse_demo_credentials(pool: &sqlx::SqlitePool) -> anyhow::Result<()> {
+    let found = crate::db::seed::demo_credentials(pool).await?;
+    if found.is_empty() {
+        if crate::db::seed::is_empty(pool).await? {
+            tracing::info!(
+                "production: the database is empty; open / to create the administrator (first run)"
+            );
+        }
+        return Ok(());
+    }
+    anyhow::bail!(
+        "refusing to start in production mode: the database holds the demo seed's published \
+         credentials ({}). Start without --production to change them, or start production on a \
+         new, empty database (it begins at the first-run form)",
+        found.join("; ")
+    )
+}
+
 impl AppState {
-    /// Opens (and on first start, unless `--no-seed`, seeds) the database and builds the state.
+    /// Opens (and on first start, unless `--no-seed` or `--production`, seeds) the database and
+    /// builds the state. In production an empty database stays empty (the first visitor gets
+    /// `/first_run`), and a database holding the seed's published credentials is refused.
     pub async fn build(config: Config) -> anyhow::Result<SharedState> {
         let secret = secret_key_base(&config)?;
         if config.role != Role::All && config.pubsub != PubSubKind::Redis {
@@ -141,7 +164,11 @@ impl AppState {
         } else {
             crate::db::open(&config.database).await?
         };
-        if config.role != Role::Cable && !config.no_seed && crate::db::seed::is_empty(&pool).await?
+        if config.role != Role::Cable && config.production {
+            refuse_demo_credentials(&pool).await?;
+        } else if config.role != Role::Cable
+            && !config.no_seed
+            && crate::db::seed::is_empty(&pool).await?
         {
             let options = crate::db::seed::SeedOptions {
                 users: config.seed_users,
@@ -159,10 +186,11 @@ impl AppState {
                 config.key_generator_digest,
             ),
         };
-        let fanout = Fanout::with_writer_threads(
+        let fanout = Fanout::with_budgets(
             config.fanout,
             config.queue_limits(),
             config.writer_threads,
+            config.queue_budgets(),
         );
         fanout.start();
         let json = JsonEscaping {

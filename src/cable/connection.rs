@@ -108,7 +108,9 @@ pub async fn run(
         return;
     }
     state.metrics.connection_opened();
-    let conn = state.fanout.attach(write_half);
+    let conn = state
+        .fanout
+        .attach_owned(write_half, u64::try_from(user.id).unwrap_or(u64::MAX));
     let control = state.cable.register(user.id, session_token, conn.clone());
     // Remote disconnects for this connection arrive on its internal channel (Rails'
     // `Connection::InternalChannel#subscribe_to_internal_channel`).

@@ -2,7 +2,7 @@
 //! deletion and involvement, with Campfire's authorization and broadcasts, and membership
 //! revocations that reach already open sockets at once.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

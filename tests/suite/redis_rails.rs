@@ -4,7 +4,7 @@
 //! Hearth's own PUBLISH byte-identical to Rails'. Needs Redis (`REDIS_URL`) and Ruby with
 //! `action_cable` and `redis` (`.ci/run` installs both).
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! `--redis-channel-prefix`, so tests (and other users of the same Redis) do not interfere.
 //! Nodes share one SQLite database, as an app node and cable nodes share one app.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! `/assets` from the binary (no npm, no `node_modules`); every vendored file checked against
 //! its pin in `vendor/javascript/pins`; and `--assets-dir` for the page's own scripts.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 
