@@ -1,7 +1,7 @@
 //! Passwords, transfer links, account settings, custom styles, room-creation rights, QR codes,
 //! bot webhooks and the bot API's list, over real HTTP (and `/cable` where they broadcast).
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 
