@@ -81,6 +81,9 @@ pub struct Settings {
     pub restrict_room_creation_to_administrators: bool,
     /// The account's stylesheet as stored (already sanitized), empty when none.
     pub custom_styles: String,
+    /// The e-mail address of the first active administrator (the sign-in page's help
+    /// contact), if any.
+    pub help_contact: Option<String>,
 }
 
 impl Default for Settings {
@@ -91,6 +94,7 @@ impl Default for Settings {
             name: FIRST_RUN_ACCOUNT_NAME.to_owned(),
             restrict_room_creation_to_administrators: false,
             custom_styles: String::new(),
+            help_contact: None,
         }
     }
 }
@@ -112,6 +116,7 @@ pub async fn settings(pool: &SqlitePool) -> sqlx::Result<Settings> {
         name,
         restrict_room_creation_to_administrators: restrict,
         custom_styles: custom_styles.unwrap_or_default(),
+        help_contact: help_contact(pool).await?,
     })
 }
 

@@ -33,6 +33,16 @@ pub fn custom_styles() -> String {
         .unwrap_or_default()
 }
 
+/// The sign-in page's help contact: the first active administrator's e-mail address, if any.
+pub fn help_contact() -> Option<String> {
+    PAGE.try_with(|s| s.help_contact.clone()).ok().flatten()
+}
+
+/// The version shown on the sign-in page (the crate's).
+pub fn version() -> &'static str {
+    env!("CARGO_PKG_VERSION")
+}
+
 /// The most bytes of custom CSS an account may store.
 pub const MAX_CUSTOM_STYLES_BYTES: usize = 64 * 1024;
 
@@ -73,6 +83,7 @@ mod tests {
             name: "Acme".into(),
             restrict_room_creation_to_administrators: false,
             custom_styles: "p{}".into(),
+            help_contact: None,
         });
         scope(settings, async {
             assert_eq!(account_name(), "Acme");
