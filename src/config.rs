@@ -221,6 +221,15 @@ pub struct Config {
     #[arg(long, env = "HEARTH_REDIS_CHANNEL_PREFIX", default_value = "")]
     pub redis_channel_prefix: String,
 
+    /// AnyCable's `redis_channel`: the Redis channel whose publications (and remote
+    /// disconnect commands) this node takes, as anycable-rails' broadcaster publishes them.
+    /// Unset: `__anycable__` under the channel prefix (`<prefix>:__anycable__`, or
+    /// `__anycable__` without a prefix), so deployments that share a Redis with different
+    /// prefixes never take each other's broadcasts; point anycable-rails' `redis_channel` at
+    /// the same name.
+    #[arg(long, env = "HEARTH_ANYCABLE_REDIS_CHANNEL")]
+    pub anycable_redis_channel: Option<String>,
+
     /// Bearer key of AnyCable's broadcast endpoint `POST /_broadcast`. When unset it is
     /// HMAC-SHA256-hex(secret_key_base, "broadcast-cable"), as AnyCable derives it from its
     /// secret; `hearth broadcast-key` prints it.
@@ -236,6 +245,12 @@ pub struct Config {
     /// Base URL of the app node, for `--role cable` (e.g. `http://10.0.0.5:3000`).
     #[arg(long, env = "HEARTH_APP_URL")]
     pub app_url: Option<String>,
+
+    /// Seconds a cable node waits for its app node's answer (who a connection is, a
+    /// subscribe, an action) before it gives up: a subscribe then gets `reject_subscription`,
+    /// a connection 503.
+    #[arg(long, env = "HEARTH_APP_TIMEOUT_SECONDS", default_value_t = 3)]
+    pub app_timeout_seconds: u64,
 
     /// Seconds a cable node keeps the app node's answers (who a session is, whether a user
     /// may subscribe to a room's streams): how late a revoked session or a removed

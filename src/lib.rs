@@ -13,6 +13,8 @@
 //!      `MessageVerifier` token format (signed stream names, signed cookies), GlobalID params
 //!      and ActiveSupport's JSON escaping.
 //!    - [`db`]: the SQLite pool, migrations, the seed and one file of queries per table.
+//!    - [`rich_text`]: the message-body codec: Action Text HTML sanitized to its allowlist,
+//!      mentions as signed attachments, plain text, autolinks, the rendered body.
 //!    - [`fanout`]: the delivery core, with no HTTP, SQL or Action Cable in it: a stream index,
 //!      pre-encoded shared frames, bounded per-connection queues drained by their owner with
 //!      vectored writes.
@@ -55,6 +57,7 @@ pub mod rate_limit;
 pub mod redis_pubsub;
 pub mod registry;
 pub mod render;
+pub mod rich_text;
 pub mod state;
 pub mod streams;
 pub mod web;

@@ -189,6 +189,10 @@ impl Ledger {
                 );
             }
             victim.settle();
+            // Free its frames now rather than when its writer next runs (a busy server may
+            // take a while to get there): the frames are not wanted any more, and the pops are
+            // safe beside the writer's (the ring is multi-consumer, the overflow locked).
+            victim.discard();
         }
     }
 }

@@ -20,6 +20,8 @@
 //!   format and the times on a page.
 //! - [`global_id`]: `gid://app/Model/id` and its URL-safe base64 param, the form in which
 //!   records appear in stream names and connection identifiers.
+//! - [`signed_global_id`]: signed GlobalIDs (`sgid`), how Action Text names an attachment's
+//!   record (a mentioned user) in a message body.
 //! - [`json`]: ActiveSupport::JSON's string escaping (`<` `>` `&` and U+2028/U+2029 as
 //!   `\uXXXX`), which decides the exact bytes of every Action Cable frame.
 //!
@@ -42,6 +44,7 @@ pub mod json;
 pub mod key_generator;
 pub mod message_verifier;
 pub mod signed_cookie;
+pub mod signed_global_id;
 pub mod signed_id;
 pub mod time;
 
@@ -50,4 +53,5 @@ pub use json::{encode_value, json_string, write_json_string, JsonEscaping};
 pub use key_generator::{generate_key, KdfDigest, UnknownKdfDigest, ITERATIONS};
 pub use message_verifier::{MacDigest, MessageVerifier, StreamNameSigner};
 pub use signed_cookie::SignedCookieJar;
+pub use signed_global_id::{SignedGlobalIds, ATTACHABLE_PURPOSE};
 pub use signed_id::SignedIdVerifier;

@@ -3,8 +3,9 @@
 //! to that URL as JSON, and the bot's answer is posted back into the room as the bot.
 //!
 //! Who is reached: in a direct room, every active bot member with a webhook (but the message's
-//! creator); in other rooms, the active bots with a webhook that the message mentions. Mention
-//! detection lives in one place, [`mentioned_bots`].
+//! creator); in other rooms, the active bots with a webhook that the message mentions
+//! (`db::messages::mentionees`, the mention attachments of the stored body; see
+//! [`mentioned_bots`]).
 //!
 //! The post path only meets [`after_post`], a layer on `POST /rooms/{room_id}/messages` that
 //! reads the handler's [`Posted`] and calls [`deliver_later`], which costs an atomic load while
@@ -33,7 +34,7 @@ use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::Response;
 
-use super::messages::{body_text, post_message, Posted};
+use super::messages::{post_message, Posted};
 use crate::db::messages::{self, Message};
 use crate::db::rooms::{self, Room};
 use crate::db::users::User;
@@ -96,10 +97,14 @@ async fn queue(
         }
     }
     let members = store::bots_in_room(&state.pool, room.id, author.id).await?;
+    if members.is_empty() {
+        return Ok(());
+    }
     let recipients = if room.kind == "direct" {
         members
     } else {
-        mentioned_bots(&message.body, members)
+        let mentioned = messages::mentionees(&state.pool, message).await?;
+        mentioned_bots(&mentioned, members)
     };
     for bot in recipients {
         let payload = payload(room, author, message, &bot);
@@ -113,28 +118,21 @@ async fn queue(
     Ok(())
 }
 
-/// The bots among `members` that `body_html` mentions.
-///
-/// Mention detection, in this one place: a bot is mentioned when the body holds a mention
-/// attachment naming it (`<action-text-attachment ... sgid=…>` of its user, once rich-text
-/// mentions are stored) or, for plain bodies, its name after an `@` (`@Helper Bot`, letter case
-/// ignored, not followed by a letter or digit).
-pub fn mentioned_bots(body_html: &str, members: Vec<Recipient>) -> Vec<Recipient> {
-    let text = body_text(body_html).to_lowercase();
+/// The bots among `members` (the room's bots with a webhook) that are among `mentioned` (the
+/// message's mentionees: mention attachments of active members, Campfire's
+/// `@message.mentionees.active_bots`).
+pub fn mentioned_bots(
+    mentioned: &[messages::Mentionee],
+    members: Vec<Recipient>,
+) -> Vec<Recipient> {
     members
         .into_iter()
-        .filter(|bot| mentions_name(&text, &bot.name.to_lowercase()))
+        .filter(|bot| {
+            mentioned
+                .iter()
+                .any(|m| m.id == bot.bot_id && m.role == "bot")
+        })
         .collect()
-}
-
-fn mentions_name(text: &str, name: &str) -> bool {
-    let needle = format!("@{name}");
-    text.match_indices(&needle).any(|(at, _)| {
-        text[at + needle.len()..]
-            .chars()
-            .next()
-            .is_none_or(|c| !c.is_alphanumeric())
-    })
 }
 
 /// The plain text without the recipient's mention, trimmed (Campfire's
@@ -157,7 +155,7 @@ fn without_mention(plain: &str, bot_name: &str) -> String {
 
 /// Campfire's `Webhook#payload` for `bot`.
 pub fn payload(room: &Room, author: &User, message: &Message, bot: &Recipient) -> Vec<u8> {
-    let plain = body_text(&message.body);
+    let plain = crate::rich_text::plain_text(&message.body);
     json!({
         "user": {"id": author.id, "name": author.name},
         "room": {
@@ -205,7 +203,12 @@ async fn deliver(state: &AppState, delivery: &Delivery) {
             if reply.status == 200
                 && matches!(reply.content_type.as_str(), "text/plain" | "text/html") =>
         {
-            String::from_utf8(reply.body.to_vec()).ok()
+            String::from_utf8(reply.body.to_vec())
+                .ok()
+                .map(|text| Answer {
+                    html: reply.content_type == "text/html",
+                    text,
+                })
         }
         Ok(reply) => {
             tracing::debug!(
@@ -215,28 +218,42 @@ async fn deliver(state: &AppState, delivery: &Delivery) {
             );
             None
         }
-        Err(DeliveryError::TimedOut) => Some(format!(
-            "Failed to respond within {} seconds",
-            ENDPOINT_TIMEOUT.as_secs()
-        )),
+        Err(DeliveryError::TimedOut) => Some(Answer {
+            html: false,
+            text: format!(
+                "Failed to respond within {} seconds",
+                ENDPOINT_TIMEOUT.as_secs()
+            ),
+        }),
         Err(e) => {
             tracing::info!(error = %e, bot_id = delivery.bot_id, "webhook delivery failed");
             None
         }
     };
-    let Some(text) = answer.filter(|t| !t.trim().is_empty()) else {
+    let Some(answer) = answer.filter(|a| !a.text.trim().is_empty()) else {
         return;
     };
-    if let Err(e) = post_answer(state, delivery, &text).await {
+    if let Err(e) = post_answer(state, delivery, &answer).await {
         tracing::info!(error = %e, bot_id = delivery.bot_id, "webhook answer not posted");
     }
 }
 
-/// Posts `text` as the bot in the delivery's room, with the bot API's checks: the bot is still
-/// active and a member, and the text fits the request body limit.
-async fn post_answer(state: &AppState, delivery: &Delivery, text: &str) -> anyhow::Result<()> {
+/// A webhook's answer to post.
+#[derive(Debug)]
+struct Answer {
+    /// Whether it came as `text/html` (sanitized as the editor's HTML) rather than plain text.
+    html: bool,
+    /// The answer's text.
+    text: String,
+}
+
+/// Posts `answer` as the bot in the delivery's room, with the bot API's checks: the bot is
+/// still active and a member, and the text fits the body limits; HTML goes through the body
+/// sanitizer (no mentions kept), plain text is escaped.
+async fn post_answer(state: &AppState, delivery: &Delivery, answer: &Answer) -> anyhow::Result<()> {
     anyhow::ensure!(
-        text.len() <= state.config.max_body_bytes,
+        answer.text.len() <= state.config.max_body_bytes
+            && answer.text.len() <= crate::rich_text::MAX_BODY_BYTES,
         "answer over the body limit"
     );
     let bot = crate::db::users::find(&state.pool, delivery.bot_id)
@@ -246,8 +263,14 @@ async fn post_answer(state: &AppState, delivery: &Delivery, text: &str) -> anyho
     let room = rooms::find_for_member(&state.pool, delivery.room_id, bot.id)
         .await?
         .ok_or_else(|| anyhow::anyhow!("the bot left the room"))?;
+    let body = if answer.html {
+        crate::rich_text::sanitize(&answer.text).finish(&std::collections::HashMap::new())
+    } else {
+        crate::rich_text::from_plain_text(&answer.text)
+    };
+    anyhow::ensure!(!body.is_blank(), "blank answer");
     let cid = messages::new_client_message_id();
-    post_message(state, &room, &bot, text, &cid)
+    post_message(state, &room, &bot, &body, &cid)
         .await
         .map_err(|e| anyhow::anyhow!("{e:?}"))?;
     Ok(())
@@ -267,13 +290,18 @@ mod tests {
     }
 
     #[test]
-    fn mentions_are_found_by_name_after_an_at_sign() {
-        let found = |body: &str, name: &str| !mentioned_bots(body, vec![bot(name)]).is_empty();
-        assert!(found("<div>@Helper what's up</div>", "Helper"));
-        assert!(found("<div>hey @helper bot, go</div>", "Helper Bot"));
-        assert!(!found("<div>@Helpers all</div>", "Helper"));
-        assert!(!found("<div>Helper no at</div>", "Helper"));
-        assert!(found("<div>end @Helper</div>", "Helper"));
+    fn only_mentioned_bots_are_reached() {
+        let mention = |id: i64, role: &str| messages::Mentionee {
+            id,
+            name: "x".into(),
+            role: role.into(),
+        };
+        assert_eq!(
+            mentioned_bots(&[mention(5, "bot")], vec![bot("Helper")]).len(),
+            1
+        );
+        assert!(mentioned_bots(&[mention(6, "bot")], vec![bot("Helper")]).is_empty());
+        assert!(mentioned_bots(&[], vec![bot("Helper")]).is_empty());
     }
 
     #[test]

@@ -366,8 +366,14 @@ async fn the_account_name_shows_on_every_page_and_only_administrators_change_it(
     assert!(sign_in.body.contains(escaped), "{}", sign_in.body);
     assert!(!sign_in.body.contains("Acme <Chat>"));
     // The help contact (the first administrator's address) and the version.
-    assert!(sign_in.body.contains("mailto:david@example.com"), "{}", sign_in.body);
-    assert!(sign_in.body.contains(&format!("Hearth {}", env!("CARGO_PKG_VERSION"))));
+    assert!(
+        sign_in.body.contains("mailto:david@example.com"),
+        "{}",
+        sign_in.body
+    );
+    assert!(sign_in
+        .body
+        .contains(&format!("Hearth {}", env!("CARGO_PKG_VERSION"))));
 }
 
 #[tokio::test]

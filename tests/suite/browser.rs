@@ -108,3 +108,45 @@ fn two_people_see_a_post_live_and_catch_up_after_a_restart() {
     }
     let _ = std::fs::remove_dir_all(&work);
 }
+
+#[test]
+fn rich_text_links_bold_code_and_a_mention_the_mentioned_see_highlighted() {
+    assert!(Path::new(CHROMIUM).exists(), "{CHROMIUM} is missing");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    npm_ci(&root.join("tests/browser"), "node_modules/playwright-core");
+    let artifacts = root.join("target/artifacts/browser");
+    let work = work_dir();
+    let output = Command::new("node")
+        .arg(root.join("tests/browser/rich_text.mjs"))
+        .arg("--hearth")
+        .arg(env!("CARGO_BIN_EXE_hearth"))
+        .arg("--work")
+        .arg(&work)
+        .arg("--artifacts")
+        .arg(&artifacts)
+        .output()
+        .expect("node runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    println!("{stdout}");
+    let log = std::fs::read_to_string(work.join("hearth.log")).unwrap_or_default();
+    assert!(
+        output.status.success(),
+        "the rich-text scenario failed:\n{stdout}\n{}\n--- hearth log (tail) ---\n{}",
+        String::from_utf8_lossy(&output.stderr),
+        log.lines().rev().take(30).collect::<Vec<_>>().join("\n")
+    );
+    for step in [
+        "AUTOCOMPLETE-INSERTED",
+        "RENDERED david mentioned=false",
+        "RENDERED jason mentioned=true",
+        "COMPOSER-CLEARED",
+        "NO-PAGE-ERRORS NO-FOREIGN-REQUESTS",
+        "OK",
+    ] {
+        assert!(
+            stdout.lines().any(|l| l.starts_with(step)),
+            "step {step:?} missing:\n{stdout}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&work);
+}

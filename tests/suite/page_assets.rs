@@ -114,6 +114,10 @@ async fn the_import_map_points_at_files_hearth_serves() {
         "unreads.js",
         "scrolling.js",
         "ordering.js",
+        "formatter.js",
+        "menu.js",
+        "posting.js",
+        "sounds.js",
         "util.js",
     ] {
         let r = anonymous.get(&format!("/assets/js/{module}")).await;

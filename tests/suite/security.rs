@@ -404,3 +404,123 @@ async fn production_sends_hsts_and_development_does_not() {
     let r = development.client().get("/up").await;
     assert_eq!(r.header("strict-transport-security"), None);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Queued-frame budgets.
+
+/// The server's resident memory now (`VmRSS`), in KiB.
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS in /proc status")
+}
+
+/// Sockets of one account, identifiers per socket, posts and their body length of the
+/// measurement; the per-user budget it runs with, and the fixed overhead allowed on top
+/// (the connections' rings, the frames their writers hold, allocator slack).
+const BUDGET_SOCKETS: usize = 100;
+const BUDGET_IDENTIFIERS: usize = 64;
+const BUDGET_POSTS: usize = 12;
+const BUDGET_BODY_CHARS: usize = 2000;
+const USER_BUDGET_MIB: u64 = 8;
+const FIXED_OVERHEAD_MIB: u64 = 16;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn non_reading_sockets_of_one_account_pin_at_most_the_user_budget() {
+    let dir = temp_dir("budget");
+    let budget = (USER_BUDGET_MIB << 20).to_string();
+    let mut flags = vec!["--queue-user-bytes".to_owned(), budget];
+    // For the comparison in docs/hardening.md: HEARTH_TEST_QUEUE_FLAGS="--queue-user-bytes 0
+    // --queue-server-bytes 0" measures the same load without budgets (and then fails).
+    if let Ok(extra) = std::env::var("HEARTH_TEST_QUEUE_FLAGS") {
+        flags.extend(extra.split_whitespace().map(str::to_owned));
+    }
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let hearth = common::child::Hearth::start(&dir, &flags).await;
+    let pid = hearth.child.id().unwrap();
+    let mut c = hearth.client();
+    assert_eq!(c.login(DAVID, SECRET).await.status, 302);
+    let (csrf, page) = c.room(1).await;
+    let signed = common::attr_after(
+        &page,
+        "channel=\"RoomMessagesChannel\" signed-stream-name=\"",
+    )
+    .expect("the room's stream name");
+    let cookie = c.cookie_header();
+    let origin = format!("http://{}", hearth.addr);
+
+    let mut stalled = Vec::with_capacity(BUDGET_SOCKETS);
+    for s in 0..BUDGET_SOCKETS {
+        let mut ws = common::Ws::connect_small_window(hearth.addr, &cookie, &origin).await;
+        assert_eq!(ws.status, 101, "socket {s}: {}", ws.response_head);
+        for i in 0..BUDGET_IDENTIFIERS {
+            let id = serde_json::json!({
+                "channel": "RoomMessagesChannel",
+                "signed_stream_name": signed,
+                "n": format!("{s}-{i}"),
+            })
+            .to_string();
+            ws.send_text(&common::subscribe_cmd(&id)).await;
+        }
+        let mut confirmed = 0;
+        while confirmed < BUDGET_IDENTIFIERS {
+            match ws.next_non_ping(Duration::from_secs(60)).await {
+                Some(common::WsEvent::Text(t)) if t.contains("confirm_subscription") => {
+                    confirmed += 1;
+                }
+                Some(common::WsEvent::Text(t)) if t.contains("welcome") => {}
+                other => panic!("socket {s}: {other:?}"),
+            }
+        }
+        stalled.push(ws);
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let before = rss_kib(pid);
+    let peak_before = hearth.peak_rss_kib();
+    let body = "x".repeat(BUDGET_BODY_CHARS);
+    for p in 0..BUDGET_POSTS {
+        let r = c
+            .post_message(1, &body, &format!("budget-{p}"), &csrf)
+            .await;
+        assert_eq!(r.status, 200, "post {p}");
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let after = rss_kib(pid);
+    let peak = hearth.peak_rss_kib();
+    let rise_mib = after.saturating_sub(before) as f64 / 1024.0;
+    let peak_rise_mib = peak.saturating_sub(peak_before.max(before)) as f64 / 1024.0;
+    let metrics = hearth.client().get("/metrics").await.body;
+    let cut = metrics
+        .lines()
+        .find(|l| l.starts_with("hearth_fanout_slow_consumer_disconnects_total"))
+        .unwrap_or("")
+        .to_owned();
+    eprintln!("budget: {cut}");
+    eprintln!(
+        "budget: {BUDGET_SOCKETS} non-reading sockets x {BUDGET_IDENTIFIERS} identifiers, \
+         {BUDGET_POSTS} posts of {BUDGET_BODY_CHARS} chars: VmRSS {} -> {} MiB (+{rise_mib:.1} MiB), \
+         VmHWM +{peak_rise_mib:.1} MiB; user budget {USER_BUDGET_MIB} MiB + {FIXED_OVERHEAD_MIB} MiB allowed",
+        before / 1024,
+        after / 1024
+    );
+    assert!(
+        peak_rise_mib <= (USER_BUDGET_MIB + FIXED_OVERHEAD_MIB) as f64,
+        "RSS rose {peak_rise_mib:.1} MiB"
+    );
+    // The server still serves: a fresh client signs in and posts.
+    let mut other = hearth.client();
+    assert_eq!(other.login("jason@example.com", SECRET).await.status, 302);
+    let (csrf, _) = other.room(1).await;
+    assert_eq!(
+        other
+            .post_message(1, "still here", "after", &csrf)
+            .await
+            .status,
+        200
+    );
+    drop(stalled);
+    let _ = std::fs::remove_dir_all(&dir);
+}
