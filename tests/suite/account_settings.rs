@@ -656,9 +656,30 @@ async fn a_mentioned_bot_gets_campfires_payload_and_its_answer_appears_live() {
         .post_message(1, "nobody called", "cid-no-mention", &token)
         .await;
     assert!(r.status < 400);
+    // A plain "@Helper" is no mention; a mention attachment of the bot is.
+    let r = jason
+        .post_message(1, "@Helper typed by hand", "cid-typed", &token)
+        .await;
+    assert!(r.status < 400);
+    let sgid = server
+        .state
+        .sgids
+        .sign("User", bot_id, hearth::rails::ATTACHABLE_PURPOSE);
+    let html = format!(
+        "<div><action-text-attachment sgid=\"{sgid}\" content-type=\"application/vnd.campfire.mention\"></action-text-attachment> what's the time?</div>"
+    );
     let started = Instant::now();
     let r = jason
-        .post_message(1, "@Helper what's the time?", "cid-mention", &token)
+        .post_form(
+            "/rooms/1/messages",
+            &form(&[
+                ("message[body]", &html),
+                ("message[body_format]", "html"),
+                ("message[client_message_id]", "cid-mention"),
+                ("authenticity_token", &token),
+            ]),
+            &[],
+        )
         .await;
     assert!(r.status < 400, "{}", r.body);
     let (head, body) = tokio::time::timeout(Duration::from_secs(7), hits.recv())
@@ -684,10 +705,16 @@ async fn a_mentioned_bot_gets_campfires_payload_and_its_answer_appears_live() {
         format!("/rooms/1/{bot_id}-{token_of_bot}/messages")
     );
     assert_eq!(v["message"]["id"], message_id);
-    assert_eq!(
-        v["message"]["body"]["html"],
-        "<div>@Helper what&#39;s the time?</div>"
+    let stored: String = sqlx::query_scalar("SELECT body FROM messages WHERE id = ?")
+        .bind(message_id)
+        .fetch_one(&server.state.pool)
+        .await
+        .unwrap();
+    assert!(
+        stored.contains("application/vnd.campfire.mention"),
+        "{stored}"
     );
+    assert_eq!(v["message"]["body"]["html"], stored);
     assert_eq!(v["message"]["body"]["plain"], "what's the time?");
     assert_eq!(v["message"]["path"], format!("/rooms/1/@{message_id}"));
     // The answer is posted as the bot and broadcast to the room.
