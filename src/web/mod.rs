@@ -21,6 +21,7 @@
 //! | `GET`/`POST /join/{join_code}` | [`join`] |
 //! | `GET /users/{id}`, `GET`/`PATCH /users/me/profile` | [`profiles`] |
 //! | `PATCH /users/{id}` (`user[status]`), `POST`/`DELETE /users/{id}/ban` (administrators) | [`users`] |
+//! | `GET /messages/{id}/boosts/new`, `DELETE /messages/{id}/boosts/{boost_id}` | [`boosts`] |
 //! | `GET /account/edit`, `PATCH /account`, `GET /account/custom_styles/edit`, `PATCH /account/custom_styles` | [`account::settings`] |
 //! | `GET`, `PUT`/`PATCH /session/transfers/{id}` | [`transfers`] |
 //! | `GET /qr_code/{id}` | [`links::qr_code`] |
@@ -35,6 +36,7 @@
 
 pub mod account;
 pub mod autocompletable;
+pub mod boosts;
 pub mod bots_api;
 pub mod client_ip;
 pub mod context;
@@ -139,6 +141,11 @@ pub fn routes(state: SharedState) -> Router {
             delete(bots_api::destroy_boost),
         )
         .route("/messages/{message_id}/boosts", post(messages::boost))
+        .route("/messages/{message_id}/boosts/new", get(boosts::new))
+        .route(
+            "/messages/{message_id}/boosts/{boost_id}",
+            delete(boosts::destroy),
+        )
         .route("/users/me/sidebar", get(rooms::sidebar))
         .route("/autocompletable/users", get(autocompletable::users))
         .route("/first_run", get(first_run::show).post(first_run::create))
