@@ -849,3 +849,172 @@ async fn the_bot_list_is_campfires_array_paged_through_link() {
         404
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Boosts.
+
+#[tokio::test]
+async fn a_custom_boost_shows_its_booster_and_only_the_booster_removes_it_live() {
+    let server = TestServer::start().await;
+    let mut jason = signed_in(&server, JASON, SECRET).await;
+    let mut ws = watch_room(&server, &mut jason, 1).await;
+    let message_id = scalar_i64(&server, "SELECT MAX(id) FROM messages WHERE room_id = 1").await;
+    let page = jason
+        .get(&format!("/messages/{message_id}/boosts/new"))
+        .await;
+    assert_eq!(page.status, 200);
+    assert!(page
+        .body
+        .contains("name=\"boost[content]\" required maxlength=\"16\""));
+    let token = csrf_meta(&page.body);
+    let path = format!("/messages/{message_id}/boosts");
+    let r = send(
+        &mut jason,
+        "POST",
+        &path,
+        &[("boost[content]", &"x".repeat(17))],
+        &token,
+    )
+    .await;
+    assert_eq!(r.status, 422);
+    let r = send(
+        &mut jason,
+        "POST",
+        &path,
+        &[("boost[content]", "nice one!")],
+        &token,
+    )
+    .await;
+    assert!(r.status < 400, "{}", r.body);
+    let appended = broadcast_containing(&mut ws, "nice one!").await;
+    assert!(appended.contains("data-booster-id=\"2\""), "{appended}");
+    assert!(appended.contains("class=\"boost__avatar\""));
+    assert!(
+        appended.contains(">JA<") || appended.contains(">J<"),
+        "{appended}"
+    );
+    let boost_id = scalar_i64(&server, "SELECT MAX(id) FROM boosts").await;
+    // Someone else may not remove it; an unknown boost is 404.
+    let mut david = signed_in(&server, DAVID, SECRET).await;
+    let david_token = csrf(&mut david, "/rooms/1").await;
+    let own = format!("/messages/{message_id}/boosts/{boost_id}");
+    assert_eq!(
+        send(&mut david, "DELETE", &own, &[], &david_token)
+            .await
+            .status,
+        403
+    );
+    let missing = format!("/messages/{message_id}/boosts/999999");
+    assert_eq!(
+        send(&mut jason, "DELETE", &missing, &[], &token)
+            .await
+            .status,
+        404
+    );
+    // The booster does: a live remove for the room.
+    let r = send(&mut jason, "DELETE", &own, &[], &token).await;
+    assert_eq!(r.status, 302, "{}", r.body);
+    let removed = broadcast_containing(&mut ws, &format!("boost_{boost_id}")).await;
+    assert!(removed.contains("action=\"remove\""), "{removed}");
+    assert_eq!(
+        scalar_i64(
+            &server,
+            &format!("SELECT COUNT(*) FROM boosts WHERE id = {boost_id}")
+        )
+        .await,
+        0
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// In a real browser: the people picker, a custom boost and its removal, the profile and the
+// account page (tests/browser/accounts.mjs; screenshots in target/artifacts/browser/).
+
+#[test]
+fn the_people_picker_boosts_and_account_pages_work_in_a_browser() {
+    use std::path::Path;
+    use std::process::Command;
+    let chromium = "/usr/bin/chromium";
+    assert!(Path::new(chromium).exists(), "{chromium} is missing");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let browser_dir = root.join("tests/browser");
+    if !browser_dir.join("node_modules/playwright-core").exists() {
+        let status = Command::new("npm")
+            .args(["ci", "--no-audit", "--no-fund"])
+            .current_dir(&browser_dir)
+            .status()
+            .expect("npm runs");
+        assert!(status.success());
+    }
+    let n: u64 = rand::random();
+    let work = std::env::temp_dir().join(format!("hearth-accounts-browser-{n:x}"));
+    let output = Command::new("node")
+        .arg(browser_dir.join("accounts.mjs"))
+        .arg("--hearth")
+        .arg(env!("CARGO_BIN_EXE_hearth"))
+        .arg("--work")
+        .arg(&work)
+        .arg("--artifacts")
+        .arg(root.join("target/artifacts/browser"))
+        .output()
+        .expect("node runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    println!("{stdout}");
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    for step in [
+        "SUGGESTED",
+        "PICKED Jason",
+        "DIRECT-ROOM",
+        "BOOST-REMOVED",
+        "PAGES mobile",
+        "OK",
+    ] {
+        assert!(stdout.contains(step), "{step} missing:\n{stdout}");
+    }
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+#[tokio::test]
+async fn direct_rooms_in_the_sidebar_come_by_latest_activity() {
+    let server = TestServer::start().await;
+    let mut jason = signed_in(&server, JASON, SECRET).await;
+    let token = csrf(&mut jason, "/rooms/1").await;
+    let mut open = Vec::new();
+    for who in ["4", "3"] {
+        let r = send(
+            &mut jason,
+            "POST",
+            "/rooms/directs",
+            &[("user_ids[]", who)],
+            &token,
+        )
+        .await;
+        assert_eq!(r.status, 302);
+        let room: i64 = r.header("location").unwrap()["/rooms/".len()..]
+            .parse()
+            .unwrap();
+        open.push(room);
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let position = |html: &str, room: i64| html.find(&format!("href=\"/rooms/{room}\"")).unwrap();
+    let sidebar = jason.get("/users/me/sidebar").await.body;
+    assert!(
+        position(&sidebar, open[1]) < position(&sidebar, open[0]),
+        "{sidebar}"
+    );
+    // A message in the older direct room moves it to the top.
+    let (t, _) = jason.room(open[0]).await;
+    let r = jason
+        .post_message(open[0], "hello again", "dm-order", &t)
+        .await;
+    assert!(r.status < 400);
+    let sidebar = jason.get("/users/me/sidebar").await.body;
+    assert!(
+        position(&sidebar, open[0]) < position(&sidebar, open[1]),
+        "{sidebar}"
+    );
+}
