@@ -140,14 +140,20 @@ async fn the_import_map_points_at_files_hearth_serves() {
 async fn every_vendored_file_matches_its_pin_on_disk_served_and_in_the_import_map() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let (packages, files) = pins();
-    assert_eq!(packages.len(), 3);
-    assert_eq!(files.len(), 7);
+    // Turbo, turbo-rails and Action Cable at least; every other pin is checked the same way.
+    assert!(packages.len() >= 3, "{}", packages.len());
+    assert!(files.len() >= 7, "{}", files.len());
     let server = TestServer::start().await;
     let mut c = server.signed_in("david@example.com", "secret123456").await;
     let (_, page) = c.room(1).await;
     let map = import_map(&page);
     let integrity = map["integrity"].as_object().expect("an integrity map");
-    assert_eq!(integrity.len(), files.len());
+    // Stylesheets are linked from the head; every other file is a module in the import map.
+    let modules = files
+        .iter()
+        .filter(|pin| !pin.file.ends_with(".css"))
+        .count();
+    assert_eq!(integrity.len(), modules);
     let imports = map["imports"].as_object().unwrap();
     let mut anonymous = server.client();
     for pin in &files {
@@ -167,6 +173,14 @@ async fn every_vendored_file_matches_its_pin_on_disk_served_and_in_the_import_ma
         let r = anonymous.get(&url).await;
         assert_eq!(r.status, 200, "{url}");
         assert_eq!(sri(r.body.as_bytes()), pin.integrity, "{url} as served");
+        if pin.file.ends_with(".css") {
+            let link = format!(
+                "<link rel=\"stylesheet\" href=\"{url}\" integrity=\"{}\">",
+                pin.integrity
+            );
+            assert!(page.contains(&link), "{link}");
+            continue;
+        }
         assert_eq!(
             integrity[&url],
             pin.integrity.as_str(),
