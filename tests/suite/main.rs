@@ -19,6 +19,7 @@
 
 mod common;
 
+mod account_settings;
 mod accounts;
 mod browser;
 mod browser_room;
