@@ -5,7 +5,8 @@
 //!
 //! ## Layout
 //!
-//! Bottom-up; a module imports only from the floors below it (`tests/layers.rs` holds this).
+//! Bottom-up; a module imports only from the floors below it (`tests/suite/layers.rs` holds
+//! this).
 //!
 //! 1. Foundations, importing nothing of Hearth's above them:
 //!    - [`rails`]: what Rails defines and Hearth must match: PBKDF2 key generation, the

@@ -144,6 +144,17 @@ pub async fn page_before(
     room_id: i64,
     before_id: i64,
 ) -> sqlx::Result<Vec<Message>> {
+    let rows = rows_before(pool, room_id, before_id, PAGE_SIZE).await?;
+    with_boosts(pool, rows).await
+}
+
+/// At most `limit` rows before message `before_id` (exclusive), oldest first.
+async fn rows_before(
+    pool: &SqlitePool,
+    room_id: i64,
+    before_id: i64,
+    limit: i64,
+) -> sqlx::Result<Vec<Row>> {
     let mut rows: Vec<Row> = sqlx::query_as(select!(
         "WHERE m.room_id = ?1 AND (m.created_at, m.id) < \
            (SELECT created_at, id FROM messages WHERE id = ?2 AND room_id = ?1) \
@@ -151,11 +162,11 @@ pub async fn page_before(
     ))
     .bind(room_id)
     .bind(before_id)
-    .bind(PAGE_SIZE)
+    .bind(limit)
     .fetch_all(pool)
     .await?;
     rows.reverse();
-    with_boosts(pool, rows).await
+    Ok(rows)
 }
 
 /// The page of messages after message `after_id` (exclusive), oldest first (`page_after`).
@@ -164,6 +175,17 @@ pub async fn page_after(
     room_id: i64,
     after_id: i64,
 ) -> sqlx::Result<Vec<Message>> {
+    let rows = rows_after(pool, room_id, after_id, PAGE_SIZE).await?;
+    with_boosts(pool, rows).await
+}
+
+/// At most `limit` rows after message `after_id` (exclusive), oldest first.
+async fn rows_after(
+    pool: &SqlitePool,
+    room_id: i64,
+    after_id: i64,
+    limit: i64,
+) -> sqlx::Result<Vec<Row>> {
     let rows: Vec<Row> = sqlx::query_as(select!(
         "WHERE m.room_id = ?1 AND (m.created_at, m.id) > \
            (SELECT created_at, id FROM messages WHERE id = ?2 AND room_id = ?1) \
@@ -171,10 +193,49 @@ pub async fn page_after(
     ))
     .bind(room_id)
     .bind(after_id)
-    .bind(PAGE_SIZE)
+    .bind(limit)
     .fetch_all(pool)
     .await?;
-    with_boosts(pool, rows).await
+    Ok(rows)
+}
+
+/// Whether the room holds a message before message `id` (`before`) or after it (`!before`),
+/// in the order of its pages.
+pub async fn any_beyond(
+    pool: &SqlitePool,
+    room_id: i64,
+    id: i64,
+    before: bool,
+) -> sqlx::Result<bool> {
+    let rows = if before {
+        rows_before(pool, room_id, id, 1).await?
+    } else {
+        rows_after(pool, room_id, id, 1).await?
+    };
+    Ok(!rows.is_empty())
+}
+
+/// The page around message `id` of a room (Campfire's `page_around`): up to half a
+/// [`PAGE_SIZE`] before it, the message itself, and up to half a page after it, oldest first.
+/// `None` when the room holds no such message.
+pub async fn page_around(
+    pool: &SqlitePool,
+    room_id: i64,
+    id: i64,
+) -> sqlx::Result<Option<Vec<Message>>> {
+    let Some(found) = sqlx::query_as::<_, Row>(select!("WHERE m.room_id = ? AND m.id = ?"))
+        .bind(room_id)
+        .bind(id)
+        .fetch_optional(pool)
+        .await?
+    else {
+        return Ok(None);
+    };
+    let half = PAGE_SIZE / 2;
+    let mut rows = rows_before(pool, room_id, id, half).await?;
+    rows.push(found);
+    rows.extend(rows_after(pool, room_id, id, half).await?);
+    Ok(Some(with_boosts(pool, rows).await?))
 }
 
 /// Messages created at or after `since_ms` (`page_created_since`), and messages created

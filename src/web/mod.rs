@@ -60,7 +60,6 @@ use crate::state::SharedState;
 /// The routes, without the [`context::prepare`] wrapper (the wiring puts it in front).
 pub fn routes(state: SharedState) -> Router {
     Router::new()
-        .route("/up", get(up))
         .route("/session/new", get(sessions::new))
         .route("/session", post(sessions::create).delete(sessions::destroy))
         .route("/", get(rooms::root))
@@ -171,13 +170,4 @@ pub fn routes(state: SharedState) -> Router {
         .route("/searches/clear", delete(searches::clear))
         .fallback(|| async { error::AppError::NotFound })
         .with_state(state)
-}
-
-/// `GET /up`: the health check. `OK`; with the Redis adapter and its link down, still 200
-/// (the node serves and delivers its own broadcasts) with `OK (redis link down)`.
-async fn up(axum::extract::State(state): axum::extract::State<SharedState>) -> &'static str {
-    match &state.redis {
-        Some(redis) if !redis.is_up() => "OK (redis link down)",
-        _ => "OK",
-    }
 }

@@ -3,7 +3,7 @@
 //! `--redis-channel-prefix`, so tests (and other users of the same Redis) do not interfere.
 //! Nodes share one SQLite database, as an app node and cable nodes share one app.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -87,9 +87,8 @@ async fn app_and_cables(url: &str, prefix: &str, cables: usize) -> Vec<TestServe
 }
 
 async fn wait_link(node: &TestServer, up: bool) {
-    let redis = node.state.redis.clone().expect("a Redis adapter");
     let deadline = tokio::time::Instant::now() + T;
-    while redis.is_up() != up {
+    while (node.state.bus.health() == hearth::pubsub::Health::Linked) != up {
         assert!(
             tokio::time::Instant::now() < deadline,
             "Redis link never became {up}"
@@ -238,13 +237,19 @@ async fn a_raw_rails_publish_and_anycable_broadcasts_reach_subscribers_byte_for_
     // Malformed payloads are dropped: nothing half-spliced reaches a client.
     publish(&url, &format!("{prefix}:chat:2021"), b"{\"half\":").await;
     publish(&url, &format!("{prefix}:chat:2021"), &[0xff, 0xfe]).await;
-    publish(&url, "__anycable__", b"[{\"stream\":\"chat:2021\"}]").await;
-    publish(&url, &format!("{prefix}:action_cable/xyz"), b"nope").await;
-
-    // AnyCable's Redis channel: every node delivers once to its own clients.
     publish(
         &url,
-        "__anycable__",
+        &format!("{prefix}:__anycable__"),
+        b"[{\"stream\":\"chat:2021\"}]",
+    )
+    .await;
+    publish(&url, &format!("{prefix}:action_cable/xyz"), b"nope").await;
+
+    // AnyCable's Redis channel (under the prefix): every node delivers once to its own
+    // clients.
+    publish(
+        &url,
+        &format!("{prefix}:__anycable__"),
         br#"[{"stream":"chat:2021","data":"{\"n\":1}"},{"stream":"elsewhere","data":"2"}]"#,
     )
     .await;
@@ -629,4 +634,292 @@ async fn rails_clients_reconnect_to_the_surviving_cable_node() {
     // The stopped node accepts nothing and the app node serves no /cable: the client
     // reconnected to the survivor.
     assert_eq!(nodes[0].client().get("/cable").await.status, 404);
+}
+
+/// The CSRF token of a page `c` may see.
+async fn csrf_of(c: &mut Client) -> String {
+    let page = c.get("/rooms/opens/new").await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    common::csrf_meta(&page.body)
+}
+
+/// Submits a form as a browser would (with `_method` for other verbs than POST).
+async fn submit(
+    c: &mut Client,
+    method: &str,
+    path: &str,
+    pairs: &[(&str, &str)],
+) -> common::Response {
+    let token = csrf_of(c).await;
+    let mut all: Vec<(&str, &str)> = vec![("authenticity_token", &token)];
+    if method != "POST" {
+        all.push(("_method", method));
+    }
+    all.extend_from_slice(pairs);
+    c.post_form(path, &common::form(&all), &[]).await
+}
+
+/// Creates a closed room of David and `member` through `node` and returns its id.
+async fn closed_room_with(node: &TestServer, david: &mut Client, member: i64) -> i64 {
+    let member = member.to_string();
+    let r = submit(
+        david,
+        "POST",
+        "/rooms/closeds",
+        &[("room[name]", "Secret"), ("user_ids[]", &member)],
+    )
+    .await;
+    assert_eq!(r.status, 302, "{}", r.body);
+    let _ = node;
+    r.header("location")
+        .and_then(|l| l.strip_prefix("/rooms/"))
+        .and_then(|id| id.parse().ok())
+        .expect("a room location")
+}
+
+/// `RoomMessagesChannel`'s identifier of room `room_id` and its stream name.
+async fn room_messages_of(node: &TestServer, room_id: i64) -> (String, String) {
+    let room = hearth::db::rooms::find(&node.state.pool, room_id)
+        .await
+        .expect("query")
+        .expect("the room");
+    let stream = hearth::streams::room_messages(&node.state.config.gid_app, &room);
+    (room_identifier(&node.state.signer.sign(&stream)), stream)
+}
+
+fn typing_of(room_id: i64) -> String {
+    serde_json::json!({"channel": "TypingNotificationsChannel", "room_id": room_id}).to_string()
+}
+
+/// Reads frames until `count` `reject_subscription`s arrived; returns them. Panics after `T`.
+async fn rejections(ws: &mut Ws, count: usize) -> Vec<String> {
+    let mut seen = Vec::new();
+    let deadline = tokio::time::Instant::now() + T;
+    while seen.len() < count {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        match ws.next_non_ping(left).await {
+            Some(WsEvent::Text(t)) if t.contains("reject_subscription") => seen.push(t),
+            Some(WsEvent::Text(_)) => {}
+            other => panic!("expected reject_subscription, got {other:?} after {seen:?}"),
+        }
+    }
+    seen
+}
+
+/// Asserts no frame containing `needle` arrives on `ws` within 600 ms.
+async fn never_sees(ws: &mut Ws, needle: &str) {
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(600);
+    loop {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        match ws.next_non_ping(left).await {
+            None => return,
+            Some(WsEvent::Text(t)) => assert!(!t.contains(needle), "unexpected frame: {t}"),
+            Some(other) => panic!("socket ended: {other:?}"),
+        }
+    }
+}
+
+/// Redis subscribers of `channel` (`PUBSUB NUMSUB`).
+async fn numsub(url: &str, channel: &str) -> i64 {
+    let mut conn = redis_conn(url).await;
+    let (_, n): (String, i64) = redis::cmd("PUBSUB")
+        .arg("NUMSUB")
+        .arg(channel)
+        .query_async(&mut conn)
+        .await
+        .expect("PUBSUB NUMSUB");
+    n
+}
+
+/// Waits until `channel` has `want` Redis subscribers; panics after `T`.
+async fn wait_numsub(url: &str, channel: &str, want: i64) {
+    let deadline = tokio::time::Instant::now() + T;
+    loop {
+        let n = numsub(url, channel).await;
+        if n == want {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{channel} has {n} subscribers, not {want}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A member removed on `writer` loses the room on `reader` at once: both room subscriptions
+/// rejected, no later post, no typing of theirs reaching the room, and `reader` no longer
+/// `SUBSCRIBE`d to a stream it held for them alone.
+async fn removal_reaches(url: &str, prefix: &str, writer: &TestServer, reader: &TestServer) {
+    let mut david = writer.signed_in("david@example.com", "secret123456").await;
+    let kevin = writer.signed_in("kevin@example.com", "secret123456").await;
+    let kevin_id = user_id(writer, "kevin@example.com").await;
+    let room = closed_room_with(writer, &mut david, kevin_id).await;
+    let (messages, stream) = room_messages_of(writer, room).await;
+    let typing = typing_of(room);
+    let mut k = subscribed(reader, &kevin, &messages).await;
+    k.send_text(&subscribe_cmd(&typing)).await;
+    assert_eq!(k.next_non_ping(T).await, text(&confirm(&typing)));
+    // David listens to the room's typing on the same node.
+    let mut d = subscribed(reader, &david, &typing).await;
+    // Only the reader holds sockets: it alone SUBSCRIBEd to the room's messages.
+    let channel = format!("{prefix}:{stream}");
+    assert_eq!(numsub(url, &channel).await, 1);
+
+    let r = submit(
+        &mut david,
+        "PATCH",
+        &format!("/rooms/closeds/{room}"),
+        &[("room[name]", "Secret")],
+    )
+    .await;
+    assert_eq!(r.status, 302, "{}", r.body);
+    let seen = rejections(&mut k, 2).await;
+    assert!(
+        seen.contains(&common::reject(&messages)) && seen.contains(&common::reject(&typing)),
+        "{seen:?}"
+    );
+    // Kevin's was the reader's only subscription to the room's messages: UNSUBSCRIBEd.
+    wait_numsub(url, &channel, 0).await;
+
+    let (csrf, _) = david.room(room).await;
+    let r = david
+        .post_message(room, "after the removal", "after-removal", &csrf)
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    never_sees(&mut k, "after the removal").await;
+    k.send_text(&format!(
+        r#"{{"command":"message","identifier":{},"data":"{{\"action\":\"start\"}}"}}"#,
+        serde_json::to_string(&typing).expect("json")
+    ))
+    .await;
+    never_sees(&mut d, "start").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_removed_on_the_app_node_loses_the_room_on_a_cable_node_at_once() {
+    let url = redis_url();
+    let prefix = unique_prefix("revoke_cable");
+    let nodes = app_and_cables(&url, &prefix, 1).await;
+    removal_reaches(&url, &prefix, &nodes[0], &nodes[1]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_removed_on_one_node_loses_the_room_on_another_all_node_at_once() {
+    let url = redis_url();
+    let prefix = unique_prefix("revoke_all");
+    let nodes = cluster(&url, &prefix, 2).await;
+    removal_reaches(&url, &prefix, &nodes[0], &nodes[1]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_room_deleted_on_the_app_node_ends_its_subscriptions_on_cable_nodes_and_its_id_stays_unused(
+) {
+    let url = redis_url();
+    let nodes = app_and_cables(&url, &unique_prefix("destroy"), 1).await;
+    let mut david = nodes[0]
+        .signed_in("david@example.com", "secret123456")
+        .await;
+    let kevin = nodes[0]
+        .signed_in("kevin@example.com", "secret123456")
+        .await;
+    let kevin_id = user_id(&nodes[0], "kevin@example.com").await;
+    let room = closed_room_with(&nodes[0], &mut david, kevin_id).await;
+    let (messages, _) = room_messages_of(&nodes[0], room).await;
+    let mut k = subscribed(&nodes[1], &kevin, &messages).await;
+    let r = submit(&mut david, "DELETE", &format!("/rooms/{room}"), &[]).await;
+    assert_eq!(r.status, 302, "{}", r.body);
+    assert_eq!(rejections(&mut k, 1).await, vec![common::reject(&messages)]);
+    // The next room (a direct room between two others, say) never gets the deleted room's id.
+    let jason_id = user_id(&nodes[0], "jason@example.com").await;
+    let next = closed_room_with(&nodes[0], &mut david, jason_id).await;
+    assert!(next > room, "room id {room} handed out again as {next}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cable_node_with_another_secret_than_its_app_node_refuses_to_start_and_says_why() {
+    let url = redis_url();
+    let prefix = unique_prefix("secret");
+    let nodes = app_and_cables(&url, &prefix, 0).await;
+    let dir = common::temp_dir("cable-secret");
+    let mut config = hearth::config::Config::for_tests(&dir);
+    config.pubsub = hearth::config::PubSubKind::Redis;
+    config.redis_url = url.clone().into();
+    config.redis_channel_prefix = prefix;
+    config.role = hearth::config::Role::Cable;
+    config.app_url = Some(format!("http://{}", nodes[0].addr));
+    config.secret_key_base = Some("f".repeat(128).into());
+    let error = hearth::app::Server::bind(config)
+        .await
+        .expect_err("a cable node with another secret must not start");
+    let said = format!("{error:#}");
+    assert!(said.contains("SECRET_KEY_BASE"), "{said}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn anycable_publications_stay_within_their_channel_prefix_and_its_disconnect_closes_sockets()
+{
+    let url = redis_url();
+    let (p1, p2) = (unique_prefix("any1"), unique_prefix("any2"));
+    let one = cluster(&url, &p1, 1).await;
+    let two = cluster(&url, &p2, 1).await;
+    let c1 = one[0].signed_in("david@example.com", "secret123456").await;
+    let c2 = two[0].signed_in("david@example.com", "secret123456").await;
+    let id = turbo_identifier(&one[0].state.signer.sign("chat:2021"));
+    let mut a = subscribed(&one[0], &c1, &id).await;
+    let mut b = subscribed(&two[0], &c2, &id).await;
+    let body = br#"{"stream":"chat:2021","data":"\"scoped\""}"#;
+    // Another deployment's channel, or the bare one: neither reaches a prefixed deployment.
+    publish(&url, &format!("{p2}:__anycable__"), body).await;
+    publish(&url, "__anycable__", body).await;
+    nothing_more(&mut a).await;
+    assert!(next_text(&mut b).await.contains("scoped"));
+    nothing_more(&mut b).await;
+
+    // anycable-rails' remote disconnect, over Redis and over POST /_broadcast.
+    let david = user_id(&one[0], "david@example.com").await;
+    let gid = hearth::rails::global_id::to_gid_param("campfire", "User", david);
+    let command = serde_json::json!({
+        "command": "disconnect",
+        "payload": {"identifier": serde_json::json!({"current_user": gid}).to_string(), "reconnect": false},
+    })
+    .to_string();
+    publish(&url, &format!("{p1}:__anycable__"), command.as_bytes()).await;
+    assert_eq!(
+        a.next_non_ping(T).await,
+        text(r#"{"type":"disconnect","reason":"remote","reconnect":false}"#)
+    );
+    let key = two[0].state.broadcast_key.clone();
+    let r = two[0]
+        .client()
+        .request(
+            "POST",
+            "/_broadcast",
+            &[("Authorization", &format!("Bearer {key}"))],
+            command.as_bytes(),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    assert_eq!(
+        b.next_non_ping(T).await,
+        text(r#"{"type":"disconnect","reason":"remote","reconnect":false}"#)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_app_node_stopped_an_app_channel_subscribe_is_rejected_after_a_bounded_wait() {
+    let url = redis_url();
+    let mut nodes = app_and_cables(&url, &unique_prefix("appdown"), 1).await;
+    let (c, _, _) = member_of_room_1(&nodes[0], "david@example.com").await;
+    let mut ws = connect_with(&nodes[1], &c).await;
+    nodes.remove(0).stop().await;
+    let presence = r#"{"channel":"PresenceChannel","room_id":1}"#;
+    let started = tokio::time::Instant::now();
+    ws.send_text(&subscribe_cmd(presence)).await;
+    assert_eq!(
+        ws.next_non_ping(Duration::from_secs(6)).await,
+        text(&common::reject(presence))
+    );
+    assert!(started.elapsed() < Duration::from_secs(6));
 }

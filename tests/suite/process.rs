@@ -1,7 +1,7 @@
 //! The real `hearth` binary as a child process: crash durability (SIGKILL during a posting
 //! run), graceful restarts (SIGTERM), and what it writes to its logs.
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

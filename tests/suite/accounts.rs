@@ -1,6 +1,6 @@
 //! Accounts, bans, bots and search over real HTTP (and `/cable` where they broadcast).
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! deletion and involvement, with Campfire's authorization and broadcasts, and membership
 //! revocations that reach already open sockets at once.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
@@ -593,4 +593,60 @@ async fn membership_changes_reach_the_next_subscription_at_once() {
     jason.send_text(&subscribe_cmd(&messages)).await;
     let rejected = reject(&messages);
     expect_frame(&mut jason, |t| t == rejected).await;
+}
+
+#[tokio::test]
+async fn granting_access_rechecks_no_connection_and_a_revocation_only_the_revoked_users() {
+    let server = TestServer::start().await;
+    let emails = ["jason@example.com", "kevin@example.com", "jz@example.com"];
+    let mut sockets = Vec::new();
+    for email in emails {
+        let (c, mut ws) = connect_as(&server, email, PASSWORD).await;
+        subscribe(&mut ws, &turbo(&server, "rooms")).await;
+        sockets.push((c, ws));
+    }
+    let before = server.state.cable.rechecks();
+    let mut david = server.signed_in("david@example.com", PASSWORD).await;
+    // An open room grants everyone; a closed room and a direct room grant their members.
+    let open = room_id_of(
+        &send(
+            &mut david,
+            "POST",
+            "/rooms/opens",
+            &[("room[name]", "Granted")],
+        )
+        .await,
+    );
+    let closed = room_id_of(
+        &send(
+            &mut david,
+            "POST",
+            "/rooms/closeds",
+            &[
+                ("room[name]", "Few"),
+                ("user_ids[]", "2"),
+                ("user_ids[]", "4"),
+            ],
+        )
+        .await,
+    );
+    for (_, ws) in &mut sockets {
+        expect_frame(ws, |t| t.contains(&format!("list_rooms_open_{open}"))).await;
+    }
+    assert!(open > 0 && closed > 0);
+    assert_eq!(
+        server.state.cable.rechecks(),
+        before,
+        "a grant made open connections re-check their subscriptions"
+    );
+    // Removing one member re-checks that member's one connection, no one else's.
+    let r = send(
+        &mut david,
+        "PATCH",
+        &format!("/rooms/closeds/{closed}"),
+        &[("room[name]", "Few"), ("user_ids[]", "4")],
+    )
+    .await;
+    assert_eq!(r.status, 302);
+    assert_eq!(server.state.cable.rechecks(), before + 1);
 }

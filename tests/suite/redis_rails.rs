@@ -4,7 +4,7 @@
 //! Hearth's own PUBLISH byte-identical to Rails'. Needs Redis (`REDIS_URL`) and Ruby with
 //! `action_cable` and `redis` (`.ci/run` installs both).
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
@@ -40,9 +40,9 @@ async fn rails_redis_adapter_broadcasts_and_disconnects_into_hearth() {
         })
         .await
     };
-    let redis = node.state.redis.clone().expect("the Redis adapter");
+
     let deadline = tokio::time::Instant::now() + T;
-    while !redis.is_up() {
+    while node.state.bus.health() != hearth::pubsub::Health::Linked {
         assert!(
             tokio::time::Instant::now() < deadline,
             "Redis link never came up"

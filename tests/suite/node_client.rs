@@ -4,7 +4,7 @@
 //! client rides out on its own (reconnect, resubscribe, live again). Runs `npm ci` first when
 //! `tests/node/node_modules` is missing.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

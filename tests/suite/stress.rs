@@ -3,7 +3,7 @@
 //! gets every post once and in order; the stalled one is cut off by its queue bound
 //! (`too_slow`); the server's peak resident memory stays under [`PEAK_RSS_BOUND_MIB`].
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -1,7 +1,7 @@
 //! `/metrics` scraped over HTTP: the counters move when a post is delivered to a subscribed
 //! Action Cable client, and the exposition is Prometheus' text format.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

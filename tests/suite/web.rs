@@ -1,6 +1,6 @@
 //! The chat app over real HTTP against a seeded SQLite database in a temp dir.
 
-mod common;
+use crate::common;
 
 use common::{csrf_meta, form, TestServer};
 use hearth::rails::SignedCookieJar;

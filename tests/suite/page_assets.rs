@@ -2,7 +2,7 @@
 //! `/assets` from the binary (no npm, no `node_modules`); every vendored file checked against
 //! its pin in `vendor/javascript/pins`; and `--assets-dir` for the page's own scripts.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 
@@ -116,6 +116,10 @@ async fn the_import_map_points_at_files_hearth_serves() {
         "unreads.js",
         "scrolling.js",
         "ordering.js",
+        "formatter.js",
+        "menu.js",
+        "posting.js",
+        "sounds.js",
         "util.js",
     ] {
         let r = anonymous.get(&format!("/assets/js/{module}")).await;

@@ -2,7 +2,7 @@
 //! (`rails-cable-transcripts.md`), byte for byte, ping timestamps normalized; plus Campfire's
 //! channels end to end.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

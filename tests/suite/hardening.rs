@@ -2,7 +2,7 @@
 //! their documented answers, and the security rules (CSRF everywhere, cookie flags, escaping,
 //! deactivation and bans).
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
@@ -299,9 +299,10 @@ async fn every_state_changing_route_needs_the_csrf_token() {
 
 #[tokio::test]
 async fn production_cookies_are_secure_and_http_only() {
+    // A production server starts empty: its first page is the first-run form.
     let server = TestServer::start_with(|c| c.production = true).await;
     let mut c = server.client();
-    let page = c.get("/session/new").await;
+    let page = c.get("/first_run").await;
     let csrf_cookie = page
         .headers_named("set-cookie")
         .into_iter()
@@ -315,16 +316,17 @@ async fn production_cookies_are_secure_and_http_only() {
     let token = common::csrf_meta(&page.body);
     let r = c
         .post_form(
-            "/session",
+            "/first_run",
             &form(&[
-                ("email_address", DAVID),
-                ("password", SECRET),
+                ("user[name]", "Ada"),
+                ("user[email_address]", "ada@example.org"),
+                ("user[password]", "a long new password"),
                 ("authenticity_token", &token),
             ]),
             &[],
         )
         .await;
-    assert_eq!(r.status, 302);
+    assert_eq!(r.status, 302, "{}", r.body);
     let session = r
         .headers_named("set-cookie")
         .into_iter()
@@ -496,7 +498,7 @@ async fn only_administrators_change_a_users_status() {
 #[tokio::test]
 async fn a_posts_room_touch_never_moves_back() {
     // Concurrent posts commit in any order; the room's updated_at must stay at least the
-    // newest message's time (found by the SIGKILL run in tests/process.rs).
+    // newest message's time (found by the SIGKILL run in tests/suite/process.rs).
     let server = TestServer::start().await;
     let later = hearth::db::now_ms() + 60_000;
     sqlx::query("UPDATE rooms SET updated_at = ? WHERE id = 1")
@@ -952,37 +954,37 @@ async fn metrics_can_require_a_bearer_token() {
     assert_eq!(open.client().get("/metrics").await.status, 200);
 }
 
-/// Everything this test binary logs at `hearth=info` and above, from the first call on.
-fn captured_log() -> std::sync::Arc<std::sync::Mutex<Vec<u8>>> {
-    use std::sync::{Arc, Mutex, OnceLock};
-    static LOG: OnceLock<Arc<Mutex<Vec<u8>>>> = OnceLock::new();
-    LOG.get_or_init(|| {
-        struct Sink(Arc<Mutex<Vec<u8>>>);
-        impl std::io::Write for Sink {
-            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-                self.0.lock().unwrap().extend_from_slice(buf);
-                Ok(buf.len())
-            }
-            fn flush(&mut self) -> std::io::Result<()> {
-                Ok(())
-            }
+/// Everything logged at `hearth=trace` on this thread while the guard lives: the thread of a
+/// `current_thread` test, where its test server's tasks run too. A thread-local subscriber,
+/// not a global one, so the other tests of this binary log nowhere and are not captured.
+fn captured_log() -> (
+    std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+    tracing::subscriber::DefaultGuard,
+) {
+    use std::sync::{Arc, Mutex};
+    struct Sink(Arc<Mutex<Vec<u8>>>);
+    impl std::io::Write for Sink {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
         }
-        let log = Arc::new(Mutex::new(Vec::new()));
-        let sink = log.clone();
-        tracing_subscriber::fmt()
-            .with_env_filter("hearth=trace")
-            .with_ansi(false)
-            .with_writer(move || Sink(sink.clone()))
-            .try_init()
-            .expect("the only subscriber of this binary");
-        log
-    })
-    .clone()
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let sink = log.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_env_filter("hearth=trace")
+        .with_ansi(false)
+        .with_writer(move || Sink(sink.clone()))
+        .finish();
+    (log, tracing::subscriber::set_default(subscriber))
 }
 
 #[tokio::test]
 async fn a_bot_key_never_reaches_the_log_even_on_a_malformed_route() {
-    let log = captured_log();
+    let (log, _capturing) = captured_log();
     let server = TestServer::start().await;
     let key = "5-bNd3rB0tK3y7";
     let mut c = server.client();
