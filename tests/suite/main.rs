@@ -35,6 +35,7 @@ mod process;
 mod properties;
 mod rails_interop;
 mod rails_vectors;
+mod rich_text;
 mod redis;
 mod redis_rails;
 mod rooms;

@@ -5,7 +5,7 @@
 //! Needs `ruby` with ActiveSupport (Debian: `apt-get install ruby ruby-activesupport`;
 //! `.ci/run` installs them when missing). The test fails, with that command, without them.
 
-mod common;
+use crate::common;
 
 use std::io::Write as _;
 use std::process::{Command, Stdio};

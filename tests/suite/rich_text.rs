@@ -1,7 +1,7 @@
 //! Rich-text bodies and @mentions over real HTTP: what the editor's HTML becomes when stored,
 //! shown, broadcast and listed to bots; the size and blank limits; `GET /autocompletable/users`.
 
-mod common;
+use crate::common;
 
 use common::{form, TestServer};
 
