@@ -44,14 +44,46 @@ pub struct Sound {
 
 /// Every sound `/play` knows, by name (the same names as `assets/js/sounds.js`).
 pub const SOUNDS: &[Sound] = &[
-    Sound { name: "bell", icon: "🔔", text: "rings the bell" },
-    Sound { name: "crickets", icon: "🦗", text: "hears crickets" },
-    Sound { name: "drumroll", icon: "🥁", text: "plays a drumroll" },
-    Sound { name: "horn", icon: "📯", text: "sounds the horn" },
-    Sound { name: "rimshot", icon: "🥁", text: "plays a rimshot" },
-    Sound { name: "tada", icon: "🎉", text: "plays a fanfare" },
-    Sound { name: "trombone", icon: "🎺", text: "plays a sad trombone" },
-    Sound { name: "yay", icon: "🙌", text: "cheers" },
+    Sound {
+        name: "bell",
+        icon: "🔔",
+        text: "rings the bell",
+    },
+    Sound {
+        name: "crickets",
+        icon: "🦗",
+        text: "hears crickets",
+    },
+    Sound {
+        name: "drumroll",
+        icon: "🥁",
+        text: "plays a drumroll",
+    },
+    Sound {
+        name: "horn",
+        icon: "📯",
+        text: "sounds the horn",
+    },
+    Sound {
+        name: "rimshot",
+        icon: "🥁",
+        text: "plays a rimshot",
+    },
+    Sound {
+        name: "tada",
+        icon: "🎉",
+        text: "plays a fanfare",
+    },
+    Sound {
+        name: "trombone",
+        icon: "🎺",
+        text: "plays a sad trombone",
+    },
+    Sound {
+        name: "yay",
+        icon: "🙌",
+        text: "cheers",
+    },
 ];
 
 /// The text of a body without its tags (character references left as they are): enough to
@@ -396,8 +428,18 @@ pub fn clock_time(ms: i64) -> String {
 /// the page writes it in the reader's time zone.
 pub fn long_date(ms: i64) -> String {
     const MONTHS: [&str; 12] = [
-        "January", "February", "March", "April", "May", "June", "July", "August", "September",
-        "October", "November", "December",
+        "January",
+        "February",
+        "March",
+        "April",
+        "May",
+        "June",
+        "July",
+        "August",
+        "September",
+        "October",
+        "November",
+        "December",
     ];
     let t = crate::rails::time::utc_from_millis(ms);
     let month = MONTHS[usize::from(t.month()).saturating_sub(1) % 12];
@@ -410,8 +452,14 @@ mod tests {
 
     #[test]
     fn sounds_and_emoji_are_told_from_the_body() {
-        assert_eq!(sound_of("<div>/play tada</div>").map(|s| s.name), Some("tada"));
-        assert_eq!(sound_of("<div> /play trombone </div>").map(|s| s.name), Some("trombone"));
+        assert_eq!(
+            sound_of("<div>/play tada</div>").map(|s| s.name),
+            Some("tada")
+        );
+        assert_eq!(
+            sound_of("<div> /play trombone </div>").map(|s| s.name),
+            Some("trombone")
+        );
         assert!(sound_of("<div>/play nosuchsound</div>").is_none());
         assert!(sound_of("<div>please /play tada</div>").is_none());
         assert!(is_emoji_only("<div>🎉</div>"));

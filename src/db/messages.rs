@@ -557,18 +557,17 @@ pub async fn update_body(
     let _write = super::write_lock().await?;
     // Its triggers write to the full-text index: see `begin_write`.
     let mut tx = super::begin_write(pool).await?;
-    let changed =
-        sqlx::query(
-            "UPDATE messages SET body = ?, plain_text = ?, updated_at = ? WHERE room_id = ? AND id = ?",
-        )
-            .bind(body)
-            .bind(plain_text)
-            .bind(super::now_ms())
-            .bind(room_id)
-            .bind(id)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
+    let changed = sqlx::query(
+        "UPDATE messages SET body = ?, plain_text = ?, updated_at = ? WHERE room_id = ? AND id = ?",
+    )
+    .bind(body)
+    .bind(plain_text)
+    .bind(super::now_ms())
+    .bind(room_id)
+    .bind(id)
+    .execute(&mut *tx)
+    .await?
+    .rows_affected();
     tx.commit().await?;
     if changed == 0 {
         return Ok(None);

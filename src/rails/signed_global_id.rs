@@ -104,7 +104,10 @@ mod tests {
         assert_eq!(other.verify(&sgid, "User", ATTACHABLE_PURPOSE, 0), None);
         let elsewhere = SignedGlobalIds::from_secret_key_base(b"secret", KdfDigest::Sha256, "app");
         assert_eq!(elsewhere.verify(&sgid, "User", ATTACHABLE_PURPOSE, 0), None);
-        assert_eq!(ids.verify("garbage--00", "User", ATTACHABLE_PURPOSE, 0), None);
+        assert_eq!(
+            ids.verify("garbage--00", "User", ATTACHABLE_PURPOSE, 0),
+            None
+        );
     }
 
     #[test]
@@ -112,7 +115,10 @@ mod tests {
         let ids = SignedGlobalIds::from_secret_key_base(b"secret", KdfDigest::Sha256, "campfire");
         let data = r#"{"_rails":{"data":"gid://campfire/User/1","exp":"2020-01-01T00:00:00.000Z","pur":"attachable"}}"#;
         let sgid = ids.verifier.generate(data.as_bytes());
-        assert_eq!(ids.verify(&sgid, "User", ATTACHABLE_PURPOSE, 1_000), Some(1));
+        assert_eq!(
+            ids.verify(&sgid, "User", ATTACHABLE_PURPOSE, 1_000),
+            Some(1)
+        );
         assert_eq!(
             ids.verify(&sgid, "User", ATTACHABLE_PURPOSE, 1_700_000_000_000),
             None

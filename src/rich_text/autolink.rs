@@ -78,7 +78,10 @@ mod tests {
 
     #[test]
     fn finds_urls_like_rails_auto_link() {
-        assert_eq!(urls("see https://example.com/page."), ["https://example.com/page"]);
+        assert_eq!(
+            urls("see https://example.com/page."),
+            ["https://example.com/page"]
+        );
         assert_eq!(urls("(www.example.com/a_(b))!"), ["www.example.com/a_(b)"]);
         assert_eq!(urls("a http://x.io?q=1&r=2, b"), ["http://x.io?q=1&r=2"]);
         assert_eq!(urls("no link here, https:// alone"), Vec::<&str>::new());

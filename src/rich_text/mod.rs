@@ -47,16 +47,69 @@ pub const MAX_BODY_BYTES: usize = 64 * 1024;
 /// The tags a body may hold: Campfire's `ContentFilters::SanitizeTags::ALLOWED_TAGS` (Rails'
 /// safe list without `img`, plus Action Text's attachment, `figure` and `figcaption`).
 const ALLOWED_TAGS: &[&str] = &[
-    "a", "abbr", "acronym", "address", "b", "big", "blockquote", "br", "cite", "code", "dd",
-    "del", "dfn", "div", "dl", "dt", "em", "h1", "h2", "h3", "h4", "h5", "h6", "hr", "i", "ins",
-    "kbd", "li", "ol", "p", "pre", "samp", "small", "span", "strong", "sub", "sup", "time", "tt",
-    "ul", "var", "action-text-attachment", "figure", "figcaption",
+    "a",
+    "abbr",
+    "acronym",
+    "address",
+    "b",
+    "big",
+    "blockquote",
+    "br",
+    "cite",
+    "code",
+    "dd",
+    "del",
+    "dfn",
+    "div",
+    "dl",
+    "dt",
+    "em",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "hr",
+    "i",
+    "ins",
+    "kbd",
+    "li",
+    "ol",
+    "p",
+    "pre",
+    "samp",
+    "small",
+    "span",
+    "strong",
+    "sub",
+    "sup",
+    "time",
+    "tt",
+    "ul",
+    "var",
+    "action-text-attachment",
+    "figure",
+    "figcaption",
 ];
 
 /// Block elements: their end is a line break in the plain text.
 const BLOCKS: &[&str] = &[
-    "div", "p", "li", "h1", "h2", "h3", "h4", "h5", "h6", "blockquote", "pre", "dd", "dt",
-    "figcaption", "address",
+    "div",
+    "p",
+    "li",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "blockquote",
+    "pre",
+    "dd",
+    "dt",
+    "figcaption",
+    "address",
 ];
 
 /// Elements without an end tag.
@@ -365,7 +418,10 @@ impl Writer {
                     return;
                 }
                 let linkable = matches!(mode, Mode::Store(_) | Mode::Render)
-                    && !self.open.iter().any(|t| matches!(t.as_str(), "a" | "pre" | "code"));
+                    && !self
+                        .open
+                        .iter()
+                        .any(|t| matches!(t.as_str(), "a" | "pre" | "code"));
                 if linkable {
                     push_linked(&mut self.html, &text);
                 } else {
@@ -494,7 +550,8 @@ impl Writer {
                 push_escaped(&mut self.html, &json.to_string());
                 self.html.push_str("\" data-trix-content-type=\"");
                 self.html.push_str(MENTION_CONTENT_TYPE);
-                self.html.push_str("\" class=\"attachment attachment--content\">");
+                self.html
+                    .push_str("\" class=\"attachment attachment--content\">");
                 self.html.push_str("</figure>");
             }
         }

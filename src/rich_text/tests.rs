@@ -37,7 +37,10 @@ fn plain_text_is_escaped_like_rails_with_lines_and_links() {
         from_plain_text("<script>alert(1)</script>").html,
         "<div>&lt;script&gt;alert(1)&lt;/script&gt;</div>"
     );
-    assert_eq!(from_plain_text(" a\nb & c ").html, "<div>a<br>b &amp; c</div>");
+    assert_eq!(
+        from_plain_text(" a\nb & c ").html,
+        "<div>a<br>b &amp; c</div>"
+    );
     assert_eq!(
         from_plain_text("say \"hi\" & it's <b>\r\ncafé ☕").html,
         "<div>say &quot;hi&quot; &amp; it&#39;s &lt;b&gt;<br>café ☕</div>"
@@ -92,7 +95,17 @@ fn the_sanitizer_cuts_what_action_text_would_not_render() {
         )
     );
     assert_eq!(body.plain_text, "hi bold it js oks\nlet x = 1 < 2;");
-    for bad in ["script", "onerror", "onclick", "javascript", "iframe", "style", "img", "figure", "forged"] {
+    for bad in [
+        "script",
+        "onerror",
+        "onclick",
+        "javascript",
+        "iframe",
+        "style",
+        "img",
+        "figure",
+        "forged",
+    ] {
         assert!(!body.html.contains(bad), "{bad} in {}", body.html);
     }
 }
@@ -126,7 +139,10 @@ fn mentions_of_the_rooms_people_are_kept_others_cut() {
         "<action-text-attachment sgid=\"{jason}\" content-type=\"{MENTION_CONTENT_TYPE}\" content=\"{}\"></action-text-attachment>",
         html_escape(&chip)
     );
-    assert_eq!(body.html, format!("<div>hey {stored} and  and {stored}</div>"));
+    assert_eq!(
+        body.html,
+        format!("<div>hey {stored} and  and {stored}</div>")
+    );
     assert_eq!(body.mentionee_ids, [2]);
     assert_eq!(body.plain_text, "hey @Jason <J> and  and @Jason <J>");
     assert!(!body.html.contains("onerror") && !body.html.contains(&outsider));
@@ -147,7 +163,12 @@ fn mentions_of_the_rooms_people_are_kept_others_cut() {
     // The editor gets Trix's attachment back.
     let trix = to_trix_html(&body.html);
     assert!(trix.contains("<figure data-trix-attachment=\""), "{trix}");
-    assert_eq!(sanitize(&trix).finish(&people(&sgids, &[(2, "Jason <J>")])).html, body.html);
+    assert_eq!(
+        sanitize(&trix)
+            .finish(&people(&sgids, &[(2, "Jason <J>")]))
+            .html,
+        body.html
+    );
 }
 
 #[test]
@@ -168,7 +189,12 @@ fn a_body_written_by_campfire_renders_its_mention() {
 
 #[test]
 fn an_empty_editor_body_is_blank() {
-    for html in ["", "<div><br></div>", "<div> </div><script>x</script>", "<img src=x>"] {
+    for html in [
+        "",
+        "<div><br></div>",
+        "<div> </div><script>x</script>",
+        "<img src=x>",
+    ] {
         assert!(sanitize(html).finish(&HashMap::new()).is_blank(), "{html}");
     }
 }

@@ -84,7 +84,6 @@ fn body_text(ctx: &Ctx) -> Result<&str, AppError> {
         .map_err(|_| AppError::BadRequest("body is not valid UTF-8".into()))
 }
 
-
 /// The query of the messages index.
 #[derive(Debug, Deserialize)]
 pub struct IndexQuery {
@@ -164,9 +163,14 @@ pub async fn update(
     }
     let text = body_text(&ctx)?;
     let body = body_from_form(&state, room.id, text, None).await?;
-    let Some(updated) =
-        messages::update_body(&state.pool, room.id, message.id, &body.html, &body.plain_text)
-            .await?
+    let Some(updated) = messages::update_body(
+        &state.pool,
+        room.id,
+        message.id,
+        &body.html,
+        &body.plain_text,
+    )
+    .await?
     else {
         return Ok(head(StatusCode::NOT_FOUND));
     };

@@ -269,10 +269,15 @@ pub async fn update(
     let room = member.room;
     let text = ctx.form.get("message[body]").unwrap_or("");
     let body = body_from_form(&state, room.id, text, ctx.form.get(BODY_FORMAT_FIELD)).await?;
-    let updated =
-        messages::update_body(&state.pool, room.id, message.id, &body.html, &body.plain_text)
-            .await?
-            .ok_or(AppError::NotFound)?;
+    let updated = messages::update_body(
+        &state.pool,
+        room.id,
+        message.id,
+        &body.html,
+        &body.plain_text,
+    )
+    .await?
+    .ok_or(AppError::NotFound)?;
     let html = broadcasts::message_updated(&state.broadcaster, &room, &updated)?;
     Ok(stream_or_back(&headers, html, room.id))
 }

@@ -144,7 +144,10 @@ fn rich_text_links_bold_code_and_a_mention_the_mentioned_see_highlighted() {
         "NO-PAGE-ERRORS NO-FOREIGN-REQUESTS",
         "OK",
     ] {
-        assert!(stdout.lines().any(|l| l.starts_with(step)), "step {step:?} missing:\n{stdout}");
+        assert!(
+            stdout.lines().any(|l| l.starts_with(step)),
+            "step {step:?} missing:\n{stdout}"
+        );
     }
     let _ = std::fs::remove_dir_all(&work);
 }

@@ -173,7 +173,11 @@ async fn every_vendored_file_matches_its_pin_on_disk_served_and_in_the_import_ma
         assert_eq!(sri(r.body.as_bytes()), pin.integrity, "{url} as served");
         if pin.file.ends_with(".css") {
             // A stylesheet is linked from the head with its integrity, not mapped as a module.
-            assert_eq!(r.header("content-type"), Some("text/css; charset=utf-8"), "{url}");
+            assert_eq!(
+                r.header("content-type"),
+                Some("text/css; charset=utf-8"),
+                "{url}"
+            );
             let link = format!(
                 "<link rel=\"stylesheet\" href=\"{url}\" integrity=\"{}\">",
                 pin.integrity

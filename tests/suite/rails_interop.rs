@@ -83,7 +83,9 @@ async fn action_text_reads_a_body_hearth_stored_and_renders_the_same_mention_chi
     .await;
     let mut david = server.signed_in("david@example.com", "secret123456").await;
     let (csrf, _) = david.room(1).await;
-    let r = david.get("/autocompletable/users?room_id=1&query=Jason").await;
+    let r = david
+        .get("/autocompletable/users?room_id=1&query=Jason")
+        .await;
     let people: serde_json::Value = serde_json::from_str(&r.body).unwrap();
     let sgid = people[0]["sgid"].as_str().unwrap().to_owned();
     let attachment = serde_json::json!({
@@ -119,7 +121,12 @@ async fn action_text_reads_a_body_hearth_stored_and_renders_the_same_mention_chi
         .stderr(Stdio::piped())
         .spawn()
         .expect("ruby runs (apt-get install -y ruby ruby-actiontext)");
-    child.stdin.take().unwrap().write_all(stored.as_bytes()).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stored.as_bytes())
+        .unwrap();
     let output = child.wait_with_output().unwrap();
     let out = String::from_utf8_lossy(&output.stdout).to_string();
     assert!(
@@ -128,13 +135,19 @@ async fn action_text_reads_a_body_hearth_stored_and_renders_the_same_mention_chi
         String::from_utf8_lossy(&output.stderr)
     );
     assert_eq!(field(&out, "ATTACHABLE"), "2 Jason");
-    assert_eq!(field(&out, "CONTENT_TYPE"), "application/vnd.campfire.mention");
+    assert_eq!(
+        field(&out, "CONTENT_TYPE"),
+        "application/vnd.campfire.mention"
+    );
     let plain: String = serde_json::from_str(field(&out, "PLAIN_TEXT")).unwrap();
     assert_eq!(plain, hearth::rich_text::plain_text(&stored));
     assert_eq!(plain, "Hi @Jason see this");
     let rendered: String = serde_json::from_str(field(&out, "RENDERED")).unwrap();
     let chip = hearth::rich_text::mention_chip(2, "Jason");
-    assert!(rendered.contains(&format!("{chip}</action-text-attachment>")), "{rendered}");
+    assert!(
+        rendered.contains(&format!("{chip}</action-text-attachment>")),
+        "{rendered}"
+    );
     let (hearth_rendered, ids) = hearth::rich_text::render(&stored);
     assert_eq!(ids, [2]);
     assert!(hearth_rendered.contains(&format!("{chip}</action-text-attachment>")));

@@ -35,7 +35,9 @@ async fn post_html(
 
 /// The sgids `GET /autocompletable/users` gives for `query` (everyone of the account), by id.
 async fn sgid_of(c: &mut common::Client, query: &str, id: i64) -> String {
-    let r = c.get(&format!("/autocompletable/users?query={query}")).await;
+    let r = c
+        .get(&format!("/autocompletable/users?query={query}"))
+        .await;
     assert_eq!(r.status, 200, "{}", r.body);
     let list: serde_json::Value = serde_json::from_str(&r.body).unwrap();
     list.as_array()
@@ -110,7 +112,9 @@ async fn an_editor_body_is_stored_shown_and_listed_without_what_the_sanitizer_cu
     assert!(r.body.contains(
         "<a href=\"https://example.com/x\" target=\"_blank\" rel=\"noopener noreferrer\">https://example.com/x</a>"
     ));
-    assert!(r.body.contains("<span class=\"mention\" data-user-id=\"2\">@Jason</span>"));
+    assert!(r
+        .body
+        .contains("<span class=\"mention\" data-user-id=\"2\">@Jason</span>"));
     assert!(r.body.contains("data-mentionee-ids=\"2\""), "{}", r.body);
     assert!(!r.body.contains("User 1") && !r.body.contains("Forged"));
 
@@ -129,21 +133,39 @@ async fn an_editor_body_is_stored_shown_and_listed_without_what_the_sanitizer_cu
     .await
     .unwrap();
     assert_eq!(rich, stored, "Campfire's table shows the body");
-    assert_eq!(stored.matches("<action-text-attachment").count(), 1, "{stored}");
-    assert!(stored.contains(&format!("sgid=\"{jason}\" content-type=\"{MENTION}\"")));
-    assert!(plain.contains("@Jason") && plain.contains("let x = 1 < 2;"), "{plain}");
-
-    let message = hearth::db::messages::find(pool, 4, id).await.unwrap().unwrap();
-    let mentionees = hearth::db::messages::mentionees(pool, &message).await.unwrap();
     assert_eq!(
-        mentionees.iter().map(|m| (m.id, m.name.as_str())).collect::<Vec<_>>(),
+        stored.matches("<action-text-attachment").count(),
+        1,
+        "{stored}"
+    );
+    assert!(stored.contains(&format!("sgid=\"{jason}\" content-type=\"{MENTION}\"")));
+    assert!(
+        plain.contains("@Jason") && plain.contains("let x = 1 < 2;"),
+        "{plain}"
+    );
+
+    let message = hearth::db::messages::find(pool, 4, id)
+        .await
+        .unwrap()
+        .unwrap();
+    let mentionees = hearth::db::messages::mentionees(pool, &message)
+        .await
+        .unwrap();
+    assert_eq!(
+        mentionees
+            .iter()
+            .map(|m| (m.id, m.name.as_str()))
+            .collect::<Vec<_>>(),
         [(2, "Jason")]
     );
 
     let (_, page) = david.room(4).await;
     assert!(page.contains("data-mentionee-ids=\"2\""));
     let body_start = page.find("id=\"message_rich-1\"").unwrap();
-    assert_clean("the room page", &page[body_start..body_start + 4000.min(page.len() - body_start)]);
+    assert_clean(
+        "the room page",
+        &page[body_start..body_start + 4000.min(page.len() - body_start)],
+    );
 }
 
 #[tokio::test]
@@ -152,7 +174,12 @@ async fn bots_see_sanitized_html_and_plain_text_and_post_plain_text_linked() {
     let mut david = server.signed_in(DAVID, SECRET).await;
     let (csrf, _) = david.room(1).await;
     let html = "<div><b>hi</b> <a href=\"javascript:alert(1)\" onclick=\"alert(1)\">x</a><script>alert(1)</script></div>";
-    assert_eq!(post_html(&mut david, 1, html, "rich-bot", &csrf).await.status, 200);
+    assert_eq!(
+        post_html(&mut david, 1, html, "rich-bot", &csrf)
+            .await
+            .status,
+        200
+    );
     let mut bot = server.client();
     let r = bot.get(&format!("/rooms/1/{BOT_KEY}/messages")).await;
     assert_eq!(r.status, 200);
@@ -160,7 +187,10 @@ async fn bots_see_sanitized_html_and_plain_text_and_post_plain_text_linked() {
     let newest = &list["messages"][0];
     assert_eq!(newest["body"]["plain"], "hi x");
     assert_clean("the bot's html", newest["body"]["html"].as_str().unwrap());
-    assert!(newest["body"]["html"].as_str().unwrap().contains("<b>hi</b>"));
+    assert!(newest["body"]["html"]
+        .as_str()
+        .unwrap()
+        .contains("<b>hi</b>"));
 
     // A bot posts plain text: escaped, linked.
     let r = bot
@@ -172,11 +202,10 @@ async fn bots_see_sanitized_html_and_plain_text_and_post_plain_text_linked() {
         )
         .await;
     assert_eq!(r.status, 201, "{}", r.body);
-    let stored: String =
-        sqlx::query_scalar("SELECT body FROM messages ORDER BY id DESC LIMIT 1")
-            .fetch_one(&server.state.pool)
-            .await
-            .unwrap();
+    let stored: String = sqlx::query_scalar("SELECT body FROM messages ORDER BY id DESC LIMIT 1")
+        .fetch_one(&server.state.pool)
+        .await
+        .unwrap();
     assert_eq!(
         stored,
         "<div>&lt;b&gt;not bold&lt;/b&gt; <a href=\"http://www.example.com\" target=\"_blank\" rel=\"noopener noreferrer\">www.example.com</a></div>"
@@ -195,12 +224,31 @@ async fn a_body_over_the_limit_is_413_and_an_empty_editor_body_is_refused() {
             .unwrap()
     };
     let before = count().await;
-    let long = format!("<div>{}</div>", "a".repeat(hearth::rich_text::MAX_BODY_BYTES));
-    assert_eq!(post_html(&mut david, 1, &long, "long-1", &csrf).await.status, 413);
-    assert_eq!(david.post_message(1, &"a".repeat(70_000), "long-2", &csrf).await.status, 413);
-    for (i, empty) in ["<div><br></div>", "<script>alert(1)</script>", "<img src=x onerror=alert(1)>", "<div> </div>"]
-        .iter()
-        .enumerate()
+    let long = format!(
+        "<div>{}</div>",
+        "a".repeat(hearth::rich_text::MAX_BODY_BYTES)
+    );
+    assert_eq!(
+        post_html(&mut david, 1, &long, "long-1", &csrf)
+            .await
+            .status,
+        413
+    );
+    assert_eq!(
+        david
+            .post_message(1, &"a".repeat(70_000), "long-2", &csrf)
+            .await
+            .status,
+        413
+    );
+    for (i, empty) in [
+        "<div><br></div>",
+        "<script>alert(1)</script>",
+        "<img src=x onerror=alert(1)>",
+        "<div> </div>",
+    ]
+    .iter()
+    .enumerate()
     {
         let r = post_html(&mut david, 1, empty, &format!("empty-{i}"), &csrf).await;
         assert_eq!(r.status, 422, "{empty}: {}", r.body);
@@ -213,11 +261,18 @@ async fn an_edit_through_the_editor_is_sanitized_and_keeps_mentions_of_members_o
     let server = TestServer::start().await;
     let mut david = server.signed_in(DAVID, SECRET).await;
     let (csrf, _) = david.room(4).await;
-    assert_eq!(david.post_message(4, "before", "edit-rich", &csrf).await.status, 200);
-    let id: i64 = sqlx::query_scalar("SELECT id FROM messages WHERE client_message_id = 'edit-rich'")
-        .fetch_one(&server.state.pool)
-        .await
-        .unwrap();
+    assert_eq!(
+        david
+            .post_message(4, "before", "edit-rich", &csrf)
+            .await
+            .status,
+        200
+    );
+    let id: i64 =
+        sqlx::query_scalar("SELECT id FROM messages WHERE client_message_id = 'edit-rich'")
+            .fetch_one(&server.state.pool)
+            .await
+            .unwrap();
     let kevin = sgid_of(&mut david, "Kevin", 4).await;
     let bender = sgid_of(&mut david, "Bender", 5).await; // a bot, not in room 4
     let html = format!(
@@ -255,18 +310,32 @@ async fn an_edit_through_the_editor_is_sanitized_and_keeps_mentions_of_members_o
 async fn autocompletable_users_lists_active_people_by_name_as_campfire_does() {
     let server = TestServer::start().await;
     let mut anonymous = server.client();
-    assert_eq!(anonymous.get("/autocompletable/users?query=J").await.status, 401);
+    assert_eq!(
+        anonymous.get("/autocompletable/users?query=J").await.status,
+        401
+    );
 
     let mut kevin = server.signed_in(KEVIN, SECRET).await;
     let r = kevin.get("/autocompletable/users?query=j").await;
     assert_eq!(r.status, 200);
-    assert!(r.header("content-type").unwrap().starts_with("application/json"));
+    assert!(r
+        .header("content-type")
+        .unwrap()
+        .starts_with("application/json"));
     let list: serde_json::Value = serde_json::from_str(&r.body).unwrap();
-    let names: Vec<&str> = list.as_array().unwrap().iter().map(|u| u["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["name"].as_str().unwrap())
+        .collect();
     assert_eq!(names, ["Jason", "JZ"]);
     let jason = &list[0];
     assert_eq!(jason["value"], 2);
-    assert!(jason["avatar_url"].as_str().unwrap().starts_with("data:image/svg+xml,"));
+    assert!(jason["avatar_url"]
+        .as_str()
+        .unwrap()
+        .starts_with("data:image/svg+xml,"));
     let sgid = jason["sgid"].as_str().unwrap();
     assert_eq!(
         server.state.sgids.verify(sgid, "User", "attachable", 0),
@@ -274,7 +343,11 @@ async fn autocompletable_users_lists_active_people_by_name_as_campfire_does() {
         "a Rails signed GlobalID of the user"
     );
     for u in list.as_array().unwrap() {
-        assert_eq!(u.as_object().unwrap().len(), 4, "name, value, avatar_url, sgid: {u}");
+        assert_eq!(
+            u.as_object().unwrap().len(),
+            4,
+            "name, value, avatar_url, sgid: {u}"
+        );
     }
 
     // Deactivated and banned people are not offered; at most 20; by name.
@@ -282,25 +355,49 @@ async fn autocompletable_users_lists_active_people_by_name_as_campfire_does() {
     let all: serde_json::Value = serde_json::from_str(&all.body).unwrap();
     let all = all.as_array().unwrap();
     assert_eq!(all.len(), 20);
-    assert!(all.iter().all(|u| u["name"] != "Ralph" && u["name"] != "Mallory"));
+    assert!(all
+        .iter()
+        .all(|u| u["name"] != "Ralph" && u["name"] != "Mallory"));
 
     // Limited to a room's members: Designers (room 4) has David, Jason, JZ and Kevin.
     let r = kevin.get("/autocompletable/users?room_id=4").await;
     let list: serde_json::Value = serde_json::from_str(&r.body).unwrap();
-    let names: Vec<&str> = list.as_array().unwrap().iter().map(|u| u["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["name"].as_str().unwrap())
+        .collect();
     assert_eq!(names, ["David", "Jason", "JZ", "Kevin"]);
     // A room one is not in, or none such: 404; a bad id 404 too.
     let mut user1 = server.signed_in("user1@example.com", "password").await;
-    assert_eq!(user1.get("/autocompletable/users?room_id=4").await.status, 404);
-    assert_eq!(kevin.get("/autocompletable/users?room_id=999").await.status, 404);
-    assert_eq!(kevin.get("/autocompletable/users?room_id=abc").await.status, 404);
+    assert_eq!(
+        user1.get("/autocompletable/users?room_id=4").await.status,
+        404
+    );
+    assert_eq!(
+        kevin.get("/autocompletable/users?room_id=999").await.status,
+        404
+    );
+    assert_eq!(
+        kevin.get("/autocompletable/users?room_id=abc").await.status,
+        404
+    );
 
     // Hostile queries: LIKE wildcards are literal, quotes harmless, long ones cut.
     for q in ["%25", "_", "%27%20OR%201%3D1--", "%3Cscript%3E"] {
-        let r = kevin.get(&format!("/autocompletable/users?query={q}")).await;
+        let r = kevin
+            .get(&format!("/autocompletable/users?query={q}"))
+            .await;
         assert_eq!(r.status, 200, "{q}");
         assert_eq!(r.body, "[]", "{q}");
     }
     let long = "J".repeat(10_000);
-    assert_eq!(kevin.get(&format!("/autocompletable/users?query={long}")).await.status, 200);
+    assert_eq!(
+        kevin
+            .get(&format!("/autocompletable/users?query={long}"))
+            .await
+            .status,
+        200
+    );
 }
