@@ -144,7 +144,7 @@ export function startPosting({ list, form, Turbo, userId }) {
     form.inert = value
     form.classList.toggle("composer--disabled", value)
     form.setAttribute("aria-disabled", String(value))
-    for (const element of form.querySelectorAll("textarea, button, input:not([type=hidden])")) element.disabled = value
+    for (const element of form.querySelectorAll("textarea, trix-editor, button, input:not([type=hidden])")) element.disabled = value
   }
 
   const connection = new MutationObserver(() => {

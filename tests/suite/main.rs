@@ -40,6 +40,7 @@ mod rails_vectors;
 mod redis;
 mod redis_rails;
 mod room_page;
+mod rich_text;
 mod rooms;
 mod security;
 mod seed;
