@@ -34,7 +34,7 @@ use web_push_native::{Auth, WebPushBuilder};
 
 use crate::config::Config;
 use crate::db::push_subscriptions::{self, PushSubscription};
-use crate::metrics::{Metrics, PushOutcome};
+use crate::metrics::Metrics;
 
 /// The longest endpoint accepted, in bytes.
 pub const MAX_ENDPOINT_BYTES: usize = 2048;
@@ -280,6 +280,58 @@ impl Notification {
     }
 }
 
+/// What became of a web push request, as the `result` label of
+/// `hearth_push_deliveries_total`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PushOutcome {
+    /// The push service accepted it (2xx).
+    Sent = 0,
+    /// 429, 5xx or no answer in time: it is tried again.
+    Retried = 1,
+    /// 404 or 410: the subscription has expired and was deleted.
+    Gone = 2,
+    /// Given up: out of retries, or another error status.
+    Failed = 3,
+    /// Never sent: the push queue was full.
+    Dropped = 4,
+}
+
+impl PushOutcome {
+    /// Every outcome, in label order.
+    pub const ALL: [Self; 5] = [Self::Sent, Self::Retried, Self::Gone, Self::Failed, Self::Dropped];
+
+    /// The `result` label.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Sent => "sent",
+            Self::Retried => "retried",
+            Self::Gone => "gone",
+            Self::Failed => "failed",
+            Self::Dropped => "dropped",
+        }
+    }
+}
+
+/// The counters of `hearth_push_deliveries_total`, one per [`PushOutcome`].
+#[derive(Debug)]
+struct Outcomes([metrics::Counter; 5]);
+
+impl Outcomes {
+    fn new(metrics: &Metrics) -> Self {
+        Self(PushOutcome::ALL.map(|outcome| {
+            metrics.labelled_counter(
+                "hearth_push_deliveries_total",
+                ("result", outcome.label()),
+                "Web push requests by outcome (sent, retried, gone, failed, dropped).",
+            )
+        }))
+    }
+
+    fn count(&self, outcome: PushOutcome) {
+        self.0[outcome as usize].increment(1);
+    }
+}
+
 /// One message's pushes, as queued by the post path.
 #[derive(Debug)]
 pub struct Job {
@@ -305,7 +357,7 @@ type HttpsClient = Client<
 pub struct Pusher {
     queue: mpsc::Sender<Job>,
     public_key: Arc<str>,
-    metrics: Arc<Metrics>,
+    outcomes: Arc<Outcomes>,
 }
 
 impl Pusher {
@@ -314,8 +366,9 @@ impl Pusher {
         pool: SqlitePool,
         keys: VapidKeys,
         config: &Config,
-        metrics: Arc<Metrics>,
+        metrics: &Metrics,
     ) -> Self {
+        let outcomes = Arc::new(Outcomes::new(metrics));
         let (queue, jobs) = mpsc::channel(QUEUE_CAPACITY);
         let public_key: Arc<str> = keys.public.clone().into();
         let https = hyper_rustls::HttpsConnectorBuilder::new()
@@ -330,14 +383,14 @@ impl Pusher {
             subject: config.vapid_subject.clone(),
             timeout: Duration::from_secs(config.push_timeout_seconds.max(1)),
             client,
-            metrics: metrics.clone(),
+            outcomes: outcomes.clone(),
             permits: Arc::new(Semaphore::new(CONCURRENCY)),
         };
         tokio::spawn(worker.run(jobs));
         Self {
             queue,
             public_key,
-            metrics,
+            outcomes,
         }
     }
 
@@ -349,7 +402,7 @@ impl Pusher {
     /// Queues a job without waiting; a full queue drops it (counted as `dropped`).
     pub fn enqueue(&self, job: Job) {
         if self.queue.try_send(job).is_err() {
-            self.metrics.push_counted(PushOutcome::Dropped);
+            self.outcomes.count(PushOutcome::Dropped);
             tracing::warn!("push queue full: a message's notifications were dropped");
         }
     }
@@ -361,7 +414,7 @@ struct Worker {
     subject: String,
     timeout: Duration,
     client: HttpsClient,
-    metrics: Arc<Metrics>,
+    outcomes: Arc<Outcomes>,
     permits: Arc<Semaphore>,
 }
 
@@ -409,11 +462,11 @@ impl Worker {
         for attempt in 1..=MAX_ATTEMPTS {
             let retry_after = match self.send_once(subscription, &payload).await {
                 Ok(status) if (200..300).contains(&status) => {
-                    self.metrics.push_counted(PushOutcome::Sent);
+                    self.outcomes.count(PushOutcome::Sent);
                     return;
                 }
                 Ok(404 | 410) => {
-                    self.metrics.push_counted(PushOutcome::Gone);
+                    self.outcomes.count(PushOutcome::Gone);
                     if let Err(error) =
                         push_subscriptions::delete(&self.pool, subscription.id).await
                     {
@@ -424,7 +477,7 @@ impl Worker {
                 Ok(status) if status == 429 || status >= 500 => None,
                 Ok(status) => {
                     tracing::info!(status, subscription = subscription.id, "push refused");
-                    self.metrics.push_counted(PushOutcome::Failed);
+                    self.outcomes.count(PushOutcome::Failed);
                     return;
                 }
                 Err(Retry(after)) => after,
@@ -432,13 +485,13 @@ impl Worker {
             if attempt == MAX_ATTEMPTS {
                 break;
             }
-            self.metrics.push_counted(PushOutcome::Retried);
+            self.outcomes.count(PushOutcome::Retried);
             let wait = retry_after
                 .unwrap_or(Duration::from_secs(1 << attempt))
                 .min(MAX_RETRY_AFTER);
             tokio::time::sleep(wait).await;
         }
-        self.metrics.push_counted(PushOutcome::Failed);
+        self.outcomes.count(PushOutcome::Failed);
     }
 
     /// One request: its status, or `Retry` with the `Retry-After` of a 429/5xx.

@@ -19,6 +19,7 @@
 
 mod common;
 
+mod account_settings;
 mod accounts;
 mod browser;
 mod browser_room;
@@ -40,6 +41,7 @@ mod rails_vectors;
 mod redis;
 mod redis_rails;
 mod room_page;
+mod rich_text;
 mod rooms;
 mod security;
 mod seed;
