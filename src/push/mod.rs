@@ -298,7 +298,13 @@ pub enum PushOutcome {
 
 impl PushOutcome {
     /// Every outcome, in label order.
-    pub const ALL: [Self; 5] = [Self::Sent, Self::Retried, Self::Gone, Self::Failed, Self::Dropped];
+    pub const ALL: [Self; 5] = [
+        Self::Sent,
+        Self::Retried,
+        Self::Gone,
+        Self::Failed,
+        Self::Dropped,
+    ];
 
     /// The `result` label.
     pub fn label(self) -> &'static str {
@@ -362,12 +368,7 @@ pub struct Pusher {
 
 impl Pusher {
     /// Starts the worker on the current runtime.
-    pub fn start(
-        pool: SqlitePool,
-        keys: VapidKeys,
-        config: &Config,
-        metrics: &Metrics,
-    ) -> Self {
+    pub fn start(pool: SqlitePool, keys: VapidKeys, config: &Config, metrics: &Metrics) -> Self {
         let outcomes = Arc::new(Outcomes::new(metrics));
         let (queue, jobs) = mpsc::channel(QUEUE_CAPACITY);
         let public_key: Arc<str> = keys.public.clone().into();
