@@ -74,7 +74,9 @@ pub fn close_session(state: &AppState, user_id: i64, token: &str) {
 /// active administrator, database failures.
 pub async fn set_status(state: &AppState, user_id: i64, status: &str) -> Result<(), AppError> {
     if !STATUSES.contains(&status) {
-        return Err(AppError::Unprocessable(format!("unknown status {status:?}")));
+        return Err(AppError::Unprocessable(format!(
+            "unknown status {status:?}"
+        )));
     }
     if status == "banned" {
         return ban(state, user_id).await;
