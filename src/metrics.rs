@@ -27,6 +27,8 @@
 //! | `hearth_sqlite_wal_bytes` | gauge | size of the SQLite `-wal` file at the last checkpoint, in bytes |
 //! | `hearth_sqlite_checkpoint_lag_frames` | gauge | WAL frames the last passive checkpoint could not copy back (pinned by a reader's snapshot, or written since) |
 //! | `hearth_sqlite_checkpoint_age_seconds` | gauge | seconds since a checkpoint last copied the whole WAL |
+//! | `hearth_webhook_deliveries_total{outcome}` | counter | bot webhook deliveries: `delivered` (answered 2xx), `failed` (no answer after the retries, or a non-2xx answer), `timed_out`, `dropped` (queue full) |
+//! | `hearth_webhook_retries_total` | counter | webhook attempts repeated after a connection failure or a 5xx answer |
 //! | `hearth_redis_link_up` | gauge | 1 while a Redis link is up, 0 while down; absent when no Redis link is configured |
 
 use std::time::Duration;
@@ -337,6 +339,28 @@ impl Metrics {
             handle,
             recorder,
         }
+    }
+
+    /// Registers (and describes) a counter with one label, for a part of the server that
+    /// counts its own events (the webhook deliveries); the handle records with an atomic add.
+    pub fn labelled_counter(
+        &self,
+        name: &'static str,
+        label: (&'static str, &'static str),
+        help: &'static str,
+    ) -> Counter {
+        self.recorder
+            .describe_counter(KeyName::from_const_str(name), None, help.into());
+        let key = Key::from_parts(name, vec![Label::from_static_parts(label.0, label.1)]);
+        self.recorder.register_counter(&key, &metadata())
+    }
+
+    /// Registers (and describes) a counter without labels (see [`Metrics::labelled_counter`]).
+    pub fn plain_counter(&self, name: &'static str, help: &'static str) -> Counter {
+        self.recorder
+            .describe_counter(KeyName::from_const_str(name), None, help.into());
+        self.recorder
+            .register_counter(&Key::from_static_name(name), &metadata())
     }
 
     /// Counts a welcomed Action Cable connection.

@@ -64,7 +64,7 @@ pub async fn update(
 ) -> Result<Response, AppError> {
     let role = ctx.form.get("user[role]").unwrap_or("");
     if !ROLES.contains(&role) {
-        return Err(AppError::BadRequest(format!("unknown role {role:?}")));
+        return Err(AppError::Unprocessable(format!("unknown role {role:?}")));
     }
     guard_error(users::set_role(&state.pool, user_id, role).await?)?;
     Ok(found("/account/users"))
