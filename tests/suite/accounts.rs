@@ -1315,7 +1315,13 @@ async fn administrator_routes_answer_a_malformed_id_with_404_and_members_with_40
     let mut jason = server.signed_in("jason@example.com", SECRET).await;
     let david_token = csrf(&mut david, "/rooms/1").await;
     let jason_token = csrf(&mut jason, "/rooms/1").await;
-    let routes: [(&str, &str, &[(&str, &str)]); 5] = [
+    /// Method, path (`{}`: the id) and form pairs.
+    type Route = (
+        &'static str,
+        &'static str,
+        &'static [(&'static str, &'static str)],
+    );
+    let routes: [Route; 5] = [
         (
             "PATCH",
             "/account/users/{}",
