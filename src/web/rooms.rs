@@ -1,14 +1,13 @@
 //! Room pages (Campfire's `WelcomeController`, `RoomsController`, `Messages` paging,
 //! `Rooms::RefreshesController` and `Users::SidebarsController`).
 //!
-//! Managing rooms lives in the submodules: [`opens`], [`closeds`] and [`directs`] (new,
-//! create, edit, update), [`settings`] (what they share: input limits, who may administer a
+//! Managing rooms lives in the submodules: [`by_kind`] (open and closed rooms) and
+//! [`directs`] (new, create, edit, update), [`settings`] (what they share: input limits, who may administer a
 //! room, `DELETE /rooms/{id}`) and [`involvements`] (`/rooms/{id}/involvement`).
 
-pub mod closeds;
+pub mod by_kind;
 pub mod directs;
 pub mod involvements;
-pub mod opens;
 pub mod settings;
 pub mod shared;
 
@@ -19,10 +18,10 @@ use axum::Extension;
 use serde::Deserialize;
 
 use super::context::{set_cookie, Ctx, LAST_ROOM_COOKIE};
-use super::sessions;
 use super::error::AppError;
 use super::extract::{parse_id, MemberRoom};
 use super::respond::{found, TURBO_STREAM};
+use super::sessions;
 use crate::db::{messages, rooms};
 use crate::render::{self, RoomPage, Sidebar};
 use crate::state::SharedState;

@@ -28,7 +28,7 @@ pub const DUMMY_BCRYPT_COST: u32 = 10;
 /// Checks `password` against a bcrypt `digest` on the blocking pool; false for any error.
 /// Only the first [`MAX_PASSWORD_BYTES`] bytes are hashed, so an over-long password costs the
 /// same as any other (the caller refuses it before).
-async fn verify_password(password: String, digest: String) -> bool {
+pub async fn verify_password(password: String, digest: String) -> bool {
     tokio::task::spawn_blocking(move || {
         let bytes = password.as_bytes();
         bcrypt::verify(&bytes[..bytes.len().min(MAX_PASSWORD_BYTES)], &digest).unwrap_or(false)
@@ -152,7 +152,9 @@ pub async fn start_session(
     let expires = std::time::SystemTime::now() + std::time::Duration::from_secs(PERMANENT_SECS);
     let value = state.cookies.sign(SESSION_COOKIE, &token, Some(expires));
     let secure = ctx.secure || state.config.production;
-    let back_to = ctx.cookie(RETURN_TO_COOKIE).filter(|path| is_return_path(path));
+    let back_to = ctx
+        .cookie(RETURN_TO_COOKIE)
+        .filter(|path| is_return_path(path));
     let mut response = respond::found(back_to.unwrap_or("/"));
     response.headers_mut().append(
         header::SET_COOKIE,
@@ -184,7 +186,10 @@ pub fn is_return_path(path: &str) -> bool {
         && !path.starts_with("/\\")
         && path.bytes().all(|b| {
             b.is_ascii_alphanumeric()
-                || matches!(b, b'/' | b'@' | b'-' | b'_' | b'.' | b'~' | b'?' | b'=' | b'&' | b'%')
+                || matches!(
+                    b,
+                    b'/' | b'@' | b'-' | b'_' | b'.' | b'~' | b'?' | b'=' | b'&' | b'%'
+                )
         })
 }
 

@@ -19,8 +19,10 @@
 
 mod common;
 
+mod account_settings;
 mod accounts;
 mod browser;
+mod browser_room;
 mod cable;
 mod cli;
 // The fan-out hooks (`Fanout::new_inline_writers`) exist with the `test-support` feature.
@@ -37,6 +39,7 @@ mod rails_interop;
 mod rails_vectors;
 mod redis;
 mod redis_rails;
+mod room_page;
 mod rich_text;
 mod rooms;
 mod security;

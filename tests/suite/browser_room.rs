@@ -39,7 +39,11 @@ fn the_room_page_menu_paging_times_and_posting_work_in_a_browser() {
             .current_dir(&browser_dir)
             .status()
             .expect("npm runs");
-        assert!(status.success(), "npm ci in {} failed", browser_dir.display());
+        assert!(
+            status.success(),
+            "npm ci in {} failed",
+            browser_dir.display()
+        );
     }
     let artifacts = root.join("target/artifacts/browser");
     let work = work_dir();
@@ -73,6 +77,8 @@ fn the_room_page_menu_paging_times_and_posting_work_in_a_browser() {
         "EDIT-ADMIN-ALL",
         "UP-ARROW-EDITS",
         "PERMALINK-LANDS",
+        "SCROLL-LOADS-NEWER",
+        "JUMP-TO-NEWEST",
         "SCROLL-LOADS-OLDER",
         "TIME-ZONE",
         "DAY-SEPARATOR",
