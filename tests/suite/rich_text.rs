@@ -144,12 +144,11 @@ async fn an_editor_body_is_stored_shown_and_listed_without_what_the_sanitizer_cu
         "{plain}"
     );
     // The search index reads the plain text, not the markup.
-    let indexed: String =
-        sqlx::query_scalar("SELECT body FROM message_search_texts WHERE id = ?")
-            .bind(id)
-            .fetch_one(pool)
-            .await
-            .unwrap();
+    let indexed: String = sqlx::query_scalar("SELECT body FROM message_search_texts WHERE id = ?")
+        .bind(id)
+        .fetch_one(pool)
+        .await
+        .unwrap();
     assert_eq!(indexed, plain);
 
     let message = hearth::db::messages::find(pool, 4, id)
