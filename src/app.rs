@@ -87,7 +87,10 @@ fn routes_by_role(state: SharedState) -> axum::Router {
             axum::routing::any(cable_via_app).with_state(cable_state),
         );
     }
-    let mut routes = crate::web::routes(state.clone());
+    let mut routes = crate::web::routes(state.clone()).layer(axum::middleware::from_fn_with_state(
+        state.clone(),
+        limit_requests,
+    ));
     if state.config.role == Role::All {
         routes = routes.route("/cable", axum::routing::any(cable).with_state(cable_state));
     }
@@ -103,6 +106,81 @@ fn routes_by_role(state: SharedState) -> axum::Router {
     direct
         .fallback_service(tower::Layer::layer(&prepared, routes))
         .layer(axum::middleware::map_response(security_headers))
+}
+
+/// The [`crate::rate_limit::Action`] a request is, if any: posting, creating a room,
+/// searching, boosting, signing up (by method and path, after the `_method` override).
+fn limited_action(
+    method: &axum::http::Method,
+    uri: &axum::http::Uri,
+) -> Option<crate::rate_limit::Action> {
+    use crate::rate_limit::Action;
+    use axum::http::Method;
+    let segments: Vec<&str> = uri.path().trim_matches('/').split('/').collect();
+    match (method, segments.as_slice()) {
+        (&Method::POST, ["rooms", _, "messages"] | ["rooms", _, _, "messages"]) => {
+            Some(Action::Post)
+        }
+        (&Method::POST, ["rooms", "opens" | "closeds" | "directs"]) => Some(Action::CreateRoom),
+        (&Method::POST, ["searches"]) => Some(Action::Search),
+        (&Method::GET, ["searches"])
+            if uri
+                .query()
+                .is_some_and(|q| q.split('&').any(|p| p.starts_with("q=") && p.len() > 2)) =>
+        {
+            Some(Action::Search)
+        }
+        (&Method::POST, ["messages", _, "boosts"] | ["rooms", _, _, "messages", _, "boosts"]) => {
+            Some(Action::Boost)
+        }
+        (&Method::POST, ["join", _]) => Some(Action::Join),
+        _ => None,
+    }
+}
+
+/// The request limits ([`crate::rate_limit::RequestLimits`]) in front of the routes, after
+/// the request context: a request past its limit gets 429 with `Retry-After` (whole seconds)
+/// and changes nothing.
+async fn limit_requests(
+    axum::extract::State(state): axum::extract::State<SharedState>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use crate::rate_limit::{Action, Client};
+    use axum::response::IntoResponse as _;
+    let Some(action) = limited_action(request.method(), request.uri()) else {
+        return next.run(request).await;
+    };
+    let ctx = request.extensions().get::<Ctx>();
+    let client = match ctx {
+        Some(ctx) if action != Action::Join => match &ctx.user {
+            Some(user) => Client::User(user.id),
+            None => Client::Ip(ctx.ip),
+        },
+        Some(ctx) => Client::Ip(ctx.ip),
+        None => return next.run(request).await,
+    };
+    match state
+        .request_limits
+        .check(action, client, std::time::Instant::now())
+    {
+        Ok(()) => next.run(request).await,
+        Err(wait) => {
+            let secs = wait.as_secs_f64().ceil().max(1.0) as u64;
+            tracing::info!(
+                ?action,
+                ?client,
+                retry_after = secs,
+                "request over its rate limit"
+            );
+            (
+                axum::http::StatusCode::TOO_MANY_REQUESTS,
+                [(axum::http::header::RETRY_AFTER, secs.to_string())],
+                "Too many requests: try again later.\n",
+            )
+                .into_response()
+        }
+    }
 }
 
 /// In front of the app node's internal endpoint (`/_internal/cable/<op>`): anything but a

@@ -23,7 +23,8 @@
 //!    metrics at `/metrics`), [`rate_limit`] (the sign-in limit, token buckets), [`registry`]
 //!    (open connections by user and session), [`presence`] (presence per connection, coalesced
 //!    into membership writes), [`assets`] (the room page's scripts, vendored and built into the
-//!    binary), [`anycable`] (AnyCable's publication format and broadcast key).
+//!    binary), [`anycable`] (AnyCable's publication format and broadcast key), [`webhooks`]
+//!    (the bounded queue and HTTP client of bot webhooks).
 //! 3. What the app says: [`render`] (askama pages and partials, the `<turbo-stream>` wrapper),
 //!    [`streams`] (stream names), [`pubsub`] (the [`pubsub::Bus`] seam every broadcast,
 //!    node-to-node command and stream attach goes through, and the [`pubsub::Broadcaster`]
@@ -61,3 +62,4 @@ pub mod rich_text;
 pub mod state;
 pub mod streams;
 pub mod web;
+pub mod webhooks;
