@@ -143,7 +143,7 @@ mod tests {
         let token = v.generate("user", "transfer", 42, at);
         let other = SignedIdVerifier::from_secret_key_base(b"another", KdfDigest::Sha256);
         assert_eq!(other.verify("user", "transfer", &token), None);
-        let mut forged = token.clone().into_bytes();
+        let mut forged = token.into_bytes();
         forged[3] ^= 1;
         assert_eq!(
             v.verify("user", "transfer", &String::from_utf8_lossy(&forged)),
