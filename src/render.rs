@@ -177,6 +177,9 @@ pub struct MessageEdit<'a> {
     pub m: &'a Message,
     /// Its current text, already escaped for HTML (Rails' escaping), as the textarea holds it.
     pub text: &'a str,
+    /// Its body as the editor loads it ([`crate::rich_text::to_trix_html`]): the page's
+    /// script turns the textarea into an editor holding it.
+    pub trix_html: &'a str,
 }
 
 impl std::fmt::Debug for MessageEdit<'_> {

@@ -7,7 +7,7 @@
 //
 // Each room page is set up on `turbo:load` and torn down before Turbo renders the next page.
 import { Turbo, cable } from "@hotwired/turbo-rails"
-import { startComposer } from "./composer.js"
+import { startComposer, startEditing } from "./composer.js"
 import { startTyping } from "./typing.js"
 import { startPresence } from "./presence.js"
 import { startConnection } from "./connection.js"
@@ -56,6 +56,7 @@ async function setUp() {
     startOrdering(context),
     startComposer(context),
     startBodies(context),
+    startEditing(context),
     startTyping(context),
     startPresence(context),
     startUnreads(context),

@@ -262,10 +262,12 @@ pub async fn edit(
     let message = editable_message(&state, &member, &message_id).await?;
     let token = ctx.csrf_token();
     let text = rich_text::html_escape(&rich_text::plain_text(&message.body));
+    let trix_html = rich_text::to_trix_html(&message.body);
     let view = render::MessageEdit {
         csrf_token: &token,
         m: &message,
         text: &text,
+        trix_html: &trix_html,
     };
     Ok(Html(askama::Template::render(&view)?).into_response())
 }

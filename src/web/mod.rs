@@ -76,24 +76,8 @@ pub fn routes(state: SharedState) -> Router {
             "/rooms/{room_id}",
             get(rooms::show).delete(rooms::settings::destroy),
         )
-        .route("/rooms/opens/new", get(rooms::opens::new))
-        .route("/rooms/opens", post(rooms::opens::create))
-        .route(
-            "/rooms/opens/{room_id}",
-            get(rooms::opens::show)
-                .patch(rooms::opens::update)
-                .put(rooms::opens::update),
-        )
-        .route("/rooms/opens/{room_id}/edit", get(rooms::opens::edit))
-        .route("/rooms/closeds/new", get(rooms::closeds::new))
-        .route("/rooms/closeds", post(rooms::closeds::create))
-        .route(
-            "/rooms/closeds/{room_id}",
-            get(rooms::closeds::show)
-                .patch(rooms::closeds::update)
-                .put(rooms::closeds::update),
-        )
-        .route("/rooms/closeds/{room_id}/edit", get(rooms::closeds::edit))
+        .merge(rooms::by_kind::routes::<rooms::by_kind::Opens>())
+        .merge(rooms::by_kind::routes::<rooms::by_kind::Closeds>())
         .route("/rooms/directs/new", get(rooms::directs::new))
         .route("/rooms/directs", post(rooms::directs::create))
         .route("/rooms/directs/{room_id}", delete(rooms::directs::destroy))

@@ -70,11 +70,13 @@ pub fn close_session(state: &AppState, user_id: i64, token: &str) {
 /// user's sessions and disconnects the user's cable connections.
 ///
 /// # Errors
-/// 400 for a status outside [`STATUSES`], 404 for an unknown user or a bot, 422 for the last
+/// 422 for a status outside [`STATUSES`], 404 for an unknown user or a bot, 422 for the last
 /// active administrator, database failures.
 pub async fn set_status(state: &AppState, user_id: i64, status: &str) -> Result<(), AppError> {
     if !STATUSES.contains(&status) {
-        return Err(AppError::BadRequest(format!("unknown status {status:?}")));
+        return Err(AppError::Unprocessable(format!(
+            "unknown status {status:?}"
+        )));
     }
     if status == "banned" {
         return ban(state, user_id).await;

@@ -441,7 +441,7 @@ async fn administrators_list_people_change_roles_and_deactivate() {
         )
         .await
         .status,
-        400
+        422
     );
     assert_eq!(
         send(
