@@ -74,9 +74,10 @@ fn routes_by_role(state: SharedState) -> axum::Router {
             axum::routing::any(cable_via_app).with_state(state),
         );
     }
-    let mut routes = crate::web::routes(state.clone()).layer(
-        axum::middleware::from_fn_with_state(state.clone(), limit_requests),
-    );
+    let mut routes = crate::web::routes(state.clone()).layer(axum::middleware::from_fn_with_state(
+        state.clone(),
+        limit_requests,
+    ));
     if state.config.role == Role::All {
         routes = routes.route(
             "/cable",
@@ -156,7 +157,12 @@ async fn limit_requests(
         Ok(()) => next.run(request).await,
         Err(wait) => {
             let secs = wait.as_secs_f64().ceil().max(1.0) as u64;
-            tracing::info!(?action, ?client, retry_after = secs, "request over its rate limit");
+            tracing::info!(
+                ?action,
+                ?client,
+                retry_after = secs,
+                "request over its rate limit"
+            );
             (
                 axum::http::StatusCode::TOO_MANY_REQUESTS,
                 [(axum::http::header::RETRY_AFTER, secs.to_string())],

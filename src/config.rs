@@ -368,7 +368,11 @@ impl Config {
             (Action::CreateRoom, self.room_rate_limit, minute),
             (Action::Search, self.search_rate_limit, minute),
             (Action::Boost, self.boost_rate_limit, minute),
-            (Action::Join, self.join_rate_limit, Duration::from_secs(3600)),
+            (
+                Action::Join,
+                self.join_rate_limit,
+                Duration::from_secs(3600),
+            ),
         ])
     }
 

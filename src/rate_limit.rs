@@ -230,7 +230,10 @@ mod tests {
         let t0 = Instant::now();
         assert!(limits.check(Action::Post, a, t0).is_ok());
         assert!(limits.check(Action::Post, a, t0).is_ok());
-        assert_eq!(limits.check(Action::Post, a, t0), Err(Duration::from_secs(30)));
+        assert_eq!(
+            limits.check(Action::Post, a, t0),
+            Err(Duration::from_secs(30))
+        );
         assert!(limits.check(Action::Post, b, t0).is_ok());
         assert!(limits.check(Action::Boost, a, t0).is_ok(), "not limited");
         assert!((0..100).all(|_| limits.check(Action::Search, a, t0).is_ok()));

@@ -401,7 +401,8 @@ impl Outbox {
         }
         // A plain load first: while the writer is busy (armed), pushes skip the swap.
         let wake = !self.armed.load(Ordering::SeqCst) && !self.armed.swap(true, Ordering::SeqCst);
-        if (len > 0 || spilled == Spill::Overflow) && self.charge_budget(frame.len().div_ceil(share))
+        if (len > 0 || spilled == Spill::Overflow)
+            && self.charge_budget(frame.len().div_ceil(share))
         {
             // The budgets cut this very connection off: the frame is dropped with the rest.
             return (Push::Refused, wake);

@@ -64,7 +64,9 @@ pub fn disconnect(state: &AppState, user_id: i64) {
 /// active administrator, database failures.
 pub async fn set_status(state: &AppState, user_id: i64, status: &str) -> Result<(), AppError> {
     if !STATUSES.contains(&status) {
-        return Err(AppError::Unprocessable(format!("unknown status {status:?}")));
+        return Err(AppError::Unprocessable(format!(
+            "unknown status {status:?}"
+        )));
     }
     if status == "banned" {
         return ban(state, user_id).await;

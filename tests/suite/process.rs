@@ -749,7 +749,10 @@ async fn posts_go_on_while_another_process_creates_and_fills_tables() {
     }
     stop.store(true, Ordering::Relaxed);
     let tables = importer.await.unwrap();
-    assert!(tables >= 5, "only {tables} tables were created during the posts");
+    assert!(
+        tables >= 5,
+        "only {tables} tables were created during the posts"
+    );
     let mut outside = outside_connection(&dir).await;
     let stored: i64 =
         sqlx::query_scalar("SELECT count(DISTINCT client_message_id) FROM messages WHERE client_message_id LIKE 'bulk-%'")
@@ -757,10 +760,6 @@ async fn posts_go_on_while_another_process_creates_and_fills_tables() {
             .await
             .unwrap();
     assert_eq!(stored, POSTS as i64);
-    assert!(
-        !hearth.log().contains("no such table"),
-        "{}",
-        hearth.log()
-    );
+    assert!(!hearth.log().contains("no such table"), "{}", hearth.log());
     let _ = std::fs::remove_dir_all(&dir);
 }

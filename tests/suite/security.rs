@@ -534,12 +534,18 @@ async fn posting_past_the_limit_is_429_with_retry_after_and_stores_nothing() {
     let mut c = server.signed_in(DAVID, SECRET).await;
     let (csrf, _) = c.room(1).await;
     for i in 0..3 {
-        let r = c.post_message(1, "flood", &format!("flood-{i}"), &csrf).await;
+        let r = c
+            .post_message(1, "flood", &format!("flood-{i}"), &csrf)
+            .await;
         assert_eq!(r.status, 200, "post {i}");
     }
     let r = c.post_message(1, "flood", "flood-3", &csrf).await;
     assert_eq!(r.status, 429);
-    let retry: u64 = r.header("retry-after").expect("Retry-After").parse().unwrap();
+    let retry: u64 = r
+        .header("retry-after")
+        .expect("Retry-After")
+        .parse()
+        .unwrap();
     assert!((1..=20).contains(&retry), "{retry}");
     let stored: i64 =
         sqlx::query_scalar("SELECT COUNT(*) FROM messages WHERE client_message_id LIKE 'flood-%'")
@@ -564,10 +570,11 @@ async fn room_creation_searches_boosts_and_sign_ups_have_limits_too() {
     .await;
     let mut c = server.signed_in(DAVID, SECRET).await;
     let (csrf, _) = c.room(1).await;
-    let room = |name: &str| {
-        common::form(&[("room[name]", name), ("authenticity_token", &csrf)])
-    };
-    assert_eq!(c.post_form("/rooms/opens", &room("One"), &[]).await.status, 302);
+    let room = |name: &str| common::form(&[("room[name]", name), ("authenticity_token", &csrf)]);
+    assert_eq!(
+        c.post_form("/rooms/opens", &room("One"), &[]).await.status,
+        302
+    );
     let r = c.post_form("/rooms/opens", &room("Two"), &[]).await;
     assert_eq!(r.status, 429);
     assert!(r.header("retry-after").is_some());
@@ -583,7 +590,10 @@ async fn room_creation_searches_boosts_and_sign_ups_have_limits_too() {
     let boost = common::form(&[("boost[content]", "👍"), ("authenticity_token", &csrf)]);
     let first = c.post_form("/messages/1/boosts", &boost, &[]).await;
     assert_ne!(first.status, 429);
-    assert_eq!(c.post_form("/messages/1/boosts", &boost, &[]).await.status, 429);
+    assert_eq!(
+        c.post_form("/messages/1/boosts", &boost, &[]).await.status,
+        429
+    );
 
     let server = &server;
     let join = |n: u32| async move {
@@ -609,7 +619,12 @@ async fn names_with_nul_or_bidi_overrides_are_422_and_nothing_changes() {
     let mut c = server.signed_in(DAVID, SECRET).await;
     let page = c.get("/users/me/profile").await;
     let csrf = common::csrf_meta(&page.body);
-    for bad in ["Dav\u{0}id", "\u{202E}divaD", "Da\u{2066}vid\u{2069}", "a\u{7}b"] {
+    for bad in [
+        "Dav\u{0}id",
+        "\u{202E}divaD",
+        "Da\u{2066}vid\u{2069}",
+        "a\u{7}b",
+    ] {
         let body = common::form(&[
             ("_method", "patch"),
             ("user[name]", bad),
@@ -647,7 +662,10 @@ async fn an_unknown_role_or_status_is_422() {
         ("user[role]", "emperor"),
         ("authenticity_token", &csrf),
     ]);
-    assert_eq!(c.post_form("/account/users/2", &role, &[]).await.status, 422);
+    assert_eq!(
+        c.post_form("/account/users/2", &role, &[]).await.status,
+        422
+    );
     let status = common::form(&[
         ("_method", "patch"),
         ("user[status]", "emperor"),
