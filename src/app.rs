@@ -6,6 +6,7 @@
 //! read past the handshake) and its write path handed to the fan-out engine.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
@@ -16,6 +17,8 @@ use tower::ServiceExt as _;
 
 use tokio::sync::Semaphore;
 
+use crate::cable::channels::host::{ChannelHost, LocalHost};
+use crate::cable::channels::remote::RemoteHost;
 use crate::cable::protocol::{disconnect_frames, DisconnectReason};
 use crate::cable::Identity;
 use crate::config::{Config, Role};
@@ -68,10 +71,20 @@ fn routes_by_role(state: SharedState) -> axum::Router {
             axum::routing::get(metrics).with_state(state.clone()),
         );
     }
+    // The channel host, chosen once: the app node's (a cable node), or this node's.
+    let local = LocalHost::new(state.clone());
+    let host: Arc<dyn ChannelHost> = match &state.app_link {
+        Some(link) => RemoteHost::new(link.clone(), local),
+        None => local,
+    };
+    let cable_state = CableState {
+        state: state.clone(),
+        host,
+    };
     if state.config.role == Role::Cable {
         return direct.route(
             "/cable",
-            axum::routing::any(cable_via_app).with_state(state),
+            axum::routing::any(cable_via_app).with_state(cable_state),
         );
     }
     let mut routes = crate::web::routes(state.clone()).layer(axum::middleware::from_fn_with_state(
@@ -79,10 +92,7 @@ fn routes_by_role(state: SharedState) -> axum::Router {
         limit_requests,
     ));
     if state.config.role == Role::All {
-        routes = routes.route(
-            "/cable",
-            axum::routing::any(cable).with_state(state.clone()),
-        );
+        routes = routes.route("/cable", axum::routing::any(cable).with_state(cable_state));
     }
     let direct = direct.merge(state.assets.routes()).merge(
         crate::web::internal::routes(state.clone()).layer(axum::middleware::from_fn_with_state(
@@ -277,10 +287,9 @@ async fn up(
 /// holds the session (answers cached for `--auth-cache-seconds`), then upgrades as
 /// [`crate::cable::upgrade`]. 503 while the app node cannot answer.
 async fn cable_via_app(
-    axum::extract::State(state): axum::extract::State<SharedState>,
+    axum::extract::State(CableState { state, host }): axum::extract::State<CableState>,
     request: axum::extract::Request,
 ) -> axum::response::Response {
-    use crate::cable::channels::remote::IdentifyRequest;
     use crate::web::context::SESSION_COOKIE;
     use axum::response::IntoResponse as _;
     let headers = request.headers();
@@ -297,30 +306,25 @@ async fn cable_via_app(
         .into_iter()
         .find(|(name, _)| name == SESSION_COOKIE)
         .and_then(|(_, value)| state.cookies.verify(SESSION_COOKIE, &value));
-    let user = match (&state.app_link, &token) {
-        (Some(link), Some(token)) => {
-            let key = format!("identify:{}", crate::registry::session_digest(token));
-            let request = IdentifyRequest {
-                session_token: token.clone(),
-            };
-            match link.call(Some(&key), &request).await {
-                Ok(answer) => answer.user,
-                Err(e) => {
-                    tracing::warn!(error = %e, "cannot identify a cable connection: app node unreachable");
-                    return (
-                        axum::http::StatusCode::SERVICE_UNAVAILABLE,
-                        [(axum::http::header::RETRY_AFTER, "2")],
-                        "App node unreachable",
-                    )
-                        .into_response();
-                }
+    let user = match &token {
+        Some(token) => match host.identify(token).await {
+            Ok(user) => user,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot identify a cable connection: app node unreachable");
+                return (
+                    axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                    [(axum::http::header::RETRY_AFTER, "2")],
+                    "App node unreachable",
+                )
+                    .into_response();
             }
-        }
-        _ => None,
+        },
+        None => None,
     };
     let session_token = token.filter(|_| user.is_some());
     crate::cable::upgrade(
         state,
+        host,
         request,
         Identity {
             user,
@@ -334,7 +338,7 @@ async fn cable_via_app(
 /// `GET /cable`: hands the request and who it is (from the request context the web layer
 /// built out of its cookies) to [`crate::cable::upgrade`].
 async fn cable(
-    axum::extract::State(state): axum::extract::State<SharedState>,
+    axum::extract::State(CableState { state, host }): axum::extract::State<CableState>,
     request: axum::extract::Request,
 ) -> axum::response::Response {
     let identity = match request.extensions().get::<Ctx>() {
@@ -345,7 +349,14 @@ async fn cable(
         },
         None => Identity::default(),
     };
-    crate::cable::upgrade(state, request, identity).await
+    crate::cable::upgrade(state, host, request, identity).await
+}
+
+/// What the `/cable` handlers take: the state and the channel host chosen at start.
+#[derive(Clone, Debug)]
+struct CableState {
+    state: SharedState,
+    host: Arc<dyn ChannelHost>,
 }
 
 /// `POST /_broadcast`: AnyCable's HTTP broadcast API. Needs `Authorization: Bearer <key>`

@@ -1,6 +1,6 @@
 //! Every setting of `hearth serve`, as a clap flag with an environment variable and a default.
 //!
-//! The README's configuration table lists the same settings; `hearth serve --help` prints them.
+//! `docs/configuration.md` lists the same settings; `hearth serve --help` prints them.
 
 use std::fmt;
 use std::net::SocketAddr;

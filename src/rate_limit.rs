@@ -80,7 +80,9 @@ impl TokenBucket {
 
     fn refill(&mut self, now: Instant) {
         let elapsed = now.saturating_duration_since(self.last).as_secs_f64();
-        self.tokens = (self.tokens + elapsed * self.per_second).min(self.burst);
+        self.tokens = elapsed
+            .mul_add(self.per_second, self.tokens)
+            .min(self.burst);
         self.last = now;
     }
 

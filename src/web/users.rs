@@ -56,6 +56,16 @@ pub fn disconnect(state: &AppState, user_id: i64) {
     });
 }
 
+/// Closes the cable connections opened with session `token` of `user_id` (the session itself
+/// is already deleted), on every node.
+pub fn close_session(state: &AppState, user_id: i64, token: &str) {
+    state.bus.control(Control::Disconnect {
+        user_id,
+        session_sha256: Some(crate::registry::session_digest(token)),
+        reconnect: false,
+    });
+}
+
 /// Sets `user_id`'s status; `banned` is a full [`ban`]; `deactivated` also deletes the
 /// user's sessions and disconnects the user's cable connections.
 ///

@@ -73,7 +73,7 @@ async fn every_acknowledged_post_survives_sigkill_and_nothing_is_half_written() 
                     ("authenticity_token", &csrf),
                 ]);
                 match try_post(addr, &cookies, "/rooms/1/messages", &body).await {
-                    Some(302) | Some(200) => {
+                    Some(302 | 200) => {
                         acked.lock().unwrap().push(cid);
                         count.fetch_add(1, Ordering::SeqCst);
                     }
