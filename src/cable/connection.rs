@@ -127,6 +127,8 @@ pub async fn run(
         subscriptions: HashMap::new(),
         typing_budget: TokenBucket::new(TYPING_BURST, TYPING_PER_SECOND, Instant::now()),
         presence_budget: TokenBucket::new(PRESENCE_BURST, PRESENCE_PER_SECOND, Instant::now()),
+        warnings: TokenBucket::new(WARNING_BURST, WARNINGS_PER_SECOND, Instant::now()),
+        warnings_dropped: 0,
     };
     reader.read_loop(read_half, leftover).await;
     // Boxed, like every command below: the task's future is sized for its largest state, so
@@ -151,9 +153,37 @@ struct Reader {
     typing_budget: TokenBucket,
     /// `PresenceChannel` actions this connection may still send.
     presence_budget: TokenBucket,
+    /// Warnings about this connection's commands that may still be logged.
+    warnings: TokenBucket,
+    /// Warnings not logged since the last one that was.
+    warnings_dropped: u64,
 }
 
+/// Warnings one connection's bad commands may log at once, then [`WARNINGS_PER_SECOND`]; the
+/// rest are counted and the count is logged with the next warning let through, so a client
+/// sending garbage in a loop cannot fill the log.
+const WARNING_BURST: u32 = 10;
+/// See [`WARNING_BURST`].
+const WARNINGS_PER_SECOND: f64 = 1.0;
+
 impl Reader {
+    /// Whether a warning about this connection's commands may be logged now (see
+    /// [`WARNING_BURST`]); logs how many were held back before one that may.
+    fn may_warn(&mut self) -> bool {
+        if !self.warnings.try_take(Instant::now()) {
+            self.warnings_dropped += 1;
+            return false;
+        }
+        if self.warnings_dropped > 0 {
+            tracing::warn!(
+                dropped = self.warnings_dropped,
+                "Cable warnings of this connection were not logged (rate limit)"
+            );
+            self.warnings_dropped = 0;
+        }
+        true
+    }
+
     async fn read_loop(&mut self, read_half: tokio::net::tcp::OwnedReadHalf, leftover: Bytes) {
         let mut source = std::io::Cursor::new(leftover).chain(read_half);
         let mut reader = MessageReader::new(&mut source, self.state.config.max_message_bytes);
@@ -174,7 +204,11 @@ impl Reader {
             };
             match inbound {
                 Ok(Inbound::Text(text)) => Box::pin(self.handle_text(&text)).await,
-                Ok(Inbound::Binary(_)) => tracing::warn!("Couldn't handle non-string message"),
+                Ok(Inbound::Binary(_)) => {
+                    if self.may_warn() {
+                        tracing::warn!("Couldn't handle non-string message");
+                    }
+                }
                 Ok(Inbound::Ping(payload)) => {
                     self.conn.send(Frame::pong(&payload));
                 }
@@ -225,7 +259,9 @@ impl Reader {
         let command = match protocol::parse_command(text) {
             Ok(c) => c,
             Err(e) => {
-                tracing::warn!(error = %e, "Could not execute command");
+                if self.may_warn() {
+                    tracing::warn!(error = %e, "Could not execute command");
+                }
                 return;
             }
         };
@@ -235,7 +271,9 @@ impl Reader {
             Command::Message { identifier, data } => self.perform(&identifier, &data).await,
         };
         if let Err(e) = result {
-            tracing::warn!(error = %e, "Could not execute command");
+            if self.may_warn() {
+                tracing::warn!(error = %e, "Could not execute command");
+            }
         }
     }
 
@@ -245,20 +283,24 @@ impl Reader {
             return Ok(());
         }
         if identifier.len() > self.state.config.max_identifier_bytes {
-            tracing::warn!(
-                bytes = identifier.len(),
-                limit = self.state.config.max_identifier_bytes,
-                "Subscription refused: identifier too long"
-            );
+            if self.may_warn() {
+                tracing::warn!(
+                    bytes = identifier.len(),
+                    limit = self.state.config.max_identifier_bytes,
+                    "Subscription refused: identifier too long"
+                );
+            }
             self.conn
                 .send(Frame::text(&protocol::reject(&identifier, self.state.json)));
             return Ok(());
         }
         if self.subscriptions.len() >= self.state.config.max_subscriptions {
-            tracing::warn!(
-                limit = self.state.config.max_subscriptions,
-                "Subscription refused: too many subscriptions on this connection"
-            );
+            if self.may_warn() {
+                tracing::warn!(
+                    limit = self.state.config.max_subscriptions,
+                    "Subscription refused: too many subscriptions on this connection"
+                );
+            }
             self.conn
                 .send(Frame::text(&protocol::reject(&identifier, self.state.json)));
             return Ok(());
@@ -296,7 +338,9 @@ impl Reader {
                     .send(Frame::text(&protocol::reject(&identifier, escaping)));
             }
             Outcome::UnknownChannel => {
-                tracing::warn!("Subscription class not found: {}", loggable(&channel));
+                if self.may_warn() {
+                    tracing::warn!("Subscription class not found: {}", loggable(&channel));
+                }
             }
         }
         Ok(())

@@ -673,3 +673,57 @@ async fn an_unknown_role_or_status_is_422() {
     ]);
     assert_eq!(c.post_form("/users/2", &status, &[]).await.status, 422);
 }
+
+/// Everything logged at `hearth=trace` on this thread while the guard lives (a thread-local
+/// subscriber; the test server's tasks run on this `current_thread` test's thread).
+fn captured_log() -> (
+    std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+    tracing::subscriber::DefaultGuard,
+) {
+    use std::sync::{Arc, Mutex};
+    struct Sink(Arc<Mutex<Vec<u8>>>);
+    impl std::io::Write for Sink {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let sink = log.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_env_filter("hearth=trace")
+        .with_ansi(false)
+        .with_writer(move || Sink(sink.clone()))
+        .finish();
+    (log, tracing::subscriber::set_default(subscriber))
+}
+
+#[tokio::test]
+async fn a_flood_of_bad_cable_commands_logs_a_few_warnings_and_a_count() {
+    let (log, _capturing) = captured_log();
+    let server = TestServer::start().await;
+    let (_c, mut ws) = common::connect_as(&server, DAVID, SECRET).await;
+    for _ in 0..500 {
+        ws.send_text("{bad").await;
+    }
+    // The connection still works: its next subscribe is confirmed.
+    let id = r#"{"channel":"HeartbeatChannel"}"#;
+    ws.send_text(&common::subscribe_cmd(id)).await;
+    assert_eq!(
+        ws.next_non_ping(Duration::from_secs(10)).await,
+        common::text(&common::confirm(id))
+    );
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    ws.send_text("{bad").await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let text = String::from_utf8_lossy(&log.lock().unwrap()).into_owned();
+    let warnings = text.matches("Could not execute command").count();
+    assert!((10..=13).contains(&warnings), "{warnings} warnings logged");
+    assert!(
+        text.contains("were not logged"),
+        "no count of the dropped warnings"
+    );
+}
