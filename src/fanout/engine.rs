@@ -587,7 +587,7 @@ impl QueueConn {
             .remove(&self.outbox.id());
         self.outbox.discard();
         if let Some(ledger) = &self.engine.ledger {
-            ledger.leave(&self.outbox);
+            ledger.leave(&*self.outbox);
         }
         self.engine.stats.connection_closed();
         self.done_notify.notify_waiters();

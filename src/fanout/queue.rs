@@ -62,7 +62,7 @@ use parking_lot::Mutex;
 use tokio::sync::futures::Notified;
 use tokio::sync::Notify;
 
-use super::budget::Charge;
+use super::budget::{Charge, Holder};
 use super::QueueLimits;
 
 /// Slots of the lock-free ring (40 bytes each: a `Bytes` and crossbeam's slot stamp), and the
@@ -720,6 +720,37 @@ impl Outbox {
     /// arrived since the last wait).
     pub(crate) fn notified(&self) -> Notified<'_> {
         self.notify.notified()
+    }
+}
+
+
+impl Holder for Outbox {
+    fn id(&self) -> u64 {
+        Outbox::id(self)
+    }
+
+    fn charged(&self) -> usize {
+        Outbox::charged(self)
+    }
+
+    fn set_charge(&self, charge: Charge) {
+        Outbox::set_charge(self, charge);
+    }
+
+    fn charge_of(&self) -> Option<&Charge> {
+        Outbox::charge_of(self)
+    }
+
+    fn settle(&self) {
+        Outbox::settle(self);
+    }
+
+    fn cut_off_now(&self) -> bool {
+        Outbox::cut_off_now(self)
+    }
+
+    fn discard(&self) -> usize {
+        Outbox::discard(self)
     }
 }
 

@@ -30,7 +30,6 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::queue::Outbox;
 use super::stats::Stats;
 
 /// The byte budgets of queued frames (`--queue-user-bytes`, `--queue-server-bytes`); 0 turns a
@@ -55,6 +54,25 @@ impl Default for QueueBudgets {
     }
 }
 
+/// What the ledger needs of a budgeted connection's outbox (`queue::Outbox` is the one; the
+/// ledger names only this, so the queue may name the ledger's [`Charge`]).
+pub(crate) trait Holder: Send + Sync + std::fmt::Debug {
+    /// The connection's id.
+    fn id(&self) -> u64;
+    /// Bytes it holds charged against the budgets now.
+    fn charged(&self) -> usize;
+    /// Where its charges go from now on (set once, at attach).
+    fn set_charge(&self, charge: Charge);
+    /// Where its charges go, once set.
+    fn charge_of(&self) -> Option<&Charge>;
+    /// Gives back everything it holds charged.
+    fn settle(&self);
+    /// Cuts the connection off as too slow; `false` when it was already closing.
+    fn cut_off_now(&self) -> bool;
+    /// Drops its queued frames now; the number dropped.
+    fn discard(&self) -> usize;
+}
+
 /// Owner id of connections attached without one (they share no user budget).
 pub(crate) const NO_OWNER: u64 = u64::MAX;
 
@@ -63,7 +81,7 @@ pub(crate) const NO_OWNER: u64 = u64::MAX;
 pub(crate) struct Account {
     owner: u64,
     used: AtomicUsize,
-    members: Mutex<Vec<Arc<Outbox>>>,
+    members: Mutex<Vec<Arc<dyn Holder>>>,
 }
 
 /// Where a budgeted outbox charges its bytes (set once, at attach).
@@ -99,7 +117,7 @@ impl Ledger {
     }
 
     /// Enters `outbox` under `owner` (or [`NO_OWNER`]); its charges go here from now on.
-    pub(crate) fn enter(self: &Arc<Self>, outbox: &Arc<Outbox>, owner: u64) {
+    pub(crate) fn enter<H: Holder + 'static>(self: &Arc<Self>, outbox: &Arc<H>, owner: u64) {
         let account = self
             .accounts
             .lock()
@@ -112,7 +130,8 @@ impl Ledger {
                 })
             })
             .clone();
-        account.members.lock().push(outbox.clone());
+        let member: Arc<dyn Holder> = outbox.clone();
+        account.members.lock().push(member);
         outbox.set_charge(Charge {
             ledger: self.clone(),
             account,
@@ -120,7 +139,7 @@ impl Ledger {
     }
 
     /// Takes `outbox` out (its writer has ended) and gives back whatever it still held.
-    pub(crate) fn leave(&self, outbox: &Outbox) {
+    pub(crate) fn leave(&self, outbox: &dyn Holder) {
         let Some(charge) = outbox.charge_of() else {
             return;
         };
@@ -167,7 +186,7 @@ impl Ledger {
                 heaviest(&account.members.lock())
             } else if self.server_over() {
                 let accounts: Vec<Arc<Account>> = self.accounts.lock().values().cloned().collect();
-                let mut best: Option<Arc<Outbox>> = None;
+                let mut best: Option<Arc<dyn Holder>> = None;
                 for a in &accounts {
                     if let Some(o) = heaviest(&a.members.lock()) {
                         if best.as_ref().is_none_or(|b| o.charged() > b.charged()) {
@@ -201,7 +220,7 @@ impl Ledger {
 }
 
 /// The member holding the most charged bytes.
-fn heaviest(members: &[Arc<Outbox>]) -> Option<Arc<Outbox>> {
+fn heaviest(members: &[Arc<dyn Holder>]) -> Option<Arc<dyn Holder>> {
     members.iter().max_by_key(|o| o.charged()).cloned()
 }
 
@@ -228,135 +247,4 @@ impl Charge {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::fanout::queue::{Push, State, RING_SLOTS};
-    use crate::fanout::QueueLimits;
-    use bytes::Bytes;
-
-    fn outbox(id: u64) -> Arc<Outbox> {
-        Arc::new(Outbox::new(
-            id,
-            QueueLimits {
-                max_frames: 1000,
-                max_bytes: 1 << 30,
-            },
-        ))
-    }
-
-    #[test]
-    fn a_frame_shared_by_a_group_charges_each_member_its_share() {
-        let ledger = ledger(6000, 6000);
-        let members: Vec<Arc<Outbox>> = (1..=10).map(outbox).collect();
-        for m in &members {
-            ledger.enter(m, 7);
-        }
-        let frame = Bytes::from(vec![b'x'; 100]);
-        for _ in 0..RING_SLOTS + 50 {
-            for m in &members {
-                assert!(matches!(m.push_shared_by(&frame, 10), Push::Queued { .. }));
-            }
-        }
-        // 50 spilled frames, each a tenth charged to each of ten: 50 frames' worth.
-        assert_eq!(ledger.used(), 5000);
-        assert!(members.iter().all(|m| m.state() == State::Open));
-    }
-
-    fn ledger(user_bytes: usize, server_bytes: usize) -> Arc<Ledger> {
-        Arc::new(Ledger::new(
-            QueueBudgets {
-                user_bytes,
-                server_bytes,
-            },
-            Arc::default(),
-        ))
-    }
-
-    #[test]
-    fn only_spilled_frames_count_and_the_users_heaviest_connection_is_cut_first() {
-        let ledger = ledger(1000, 0);
-        let (a, b) = (outbox(1), outbox(2));
-        ledger.enter(&a, 7);
-        ledger.enter(&b, 7);
-        let frame = Bytes::from(vec![b'x'; 100]);
-        for _ in 0..RING_SLOTS {
-            assert!(matches!(a.push(&frame), Push::Queued { .. }));
-            assert!(matches!(b.push(&frame), Push::Queued { .. }));
-        }
-        assert_eq!(
-            ledger.used(),
-            0,
-            "a connection that keeps up holds no budget"
-        );
-        for _ in 0..6 {
-            a.push(&frame);
-        }
-        for _ in 0..3 {
-            b.push(&frame);
-        }
-        assert_eq!((a.charged(), b.charged(), ledger.used()), (600, 300, 900));
-        // Past the user's budget: the heaviest (a) goes, b stays.
-        a.push(&frame);
-        assert_eq!(b.push(&frame), Push::Queued { bytes: 0 });
-        assert_eq!(a.state(), State::TooSlow);
-        assert_eq!(b.state(), State::Open);
-        assert_eq!(ledger.used(), 400);
-        // What b's writer writes gives its share back.
-        while let Some(f) = b.pop() {
-            b.release(f.len());
-        }
-        assert_eq!(ledger.used(), 0);
-        ledger.leave(&a);
-        ledger.leave(&b);
-        assert!(ledger.accounts.lock().is_empty());
-    }
-
-    #[test]
-    fn the_server_budget_cuts_the_heaviest_connection_of_any_user() {
-        let ledger = ledger(0, 1000);
-        let (a, b, c) = (outbox(1), outbox(2), outbox(3));
-        ledger.enter(&a, 1);
-        ledger.enter(&b, 2);
-        ledger.enter(&c, NO_OWNER);
-        let frame = Bytes::from(vec![b'x'; 100]);
-        for _ in 0..RING_SLOTS {
-            for o in [&a, &b, &c] {
-                o.push(&frame);
-            }
-        }
-        for _ in 0..2 {
-            a.push(&frame);
-        }
-        for _ in 0..5 {
-            b.push(&frame);
-        }
-        for _ in 0..3 {
-            c.push(&frame);
-        }
-        assert_eq!(ledger.used(), 1000);
-        c.push(&frame);
-        assert_eq!(b.state(), State::TooSlow);
-        assert_eq!((a.state(), c.state()), (State::Open, State::Open));
-        assert_eq!(ledger.used(), 600);
-    }
-
-    #[test]
-    fn long_frames_count_from_the_push_until_written() {
-        let ledger = ledger(1 << 20, 0);
-        let a = Arc::new(Outbox::new(
-            1,
-            QueueLimits {
-                max_frames: 4,
-                max_bytes: 4000,
-            },
-        ));
-        ledger.enter(&a, 1);
-        let long = Bytes::from(vec![b'x'; 1500]);
-        a.push(&long);
-        assert_eq!(ledger.used(), 1500);
-        let f = a.pop().unwrap();
-        assert_eq!(ledger.used(), 1500, "popped but not written yet");
-        a.release(f.len());
-        assert_eq!(ledger.used(), 0);
-    }
-}
+mod tests;
