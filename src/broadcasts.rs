@@ -362,6 +362,7 @@ mod tests {
             created_at: 1_796_004_300_000,
             updated_at: 1_796_004_300_000,
             boosts: Vec::new(),
+            attachment: None,
         }
     }
 

@@ -20,7 +20,9 @@
 //!    metrics at `/metrics`), [`rate_limit`] (the sign-in limit, token buckets), [`registry`]
 //!    (open connections by user and session), [`presence`] (presence per connection, coalesced
 //!    into membership writes), [`assets`] (the room page's scripts, vendored and built into the
-//!    binary), [`anycable`] (AnyCable's publication format and broadcast key).
+//!    binary), [`anycable`] (AnyCable's publication format and broadcast key), [`storage`]
+//!    (Active Storage's disk service, content identification, signed blob URLs, image
+//!    processing).
 //! 3. What the app says: [`render`] (askama pages and partials, the `<turbo-stream>` wrapper),
 //!    [`streams`] (stream names), [`pubsub`] (the [`pubsub::Broadcaster`] seam every broadcast
 //!    goes through), [`redis_pubsub`] (the Redis adapter behind that seam, in Rails' redis
@@ -54,5 +56,6 @@ pub mod redis_pubsub;
 pub mod registry;
 pub mod render;
 pub mod state;
+pub mod storage;
 pub mod streams;
 pub mod web;

@@ -15,6 +15,7 @@ use crate::db::users::User;
 #[template(path = "messages/_message.html")]
 struct MessagePartial<'a> {
     m: &'a Message,
+    file: Option<FileView>,
     hue: u32,
     initials: String,
     created_iso: String,
@@ -37,12 +38,104 @@ pub fn message(m: &Message) -> Result<String, askama::Error> {
     let initials = initials(&m.creator_name);
     let partial = MessagePartial {
         m,
+        file: m.attachment.as_ref().map(file_view),
         hue: (m.creator_id.unsigned_abs() * 47 % 360) as u32,
         initials,
         created_iso: iso8601(m.created_at),
         created_time: clock_time(m.created_at),
     };
     partial.render()
+}
+
+/// What the message partial shows of a file (Campfire's `Messages::AttachmentPresentation`).
+#[derive(Clone, Debug)]
+pub struct FileView {
+    /// `image` (a thumbnail in a lightbox link), `video` (a player with a poster) or `file` (a chip).
+    pub kind: &'static str,
+    /// The thumbnail's or poster's URL (a representation URL, or the original's blob URL for an
+    /// animated GIF).
+    pub src: String,
+    /// The original's blob URL (the lightbox's image, the video's source).
+    pub href: String,
+    /// The original's download URL (`?disposition=attachment`).
+    pub download: String,
+    /// The file name.
+    pub filename: String,
+    /// The size, for people (`1.5 MB`).
+    pub size: String,
+    /// The shown width in CSS pixels (0 when unknown).
+    pub width: i64,
+    /// The shown height in CSS pixels (0 when unknown).
+    pub height: i64,
+    /// Whether the file is still being processed (an image without its thumbnail yet).
+    pub processing: bool,
+}
+
+/// The [`FileView`] of a message's file.
+pub fn file_view(a: &crate::db::blobs::Attached) -> FileView {
+    use crate::db::blobs::{resize_to_limit, THUMB_LIMIT};
+    let blob = &a.blob;
+    let thumb_src =
+        crate::storage::representation_path(blob, &resize_to_limit(THUMB_LIMIT.0, THUMB_LIMIT.1));
+    let analyzed = blob.metadata_json().get("analyzed").is_some();
+    let (kind, src, dims, processing) = match &a.thumb {
+        Some(t) if blob.is_video() => (
+            "video",
+            thumb_src,
+            (t.metadata_int("width"), t.metadata_int("height")),
+            false,
+        ),
+        Some(t) => (
+            "image",
+            thumb_src,
+            (t.metadata_int("width"), t.metadata_int("height")),
+            false,
+        ),
+        // An animated GIF is its own thumbnail.
+        None if analyzed
+            && blob.content_type.as_deref() == Some("image/gif")
+            && blob.metadata_int("width").is_some() =>
+        {
+            (
+                "image",
+                crate::storage::blob_path(blob, false),
+                fit_within(blob.metadata_int("width"), blob.metadata_int("height")),
+                false,
+            )
+        }
+        None => (
+            "file",
+            String::new(),
+            (None, None),
+            !analyzed && (blob.is_image() || blob.is_video()),
+        ),
+    };
+    FileView {
+        kind,
+        src,
+        href: crate::storage::blob_path(blob, false),
+        download: crate::storage::blob_path(blob, true),
+        filename: blob.filename.clone(),
+        size: crate::storage::human_size(blob.byte_size),
+        width: dims.0.unwrap_or(0),
+        height: dims.1.unwrap_or(0),
+        processing,
+    }
+}
+
+/// Width and height scaled down to fit the thumbnail box.
+fn fit_within(width: Option<i64>, height: Option<i64>) -> (Option<i64>, Option<i64>) {
+    let (Some(w), Some(h)) = (width, height) else {
+        return (None, None);
+    };
+    let (max_w, max_h) = crate::db::blobs::THUMB_LIMIT;
+    let scale = (f64::from(max_w) / w as f64)
+        .min(f64::from(max_h) / h as f64)
+        .min(1.0);
+    (
+        Some((w as f64 * scale) as i64),
+        Some((h as f64 * scale) as i64),
+    )
 }
 
 /// The edit form of a message (Campfire's `messages/edit`): a page whose form sits in the

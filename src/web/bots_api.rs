@@ -212,6 +212,9 @@ pub async fn destroy(
         return Ok(head(StatusCode::NOT_FOUND));
     };
     broadcasts::message_removed(&state.broadcaster, &room, &removed);
+    if removed.attachment.is_some() {
+        super::files::purge_orphans(&state).await;
+    }
     Ok(head(StatusCode::NO_CONTENT))
 }
 

@@ -4,7 +4,7 @@
 //! A post is stored in one transaction with its membership updates and only then handed to
 //! the fan-out engine; the response never waits for a socket write.
 
-use axum::extract::{Path, State};
+use axum::extract::{Path, Request, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use axum::Extension;
@@ -12,8 +12,10 @@ use axum::Extension;
 use super::context::Ctx;
 use super::error::AppError;
 use super::extract::{parse_id, CachedMemberRoom, MemberRoom};
+use super::files;
 use super::respond::stream_or_back;
 use crate::broadcasts;
+use crate::db::blobs::Blob;
 use crate::db::rooms::Room;
 use crate::db::users::User;
 use crate::db::{messages, rooms, users};
@@ -161,8 +163,9 @@ async fn post_message(
     author: &User,
     text: &str,
     client_message_id: &str,
+    attachment: Option<&Blob>,
 ) -> Result<(messages::Message, String), AppError> {
-    if text.trim().is_empty() {
+    if text.trim().is_empty() && attachment.is_none() {
         return Err(AppError::Unprocessable(
             "message body can't be blank".into(),
         ));
@@ -171,13 +174,19 @@ async fn post_message(
     // appends reach its subscribers in the order of the messages' ids, and each member's
     // connection finds the append and its notice queued together (see
     // `messages::create_then`).
-    let body = body_html(text);
+    // A file's message has an empty body, as Campfire's posts of one file each.
+    let body = if text.trim().is_empty() {
+        String::new()
+    } else {
+        body_html(text)
+    };
     let new = messages::NewMessage {
         room_id: room.id,
         creator_id: author.id,
         creator_name: &author.name,
         client_message_id,
         body: &body,
+        attachment_blob_id: attachment.map(|b| b.id),
     };
     let (message, appended) = messages::create_then(
         &state.pool,
@@ -200,19 +209,88 @@ async fn post_message(
     Ok((message, appended?))
 }
 
-/// `POST /rooms/{room_id}/messages` with `message[body]` and `message[client_message_id]`:
-/// 200 turbo-stream `append` when asked for, else 302 back to the room. Non-members get 404,
-/// a blank body 422. The membership comes from the access cache ([`CachedMemberRoom`]).
+/// A post's text, client message id and file: from the urlencoded form (`message[attachment]`
+/// a direct upload's signed blob id) or from a multipart form (`message[attachment]` the file,
+/// as Campfire's composer sends it; stored as a new blob).
+async fn post_fields(
+    state: &AppState,
+    ctx: &Ctx,
+    user: &User,
+    request: Request,
+    headers: &HeaderMap,
+) -> Result<(String, Option<String>, Option<Blob>, bool), AppError> {
+    let (file_field, text_field, cid_field) = (
+        "message[attachment]",
+        "message[body]",
+        "message[client_message_id]",
+    );
+    if files::is_multipart(headers) {
+        let form = files::read_upload_form(state, user, request, file_field).await?;
+        let text = form.get(text_field).unwrap_or("").to_owned();
+        let cid = form.get(cid_field).map(str::to_owned);
+        return Ok((text, cid, form.blob, true));
+    }
+    let text = ctx.form.get(text_field).unwrap_or("").to_owned();
+    let cid = ctx.form.get(cid_field).map(str::to_owned);
+    let blob = match ctx.form.get(file_field).filter(|v| !v.is_empty()) {
+        Some(signed_id) => Some(files::blob_for_attaching(state, user, signed_id).await?),
+        None => None,
+    };
+    Ok((text, cid, blob, false))
+}
+
+/// Posts and, when the post failed, purges a blob the request itself uploaded; when it
+/// succeeded, starts processing the file.
+async fn post_with_file(
+    state: &SharedState,
+    room: &Room,
+    author: &User,
+    text: &str,
+    cid: &str,
+    blob: Option<Blob>,
+    uploaded_here: bool,
+) -> Result<(messages::Message, String), AppError> {
+    match post_message(state, room, author, text, cid, blob.as_ref()).await {
+        Ok(posted) => {
+            if let Some(blob) = blob {
+                files::spawn_processing(state.clone(), room.clone(), posted.0.id, blob);
+            }
+            Ok(posted)
+        }
+        Err(e) => {
+            if let (Some(blob), true) = (blob, uploaded_here) {
+                files::purge_blob(state, blob.id).await;
+            }
+            Err(e)
+        }
+    }
+}
+
+/// `POST /rooms/{room_id}/messages` with `message[body]`, `message[client_message_id]` and
+/// optionally `message[attachment]` (a file in a multipart form, or a direct upload's signed
+/// blob id): 200 turbo-stream `append` when asked for, else 302 back to the room. Non-members
+/// get 404, a blank body without a file 422. The membership comes from the access cache
+/// ([`CachedMemberRoom`]).
 pub async fn create(
     State(state): State<SharedState>,
     Extension(ctx): Extension<Ctx>,
     CachedMemberRoom { user, room }: CachedMemberRoom,
     headers: HeaderMap,
+    request: Request,
 ) -> Result<Response, AppError> {
     let started = std::time::Instant::now();
-    let text = ctx.form.get("message[body]").unwrap_or("");
-    let cid = client_message_id(ctx.form.get("message[client_message_id]"))?;
-    let (_, html) = post_message(&state, &room, &user, text, &cid).await?;
+    let (text, cid, blob, uploaded_here) =
+        post_fields(&state, &ctx, &user, request, &headers).await?;
+    let cid = match client_message_id(cid.as_deref()) {
+        Ok(cid) => cid,
+        Err(e) => {
+            if let (Some(blob), true) = (blob, uploaded_here) {
+                files::purge_blob(&state, blob.id).await;
+            }
+            return Err(e);
+        }
+    };
+    let (_, html) = post_with_file(&state, &room, &user, &text, &cid, blob, uploaded_here).await?;
     let response = stream_or_back(&headers, html, room.id);
     state
         .metrics
@@ -221,12 +299,15 @@ pub async fn create(
 }
 
 /// `POST /rooms/{room_id}/{bot_key}/messages`: a bot posts the raw request body as the
-/// message text; 201 with `Location`. A bad key gets a bare 401 (no body, no cookie); a room
-/// the bot is not in, a bare 404 (Campfire's `head`).
+/// message text, or a multipart form with a file `attachment` (and an optional `body`), as
+/// `curl -F attachment=@file` sends it; 201 with `Location`. A bad key gets a bare 401 (no
+/// body, no cookie); a room the bot is not in, a bare 404 (Campfire's `head`).
 pub async fn create_by_bot(
     State(state): State<SharedState>,
     Extension(ctx): Extension<Ctx>,
     Path((room_id, bot_key)): Path<(String, String)>,
+    headers: HeaderMap,
+    request: Request,
 ) -> Result<Response, AppError> {
     let started = std::time::Instant::now();
     let Some(bot) = users::authenticate_bot(&state.pool, &bot_key).await? else {
@@ -242,10 +323,16 @@ pub async fn create_by_bot(
     else {
         return Ok(StatusCode::NOT_FOUND.into_response());
     };
-    let text = std::str::from_utf8(&ctx.body)
-        .map_err(|_| AppError::BadRequest("body is not valid UTF-8".into()))?;
+    let (text, blob) = if files::is_multipart(&headers) {
+        let form = files::read_upload_form(&state, &bot, request, "attachment").await?;
+        (form.get("body").unwrap_or("").to_owned(), form.blob)
+    } else {
+        let text = std::str::from_utf8(&ctx.body)
+            .map_err(|_| AppError::BadRequest("body is not valid UTF-8".into()))?;
+        (text.to_owned(), None)
+    };
     let cid = messages::new_client_message_id();
-    let (message, _) = post_message(&state, &room, &bot, text, &cid).await?;
+    let (message, _) = post_with_file(&state, &room, &bot, &text, &cid, blob, true).await?;
     let location = format!("/rooms/{}/@{}", room.id, message.id);
     let response = (StatusCode::CREATED, [(header::LOCATION, location)]).into_response();
     state
@@ -331,6 +418,9 @@ pub async fn destroy(
         .await?
         .ok_or(AppError::NotFound)?;
     let html = broadcasts::message_removed(&state.broadcaster, &room, &removed);
+    if removed.attachment.is_some() {
+        files::purge_orphans(&state).await;
+    }
     Ok(stream_or_back(&headers, html, room.id))
 }
 

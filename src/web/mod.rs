@@ -24,6 +24,7 @@
 //! | `GET`/`POST /account/bots`, `PATCH`/`DELETE /account/bots/{id}`, `PATCH /account/bots/{id}/key` | [`account::bots`] |
 //! | `GET /rooms/{id}/{bot_key}/messages`, `PATCH`/`DELETE …/messages/{id}`, `POST …/messages/{id}/boosts`, `DELETE …/boosts/{boost_id}` | [`bots_api`] |
 //! | `GET`/`POST /searches`, `DELETE /searches/clear` | [`searches`] |
+//! | `POST /rails/active_storage/direct_uploads`, `PUT`/`GET /rails/active_storage/disk/…`, `GET /rails/active_storage/blobs/…`, `GET /rails/active_storage/representations/…` | [`files`] |
 //! | `GET /up` | health check |
 //! | `GET /assets/js/…`, `GET /assets/npm/<package>/…` | `crate::assets` (mounted by the wiring in front of the request context) |
 //!
@@ -38,6 +39,7 @@ pub mod csrf;
 pub mod error;
 pub mod extract;
 pub mod fields;
+pub mod files;
 pub mod first_run;
 pub mod form;
 pub mod internal;
@@ -165,6 +167,34 @@ pub fn routes(state: SharedState) -> Router {
             patch(account::bots::update_key),
         )
         .route("/searches", get(searches::index).post(searches::create))
+        .route(
+            "/rails/active_storage/direct_uploads",
+            post(files::create_direct_upload),
+        )
+        .route(
+            "/rails/active_storage/disk/{encoded_token}",
+            axum::routing::put(files::upload_to_disk),
+        )
+        .route(
+            "/rails/active_storage/disk/{encoded_key}/{*filename}",
+            get(files::serve_from_disk),
+        )
+        .route(
+            "/rails/active_storage/blobs/redirect/{signed_id}/{*filename}",
+            get(files::blob_redirect),
+        )
+        .route(
+            "/rails/active_storage/blobs/{signed_id}/{*filename}",
+            get(files::blob_redirect),
+        )
+        .route(
+            "/rails/active_storage/representations/redirect/{signed_blob_id}/{variation_key}/{*filename}",
+            get(files::representation_redirect),
+        )
+        .route(
+            "/rails/active_storage/representations/{signed_blob_id}/{variation_key}/{*filename}",
+            get(files::representation_redirect),
+        )
         .route("/searches/clear", delete(searches::clear))
         .fallback(|| async { error::AppError::NotFound })
         .with_state(state)
