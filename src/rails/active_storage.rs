@@ -45,15 +45,20 @@ impl ActiveStorageVerifier {
     /// milliseconds since the epoch (written as Rails' `iso8601(3)`), `None` for no expiry.
     pub fn generate(&self, value: &Value, purpose: &str, expires_at_ms: Option<i64>) -> String {
         let message = STANDARD.encode(marshal::dump(value));
+        // Written by hand in Rails' key order (`message`, `exp`, `pur`), so the token is the
+        // very text Rails makes for the same value. The parts are base64, an ISO 8601 time
+        // and Active Storage's purpose names; the purpose is JSON-escaped all the same.
         let exp = match expires_at_ms {
-            Some(ms) => serde_json::Value::String(super::time::format_iso8601_millis(
-                i128::from(ms) * 1_000_000,
-            )),
-            None => serde_json::Value::Null,
+            Some(ms) => format!(
+                "\"{}\"",
+                super::time::format_iso8601_millis(i128::from(ms) * 1_000_000)
+            ),
+            None => "null".to_owned(),
         };
+        let purpose = serde_json::Value::String(purpose.to_owned()).to_string();
         let envelope =
-            serde_json::json!({"_rails": {"message": message, "exp": exp, "pur": purpose}});
-        self.verifier.generate(envelope.to_string().as_bytes())
+            format!(r#"{{"_rails":{{"message":"{message}","exp":{exp},"pur":{purpose}}}}}"#);
+        self.verifier.generate(envelope.as_bytes())
     }
 
     /// `ActiveStorage.verifier.verified(token, purpose:)`: the value, when the signature holds,
@@ -133,6 +138,24 @@ pub fn variation_digest(transformations: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tokens_are_the_bytes_rails_writes() {
+        // ActiveStorage::Variation.new(resize_to_limit: [1200, 800]).key with
+        // ActiveStorage.verifier = ActiveSupport::MessageVerifier.new("x") (Rails 6.1, Ruby 3.1).
+        let v = ActiveStorageVerifier {
+            verifier: MessageVerifier::new(b"x", MacDigest::Sha1),
+        };
+        let t = crate::rails::marshal::Value::Hash(vec![(
+            Value::Sym("resize_to_limit".into()),
+            Value::Array(vec![Value::Int(1200), Value::Int(800)]),
+        )]);
+        assert_eq!(
+            v.variation_key(&t),
+            "eyJfcmFpbHMiOnsibWVzc2FnZSI6IkJBaDdCam9VY21WemFYcGxYM1J2WDJ4cGJXbDBXd2RwQXJBRWFRSWdBdz09IiwiZXhwIjpudWxsLCJwdXIiOiJ2YXJpYXRpb24ifX0=--93eacbffac44c0dd5a6c16794f7f8a36a5c4c1ea"
+        );
+        assert_eq!(variation_digest(&t), "wH8BRww/ay6tFEhu6hoYIG5fquo=");
+    }
 
     #[test]
     fn round_trips_and_refuses() {
