@@ -1,7 +1,10 @@
 //! AnyCable's broadcast API, so an app using anycable-rails can broadcast into Hearth
 //! unchanged: the publication JSON (`{"stream":"<name>","data":"<JSON text>"}` or an array of
-//! them, AnyCable's `docs/broadcasting.md`), received on `POST /_broadcast` with a bearer key
-//! or on the `__anycable__` Redis channel, and the default broadcast key derivation.
+//! them, AnyCable's `docs/broadcasting.md`) and the remote disconnect command
+//! (`{"command":"disconnect","payload":{"identifier":"<identifiers JSON>","reconnect":<bool>}}`,
+//! anycable-rails' `RemoteConnection#disconnect`), received on `POST /_broadcast` with a bearer
+//! key or on AnyCable's Redis channel (`redis_channel`, default `__anycable__`, scoped by the
+//! channel prefix: see [`redis_channel`]), and the default broadcast key derivation.
 //!
 //! `data` is the already JSON-encoded message (what Rails' adapters publish); it becomes the
 //! `message` of the Action Cable frame as it is. A publication whose `data` is not one JSON
@@ -11,8 +14,75 @@ use hmac::{Hmac, KeyInit, Mac};
 use serde::Deserialize;
 use sha2::Sha256;
 
-/// The Redis channel AnyCable's broadcasters publish on (never prefixed).
+/// AnyCable's default `redis_channel`, the channel its broadcasters publish on.
 pub const REDIS_CHANNEL: &str = "__anycable__";
+
+/// The Redis channel a node listens to for AnyCable broadcasts: `configured` when set
+/// (`--anycable-redis-channel`), else [`REDIS_CHANNEL`] under the deployment's channel prefix
+/// (`<prefix>:__anycable__`, or `__anycable__` without a prefix), so that deployments sharing
+/// one Redis with different prefixes never receive each other's publications.
+pub fn redis_channel(configured: Option<&str>, channel_prefix: &str) -> String {
+    match configured.filter(|c| !c.is_empty()) {
+        Some(channel) => channel.to_owned(),
+        None if channel_prefix.is_empty() => REDIS_CHANNEL.to_owned(),
+        None => format!("{channel_prefix}:{REDIS_CHANNEL}"),
+    }
+}
+
+/// What one AnyCable broadcast body asks for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Message {
+    /// Broadcast each publication.
+    Publications(Vec<Publication>),
+    /// Close the connections of a user (anycable-rails' remote disconnect).
+    Disconnect {
+        /// The connection identifier: for Campfire's `identified_by :current_user`, the
+        /// user's GlobalID param (taken from the identifiers JSON's `current_user`).
+        identifier: String,
+        /// Whether the client may reconnect (default true).
+        reconnect: bool,
+    },
+}
+
+#[derive(Deserialize)]
+struct Command {
+    command: String,
+    #[serde(default)]
+    payload: serde_json::Value,
+}
+
+/// Parses a broadcast body: a remote disconnect command, or publications ([`parse`]).
+///
+/// # Errors
+/// [`PublicationError`] for a body of neither shape (an unknown command is refused too).
+pub fn parse_message(body: &[u8]) -> Result<Message, PublicationError> {
+    if let Ok(command) = serde_json::from_slice::<Command>(body) {
+        if command.command != "disconnect" {
+            return Err(PublicationError::Command(command.command));
+        }
+        let identifiers = command
+            .payload
+            .get("identifier")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default();
+        // anycable-rails sends the identifiers as JSON (`{"current_user":"gid://…"}`); a bare
+        // GlobalID is taken as it is.
+        let identifier = serde_json::from_str::<serde_json::Value>(identifiers)
+            .ok()
+            .and_then(|v| v.get("current_user")?.as_str().map(str::to_owned))
+            .unwrap_or_else(|| identifiers.to_owned());
+        let reconnect = command
+            .payload
+            .get("reconnect")
+            .and_then(serde_json::Value::as_bool)
+            .unwrap_or(true);
+        return Ok(Message::Disconnect {
+            identifier,
+            reconnect,
+        });
+    }
+    parse(body).map(Message::Publications)
+}
 
 /// One publication: the stream and the message's JSON text.
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
@@ -36,6 +106,9 @@ pub enum PublicationError {
     /// Not a publication object nor an array of them.
     #[error("not an AnyCable publication: {0}")]
     Shape(#[from] serde_json::Error),
+    /// A command other than `disconnect`.
+    #[error("unknown AnyCable command {0:?}")]
+    Command(String),
     /// A publication's `data` is not one JSON value.
     #[error("publication data for stream {stream:?} is not JSON")]
     Data {
@@ -109,6 +182,26 @@ mod tests {
         assert!(parse(b"{\"stream\":\"a\"}").is_err());
         assert!(parse(br#"[{"stream":"a","data":"1"},{"stream":"b","data":"{"}]"#).is_err());
         assert!(parse(br#"{"stream":"a","data":"1 2"}"#).is_err());
+    }
+
+    #[test]
+    fn remote_disconnect_commands() {
+        let body = br#"{"command":"disconnect","payload":{"identifier":"{\"current_user\":\"Z2lkOi8vY2FtcGZpcmUvVXNlci8x\"}","reconnect":false}}"#;
+        assert_eq!(
+            parse_message(body).expect("a command"),
+            Message::Disconnect {
+                identifier: "Z2lkOi8vY2FtcGZpcmUvVXNlci8x".into(),
+                reconnect: false
+            }
+        );
+        assert!(parse_message(br#"{"command":"other","payload":{}}"#).is_err());
+        assert!(matches!(
+            parse_message(br#"{"stream":"a","data":"1"}"#),
+            Ok(Message::Publications(_))
+        ));
+        assert_eq!(redis_channel(None, ""), "__anycable__");
+        assert_eq!(redis_channel(None, "one"), "one:__anycable__");
+        assert_eq!(redis_channel(Some("mine"), "one"), "mine");
     }
 
     #[test]

@@ -20,6 +20,7 @@ use crate::cable::protocol::{disconnect_frames, DisconnectReason};
 use crate::cable::Identity;
 use crate::config::{Config, Role};
 use crate::fanout::frame::Frame;
+use crate::pubsub::Control;
 use crate::state::{AppState, SharedState};
 use crate::web::context::Ctx;
 
@@ -28,10 +29,39 @@ use crate::web::context::Ctx;
 /// identification by the app node (`cable`); static assets, `/metrics`, `/_broadcast` and the
 /// app node's internal endpoint beside them (they need no cookies, session or CSRF).
 pub fn service(state: SharedState) -> axum::Router {
-    let mut direct = axum::Router::new().route(
-        "/_broadcast",
-        axum::routing::post(anycable_broadcast).with_state(state.clone()),
+    let production = state.config.production;
+    let router = routes_by_role(state);
+    if production {
+        router.layer(axum::middleware::map_response(strict_transport_security))
+    } else {
+        router
+    }
+}
+
+/// `Strict-Transport-Security` as Rails' `config.force_ssl` sends it (`ActionDispatch::SSL`:
+/// two years, subdomains included), on every answer of a production server: browsers then
+/// reach it over TLS only.
+async fn strict_transport_security(
+    mut response: axum::response::Response,
+) -> axum::response::Response {
+    response.headers_mut().insert(
+        axum::http::header::STRICT_TRANSPORT_SECURITY,
+        axum::http::HeaderValue::from_static(HSTS),
     );
+    response
+}
+
+/// The `Strict-Transport-Security` value of a production server.
+pub const HSTS: &str = "max-age=63072000; includeSubDomains";
+
+/// [`service`] before the production-only headers.
+fn routes_by_role(state: SharedState) -> axum::Router {
+    let mut direct = axum::Router::new()
+        .route(
+            "/_broadcast",
+            axum::routing::post(anycable_broadcast).with_state(state.clone()),
+        )
+        .route("/up", axum::routing::get(up).with_state(state.clone()));
     if state.config.metrics {
         direct = direct.route(
             "/metrics",
@@ -39,12 +69,10 @@ pub fn service(state: SharedState) -> axum::Router {
         );
     }
     if state.config.role == Role::Cable {
-        return direct
-            .route(
-                "/cable",
-                axum::routing::any(cable_via_app).with_state(state.clone()),
-            )
-            .route("/up", axum::routing::get(up).with_state(state));
+        return direct.route(
+            "/cable",
+            axum::routing::any(cable_via_app).with_state(state),
+        );
     }
     let mut routes = crate::web::routes(state.clone());
     if state.config.role == Role::All {
@@ -53,15 +81,72 @@ pub fn service(state: SharedState) -> axum::Router {
             axum::routing::any(cable).with_state(state.clone()),
         );
     }
-    let direct = direct
-        .merge(state.assets.routes())
-        .merge(crate::web::internal::routes(state.clone()));
+    let direct = direct.merge(state.assets.routes()).merge(
+        crate::web::internal::routes(state.clone()).layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            internal_guard,
+        )),
+    );
     let prepared = axum::middleware::from_fn_with_state(state, crate::web::context::prepare);
     // Wrapping the router (not `Router::layer`) runs the middleware before routing, so the
     // `_method` override is seen by the router.
     direct
         .fallback_service(tower::Layer::layer(&prepared, routes))
         .layer(axum::middleware::map_response(security_headers))
+}
+
+/// In front of the app node's internal endpoint (`/_internal/cable/<op>`): anything but a
+/// `POST` with the internal key gets 404 before a byte of its body is read, as if the route did
+/// not exist; a keyed call's body is read under the same `--max-body-bytes` (413) and
+/// `--body-timeout` (408) as every route's.
+async fn internal_guard(
+    axum::extract::State(state): axum::extract::State<SharedState>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::http::StatusCode;
+    use axum::response::IntoResponse as _;
+    let auth = request
+        .headers()
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    if request.method() != axum::http::Method::POST
+        || !crate::anycable::bearer_matches(auth, &state.internal_key)
+    {
+        return StatusCode::NOT_FOUND.into_response();
+    }
+    match read_limited_body(&state, request).await {
+        Ok(request) => next.run(request).await,
+        Err(status) => status.into_response(),
+    }
+}
+
+/// Reads `request`'s body whole within `--max-body-bytes` (413, also when `Content-Length`
+/// announces more) and `--body-timeout` (408), and gives the request back with it.
+async fn read_limited_body(
+    state: &AppState,
+    request: axum::extract::Request,
+) -> Result<axum::extract::Request, axum::http::StatusCode> {
+    use axum::http::StatusCode;
+    let limit = state.config.max_body_bytes;
+    let declared = request
+        .headers()
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        return Err(StatusCode::PAYLOAD_TOO_LARGE);
+    }
+    let (parts, body) = request.into_parts();
+    let deadline = Duration::from_secs(state.config.body_timeout);
+    let bytes = tokio::time::timeout(deadline, axum::body::to_bytes(body, limit))
+        .await
+        .map_err(|_| StatusCode::REQUEST_TIMEOUT)?
+        .map_err(|_| StatusCode::PAYLOAD_TOO_LARGE)?;
+    Ok(axum::extract::Request::from_parts(
+        parts,
+        axum::body::Body::from(bytes),
+    ))
 }
 
 /// The response headers Rails sets by default (`action_dispatch.default_headers`), on every
@@ -83,12 +168,31 @@ async fn security_headers(mut response: axum::response::Response) -> axum::respo
     response
 }
 
-/// `GET /up` on a cable node: `OK`, or `OK (redis link down)`.
-async fn up(axum::extract::State(state): axum::extract::State<SharedState>) -> &'static str {
-    match &state.redis {
-        Some(redis) if !redis.is_up() => "OK (redis link down)",
-        _ => "OK",
+/// `GET /up`, the health check of every role: `OK`; with the Redis link down still 200
+/// (the node serves and delivers its own broadcasts) with `OK (redis link down)`. On a cable
+/// node the app node is asked too: 503 with the cause when it refuses this node's key (another
+/// `SECRET_KEY_BASE`) or does not answer within `--app-timeout-seconds`.
+async fn up(
+    axum::extract::State(state): axum::extract::State<SharedState>,
+) -> axum::response::Response {
+    use axum::response::IntoResponse as _;
+    if let Some(link) = &state.app_link {
+        let why = match link.check_key().await {
+            crate::app_link::KeyCheck::Accepted => None,
+            crate::app_link::KeyCheck::Refused(why) => Some(why),
+            crate::app_link::KeyCheck::Unreachable(e) => {
+                Some(format!("the app node does not answer: {e:#}"))
+            }
+        };
+        if let Some(why) = why {
+            return (axum::http::StatusCode::SERVICE_UNAVAILABLE, why).into_response();
+        }
     }
+    match state.bus.health() {
+        crate::pubsub::Health::LinkDown => "OK (redis link down)",
+        crate::pubsub::Health::Local | crate::pubsub::Health::Linked => "OK",
+    }
+    .into_response()
 }
 
 /// `GET /cable` on a cable node: verifies the session cookie here, asks the app node who
@@ -98,14 +202,19 @@ async fn cable_via_app(
     axum::extract::State(state): axum::extract::State<SharedState>,
     request: axum::extract::Request,
 ) -> axum::response::Response {
-    use crate::cable::channels::remote::{IdentifyRequest, IdentifyResponse};
+    use crate::cable::channels::remote::IdentifyRequest;
     use crate::web::context::SESSION_COOKIE;
     use axum::response::IntoResponse as _;
     let headers = request.headers();
-    let secure = headers
-        .get("x-forwarded-proto")
-        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"https"))
-        || state.config.production;
+    let peer = request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map_or(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), |c| {
+            c.0.ip()
+        });
+    let secure =
+        crate::web::client_ip::forwarded_https(peer, headers, &state.config.trusted_proxies)
+            || state.config.production;
     let token = crate::web::context::parse_cookies(headers)
         .into_iter()
         .find(|(name, _)| name == SESSION_COOKIE)
@@ -116,10 +225,7 @@ async fn cable_via_app(
             let request = IdentifyRequest {
                 session_token: token.clone(),
             };
-            match link
-                .call::<_, IdentifyResponse>("identify", Some(&key), &request)
-                .await
-            {
+            match link.call(Some(&key), &request).await {
                 Ok(answer) => answer.user,
                 Err(e) => {
                     tracing::warn!(error = %e, "cannot identify a cable connection: app node unreachable");
@@ -166,30 +272,56 @@ async fn cable(
 
 /// `POST /_broadcast`: AnyCable's HTTP broadcast API. Needs `Authorization: Bearer <key>`
 /// (401 without it); the body is one publication or an array
-/// ([`crate::anycable::parse`]); each is broadcast as `ActionCable.server.broadcast` would
-/// (through Redis with `--pubsub redis`). 201 when taken, 422 for a malformed body (logged,
-/// nothing broadcast), 413 past `--max-body-bytes`.
+/// ([`crate::anycable::parse`]), each broadcast as `ActionCable.server.broadcast` would
+/// (through Redis with `--pubsub redis`), or anycable-rails' remote disconnect command, which
+/// closes the user's sockets on every node. 201 when taken, 422 for a malformed body or an
+/// identifier that names no user of this app (logged, nothing done), 413 past
+/// `--max-body-bytes`, 408 past `--body-timeout` (the key is checked before the body is read).
 async fn anycable_broadcast(
     axum::extract::State(state): axum::extract::State<SharedState>,
-    headers: axum::http::HeaderMap,
-    body: axum::body::Body,
+    request: axum::extract::Request,
 ) -> axum::http::StatusCode {
     use axum::http::StatusCode;
-    let auth = headers
+    let auth = request
+        .headers()
         .get(axum::http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
     if !crate::anycable::bearer_matches(auth, &state.broadcast_key) {
         return StatusCode::UNAUTHORIZED;
     }
-    let Ok(body) = axum::body::to_bytes(body, state.config.max_body_bytes).await else {
+    let body = match read_limited_body(&state, request).await {
+        Ok(request) => request.into_body(),
+        Err(status) => return status,
+    };
+    let Ok(body) = axum::body::to_bytes(body, usize::MAX).await else {
         return StatusCode::PAYLOAD_TOO_LARGE;
     };
-    match crate::anycable::parse(&body) {
-        Ok(publications) => {
+    match crate::anycable::parse_message(&body) {
+        Ok(crate::anycable::Message::Publications(publications)) => {
             for p in &publications {
                 state.broadcaster.broadcast(&p.stream, p.data.as_bytes());
             }
             StatusCode::CREATED
+        }
+        Ok(crate::anycable::Message::Disconnect {
+            identifier,
+            reconnect,
+        }) => {
+            // anycable-rails' remote disconnect: the user's sockets on every node.
+            match crate::rails::global_id::parse_gid_param(&identifier) {
+                Some((app, model, user_id)) if app == state.config.gid_app && model == "User" => {
+                    state.bus.control(Control::Disconnect {
+                        user_id,
+                        session_sha256: None,
+                        reconnect,
+                    });
+                    StatusCode::CREATED
+                }
+                _ => {
+                    tracing::warn!(%identifier, "remote disconnect for an unknown identifier");
+                    StatusCode::UNPROCESSABLE_ENTITY
+                }
+            }
         }
         Err(e) => {
             tracing::warn!(error = %e, "dropped a malformed /_broadcast body");
@@ -198,22 +330,42 @@ async fn anycable_broadcast(
     }
 }
 
-/// Closes this node's connections named by a remote disconnect: the user whose GlobalID
-/// param is the identifier (of this app), all of them or those of one session. Returns how
-/// many were closed.
-fn remote_disconnect(state: &AppState, d: &crate::redis_pubsub::RemoteDisconnect) -> usize {
-    let Some((app, model, user_id)) = crate::rails::global_id::parse_gid_param(&d.identifier)
-    else {
-        tracing::warn!(identifier = %d.identifier, "remote disconnect for an unknown identifier");
-        return 0;
-    };
-    if app != state.config.gid_app || model != "User" {
-        return 0;
-    }
-    let frames = disconnect_frames(DisconnectReason::Remote, d.reconnect);
-    match &d.session_sha256 {
-        Some(digest) => state.cable.close_session_digest(user_id, digest, &frames),
-        None => state.cable.close_user(user_id, &frames),
+/// Applies a node command from the bus to this node's sockets (every node runs this for
+/// every command, the sender's own included): the one place that closes a user's sockets and
+/// that starts the re-check of a user's room subscriptions.
+fn apply_control(state: &AppState, command: &Control) {
+    match command {
+        Control::Disconnect {
+            user_id,
+            session_sha256,
+            reconnect,
+        } => {
+            let frames = disconnect_frames(DisconnectReason::Remote, *reconnect);
+            let closed = match session_sha256 {
+                Some(digest) => state.cable.close_session_digest(*user_id, digest, &frames),
+                None => state.cable.close_user(*user_id, &frames),
+            };
+            if let Some(link) = &state.app_link {
+                link.forget_user(*user_id);
+            }
+            tracing::debug!(user_id, connections = closed, "remote disconnect");
+        }
+        Control::AccessRevoked { user_ids } => {
+            // Lookups cached before the revocation (this node's, and a cable node's answers
+            // from its app node) must not confirm a new subscription.
+            crate::db::generation::advance();
+            if let Some(link) = &state.app_link {
+                for user_id in user_ids {
+                    link.forget_user(*user_id);
+                }
+            }
+            let signalled = state.cable.signal_access_revoked(user_ids);
+            tracing::debug!(
+                users = user_ids.len(),
+                connections = signalled,
+                "access revoked"
+            );
+        }
     }
 }
 
@@ -303,13 +455,12 @@ impl Server {
             .await
             .with_context(|| format!("binding {}", config.bind))?;
         let state = AppState::build(config).await?;
-        if let Some(redis) = &state.redis {
-            let weak = std::sync::Arc::downgrade(&state);
-            redis.on_remote_disconnect(Box::new(move |d| {
-                weak.upgrade()
-                    .map_or(0, |state| remote_disconnect(&state, d))
-            }));
-        }
+        let weak = std::sync::Arc::downgrade(&state);
+        state.bus.on_control(Box::new(move |command| {
+            if let Some(state) = weak.upgrade() {
+                apply_control(&state, command);
+            }
+        }));
         Ok(Self { state, listener })
     }
 
@@ -356,9 +507,7 @@ impl Server {
         let _ = stop_tx.send(true);
         drop(done_tx);
         drain(&state, &mut done_rx).await;
-        if let Some(redis) = &state.redis {
-            redis.stop();
-        }
+        state.bus.stop();
         state.pool.close().await;
         Ok(())
     }

@@ -1,7 +1,8 @@
 //! The browser assets of the room page, served under `/assets` without CDNs and without npm.
 //!
-//! - `/assets/npm/<package>/<file>`: Turbo, turbo-rails' stream source element and
-//!   `@rails/actioncable`, vendored unmodified from npm in `vendor/javascript/` and pinned
+//! - `/assets/npm/<package>/<file>`: Turbo, turbo-rails' stream source element,
+//!   `@rails/actioncable`, Trix and highlight.js (with their stylesheets, linked from the page's
+//!   `<head>`), vendored unmodified from npm in `vendor/javascript/` and pinned
 //!   (version, sha384 integrity) in `vendor/javascript/pins`, which `scripts/vendor-js`
 //!   refreshes. They are built into the binary (see `build.rs`).
 //! - `/assets/js/…`: the page's own scripts (`assets/js/`), also built in; with `--assets-dir`
@@ -69,6 +70,21 @@ impl VendoredFile {
     pub fn url(&self) -> String {
         format!("{NPM_PREFIX}/{}/{}", self.package, self.file)
     }
+
+    /// Whether it is a stylesheet (`.css`: Trix's editor styles, highlight.js's theme), linked
+    /// from the page's `<head>` rather than mapped as a module.
+    pub fn is_stylesheet(&self) -> bool {
+        self.file.ends_with(".css")
+    }
+
+    /// Its `Content-Type`: `text/css; charset=utf-8` for a stylesheet, else `text/javascript`.
+    pub fn content_type(&self) -> &'static str {
+        if self.is_stylesheet() {
+            "text/css; charset=utf-8"
+        } else {
+            "text/javascript"
+        }
+    }
 }
 
 include!(concat!(env!("OUT_DIR"), "/browser_assets.rs"));
@@ -125,7 +141,11 @@ impl BrowserAssets {
         let mut router = Router::new();
         for vendored in VENDORED {
             let file = Embedded::new(vendored.bytes, vendored.integrity);
-            router = router.route(&vendored.url(), get(move |h: HeaderMap| file.serve(h)));
+            let content_type = vendored.content_type();
+            router = router.route(
+                &vendored.url(),
+                get(move |h: HeaderMap| file.serve_as(h, content_type)),
+            );
         }
         router = router.route(&format!("{NPM_PREFIX}/{{*rest}}"), any(not_found));
         let css = stylesheet();
@@ -219,8 +239,16 @@ fn head_html() -> String {
     let mut imports = serde_json::Map::new();
     let mut integrity = serde_json::Map::new();
     let mut preloads = vec![(ENTRY.1.to_owned(), None)];
+    let mut stylesheets = String::new();
     for vendored in VENDORED {
         let url = vendored.url();
+        if vendored.is_stylesheet() {
+            stylesheets.push_str(&format!(
+                "  <link rel=\"stylesheet\" href=\"{url}\" integrity=\"{}\">\n",
+                vendored.integrity
+            ));
+            continue;
+        }
         if vendored.specifiers.is_empty() {
             let bare = url.strip_suffix(".js").unwrap_or(&url);
             imports.insert(bare.to_owned(), url.clone().into());
@@ -245,6 +273,7 @@ fn head_html() -> String {
             None => html.push_str(&format!("  <link rel=\"modulepreload\" href=\"{href}\">\n")),
         }
     }
+    html.push_str(&stylesheets);
     html.push_str("  <script type=\"module\">import \"hearth\"</script>");
     html
 }

@@ -312,15 +312,32 @@ mod tests {
     use std::sync::{Arc, Mutex};
 
     use super::*;
+    use crate::fanout::interest::Interest;
     use crate::metrics::Metrics;
-    use crate::pubsub::Publish;
+    use crate::pubsub::{Bus, Control, ControlHandler, Health};
     use crate::rails::json::JsonEscaping;
 
     /// Records every publish: (stream, payload).
     #[derive(Debug, Default)]
-    struct Recorder(Mutex<Vec<(String, String)>>);
+    struct Recorder(Mutex<Vec<(String, String)>>, Interest);
 
-    impl Publish for Recorder {
+    impl Bus for Recorder {
+        fn control(&self, _command: Control) {}
+
+        fn on_control(&self, _handler: ControlHandler) {}
+
+        fn interest(&self) -> &Interest {
+            &self.1
+        }
+
+        fn ready<'a>(&'a self, _streams: &'a [String]) -> futures_util::future::BoxFuture<'a, ()> {
+            Box::pin(std::future::ready(()))
+        }
+
+        fn health(&self) -> Health {
+            Health::Local
+        }
+
         fn publish(&self, stream: &str, payload: &[u8]) -> usize {
             let payload = String::from_utf8_lossy(payload).into_owned();
             self.0

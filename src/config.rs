@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::ops::Deref;
 use std::path::PathBuf;
 
-use crate::fanout::{EngineKind, QueueLimits};
+use crate::fanout::{EngineKind, QueueBudgets, QueueLimits};
 
 /// Default largest accepted client message, in bytes (`--max-message-bytes`); a larger one,
 /// in one frame or in fragments, closes with 1009 (RFC 6455 §7.4.1).
@@ -37,7 +37,8 @@ pub struct Config {
     #[arg(long, env = "HEARTH_BIND", default_value = "127.0.0.1:3000")]
     pub bind: SocketAddr,
 
-    /// SQLite database file (created, migrated and seeded when missing or empty).
+    /// SQLite database file (created and migrated when missing; seeded when empty, unless
+    /// `--no-seed` or `--production`).
     #[arg(
         long,
         env = "HEARTH_DATABASE",
@@ -62,8 +63,10 @@ pub struct Config {
     #[arg(long, env = "SECRET_KEY_BASE", hide_env_values = true)]
     pub secret_key_base: Option<Redacted<String>>,
 
-    /// Production mode: refuse to start without an explicit SECRET_KEY_BASE and mark cookies
-    /// Secure.
+    /// Production mode: refuse to start without an explicit SECRET_KEY_BASE, mark cookies
+    /// Secure, send `Strict-Transport-Security`, never seed an empty database (the first
+    /// visitor gets the first-run form, `/first_run`) and refuse to start on a database that
+    /// still holds the demo seed's published credentials (its join code, bot key, passwords).
     #[arg(long, env = "HEARTH_PRODUCTION", default_value_t = false)]
     pub production: bool,
 
@@ -92,6 +95,17 @@ pub struct Config {
     /// Per-connection outbound queue bound, in bytes.
     #[arg(long, env = "HEARTH_QUEUE_BYTES", default_value_t = QueueLimits::default().max_bytes)]
     pub queue_bytes: usize,
+
+    /// Byte budget of the frames queued to all cable connections of one user together
+    /// (frames past a connection's first few, and long frames); past it the user's heaviest
+    /// connection is cut off as too slow. 0: none.
+    #[arg(long, env = "HEARTH_QUEUE_USER_BYTES", default_value_t = QueueBudgets::default().user_bytes)]
+    pub queue_user_bytes: usize,
+
+    /// Byte budget of the frames queued to all cable connections of the server together; past
+    /// it the heaviest connection anywhere is cut off as too slow. 0: none.
+    #[arg(long, env = "HEARTH_QUEUE_SERVER_BYTES", default_value_t = QueueBudgets::default().server_bytes)]
+    pub queue_server_bytes: usize,
 
     /// Writer threads of the queue engine (each drains its share of the connections); 0 = one
     /// per core this process may run on (its CPU affinity: `taskset -c 0` gives one).
@@ -161,12 +175,14 @@ pub struct Config {
     #[arg(long, env = "HEARTH_DRAIN_TIMEOUT", default_value_t = 10)]
     pub drain_timeout: u64,
 
-    /// Generated users to create when an empty database is seeded on first start.
+    /// Generated users to create when an empty database is seeded on first start (never in
+    /// production).
     #[arg(long, env = "HEARTH_SEED_USERS", default_value_t = 1000)]
     pub seed_users: usize,
 
     /// Leave an empty database empty: the first visitor gets Campfire's first-run form
-    /// (`/first_run`), which creates the administrator and the first open room.
+    /// (`/first_run`), which creates the administrator and the first open room. Always so
+    /// with `--production`.
     #[arg(long, env = "HEARTH_NO_SEED", default_value_t = false)]
     pub no_seed: bool,
 
@@ -219,6 +235,15 @@ pub struct Config {
     #[arg(long, env = "HEARTH_REDIS_CHANNEL_PREFIX", default_value = "")]
     pub redis_channel_prefix: String,
 
+    /// AnyCable's `redis_channel`: the Redis channel whose publications (and remote
+    /// disconnect commands) this node takes, as anycable-rails' broadcaster publishes them.
+    /// Unset: `__anycable__` under the channel prefix (`<prefix>:__anycable__`, or
+    /// `__anycable__` without a prefix), so deployments that share a Redis with different
+    /// prefixes never take each other's broadcasts; point anycable-rails' `redis_channel` at
+    /// the same name.
+    #[arg(long, env = "HEARTH_ANYCABLE_REDIS_CHANNEL")]
+    pub anycable_redis_channel: Option<String>,
+
     /// Bearer key of AnyCable's broadcast endpoint `POST /_broadcast`. When unset it is
     /// HMAC-SHA256-hex(secret_key_base, "broadcast-cable"), as AnyCable derives it from its
     /// secret; `hearth broadcast-key` prints it.
@@ -234,6 +259,12 @@ pub struct Config {
     /// Base URL of the app node, for `--role cable` (e.g. `http://10.0.0.5:3000`).
     #[arg(long, env = "HEARTH_APP_URL")]
     pub app_url: Option<String>,
+
+    /// Seconds a cable node waits for its app node's answer (who a connection is, a
+    /// subscribe, an action) before it gives up: a subscribe then gets `reject_subscription`,
+    /// a connection 503.
+    #[arg(long, env = "HEARTH_APP_TIMEOUT_SECONDS", default_value_t = 3)]
+    pub app_timeout_seconds: u64,
 
     /// Seconds a cable node keeps the app node's answers (who a session is, whether a user
     /// may subscribe to a room's streams): how late a revoked session or a removed
@@ -317,6 +348,14 @@ impl Config {
         QueueLimits {
             max_frames: self.queue_frames,
             max_bytes: self.queue_bytes,
+        }
+    }
+
+    /// The queued-frame budgets given by the flags.
+    pub fn queue_budgets(&self) -> QueueBudgets {
+        QueueBudgets {
+            user_bytes: self.queue_user_bytes,
+            server_bytes: self.queue_server_bytes,
         }
     }
 

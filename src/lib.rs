@@ -5,13 +5,16 @@
 //!
 //! ## Layout
 //!
-//! Bottom-up; a module imports only from the floors below it (`tests/layers.rs` holds this).
+//! Bottom-up; a module imports only from the floors below it (`tests/suite/layers.rs` holds
+//! this).
 //!
 //! 1. Foundations, importing nothing of Hearth's above them:
 //!    - [`rails`]: what Rails defines and Hearth must match: PBKDF2 key generation, the
 //!      `MessageVerifier` token format (signed stream names, signed cookies), GlobalID params
 //!      and ActiveSupport's JSON escaping.
 //!    - [`db`]: the SQLite pool, migrations, the seed and one file of queries per table.
+//!    - [`rich_text`]: the message-body codec: Action Text HTML sanitized to its allowlist,
+//!      mentions as signed attachments, plain text, autolinks, the rendered body.
 //!    - [`fanout`]: the delivery core, with no HTTP, SQL or Action Cable in it: a stream index,
 //!      pre-encoded shared frames, bounded per-connection queues drained by their owner with
 //!      vectored writes.
@@ -55,6 +58,7 @@ pub mod rate_limit;
 pub mod redis_pubsub;
 pub mod registry;
 pub mod render;
+pub mod rich_text;
 pub mod state;
 pub mod storage;
 pub mod streams;

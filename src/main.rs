@@ -1,9 +1,13 @@
 //! `hearth`: the command-line front. `serve` runs the server, `seed` builds a seed database,
-//! `sign-stream` prints a signed stream name. Thin on purpose: the work is in the library.
+//! `sign-stream` prints a signed stream name, `broadcast-key` the key of `POST /_broadcast`.
+//! Thin on purpose: the work is in the library.
 
 use clap::{Parser, Subcommand};
 
-use hearth::config::Config;
+use std::path::PathBuf;
+
+use hearth::config::{Config, Redacted};
+use hearth::rails::KdfDigest;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -29,7 +33,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Cmd {
     /// Run the server (creates, migrates and seeds the database on first start).
-    Serve(Config),
+    Serve(Box<Config>),
     /// Build a deterministic seed database.
     Seed {
         /// SQLite database file to create; must not hold users yet.
@@ -46,16 +50,52 @@ enum Cmd {
     /// Print the bearer key of AnyCable's broadcast endpoint `POST /_broadcast`
     /// (`--broadcast-key`, or derived from secret_key_base).
     BroadcastKey {
+        /// The key itself, printed as given (as `hearth serve --broadcast-key`).
+        #[arg(long, env = "HEARTH_BROADCAST_KEY", hide_env_values = true)]
+        broadcast_key: Option<Redacted<String>>,
         #[command(flatten)]
-        config: Config,
+        secret: SecretFlags,
     },
     /// Print the signed name of a stream, as Turbo's `signed_stream_name` would.
     SignStream {
         /// The stream name, e.g. `rooms`.
         name: String,
+        /// Turbo's signed stream verifier key as hex, instead of deriving it from
+        /// secret_key_base (as `hearth serve --turbo-verifier-key`).
+        #[arg(long, env = "HEARTH_TURBO_VERIFIER_KEY", hide_env_values = true)]
+        turbo_verifier_key: Option<Redacted<String>>,
+        /// Digest of the PBKDF2 key generator (Rails 7.0+ defaults: sha256; older apps: sha1).
+        #[arg(long, env = "HEARTH_KEY_GENERATOR_DIGEST", default_value = "sha256")]
+        key_generator_digest: KdfDigest,
         #[command(flatten)]
-        config: Config,
+        secret: SecretFlags,
     },
+}
+
+/// Where secret_key_base comes from, for the commands that print a key derived from it: the
+/// flags and environment variables of `hearth serve` with the same names, and nothing else.
+#[derive(Debug, clap::Args)]
+struct SecretFlags {
+    /// Rails' secret_key_base. When unset, the one kept in `<data-dir>/secret_key_base` (created
+    /// there on first use, as `hearth serve` does).
+    #[arg(long, env = "SECRET_KEY_BASE", hide_env_values = true)]
+    secret_key_base: Option<Redacted<String>>,
+    /// Directory of generated state (the secret_key_base file).
+    #[arg(long, env = "HEARTH_DATA_DIR", default_value = "storage")]
+    data_dir: PathBuf,
+    /// Production mode: refuse to run without an explicit SECRET_KEY_BASE.
+    #[arg(long, env = "HEARTH_PRODUCTION", default_value_t = false)]
+    production: bool,
+}
+
+impl SecretFlags {
+    fn secret_key_base(&self) -> anyhow::Result<String> {
+        hearth::state::find_secret_key_base(
+            self.secret_key_base.as_deref().map(String::as_str),
+            self.production,
+            &self.data_dir,
+        )
+    }
 }
 
 fn init_tracing(level: &str, json: bool) {
@@ -79,7 +119,7 @@ async fn main() -> anyhow::Result<()> {
     match cli.command {
         Cmd::Serve(config) => {
             init_tracing(&config.log_level, config.log_json);
-            let server = hearth::app::Server::bind(config).await?;
+            let server = hearth::app::Server::bind(*config).await?;
             tracing::info!(
                 address = %server.local_addr()?,
                 fanout = ?server.state.fanout.kind(),
@@ -99,24 +139,29 @@ async fn main() -> anyhow::Result<()> {
             pool.close().await;
             println!("{report:?} in {:.2?}", started.elapsed());
         }
-        Cmd::BroadcastKey { config } => {
-            match config.broadcast_key.as_deref().filter(|k| !k.is_empty()) {
-                Some(key) => println!("{key}"),
-                None => println!(
-                    "{}",
-                    hearth::anycable::broadcast_key(&hearth::state::secret_key_base(&config)?)
-                ),
-            }
-        }
-        Cmd::SignStream { name, config } => {
-            let secret = hearth::state::secret_key_base(&config)?;
-            let signer = match &config.turbo_verifier_key {
+        Cmd::BroadcastKey {
+            broadcast_key,
+            secret,
+        } => match broadcast_key.as_deref().filter(|k| !k.is_empty()) {
+            Some(key) => println!("{key}"),
+            None => println!(
+                "{}",
+                hearth::anycable::broadcast_key(&secret.secret_key_base()?)
+            ),
+        },
+        Cmd::SignStream {
+            name,
+            turbo_verifier_key,
+            key_generator_digest,
+            secret,
+        } => {
+            let signer = match &turbo_verifier_key {
                 Some(key) => {
                     hearth::rails::StreamNameSigner::from_raw_key(&hex::decode(key.trim())?)
                 }
                 None => hearth::rails::StreamNameSigner::from_secret_key_base(
-                    secret.as_bytes(),
-                    config.key_generator_digest,
+                    secret.secret_key_base()?.as_bytes(),
+                    key_generator_digest,
                 ),
             };
             println!("{}", signer.sign(&name));

@@ -1,31 +1,91 @@
-//! The broadcasting seam: where a payload for a stream goes.
+//! The bus seam: where a payload for a stream goes, which streams this node listens to, and
+//! the commands nodes send each other.
 //!
-//! [`Broadcaster`] is the narrow interface that handlers, channels and [`crate::broadcasts`]
-//! receive instead of the whole server state: "send these bytes to every subscriber of this
-//! stream" (Action Cable's `ActionCable.server.broadcast(broadcasting, message)`), plus the two
-//! settings an event needs to build its payload and stream name (ActiveSupport's JSON escaping
-//! and the GlobalID app name). Where the bytes go is a [`Publish`] sink: the in-process
-//! fan-out engine by default; a pub/sub adapter that shares broadcasts between nodes, or a
-//! test's recorder, plugs in the same way.
+//! [`Bus`] is chosen once at start ([`crate::state::AppState::build`]): the in-process
+//! [`LocalBus`] (one node holds every subscriber) or the Redis adapter
+//! ([`crate::redis_pubsub::RedisPubSub`], several nodes share broadcasts and commands). No
+//! module above asks which one it has. A bus carries:
+//!
+//! - **broadcasts** ([`Bus::publish`], [`Bus::publish_each`]): Action Cable's
+//!   `ActionCable.server.broadcast(broadcasting, message)`;
+//! - **node-to-node commands** ([`Bus::control`] with a [`Control`]): "close this user's (or
+//!   this session's) sockets" and "these users lost access to rooms", applied by every node
+//!   (this one included) to its own sockets, by the handler set with [`Bus::on_control`];
+//! - **the local interest count** ([`Bus::interest`]): the only way a connection attaches or
+//!   detaches a stream, so the Redis adapter `SUBSCRIBE`s a stream's first local subscriber
+//!   and `UNSUBSCRIBE`s after its last;
+//! - **readiness** ([`Bus::ready`]): resolves once the given streams are listened to (Redis
+//!   confirmed the `SUBSCRIBE`), so a `confirm_subscription` is sent after that, as Rails does.
+//!
+//! [`Broadcaster`] is the narrow handle that handlers, channels and [`crate::broadcasts`]
+//! receive instead of the whole server state: the bus plus the two settings an event needs to
+//! build its payload and stream name (ActiveSupport's JSON escaping and the GlobalID app name).
+//!
+//! `publish` takes one stream and one payload and returns nothing the caller must keep, so a
+//! later bus can give each publication a stream position (an offset per stream, for reliable
+//! delivery) inside the implementation without changing a caller.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use futures_util::future::BoxFuture;
+
+use crate::fanout::interest::Interest;
 use crate::fanout::Fanout;
 use crate::metrics::Metrics;
 use crate::rails::json::{self, JsonEscaping};
 
-/// Where a broadcast's bytes go: one call per broadcast (never per subscriber).
-pub trait Publish: Send + Sync + std::fmt::Debug {
+/// A command every node applies to its own sockets (centrifuge's `Controller`), sent with
+/// [`Bus::control`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Control {
+    /// Close the user's connections, every one of them or those opened with one session
+    /// (sign-out, deactivation, ban, Rails' `remote_connections.where(current_user:)
+    /// .disconnect`), with Action Cable's `disconnect` notice (reason `remote`).
+    Disconnect {
+        /// The user.
+        user_id: i64,
+        /// Only the connections opened with the session whose token has this SHA-256
+        /// (lowercase hex, [`crate::registry::session_digest`]); None for all of them.
+        session_sha256: Option<String>,
+        /// Whether the client may reconnect.
+        reconnect: bool,
+    },
+    /// These users lost access to rooms (a membership revoked, a room closed to them or
+    /// destroyed): their connections re-check their room subscriptions and drop those no
+    /// longer allowed, with `reject_subscription`. Grants send nothing.
+    AccessRevoked {
+        /// The users, ascending, each once.
+        user_ids: Vec<i64>,
+    },
+}
+
+/// Applies a [`Control`] to this node's sockets; set once with [`Bus::on_control`].
+pub type ControlHandler = Box<dyn Fn(&Control) + Send + Sync>;
+
+/// How the bus' link to other nodes is, for `GET /up`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Health {
+    /// Every subscriber is local: nothing to be linked to.
+    Local,
+    /// The link to the other nodes is up.
+    Linked,
+    /// The link is down: broadcasts and commands reach this node's clients only.
+    LinkDown,
+}
+
+/// The bus (see the module docs): one dynamic call per broadcast, never per subscriber.
+pub trait Bus: Send + Sync + std::fmt::Debug {
     /// Delivers `payload` (one JSON value, the `message` of the Action Cable frame) to the
-    /// subscribers of `stream`. Returns how many local connections it was queued for. Must
-    /// not wait for a socket.
+    /// subscribers of `stream`. Returns how many local connections it was queued for within
+    /// this call (0 when delivery comes back through a remote link). Must not wait for a
+    /// socket.
     fn publish(&self, stream: &str, payload: &[u8]) -> usize;
 
     /// Delivers `payload` to each stream `next` names, in turn (`next` writes the next name
     /// into the buffer it is given and returns false when there is none; see
     /// [`Fanout::broadcast_each`]). Returns how many local connections it was queued for, in
-    /// all. By default one [`Publish::publish`] per stream.
+    /// all. By default one [`Bus::publish`] per stream.
     fn publish_each(&self, next: &mut dyn FnMut(&mut String) -> bool, payload: &[u8]) -> usize {
         let mut stream = String::new();
         let mut reached = 0;
@@ -34,16 +94,110 @@ pub trait Publish: Send + Sync + std::fmt::Debug {
         }
         reached
     }
+
+    /// Sends `command` to every node, this one included (at once here; through the link
+    /// elsewhere, or here only while the link is down).
+    fn control(&self, command: Control);
+
+    /// Sets the handler that applies commands to this node's sockets (once; later calls are
+    /// ignored). Commands before it is set are dropped.
+    fn on_control(&self, handler: ControlHandler);
+
+    /// This node's subscription counts: every attach and detach of a stream goes through it.
+    fn interest(&self) -> &Interest;
+
+    /// Resolves once every one of `streams` is listened to (at most a couple of seconds; at
+    /// once in process or while the link is down).
+    fn ready<'a>(&'a self, streams: &'a [String]) -> BoxFuture<'a, ()>;
+
+    /// A connection of `user_id` opened here: listen to the user's commands (Rails' internal
+    /// channel). By default nothing.
+    fn user_connected(&self, _user_id: i64) {}
+
+    /// A connection of `user_id` closed here (undoes one [`Bus::user_connected`]).
+    fn user_disconnected(&self, _user_id: i64) {}
+
+    /// The link's state, for `GET /up`.
+    fn health(&self) -> Health;
+
+    /// Stops the bus' background tasks (the server is stopping). By default nothing.
+    fn stop(&self) {}
 }
 
-/// The in-process engine: every subscriber is a connection of this process.
-impl Publish for Fanout {
+/// The in-process bus: every subscriber is a connection of this process; commands are
+/// applied here at once.
+#[derive(Debug)]
+pub struct LocalBus {
+    fanout: Fanout,
+    interest: Interest,
+    handler: ControlSlot,
+}
+
+/// A once-set [`ControlHandler`] (with a `Debug` that says whether it is set).
+#[derive(Default)]
+pub struct ControlSlot(OnceLock<ControlHandler>);
+
+impl std::fmt::Debug for ControlSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("ControlSlot")
+            .field(&self.0.get().is_some())
+            .finish()
+    }
+}
+
+impl ControlSlot {
+    /// Sets the handler (once; later calls are ignored).
+    pub fn set(&self, handler: ControlHandler) {
+        let _ = self.0.set(handler);
+    }
+
+    /// Applies `command` with the handler, if one is set.
+    pub fn apply(&self, command: &Control) {
+        match self.0.get() {
+            Some(handler) => handler(command),
+            None => tracing::debug!(?command, "a node command before its handler was set"),
+        }
+    }
+}
+
+impl LocalBus {
+    /// The bus onto the in-process `fanout` engine.
+    pub fn new(fanout: Fanout) -> Self {
+        Self {
+            fanout,
+            interest: Interest::new(),
+            handler: ControlSlot::default(),
+        }
+    }
+}
+
+impl Bus for LocalBus {
     fn publish(&self, stream: &str, payload: &[u8]) -> usize {
-        self.broadcast(stream, payload)
+        self.fanout.broadcast(stream, payload)
     }
 
     fn publish_each(&self, next: &mut dyn FnMut(&mut String) -> bool, payload: &[u8]) -> usize {
-        self.broadcast_each(next, payload)
+        self.fanout.broadcast_each(next, payload)
+    }
+
+    fn control(&self, command: Control) {
+        self.handler.apply(&command);
+    }
+
+    fn on_control(&self, handler: ControlHandler) {
+        self.handler.set(handler);
+    }
+
+    fn interest(&self) -> &Interest {
+        &self.interest
+    }
+
+    fn ready<'a>(&'a self, _streams: &'a [String]) -> BoxFuture<'a, ()> {
+        Box::pin(std::future::ready(()))
+    }
+
+    fn health(&self) -> Health {
+        Health::Local
     }
 }
 
@@ -51,23 +205,23 @@ impl Publish for Fanout {
 /// flag pair).
 #[derive(Clone, Debug)]
 pub struct Broadcaster {
-    sink: Arc<dyn Publish>,
+    sink: Arc<dyn Bus>,
     json: JsonEscaping,
     gid_app: Arc<str>,
     metrics: Arc<Metrics>,
 }
 
 impl Broadcaster {
-    /// A broadcaster onto the in-process `fanout` engine. `gid_app` is the GlobalID app name
-    /// of stream names (`gid://<app>/…`, `--gid-app`); `json` the escaping of every JSON
-    /// string it encodes; `metrics` records each event's duration.
+    /// A broadcaster onto the in-process `fanout` engine ([`LocalBus`]). `gid_app` is the
+    /// GlobalID app name of stream names (`gid://<app>/…`, `--gid-app`); `json` the escaping
+    /// of every JSON string it encodes; `metrics` records each event's duration.
     pub fn new(fanout: Fanout, json: JsonEscaping, gid_app: &str, metrics: Arc<Metrics>) -> Self {
-        Self::with_sink(Arc::new(fanout), json, gid_app, metrics)
+        Self::with_sink(Arc::new(LocalBus::new(fanout)), json, gid_app, metrics)
     }
 
-    /// A broadcaster onto any [`Publish`] sink (a pub/sub adapter, a test's recorder).
+    /// A broadcaster onto any [`Bus`] (the Redis adapter, a test's recorder).
     pub fn with_sink(
-        sink: Arc<dyn Publish>,
+        sink: Arc<dyn Bus>,
         json: JsonEscaping,
         gid_app: &str,
         metrics: Arc<Metrics>,
@@ -80,6 +234,11 @@ impl Broadcaster {
         }
     }
 
+    /// The bus this broadcaster publishes on.
+    pub fn bus(&self) -> &Arc<dyn Bus> {
+        &self.sink
+    }
+
     /// Sends `payload` (one JSON value, the `message` of the Action Cable frame) to every
     /// subscriber of `stream`. Returns the number of local connections it was queued for;
     /// never waits for a socket.
@@ -87,7 +246,7 @@ impl Broadcaster {
         self.sink.publish(stream, payload)
     }
 
-    /// Sends `payload` to each stream `next` names ([`Publish::publish_each`]): the same as one
+    /// Sends `payload` to each stream `next` names ([`Bus::publish_each`]): the same as one
     /// [`Self::broadcast`] per stream, with one frame built for all of them locally.
     pub fn broadcast_each(
         &self,
@@ -125,5 +284,15 @@ impl Broadcaster {
     /// Records how long one event's broadcasts took (`hearth_broadcast_duration_seconds`).
     pub fn record_duration(&self, elapsed: Duration) {
         self.metrics.broadcast_finished(elapsed);
+    }
+}
+
+/// Every revocation a membership write reports ([`crate::db::memberships`]) goes to every
+/// node as [`Control::AccessRevoked`].
+impl crate::db::memberships::MembershipObserver for Broadcaster {
+    fn access_revoked(&self, user_ids: &[i64]) {
+        self.sink.control(Control::AccessRevoked {
+            user_ids: user_ids.to_vec(),
+        });
     }
 }

@@ -8,14 +8,18 @@
 //!   (redis-rs' `ConnectionManager`, which reconnects).
 //! - **Subscribe**: one subscriber connection per node. A broadcasting is `SUBSCRIBE`d when
 //!   its first local subscriber arrives and `UNSUBSCRIBE`d after the last leaves
-//!   ([`crate::fanout::interest::Interest`]); changes that arrive together go out as one
-//!   command. The node also listens to [`crate::anycable::REDIS_CHANNEL`].
+//!   ([`crate::fanout::interest::Interest`], which this adapter owns: [`Bus::interest`]);
+//!   changes that arrive together go out as one command. The node also listens to AnyCable's
+//!   channel ([`crate::anycable::redis_channel`], scoped by the prefix) and to Hearth's
+//!   control channel ([`CONTROL_CHANNEL`]).
 //! - **Receive**: a message's payload is handed as received to [`Fanout::broadcast`], which
 //!   splices it once per identifier variant. A payload that is not one JSON value is logged
 //!   and dropped. `action_cable/<connection identifier>` carries remote disconnects
 //!   (`{"type":"disconnect","reconnect":…}`, Rails' `RemoteConnections` and
-//!   `Connection::InternalChannel`), handed to the handler set with
-//!   [`RedisPubSub::on_remote_disconnect`].
+//!   `Connection::InternalChannel`); the control channel carries revocations
+//!   (`{"type":"access_revoked","user_ids":[…]}`). Both become a [`Control`] handed to the
+//!   handler set with [`Bus::on_control`]: [`Bus::control`] publishes, and every node applies
+//!   what it receives, the sender included.
 //! - **Local delivery** comes back through the node's own subscription, as in Rails. While the
 //!   subscriber link is down, and whenever a `PUBLISH` fails or reaches no subscriber, the
 //!   node delivers the broadcast to its own clients directly instead, so the publishing node
@@ -24,7 +28,7 @@
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -33,10 +37,14 @@ use parking_lot::Mutex;
 use tokio::sync::{mpsc, watch};
 
 use crate::anycable;
-use crate::fanout::interest::InterestChange;
+use crate::fanout::interest::{Interest, InterestChange};
 use crate::fanout::Fanout;
 use crate::metrics::Metrics;
-use crate::pubsub::Publish;
+use crate::pubsub::{Bus, Control, ControlHandler, ControlSlot, Health};
+
+/// Hearth's node-to-node control channel (under the channel prefix): revocations, as
+/// `{"type":"access_revoked","user_ids":[…]}`.
+pub const CONTROL_CHANNEL: &str = "hearth/control";
 
 /// Prefix of a connection's internal channel (`action_cable/<connection identifier>`, Rails'
 /// `Connection::InternalChannel#internal_channel`).
@@ -119,21 +127,23 @@ impl RemoteDisconnect {
     }
 }
 
-/// Closes the local connections a remote disconnect names; returns how many it closed.
-pub type DisconnectHandler = Box<dyn Fn(&RemoteDisconnect) -> usize + Send + Sync>;
-
-/// The adapter: a [`Publish`] sink shared by the node, plus its two Redis tasks.
+/// The adapter: the node's [`Bus`], plus its two Redis tasks.
 pub struct RedisPubSub {
     fanout: Fanout,
+    interest: Interest,
     /// `"<channel_prefix>:"`, or empty.
     prefix: String,
+    /// AnyCable's channel, as listened to (already scoped).
+    anycable_channel: String,
+    /// The GlobalID app name of connection identifiers.
+    gid_app: String,
     up: AtomicBool,
     outbox: mpsc::UnboundedSender<(Box<str>, Bytes)>,
     /// Channels (prefixed) the subscriber connection has confirmed, and a counter bumped on
     /// every change, for [`Self::wait_subscribed`].
     confirmed: Mutex<HashSet<String>>,
     generation: watch::Sender<u64>,
-    on_disconnect: OnceLock<DisconnectHandler>,
+    on_control: ControlSlot,
     metrics: Arc<Metrics>,
     tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
@@ -149,8 +159,9 @@ impl std::fmt::Debug for RedisPubSub {
 
 impl RedisPubSub {
     /// Starts the adapter on `url` (`redis://…`) with Rails' `channel_prefix` (empty for
-    /// none): a publisher and a subscriber task on the current Tokio runtime. `changes` is the
-    /// receiver of the node's [`crate::fanout::interest::Interest`]. The links come up in the
+    /// none), AnyCable's channel `anycable_channel` (as [`crate::anycable::redis_channel`]
+    /// gives it) and the GlobalID app name `gid_app` of connection identifiers: a publisher
+    /// and a subscriber task on the current Tokio runtime. The links come up in the
     /// background; until then broadcasts are delivered locally.
     ///
     /// # Errors
@@ -158,10 +169,12 @@ impl RedisPubSub {
     pub fn start(
         url: &str,
         channel_prefix: &str,
+        anycable_channel: &str,
+        gid_app: &str,
         fanout: Fanout,
-        changes: mpsc::UnboundedReceiver<InterestChange>,
         metrics: Arc<Metrics>,
     ) -> anyhow::Result<Arc<Self>> {
+        let (interest, changes) = Interest::with_listener();
         let client = redis::Client::open(url)
             .map_err(|e| anyhow::anyhow!("--redis-url is not a Redis URL: {e}"))?;
         let (outbox, outbox_rx) = mpsc::unbounded_channel();
@@ -173,12 +186,15 @@ impl RedisPubSub {
         metrics.set_redis_link_up(false);
         let adapter = Arc::new(Self {
             fanout,
+            interest,
             prefix,
+            anycable_channel: anycable_channel.to_owned(),
+            gid_app: gid_app.to_owned(),
             up: AtomicBool::new(false),
             outbox,
             confirmed: Mutex::new(HashSet::new()),
             generation: watch::channel(0).0,
-            on_disconnect: OnceLock::new(),
+            on_control: ControlSlot::default(),
             metrics,
             tasks: Mutex::new(Vec::new()),
         });
@@ -195,17 +211,29 @@ impl RedisPubSub {
         Ok(adapter)
     }
 
-    /// Stops both tasks (the server is stopping).
-    pub fn stop(&self) {
-        for task in self.tasks.lock().drain(..) {
-            task.abort();
-        }
-        self.set_up(false);
+    /// The user's internal channel name (`action_cable/<user's GlobalID param>`).
+    fn user_channel(&self, user_id: i64) -> String {
+        internal_channel(&connection_identifier(&self.gid_app, user_id))
     }
 
-    /// Sets the handler of remote disconnects (once; later calls are ignored).
-    pub fn on_remote_disconnect(&self, handler: DisconnectHandler) {
-        let _ = self.on_disconnect.set(handler);
+    /// The user a Rails connection identifier names, when it is a user of this app.
+    fn user_of(&self, identifier: &str) -> Option<i64> {
+        let (app, model, user_id) = crate::rails::global_id::parse_gid_param(identifier)?;
+        (app == self.gid_app && model == "User").then_some(user_id)
+    }
+
+    /// Applies a remote disconnect for a connection identifier to this node's sockets.
+    fn apply_disconnect(&self, identifier: &str, reconnect: bool, session_sha256: Option<String>) {
+        let Some(user_id) = self.user_of(identifier) else {
+            tracing::warn!(identifier, "remote disconnect for an unknown identifier");
+            return;
+        };
+        tracing::info!(identifier, "Removing connection (remote disconnect)");
+        self.on_control.apply(&Control::Disconnect {
+            user_id,
+            session_sha256,
+            reconnect,
+        });
     }
 
     /// Whether the subscriber link is up (its subscriptions are in place).
@@ -216,13 +244,6 @@ impl RedisPubSub {
     /// The Redis channel of a broadcasting: `[<prefix>:]<broadcasting>`.
     pub fn channel(&self, broadcasting: &str) -> String {
         format!("{}{broadcasting}", self.prefix)
-    }
-
-    /// Publishes a remote disconnect on `action_cable/<identifier>` (it reaches this node
-    /// through its own subscription, or directly while the link is down).
-    pub fn remote_disconnect(&self, disconnect: &RemoteDisconnect) {
-        let name = internal_channel(&disconnect.identifier);
-        self.publish(&name, disconnect.payload().as_bytes());
     }
 
     /// Waits until every one of `broadcastings` is subscribed on Redis, at most `within`;
@@ -267,13 +288,17 @@ impl RedisPubSub {
 
     /// Delivers a message received on Redis channel `channel` to this node's clients.
     fn receive(&self, channel: &str, payload: &[u8]) {
-        if channel == anycable::REDIS_CHANNEL {
-            match anycable::parse(payload) {
-                Ok(publications) => {
+        if channel == self.anycable_channel {
+            match anycable::parse_message(payload) {
+                Ok(anycable::Message::Publications(publications)) => {
                     for p in publications {
                         self.fanout.broadcast(&p.stream, p.data.as_bytes());
                     }
                 }
+                Ok(anycable::Message::Disconnect {
+                    identifier,
+                    reconnect,
+                }) => self.apply_disconnect(&identifier, reconnect, None),
                 Err(e) => tracing::warn!(error = %e, "dropped a malformed AnyCable publication"),
             }
             return;
@@ -294,13 +319,17 @@ impl RedisPubSub {
                 );
                 return;
             };
-            if let Some(handler) = self.on_disconnect.get() {
-                let closed = handler(&disconnect);
-                tracing::info!(
-                    identifier,
-                    connections = closed,
-                    "Removing connection (remote disconnect)"
-                );
+            self.apply_disconnect(
+                &disconnect.identifier,
+                disconnect.reconnect,
+                disconnect.session_sha256,
+            );
+            return;
+        }
+        if name == CONTROL_CHANNEL {
+            match parse_control(payload) {
+                Some(command) => self.on_control.apply(&command),
+                None => tracing::warn!("dropped a malformed control message"),
             }
             return;
         }
@@ -316,9 +345,30 @@ impl RedisPubSub {
     }
 }
 
-/// Queues one `PUBLISH`. Returns 0: delivery happens after the Redis round trip (or directly
-/// on this node while the link is down), not within this call.
-impl Publish for RedisPubSub {
+/// The control channel's payload of an [`Control::AccessRevoked`].
+fn access_revoked_payload(user_ids: &[i64]) -> String {
+    serde_json::json!({"type": "access_revoked", "user_ids": user_ids}).to_string()
+}
+
+/// Parses a control channel message; None for anything else.
+fn parse_control(payload: &[u8]) -> Option<Control> {
+    let value: serde_json::Value = serde_json::from_slice(payload).ok()?;
+    if value.get("type")?.as_str()? != "access_revoked" {
+        return None;
+    }
+    let user_ids = value
+        .get("user_ids")?
+        .as_array()?
+        .iter()
+        .map(serde_json::Value::as_i64)
+        .collect::<Option<Vec<i64>>>()?;
+    Some(Control::AccessRevoked { user_ids })
+}
+
+/// `publish` queues one `PUBLISH` and returns 0: delivery happens after the Redis round trip
+/// (or directly on this node while the link is down), not within this call. Commands are
+/// published too and applied by every node when they come back.
+impl Bus for RedisPubSub {
     fn publish(&self, stream: &str, payload: &[u8]) -> usize {
         if let Err(mpsc::error::SendError((stream, payload))) = self
             .outbox
@@ -328,6 +378,67 @@ impl Publish for RedisPubSub {
             self.deliver_local(&stream, &payload);
         }
         0
+    }
+
+    fn control(&self, command: Control) {
+        match command {
+            Control::Disconnect {
+                user_id,
+                session_sha256,
+                reconnect,
+            } => {
+                // Rails' `remote_connections.where(current_user:).disconnect`, on the user's
+                // internal channel, so Rails' own nodes understand it too.
+                let disconnect = RemoteDisconnect {
+                    identifier: connection_identifier(&self.gid_app, user_id),
+                    reconnect,
+                    session_sha256,
+                };
+                let name = internal_channel(&disconnect.identifier);
+                self.publish(&name, disconnect.payload().as_bytes());
+            }
+            Control::AccessRevoked { user_ids } => {
+                self.publish(
+                    CONTROL_CHANNEL,
+                    access_revoked_payload(&user_ids).as_bytes(),
+                );
+            }
+        }
+    }
+
+    fn on_control(&self, handler: ControlHandler) {
+        self.on_control.set(handler);
+    }
+
+    fn interest(&self) -> &Interest {
+        &self.interest
+    }
+
+    fn ready<'a>(&'a self, streams: &'a [String]) -> futures_util::future::BoxFuture<'a, ()> {
+        Box::pin(self.wait_subscribed(streams, SUBSCRIBE_WAIT))
+    }
+
+    fn user_connected(&self, user_id: i64) {
+        self.interest.add(&self.user_channel(user_id));
+    }
+
+    fn user_disconnected(&self, user_id: i64) {
+        self.interest.remove(&self.user_channel(user_id));
+    }
+
+    fn health(&self) -> Health {
+        if self.is_up() {
+            Health::Linked
+        } else {
+            Health::LinkDown
+        }
+    }
+
+    fn stop(&self) {
+        for task in self.tasks.lock().drain(..) {
+            task.abort();
+        }
+        self.set_up(false);
     }
 }
 
@@ -493,7 +604,8 @@ async fn listen(
             apply(&a, wanted, change, &mut add, &mut remove);
         }
         let mut channels: Vec<String> = wanted.iter().map(|n| a.channel(n)).collect();
-        channels.push(anycable::REDIS_CHANNEL.to_owned());
+        channels.push(a.anycable_channel.clone());
+        channels.push(a.channel(CONTROL_CHANNEL));
         for chunk in channels.chunks(SUBSCRIBE_BATCH) {
             match tokio::time::timeout(COMMAND_TIMEOUT, sink.subscribe(chunk)).await {
                 Ok(Ok(())) => {}

@@ -6,13 +6,15 @@
 //! connection (the Action Cable `disconnect` notice and a close frame, see
 //! [`crate::cable::protocol::disconnect_frames`]).
 //!
-//! It is also how membership changes reach open sockets: each connection registers with a
-//! control signal ([`Control`]) that its task selects on beside its reader. The registry is
-//! the [`MembershipObserver`] every membership write in [`crate::db::memberships`] reports to;
-//! it signals the connections of the users concerned, and each of those tasks re-checks its
-//! room subscriptions against the database and drops the ones no longer allowed.
+//! It is also how revocations reach open sockets: each connection registers with a control
+//! signal ([`Control`]) that its task selects on beside its reader. Every node applies the
+//! bus' `AccessRevoked` command here ([`Registry::signal_access_revoked`]): it signals the
+//! connections of the users concerned only, and each of those tasks re-checks its room
+//! subscriptions and drops the ones no longer allowed. [`Registry::rechecks`] counts the
+//! signals, so a test can hold that a grant costs none.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -31,14 +33,14 @@ struct Entry {
     control: Control,
 }
 
-/// A connection task's "memberships changed" signal. Signals sent while the task is busy are
+/// A connection task's "access revoked" signal. Signals sent while the task is busy are
 /// kept (at most one is pending), so none is lost.
 #[derive(Clone, Debug, Default)]
 pub struct Control(Arc<Notify>);
 
 impl Control {
     /// Waits for the next signal (cancel-safe: a signal is not consumed by a dropped wait).
-    pub async fn memberships_changed(&self) {
+    pub async fn access_revoked(&self) {
         self.0.notified().await;
     }
 
@@ -59,6 +61,7 @@ pub fn session_digest(token: &str) -> String {
 pub struct Registry {
     entries: Mutex<HashMap<u64, Entry>>,
     per_user: Arc<Mutex<HashMap<i64, usize>>>,
+    rechecks: AtomicU64,
 }
 
 /// One of a user's places under the per-user connection cap, held from the upgrade to the
@@ -98,7 +101,7 @@ impl Registry {
     }
 
     /// Records an identified connection. Returns its control signal, which fires when the
-    /// user's memberships change.
+    /// user loses access to a room.
     pub fn register(
         &self,
         user_id: i64,
@@ -118,9 +121,9 @@ impl Registry {
         control
     }
 
-    /// Signals "memberships changed" to every connection of the users in `user_ids`. Returns
-    /// how many connections were signalled.
-    pub fn signal_memberships_changed(&self, user_ids: &[i64]) -> usize {
+    /// Signals "access revoked" to every connection of the users in `user_ids` (each then
+    /// re-checks its room subscriptions). Returns how many connections were signalled.
+    pub fn signal_access_revoked(&self, user_ids: &[i64]) -> usize {
         let mut ids = user_ids.to_vec();
         ids.sort_unstable();
         let entries = self.entries.lock();
@@ -132,7 +135,13 @@ impl Registry {
             entry.control.signal();
             signalled += 1;
         }
+        self.rechecks.fetch_add(signalled as u64, Ordering::Relaxed);
         signalled
+    }
+
+    /// How many connection re-checks were signalled since start, in all.
+    pub fn rechecks(&self) -> u64 {
+        self.rechecks.load(Ordering::Relaxed)
     }
 
     /// Forgets a connection (it closed).
@@ -199,14 +208,15 @@ impl Registry {
     }
 }
 
-/// Every membership write reports here (see the module docs).
+/// This node's connections only (a tool's or a test's observer; the server reports
+/// revocations to its bus, which reaches every node).
 impl MembershipObserver for Registry {
-    fn memberships_changed(&self, user_ids: &[i64]) {
-        let signalled = self.signal_memberships_changed(user_ids);
+    fn access_revoked(&self, user_ids: &[i64]) {
+        let signalled = self.signal_access_revoked(user_ids);
         tracing::debug!(
             users = user_ids.len(),
             connections = signalled,
-            "memberships changed"
+            "access revoked"
         );
     }
 }

@@ -16,10 +16,119 @@ use crate::db::users::User;
 struct MessagePartial<'a> {
     m: &'a Message,
     file: Option<FileView>,
+    /// The body as [`crate::rich_text::render`] draws it.
+    body: String,
+    /// The ids of the people it mentions, space-separated (`data-mentionee-ids`: the page
+    /// highlights a message that mentions its reader; the partial is the same for everyone).
+    mentionee_ids: String,
     hue: u32,
     initials: String,
     created_iso: String,
     created_time: String,
+    created_date: String,
+    emoji: bool,
+    sound: Option<&'static Sound>,
+}
+
+/// A sound that `/play <name>` plays (Campfire's `Sound`, `models/sound.rb`): drawn in the
+/// message as its icon and text, played by the page when the message arrives live. The sounds
+/// themselves are synthesized in the browser (`assets/js/sounds.js`): no audio file ships.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Sound {
+    /// The name typed after `/play`.
+    pub name: &'static str,
+    /// The emoji drawn before the text.
+    pub icon: &'static str,
+    /// What the message says instead of `/play <name>`.
+    pub text: &'static str,
+}
+
+/// Every sound `/play` knows, by name (the same names as `assets/js/sounds.js`).
+pub const SOUNDS: &[Sound] = &[
+    Sound {
+        name: "bell",
+        icon: "🔔",
+        text: "rings the bell",
+    },
+    Sound {
+        name: "crickets",
+        icon: "🦗",
+        text: "hears crickets",
+    },
+    Sound {
+        name: "drumroll",
+        icon: "🥁",
+        text: "plays a drumroll",
+    },
+    Sound {
+        name: "horn",
+        icon: "📯",
+        text: "sounds the horn",
+    },
+    Sound {
+        name: "rimshot",
+        icon: "🥁",
+        text: "plays a rimshot",
+    },
+    Sound {
+        name: "tada",
+        icon: "🎉",
+        text: "plays a fanfare",
+    },
+    Sound {
+        name: "trombone",
+        icon: "🎺",
+        text: "plays a sad trombone",
+    },
+    Sound {
+        name: "yay",
+        icon: "🙌",
+        text: "cheers",
+    },
+];
+
+/// The text of a body without its tags (character references left as they are): enough to
+/// tell a `/play` command or an emoji-only message.
+fn plain_text(body: &str) -> String {
+    let mut text = String::with_capacity(body.len());
+    let mut in_tag = false;
+    for c in body.chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' if in_tag => in_tag = false,
+            c if !in_tag => text.push(c),
+            _ => {}
+        }
+    }
+    text
+}
+
+/// The sound a body plays: its whole text is `/play <name>` with a known name (Campfire's
+/// `Message#sound`).
+pub fn sound_of(body: &str) -> Option<&'static Sound> {
+    let text = plain_text(body);
+    let name = text.trim().strip_prefix("/play ")?.trim();
+    SOUNDS.iter().find(|s| s.name == name)
+}
+
+/// Whether a body is nothing but emoji (and spaces), at most 16 characters of them: such a
+/// message is drawn large (Campfire's `message--emoji`).
+pub fn is_emoji_only(body: &str) -> bool {
+    let text = plain_text(body);
+    let text = text.trim();
+    let mut pictographs = 0;
+    for c in text.chars() {
+        match u32::from(c) {
+            0x1F000..=0x1FAFF | 0x2600..=0x27BF | 0x2B00..=0x2BFF | 0x2300..=0x23FF => {
+                pictographs += 1;
+            }
+            // Joiners, variation selectors, keycaps, tags and spaces join or dress pictographs.
+            0x200D | 0xFE0E | 0xFE0F | 0x20E3 | 0xE0020..=0xE007F => {}
+            _ if c.is_whitespace() => {}
+            _ => return false,
+        }
+    }
+    pictographs > 0 && text.chars().count() <= 16
 }
 
 impl std::fmt::Debug for MessagePartial<'_> {
@@ -36,13 +145,24 @@ impl std::fmt::Debug for MessagePartial<'_> {
 /// The template failed to render (askama's error).
 pub fn message(m: &Message) -> Result<String, askama::Error> {
     let initials = initials(&m.creator_name);
+    let (body, mentioned) = crate::rich_text::render(&m.body);
+    let mentionee_ids = mentioned
+        .iter()
+        .map(i64::to_string)
+        .collect::<Vec<_>>()
+        .join(" ");
     let partial = MessagePartial {
         m,
         file: m.attachment.as_ref().map(file_view),
+        body,
+        mentionee_ids,
         hue: (m.creator_id.unsigned_abs() * 47 % 360) as u32,
         initials,
         created_iso: iso8601(m.created_at),
         created_time: clock_time(m.created_at),
+        created_date: long_date(m.created_at),
+        emoji: is_emoji_only(&m.body),
+        sound: sound_of(&m.body),
     };
     partial.render()
 }
@@ -194,11 +314,10 @@ pub fn boost(boost: &Boost) -> String {
     )
 }
 
-/// `text` escaped for HTML text and double-quoted attributes (askama's HTML escaper).
+/// `text` escaped for HTML text and double-quoted attributes: Rails' `html_escape`
+/// ([`crate::rich_text::html_escape`], the one escaper of message content).
 pub fn escape_html(text: &str) -> String {
-    askama::filters::escape(text, askama::filters::Html)
-        .map(|s| s.to_string())
-        .unwrap_or_default()
+    crate::rich_text::html_escape(text)
 }
 
 /// A turbo-stream element, as turbo-rails' `turbo_stream_action_tag` writes it:
@@ -333,10 +452,13 @@ pub struct RoomPage<'a> {
     pub messages_stream: &'a str,
     /// The rendered partials of the latest page.
     pub messages_html: &'a str,
-    /// Whether older messages exist.
+    /// Whether older messages exist than the first shown.
     pub has_older: bool,
-    /// Id of the first message shown (for the "older" link).
-    pub first_message_id: i64,
+    /// Whether newer messages exist than the last shown (a deep link's page).
+    pub has_newer: bool,
+    /// The message a deep link names (`/rooms/{id}/@{message_id}`), to scroll to and
+    /// highlight; 0 for none.
+    pub highlight_message_id: i64,
     /// A fresh client_message_id for the composer (no-JS posts).
     pub client_message_id: &'a str,
     /// The catch-up cursor of the page: the newest change of the room log read before its
@@ -392,9 +514,52 @@ pub fn clock_time(ms: i64) -> String {
     format!("{h12}:{mi:02}{ampm}")
 }
 
+/// `December 21, 2026` for a time in ms since the epoch (UTC): the day separator's text until
+/// the page writes it in the reader's time zone.
+pub fn long_date(ms: i64) -> String {
+    const MONTHS: [&str; 12] = [
+        "January",
+        "February",
+        "March",
+        "April",
+        "May",
+        "June",
+        "July",
+        "August",
+        "September",
+        "October",
+        "November",
+        "December",
+    ];
+    let t = crate::rails::time::utc_from_millis(ms);
+    let month = MONTHS[usize::from(t.month()).saturating_sub(1) % 12];
+    format!("{month} {}, {}", t.day(), t.year())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sounds_and_emoji_are_told_from_the_body() {
+        assert_eq!(
+            sound_of("<div>/play tada</div>").map(|s| s.name),
+            Some("tada")
+        );
+        assert_eq!(
+            sound_of("<div> /play trombone </div>").map(|s| s.name),
+            Some("trombone")
+        );
+        assert!(sound_of("<div>/play nosuchsound</div>").is_none());
+        assert!(sound_of("<div>please /play tada</div>").is_none());
+        assert!(is_emoji_only("<div>🎉</div>"));
+        assert!(is_emoji_only("<div>👍🏽 ❤️ 👨‍👩‍👧</div>"));
+        assert!(!is_emoji_only("<div>ok 👍</div>"));
+        assert!(!is_emoji_only("<div></div>"));
+        assert!(!is_emoji_only("<div>123</div>"));
+        assert!(!is_emoji_only(&format!("<div>{}</div>", "🎉".repeat(17))));
+        assert_eq!(long_date(1_796_004_300_000), "November 30, 2026");
+    }
 
     #[test]
     fn times_format_in_utc() {

@@ -15,12 +15,11 @@ use crate::app_link::AppLink;
 use crate::config::Config;
 use crate::config::{PubSubKind, Role};
 use crate::db::auth_cache::AuthCache;
-use crate::fanout::interest::Interest;
 use crate::fanout::Fanout;
 use crate::metrics::Metrics;
-use crate::pubsub::Broadcaster;
+use crate::pubsub::{Broadcaster, Bus, LocalBus};
 use crate::rails::json::JsonEscaping;
-use crate::rails::{SignedCookieJar, StreamNameSigner};
+use crate::rails::{SignedCookieJar, SignedGlobalIds, StreamNameSigner};
 use crate::rate_limit::{RateLimiter, WINDOW};
 use crate::redis_pubsub::RedisPubSub;
 use crate::registry::Registry;
@@ -37,13 +36,11 @@ pub struct AppState {
     pub auth_cache: AuthCache,
     /// The fan-out engine (cable connections attach to it).
     pub fanout: Fanout,
-    /// Where events are broadcast (the fan-out engine or the Redis adapter, through the
-    /// pub/sub seam).
+    /// Where events are broadcast (onto [`Self::bus`]).
     pub broadcaster: Broadcaster,
-    /// Local subscription counts per broadcasting (the Redis adapter follows its changes).
-    pub interest: Interest,
-    /// The Redis adapter, with `--pubsub redis`.
-    pub redis: Option<Arc<RedisPubSub>>,
+    /// The bus, chosen once here: in process, or the Redis adapter with `--pubsub redis`
+    /// (broadcasts, node-to-node commands, the local interest count).
+    pub bus: Arc<dyn Bus>,
     /// The key of the app node's internal endpoint (derived from secret_key_base).
     pub internal_key: String,
     /// A cable node's line to its app node (`--role cable`).
@@ -55,6 +52,9 @@ pub struct AppState {
     pub cookies: SignedCookieJar,
     /// Turbo's signed stream name signer and verifier.
     pub signer: StreamNameSigner,
+    /// Signed GlobalIDs (`sgid`) of mentioned users, as Rails' `signed_global_ids` verifier
+    /// makes them for `--gid-app`.
+    pub sgids: SignedGlobalIds,
     /// ActiveSupport's JSON escaping settings for frames.
     pub json: JsonEscaping,
     /// The login rate limit.
@@ -84,21 +84,35 @@ pub type SharedState = Arc<AppState>;
 /// that file with 64 random bytes in hex (128 characters, as `rails secret`) on first use.
 /// In production mode a missing `SECRET_KEY_BASE` is an error.
 pub fn secret_key_base(config: &Config) -> anyhow::Result<String> {
-    if let Some(s) = config.secret_key_base.as_ref().filter(|s| !s.is_empty()) {
-        return Ok(s.0.clone());
+    find_secret_key_base(
+        config.secret_key_base.as_deref().map(String::as_str),
+        config.production,
+        &config.data_dir,
+    )
+}
+
+/// [`secret_key_base`] from its three settings: `explicit` (`SECRET_KEY_BASE`; empty counts as
+/// unset), `production` and `data_dir`.
+pub fn find_secret_key_base(
+    explicit: Option<&str>,
+    production: bool,
+    data_dir: &Path,
+) -> anyhow::Result<String> {
+    if let Some(s) = explicit.filter(|s| !s.is_empty()) {
+        return Ok(s.to_owned());
     }
-    if config.production {
+    if production {
         anyhow::bail!("SECRET_KEY_BASE must be set in production mode");
     }
-    let path = config.data_dir.join("secret_key_base");
+    let path = data_dir.join("secret_key_base");
     if let Ok(existing) = std::fs::read_to_string(&path) {
         let existing = existing.trim().to_owned();
         if !existing.is_empty() {
             return Ok(existing);
         }
     }
-    std::fs::create_dir_all(&config.data_dir)
-        .with_context(|| format!("creating {}", config.data_dir.display()))?;
+    std::fs::create_dir_all(data_dir)
+        .with_context(|| format!("creating {}", data_dir.display()))?;
     let mut bytes = [0u8; 64];
     rand::fill(&mut bytes);
     let secret = hex::encode(bytes);
@@ -115,8 +129,31 @@ fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
     options.open(path)?.write_all(text.as_bytes())
 }
 
+/// A production server's check of its database: an error naming every published demo
+/// credential still in it ([`crate::db::seed::demo_credentials`]), so that a seeded demo
+/// database is never served in production by mistake.
+async fn refuse_demo_credentials(pool: &sqlx::SqlitePool) -> anyhow::Result<()> {
+    let found = crate::db::seed::demo_credentials(pool).await?;
+    if found.is_empty() {
+        if crate::db::seed::is_empty(pool).await? {
+            tracing::info!(
+                "production: the database is empty; open / to create the administrator (first run)"
+            );
+        }
+        return Ok(());
+    }
+    anyhow::bail!(
+        "refusing to start in production mode: the database holds the demo seed's published \
+         credentials ({}). Start without --production to change them, or start production on a \
+         new, empty database (it begins at the first-run form)",
+        found.join("; ")
+    )
+}
+
 impl AppState {
-    /// Opens (and on first start, unless `--no-seed`, seeds) the database and builds the state.
+    /// Opens (and on first start, unless `--no-seed` or `--production`, seeds) the database and
+    /// builds the state. In production an empty database stays empty (the first visitor gets
+    /// `/first_run`), and a database holding the seed's published credentials is refused.
     pub async fn build(config: Config) -> anyhow::Result<SharedState> {
         let secret = secret_key_base(&config)?;
         if config.role != Role::All && config.pubsub != PubSubKind::Redis {
@@ -128,16 +165,33 @@ impl AppState {
                 url,
                 internal_key.clone(),
                 std::time::Duration::from_secs(config.auth_cache_seconds),
+                std::time::Duration::from_secs(config.app_timeout_seconds.max(1)),
             )),
             (Role::Cable, None) => anyhow::bail!("--role cable needs --app-url"),
             _ => None,
         };
+        if let Some(link) = &app_link {
+            // A cable node whose secret differs from its app node's could identify no one:
+            // refuse to start and say why (an app node not up yet is only a warning).
+            match link.check_key().await {
+                crate::app_link::KeyCheck::Accepted => {}
+                crate::app_link::KeyCheck::Unreachable(e) => tracing::warn!(
+                    error = %e,
+                    "the app node does not answer yet; /up fails until it does"
+                ),
+                crate::app_link::KeyCheck::Refused(why) => anyhow::bail!("{why}"),
+            }
+        }
         let pool = if config.role == Role::Cable {
             crate::db::unused_pool()?
         } else {
             crate::db::open(&config.database).await?
         };
-        if config.role != Role::Cable && !config.no_seed && crate::db::seed::is_empty(&pool).await?
+        if config.role != Role::Cable && config.production {
+            refuse_demo_credentials(&pool).await?;
+        } else if config.role != Role::Cable
+            && !config.no_seed
+            && crate::db::seed::is_empty(&pool).await?
         {
             let options = crate::db::seed::SeedOptions {
                 users: config.seed_users,
@@ -155,10 +209,11 @@ impl AppState {
                 config.key_generator_digest,
             ),
         };
-        let fanout = Fanout::with_writer_threads(
+        let fanout = Fanout::with_budgets(
             config.fanout,
             config.queue_limits(),
             config.writer_threads,
+            config.queue_budgets(),
         );
         fanout.start();
         let json = JsonEscaping {
@@ -166,26 +221,22 @@ impl AppState {
             escape_js_separators: config.escape_js_separators,
         };
         let metrics = Arc::new(Metrics::new());
-        let (interest, redis) = match config.pubsub {
-            PubSubKind::Inprocess => (Interest::new(), None),
-            PubSubKind::Redis => {
-                let (interest, changes) = Interest::with_listener();
-                let adapter = RedisPubSub::start(
-                    &config.redis_url,
+        let bus: Arc<dyn Bus> = match config.pubsub {
+            PubSubKind::Inprocess => Arc::new(LocalBus::new(fanout.clone())),
+            PubSubKind::Redis => RedisPubSub::start(
+                &config.redis_url,
+                &config.redis_channel_prefix,
+                &crate::anycable::redis_channel(
+                    config.anycable_redis_channel.as_deref(),
                     &config.redis_channel_prefix,
-                    fanout.clone(),
-                    changes,
-                    metrics.clone(),
-                )?;
-                (interest, Some(adapter))
-            }
+                ),
+                &config.gid_app,
+                fanout.clone(),
+                metrics.clone(),
+            )?,
         };
-        let broadcaster = match &redis {
-            Some(adapter) => {
-                Broadcaster::with_sink(adapter.clone(), json, &config.gid_app, metrics.clone())
-            }
-            None => Broadcaster::new(fanout.clone(), json, &config.gid_app, metrics.clone()),
-        };
+        let broadcaster =
+            Broadcaster::with_sink(bus.clone(), json, &config.gid_app, metrics.clone());
         let broadcast_key = match config.broadcast_key.as_deref().filter(|k| !k.is_empty()) {
             Some(key) => key.to_owned(),
             None => crate::anycable::broadcast_key(&secret),
@@ -196,13 +247,17 @@ impl AppState {
             pool,
             auth_cache: AuthCache::new(std::time::Duration::from_secs(config.auth_cache_seconds)),
             broadcaster,
-            interest,
-            redis,
+            bus,
             broadcast_key,
             internal_key,
             app_link,
             fanout,
             cookies: SignedCookieJar::from_secret_key_base(secret.as_bytes()),
+            sgids: SignedGlobalIds::from_secret_key_base(
+                secret.as_bytes(),
+                config.key_generator_digest,
+                &config.gid_app,
+            ),
             signer,
             json,
             login_limiter: RateLimiter::new(config.login_rate_limit, WINDOW),

@@ -1,26 +1,70 @@
-// The composer: Enter sends (Shift+Enter starts a new line), the form posts through Turbo
-// (the turbo-stream answer appends the message), and after a successful post the field is
-// cleared and the form gets a fresh client message id for the next one.
+// The composer: the page's textarea becomes a Trix editor (a page without JavaScript posts the
+// textarea's plain text instead). The editor's HTML goes in `message[body]` with
+// `message[body_format]=html`; the server sanitizes it to Action Text's allowlist. Enter sends
+// (Shift+Enter starts a new line), the form posts through Turbo (the turbo-stream answer
+// appends the message), and after a successful post the editor is emptied and the form gets a
+// fresh client message id for the next one.
+//
+// Other modules extend the composer through the editor element (`form.querySelector(
+// "trix-editor")`, its `editor` is Trix's API) and Trix's events (`trix-change`,
+// `trix-attachment-add`, `trix-file-accept`); keydown listeners that must run before Trix's
+// take the form's capture phase, as the Enter key and the mention picker here do.
+import "trix"
 import { listen, uuid } from "./util.js"
+import { startMentions } from "./mentions.js"
 
-export function startComposer({ form }) {
+export function startComposer({ form, roomId }) {
   if (!form) return () => {}
-  const field = form.querySelector("textarea")
+  const element = upgrade(form)
   const clientId = form.querySelector('input[name="message[client_message_id]"]')
+  const mentions = startMentions({ form, element, roomId })
 
   function keydown(event) {
-    if (event.key !== "Enter" || event.shiftKey || event.isComposing) return
+    if (event.target !== element || event.key !== "Enter" || event.shiftKey || event.isComposing) return
+    if (mentions.handlesEnter()) return
     event.preventDefault()
-    if (field.value.trim() !== "") form.requestSubmit()
+    event.stopPropagation()
+    if (element.editor.getDocument().toString().trim() !== "" || element.value.includes("<action-text-attachment") || element.value.includes("data-trix-attachment")) {
+      form.requestSubmit()
+    }
   }
 
   function submitEnd(event) {
     if (event.target !== form || !event.detail.success) return
-    field.value = ""
+    element.editor.loadHTML("")
     clientId.value = uuid()
-    field.dispatchEvent(new Event("input", { bubbles: true }))
-    field.focus()
+    element.dispatchEvent(new Event("input", { bubbles: true }))
+    element.focus()
   }
 
-  return listen([field, "keydown", keydown], [document, "turbo:submit-end", submitEnd])
+  const unlisten = listen([form, "keydown", keydown, true], [document, "turbo:submit-end", submitEnd])
+  return () => {
+    unlisten()
+    mentions.stop()
+  }
+}
+
+// Replaces the form's textarea with a Trix editor writing to a hidden `message[body]`. The
+// editor takes the textarea's id, so its label still names it.
+function upgrade(form) {
+  const existing = form.querySelector("trix-editor")
+  if (existing) return existing
+  const textarea = form.querySelector("textarea")
+  const input = document.createElement("input")
+  input.type = "hidden"
+  input.name = textarea.name
+  input.id = `${textarea.id}_input`
+  const format = document.createElement("input")
+  format.type = "hidden"
+  format.name = "message[body_format]"
+  format.value = "html"
+  const element = document.createElement("trix-editor")
+  element.id = textarea.id
+  element.setAttribute("input", input.id)
+  element.setAttribute("placeholder", textarea.placeholder)
+  element.setAttribute("aria-label", "Message")
+  element.className = "composer__editor trix-content"
+  textarea.replaceWith(input, format, element)
+  form.classList.add("composer--rich")
+  return element
 }

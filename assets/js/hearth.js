@@ -1,8 +1,9 @@
 // The room page's behaviour. Turbo Drive and Turbo Streams come from turbo-rails (which also
 // defines <turbo-cable-stream-source>); this module adds the composer, typing notices,
-// presence, unread marks, older messages, the catch-up after a reconnect and the order of
-// appended messages. Everything runs on one Action Cable consumer, the one turbo-rails'
-// stream sources use.
+// presence, unread marks, rich message bodies, the list's look per reader (times, days,
+// threads), its paging, the message menu, pending posts, sounds, the catch-up after a
+// reconnect and the order of appended messages. Everything runs on one Action Cable
+// consumer, the one turbo-rails' stream sources use.
 //
 // Each room page is set up on `turbo:load` and torn down before Turbo renders the next page.
 import { Turbo, cable } from "@hotwired/turbo-rails"
@@ -13,6 +14,11 @@ import { startConnection } from "./connection.js"
 import { startUnreads } from "./unreads.js"
 import { startScrolling } from "./scrolling.js"
 import { startOrdering } from "./ordering.js"
+import { startBodies } from "./bodies.js"
+import { startFormatter } from "./formatter.js"
+import { startMenu } from "./menu.js"
+import { startPosting } from "./posting.js"
+import { startSounds } from "./sounds.js"
 
 let current = null
 
@@ -39,9 +45,14 @@ async function setUp() {
     form: document.querySelector("form.composer"),
   }
   page.stops = [
+    startFormatter(context),
     startScrolling(context),
+    startMenu(context),
+    startPosting(context),
+    startSounds(context),
     startOrdering(context),
     startComposer(context),
+    startBodies(context),
     startTyping(context),
     startPresence(context),
     startUnreads(context),

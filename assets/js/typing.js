@@ -10,7 +10,7 @@ const FORGET_AFTER_MS = 5000
 export function startTyping({ consumer, roomId, userId, form }) {
   const box = document.getElementById("typing_notifications")
   if (!form || !box) return () => {}
-  const field = form.querySelector("textarea")
+  const field = form.querySelector("trix-editor, textarea")
   const typers = new Map()
   let lastStart = 0
 
@@ -57,7 +57,7 @@ export function startTyping({ consumer, roomId, userId, form }) {
     subscription.perform("start")
   }
 
-  const unlisten = listen([field, "input", input], [form, "submit", stop])
+  const unlisten = listen([field, "input", input], [field, "trix-change", input], [form, "submit", stop])
   return () => {
     unlisten()
     stop()

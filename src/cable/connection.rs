@@ -108,19 +108,14 @@ pub async fn run(
         return;
     }
     state.metrics.connection_opened();
-    let conn = state.fanout.attach(write_half);
+    let conn = state
+        .fanout
+        .attach_owned(write_half, u64::try_from(user.id).unwrap_or(u64::MAX));
     let control = state.cable.register(user.id, session_token, conn.clone());
-    // Remote disconnects for this connection arrive on its internal channel (Rails'
+    // Commands for this user reach this node (Rails'
     // `Connection::InternalChannel#subscribe_to_internal_channel`).
-    let internal = state.interest.is_listened().then(|| {
-        crate::redis_pubsub::internal_channel(&crate::redis_pubsub::connection_identifier(
-            state.broadcaster.gid_app(),
-            user.id,
-        ))
-    });
-    if let Some(name) = &internal {
-        state.interest.add(name);
-    }
+    let user_id = user.id;
+    state.bus.user_connected(user_id);
     let mut reader = Reader {
         state: state.clone(),
         user,
@@ -135,9 +130,7 @@ pub async fn run(
     // rare database work kept inline would make every idle connection pay for it.
     Box::pin(reader.unsubscribe_all()).await;
     state.cable.deregister(conn.id());
-    if let Some(name) = &internal {
-        state.interest.remove(name);
-    }
+    state.bus.user_disconnected(user_id);
     if !conn.is_closed() {
         conn.abort();
     }
@@ -169,7 +162,7 @@ impl Reader {
                     tokio::select! {
                         biased;
                         _ = self.conn.closed() => return,
-                        _ = self.control.memberships_changed() => Box::pin(self.recheck()).await,
+                        _ = self.control.access_revoked() => Box::pin(self.recheck()).await,
                         inbound = &mut read => break inbound,
                     }
                 }
@@ -274,20 +267,25 @@ impl Reader {
             anyhow::bail!("identifier is not a JSON object with a channel: {identifier}");
         };
         let escaping = self.state.json;
-        match self
-            .channel_subscribe(&identifier, &channel, params)
-            .await?
-        {
+        let outcome = match self.channel_subscribe(&identifier, &channel, params).await {
+            Ok(outcome) => outcome,
+            Err(e) => {
+                // The app node is stopped or slow (a bounded wait), or the database failed:
+                // the client is told at once instead of waiting for a confirm forever.
+                tracing::warn!(error = %e, channel = loggable(&channel), "Subscription refused: the channel could not decide");
+                self.conn
+                    .send(Frame::text(&protocol::reject(&identifier, escaping)));
+                return Ok(());
+            }
+        };
+        match outcome {
             Outcome::Confirm(subscribed) => {
                 let variant = protocol::variant(&identifier, escaping);
+                let interest = self.state.bus.interest();
                 for stream in &subscribed.streams {
-                    self.state.interest.subscribe(&self.conn, stream, &variant);
+                    interest.subscribe(&self.conn, stream, &variant);
                 }
-                if let Some(redis) = &self.state.redis {
-                    redis
-                        .wait_subscribed(&subscribed.streams, crate::redis_pubsub::SUBSCRIBE_WAIT)
-                        .await;
-                }
+                self.state.bus.ready(&subscribed.streams).await;
                 self.conn
                     .send(Frame::text(&protocol::confirm(&identifier, escaping)));
                 self.subscriptions
@@ -311,10 +309,9 @@ impl Reader {
                 loggable(identifier)
             );
         };
+        let interest = self.state.bus.interest();
         for stream in &sub.subscribed.streams {
-            self.state
-                .interest
-                .unsubscribe(&self.conn, stream, identifier);
+            interest.unsubscribe(&self.conn, stream, identifier);
         }
         self.channel_unsubscribed(&sub.subscribed).await
     }
@@ -337,7 +334,7 @@ impl Reader {
                     channel: channel.to_owned(),
                     params,
                 };
-                link.call("subscribe", key.as_deref(), &request).await
+                link.call(key.as_deref(), &request).await
             }
             _ => channels::subscribe(self.ctx(), channel, &params).await,
         }
@@ -352,7 +349,7 @@ impl Reader {
                     user: self.user.clone(),
                     subscribed: subscribed.clone(),
                 };
-                link.call::<_, bool>("unsubscribed", None, &request).await?;
+                link.call(None, &request).await?;
                 Ok(())
             }
             _ => channels::unsubscribed(self.ctx(), subscribed).await,
@@ -377,9 +374,27 @@ impl Reader {
                     subscribed: subscribed.clone(),
                     action: action.to_owned(),
                 };
-                link.call("perform", None, &request).await
+                link.call(None, &request).await
             }
             None => channels::perform(self.ctx(), subscribed, action, within_rate).await,
+        }
+    }
+
+    /// Whether a confirmed subscription is still allowed, asked here or of the app node
+    /// (whose database holds the memberships).
+    async fn channel_still_allowed(&self, subscribed: &Subscribed) -> anyhow::Result<bool> {
+        if channels::scoped_room(subscribed).is_none() {
+            return Ok(true);
+        }
+        match &self.state.app_link {
+            Some(link) => {
+                let request = channels::remote::StillAllowedRequest {
+                    user: self.user.clone(),
+                    subscribed: subscribed.clone(),
+                };
+                link.call(None, &request).await
+            }
+            None => channels::still_allowed(self.ctx(), subscribed).await,
         }
     }
 
@@ -423,7 +438,7 @@ impl Reader {
     async fn recheck(&mut self) {
         let mut revoked = Vec::new();
         for (identifier, sub) in &self.subscriptions {
-            match channels::still_allowed(self.ctx(), &sub.subscribed).await {
+            match self.channel_still_allowed(&sub.subscribed).await {
                 Ok(true) => {}
                 Ok(false) => revoked.push(identifier.clone()),
                 Err(e) => tracing::warn!(error = %e, "membership re-check failed"),
@@ -433,10 +448,13 @@ impl Reader {
             let Some(sub) = self.subscriptions.remove(&identifier) else {
                 continue;
             };
+            // Through the interest count, so the bus stops listening to a stream whose last
+            // local subscriber this was.
+            let interest = self.state.bus.interest();
             for stream in &sub.subscribed.streams {
-                self.conn.unsubscribe(stream, &identifier);
+                interest.unsubscribe(&self.conn, stream, &identifier);
             }
-            if let Err(e) = channels::unsubscribed(self.ctx(), &sub.subscribed).await {
+            if let Err(e) = self.channel_unsubscribed(&sub.subscribed).await {
                 tracing::warn!(error = %e, "unsubscribed failed");
             }
             self.conn
@@ -450,7 +468,7 @@ impl Reader {
         for sub in subs {
             // The engine detaches the connection's streams itself when it closes.
             for stream in &sub.subscribed.streams {
-                self.state.interest.remove(stream);
+                self.state.bus.interest().remove(stream);
             }
             if let Err(e) = self.channel_unsubscribed(&sub.subscribed).await {
                 tracing::warn!(error = %e, "unsubscribed failed");

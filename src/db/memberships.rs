@@ -4,10 +4,12 @@
 //! `Rooms::Direct.find_or_create_for`, `RoomsController#destroy`), plus involvement.
 //!
 //! Each access-changing function takes a [`MembershipObserver`] and ends in one private
-//! function that commits the transaction and then tells the observer which users' memberships
-//! changed, so no write path can forget to tell open connections (the server passes its
-//! registry of cable connections, which re-checks the room subscriptions of those users).
-//! Involvement changes do not change access and tell no one.
+//! function that commits the transaction and then tells the observer which users lost a
+//! membership, so no write path can forget to tell open connections (the server passes its
+//! bus, which carries the revocation to every node; each re-checks the room subscriptions of
+//! those users only). Grants tell no one: a new membership takes effect at the next
+//! subscribe, so creating a room costs nothing per open connection. Involvement changes do
+//! not change access and tell no one either.
 //!
 //! Member lists are passed to SQLite as one JSON array (`json_each`), so a room of a thousand
 //! members costs one statement, not a thousand.
@@ -16,11 +18,11 @@ use sqlx::{Sqlite, SqlitePool, Transaction};
 
 use super::rooms::Room;
 
-/// Told after every committed change of room access, with the ids of the users whose
-/// memberships were created or deleted (each at most once, ascending).
+/// Told after every committed revocation of room access, with the ids of the users whose
+/// memberships were deleted (each at most once, ascending; never empty).
 pub trait MembershipObserver: Send + Sync {
     /// Called after the commit; must not block (it only signals).
-    fn memberships_changed(&self, user_ids: &[i64]);
+    fn access_revoked(&self, user_ids: &[i64]);
 }
 
 /// An observer that does nothing (seeding, tools and tests without connections).
@@ -28,7 +30,7 @@ pub trait MembershipObserver: Send + Sync {
 pub struct NoObserver;
 
 impl MembershipObserver for NoObserver {
-    fn memberships_changed(&self, _user_ids: &[i64]) {}
+    fn access_revoked(&self, _user_ids: &[i64]) {}
 }
 
 /// The involvement levels, least to most (Campfire's `Membership` enum).
@@ -63,23 +65,23 @@ fn parse_ids(json: &str) -> sqlx::Result<Vec<i64>> {
     serde_json::from_str(json).map_err(|e| sqlx::Error::Decode(Box::new(e)))
 }
 
-/// Commits `tx`, then tells `observer` about `changed` (when not empty): the one place every
+/// Commits `tx`, then tells `observer` about `revoked` (when not empty): the one place every
 /// access change ends.
 async fn commit_and_tell(
     tx: Transaction<'_, Sqlite>,
     observer: &dyn MembershipObserver,
-    changed: &[i64],
+    revoked: &[i64],
 ) -> sqlx::Result<()> {
     // Cached access answers go stale at the commit, before any connection is told to
     // re-check (its re-check must not read them).
     let stale = super::generation::advance_on_drop();
     tx.commit().await?;
     drop(stale);
-    if !changed.is_empty() {
-        let mut ids = changed.to_vec();
+    if !revoked.is_empty() {
+        let mut ids = revoked.to_vec();
         ids.sort_unstable();
         ids.dedup();
-        observer.memberships_changed(&ids);
+        observer.access_revoked(&ids);
     }
     Ok(())
 }
@@ -239,7 +241,7 @@ pub async fn create_room(
     let room = find_room(&mut tx, id)
         .await?
         .ok_or(sqlx::Error::RowNotFound)?;
-    commit_and_tell(tx, observer, &members).await?;
+    commit_and_tell(tx, observer, &[]).await?;
     Ok((room, members))
 }
 
@@ -287,13 +289,7 @@ pub async fn update_room(
     let room = find_room(&mut tx, room_id)
         .await?
         .ok_or(sqlx::Error::RowNotFound)?;
-    let changed: Vec<i64> = revision
-        .granted
-        .iter()
-        .chain(&revision.revoked)
-        .copied()
-        .collect();
-    commit_and_tell(tx, observer, &changed).await?;
+    commit_and_tell(tx, observer, &revision.revoked).await?;
     Ok(Some((room, revision)))
 }
 
@@ -326,13 +322,7 @@ pub async fn revise(
     target.sort_unstable();
     target.dedup();
     let revision = revise_to(&mut tx, room_id, &room.kind, &target).await?;
-    let changed: Vec<i64> = revision
-        .granted
-        .iter()
-        .chain(&revision.revoked)
-        .copied()
-        .collect();
-    commit_and_tell(tx, observer, &changed).await?;
+    commit_and_tell(tx, observer, &revision.revoked).await?;
     Ok(Some(revision))
 }
 
@@ -385,7 +375,7 @@ pub async fn find_or_create_direct(
     let room = find_room(&mut tx, id)
         .await?
         .ok_or(sqlx::Error::RowNotFound)?;
-    commit_and_tell(tx, observer, &members).await?;
+    commit_and_tell(tx, observer, &[]).await?;
     Ok((room, members, true))
 }
 
@@ -438,12 +428,8 @@ pub async fn grant_open_rooms(
     .execute(&mut *tx)
     .await?
     .rows_affected();
-    let changed = if created > 0 {
-        vec![user_id]
-    } else {
-        Vec::new()
-    };
-    commit_and_tell(tx, observer, &changed).await?;
+    // A grant only: the next subscribe sees it.
+    commit_and_tell(tx, observer, &[]).await?;
     Ok(created)
 }
 

@@ -1,5 +1,7 @@
 //! Queries on `messages` and `boosts` (Campfire's `Message` with its pagination scopes and
-//! `Boost`). A message's body is stored as the HTML that Action Text would hold.
+//! `Boost`). A message's body is stored as the HTML that Action Text would hold (see
+//! [`crate::rich_text`]; migration 0012 shows it as Campfire's `action_text_rich_texts`), with
+//! its plain text beside it for search.
 
 use sqlx::SqlitePool;
 
@@ -159,6 +161,17 @@ pub async fn page_before(
     room_id: i64,
     before_id: i64,
 ) -> sqlx::Result<Vec<Message>> {
+    let rows = rows_before(pool, room_id, before_id, PAGE_SIZE).await?;
+    with_boosts(pool, rows).await
+}
+
+/// At most `limit` rows before message `before_id` (exclusive), oldest first.
+async fn rows_before(
+    pool: &SqlitePool,
+    room_id: i64,
+    before_id: i64,
+    limit: i64,
+) -> sqlx::Result<Vec<Row>> {
     let mut rows: Vec<Row> = sqlx::query_as(select!(
         "WHERE m.room_id = ?1 AND (m.created_at, m.id) < \
            (SELECT created_at, id FROM messages WHERE id = ?2 AND room_id = ?1) \
@@ -166,11 +179,11 @@ pub async fn page_before(
     ))
     .bind(room_id)
     .bind(before_id)
-    .bind(PAGE_SIZE)
+    .bind(limit)
     .fetch_all(pool)
     .await?;
     rows.reverse();
-    with_boosts(pool, rows).await
+    Ok(rows)
 }
 
 /// The page of messages after message `after_id` (exclusive), oldest first (`page_after`).
@@ -179,6 +192,17 @@ pub async fn page_after(
     room_id: i64,
     after_id: i64,
 ) -> sqlx::Result<Vec<Message>> {
+    let rows = rows_after(pool, room_id, after_id, PAGE_SIZE).await?;
+    with_boosts(pool, rows).await
+}
+
+/// At most `limit` rows after message `after_id` (exclusive), oldest first.
+async fn rows_after(
+    pool: &SqlitePool,
+    room_id: i64,
+    after_id: i64,
+    limit: i64,
+) -> sqlx::Result<Vec<Row>> {
     let rows: Vec<Row> = sqlx::query_as(select!(
         "WHERE m.room_id = ?1 AND (m.created_at, m.id) > \
            (SELECT created_at, id FROM messages WHERE id = ?2 AND room_id = ?1) \
@@ -186,10 +210,49 @@ pub async fn page_after(
     ))
     .bind(room_id)
     .bind(after_id)
-    .bind(PAGE_SIZE)
+    .bind(limit)
     .fetch_all(pool)
     .await?;
-    with_boosts(pool, rows).await
+    Ok(rows)
+}
+
+/// Whether the room holds a message before message `id` (`before`) or after it (`!before`),
+/// in the order of its pages.
+pub async fn any_beyond(
+    pool: &SqlitePool,
+    room_id: i64,
+    id: i64,
+    before: bool,
+) -> sqlx::Result<bool> {
+    let rows = if before {
+        rows_before(pool, room_id, id, 1).await?
+    } else {
+        rows_after(pool, room_id, id, 1).await?
+    };
+    Ok(!rows.is_empty())
+}
+
+/// The page around message `id` of a room (Campfire's `page_around`): up to half a
+/// [`PAGE_SIZE`] before it, the message itself, and up to half a page after it, oldest first.
+/// `None` when the room holds no such message.
+pub async fn page_around(
+    pool: &SqlitePool,
+    room_id: i64,
+    id: i64,
+) -> sqlx::Result<Option<Vec<Message>>> {
+    let Some(found) = sqlx::query_as::<_, Row>(select!("WHERE m.room_id = ? AND m.id = ?"))
+        .bind(room_id)
+        .bind(id)
+        .fetch_optional(pool)
+        .await?
+    else {
+        return Ok(None);
+    };
+    let half = PAGE_SIZE / 2;
+    let mut rows = rows_before(pool, room_id, id, half).await?;
+    rows.push(found);
+    rows.extend(rows_after(pool, room_id, id, half).await?);
+    Ok(Some(with_boosts(pool, rows).await?))
 }
 
 /// Messages created at or after `since_ms` (`page_created_since`), and messages created
@@ -408,6 +471,7 @@ pub async fn create(
         client_message_id,
         body,
         attachment_blob_id: None,
+        plain_text: None,
     };
     let (message, ()) = create_then(pool, &uncached, &new, |_, _| ()).await?;
     Ok(message)
@@ -428,6 +492,9 @@ pub struct NewMessage<'a> {
     pub body: &'a str,
     /// A blob to attach as the message's `attachment`, in the same transaction.
     pub attachment_blob_id: Option<i64>,
+    /// The body's plain text, for search ([`crate::rich_text::Body::plain_text`]); `None`
+    /// indexes the body's markup with its tags dropped, as before migration 0012.
+    pub plain_text: Option<&'a str>,
 }
 
 /// [`create`], running `committed` on the stored message and the room's member ids (ascending;
@@ -464,19 +531,21 @@ pub async fn create_then<T>(
         client_message_id,
         body,
         attachment_blob_id,
+        plain_text,
     } = *new;
     let write = super::write_lock().await?;
     let member_ids = cache.member_ids(pool, room_id).await?;
     // Stamped under the write lock, so posts commit in the order of their timestamps.
     let now = super::now_ms();
     let insert = sqlx::query_scalar(
-        "INSERT INTO messages (room_id, creator_id, client_message_id, body, created_at, updated_at) \
-         VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
+        "INSERT INTO messages (room_id, creator_id, client_message_id, body, plain_text, created_at, updated_at) \
+         VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
     )
     .bind(room_id)
     .bind(creator_id)
     .bind(client_message_id)
     .bind(body)
+    .bind(plain_text)
     .bind(now)
     .bind(now);
     let (id, attachment): (i64, _) = match attachment_blob_id {
@@ -518,25 +587,29 @@ pub async fn create_then<T>(
     Ok((message, out))
 }
 
-/// Replaces a message's body; returns the updated message, or None when it does not exist.
+/// Replaces a message's body (HTML) and its plain text; returns the updated message, or None
+/// when it does not exist.
 pub async fn update_body(
     pool: &SqlitePool,
     room_id: i64,
     id: i64,
     body: &str,
+    plain_text: &str,
 ) -> sqlx::Result<Option<Message>> {
     let _write = super::write_lock().await?;
     // Its triggers write to the full-text index: see `begin_write`.
     let mut tx = super::begin_write(pool).await?;
-    let changed =
-        sqlx::query("UPDATE messages SET body = ?, updated_at = ? WHERE room_id = ? AND id = ?")
-            .bind(body)
-            .bind(super::now_ms())
-            .bind(room_id)
-            .bind(id)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
+    let changed = sqlx::query(
+        "UPDATE messages SET body = ?, plain_text = ?, updated_at = ? WHERE room_id = ? AND id = ?",
+    )
+    .bind(body)
+    .bind(plain_text)
+    .bind(super::now_ms())
+    .bind(room_id)
+    .bind(id)
+    .execute(&mut *tx)
+    .await?
+    .rows_affected();
     tx.commit().await?;
     if changed == 0 {
         return Ok(None);
@@ -588,6 +661,60 @@ pub async fn boost(
         booster_name: booster_name.to_owned(),
         content: content.to_owned(),
     })
+}
+
+/// A person a message mentions ([`mentionees`]).
+#[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
+pub struct Mentionee {
+    /// User id.
+    pub id: i64,
+    /// Name.
+    pub name: String,
+    /// `member`, `administrator` or `bot` (a bot's webhook is called when it is mentioned).
+    pub role: String,
+}
+
+/// The people `message` mentions who are active members of its room now, in order of first
+/// mention (Campfire's `Message#mentionees`: `room.users.where(id: mentioned_users)`): who a
+/// mention notification or a bot's webhook goes to. One query, and none when the body mentions
+/// no one. A mention of someone outside the room is cut when the body is stored; one who left
+/// since is left out here.
+///
+/// # Errors
+/// A database failure.
+pub async fn mentionees(pool: &SqlitePool, message: &Message) -> sqlx::Result<Vec<Mentionee>> {
+    let ids = crate::rich_text::mentioned_user_ids(&message.body);
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut found = mentionable(pool, message.room_id, &ids).await?;
+    found.sort_by_key(|m| ids.iter().position(|id| *id == m.id));
+    Ok(found)
+}
+
+/// Which of the users `ids` are active members of room `room_id` (in no particular order):
+/// who a new body may mention. One query.
+///
+/// # Errors
+/// A database failure.
+pub async fn mentionable(
+    pool: &SqlitePool,
+    room_id: i64,
+    ids: &[i64],
+) -> sqlx::Result<Vec<Mentionee>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let json = serde_json::to_string(ids).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
+    sqlx::query_as(
+        "SELECT u.id, u.name, u.role FROM users u \
+         JOIN memberships m ON m.user_id = u.id AND m.room_id = ? \
+         WHERE u.status = 'active' AND u.id IN (SELECT value FROM json_each(?))",
+    )
+    .bind(room_id)
+    .bind(json)
+    .fetch_all(pool)
+    .await
 }
 
 /// Counts a room's messages.

@@ -364,3 +364,68 @@ pub fn now_ms() -> i64 {
         .unwrap_or_default();
     i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
 }
+
+#[cfg(test)]
+mod ids_are_never_reused {
+    /// Inserts a row with `sql` and returns its id.
+    async fn insert(pool: &sqlx::SqlitePool, sql: &str) -> i64 {
+        sqlx::query_scalar(sqlx::AssertSqlSafe(sql.to_owned()))
+            .fetch_one(pool)
+            .await
+            .expect("insert")
+    }
+
+    #[tokio::test]
+    async fn a_deleted_last_user_room_or_message_leaves_its_id_unused() {
+        let (pool, dir, _serial) = super::test_pool().await;
+        let user =
+            "INSERT INTO users (name, created_at, updated_at) VALUES ('u', 1, 1) RETURNING id";
+        let room = "INSERT INTO rooms (name, kind, created_at, updated_at) \
+                    VALUES ('r', 'closed', 1, 1) RETURNING id";
+        let u1 = insert(&pool, user).await;
+        let r1 = insert(&pool, room).await;
+        let message = format!(
+            "INSERT INTO messages (room_id, creator_id, client_message_id, body, created_at, \
+             updated_at) VALUES ({r1}, {u1}, hex(randomblob(8)), 'hi', 1, 1) RETURNING id"
+        );
+        let m1 = insert(&pool, &message).await;
+        // The triggers kept through the table rebuild still run.
+        let changes: i64 =
+            sqlx::query_scalar("SELECT COUNT(*) FROM message_changes WHERE message_id = ?")
+                .bind(m1)
+                .fetch_one(&pool)
+                .await
+                .expect("count");
+        assert_eq!(changes, 1);
+        for (table, id) in [("messages", m1), ("rooms", r1), ("users", u1)] {
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "DELETE FROM {table} WHERE id = ?"
+            )))
+            .bind(id)
+            .execute(&pool)
+            .await
+            .expect("delete");
+        }
+        let u2 = insert(&pool, user).await;
+        let r2 = insert(&pool, room).await;
+        let m2 = insert(
+            &pool,
+            &message.replace(
+                &format!("VALUES ({r1}, {u1},"),
+                &format!("VALUES ({r2}, {u2},"),
+            ),
+        )
+        .await;
+        assert!(
+            u2 > u1 && r2 > r1 && m2 > m1,
+            "{u1}->{u2} {r1}->{r2} {m1}->{m2}"
+        );
+        let broken: Vec<(String, i64, String, i64)> = sqlx::query_as("PRAGMA foreign_key_check")
+            .fetch_all(&pool)
+            .await
+            .expect("check");
+        assert!(broken.is_empty(), "{broken:?}");
+        pool.close().await;
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}

@@ -446,3 +446,35 @@ pub async fn active_ordered(pool: &SqlitePool) -> sqlx::Result<Vec<(i64, String)
     .fetch_all(pool)
     .await
 }
+
+/// Active users whose name contains `query` (case-insensitive, `%` and `_` taken literally; all
+/// when empty), by name, at most `limit`, as `(id, name)`: with `room_id`, only that room's
+/// members (Campfire's `Autocompletable::UsersController`: `users_scope.active.filtered_by`).
+///
+/// # Errors
+/// A database failure.
+pub async fn autocompletable(
+    pool: &SqlitePool,
+    room_id: Option<i64>,
+    query: &str,
+    limit: i64,
+) -> sqlx::Result<Vec<(i64, String)>> {
+    let pattern = format!(
+        "%{}%",
+        query
+            .replace('\\', "\\\\")
+            .replace('%', "\\%")
+            .replace('_', "\\_")
+    );
+    sqlx::query_as(
+        "SELECT u.id, u.name FROM users u \
+         WHERE u.status = 'active' AND u.name LIKE ? ESCAPE '\\' \
+           AND (?2 IS NULL OR EXISTS (SELECT 1 FROM memberships m WHERE m.room_id = ?2 AND m.user_id = u.id)) \
+         ORDER BY u.name COLLATE NOCASE, u.id LIMIT ?3",
+    )
+    .bind(pattern)
+    .bind(room_id)
+    .bind(limit)
+    .fetch_all(pool)
+    .await
+}

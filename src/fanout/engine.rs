@@ -27,6 +27,7 @@ use parking_lot::Mutex;
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::sync::Notify;
 
+use super::budget::{Ledger, QueueBudgets, NO_OWNER};
 use super::frame::Frame;
 use super::index::{Index, StreamEntry, Subscribed};
 use super::queue::{defer_wakes, Outbox, Push, State};
@@ -62,8 +63,19 @@ impl Fanout {
     /// may run on (`std::thread::available_parallelism`, which follows the CPU affinity mask,
     /// so a server pinned to one core gets one). The reference engine ignores it.
     pub fn with_writer_threads(kind: EngineKind, limits: QueueLimits, threads: usize) -> Self {
+        Self::with_budgets(kind, limits, threads, QueueBudgets::default())
+    }
+
+    /// [`Fanout::with_writer_threads`] with the user and server byte budgets of queued frames
+    /// (`budget.rs`; the queue engine only: the reference engine ignores them).
+    pub fn with_budgets(
+        kind: EngineKind,
+        limits: QueueLimits,
+        threads: usize,
+        budgets: QueueBudgets,
+    ) -> Self {
         let engine: Arc<dyn Engine> = match kind {
-            EngineKind::Queue => Arc::new(QueueEngine::new(limits, threads)),
+            EngineKind::Queue => Arc::new(QueueEngine::new(limits, threads, budgets)),
             #[cfg(feature = "reference-engine")]
             EngineKind::TokioBroadcast => Arc::new(super::reference::RefEngine::new(limits)),
         };
@@ -83,7 +95,16 @@ impl Fanout {
     /// closes its side.
     pub fn attach(&self, write: OwnedWriteHalf) -> Connection {
         Connection {
-            conn: self.engine.clone().attach(write),
+            conn: self.engine.clone().attach(write, None),
+        }
+    }
+
+    /// [`Fanout::attach`] for a connection of user `owner`: its queued frames count against
+    /// that user's byte budget ([`QueueBudgets::user_bytes`]) with all the user's other
+    /// connections.
+    pub fn attach_owned(&self, write: OwnedWriteHalf, owner: u64) -> Connection {
+        Connection {
+            conn: self.engine.clone().attach(write, Some(owner)),
         }
     }
 
@@ -263,6 +284,8 @@ struct QueueEngine {
     writers: OnceLock<Vec<WriterRuntime>>,
     /// Round-robin cursor over `writers`.
     next_writer: AtomicUsize,
+    /// The user and server budgets of queued frames; None when both are off.
+    ledger: Option<Arc<Ledger>>,
 }
 
 /// One registry shard: connection id → outbox.
@@ -308,15 +331,18 @@ struct Subscriptions {
 }
 
 impl QueueEngine {
-    fn new(limits: QueueLimits, writer_threads: usize) -> Self {
+    fn new(limits: QueueLimits, writer_threads: usize, budgets: QueueBudgets) -> Self {
+        let stats: Arc<Stats> = Arc::default();
+        let ledger = Arc::new(Ledger::new(budgets, stats.clone()));
         Self {
             limits,
             index: Index::new(),
             registry: Registry::new(),
-            stats: Arc::default(),
+            stats,
             writer_threads,
             writers: OnceLock::new(),
             next_writer: AtomicUsize::new(0),
+            ledger: ledger.is_on().then_some(ledger),
         }
     }
 
@@ -355,7 +381,7 @@ impl QueueEngine {
     }
 
     /// Creates a connection and registers it for `send_all`.
-    fn register(self: &Arc<Self>, detached: bool) -> Arc<QueueConn> {
+    fn register(self: &Arc<Self>, detached: bool, owner: Option<u64>) -> Arc<QueueConn> {
         let conn = Arc::new(QueueConn {
             engine: self.clone(),
             outbox: Arc::new(Outbox::new(next_connection_id(), self.limits)),
@@ -368,6 +394,9 @@ impl QueueEngine {
             .shard(conn.outbox.id())
             .lock()
             .insert(conn.outbox.id(), conn.outbox.clone());
+        if let Some(ledger) = &self.ledger {
+            ledger.enter(&conn.outbox, owner.unwrap_or(NO_OWNER));
+        }
         self.stats.connection_opened();
         conn
     }
@@ -425,8 +454,8 @@ impl Engine for QueueEngine {
         self.writers();
     }
 
-    fn attach(self: Arc<Self>, write: OwnedWriteHalf) -> Arc<dyn Conn> {
-        let conn = self.register(false);
+    fn attach(self: Arc<Self>, write: OwnedWriteHalf, owner: Option<u64>) -> Arc<dyn Conn> {
+        let conn = self.register(false, owner);
         let task_conn = conn.clone();
         let runtime = self.next_writer();
         if let Some(runtime) = runtime {
@@ -511,7 +540,7 @@ impl Engine for QueueEngine {
 
     #[cfg(feature = "test-support")]
     fn attach_detached(self: Arc<Self>) -> Arc<dyn Conn> {
-        self.register(true)
+        self.register(true, None)
     }
 
     #[cfg(feature = "test-support")]
@@ -549,6 +578,9 @@ impl QueueConn {
             .lock()
             .remove(&self.outbox.id());
         self.outbox.discard();
+        if let Some(ledger) = &self.engine.ledger {
+            ledger.leave(&self.outbox);
+        }
         self.engine.stats.connection_closed();
         self.done_notify.notify_waiters();
     }
@@ -649,7 +681,7 @@ mod tests {
 
     #[test]
     fn writer_threads_start_as_asked_and_take_connections_in_turn() {
-        let engine = QueueEngine::new(QueueLimits::default(), 3);
+        let engine = QueueEngine::new(QueueLimits::default(), 3, QueueBudgets::default());
         assert_eq!(engine.writers().len(), 3);
         let picks: Vec<*const WriterRuntime> = (0..6)
             .map(|_| std::ptr::from_ref(engine.next_writer().expect("a writer")))
@@ -659,7 +691,7 @@ mod tests {
         assert_ne!(picks[0], picks[2]);
         assert_eq!(picks[0..3], picks[3..6]);
 
-        let per_core = QueueEngine::new(QueueLimits::default(), 0);
+        let per_core = QueueEngine::new(QueueLimits::default(), 0, QueueBudgets::default());
         let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
         assert_eq!(per_core.writers().len(), cores);
     }

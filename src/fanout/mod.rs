@@ -21,6 +21,9 @@
 //!    socket is full goes to its own **writer** task, which waits for writability.
 //! 5. A connection whose outbox passes its [`QueueLimits`] is cut off alone: it gets the
 //!    `too_slow` disconnect notice and a close frame, its queue is dropped, others carry on.
+//!    Beyond each connection's own bound, a user's connections together and the whole server
+//!    have byte budgets ([`QueueBudgets`]); passing one cuts the heaviest holder off the same
+//!    way.
 //!
 //! ## Files
 //!
@@ -28,6 +31,8 @@
 //!   default engine, which reads straight through from `Fanout::broadcast` to the pushes.
 //! - `index.rs`: stream → variants → subscribers.
 //! - `frame.rs`: encoding a server frame once, to be shared.
+//! - `budget.rs`: the user and server byte budgets of queued frames ([`QueueBudgets`]): once
+//!   one is passed, the heaviest holder is cut off as too slow first.
 //! - `queue.rs`: the per-connection outbox (a small lock-free ring, an overflow that grows
 //!   under backlog and shrinks when idle, byte bound, armed wake-up flag)
 //!   and the connection lifecycle `State`.
@@ -60,6 +65,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
+mod budget;
 mod engine;
 pub mod frame;
 mod index;
@@ -73,6 +79,7 @@ mod stats;
 mod sweeper;
 mod writer;
 
+pub use budget::QueueBudgets;
 pub use engine::{Connection, Fanout};
 pub use stats::StatsSnapshot;
 

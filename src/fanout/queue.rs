@@ -62,6 +62,7 @@ use parking_lot::Mutex;
 use tokio::sync::futures::Notified;
 use tokio::sync::Notify;
 
+use super::budget::Charge;
 use super::QueueLimits;
 
 /// Slots of the lock-free ring (40 bytes each: a `Bytes` and crossbeam's slot stamp), and the
@@ -243,6 +244,21 @@ pub(crate) struct Outbox {
     /// once, at attach).
     wake_list: OnceLock<Arc<WakeList>>,
     final_frames: OnceLock<Box<[Bytes]>>,
+    /// The user and server budgets this outbox charges (`budget.rs`), when they are on.
+    budget: OnceLock<Charge>,
+    /// Bytes charged to `budget` and not given back yet.
+    charged: AtomicUsize,
+}
+
+/// Where [`Outbox::spill`] put a frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Spill {
+    /// Into the ring after all (the writer had emptied the overflow).
+    Ring,
+    /// Into the overflow.
+    Overflow,
+    /// Nowhere: the frame bound is reached.
+    Full,
 }
 
 impl Outbox {
@@ -266,6 +282,8 @@ impl Outbox {
             notify: Notify::new(),
             wake_list: OnceLock::new(),
             final_frames: OnceLock::new(),
+            budget: OnceLock::new(),
+            charged: AtomicUsize::new(0),
         }
     }
 
@@ -358,40 +376,103 @@ impl Outbox {
             self.bytes.load(Ordering::Relaxed)
         };
         let ring = self.ring();
-        let queued = if self.spilled.load(Ordering::SeqCst) {
+        let spilled = if self.spilled.load(Ordering::SeqCst) {
             self.spill(ring, frame.clone())
         } else {
             match ring.push(frame.clone()) {
-                Ok(()) => true,
+                Ok(()) => Spill::Ring,
                 Err(frame) => self.spill(ring, frame),
             }
         };
-        if !queued {
-            self.release(frame.len());
+        if spilled == Spill::Full {
+            if len > 0 {
+                self.bytes.fetch_sub(len, Ordering::AcqRel);
+            }
             return (self.overflow(), false);
         }
         // A plain load first: while the writer is busy (armed), pushes skip the swap.
         let wake = !self.armed.load(Ordering::SeqCst) && !self.armed.swap(true, Ordering::SeqCst);
+        if (len > 0 || spilled == Spill::Overflow) && self.charge_budget(frame.len()) {
+            // The budgets cut this very connection off: the frame is dropped with the rest.
+            return (Push::Refused, wake);
+        }
         (Push::Queued { bytes }, wake)
+    }
+
+    /// Charges `len` bytes (a long frame, or one that spilled) to the user and server budgets,
+    /// when they are on; true when that cut this connection off (see `budget.rs`).
+    #[cold]
+    fn charge_budget(&self, len: usize) -> bool {
+        let Some(budget) = self.budget.get() else {
+            return false;
+        };
+        self.charged.fetch_add(len, Ordering::Relaxed);
+        budget.add(len);
+        self.state.load(Ordering::Acquire) != State::Open as u8
+    }
+
+    /// Gives back up to `len` charged bytes (a frame has left the connection).
+    #[cold]
+    fn uncharge(&self, len: usize) {
+        let Ok(before) = self
+            .charged
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |c| {
+                Some(c - c.min(len))
+            })
+        else {
+            return;
+        };
+        let given = before.min(len);
+        if let Some(budget) = self.budget.get().filter(|_| given > 0) {
+            budget.sub(given);
+        }
+    }
+
+    /// Gives back everything still charged (the connection was cut off or has ended).
+    pub(crate) fn settle(&self) {
+        let held = self.charged.swap(0, Ordering::Relaxed);
+        if let Some(budget) = self.budget.get().filter(|_| held > 0) {
+            budget.sub(held);
+        }
+    }
+
+    /// Bytes charged to the budgets now.
+    pub(crate) fn charged(&self) -> usize {
+        self.charged.load(Ordering::Relaxed)
+    }
+
+    /// Makes this outbox charge `charge`'s budgets (set once, at attach).
+    pub(crate) fn set_charge(&self, charge: Charge) {
+        let _ = self.budget.set(charge);
+    }
+
+    /// The budgets this outbox charges, if any.
+    pub(crate) fn charge_of(&self) -> Option<&Charge> {
+        self.budget.get()
+    }
+
+    /// Cuts the connection off as too slow (a budget was passed); true when it was open.
+    pub(crate) fn cut_off_now(&self) -> bool {
+        self.transition(State::Open, State::TooSlow)
     }
 
     /// The slow path of a push: the ring was full or the overflow is in use. Returns false
     /// when the frame bound is reached.
     #[cold]
-    fn spill(&self, ring: &ArrayQueue<Bytes>, frame: Bytes) -> bool {
+    fn spill(&self, ring: &ArrayQueue<Bytes>, frame: Bytes) -> Spill {
         let mut over = self.overflow.lock();
         let frame = if self.spilled.load(Ordering::SeqCst) {
             frame
         } else {
             // The writer emptied the overflow meanwhile: the ring is the tail again.
             match ring.push(frame) {
-                Ok(()) => return true,
+                Ok(()) => return Spill::Ring,
                 Err(frame) => frame,
             }
         };
         let queued = ring.len() + over.frames.len();
         if queued >= self.limits.max_frames {
-            return false;
+            return Spill::Full;
         }
         if over.frames.len() == over.frames.capacity() {
             // Double (from RING_SLOTS), never past what the bound can use.
@@ -406,7 +487,7 @@ impl Outbox {
             self.spilled.store(true, Ordering::SeqCst);
         }
         over.frames.push_back(frame);
-        true
+        Spill::Overflow
     }
 
     fn overflow(&self) -> Push {
@@ -578,9 +659,12 @@ impl Outbox {
     /// (completely written or dropped).
     #[inline]
     pub(crate) fn release(&self, len: usize) {
-        let len = self.weigh(len);
-        if len > 0 {
-            self.bytes.fetch_sub(len, Ordering::AcqRel);
+        let weight = self.weigh(len);
+        if weight > 0 {
+            self.bytes.fetch_sub(weight, Ordering::AcqRel);
+        }
+        if self.charged.load(Ordering::Relaxed) != 0 {
+            self.uncharge(len);
         }
     }
 

@@ -176,7 +176,7 @@ impl Engine for RefEngine {
     fn start(&self) {}
 
     /// Wraps `write` in the library sink and spawns the direct-send and ping tasks.
-    fn attach(self: Arc<Self>, write: OwnedWriteHalf) -> Arc<dyn Conn> {
+    fn attach(self: Arc<Self>, write: OwnedWriteHalf, _owner: Option<u64>) -> Arc<dyn Conn> {
         let engine = &self;
         let (_, ws) =
             fastwebsockets::after_handshake_split(tokio::io::empty(), write, Role::Server);

@@ -22,8 +22,9 @@ pub(super) trait Engine: Send + Sync {
     /// Starts the engine's own threads now, if it has any. Idempotent.
     fn start(&self);
 
-    /// Takes over `write` and spawns the connection's task(s).
-    fn attach(self: Arc<Self>, write: OwnedWriteHalf) -> Arc<dyn Conn>;
+    /// Takes over `write` and spawns the connection's task(s); `owner` is the user whose
+    /// budget its queued frames count against (None: no user's).
+    fn attach(self: Arc<Self>, write: OwnedWriteHalf, owner: Option<u64>) -> Arc<dyn Conn>;
 
     /// Delivers `message` to every subscriber of `stream`; returns how many it reached.
     fn broadcast(&self, stream: &str, message: &[u8]) -> usize;

@@ -20,6 +20,8 @@
 //!   records appear in stream names and connection identifiers.
 //! - [`active_storage`]: `ActiveStorage.verifier`'s signed blob ids, variation keys and disk
 //!   service tokens, over the subset of Ruby's Marshal in [`marshal`].
+//! - [`signed_global_id`]: signed GlobalIDs (`sgid`), how Action Text names an attachment's
+//!   record (a mentioned user) in a message body.
 //! - [`json`]: ActiveSupport::JSON's string escaping (`<` `>` `&` and U+2028/U+2029 as
 //!   `\uXXXX`), which decides the exact bytes of every Action Cable frame.
 //!
@@ -44,6 +46,7 @@ pub mod key_generator;
 pub mod marshal;
 pub mod message_verifier;
 pub mod signed_cookie;
+pub mod signed_global_id;
 pub mod time;
 
 pub use active_storage::ActiveStorageVerifier;
@@ -52,3 +55,4 @@ pub use json::{encode_value, json_string, write_json_string, JsonEscaping};
 pub use key_generator::{generate_key, KdfDigest, UnknownKdfDigest, ITERATIONS};
 pub use message_verifier::{MacDigest, MessageVerifier, StreamNameSigner};
 pub use signed_cookie::SignedCookieJar;
+pub use signed_global_id::{SignedGlobalIds, ATTACHABLE_PURPOSE};

@@ -22,7 +22,7 @@ use serde::Deserialize;
 use super::context::Ctx;
 use super::error::AppError;
 use super::extract::parse_id;
-use super::messages::body_html;
+use super::messages::body_from_form;
 use crate::broadcasts;
 use crate::db::boosts;
 use crate::db::messages::{self, Message};
@@ -84,30 +84,6 @@ fn body_text(ctx: &Ctx) -> Result<&str, AppError> {
         .map_err(|_| AppError::BadRequest("body is not valid UTF-8".into()))
 }
 
-/// A message body's text without its markup (tags dropped, the entities Hearth writes
-/// decoded, lines kept).
-pub fn plain_text(html: &str) -> String {
-    let mut out = String::with_capacity(html.len());
-    let mut rest = html;
-    while let Some(lt) = rest.find('<') {
-        out.push_str(&rest[..lt]);
-        let Some(gt) = rest[lt..].find('>') else {
-            rest = &rest[lt..];
-            break;
-        };
-        if rest[lt..lt + gt].starts_with("<br") {
-            out.push('\n');
-        }
-        rest = &rest[lt + gt + 1..];
-    }
-    out.push_str(rest);
-    out.replace("&lt;", "<")
-        .replace("&gt;", ">")
-        .replace("&quot;", "\"")
-        .replace("&#39;", "'")
-        .replace("&amp;", "&")
-}
-
 /// The query of the messages index.
 #[derive(Debug, Deserialize)]
 pub struct IndexQuery {
@@ -149,7 +125,10 @@ pub async fn index(
         };
         list.push(serde_json::json!({
             "id": m.id,
-            "body": {"plain": plain_text(&m.body), "html": m.body},
+            "body": {
+                "plain": crate::rich_text::plain_text(&m.body),
+                "html": crate::rich_text::render(&m.body).0,
+            },
             "created_at": crate::render::iso8601(m.created_at),
             "creator": {"id": m.creator_id, "name": m.creator_name, "is_bot": is_bot},
         }));
@@ -183,13 +162,15 @@ pub async fn update(
         return Ok(head(StatusCode::FORBIDDEN));
     }
     let text = body_text(&ctx)?;
-    if text.trim().is_empty() {
-        return Err(AppError::Unprocessable(
-            "message body can't be blank".into(),
-        ));
-    }
-    let Some(updated) =
-        messages::update_body(&state.pool, room.id, message.id, &body_html(text)).await?
+    let body = body_from_form(&state, room.id, text, None).await?;
+    let Some(updated) = messages::update_body(
+        &state.pool,
+        room.id,
+        message.id,
+        &body.html,
+        &body.plain_text,
+    )
+    .await?
     else {
         return Ok(head(StatusCode::NOT_FOUND));
     };
@@ -259,15 +240,4 @@ pub async fn destroy_boost(
         broadcasts::boost_removed(&state.broadcaster, &room, boost.id);
     }
     Ok(head(StatusCode::NO_CONTENT))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn plain_text_drops_markup() {
-        assert_eq!(plain_text(&body_html("a < b & c\nnext")), "a < b & c\nnext");
-        assert_eq!(plain_text("<div>x</div>"), "x");
-    }
 }

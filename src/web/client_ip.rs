@@ -37,6 +37,21 @@ pub fn resolve(peer: IpAddr, headers: &HeaderMap, trusted: &[IpRange]) -> IpAddr
         .unwrap_or(peer)
 }
 
+/// Whether a request from `peer` came over TLS by its proxy's word: `X-Forwarded-Proto: https`
+/// (its last value), believed only when `peer` is in `trusted`, like `X-Forwarded-For`
+/// (Rails' `ActionDispatch::Request#ssl?` reads the same header; here a client reaching the
+/// server directly cannot claim it).
+pub fn forwarded_https(peer: IpAddr, headers: &HeaderMap, trusted: &[IpRange]) -> bool {
+    trusted.iter().any(|r| r.contains(canonical(peer)))
+        && headers
+            .get_all("x-forwarded-proto")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .next_back()
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case("https"))
+}
+
 fn forwarded_for(
     headers: &HeaderMap,
     name: &str,

@@ -193,10 +193,11 @@ async fn prepare_inner(
             .find(|(n, _)| n == name)
             .map(|(_, v)| v.as_str())
     };
-    let secure = parts
-        .headers
-        .get("x-forwarded-proto")
-        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"https"));
+    let secure = super::client_ip::forwarded_https(
+        peer_ip(&parts),
+        &parts.headers,
+        &state.config.trusted_proxies,
+    );
     let ip = client_ip(state, &parts);
     let (csrf, new_csrf_cookie) = csrf_secret(state, find(CSRF_COOKIE));
     let (user, session_token) = resume_session(state, find(SESSION_COOKIE)).await?;
@@ -266,12 +267,20 @@ fn streams_body(parts: &Parts) -> bool {
 /// address the proxies forwarded (see [`super::client_ip`]). Loopback when the connection
 /// info is missing (requests served without a socket, as in router unit tests).
 fn client_ip(state: &SharedState, parts: &Parts) -> IpAddr {
-    let peer = parts
+    super::client_ip::resolve(
+        peer_ip(parts),
+        &parts.headers,
+        &state.config.trusted_proxies,
+    )
+}
+
+/// The TCP peer's address (loopback without connection info).
+fn peer_ip(parts: &Parts) -> IpAddr {
+    parts
         .extensions
         .get::<ConnectInfo<SocketAddr>>()
         .map(|c| c.0.ip())
-        .unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST));
-    super::client_ip::resolve(peer, &parts.headers, &state.config.trusted_proxies)
+        .unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST))
 }
 
 /// The browser's CSRF secret from its signed cookie, or a new one (returned twice: the second

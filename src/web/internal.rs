@@ -8,8 +8,10 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 
+use crate::app_link::Op;
 use crate::cable::channels::remote::{
-    IdentifyRequest, IdentifyResponse, PerformRequest, SubscribeRequest, UnsubscribedRequest,
+    IdentifyRequest, IdentifyResponse, PerformRequest, StillAllowedRequest, SubscribeRequest,
+    UnsubscribedRequest,
 };
 use crate::cable::channels::{self, ChannelContext};
 use crate::db::users::User;
@@ -59,8 +61,12 @@ async fn call(
 }
 
 async fn answer(state: &SharedState, op: &str, body: &[u8]) -> anyhow::Result<Response> {
+    let Some(op) = Op::from_path(op) else {
+        return Ok(StatusCode::NOT_FOUND.into_response());
+    };
     Ok(match op {
-        "identify" => {
+        Op::Hello => Json(true).into_response(),
+        Op::Identify => {
             let request: IdentifyRequest = serde_json::from_slice(body)?;
             let user = state
                 .auth_cache
@@ -68,7 +74,7 @@ async fn answer(state: &SharedState, op: &str, body: &[u8]) -> anyhow::Result<Re
                 .await?;
             Json(IdentifyResponse { user }).into_response()
         }
-        "subscribe" => {
+        Op::Subscribe => {
             let request: SubscribeRequest = serde_json::from_slice(body)?;
             let outcome = channels::subscribe(
                 ctx(state, &request.user, request.connection_id),
@@ -78,7 +84,7 @@ async fn answer(state: &SharedState, op: &str, body: &[u8]) -> anyhow::Result<Re
             .await?;
             Json(outcome).into_response()
         }
-        "perform" => {
+        Op::Perform => {
             let request: PerformRequest = serde_json::from_slice(body)?;
             // The cable node counted the action against its rate already.
             let handled = channels::perform(
@@ -90,7 +96,7 @@ async fn answer(state: &SharedState, op: &str, body: &[u8]) -> anyhow::Result<Re
             .await?;
             Json(handled).into_response()
         }
-        "unsubscribed" => {
+        Op::Unsubscribed => {
             let request: UnsubscribedRequest = serde_json::from_slice(body)?;
             channels::unsubscribed(
                 ctx(state, &request.user, request.connection_id),
@@ -99,6 +105,11 @@ async fn answer(state: &SharedState, op: &str, body: &[u8]) -> anyhow::Result<Re
             .await?;
             Json(true).into_response()
         }
-        _ => StatusCode::NOT_FOUND.into_response(),
+        Op::StillAllowed => {
+            let request: StillAllowedRequest = serde_json::from_slice(body)?;
+            let allowed =
+                channels::still_allowed(ctx(state, &request.user, 0), &request.subscribed).await?;
+            Json(allowed).into_response()
+        }
     })
 }

@@ -9,6 +9,7 @@
 //! |---|---|
 //! | `GET /session/new`, `POST /session`, `DELETE /session` | [`sessions`] |
 //! | `GET /`, `GET /rooms/{id}`, `GET /rooms/{id}/@{message_id}`, `GET /rooms/{id}/messages`, `GET /rooms/{id}/refresh`, `GET /users/me/sidebar` | [`rooms`] |
+//! | `GET /autocompletable/users?query=&room_id=` | [`autocompletable`] |
 //! | `POST /rooms/{id}/messages`, `GET /rooms/{id}/messages/{message_id}/edit`, `PATCH`/`DELETE /rooms/{id}/messages/{message_id}`, `POST /messages/{id}/boosts` | [`messages`] |
 //! | `POST /rooms/{id}/{bot_key}/messages` | [`messages::create_by_bot`] |
 //! | `GET /rooms/opens/new`, `POST /rooms/opens`, `GET /rooms/opens/{id}`, `GET /rooms/opens/{id}/edit`, `PATCH`/`PUT /rooms/opens/{id}` | [`rooms::opens`] |
@@ -31,6 +32,7 @@
 //! `/cable` and `/metrics` are mounted by the wiring (`app`), beside these routes.
 
 pub mod account;
+pub mod autocompletable;
 pub mod bots_api;
 pub mod client_ip;
 pub mod context;
@@ -60,7 +62,6 @@ use crate::state::SharedState;
 /// The routes, without the [`context::prepare`] wrapper (the wiring puts it in front).
 pub fn routes(state: SharedState) -> Router {
     Router::new()
-        .route("/up", get(up))
         .route("/session/new", get(sessions::new))
         .route("/session", post(sessions::create).delete(sessions::destroy))
         .route("/", get(rooms::root))
@@ -132,6 +133,7 @@ pub fn routes(state: SharedState) -> Router {
         )
         .route("/messages/{message_id}/boosts", post(messages::boost))
         .route("/users/me/sidebar", get(rooms::sidebar))
+        .route("/autocompletable/users", get(autocompletable::users))
         .route("/first_run", get(first_run::show).post(first_run::create))
         .route("/join/{join_code}", get(join::new).post(join::create))
         .route("/users/{user_id}", get(profiles::show).patch(users::update))
@@ -198,13 +200,4 @@ pub fn routes(state: SharedState) -> Router {
         .route("/searches/clear", delete(searches::clear))
         .fallback(|| async { error::AppError::NotFound })
         .with_state(state)
-}
-
-/// `GET /up`: the health check. `OK`; with the Redis adapter and its link down, still 200
-/// (the node serves and delivers its own broadcasts) with `OK (redis link down)`.
-async fn up(axum::extract::State(state): axum::extract::State<SharedState>) -> &'static str {
-    match &state.redis {
-        Some(redis) if !redis.is_up() => "OK (redis link down)",
-        _ => "OK",
-    }
 }

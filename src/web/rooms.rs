@@ -22,6 +22,7 @@ use super::context::{set_cookie, Ctx, LAST_ROOM_COOKIE};
 use super::error::AppError;
 use super::extract::{parse_id, MemberRoom};
 use super::respond::{found, TURBO_STREAM};
+use super::sessions;
 use crate::db::{messages, rooms};
 use crate::render::{self, RoomPage, Sidebar};
 use crate::state::SharedState;
@@ -57,17 +58,19 @@ pub async fn root(
 }
 
 /// `GET /rooms/{id}`: the latest 40 messages, the room's signed message stream and the
-/// composer.
+/// composer. Signed out: 302 to the sign-in form, which then returns here.
 pub async fn show(
     State(state): State<SharedState>,
     Extension(ctx): Extension<Ctx>,
     Path(room_id): Path<String>,
 ) -> Result<Response, AppError> {
-    render_room(&state, &ctx, parse_id(&room_id)?).await
+    render_room(&state, &ctx, parse_id(&room_id)?, None).await
 }
 
-/// `GET /rooms/{id}/@{message_id}`: a deep link to a message (the room page). Other
-/// segments are unknown (404).
+/// `GET /rooms/{id}/@{message_id}`: a deep link to a message (Campfire's
+/// `RoomsController#show` with `page_around`): the room page with the page around the
+/// message, which the page scrolls to and highlights. A message of another room, or none, is
+/// 404; other segments are unknown (404).
 pub async fn show_segment(
     State(state): State<SharedState>,
     Extension(ctx): Extension<Ctx>,
@@ -76,25 +79,44 @@ pub async fn show_segment(
     let Some(message_id) = segment.strip_prefix('@') else {
         return Err(AppError::NotFound);
     };
-    parse_id(message_id)?;
-    render_room(&state, &ctx, parse_id(&room_id)?).await
+    let message_id = parse_id(message_id)?;
+    render_room(&state, &ctx, parse_id(&room_id)?, Some(message_id)).await
 }
 
-async fn render_room(state: &SharedState, ctx: &Ctx, room_id: i64) -> Result<Response, AppError> {
+async fn render_room(
+    state: &SharedState,
+    ctx: &Ctx,
+    room_id: i64,
+    message_id: Option<i64>,
+) -> Result<Response, AppError> {
     let Some(user) = &ctx.user else {
-        return Ok(sign_in());
+        let path = match message_id {
+            Some(m) => format!("/rooms/{room_id}/@{m}"),
+            None => format!("/rooms/{room_id}"),
+        };
+        return Ok(sessions::sign_in_returning_to(
+            &path,
+            ctx.secure || state.config.production,
+        ));
     };
     let room = rooms::find_for_member(&state.pool, room_id, user.id)
         .await?
         .ok_or(AppError::NotFound)?;
     // The cursor first: whatever commits between the two reads comes again in the catch-up.
     let refresh_cursor = messages::last_change(&state.pool).await?;
-    let page = messages::last_page(&state.pool, room.id).await?;
-    let has_older = match page.first() {
-        Some(first) => !messages::page_before(&state.pool, room.id, first.id)
+    let page = match message_id {
+        Some(id) => messages::page_around(&state.pool, room.id, id)
             .await?
-            .is_empty(),
+            .ok_or(AppError::NotFound)?,
+        None => messages::last_page(&state.pool, room.id).await?,
+    };
+    let has_older = match page.first() {
+        Some(first) => messages::any_beyond(&state.pool, room.id, first.id, true).await?,
         None => false,
+    };
+    let has_newer = match (message_id, page.last()) {
+        (Some(_), Some(last)) => messages::any_beyond(&state.pool, room.id, last.id, false).await?,
+        _ => false,
     };
     let messages_html = render::messages(&page)?;
     let messages_stream = state
@@ -115,7 +137,8 @@ async fn render_room(state: &SharedState, ctx: &Ctx, room_id: i64) -> Result<Res
         messages_stream: &messages_stream,
         messages_html: &messages_html,
         has_older,
-        first_message_id: page.first().map_or(0, |m| m.id),
+        has_newer,
+        highlight_message_id: message_id.unwrap_or(0),
         client_message_id: &client_message_id,
         refresh_cursor,
         scripts: state.assets.head_html(),

@@ -14,6 +14,7 @@ use serde::Deserialize;
 use super::context::Ctx;
 use super::error::AppError;
 use super::respond::found;
+use crate::db::rooms;
 use crate::db::searches::{self, Search};
 use crate::render;
 use crate::state::SharedState;
@@ -37,8 +38,21 @@ pub struct SearchPage<'a> {
     pub max_query: usize,
     /// The user's recent searches, newest first.
     pub recent: &'a [Search],
-    /// The matching messages' partials.
-    pub results_html: &'a str,
+    /// The matching messages, newest first, each with its room.
+    pub results: &'a [SearchHit],
+}
+
+/// One search result: the message's partial under the name of its room.
+#[derive(Debug)]
+pub struct SearchHit {
+    /// The message's room.
+    pub room_id: i64,
+    /// What the room is called for the reader (a direct room: its other members' names).
+    pub room_name: String,
+    /// The message's id.
+    pub message_id: i64,
+    /// The message's partial.
+    pub html: String,
 }
 
 /// The query string of `GET /searches`.
@@ -88,7 +102,22 @@ pub async fn index(
     } else {
         searches::messages(&state.pool, user.id, &query, MAX_RESULTS).await?
     };
-    let results_html = render::messages(&results)?;
+    let mut names: std::collections::HashMap<i64, String> = std::collections::HashMap::new();
+    let mut hits = Vec::with_capacity(results.len());
+    for m in &results {
+        if !names.contains_key(&m.room_id) {
+            let name = rooms::sidebar_entry(&state.pool, m.room_id, user.id)
+                .await?
+                .map_or_else(|| format!("Room {}", m.room_id), |entry| entry.label);
+            names.insert(m.room_id, name);
+        }
+        hits.push(SearchHit {
+            room_id: m.room_id,
+            room_name: names.get(&m.room_id).cloned().unwrap_or_default(),
+            message_id: m.id,
+            html: render::message(m)?,
+        });
+    }
     let recent = searches::recent(&state.pool, user.id).await?;
     let token = ctx.csrf_token();
     let page = SearchPage {
@@ -96,7 +125,7 @@ pub async fn index(
         query: &query,
         max_query: MAX_QUERY_CHARS,
         recent: &recent,
-        results_html: &results_html,
+        results: &hits,
     };
     Ok((StatusCode::OK, Html(page.render()?)).into_response())
 }

@@ -13,7 +13,7 @@ use axum::Extension;
 use super::context::{delete_cookie, rotate_csrf, set_cookie, Ctx, PERMANENT_SECS, SESSION_COOKIE};
 use super::error::AppError;
 use super::respond;
-use crate::cable::protocol::{disconnect_frames, DisconnectReason};
+use crate::pubsub::Control;
 use crate::render::SignInPage;
 use crate::state::{AppState, SharedState};
 
@@ -152,13 +152,58 @@ pub async fn start_session(
     let expires = std::time::SystemTime::now() + std::time::Duration::from_secs(PERMANENT_SECS);
     let value = state.cookies.sign(SESSION_COOKIE, &token, Some(expires));
     let secure = ctx.secure || state.config.production;
-    let mut response = respond::found("/");
+    let back_to = ctx
+        .cookie(RETURN_TO_COOKIE)
+        .filter(|path| is_return_path(path));
+    let mut response = respond::found(back_to.unwrap_or("/"));
     response.headers_mut().append(
         header::SET_COOKIE,
         set_cookie(SESSION_COOKIE, &value, Some(PERMANENT_SECS), secure),
     );
+    if ctx.cookie(RETURN_TO_COOKIE).is_some() {
+        response
+            .headers_mut()
+            .append(header::SET_COOKIE, delete_cookie(RETURN_TO_COOKIE));
+    }
     rotate_csrf(state, &mut response, secure);
     Ok(response)
+}
+
+/// The cookie that remembers the page asked for while signed out (Campfire keeps it in the
+/// session as `return_to_after_authenticating`, `controllers/concerns/authentication.rb`).
+pub const RETURN_TO_COOKIE: &str = "return_to_after_authenticating";
+
+/// How long the page asked for is remembered, in seconds.
+pub const RETURN_TO_SECS: u64 = 600;
+
+/// Whether `path` may be returned to after signing in: a path of this site (one leading `/`,
+/// not `//` or `/\`, which browsers read as another host), at most 512 bytes of
+/// `A-Z a-z 0-9 / @ - _ . ~ ? = & %` (so it needs no escaping in a cookie or a `Location`).
+pub fn is_return_path(path: &str) -> bool {
+    path.len() <= 512
+        && path.starts_with('/')
+        && !path.starts_with("//")
+        && !path.starts_with("/\\")
+        && path.bytes().all(|b| {
+            b.is_ascii_alphanumeric()
+                || matches!(
+                    b,
+                    b'/' | b'@' | b'-' | b'_' | b'.' | b'~' | b'?' | b'=' | b'&' | b'%'
+                )
+        })
+}
+
+/// The answer to a signed-out request for a page: 302 to the sign-in form, remembering `path`
+/// (when [`is_return_path`]) so that signing in lands there.
+pub fn sign_in_returning_to(path: &str, secure: bool) -> Response {
+    let mut response = respond::found("/session/new");
+    if is_return_path(path) {
+        response.headers_mut().append(
+            header::SET_COOKIE,
+            set_cookie(RETURN_TO_COOKIE, path, Some(RETURN_TO_SECS), secure),
+        );
+    }
+    response
 }
 
 /// Hashes a new password with bcrypt at its default cost, off the async threads (as
@@ -188,24 +233,13 @@ pub async fn destroy(
 ) -> Result<Response, AppError> {
     if let Some(token) = &ctx.session_token {
         crate::db::sessions::destroy(&state.pool, token).await?;
-        match (&state.redis, &ctx.user) {
-            // Every node closes its connections of this session (this one too, through its
-            // own subscription).
-            (Some(redis), Some(user)) => {
-                redis.remote_disconnect(&crate::redis_pubsub::RemoteDisconnect {
-                    identifier: crate::redis_pubsub::connection_identifier(
-                        &state.config.gid_app,
-                        user.id,
-                    ),
-                    reconnect: false,
-                    session_sha256: Some(crate::registry::session_digest(token)),
-                });
-            }
-            _ => {
-                state
-                    .cable
-                    .close_session(token, &disconnect_frames(DisconnectReason::Remote, false));
-            }
+        if let Some(user) = &ctx.user {
+            // Every node closes its connections of this session.
+            state.bus.control(Control::Disconnect {
+                user_id: user.id,
+                session_sha256: Some(crate::registry::session_digest(token)),
+                reconnect: false,
+            });
         }
     }
     let mut response = respond::found("/session/new");

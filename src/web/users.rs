@@ -23,10 +23,10 @@ use super::error::AppError;
 use super::extract::parse_id;
 use super::respond::found;
 use crate::broadcasts;
-use crate::cable::protocol::{disconnect_frames, DisconnectReason};
 use crate::db::bans::{self, Banned};
 use crate::db::rooms;
 use crate::db::users::Guard;
+use crate::pubsub::Control;
 use crate::state::{AppState, SharedState};
 
 /// The statuses a user can be given.
@@ -46,23 +46,14 @@ pub fn guard_error(guard: Guard) -> Result<(), AppError> {
     }
 }
 
-/// Closes every open cable connection of `user_id` (reason `remote`, no reconnect): on every
-/// node through Redis when the Redis adapter is on (returns 0: the count is not known here),
-/// else here (returns how many were closed).
-pub fn disconnect(state: &AppState, user_id: i64) -> usize {
-    if let Some(redis) = &state.redis {
-        // Rails' `remote_connections.where(current_user:).disconnect(reconnect: false)`: every
-        // node closes the user's connections (this one through its own subscription).
-        redis.remote_disconnect(&crate::redis_pubsub::RemoteDisconnect {
-            identifier: crate::redis_pubsub::connection_identifier(&state.config.gid_app, user_id),
-            reconnect: false,
-            session_sha256: None,
-        });
-        return 0;
-    }
-    state
-        .cable
-        .close_user(user_id, &disconnect_frames(DisconnectReason::Remote, false))
+/// Closes every open cable connection of `user_id` (reason `remote`, no reconnect) on every
+/// node (Rails' `remote_connections.where(current_user:).disconnect(reconnect: false)`).
+pub fn disconnect(state: &AppState, user_id: i64) {
+    state.bus.control(Control::Disconnect {
+        user_id,
+        session_sha256: None,
+        reconnect: false,
+    });
 }
 
 /// Sets `user_id`'s status; `banned` is a full [`ban`]; `deactivated` also deletes the
@@ -86,8 +77,8 @@ pub async fn set_status(state: &AppState, user_id: i64, status: &str) -> Result<
     }
     guard_error(crate::db::users::set_status(&state.pool, user_id, status).await?)?;
     if status != "active" {
-        let closed = disconnect(state, user_id);
-        tracing::info!(user_id, status, connections = closed, "user disabled");
+        disconnect(state, user_id);
+        tracing::info!(user_id, status, "user disabled");
     }
     Ok(())
 }
@@ -131,12 +122,11 @@ pub async fn ban(state: &AppState, user_id: i64) -> Result<(), AppError> {
             broadcasts::messages_purged(&state.broadcaster, &room, ids);
         }
     }
-    let closed = disconnect(state, user_id);
+    disconnect(state, user_id);
     tracing::info!(
         user_id,
         addresses = ips.len(),
         messages = removed.len(),
-        connections = closed,
         "user banned"
     );
     Ok(())

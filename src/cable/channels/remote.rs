@@ -1,12 +1,20 @@
 //! Channels on a cable node (`--role cable`): the operations it asks the app node for, and
 //! the app node's side of them (`POST /_internal/cable/<op>`, see [`crate::app_link`]).
 //!
-//! | op | body | answer | cached on the cable node |
+//! Every operation is an [`crate::app_link::Op`]; its request type names it and its answer
+//! type ([`crate::app_link::Call`]), so neither end spells an operation as a string.
+//!
+//! | `Op` (path) | body | answer | cached on the cable node |
 //! |---|---|---|---|
-//! | `identify` | [`IdentifyRequest`] | [`IdentifyResponse`] | yes, by session |
-//! | `subscribe` | [`SubscribeRequest`] | [`super::Outcome`] | `RoomMessagesChannel`, `TypingNotificationsChannel` (membership checks) |
-//! | `perform` | [`PerformRequest`] | `bool` (handled) | never |
-//! | `unsubscribed` | [`UnsubscribedRequest`] | `true` | never |
+//! | `Hello` (`hello`) | `HelloRequest` | `true` | never (the key check at start and `/up`) |
+//! | `Identify` (`identify`) | [`IdentifyRequest`] | [`IdentifyResponse`] | yes, by session |
+//! | `Subscribe` (`subscribe`) | [`SubscribeRequest`] | [`super::Outcome`] | `RoomMessagesChannel`, `TypingNotificationsChannel` (membership checks) |
+//! | `Perform` (`perform`) | [`PerformRequest`] | `bool` (handled) | never |
+//! | `Unsubscribed` (`unsubscribed`) | [`UnsubscribedRequest`] | `true` | never |
+//! | `StillAllowed` (`still_allowed`) | [`StillAllowedRequest`] | `bool` | never (the re-check after a revocation) |
+//!
+//! Cached answers of a user are dropped when the user loses access
+//! ([`crate::app_link::AppLink::forget_user`]).
 //!
 //! Channels that need no database (`Turbo::StreamsChannel`, whose signed stream names are
 //! verified locally, `UnreadRoomsChannel`, `ReadRoomsChannel`, `HeartbeatChannel`) are run on
@@ -15,8 +23,42 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::{Channel, Subscribed};
+use super::{Channel, Outcome, Subscribed};
 use crate::db::users::User;
+
+impl crate::app_link::Call for IdentifyRequest {
+    const OP: crate::app_link::Op = crate::app_link::Op::Identify;
+    type Answer = IdentifyResponse;
+}
+
+impl crate::app_link::Call for SubscribeRequest {
+    const OP: crate::app_link::Op = crate::app_link::Op::Subscribe;
+    type Answer = Outcome;
+}
+
+impl crate::app_link::Call for PerformRequest {
+    const OP: crate::app_link::Op = crate::app_link::Op::Perform;
+    type Answer = bool;
+}
+
+impl crate::app_link::Call for UnsubscribedRequest {
+    const OP: crate::app_link::Op = crate::app_link::Op::Unsubscribed;
+    type Answer = bool;
+}
+
+impl crate::app_link::Call for StillAllowedRequest {
+    const OP: crate::app_link::Op = crate::app_link::Op::StillAllowed;
+    type Answer = bool;
+}
+
+/// Whether a confirmed subscription is still allowed (after a revocation).
+#[derive(Debug, Serialize, Deserialize)]
+pub struct StillAllowedRequest {
+    /// The connection's user.
+    pub user: User,
+    /// The subscription, as the app node confirmed it.
+    pub subscribed: Subscribed,
+}
 
 /// Who holds a session token.
 #[derive(Debug, Serialize, Deserialize)]

@@ -206,6 +206,79 @@ pub async fn is_empty(pool: &SqlitePool) -> Result<bool, sqlx::Error> {
         .await
 }
 
+/// The seed's published credentials that still work in this database, each as a sentence
+/// naming it: the join code [`JOIN_CODE`], Bender's bot token [`BENDER_BOT_TOKEN`], a named
+/// person's [`NAMED_PASSWORD`] and a generated user's [`GENERATED_PASSWORD`]. Empty for a
+/// database that never was seeded, or whose seeded credentials were all changed. A production
+/// server refuses to start while any is left (`state::AppState::build`): they are printed in
+/// the README and in this module.
+///
+/// # Errors
+///
+/// Any SQL error, or the password-checking task failing.
+pub async fn demo_credentials(pool: &SqlitePool) -> anyhow::Result<Vec<String>> {
+    let mut found = Vec::new();
+    let join: bool =
+        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM accounts WHERE join_code = ?)")
+            .bind(JOIN_CODE)
+            .fetch_one(pool)
+            .await?;
+    if join {
+        found.push(format!(
+            "the demo join code {JOIN_CODE} (POST /account/join_code makes a new one)"
+        ));
+    }
+    let bot: Option<i64> = sqlx::query_scalar("SELECT id FROM users WHERE bot_token = ?")
+        .bind(BENDER_BOT_TOKEN)
+        .fetch_optional(pool)
+        .await?;
+    if let Some(id) = bot {
+        found.push(format!("the demo bot key {id}-{BENDER_BOT_TOKEN} (PATCH /account/bots/{id}/key makes a new one)"));
+    }
+    let named: Vec<&str> = NAMED_USERS
+        .iter()
+        .filter_map(|u| u.email.filter(|_| u.has_password))
+        .collect();
+    let mut candidates: Vec<(String, String, &'static str)> = Vec::new();
+    for email in named {
+        let digest: Option<String> = sqlx::query_scalar(
+            "SELECT password_digest FROM users WHERE email_address = ? AND password_digest IS NOT NULL",
+        )
+        .bind(email)
+        .fetch_optional(pool)
+        .await?;
+        if let Some(digest) = digest {
+            candidates.push((email.to_owned(), digest, NAMED_PASSWORD));
+        }
+    }
+    // Generated users share one digest per seed run: a few distinct ones cover them all.
+    let generated: Vec<(String, String)> = sqlx::query_as(
+        "SELECT MIN(email_address), password_digest FROM users \
+         WHERE email_address LIKE 'user%@example.com' AND password_digest IS NOT NULL \
+         GROUP BY password_digest LIMIT 4",
+    )
+    .fetch_all(pool)
+    .await?;
+    candidates.extend(
+        generated
+            .into_iter()
+            .map(|(e, d)| (e, d, GENERATED_PASSWORD)),
+    );
+    let working = tokio::task::spawn_blocking(move || {
+        candidates
+            .into_iter()
+            .filter(|(_, digest, password)| bcrypt::verify(password, digest).unwrap_or(false))
+            .map(|(email, _, password)| (email, password))
+            .collect::<Vec<_>>()
+    })
+    .await
+    .context("the password checking task failed")?;
+    for (email, password) in working {
+        found.push(format!("the demo password {password:?} of {email}"));
+    }
+    Ok(found)
+}
+
 // ---------------------------------------------------------------------------------------------
 // The seed's clock: offsets from [`BASE_EPOCH_MS`], in milliseconds.
 

@@ -51,7 +51,7 @@ pub async fn create(
     let user = ctx.require_user()?;
     let ids = settings::user_ids(&ctx.form, settings::MAX_DIRECT_MEMBER_IDS)?;
     let (room, members, created) =
-        memberships::find_or_create_direct(&state.pool, &state.cable, user.id, &ids).await?;
+        memberships::find_or_create_direct(&state.pool, &state.broadcaster, user.id, &ids).await?;
     let mut entries = Vec::with_capacity(members.len());
     for id in &members {
         if let Some(entry) = rooms::sidebar_entry(&state.pool, room.id, *id).await? {

@@ -174,7 +174,7 @@ pub async fn destroy_in(
         return Err(AppError::Forbidden);
     }
     if let Some((room, former)) =
-        memberships::destroy_room(&state.pool, &state.cable, room.id).await?
+        memberships::destroy_room(&state.pool, &state.broadcaster, room.id).await?
     {
         crate::broadcasts::room_removed(&state.broadcaster, &room);
         tracing::info!(room_id = room.id, members = former.len(), "room destroyed");

@@ -84,7 +84,7 @@ pub async fn create(state: &AppState, ctx: &Ctx, kind: Kind) -> Result<Response,
     };
     let (room, members) = memberships::create_room(
         &state.pool,
-        &state.cable,
+        &state.broadcaster,
         kind.as_str(),
         &name,
         user.id,
@@ -172,7 +172,7 @@ pub async fn update(
     };
     let Some((room, revision)) = memberships::update_room(
         &state.pool,
-        &state.cable,
+        &state.broadcaster,
         room.id,
         kind.as_str(),
         &name,

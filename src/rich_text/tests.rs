@@ -1,0 +1,200 @@
+use super::*;
+use crate::rails::{KdfDigest, SignedGlobalIds, ATTACHABLE_PURPOSE};
+
+fn ids() -> SignedGlobalIds {
+    SignedGlobalIds::from_secret_key_base(b"secret", KdfDigest::Sha256, "campfire")
+}
+
+fn people(sgids: &SignedGlobalIds, who: &[(i64, &str)]) -> HashMap<String, Person> {
+    who.iter()
+        .map(|(id, name)| {
+            (
+                sgids.sign("User", *id, ATTACHABLE_PURPOSE),
+                Person {
+                    id: *id,
+                    name: (*name).to_owned(),
+                },
+            )
+        })
+        .collect()
+}
+
+fn trix_mention(sgid: &str, name: &str) -> String {
+    let json = serde_json::json!({
+        "content": format!("<span class=\"mention\" sgid={sgid}><img src=x onerror=alert(1)> {name}</span>"),
+        "contentType": MENTION_CONTENT_TYPE,
+        "sgid": sgid,
+    });
+    format!(
+        "<figure data-trix-attachment=\"{}\" data-trix-content-type=\"{MENTION_CONTENT_TYPE}\" class=\"attachment attachment--content\"><span class=\"mention\">{name}</span><figcaption class=\"attachment__caption\"></figcaption></figure>",
+        html_escape(&json.to_string())
+    )
+}
+
+#[test]
+fn plain_text_is_escaped_like_rails_with_lines_and_links() {
+    assert_eq!(
+        from_plain_text("<script>alert(1)</script>").html,
+        "<div>&lt;script&gt;alert(1)&lt;/script&gt;</div>"
+    );
+    assert_eq!(
+        from_plain_text(" a\nb & c ").html,
+        "<div>a<br>b &amp; c</div>"
+    );
+    assert_eq!(
+        from_plain_text("say \"hi\" & it's <b>\r\ncafé ☕").html,
+        "<div>say &quot;hi&quot; &amp; it&#39;s &lt;b&gt;<br>café ☕</div>"
+    );
+    assert_eq!(from_plain_text("   \n  ").html, "<div></div>");
+    assert!(from_plain_text("   \n  ").is_blank());
+    let linked = from_plain_text("see https://example.com/a?b=1&c=2.");
+    assert_eq!(
+        linked.html,
+        "<div>see <a href=\"https://example.com/a?b=1&amp;c=2\" target=\"_blank\" rel=\"noopener noreferrer\">https://example.com/a?b=1&amp;c=2</a>.</div>"
+    );
+    assert_eq!(linked.plain_text, "see https://example.com/a?b=1&c=2.");
+}
+
+#[test]
+fn plain_text_inverts_from_plain_text() {
+    for typed in [
+        "plain",
+        "a < b & \"c\" it's\nsecond line\nafter",
+        "&amp; typed literally &lt;",
+        "café ☕ <script>",
+        "a link https://example.com/x in it",
+    ] {
+        assert_eq!(plain_text(&from_plain_text(typed).html), typed);
+    }
+    assert_eq!(
+        plain_text("<div>Rails <strong>rich</strong> text</div><div>two &#60;3 &#x263A;</div>"),
+        "Rails rich text\ntwo <3 ☺"
+    );
+    assert_eq!(plain_text("<p>a</p><p>b&nbsp;c</p>"), "a\nb\u{a0}c");
+}
+
+#[test]
+fn the_sanitizer_cuts_what_action_text_would_not_render() {
+    let draft = sanitize(concat!(
+        "<div>hi <strong>bold</strong> <em>it</em> <a href=\"javascript:alert(1)\">js</a> ",
+        "<a href=\"https://ok.example/\" onclick=\"x()\">ok</a><img src=x onerror=alert(1)>",
+        "<script>alert(2)</script><style>p{}</style><iframe src=//evil></iframe>",
+        "<span style=\"color:red\" class=\"message--mentioned\">s</span></div>",
+        "<pre>let x = 1 &lt; 2;</pre><!-- comment -->",
+        "<figure data-trix-attachment='{\"contentType\":\"image/png\",\"url\":\"http://evil/x.png\"}'><img src=\"http://evil/x.png\"></figure>",
+        "<action-text-attachment sgid=\"forged\" content-type=\"text/html\" content=\"&lt;script&gt;\"></action-text-attachment>",
+    ));
+    assert!(draft.sgids().is_empty());
+    let body = draft.finish(&HashMap::new());
+    assert_eq!(
+        body.html,
+        concat!(
+            "<div>hi <strong>bold</strong> <em>it</em> <a target=\"_blank\" rel=\"noopener noreferrer\">js</a> ",
+            "<a href=\"https://ok.example/\" target=\"_blank\" rel=\"noopener noreferrer\">ok</a>",
+            "<span>s</span></div><pre>let x = 1 &lt; 2;</pre>"
+        )
+    );
+    assert_eq!(body.plain_text, "hi bold it js oks\nlet x = 1 < 2;");
+    for bad in [
+        "script",
+        "onerror",
+        "onclick",
+        "javascript",
+        "iframe",
+        "style",
+        "img",
+        "figure",
+        "forged",
+    ] {
+        assert!(!body.html.contains(bad), "{bad} in {}", body.html);
+    }
+}
+
+#[test]
+fn urls_in_text_are_linked_but_not_inside_links_or_code() {
+    let body = sanitize("<div>go www.example.com now <a href=\"/rooms/1\">https://x.io</a></div><pre>https://in.code</pre>")
+        .finish(&HashMap::new());
+    assert_eq!(
+        body.html,
+        "<div>go <a href=\"http://www.example.com\" target=\"_blank\" rel=\"noopener noreferrer\">www.example.com</a> now <a href=\"/rooms/1\" target=\"_blank\" rel=\"noopener noreferrer\">https://x.io</a></div><pre>https://in.code</pre>"
+    );
+}
+
+#[test]
+fn mentions_of_the_rooms_people_are_kept_others_cut() {
+    let sgids = ids();
+    let jason = sgids.sign("User", 2, ATTACHABLE_PURPOSE);
+    let outsider = sgids.sign("User", 9, ATTACHABLE_PURPOSE);
+    let html = format!(
+        "<div>hey {} and {} and {}</div>",
+        trix_mention(&jason, "Jason"),
+        trix_mention(&outsider, "Out"),
+        trix_mention(&jason, "Jason")
+    );
+    let draft = sanitize(&html);
+    assert_eq!(draft.sgids(), [jason.clone(), outsider.clone()]);
+    let body = draft.finish(&people(&sgids, &[(2, "Jason <J>")]));
+    let chip = mention_chip(2, "Jason <J>");
+    let stored = format!(
+        "<action-text-attachment sgid=\"{jason}\" content-type=\"{MENTION_CONTENT_TYPE}\" content=\"{}\"></action-text-attachment>",
+        html_escape(&chip)
+    );
+    assert_eq!(
+        body.html,
+        format!("<div>hey {stored} and  and {stored}</div>")
+    );
+    assert_eq!(body.mentionee_ids, [2]);
+    assert_eq!(body.plain_text, "hey @Jason <J> and  and @Jason <J>");
+    assert!(!body.html.contains("onerror") && !body.html.contains(&outsider));
+
+    // Stored, then drawn: the chip inside the attachment; the ids for the highlight.
+    let (page, mentioned) = render(&body.html);
+    assert_eq!(mentioned, [2]);
+    assert_eq!(
+        page,
+        format!(
+            "<div>hey <action-text-attachment sgid=\"{jason}\" content-type=\"{MENTION_CONTENT_TYPE}\" content=\"{}\">{chip}</action-text-attachment> and  and <action-text-attachment sgid=\"{jason}\" content-type=\"{MENTION_CONTENT_TYPE}\" content=\"{}\">{chip}</action-text-attachment></div>",
+            html_escape(&chip),
+            html_escape(&chip)
+        )
+    );
+    assert_eq!(mentioned_user_ids(&body.html), [2]);
+    assert_eq!(plain_text(&body.html), "hey @Jason <J> and  and @Jason <J>");
+    // The editor gets Trix's attachment back.
+    let trix = to_trix_html(&body.html);
+    assert!(trix.contains("<figure data-trix-attachment=\""), "{trix}");
+    assert_eq!(
+        sanitize(&trix)
+            .finish(&people(&sgids, &[(2, "Jason <J>")]))
+            .html,
+        body.html
+    );
+}
+
+#[test]
+fn a_body_written_by_campfire_renders_its_mention() {
+    // As Campfire's MentionTestHelper writes one: the partial's HTML in `content`.
+    let sgids = ids();
+    let sgid = sgids.sign("User", 5, ATTACHABLE_PURPOSE);
+    let content = format!("<div class=\"mention\" sgid=\"{sgid}\">\n  <img src=\"/users/5/avatar\" class=\"avatar\">\n  Kevin\n</div>\n");
+    let body = format!(
+        "<div>Hi <action-text-attachment sgid=\"{sgid}\" content-type=\"{MENTION_CONTENT_TYPE}\" content=\"{}\"></action-text-attachment>!</div>",
+        content.replace('"', "&quot;")
+    );
+    let (page, ids) = render(&body);
+    assert_eq!(ids, [5]);
+    assert!(page.contains(&mention_chip(5, "Kevin")), "{page}");
+    assert_eq!(plain_text(&body), "Hi @Kevin!");
+}
+
+#[test]
+fn an_empty_editor_body_is_blank() {
+    for html in [
+        "",
+        "<div><br></div>",
+        "<div> </div><script>x</script>",
+        "<img src=x>",
+    ] {
+        assert!(sanitize(html).finish(&HashMap::new()).is_blank(), "{html}");
+    }
+}

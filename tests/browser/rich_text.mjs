@@ -1,0 +1,157 @@
+// Rich text and @mentions in a real browser (Debian's headless Chromium, playwright-core),
+// against the `hearth` binary. Run by tests/browser.rs:
+//
+//   node rich_text.mjs --hearth PATH --work DIR --artifacts DIR [--timeout 120]
+//
+// David and Jason open room 1 at 1280×900. David types in the composer's Trix editor a URL,
+// a bold word (Ctrl+B), `@Jas` (the autocomplete lists Jason; Enter inserts the mention) and
+// a code block (the toolbar's Code button), and sends with Enter. Both pages show the message
+// with the link (`rel="noopener noreferrer"`, `target="_blank"`), the `<strong>`, the code
+// block highlighted by highlight.js and the mention chip; Jason's page marks the message
+// `message--mentioned`, David's does not. Boxes are checked, screenshots kept (1280×900 for
+// both, 390×844 for Jason). No page threw, and no request left the server's origin.
+import { spawn } from "node:child_process"
+import { createInterface } from "node:readline"
+import { mkdirSync, createWriteStream } from "node:fs"
+import { join } from "node:path"
+import { chromium } from "playwright-core"
+
+const args = Object.fromEntries(
+  process.argv.slice(2).reduce((acc, a, i, all) => (a.startsWith("--") ? [...acc, [a.slice(2), all[i + 1]]] : acc), []),
+)
+const CHROMIUM = "/usr/bin/chromium"
+const FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"]
+const PASSWORD = "secret123456"
+const timeout = Number(args.timeout ?? 120)
+mkdirSync(args.artifacts, { recursive: true })
+mkdirSync(args.work, { recursive: true })
+const out = (...parts) => process.stdout.write(parts.join(" ") + "\n")
+let server = null
+let browser = null
+const pageErrors = []
+const foreign = []
+
+async function fail(why) {
+  out("FAIL", why)
+  if (browser) await browser.close().catch(() => {})
+  if (server) server.kill("SIGTERM")
+  process.exit(1)
+}
+setTimeout(() => fail(`timeout after ${timeout}s`), timeout * 1000).unref()
+
+function startHearth() {
+  const log = createWriteStream(join(args.work, "hearth.log"), { flags: "a" })
+  const env = { ...process.env, HEARTH_DATABASE: join(args.work, "hearth.sqlite3"), HEARTH_DATA_DIR: args.work, HEARTH_SEED_USERS: "20", HEARTH_LOGIN_RATE_LIMIT: "0", HEARTH_LOG_JSON: "true" }
+  delete env.HEARTH_ASSETS_DIR
+  const child = spawn(args.hearth, ["serve", "--bind", "127.0.0.1:0"], { cwd: args.work, env, stdio: ["ignore", "pipe", "pipe"] })
+  child.stderr.pipe(log)
+  const listening = new Promise((resolve, reject) => {
+    createInterface({ input: child.stdout }).on("line", (line) => {
+      log.write(line + "\n")
+      try {
+        const entry = JSON.parse(line)
+        if (entry.fields?.message === "Hearth is listening") resolve(entry.fields.address)
+      } catch {}
+    })
+    child.once("exit", (code) => reject(new Error(`hearth exited with ${code}`)))
+  })
+  return { child, listening }
+}
+
+let base = null
+async function signIn(who, email, viewport) {
+  const context = await browser.newContext({ viewport })
+  const page = await context.newPage()
+  page.on("pageerror", (e) => pageErrors.push(`${who}: ${e.message}`))
+  page.on("request", (r) => {
+    const url = r.url()
+    if (!url.startsWith(base) && !url.startsWith(base.replace("http:", "ws:")) && !url.startsWith("data:")) foreign.push(url)
+  })
+  await page.goto(`${base}/session/new`)
+  await page.fill('input[name="email_address"]', email)
+  await page.fill('input[name="password"]', PASSWORD)
+  await Promise.all([page.waitForURL(/\/rooms\/\d+$/), page.click('button[name="log_in"]')])
+  await page.goto(`${base}/rooms/1`)
+  await page.waitForSelector('turbo-cable-stream-source[channel="RoomMessagesChannel"][connected]', { state: "attached" })
+  await page.waitForSelector("trix-editor#message_body", { state: "visible" })
+  return page
+}
+
+// The box of the first element matching `selector` inside `scope`, checked to be drawn inside
+// the viewport.
+async function boxInView(page, scope, selector, what) {
+  const el = scope.locator(selector).first()
+  await el.waitFor({ state: "visible", timeout: 10000 }).catch(() => fail(`${what}: ${selector} not visible`))
+  const box = await el.boundingBox()
+  const vp = page.viewportSize()
+  if (!box || box.width < 1 || box.height < 1 || box.x < 0 || box.y < 0 || box.x + box.width > vp.width + 1 || box.y + box.height > vp.height + 1) {
+    await fail(`${what}: box ${JSON.stringify(box)} outside ${JSON.stringify(vp)}`)
+  }
+  return box
+}
+
+try {
+  server = startHearth()
+  base = `http://${await server.listening}`
+  server = server.child
+  browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: FLAGS })
+  const desktop = { width: 1280, height: 900 }
+  const david = await signIn("david", "david@example.com", desktop)
+  const jason = await signIn("jason", "jason@example.com", desktop)
+  out("PAGES", base)
+
+  const editor = david.locator("trix-editor#message_body")
+  await editor.click()
+  await editor.pressSequentially("see https://example.com/page and ", { delay: 10 })
+  await david.keyboard.press("Control+B")
+  await editor.pressSequentially("bold", { delay: 10 })
+  await david.keyboard.press("Control+B")
+  await editor.pressSequentially(" hi @Jas", { delay: 30 })
+  const option = david.locator(".mention-picker__option", { hasText: "Jason" }).first()
+  await option.waitFor({ state: "visible", timeout: 10000 }).catch(() => fail("the autocomplete did not list Jason"))
+  await boxInView(david, david, ".mention-picker", "the autocomplete")
+  await david.screenshot({ path: join(args.artifacts, "rich-text-autocomplete.png") })
+  await david.keyboard.press("Enter")
+  await david.locator("trix-editor#message_body figure[data-trix-content-type='application/vnd.campfire.mention']").waitFor({ state: "attached", timeout: 5000 }).catch(() => fail("no mention attachment in the editor"))
+  out("AUTOCOMPLETE-INSERTED")
+  await david.keyboard.press("Shift+Enter")
+  await david.locator('trix-toolbar button[data-trix-attribute="code"]').click()
+  await editor.pressSequentially("fn main() { let x = 1; }", { delay: 5 })
+  await david.keyboard.press("Enter")
+
+  for (const [who, page] of [["david", david], ["jason", jason]]) {
+    const msg = page.locator("#message-area .message", { hasText: "bold" }).last()
+    await msg.waitFor({ state: "visible", timeout: 10000 }).catch(() => fail(`${who}: the message did not arrive`))
+    await msg.scrollIntoViewIfNeeded()
+    await boxInView(page, msg, '.trix-content a[href="https://example.com/page"][rel="noopener noreferrer"][target="_blank"]', `${who}: link`)
+    await boxInView(page, msg, ".trix-content strong", `${who}: bold`)
+    if ((await msg.locator(".trix-content strong").first().textContent()) !== "bold") await fail(`${who}: strong is not "bold"`)
+    await boxInView(page, msg, '.trix-content pre[data-highlighted="yes"]', `${who}: highlighted code block`)
+    if ((await msg.locator(".trix-content pre .hljs-keyword").count()) === 0) await fail(`${who}: the code block has no highlighted keyword`)
+    await boxInView(page, msg, "action-text-attachment .mention", `${who}: mention chip`)
+    const chip = await msg.locator("action-text-attachment .mention").first().textContent()
+    if (chip !== "@Jason") await fail(`${who}: chip says ${chip}`)
+    const mentioned = await msg.evaluate((el) => el.classList.contains("message--mentioned"))
+    if (mentioned !== (who === "jason")) await fail(`${who}: message--mentioned is ${mentioned}`)
+    out("RENDERED", who, `mentioned=${mentioned}`)
+  }
+  const cleared = await david.evaluate(() => document.getElementById("message_body").value)
+  if (cleared !== "") await fail(`the composer kept ${cleared}`)
+  out("COMPOSER-CLEARED")
+  await david.screenshot({ path: join(args.artifacts, "rich-text-david.png") })
+  await jason.screenshot({ path: join(args.artifacts, "rich-text-jason.png") })
+  await jason.setViewportSize({ width: 390, height: 844 })
+  await jason.locator("#message-area .message", { hasText: "bold" }).last().scrollIntoViewIfNeeded()
+  await jason.screenshot({ path: join(args.artifacts, "rich-text-jason-mobile.png") })
+  out("SCREENSHOTS")
+
+  if (pageErrors.length) await fail(`page errors: ${pageErrors.join("; ")}`)
+  if (foreign.length) await fail(`foreign requests: ${foreign.join(" ")}`)
+  out("NO-PAGE-ERRORS NO-FOREIGN-REQUESTS")
+  await browser.close()
+  server.kill("SIGTERM")
+  out("OK")
+  process.exit(0)
+} catch (e) {
+  await fail(e.stack || String(e))
+}

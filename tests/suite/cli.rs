@@ -1,0 +1,138 @@
+//! `hearth --help` and `hearth serve --help` against the README: every setting of `serve` is a
+//! flag with an environment variable, and the README's configuration table lists each one;
+//! `sign-stream` and `broadcast-key` list only the flags they read, and print the keys
+//! `serve` uses.
+
+use std::process::Command;
+
+fn help(args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_hearth"))
+        .args(args)
+        .output()
+        .expect("hearth runs");
+    assert!(out.status.success(), "{args:?} failed");
+    String::from_utf8(out.stdout).expect("utf-8 help")
+}
+
+/// (flag, environment variable) pairs of a `--help` text.
+fn flags(help: &str) -> Vec<(String, Option<String>)> {
+    let mut out: Vec<(String, Option<String>)> = Vec::new();
+    for line in help.lines().map(str::trim) {
+        if let Some(rest) = line.strip_prefix("--") {
+            let name = rest.split([' ', '<']).next().unwrap_or("").to_owned();
+            if name != "help" {
+                out.push((name, None));
+            }
+        }
+        // On the flag's line (short help) or on a line of its own (long help).
+        if let Some((_, rest)) = line.split_once("[env: ") {
+            if let Some(last) = out.last_mut() {
+                last.1 = rest.split(['=', ']']).next().map(str::to_owned);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_serve_setting_has_an_env_var_and_a_readme_row() {
+    let help = help(&["serve", "--help"]);
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+        .expect("README.md");
+    let flags = flags(&help);
+    assert!(flags.len() >= 20, "{help}");
+    for (flag, env) in flags {
+        let env = env.unwrap_or_else(|| panic!("--{flag} has no environment variable"));
+        let row = format!("| `--{flag}` | `{env}` |");
+        assert!(readme.contains(&row), "README lacks the row {row}");
+    }
+}
+
+#[test]
+fn top_level_help_names_the_commands_and_where_settings_are() {
+    let help = help(&["--help"]);
+    for needle in [
+        "serve",
+        "seed",
+        "sign-stream",
+        "hearth serve --help",
+        "/metrics",
+    ] {
+        assert!(help.contains(needle), "{needle} missing:\n{help}");
+    }
+}
+
+/// `hearth <args>`'s standard output, which must succeed.
+fn run(args: &[&str]) -> String {
+    help(args).trim_end().to_owned()
+}
+
+#[test]
+fn key_commands_list_only_their_own_flags_with_serves_env_vars() {
+    let serve = flags(&help(&["serve", "--help"]));
+    for (command, own) in [
+        (
+            "sign-stream",
+            &[
+                "turbo-verifier-key",
+                "key-generator-digest",
+                "secret-key-base",
+                "data-dir",
+                "production",
+            ][..],
+        ),
+        (
+            "broadcast-key",
+            &["broadcast-key", "secret-key-base", "data-dir", "production"][..],
+        ),
+    ] {
+        let text = help(&[command, "--help"]);
+        let listed = flags(&text);
+        let names: Vec<&str> = listed.iter().map(|(flag, _)| flag.as_str()).collect();
+        assert_eq!(names, own, "{command} --help:\n{text}");
+        for pair in &listed {
+            assert!(
+                serve.contains(pair),
+                "{command}'s {pair:?} differs from serve's"
+            );
+        }
+    }
+}
+
+#[test]
+fn key_commands_print_the_keys_serve_uses() {
+    let secret = "0123456789abcdef".repeat(8);
+    let dir = std::env::temp_dir().join(format!("hearth-cli-{}", std::process::id()));
+    let dir = dir.to_str().expect("utf-8 temp dir");
+    let signed = run(&[
+        "sign-stream",
+        "rooms",
+        "--secret-key-base",
+        &secret,
+        "--data-dir",
+        dir,
+    ]);
+    let signer = hearth::rails::StreamNameSigner::from_secret_key_base(
+        secret.as_bytes(),
+        hearth::rails::KdfDigest::Sha256,
+    );
+    assert_eq!(signer.verify(&signed).as_deref(), Some("rooms"));
+    assert_eq!(
+        run(&["broadcast-key", "--secret-key-base", &secret]),
+        hearth::anycable::broadcast_key(&secret)
+    );
+    assert_eq!(
+        run(&[
+            "broadcast-key",
+            "--broadcast-key",
+            "k3y",
+            "--secret-key-base",
+            &secret
+        ]),
+        "k3y"
+    );
+    assert!(
+        !std::path::Path::new(dir).exists(),
+        "an explicit secret writes no file"
+    );
+}

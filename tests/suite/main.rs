@@ -1,0 +1,45 @@
+//! Hearth's integration tests, in one binary: one module per area, sharing the test server,
+//! the HTTP and WebSocket clients of [`common`] and one build of the whole server (each
+//! integration-test binary links every dependency again, which is most of the suite's build
+//! time on a small machine).
+//!
+//! The modules' tests share this process, so none of them may change what the others rely
+//! on: no environment variables are set (the servers read `HEARTH_*` through clap, and
+//! `REDIS_URL` is only read), the one rlimit raised (`stress`: `RLIMIT_NOFILE`) only grows,
+//! every listener binds port 0, and a log is captured per test (a thread-local subscriber),
+//! never by a global one. Process-wide state of the server itself (the database write lock
+//! and the access generation of `hearth::db`) is shared by every test server here, as it was
+//! between the tests of one file: a write holds the lock only for its own transaction, and a
+//! generation advanced by another server only makes a cache refill.
+//!
+//! Apart from this binary: `tests/fanout_alloc.rs`, which installs a counting
+//! `#[global_allocator]` for its whole process.
+//!
+//! Filter by module path: `cargo test --test suite -- web::` runs `web.rs`' tests only.
+
+mod common;
+
+mod accounts;
+mod browser;
+mod cable;
+mod cli;
+// The fan-out hooks (`Fanout::new_inline_writers`) exist with the `test-support` feature.
+#[cfg(feature = "test-support")]
+mod fanout_socket;
+mod files;
+mod hardening;
+mod layers;
+mod metrics;
+mod node_client;
+mod page_assets;
+mod process;
+mod properties;
+mod rails_interop;
+mod rails_vectors;
+mod redis;
+mod redis_rails;
+mod rooms;
+mod security;
+mod seed;
+mod stress;
+mod web;

@@ -1,0 +1,526 @@
+//! Security rules over real HTTP and `/cable`: production starts empty and refuses the demo's
+//! published credentials, the internal endpoint answers nobody without its key and reads
+//! bodies under the request limits, forwarded headers are believed only from trusted proxies,
+//! production sends HSTS (see `docs/hardening.md`).
+
+use crate::common;
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::{temp_dir, TestServer};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpStream;
+
+const DAVID: &str = "david@example.com";
+const SECRET: &str = "secret123456";
+
+/// Whether the seed's administrator signs in (the CSRF token from the first-run form).
+async fn demo_admin_signs_in(c: &mut common::Client) -> bool {
+    let page = c.get("/first_run").await;
+    let token = common::csrf_meta(&page.body);
+    let body = common::form(&[
+        ("email_address", DAVID),
+        ("password", SECRET),
+        ("authenticity_token", &token),
+    ]);
+    let r = c.post_form("/session", &body, &[]).await;
+    r.status == 302 && r.header("location") == Some("/")
+}
+
+/// Where `GET /` leads a visitor, following redirects (as Campfire: `/` → `/session/new` →
+/// `/first_run` before the first run).
+async fn landing(c: &mut common::Client) -> String {
+    let mut path = "/".to_owned();
+    for _ in 0..4 {
+        let r = c.get(&path).await;
+        match r.header("location") {
+            Some(next) if r.status == 302 => path = next.to_owned(),
+            _ => {
+                assert_eq!(r.status, 200, "{path}: {}", r.body);
+                return path;
+            }
+        }
+    }
+    panic!("too many redirects from /");
+}
+
+#[tokio::test]
+async fn a_production_server_on_an_empty_database_begins_at_the_first_run_form() {
+    let server = TestServer::start_with(|c| c.production = true).await;
+    let mut c = server.client();
+    assert_eq!(landing(&mut c).await, "/first_run");
+    let form = c.get("/first_run").await;
+    assert_eq!(form.status, 200);
+    assert!(form.body.contains("user[email_address]"), "{}", form.body);
+    // Nothing of the demo seed exists: its administrator cannot sign in, its join code is
+    // unknown and its bot key posts nothing.
+    assert!(!demo_admin_signs_in(&mut server.client()).await);
+    let join = server.client().get("/join/hRt7-Q2mK-9wXe").await;
+    assert_eq!(join.status, 404, "{}", join.body);
+    let bot = server
+        .client()
+        .request(
+            "POST",
+            "/rooms/1/5-bNd3rB0tK3y7/messages",
+            &[("Content-Type", "text/plain")],
+            b"hello",
+        )
+        .await;
+    assert!(
+        !(200..300).contains(&bot.status),
+        "the demo bot posted: {}",
+        bot.status
+    );
+    let users: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM users")
+        .fetch_one(&server.state.pool)
+        .await
+        .unwrap();
+    assert_eq!(users, 0);
+}
+
+#[tokio::test]
+async fn outside_production_an_empty_database_is_still_seeded() {
+    let server = TestServer::start().await;
+    let mut c = server.client();
+    assert_eq!(c.login(DAVID, SECRET).await.status, 302);
+}
+
+#[tokio::test]
+async fn a_production_server_refuses_a_database_holding_the_demo_credentials_and_says_which() {
+    let seeded = TestServer::start().await;
+    let dir = seeded.stop_keeping_dir().await;
+    let mut config = hearth::config::Config::for_tests(&dir);
+    config.production = true;
+    let err = hearth::app::Server::bind(config)
+        .await
+        .expect_err("a production server must not serve the demo credentials");
+    let text = format!("{err:#}");
+    for needle in [
+        "production",
+        "hRt7-Q2mK-9wXe",
+        "5-bNd3rB0tK3y7",
+        "david@example.com",
+        "\"password\" of user",
+    ] {
+        assert!(text.contains(needle), "{needle} missing from: {text}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn a_production_server_starts_once_every_demo_credential_was_changed() {
+    let seeded = TestServer::start_with(|c| c.seed_users = 0).await;
+    let pool = seeded.state.pool.clone();
+    let digest = bcrypt::hash("another long password", 4).unwrap();
+    sqlx::query("UPDATE users SET password_digest = ? WHERE password_digest IS NOT NULL")
+        .bind(&digest)
+        .execute(&pool)
+        .await
+        .unwrap();
+    sqlx::query("UPDATE users SET bot_token = 'freshTOKEN12' WHERE bot_token IS NOT NULL")
+        .execute(&pool)
+        .await
+        .unwrap();
+    sqlx::query("UPDATE accounts SET join_code = 'abcd-efgh-ijkl'")
+        .execute(&pool)
+        .await
+        .unwrap();
+    let dir = seeded.stop_keeping_dir().await;
+    let server = TestServer::start_in(dir, |c| c.production = true).await;
+    let mut c = server.client();
+    assert_eq!(c.login(DAVID, "another long password").await.status, 302);
+}
+
+/// The `HEARTH_*` settings a deployment file gives: `Environment=K=V` lines of a systemd
+/// unit, or the `ENV K=V \` block of a Dockerfile.
+fn deployment_env(text: &str) -> Vec<(String, String)> {
+    let mut pairs = Vec::new();
+    let mut in_env = false;
+    for line in text.lines() {
+        let line = line.trim();
+        let body = if let Some(rest) = line.strip_prefix("Environment=") {
+            rest
+        } else if let Some(rest) = line.strip_prefix("ENV ") {
+            in_env = true;
+            rest
+        } else if in_env {
+            line
+        } else {
+            continue;
+        };
+        in_env = in_env && body.ends_with('\\');
+        for pair in body.trim_end_matches('\\').split_whitespace() {
+            if let Some((k, v)) = pair.split_once('=') {
+                pairs.push((k.to_owned(), v.to_owned()));
+            }
+        }
+    }
+    pairs
+}
+
+/// Starts the real binary with a deployment file's settings (its paths moved into `dir`, its
+/// address to an ephemeral port) and returns its address.
+async fn start_as_deployed(file: &str, dir: &Path) -> (tokio::process::Child, SocketAddr) {
+    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(file)).unwrap();
+    let env = deployment_env(&text);
+    assert!(
+        env.iter()
+            .any(|(k, v)| k == "HEARTH_PRODUCTION" && v == "true"),
+        "{file} starts production: {env:?}"
+    );
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_hearth"));
+    command
+        .arg("serve")
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin");
+    for (k, v) in &env {
+        command.env(k, v);
+    }
+    command
+        .env("HEARTH_BIND", "127.0.0.1:0")
+        .env("HEARTH_DATABASE", dir.join("hearth.sqlite3"))
+        .env("HEARTH_DATA_DIR", dir)
+        .env("HEARTH_LOG_JSON", "true")
+        .env("SECRET_KEY_BASE", "ab".repeat(64))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true);
+    let mut child = command.spawn().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let addr = tokio::time::timeout(Duration::from_secs(60), async {
+        while let Ok(Some(line)) = lines.next_line().await {
+            if line.contains("Hearth is listening") {
+                let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+                return v["fields"]["address"].as_str().unwrap().parse().unwrap();
+            }
+        }
+        panic!("{file}: the server ended before listening");
+    })
+    .await
+    .expect("listening in time");
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (child, addr)
+}
+
+#[tokio::test]
+async fn the_deployed_production_starts_lead_to_the_first_run_form() {
+    for file in ["deploy/hearth.service", "deploy/Dockerfile"] {
+        let dir = temp_dir("deployed");
+        let (mut child, addr) = start_as_deployed(file, &dir).await;
+        let mut c = common::Client {
+            addr,
+            cookies: Vec::new(),
+        };
+        assert_eq!(landing(&mut c).await, "/first_run", "{file}");
+        assert_eq!(c.get("/first_run").await.status, 200, "{file}");
+        assert!(!demo_admin_signs_in(&mut c).await, "{file}");
+        let _ = child.kill().await;
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The internal endpoint of the app node.
+
+/// Sends `head` (and no body) and returns the status line's code, or None when the server
+/// closed the connection without an answer within `within`.
+async fn status_of(addr: SocketAddr, head: &str, body: &[u8], within: Duration) -> Option<u16> {
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream.write_all(body).await.unwrap();
+    let mut raw = Vec::new();
+    let read = tokio::time::timeout(within, async {
+        let mut buf = [0u8; 1024];
+        loop {
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    raw.extend_from_slice(&buf[..n]);
+                    if raw.windows(4).any(|w| w == b"\r\n\r\n") {
+                        break;
+                    }
+                }
+            }
+        }
+    })
+    .await;
+    read.ok()?;
+    let line = String::from_utf8_lossy(&raw);
+    line.split(' ').nth(1).and_then(|s| s.parse().ok())
+}
+
+fn internal_key(server: &TestServer) -> String {
+    hearth::app_link::internal_key(
+        server
+            .state
+            .config
+            .secret_key_base
+            .as_deref()
+            .map(String::as_str)
+            .unwrap(),
+    )
+}
+
+#[tokio::test]
+async fn an_unkeyed_internal_call_is_answered_404_before_its_body_is_read() {
+    let server = TestServer::start_with(|c| c.body_timeout = 1).await;
+    // A body announced and never sent: the answer must not wait for it.
+    let head = format!(
+        "POST /_internal/cable/identify HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n",
+        server.addr
+    );
+    let started = Instant::now();
+    let status = status_of(server.addr, &head, b"{", Duration::from_secs(5)).await;
+    assert_eq!(status, Some(404));
+    assert!(
+        started.elapsed() < Duration::from_millis(900),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn a_keyed_internal_call_reads_its_body_under_the_body_timeout_and_size_limit() {
+    let server = TestServer::start_with(|c| {
+        c.body_timeout = 1;
+        c.max_body_bytes = 4096;
+    })
+    .await;
+    let key = internal_key(&server);
+    let slow = format!(
+        "POST /_internal/cable/identify HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {key}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n",
+        server.addr
+    );
+    let started = Instant::now();
+    let status = status_of(server.addr, &slow, b"{", Duration::from_secs(5)).await;
+    assert_eq!(status, Some(408));
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    let large = format!(
+        "POST /_internal/cable/identify HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {key}\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n",
+        server.addr
+    );
+    let status = status_of(server.addr, &large, &[b' '; 5000], Duration::from_secs(5)).await;
+    assert_eq!(status, Some(413));
+    // A well-formed keyed call still works.
+    let body = br#"{"session_token":"nope"}"#;
+    let ok = format!(
+        "POST /_internal/cable/identify HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {key}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        server.addr,
+        body.len()
+    );
+    assert_eq!(
+        status_of(server.addr, &ok, body, Duration::from_secs(5)).await,
+        Some(200)
+    );
+}
+
+#[tokio::test]
+async fn get_on_the_internal_endpoint_is_404_with_or_without_the_key() {
+    let server = TestServer::start().await;
+    let key = internal_key(&server);
+    let mut c = server.client();
+    for op in ["identify", "subscribe", "nothing"] {
+        let path = format!("/_internal/cable/{op}");
+        assert_eq!(c.get(&path).await.status, 404, "{path}");
+        let auth = format!("Bearer {key}");
+        let keyed = c
+            .request("GET", &path, &[("Authorization", &auth)], b"")
+            .await;
+        assert_eq!(keyed.status, 404, "{path}");
+    }
+}
+
+#[tokio::test]
+async fn a_broadcast_body_is_read_under_the_body_timeout() {
+    let server = TestServer::start_with(|c| c.body_timeout = 1).await;
+    let key = server.state.broadcast_key.clone();
+    let head = format!(
+        "POST /_broadcast HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {key}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n",
+        server.addr
+    );
+    let status = status_of(server.addr, &head, b"{", Duration::from_secs(5)).await;
+    assert_eq!(status, Some(408));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Forwarded headers and transport security.
+
+#[tokio::test]
+async fn x_forwarded_proto_from_an_untrusted_client_does_not_make_cookies_secure() {
+    let server = TestServer::start().await;
+    let mut c = server.client();
+    let page = c
+        .request(
+            "GET",
+            "/session/new",
+            &[("X-Forwarded-Proto", "https")],
+            b"",
+        )
+        .await;
+    let cookie = page.headers_named("set-cookie").join("\n");
+    assert!(!cookie.is_empty());
+    assert!(!cookie.to_ascii_lowercase().contains("secure"), "{cookie}");
+
+    // Behind a trusted proxy the same header is believed.
+    let proxied = TestServer::start_with(|c| {
+        c.trusted_proxies = vec!["127.0.0.1".parse().unwrap()];
+    })
+    .await;
+    let mut c = proxied.client();
+    let page = c
+        .request(
+            "GET",
+            "/session/new",
+            &[("X-Forwarded-Proto", "https")],
+            b"",
+        )
+        .await;
+    let cookie = page.headers_named("set-cookie").join("\n");
+    assert!(cookie.to_ascii_lowercase().contains("secure"), "{cookie}");
+}
+
+#[tokio::test]
+async fn production_sends_hsts_and_development_does_not() {
+    let production = TestServer::start_with(|c| c.production = true).await;
+    let r = production.client().get("/up").await;
+    assert_eq!(
+        r.header("strict-transport-security"),
+        Some(hearth::app::HSTS)
+    );
+    let r = production.client().get("/first_run").await;
+    assert_eq!(
+        r.header("strict-transport-security"),
+        Some(hearth::app::HSTS)
+    );
+    let development = TestServer::start().await;
+    let r = development.client().get("/up").await;
+    assert_eq!(r.header("strict-transport-security"), None);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Queued-frame budgets.
+
+/// The server's resident memory now (`VmRSS`), in KiB.
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS in /proc status")
+}
+
+/// Sockets of one account, identifiers per socket, posts and their body length of the
+/// measurement; the per-user budget it runs with, and the fixed overhead allowed on top
+/// (the connections' rings, the frames their writers hold, allocator slack).
+const BUDGET_SOCKETS: usize = 100;
+const BUDGET_IDENTIFIERS: usize = 64;
+const BUDGET_POSTS: usize = 12;
+const BUDGET_BODY_CHARS: usize = 2000;
+const USER_BUDGET_MIB: u64 = 8;
+const FIXED_OVERHEAD_MIB: u64 = 16;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn non_reading_sockets_of_one_account_pin_at_most_the_user_budget() {
+    let dir = temp_dir("budget");
+    let budget = (USER_BUDGET_MIB << 20).to_string();
+    let mut flags = vec!["--queue-user-bytes".to_owned(), budget];
+    // For the comparison in docs/hardening.md: HEARTH_TEST_QUEUE_FLAGS="--queue-user-bytes 0
+    // --queue-server-bytes 0" measures the same load without budgets (and then fails).
+    if let Ok(extra) = std::env::var("HEARTH_TEST_QUEUE_FLAGS") {
+        flags.extend(extra.split_whitespace().map(str::to_owned));
+    }
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let hearth = common::child::Hearth::start(&dir, &flags).await;
+    let pid = hearth.child.id().unwrap();
+    let mut c = hearth.client();
+    assert_eq!(c.login(DAVID, SECRET).await.status, 302);
+    let (csrf, page) = c.room(1).await;
+    let signed = common::attr_after(
+        &page,
+        "channel=\"RoomMessagesChannel\" signed-stream-name=\"",
+    )
+    .expect("the room's stream name");
+    let cookie = c.cookie_header();
+    let origin = format!("http://{}", hearth.addr);
+
+    let mut stalled = Vec::with_capacity(BUDGET_SOCKETS);
+    for s in 0..BUDGET_SOCKETS {
+        let mut ws = common::Ws::connect_small_window(hearth.addr, &cookie, &origin).await;
+        assert_eq!(ws.status, 101, "socket {s}: {}", ws.response_head);
+        for i in 0..BUDGET_IDENTIFIERS {
+            let id = serde_json::json!({
+                "channel": "RoomMessagesChannel",
+                "signed_stream_name": signed,
+                "n": format!("{s}-{i}"),
+            })
+            .to_string();
+            ws.send_text(&common::subscribe_cmd(&id)).await;
+        }
+        let mut confirmed = 0;
+        while confirmed < BUDGET_IDENTIFIERS {
+            match ws.next_non_ping(Duration::from_secs(60)).await {
+                Some(common::WsEvent::Text(t)) if t.contains("confirm_subscription") => {
+                    confirmed += 1;
+                }
+                Some(common::WsEvent::Text(t)) if t.contains("welcome") => {}
+                other => panic!("socket {s}: {other:?}"),
+            }
+        }
+        stalled.push(ws);
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let before = rss_kib(pid);
+    let peak_before = hearth.peak_rss_kib();
+    let body = "x".repeat(BUDGET_BODY_CHARS);
+    for p in 0..BUDGET_POSTS {
+        let r = c
+            .post_message(1, &body, &format!("budget-{p}"), &csrf)
+            .await;
+        assert_eq!(r.status, 200, "post {p}");
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let after = rss_kib(pid);
+    let peak = hearth.peak_rss_kib();
+    let rise_mib = after.saturating_sub(before) as f64 / 1024.0;
+    let peak_rise_mib = peak.saturating_sub(peak_before.max(before)) as f64 / 1024.0;
+    let metrics = hearth.client().get("/metrics").await.body;
+    let cut = metrics
+        .lines()
+        .find(|l| l.starts_with("hearth_fanout_slow_consumer_disconnects_total"))
+        .unwrap_or("")
+        .to_owned();
+    eprintln!("budget: {cut}");
+    eprintln!(
+        "budget: {BUDGET_SOCKETS} non-reading sockets x {BUDGET_IDENTIFIERS} identifiers, \
+         {BUDGET_POSTS} posts of {BUDGET_BODY_CHARS} chars: VmRSS {} -> {} MiB (+{rise_mib:.1} MiB), \
+         VmHWM +{peak_rise_mib:.1} MiB; user budget {USER_BUDGET_MIB} MiB + {FIXED_OVERHEAD_MIB} MiB allowed",
+        before / 1024,
+        after / 1024
+    );
+    assert!(
+        peak_rise_mib <= (USER_BUDGET_MIB + FIXED_OVERHEAD_MIB) as f64,
+        "RSS rose {peak_rise_mib:.1} MiB"
+    );
+    // The server still serves: a fresh client signs in and posts.
+    let mut other = hearth.client();
+    assert_eq!(other.login("jason@example.com", SECRET).await.status, 302);
+    let (csrf, _) = other.room(1).await;
+    assert_eq!(
+        other
+            .post_message(1, "still here", "after", &csrf)
+            .await
+            .status,
+        200
+    );
+    drop(stalled);
+    let _ = std::fs::remove_dir_all(&dir);
+}
