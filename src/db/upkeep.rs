@@ -193,7 +193,7 @@ mod tests {
         assert_eq!(index_messages(&pool).await.expect("index"), 0);
 
         // An edit of an indexed message reaches the index at once.
-        super::super::messages::update_body(&pool, room, first, "<div>gamma</div>")
+        super::super::messages::update_body(&pool, room, first, "<div>gamma</div>", "gamma")
             .await
             .expect("edit");
         assert_eq!(indexed(&pool, "alpha").await, Vec::<i64>::new());
@@ -201,7 +201,7 @@ mod tests {
 
         // An edit of a message not yet indexed is indexed as it is when its batch comes.
         let second = post(&pool, room, user, "<div>delta</div>").await;
-        super::super::messages::update_body(&pool, room, second, "<div>epsilon</div>")
+        super::super::messages::update_body(&pool, room, second, "<div>epsilon</div>", "epsilon")
             .await
             .expect("edit");
         assert_eq!(index_messages(&pool).await.expect("index"), 1);

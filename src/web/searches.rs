@@ -105,11 +105,11 @@ pub async fn index(
     let mut names: std::collections::HashMap<i64, String> = std::collections::HashMap::new();
     let mut hits = Vec::with_capacity(results.len());
     for m in &results {
-        if !names.contains_key(&m.room_id) {
+        if let std::collections::hash_map::Entry::Vacant(slot) = names.entry(m.room_id) {
             let name = rooms::sidebar_entry(&state.pool, m.room_id, user.id)
                 .await?
                 .map_or_else(|| format!("Room {}", m.room_id), |entry| entry.label);
-            names.insert(m.room_id, name);
+            slot.insert(name);
         }
         hits.push(SearchHit {
             room_id: m.room_id,

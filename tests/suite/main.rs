@@ -21,6 +21,7 @@ mod common;
 
 mod accounts;
 mod browser;
+mod browser_room;
 mod cable;
 mod cli;
 // The fan-out hooks (`Fanout::new_inline_writers`) exist with the `test-support` feature.
@@ -38,6 +39,7 @@ mod rails_interop;
 mod rails_vectors;
 mod redis;
 mod redis_rails;
+mod room_page;
 mod rooms;
 mod security;
 mod seed;

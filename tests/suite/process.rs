@@ -678,7 +678,7 @@ async fn writes_of_messages_survive_a_schema_change_on_a_connection_that_never_w
 
     let pool = fresh().await;
     change_schema(&mut outside).await;
-    let edited = messages::update_body(&pool, 1, 1, "<div>edited</div>").await;
+    let edited = messages::update_body(&pool, 1, 1, "<div>edited</div>", "edited").await;
     let edited = edited.unwrap_or_else(|e| panic!("edit: {e}"));
     assert_eq!(edited.map(|m| m.body).as_deref(), Some("<div>edited</div>"));
     pool.close().await;

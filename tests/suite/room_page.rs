@@ -3,7 +3,7 @@
 //! results name their room, and the message partial stays the same for every reader (who may
 //! edit is decided in the browser; the server keeps its 403).
 
-mod common;
+use crate::common;
 
 use common::TestServer;
 
@@ -37,7 +37,10 @@ async fn a_permalink_renders_the_page_around_its_message() {
     let page = c.get(&format!("/rooms/1/@{second}")).await;
     assert_eq!(page.status, 200);
     let shown = message_ids(&page.body);
-    assert!(shown.contains(&second), "message {second} is not on its permalink's page");
+    assert!(
+        shown.contains(&second),
+        "message {second} is not on its permalink's page"
+    );
     // Half a page after it, all there is before it.
     assert_eq!(shown, ids[..22].to_vec());
     assert!(page
@@ -85,14 +88,24 @@ async fn signing_in_returns_to_the_page_asked_for() {
     let asked = c.get("/rooms/1/@2").await;
     assert_eq!(asked.status, 302);
     assert_eq!(asked.header("location"), Some("/session/new"));
-    assert_eq!(c.cookie("return_to_after_authenticating"), Some("/rooms/1/@2"));
+    assert_eq!(
+        c.cookie("return_to_after_authenticating"),
+        Some("/rooms/1/@2")
+    );
     let r = c.login(JASON, SECRET).await;
     assert_eq!(r.status, 302);
     assert_eq!(r.header("location"), Some("/rooms/1/@2"));
-    assert_eq!(c.cookie("return_to_after_authenticating"), None, "remembered once");
+    assert_eq!(
+        c.cookie("return_to_after_authenticating"),
+        None,
+        "remembered once"
+    );
     // The next sign-in goes to the root again.
     let mut again = server.client();
-    assert_eq!(again.login(JASON, SECRET).await.header("location"), Some("/"));
+    assert_eq!(
+        again.login(JASON, SECRET).await.header("location"),
+        Some("/")
+    );
 }
 
 #[tokio::test]
@@ -126,8 +139,11 @@ async fn search_results_name_their_room_and_link_to_the_message() {
     assert!(page.body.contains(">All Talk</a>"));
     for id in message_ids(&page.body) {
         assert!(
-            page.body.contains(&format!("href=\"/rooms/1/@{id}\" class=\"message__permalink\""))
-                || page.body.contains(&format!("/@{id}\" class=\"message__permalink\"")),
+            page.body.contains(&format!(
+                "href=\"/rooms/1/@{id}\" class=\"message__permalink\""
+            )) || page
+                .body
+                .contains(&format!("/@{id}\" class=\"message__permalink\"")),
             "hit {id} has no permalink"
         );
     }
@@ -144,10 +160,16 @@ async fn the_partial_is_the_same_for_every_reader_and_edit_stays_403_for_others(
     let list = |html: &str| {
         let start = html.find("<div id=\"messages_rooms_open_1\"").unwrap();
         let start = start + html[start..].find('>').unwrap();
-        let end = html.find("<button type=\"button\" class=\"jump-to-newest\"").unwrap();
+        let end = html
+            .find("<button type=\"button\" class=\"jump-to-newest\"")
+            .unwrap();
         html[start..end].to_owned()
     };
-    assert_eq!(list(&for_david), list(&for_jason), "the messages differ by reader");
+    assert_eq!(
+        list(&for_david),
+        list(&for_jason),
+        "the messages differ by reader"
+    );
     // Who may edit is told to the page, not written into the partial.
     assert!(for_david.contains("class=\"room room--admin\""));
     assert!(for_jason.contains("class=\"room\""));
@@ -173,7 +195,11 @@ async fn play_and_emoji_only_posts_are_drawn_as_such() {
     assert!(r.body.contains("data-sound=\"tada\""));
     assert!(r.body.contains("plays a fanfare"));
     let r = c.post_message(1, "🎉🎉", "emoji-1", &csrf).await;
-    assert!(r.body.contains("class=\"message message--emoji\""), "{}", r.body);
+    assert!(
+        r.body.contains("class=\"message message--emoji\""),
+        "{}",
+        r.body
+    );
     // Unknown sounds and hostile names are text, escaped.
     let r = c
         .post_message(1, "/play <img src=x onerror=alert(1)>", "play-2", &csrf)
@@ -181,7 +207,9 @@ async fn play_and_emoji_only_posts_are_drawn_as_such() {
     assert_eq!(r.status, 200);
     assert!(!r.body.contains("data-sound="));
     assert!(!r.body.contains("<img"));
-    let r = c.post_message(1, "/play nosuchsound", "play-3", &csrf).await;
+    let r = c
+        .post_message(1, "/play nosuchsound", "play-3", &csrf)
+        .await;
     assert!(!r.body.contains("data-sound="));
     assert!(r.body.contains("/play nosuchsound"));
 }
