@@ -9,6 +9,7 @@ use askama::Template;
 use crate::db::messages::{Boost, Message};
 use crate::db::rooms::SidebarRoom;
 use crate::db::users::User;
+use crate::rails::ActiveStorageVerifier;
 
 /// The `messages/_message` partial (Campfire: `app/views/messages/_message.html.erb`).
 #[derive(Template)]
@@ -143,7 +144,7 @@ impl std::fmt::Debug for MessagePartial<'_> {
 ///
 /// # Errors
 /// The template failed to render (askama's error).
-pub fn message(m: &Message) -> Result<String, askama::Error> {
+pub fn message(m: &Message, urls: &ActiveStorageVerifier) -> Result<String, askama::Error> {
     let initials = initials(&m.creator_name);
     let (body, mentioned) = crate::rich_text::render(&m.body);
     let mentionee_ids = mentioned
@@ -153,7 +154,7 @@ pub fn message(m: &Message) -> Result<String, askama::Error> {
         .join(" ");
     let partial = MessagePartial {
         m,
-        file: m.attachment.as_ref().map(file_view),
+        file: m.attachment.as_ref().map(|a| file_view(a, urls)),
         body,
         mentionee_ids,
         hue: (m.creator_id.unsigned_abs() * 47 % 360) as u32,
@@ -192,11 +193,14 @@ pub struct FileView {
 }
 
 /// The [`FileView`] of a message's file.
-pub fn file_view(a: &crate::db::blobs::Attached) -> FileView {
+pub fn file_view(a: &crate::db::blobs::Attached, urls: &ActiveStorageVerifier) -> FileView {
     use crate::db::blobs::{resize_to_limit, THUMB_LIMIT};
     let blob = &a.blob;
-    let thumb_src =
-        crate::storage::representation_path(blob, &resize_to_limit(THUMB_LIMIT.0, THUMB_LIMIT.1));
+    let thumb_src = crate::storage::representation_path(
+        urls,
+        blob,
+        &resize_to_limit(THUMB_LIMIT.0, THUMB_LIMIT.1),
+    );
     let analyzed = blob.metadata_json().get("analyzed").is_some();
     let (kind, src, dims, processing) = match &a.thumb {
         Some(t) if blob.is_video() => (
@@ -218,7 +222,7 @@ pub fn file_view(a: &crate::db::blobs::Attached) -> FileView {
         {
             (
                 "image",
-                crate::storage::blob_path(blob, false),
+                crate::storage::blob_path(urls, blob, false),
                 fit_within(blob.metadata_int("width"), blob.metadata_int("height")),
                 false,
             )
@@ -233,8 +237,8 @@ pub fn file_view(a: &crate::db::blobs::Attached) -> FileView {
     FileView {
         kind,
         src,
-        href: crate::storage::blob_path(blob, false),
-        download: crate::storage::blob_path(blob, true),
+        href: crate::storage::blob_path(urls, blob, false),
+        download: crate::storage::blob_path(urls, blob, true),
         filename: blob.filename.clone(),
         size: crate::storage::human_size(blob.byte_size),
         width: dims.0.unwrap_or(0),
@@ -294,10 +298,10 @@ pub fn initials(name: &str) -> String {
 ///
 /// # Errors
 /// A partial failed to render.
-pub fn messages(list: &[Message]) -> Result<String, askama::Error> {
+pub fn messages(list: &[Message], urls: &ActiveStorageVerifier) -> Result<String, askama::Error> {
     let mut out = String::with_capacity(list.len() * 6 * 1024);
     for m in list {
-        out.push_str(&message(m)?);
+        out.push_str(&message(m, urls)?);
         out.push('\n');
     }
     Ok(out)

@@ -19,7 +19,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use parking_lot::{Mutex, RwLock};
+use parking_lot::Mutex;
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 
 use crate::db::blobs::Blob;
@@ -55,10 +55,6 @@ pub struct Storage {
     pub processing: tokio::sync::Semaphore,
 }
 
-/// The verifier the templates sign URLs with: the one of the last built [`Storage`] (one per
-/// process in a server; tests that start several servers give them the same secret).
-static URL_VERIFIER: RwLock<Option<Arc<ActiveStorageVerifier>>> = RwLock::new(None);
-
 impl Storage {
     /// A storage with the disk service at `root`.
     pub fn new(
@@ -68,7 +64,6 @@ impl Storage {
         upload_limit: u32,
     ) -> Self {
         let verifier = Arc::new(verifier);
-        *URL_VERIFIER.write() = Some(verifier.clone());
         Self {
             verifier,
             disk: disk::DiskService::new(root),
@@ -182,11 +177,10 @@ pub fn segment(text: &str) -> String {
 
 /// `rails_blob_path(blob)`: `/rails/active_storage/blobs/redirect/<signed_id>/<filename>`,
 /// with `?disposition=attachment` for a download link.
-pub fn blob_path(blob: &Blob, download: bool) -> String {
-    let signed = signed_id(blob.id);
+pub fn blob_path(verifier: &ActiveStorageVerifier, blob: &Blob, download: bool) -> String {
     let mut path = format!(
         "/rails/active_storage/blobs/redirect/{}/{}",
-        segment(&signed),
+        segment(&verifier.signed_blob_id(blob.id)),
         segment(&blob.filename)
     );
     if download {
@@ -197,26 +191,17 @@ pub fn blob_path(blob: &Blob, download: bool) -> String {
 
 /// `url_for(blob.variant(transformations))`:
 /// `/rails/active_storage/representations/redirect/<signed_id>/<variation_key>/<filename>`.
-pub fn representation_path(blob: &Blob, transformations: &Value) -> String {
-    let (signed, key) = match URL_VERIFIER.read().as_ref() {
-        Some(v) => (v.signed_blob_id(blob.id), v.variation_key(transformations)),
-        None => (String::new(), String::new()),
-    };
+pub fn representation_path(
+    verifier: &ActiveStorageVerifier,
+    blob: &Blob,
+    transformations: &Value,
+) -> String {
     format!(
         "/rails/active_storage/representations/redirect/{}/{}/{}",
-        segment(&signed),
-        segment(&key),
+        segment(&verifier.signed_blob_id(blob.id)),
+        segment(&verifier.variation_key(transformations)),
         segment(&blob.filename)
     )
-}
-
-/// A blob's `signed_id` with the process's verifier (see [`Storage::new`]).
-pub fn signed_id(blob_id: i64) -> String {
-    URL_VERIFIER
-        .read()
-        .as_ref()
-        .map(|v| v.signed_blob_id(blob_id))
-        .unwrap_or_default()
 }
 
 /// `ActionDispatch::Http::ContentDisposition.format`: `inline` or `attachment`, then

@@ -174,7 +174,7 @@ pub async fn update(
     else {
         return Ok(head(StatusCode::NOT_FOUND));
     };
-    broadcasts::message_updated(&state.broadcaster, &room, &updated)?;
+    broadcasts::message_updated(&state.broadcaster, &state.storage.verifier, &room, &updated)?;
     Ok(head(StatusCode::NO_CONTENT))
 }
 

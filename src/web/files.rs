@@ -92,7 +92,7 @@ pub struct DirectUploadBlob {
     pub content_type: Option<String>,
 }
 
-fn blob_json(blob: &Blob) -> serde_json::Value {
+fn blob_json(verifier: &crate::rails::ActiveStorageVerifier, blob: &Blob) -> serde_json::Value {
     let metadata: serde_json::Value = serde_json::Value::Object(blob.metadata_json());
     serde_json::json!({
         "id": blob.id,
@@ -104,7 +104,7 @@ fn blob_json(blob: &Blob) -> serde_json::Value {
         "byte_size": blob.byte_size,
         "checksum": blob.checksum,
         "created_at": blob.created_at,
-        "signed_id": storage::signed_id(blob.id),
+        "signed_id": verifier.signed_blob_id(blob.id),
     })
 }
 
@@ -157,7 +157,7 @@ pub async fn create_direct_upload(
         },
     )
     .await?;
-    let mut json = blob_json(&blob);
+    let mut json = blob_json(&state.storage.verifier, &blob);
     let mut headers = serde_json::Map::new();
     if let Some(t) = &blob.content_type {
         headers.insert("Content-Type".into(), t.clone().into());
@@ -490,7 +490,12 @@ pub fn spawn_processing(state: SharedState, room: Room, message_id: i64, blob: B
         }
         match messages::find(&state.pool, room.id, message_id).await {
             Ok(Some(message)) => {
-                if let Err(e) = broadcasts::message_updated(&state.broadcaster, &room, &message) {
+                if let Err(e) = broadcasts::message_updated(
+                    &state.broadcaster,
+                    &state.storage.verifier,
+                    &room,
+                    &message,
+                ) {
                     tracing::warn!(error = %e, "broadcasting a processed file failed");
                 }
             }

@@ -143,7 +143,13 @@ async fn post_message(
         &state.auth_cache,
         &new,
         |message, member_ids| {
-            broadcasts::message_created(&state.broadcaster, room, message, member_ids)
+            broadcasts::message_created(
+                &state.broadcaster,
+                &state.storage.verifier,
+                room,
+                message,
+                member_ids,
+            )
         },
     )
     .await
@@ -414,7 +420,8 @@ pub async fn update(
     )
     .await?
     .ok_or(AppError::NotFound)?;
-    let html = broadcasts::message_updated(&state.broadcaster, &room, &updated)?;
+    let html =
+        broadcasts::message_updated(&state.broadcaster, &state.storage.verifier, &room, &updated)?;
     Ok(stream_or_back(&headers, html, room.id))
 }
 

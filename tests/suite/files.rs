@@ -204,7 +204,7 @@ impl Session {
             ("message[attachment]", signed_id),
             ("message[client_message_id]", &uuid()),
         ]);
-        let (status, _, _) = self
+        let (status, _, answer) = self
             .send(
                 "POST",
                 &format!("/rooms/{room}/messages"),
@@ -215,6 +215,9 @@ impl Session {
                 body.as_bytes(),
             )
             .await;
+        if status != 200 {
+            eprintln!("post: {status} {}", String::from_utf8_lossy(&answer));
+        }
         status
     }
 

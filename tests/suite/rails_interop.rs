@@ -93,7 +93,7 @@ fn rails_active_storage_resolves_hearths_blob_urls() {
             checksum: None,
             created_at: String::new(),
         };
-        let path = hearth::storage::blob_path(&blob, false);
+        let path = hearth::storage::blob_path(&verifier, &blob, false);
         let signed_id = percent_decode(path.split('/').nth(5).expect("a signed id segment"));
         assert_eq!(signed_id, verifier.signed_blob_id(42));
         let variation_key = verifier.variation_key(&resize_to_limit(1200, 800));
