@@ -19,6 +19,8 @@ import { startFormatter } from "./formatter.js"
 import { startMenu } from "./menu.js"
 import { startPosting } from "./posting.js"
 import { startSounds } from "./sounds.js"
+import { startUploads } from "./uploads.js"
+import { startLightbox } from "./lightbox.js"
 
 let current = null
 
@@ -50,6 +52,8 @@ async function setUp() {
     startMenu(context),
     startPosting(context),
     startSounds(context),
+    startUploads(context),
+    startLightbox(context),
     startOrdering(context),
     startComposer(context),
     startBodies(context),
