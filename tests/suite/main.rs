@@ -21,6 +21,7 @@ mod common;
 
 mod accounts;
 mod browser;
+mod browser_files;
 mod browser_room;
 mod cable;
 mod cli;
