@@ -25,10 +25,11 @@
 //!    into membership writes), [`assets`] (the room page's scripts, vendored and built into the
 //!    binary), [`anycable`] (AnyCable's publication format and broadcast key), [`storage`]
 //!    (Active Storage's disk service, content identification, signed blob URLs, image
-//!    processing).
+//!    processing), [`webhooks`] (the bounded queue and HTTP client of bot webhooks).
 //! 3. What the app says: [`render`] (askama pages and partials, the `<turbo-stream>` wrapper),
-//!    [`streams`] (stream names), [`pubsub`] (the [`pubsub::Broadcaster`] seam every broadcast
-//!    goes through), [`redis_pubsub`] (the Redis adapter behind that seam, in Rails' redis
+//!    [`streams`] (stream names), [`pubsub`] (the [`pubsub::Bus`] seam every broadcast,
+//!    node-to-node command and stream attach goes through, and the [`pubsub::Broadcaster`]
+//!    handle over it), [`redis_pubsub`] (the Redis bus behind that seam, in Rails' redis
 //!    adapter format, with remote disconnects), [`app_link`] (a cable node's calls to its app
 //!    node) and [`state`] (the shared state built at
 //!    start).
@@ -63,3 +64,4 @@ pub mod state;
 pub mod storage;
 pub mod streams;
 pub mod web;
+pub mod webhooks;

@@ -119,8 +119,12 @@ export function startPosting({ list, form, Turbo, userId }) {
       const id = form.querySelector('input[name="message[client_message_id]"]')
       if (id?.value === clientId) {
         id.value = uuid()
+        const sent = String(data.get("message[body]") ?? "").trim()
+        const trix = form.querySelector("trix-editor")
         const field = form.querySelector("textarea")
-        if (field && field.value.trim() === String(data.get("message[body]") ?? "").trim()) {
+        if (trix?.editor && trix.value.trim() === sent) {
+          trix.editor.loadHTML("")
+        } else if (field && field.value.trim() === sent) {
           field.value = ""
           field.dispatchEvent(new Event("input", { bubbles: true }))
         }
@@ -140,7 +144,7 @@ export function startPosting({ list, form, Turbo, userId }) {
     form.inert = value
     form.classList.toggle("composer--disabled", value)
     form.setAttribute("aria-disabled", String(value))
-    for (const element of form.querySelectorAll("textarea, button, input:not([type=hidden])")) element.disabled = value
+    for (const element of form.querySelectorAll("textarea, trix-editor, button, input:not([type=hidden])")) element.disabled = value
   }
 
   const connection = new MutationObserver(() => {

@@ -199,7 +199,14 @@ export function startScrolling({ list }) {
 
   // Posting while reading old messages brings the newest back first.
   function submitStart(event) {
-    if (event.target.matches?.("form.composer") && !upToDate) jumpToNewest()
+    if (!event.target.matches?.("form.composer")) return
+    if (upToDate) {
+      pinned = true
+      showJump(false)
+      area.scrollTop = area.scrollHeight
+    } else {
+      jumpToNewest()
+    }
   }
 
   const observer = new MutationObserver(() => {

@@ -117,7 +117,7 @@ fn client_message_id(given: Option<&str>) -> Result<String, AppError> {
 /// 422 for a `client_message_id` that already names another message (the unique index of
 /// migration 0008); a database failure (nothing stored); a render failure (stored, not
 /// broadcast).
-async fn post_message(
+pub async fn post_message(
     state: &AppState,
     room: &Room,
     author: &User,
@@ -271,6 +271,18 @@ async fn post_with_file(
     }
 }
 
+/// What a person's post stored, left in its response's extensions for the layers after the
+/// handler (the bot webhooks, `crate::web::webhooks::after_post`).
+#[derive(Clone, Debug)]
+pub struct Posted {
+    /// The room posted in.
+    pub room: Room,
+    /// Who posted.
+    pub author: User,
+    /// The stored message.
+    pub message: messages::Message,
+}
+
 /// `POST /rooms/{room_id}/messages` with `message[body]`, `message[client_message_id]`,
 /// optionally `message[body_format]=html` (the editor's HTML, see [`body_from_form`]) and
 /// `message[attachment]` (a file in a multipart form, or a direct upload's signed blob id):
@@ -295,8 +307,13 @@ pub async fn create(
             return Err(e);
         }
     };
-    let (_, html) = post_with_file(&state, &room, &user, fields, Some(cid)).await?;
-    let response = stream_or_back(&headers, html, room.id);
+    let (message, html) = post_with_file(&state, &room, &user, fields, Some(cid)).await?;
+    let mut response = stream_or_back(&headers, html, room.id);
+    response.extensions_mut().insert(Posted {
+        room,
+        author: user,
+        message,
+    });
     state
         .metrics
         .post_finished(PostSource::Web, started.elapsed());
@@ -389,10 +406,12 @@ pub async fn edit(
     let message = editable_message(&state, &member, &message_id).await?;
     let token = ctx.csrf_token();
     let text = rich_text::html_escape(&rich_text::plain_text(&message.body));
+    let trix_html = rich_text::to_trix_html(&message.body);
     let view = render::MessageEdit {
         csrf_token: &token,
         m: &message,
         text: &text,
+        trix_html: &trix_html,
     };
     Ok(Html(askama::Template::render(&view)?).into_response())
 }

@@ -1,5 +1,5 @@
 // The room page's messages in a real browser: Debian's headless Chromium, driven by
-// playwright-core, against the `hearth` binary. Run by tests/browser_room.rs:
+// playwright-core, against the `hearth` binary. Run by tests/suite/browser_room.rs:
 //
 //   node room_page.mjs --hearth PATH --work DIR --artifacts DIR [--assets DIR] [--timeout 240]
 //
@@ -111,6 +111,20 @@ async function live(page, refreshesAtLeast = 1) {
   await page.waitForFunction((n) => Number(document.documentElement.dataset.refreshes) >= n, refreshesAtLeast)
 }
 
+// The composer is a Trix editor (id message_body) when the page's scripts run.
+async function say(page, text) {
+  await page.evaluate((t) => {
+    const editor = document.querySelector("trix-editor#message_body").editor
+    editor.loadHTML("")
+    editor.insertString(t)
+  }, text)
+  await page.focus("#message_body")
+  await page.keyboard.press("Enter")
+}
+const composerHTML = (page) => page.evaluate(() => document.querySelector("trix-editor#message_body").value)
+const composerText = (page) => page.evaluate(() => document.querySelector("trix-editor#message_body").editor.getDocument().toString().trim())
+const clearComposer = (page) => page.evaluate(() => document.querySelector("trix-editor#message_body").editor.loadHTML(""))
+
 const byId = (page, id) => page.locator(`#message-area .message[data-message-id="${id}"]`)
 const box = (locator) => locator.boundingBox()
 const shot = async (page, file) => {
@@ -211,9 +225,9 @@ try {
     await new Promise((r) => setTimeout(r, 700))
     await route.continue()
   })
+  await jason.waitForSelector("trix-editor#message_body")
   const ownText = "My own message, pending first"
-  await jason.fill("#message_body", ownText)
-  await jason.press("#message_body", "Enter")
+  await say(jason, ownText)
   const pending = jason.locator("#message-area .message.message--pending", { hasText: ownText })
   await pending.waitFor({ timeout: 600 })
   const pendingId = await pending.getAttribute("id")
@@ -255,16 +269,35 @@ try {
   out("EDIT-OWN-ONLY", "Jason: Edit on his own message only; the server still answers 403")
 
   // Reply.
-  await jason.fill("#message_body", "")
+  await clearComposer(jason)
   await openMenuInView(jason, lastOther, "the bot's last message")
   await lastOther.locator('[data-message-action="reply"]').click()
-  const replied = await jason.inputValue("#message_body")
-  const quoted = `> ${(await lastOther.locator(".trix-content").textContent()).trim()}`
+<<<<<<< HEAD
+  const replied = await composerHTML(jason)
+  const quotedText = (await lastOther.locator(".trix-content").textContent()).trim()
   const backLink = `${base}/rooms/${ROOM}/@${ids.at(-1)}`
-  await check(replied.startsWith(quoted) && replied.includes(`— Bender ${backLink}`), `the reply is ${JSON.stringify(replied)}`)
+  await check(/<blockquote>/.test(replied) && replied.includes(quotedText) && replied.includes("Bender") && replied.includes(`href="${backLink}"`),
+    `the reply is ${JSON.stringify(replied)}`)
   await check(await jason.evaluate(() => document.activeElement?.id === "message_body"), "the composer lost the focus")
-  out("REPLY-QUOTED", JSON.stringify(replied.split("\n").slice(0, 2)))
+  out("REPLY-QUOTED", JSON.stringify(await composerText(jason)))
+  await clearComposer(jason)
+=======
+  // The composer is a Trix editor: the quote is a blockquote, then the author and a link back.
+  const replied = await jason.evaluate(() => {
+    const el = document.getElementById("message_body")
+    return { text: el.editor.getDocument().toString(), html: el.value }
+  })
+  const quoted = (await lastOther.locator(".trix-content").textContent()).trim().split("\n")[0]
+  const backLink = `${base}/rooms/${ROOM}/@${ids.at(-1)}`
+  await check(
+    replied.html.startsWith("<blockquote>") && replied.text.startsWith(quoted) && replied.text.includes("Bender") &&
+      replied.html.includes(`href="${backLink}"`),
+    `the reply is ${JSON.stringify(replied)}`,
+  )
+  await check(await jason.evaluate(() => document.activeElement?.id === "message_body"), "the composer lost the focus")
+  out("REPLY-QUOTED", JSON.stringify(replied.text.split("\n").slice(0, 2)))
   await jason.fill("#message_body", "")
+>>>>>>> richtext
 
   // Copy link.
   await openMenuInView(jason, lastOther, "the bot's last message")
@@ -278,14 +311,14 @@ try {
   await jason.focus("#message_body")
   await jason.keyboard.press("ArrowUp")
   const ownFrame = jason.locator(`[id="presentation_${pendingId}"]`)
-  await ownFrame.locator("textarea").waitFor()
+  await ownFrame.locator("trix-editor").waitFor()
   await jason.keyboard.press("Escape")
   await ownFrame.locator(".trix-content", { hasText: ownText }).waitFor()
-  await check((await ownFrame.locator("textarea").count()) === 0, "Esc left the edit form open")
+  await check((await ownFrame.locator(".message__edit-form").count()) === 0, "Esc left the edit form open")
   await jason.focus("#message_body")
   await jason.keyboard.press("ArrowUp")
-  await ownFrame.locator("textarea").waitFor()
-  await ownFrame.locator("textarea").fill("My own message, edited with the keyboard")
+  await ownFrame.locator("trix-editor").waitFor()
+  await ownFrame.locator("trix-editor").fill("My own message, edited with the keyboard")
   await jason.keyboard.press("Control+Enter")
   await byId(david, ownId).locator(".trix-content", { hasText: "edited with the keyboard" }).waitFor()
   out("UP-ARROW-EDITS", "Esc cancels, Ctrl+Enter saves")
@@ -298,14 +331,12 @@ try {
   out("EDIT-ADMIN-ALL")
 
   // /play and emoji.
-  await jason.fill("#message_body", "/play tada")
-  await jason.press("#message_body", "Enter")
+  await say(jason, "/play tada")
   await jason.locator('#message-area .message__sound[data-sound="tada"]').last().waitFor()
   await david.locator('#message-area .message__sound[data-sound="tada"]').last().waitFor()
   await david.waitForFunction(() => document.documentElement.dataset.soundPlayed === "tada")
   out("PLAY-SOUND", "tada drawn on both pages, played on David's")
-  await jason.fill("#message_body", "🎉🎉")
-  await jason.press("#message_body", "Enter")
+  await say(jason, "🎉🎉")
   const emoji = david.locator("#message-area .message.message--emoji", { hasText: "🎉🎉" }).last()
   await emoji.waitFor()
   const emojiSize = await emoji.locator(".trix-content").evaluate((e) => parseFloat(getComputedStyle(e).fontSize))
@@ -315,8 +346,7 @@ try {
   // A post that fails is marked, and Retry sends it.
   await jason.route(`${base}/rooms/${ROOM}/messages`, (route) => route.abort("connectionrefused"))
   const failedText = "This one fails at first"
-  await jason.fill("#message_body", failedText)
-  await jason.press("#message_body", "Enter")
+  await say(jason, failedText)
   const failed = jason.locator("#message-area .message.message--failed", { hasText: failedText })
   await failed.waitFor()
   await jason.unroute(`${base}/rooms/${ROOM}/messages`)
@@ -372,6 +402,21 @@ try {
   await david.waitForFunction((n) => document.querySelectorAll("#message-area .messages > .message").length > n, before)
   out("SCROLL-LOADS-NEWER", `${before} → ${(await listState(david)).length}`)
 
+  // A message arrives while the list lags behind: "Jump to newest" shows and brings the newest page.
+  await check(await david.evaluate(() => document.querySelector("#message-area .messages").dataset.upToDate === "false"), "the deep link's list says it is up to date")
+  const arrived = await fetch(`${base}/rooms/${ROOM}/${BOT_KEY}/messages`, { method: "POST", body: "Arrived below the fold" })
+  const arrivedId = Number(arrived.headers.get("location").split("@")[1])
+  const jump = david.locator("#message-area .jump-to-newest")
+  await jump.waitFor()
+  const jumpBox = await box(jump)
+  await check(jumpBox.y + jumpBox.height <= 900 && jumpBox.y >= 0, `the jump button sits at ${JSON.stringify(jumpBox)}`)
+  await check((await byId(david, arrivedId).count()) === 0, "the new message was shown after a gap")
+  await jump.click()
+  await byId(david, arrivedId).waitFor()
+  await check(david.url() === `${base}/rooms/${ROOM}`, `after the jump the address is ${david.url()}`)
+  await check(await jump.isHidden(), "the jump button stayed")
+  out("JUMP-TO-NEWEST", `message ${arrivedId}`)
+
   // The newest page: scrolling to the top loads older messages by itself.
   await david.goto(`${base}/rooms/${ROOM}`)
   await live(david)
@@ -401,14 +446,14 @@ try {
   await stopHearth(server)
   server = null
   await jason.waitForSelector("html.offline", { state: "attached", timeout: 15000 })
-  await check(await jason.evaluate(() => document.querySelector("form.composer").inert && document.getElementById("message_body").disabled),
+  await check(await jason.evaluate(() => document.querySelector("form.composer").inert && document.querySelector("form.composer button[type=submit]").disabled),
     "the composer is enabled while offline")
   out("COMPOSER-DISABLED-OFFLINE")
   const refreshes = await jason.evaluate(() => Number(document.documentElement.dataset.refreshes))
   server = startHearth(address)
   await server.listening
   await live(jason, refreshes + 1)
-  await jason.waitForFunction(() => !document.querySelector("form.composer").inert && !document.getElementById("message_body").disabled)
+  await jason.waitForFunction(() => !document.querySelector("form.composer").inert && !document.querySelector("form.composer button[type=submit]").disabled)
   out("COMPOSER-ENABLED-AFTER-CATCH-UP")
 
   // Signed out, a permalink leads to the sign-in form, which then returns to it.

@@ -77,6 +77,8 @@ fn the_room_page_menu_paging_times_and_posting_work_in_a_browser() {
         "EDIT-ADMIN-ALL",
         "UP-ARROW-EDITS",
         "PERMALINK-LANDS",
+        "SCROLL-LOADS-NEWER",
+        "JUMP-TO-NEWEST",
         "SCROLL-LOADS-OLDER",
         "TIME-ZONE",
         "DAY-SEPARATOR",

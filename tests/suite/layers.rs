@@ -23,6 +23,7 @@ const FLOORS: &[&[&str]] = &[
         "assets",
         "anycable",
         "storage",
+        "webhooks",
     ],
     &[
         "render",
