@@ -154,9 +154,16 @@ pub fn broadcast_key(secret: &str) -> String {
     hex::encode(mac.finalize().into_bytes())
 }
 
-/// Whether an `Authorization` header value is `Bearer <key>` (compared in constant time).
+/// Whether an `Authorization` header value is `Bearer <key>` (the scheme in any case, the key
+/// compared in constant time): the one bearer check of `/_broadcast`, `/metrics` and the
+/// internal endpoint.
 pub fn bearer_matches(header: Option<&str>, key: &str) -> bool {
-    let Some(given) = header.and_then(|h| h.strip_prefix("Bearer ")) else {
+    // The scheme is case-insensitive (RFC 7235, section 2.1).
+    let Some(given) = header
+        .and_then(|h| h.split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, given)| given)
+    else {
         return false;
     };
     !key.is_empty() && subtle::ConstantTimeEq::ct_eq(given.trim().as_bytes(), key.as_bytes()).into()
@@ -214,5 +221,6 @@ mod tests {
         assert!(!bearer_matches(Some("Bearer nope"), &key));
         assert!(!bearer_matches(None, &key));
         assert!(!bearer_matches(Some(&key), &key));
+        assert!(bearer_matches(Some(&format!("bearer {key}")), &key));
     }
 }

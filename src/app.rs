@@ -468,7 +468,10 @@ async fn metrics(
     use axum::http::header;
     use axum::response::IntoResponse as _;
     if let Some(token) = state.config.metrics_token.as_ref() {
-        if !bearer_matches(&headers, token) {
+        let auth = headers
+            .get(axum::http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok());
+        if !crate::anycable::bearer_matches(auth, token) {
             return (
                 axum::http::StatusCode::UNAUTHORIZED,
                 [(header::WWW_AUTHENTICATE, "Bearer")],
@@ -479,22 +482,6 @@ async fn metrics(
     }
     let body = state.metrics.render(&state.fanout.stats());
     ([(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)], body).into_response()
-}
-
-/// Whether the request's `Authorization` is `Bearer <token>` (scheme in any case), the token
-/// compared in constant time.
-fn bearer_matches(headers: &axum::http::HeaderMap, token: &str) -> bool {
-    use subtle::ConstantTimeEq as _;
-    let Some(given) = headers
-        .get(axum::http::header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split_once(' '))
-        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-        .map(|(_, t)| t.trim())
-    else {
-        return false;
-    };
-    !token.is_empty() && bool::from(given.as_bytes().ct_eq(token.as_bytes()))
 }
 
 /// Folds histogram samples into buckets every [`crate::metrics::UPKEEP_INTERVAL`].

@@ -144,7 +144,11 @@ export function startPosting({ list, form, Turbo, userId }) {
     form.inert = value
     form.classList.toggle("composer--disabled", value)
     form.setAttribute("aria-disabled", String(value))
-    for (const element of form.querySelectorAll("textarea, trix-editor, button, input:not([type=hidden])")) element.disabled = value
+    for (const element of form.querySelectorAll("textarea, trix-editor, button, input:not([type=hidden])")) {
+      // Trix's toolbar keeps its own buttons and dialog fields (a required link field, disabled
+      // while its dialog is closed): enabling them would make the form invalid.
+      if (!element.closest("trix-toolbar")) element.disabled = value
+    }
   }
 
   const connection = new MutationObserver(() => {

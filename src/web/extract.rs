@@ -1,6 +1,7 @@
 //! Extractors that resolve what a route's path names, scoped to the signed-in user.
 //!
-//! [`MemberRoom`] is Campfire's `RoomScoped` concern (`@room = Current.user.rooms.find(
+//! [`Admin`] is Campfire's `ensure_can_administer`; [`Id`] a path's one numeric id, 404 for
+//! anything else. [`MemberRoom`] is Campfire's `RoomScoped` concern (`@room = Current.user.rooms.find(
 //! params[:room_id])`): a room is found only among the user's own, so a room the user is not
 //! in answers exactly like one that does not exist (404).
 
@@ -19,6 +20,43 @@ use crate::state::SharedState;
 /// `find` raises `RecordNotFound` for such ids).
 pub fn parse_id(raw: &str) -> Result<i64, AppError> {
     raw.parse::<i64>().map_err(|_| AppError::NotFound)
+}
+
+/// The request of a signed-in administrator (Campfire's `ensure_can_administer`): its
+/// [`Ctx`], whose `user` is that administrator.
+///
+/// Rejections: 401 without a signed-in user, 403 for anyone else.
+#[derive(Clone, Debug)]
+pub struct Admin(pub Ctx);
+
+impl<S: Send + Sync> FromRequestParts<S> for Admin {
+    type Rejection = AppError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        let ctx = parts
+            .extensions
+            .get::<Ctx>()
+            .ok_or(AppError::Unauthorized)?;
+        ctx.require_administrator()?;
+        Ok(Self(ctx.clone()))
+    }
+}
+
+/// The one id a route's path names (`/users/{user_id}`), as [`parse_id`] reads it.
+///
+/// Rejection: 404 for anything but a decimal `i64`, as Rails' `find` answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Id(pub i64);
+
+impl<S: Send + Sync> FromRequestParts<S> for Id {
+    type Rejection = AppError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let Path(raw) = Path::<String>::from_request_parts(parts, state)
+            .await
+            .map_err(|_| AppError::NotFound)?;
+        parse_id(&raw).map(Self)
+    }
 }
 
 /// The signed-in user and the room of the path's `{room_id}`, when the user is a member.

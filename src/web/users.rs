@@ -13,14 +13,12 @@
 
 use std::collections::BTreeMap;
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::Extension;
 
-use super::context::Ctx;
 use super::error::AppError;
-use super::extract::parse_id;
+use super::extract::{Admin, Id};
 use super::respond::found;
 use crate::broadcasts;
 use crate::db::bans::{self, Banned};
@@ -149,11 +147,9 @@ pub async fn ban(state: &AppState, user_id: i64) -> Result<(), AppError> {
 /// administrator.
 pub async fn update(
     State(state): State<SharedState>,
-    Extension(ctx): Extension<Ctx>,
-    Path(user_id): Path<String>,
+    Admin(ctx): Admin,
+    Id(user_id): Id,
 ) -> Result<Response, AppError> {
-    ctx.require_administrator()?;
-    let user_id = parse_id(&user_id)?;
     let status = ctx.form.get("user[status]").unwrap_or("").to_owned();
     set_status(&state, user_id, &status).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
@@ -163,11 +159,9 @@ pub async fn update(
 /// non-administrators, 404 for an unknown user, 422 for the last active administrator.
 pub async fn create_ban(
     State(state): State<SharedState>,
-    Extension(ctx): Extension<Ctx>,
-    Path(user_id): Path<String>,
+    _: Admin,
+    Id(user_id): Id,
 ) -> Result<Response, AppError> {
-    ctx.require_administrator()?;
-    let user_id = parse_id(&user_id)?;
     ban(&state, user_id).await?;
     Ok(found(&format!("/users/{user_id}")))
 }
@@ -177,11 +171,9 @@ pub async fn create_ban(
 /// is not banned.
 pub async fn destroy_ban(
     State(state): State<SharedState>,
-    Extension(ctx): Extension<Ctx>,
-    Path(user_id): Path<String>,
+    _: Admin,
+    Id(user_id): Id,
 ) -> Result<Response, AppError> {
-    ctx.require_administrator()?;
-    let user_id = parse_id(&user_id)?;
     if !bans::unban(&state.pool, user_id).await? {
         return Err(AppError::NotFound);
     }

@@ -303,6 +303,9 @@ try {
   await Promise.all([live(david, 2), live(jason, 2)])
   out("CAUGHT-UP", `${Date.now() - restarted} ms after the restart`)
   const again = `Live again after the restart (${nonce})`
+  // The composer (a Trix editor, which Playwright does not see as disabled) is enabled again
+  // after the catch-up.
+  await jason.waitForFunction(() => !document.querySelector("form.composer").inert)
   await jason.fill("#message_body", again)
   await jason.press("#message_body", "Enter")
   await message(david, again).waitFor()

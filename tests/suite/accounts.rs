@@ -1304,3 +1304,48 @@ async fn a_session_ended_by_another_process_is_refused_after_the_cache_lifetime(
         text(UNAUTHORIZED)
     );
 }
+
+/// Every administrator route that names a person: a malformed id is a 404 for an
+/// administrator (nothing changes), and a 403 for anyone else whatever the id (the
+/// administrator check comes first, so a member learns nothing about ids).
+#[tokio::test]
+async fn administrator_routes_answer_a_malformed_id_with_404_and_members_with_403() {
+    let server = TestServer::start().await;
+    let mut david = server.signed_in(DAVID, SECRET).await;
+    let mut jason = server.signed_in("jason@example.com", SECRET).await;
+    let david_token = csrf(&mut david, "/rooms/1").await;
+    let jason_token = csrf(&mut jason, "/rooms/1").await;
+    /// Method, path (`{}`: the id) and form pairs.
+    type Route = (
+        &'static str,
+        &'static str,
+        &'static [(&'static str, &'static str)],
+    );
+    let routes: [Route; 5] = [
+        (
+            "PATCH",
+            "/account/users/{}",
+            &[("user[role]", "administrator")],
+        ),
+        ("DELETE", "/account/users/{}", &[]),
+        ("PATCH", "/users/{}", &[("user[status]", "deactivated")]),
+        ("POST", "/users/{}/ban", &[]),
+        ("DELETE", "/users/{}/ban", &[]),
+    ];
+    for (method, path, pairs) in routes {
+        for id in ["x", "3x", "-", "99999999999999999999"] {
+            let path = path.replace("{}", id);
+            let answer = send(&mut david, method, &path, pairs, &david_token).await;
+            assert_eq!(answer.status, 404, "{method} {path}: {}", answer.body);
+        }
+        let path = path.replace("{}", "3");
+        let answer = send(&mut jason, method, &path, pairs, &jason_token).await;
+        assert_eq!(answer.status, 403, "{method} {path} by a member");
+    }
+    let active = scalar_i64(
+        &server,
+        "SELECT COUNT(*) FROM users WHERE status = 'active' AND role = 'administrator'",
+    )
+    .await;
+    assert_eq!(active, 1, "nothing changed");
+}

@@ -191,8 +191,9 @@ async fn bots_see_sanitized_html_and_plain_text_and_post_plain_text_linked() {
     let r = bot.get(&format!("/rooms/1/{BOT_KEY}/messages")).await;
     assert_eq!(r.status, 200);
     let list: serde_json::Value = serde_json::from_str(&r.body).unwrap();
-    let newest = &list["messages"][0];
-    assert_eq!(newest["body"]["plain"], "hi x");
+    // Campfire's shape: an array, newest first, `body: {plain_text, html}`.
+    let newest = &list[0];
+    assert_eq!(newest["body"]["plain_text"], "hi x", "{}", r.body);
     assert_clean("the bot's html", newest["body"]["html"].as_str().unwrap());
     assert!(newest["body"]["html"]
         .as_str()

@@ -3,7 +3,7 @@
 //! code): Campfire's `Accounts::UsersController` and `Accounts::JoinCodesController`.
 
 use askama::Template;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Response};
 use axum::Extension;
@@ -13,7 +13,7 @@ use crate::db::{accounts, users};
 use crate::state::SharedState;
 use crate::web::context::Ctx;
 use crate::web::error::AppError;
-use crate::web::extract::parse_id;
+use crate::web::extract::{Admin, Id};
 use crate::web::respond::found;
 use crate::web::users::{disconnect, guard_error};
 
@@ -59,11 +59,9 @@ pub async fn index(
 /// would demote the last active administrator.
 pub async fn update(
     State(state): State<SharedState>,
-    Extension(ctx): Extension<Ctx>,
-    Path(user_id): Path<String>,
+    Admin(ctx): Admin,
+    Id(user_id): Id,
 ) -> Result<Response, AppError> {
-    ctx.require_administrator()?;
-    let user_id = parse_id(&user_id)?;
     let role = ctx.form.get("user[role]").unwrap_or("");
     if !ROLES.contains(&role) {
         return Err(AppError::Unprocessable(format!("unknown role {role:?}")));
@@ -77,11 +75,9 @@ pub async fn update(
 /// bot, 422 for the last active administrator.
 pub async fn destroy(
     State(state): State<SharedState>,
-    Extension(ctx): Extension<Ctx>,
-    Path(user_id): Path<String>,
+    _: Admin,
+    Id(user_id): Id,
 ) -> Result<Response, AppError> {
-    ctx.require_administrator()?;
-    let user_id = parse_id(&user_id)?;
     guard_error(users::set_status(&state.pool, user_id, "deactivated").await?)?;
     disconnect(&state, user_id);
     Ok(found("/account/users"))
@@ -91,9 +87,8 @@ pub async fn destroy(
 /// `/account/users`.
 pub async fn regenerate_join_code(
     State(state): State<SharedState>,
-    Extension(ctx): Extension<Ctx>,
+    _: Admin,
 ) -> Result<Response, AppError> {
-    ctx.require_administrator()?;
     accounts::regenerate_join_code(&state.pool)
         .await?
         .ok_or(AppError::NotFound)?;
