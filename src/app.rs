@@ -564,6 +564,7 @@ impl Server {
                 state.metrics.wal_stats(),
             ));
             background.push(crate::db::upkeep::spawn(state.pool.clone()));
+            background.push(crate::web::files::spawn_purger(state.clone()));
         }
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         // Every HTTP connection task holds a clone of `done_tx`; when the last is dropped,

@@ -30,6 +30,7 @@ use crate::db::messages::{Boost, Message};
 use crate::db::rooms::{Room, SidebarRoom};
 use crate::pubsub::Broadcaster;
 use crate::rails::json;
+use crate::rails::ActiveStorageVerifier;
 use crate::render;
 use crate::streams;
 
@@ -42,12 +43,13 @@ use crate::streams;
 /// The message partial failed to render; nothing was broadcast.
 pub fn message_created(
     b: &Broadcaster,
+    urls: &ActiveStorageVerifier,
     room: &Room,
     message: &Message,
     member_ids: &[i64],
 ) -> Result<String, askama::Error> {
     b.one_pass(|| {
-        let html = message_appended(b, room, message)?;
+        let html = message_appended(b, urls, room, message)?;
         message_unreads(b, room, member_ids);
         Ok(html)
     })
@@ -63,6 +65,7 @@ pub fn message_created(
 /// The message partial failed to render; nothing was broadcast.
 pub fn message_appended(
     b: &Broadcaster,
+    urls: &ActiveStorageVerifier,
     room: &Room,
     message: &Message,
 ) -> Result<String, askama::Error> {
@@ -70,7 +73,7 @@ pub fn message_appended(
     let html = render::turbo_stream(
         "append",
         &room.messages_target(),
-        Some(&render::message(message)?),
+        Some(&render::message(message, urls)?),
     );
     b.broadcast_string(&streams::room_messages(b.gid_app(), room), &html);
     b.record_duration(started.elapsed());
@@ -110,13 +113,14 @@ pub fn mentioned(b: &Broadcaster, room_id: i64, mentionee_ids: &[i64]) {
 /// The message partial failed to render; nothing was broadcast.
 pub fn message_updated(
     b: &Broadcaster,
+    urls: &ActiveStorageVerifier,
     room: &Room,
     message: &Message,
 ) -> Result<String, askama::Error> {
     let html = render::turbo_stream(
         "replace",
         &message.dom_id(),
-        Some(&render::message(message)?),
+        Some(&render::message(message, urls)?),
     );
     b.broadcast_string(&streams::room_messages(b.gid_app(), room), &html);
     Ok(html)
@@ -388,13 +392,18 @@ mod tests {
             created_at: 1_796_004_300_000,
             updated_at: 1_796_004_300_000,
             boosts: Vec::new(),
+            attachment: None,
         }
+    }
+
+    fn urls() -> ActiveStorageVerifier {
+        ActiveStorageVerifier::from_secret_key_base(b"test", crate::rails::KdfDigest::Sha256)
     }
 
     #[test]
     fn a_new_message_goes_to_the_room_then_to_each_members_unreads() {
         let (recorder, b) = broadcaster();
-        let html = message_created(&b, &room(), &message(), &[2, 3]).expect("renders");
+        let html = message_created(&b, &urls(), &room(), &message(), &[2, 3]).expect("renders");
         assert!(html.starts_with(
             "<turbo-stream action=\"append\" target=\"messages_rooms_open_1\"><template>"
         ));
@@ -411,7 +420,7 @@ mod tests {
     #[test]
     fn edits_and_deletes_target_the_messages_element() {
         let (recorder, b) = broadcaster();
-        let replaced = message_updated(&b, &room(), &message()).expect("renders");
+        let replaced = message_updated(&b, &urls(), &room(), &message()).expect("renders");
         assert!(replaced.starts_with("<turbo-stream action=\"replace\" target=\"message_c-7\">"));
         let removed = message_removed(&b, &room(), &message());
         assert_eq!(

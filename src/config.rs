@@ -207,6 +207,20 @@ pub struct Config {
     #[arg(long, env = "HEARTH_NO_SEED", default_value_t = false)]
     pub no_seed: bool,
 
+    /// Largest accepted file upload (direct upload, composer or bot), in bytes; a larger one
+    /// is refused with 413 before anything is stored.
+    #[arg(long, env = "HEARTH_MAX_UPLOAD_BYTES", default_value_t = 100 * 1024 * 1024)]
+    pub max_upload_bytes: u64,
+
+    /// Root directory of Active Storage's disk service (files at `<root>/ab/cd/<key>`, as
+    /// Rails' `Disk` service lays them out); default: the data directory.
+    #[arg(long, env = "HEARTH_STORAGE_ROOT")]
+    pub storage_root: Option<PathBuf>,
+
+    /// File uploads allowed per user per 10 minutes; 0 disables the limit.
+    #[arg(long, env = "HEARTH_UPLOAD_RATE_LIMIT", default_value_t = 60)]
+    pub upload_rate_limit: u32,
+
     /// Seconds between Action Cable pings (Rails: 3).
     #[arg(long, env = "HEARTH_PING_INTERVAL", default_value_t = 3)]
     pub ping_interval: u64,

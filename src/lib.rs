@@ -23,9 +23,10 @@
 //!    metrics at `/metrics`), [`rate_limit`] (the sign-in limit, token buckets), [`registry`]
 //!    (open connections by user and session), [`presence`] (presence per connection, coalesced
 //!    into membership writes), [`assets`] (the room page's scripts, vendored and built into the
-//!    binary), [`anycable`] (AnyCable's publication format and broadcast key), [`webhooks`]
-//!    (the bounded queue and HTTP client of bot webhooks), [`push`] (web push: VAPID keys, the
-//!    push queue and its sender).
+//!    binary), [`anycable`] (AnyCable's publication format and broadcast key), [`storage`]
+//!    (Active Storage's disk service, content identification, signed blob URLs, image
+//!    processing), [`webhooks`] (the bounded queue and HTTP client of bot webhooks), [`push`]
+//!    (web push: VAPID keys, the push queue and its sender).
 //! 3. What the app says: [`render`] (askama pages and partials, the `<turbo-stream>` wrapper),
 //!    [`streams`] (stream names), [`pubsub`] (the [`pubsub::Bus`] seam every broadcast,
 //!    node-to-node command and stream attach goes through, and the [`pubsub::Broadcaster`]
@@ -62,6 +63,7 @@ pub mod registry;
 pub mod render;
 pub mod rich_text;
 pub mod state;
+pub mod storage;
 pub mod streams;
 pub mod web;
 pub mod webhooks;

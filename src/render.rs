@@ -9,12 +9,14 @@ use askama::Template;
 use crate::db::messages::{Boost, Message};
 use crate::db::rooms::SidebarRoom;
 use crate::db::users::User;
+use crate::rails::ActiveStorageVerifier;
 
 /// The `messages/_message` partial (Campfire: `app/views/messages/_message.html.erb`).
 #[derive(Template)]
 #[template(path = "messages/_message.html")]
 struct MessagePartial<'a> {
     m: &'a Message,
+    file: Option<FileView>,
     /// The body as [`crate::rich_text::render`] draws it.
     body: String,
     /// The ids of the people it mentions, space-separated (`data-mentionee-ids`: the page
@@ -142,7 +144,7 @@ impl std::fmt::Debug for MessagePartial<'_> {
 ///
 /// # Errors
 /// The template failed to render (askama's error).
-pub fn message(m: &Message) -> Result<String, askama::Error> {
+pub fn message(m: &Message, urls: &ActiveStorageVerifier) -> Result<String, askama::Error> {
     let initials = initials(&m.creator_name);
     let (body, mentioned) = crate::rich_text::render(&m.body);
     let mentionee_ids = mentioned
@@ -152,6 +154,7 @@ pub fn message(m: &Message) -> Result<String, askama::Error> {
         .join(" ");
     let partial = MessagePartial {
         m,
+        file: m.attachment.as_ref().map(|a| file_view(a, urls)),
         body,
         mentionee_ids,
         hue: (m.creator_id.unsigned_abs() * 47 % 360) as u32,
@@ -163,6 +166,100 @@ pub fn message(m: &Message) -> Result<String, askama::Error> {
         sound: sound_of(&m.body),
     };
     partial.render()
+}
+
+/// What the message partial shows of a file (Campfire's `Messages::AttachmentPresentation`).
+#[derive(Clone, Debug)]
+pub struct FileView {
+    /// `image` (a thumbnail in a lightbox link), `video` (a player with a poster) or `file` (a chip).
+    pub kind: &'static str,
+    /// The thumbnail's or poster's URL (a representation URL, or the original's blob URL for an
+    /// animated GIF).
+    pub src: String,
+    /// The original's blob URL (the lightbox's image, the video's source).
+    pub href: String,
+    /// The original's download URL (`?disposition=attachment`).
+    pub download: String,
+    /// The file name.
+    pub filename: String,
+    /// The size, for people (`1.5 MB`).
+    pub size: String,
+    /// The shown width in CSS pixels (0 when unknown).
+    pub width: i64,
+    /// The shown height in CSS pixels (0 when unknown).
+    pub height: i64,
+    /// Whether the file is still being processed (an image without its thumbnail yet).
+    pub processing: bool,
+}
+
+/// The [`FileView`] of a message's file.
+pub fn file_view(a: &crate::db::blobs::Attached, urls: &ActiveStorageVerifier) -> FileView {
+    use crate::db::blobs::{resize_to_limit, THUMB_LIMIT};
+    let blob = &a.blob;
+    let thumb_src = crate::storage::representation_path(
+        urls,
+        blob,
+        &resize_to_limit(THUMB_LIMIT.0, THUMB_LIMIT.1),
+    );
+    let analyzed = blob.metadata_json().get("analyzed").is_some();
+    let (kind, src, dims, processing) = match &a.thumb {
+        Some(t) if blob.is_video() => (
+            "video",
+            thumb_src,
+            (t.metadata_int("width"), t.metadata_int("height")),
+            false,
+        ),
+        Some(t) => (
+            "image",
+            thumb_src,
+            (t.metadata_int("width"), t.metadata_int("height")),
+            false,
+        ),
+        // An animated GIF is its own thumbnail.
+        None if analyzed
+            && blob.content_type.as_deref() == Some("image/gif")
+            && blob.metadata_int("width").is_some() =>
+        {
+            (
+                "image",
+                crate::storage::blob_path(urls, blob, false),
+                fit_within(blob.metadata_int("width"), blob.metadata_int("height")),
+                false,
+            )
+        }
+        None => (
+            "file",
+            String::new(),
+            (None, None),
+            !analyzed && (blob.is_image() || blob.is_video()),
+        ),
+    };
+    FileView {
+        kind,
+        src,
+        href: crate::storage::blob_path(urls, blob, false),
+        download: crate::storage::blob_path(urls, blob, true),
+        filename: blob.filename.clone(),
+        size: crate::storage::human_size(blob.byte_size),
+        width: dims.0.unwrap_or(0),
+        height: dims.1.unwrap_or(0),
+        processing,
+    }
+}
+
+/// Width and height scaled down to fit the thumbnail box.
+fn fit_within(width: Option<i64>, height: Option<i64>) -> (Option<i64>, Option<i64>) {
+    let (Some(w), Some(h)) = (width, height) else {
+        return (None, None);
+    };
+    let (max_w, max_h) = crate::db::blobs::THUMB_LIMIT;
+    let scale = (f64::from(max_w) / w as f64)
+        .min(f64::from(max_h) / h as f64)
+        .min(1.0);
+    (
+        Some((w as f64 * scale) as i64),
+        Some((h as f64 * scale) as i64),
+    )
 }
 
 /// The edit form of a message (Campfire's `messages/edit`): a page whose form sits in the
@@ -204,10 +301,10 @@ pub fn initials(name: &str) -> String {
 ///
 /// # Errors
 /// A partial failed to render.
-pub fn messages(list: &[Message]) -> Result<String, askama::Error> {
+pub fn messages(list: &[Message], urls: &ActiveStorageVerifier) -> Result<String, askama::Error> {
     let mut out = String::with_capacity(list.len() * 6 * 1024);
     for m in list {
-        out.push_str(&message(m)?);
+        out.push_str(&message(m, urls)?);
         out.push('\n');
     }
     Ok(out)

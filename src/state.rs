@@ -77,6 +77,8 @@ pub struct AppState {
     /// Whether any IP address is banned (`bans` has a row): while false, state-changing
     /// requests skip the ban lookup. Set at start and after every ban or unban.
     pub bans_present: std::sync::atomic::AtomicBool,
+    /// Active Storage: the disk service, `ActiveStorage.verifier`, the upload limits.
+    pub storage: crate::storage::Storage,
     /// Active Record's signed ids (the transfer links), keyed from secret_key_base.
     pub signed_ids: crate::rails::SignedIdVerifier,
     /// The account's settings, cached for the layout and the room-creation check.
@@ -286,6 +288,18 @@ impl AppState {
                 config.max_connections.min(Semaphore::MAX_PERMITS),
             )),
             bans_present: std::sync::atomic::AtomicBool::new(bans_present),
+            storage: crate::storage::Storage::new(
+                crate::rails::ActiveStorageVerifier::from_secret_key_base(
+                    secret.as_bytes(),
+                    config.key_generator_digest,
+                ),
+                config
+                    .storage_root
+                    .clone()
+                    .unwrap_or_else(|| config.data_dir.clone()),
+                config.max_upload_bytes,
+                config.upload_rate_limit,
+            ),
             signed_ids: crate::rails::SignedIdVerifier::from_secret_key_base(
                 secret.as_bytes(),
                 config.key_generator_digest,

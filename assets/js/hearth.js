@@ -27,6 +27,8 @@ import { startFormatter } from "./formatter.js"
 import { startMenu } from "./menu.js"
 import { startPosting } from "./posting.js"
 import { startSounds } from "./sounds.js"
+import { startUploads } from "./uploads.js"
+import { startLightbox } from "./lightbox.js"
 
 let current = null
 
@@ -58,6 +60,8 @@ async function setUp() {
     startMenu(context),
     startPosting(context),
     startSounds(context),
+    startUploads(context),
+    startLightbox(context),
     startOrdering(context),
     startComposer(context),
     startBodies(context),

@@ -29,6 +29,8 @@ pub struct Message {
     pub updated_at: i64,
     /// Boosts on this message, oldest first.
     pub boosts: Vec<Boost>,
+    /// The message's file (`has_one_attached :attachment`), if any.
+    pub attachment: Option<super::blobs::Attached>,
 }
 
 impl Message {
@@ -84,6 +86,7 @@ impl From<Row> for Message {
             created_at: r.created_at,
             updated_at: r.updated_at,
             boosts: Vec::new(),
+            attachment: None,
         }
     }
 }
@@ -122,7 +125,21 @@ async fn with_boosts(pool: &SqlitePool, rows: Vec<Row>) -> sqlx::Result<Vec<Mess
             m.boosts.push(boost);
         }
     }
+    with_files(pool, &mut messages).await?;
     Ok(messages)
+}
+
+/// Fills in the files of `messages` (their `attachment`, with the thumbnail once made).
+pub async fn with_files(pool: &SqlitePool, messages: &mut [Message]) -> sqlx::Result<()> {
+    let ids: Vec<i64> = messages.iter().map(|m| m.id).collect();
+    for (id, attached) in
+        super::blobs::for_messages(pool, &ids, super::blobs::thumb_digest()).await?
+    {
+        if let Some(m) = messages.iter_mut().find(|m| m.id == id) {
+            m.attachment = Some(attached);
+        }
+    }
+    Ok(())
 }
 
 /// The latest [`PAGE_SIZE`] messages of a room, oldest first (Campfire's `last_page`).
@@ -453,6 +470,7 @@ pub async fn create(
         creator_name,
         client_message_id,
         body,
+        attachment_blob_id: None,
         plain_text: None,
     };
     let (message, ()) = create_then(pool, &uncached, &new, |_, _| ()).await?;
@@ -472,6 +490,8 @@ pub struct NewMessage<'a> {
     pub client_message_id: &'a str,
     /// Body HTML.
     pub body: &'a str,
+    /// A blob to attach as the message's `attachment`, in the same transaction.
+    pub attachment_blob_id: Option<i64>,
     /// The body's plain text, for search ([`crate::rich_text::Body::plain_text`]); `None`
     /// indexes the body's markup with its tags dropped, as before migration 0012.
     pub plain_text: Option<&'a str>,
@@ -510,13 +530,14 @@ pub async fn create_then<T>(
         creator_name,
         client_message_id,
         body,
+        attachment_blob_id,
         plain_text,
     } = *new;
     let write = super::write_lock().await?;
     let member_ids = cache.member_ids(pool, room_id).await?;
     // Stamped under the write lock, so posts commit in the order of their timestamps.
     let now = super::now_ms();
-    let id: i64 = sqlx::query_scalar(
+    let insert = sqlx::query_scalar(
         "INSERT INTO messages (room_id, creator_id, client_message_id, body, plain_text, created_at, updated_at) \
          VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
     )
@@ -526,9 +547,29 @@ pub async fn create_then<T>(
     .bind(body)
     .bind(plain_text)
     .bind(now)
-    .bind(now)
-    .fetch_one(pool)
-    .await?;
+    .bind(now);
+    let (id, attachment): (i64, _) = match attachment_blob_id {
+        None => (insert.fetch_one(pool).await?, None),
+        Some(blob_id) => {
+            // The message and its attachment commit together or not at all.
+            let mut tx = pool.begin().await?;
+            let id = insert.fetch_one(&mut *tx).await?;
+            super::blobs::attach(
+                &mut *tx,
+                "attachment",
+                super::blobs::record::MESSAGE,
+                id,
+                blob_id,
+            )
+            .await?;
+            tx.commit().await?;
+            let blob = super::blobs::find(pool, blob_id).await?;
+            (
+                id,
+                blob.map(|blob| super::blobs::Attached { blob, thumb: None }),
+            )
+        }
+    };
     let message = Message {
         id,
         room_id,
@@ -539,6 +580,7 @@ pub async fn create_then<T>(
         created_at: now,
         updated_at: now,
         boosts: Vec::new(),
+        attachment,
     };
     let out = committed(&message, &member_ids);
     drop(write);

@@ -7,6 +7,7 @@
 pub mod accounts;
 pub mod auth_cache;
 pub mod bans;
+pub mod blobs;
 pub mod boosts;
 pub mod generation;
 pub mod memberships;

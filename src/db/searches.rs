@@ -124,7 +124,7 @@ pub async fn messages(
     .bind(limit)
     .fetch_all(pool)
     .await?;
-    Ok(rows
+    let mut found: Vec<Message> = rows
         .into_iter()
         .map(
             |(
@@ -147,10 +147,13 @@ pub async fn messages(
                     created_at,
                     updated_at,
                     boosts: Vec::new(),
+                    attachment: None,
                 }
             },
         )
-        .collect())
+        .collect();
+    super::messages::with_files(pool, &mut found).await?;
+    Ok(found)
 }
 
 #[cfg(test)]

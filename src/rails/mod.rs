@@ -20,6 +20,8 @@
 //!   format and the times on a page.
 //! - [`global_id`]: `gid://app/Model/id` and its URL-safe base64 param, the form in which
 //!   records appear in stream names and connection identifiers.
+//! - [`active_storage`]: `ActiveStorage.verifier`'s signed blob ids, variation keys and disk
+//!   service tokens, over the subset of Ruby's Marshal in [`marshal`].
 //! - [`signed_global_id`]: signed GlobalIDs (`sgid`), how Action Text names an attachment's
 //!   record (a mentioned user) in a message body.
 //! - [`json`]: ActiveSupport::JSON's string escaping (`<` `>` `&` and U+2028/U+2029 as
@@ -39,15 +41,18 @@
 //! assert_eq!(signer.verify(&signed), Some(name));
 //! ```
 
+pub mod active_storage;
 pub mod global_id;
 pub mod json;
 pub mod key_generator;
+pub mod marshal;
 pub mod message_verifier;
 pub mod signed_cookie;
 pub mod signed_global_id;
 pub mod signed_id;
 pub mod time;
 
+pub use active_storage::ActiveStorageVerifier;
 pub use global_id::{gid, parse_gid_param, to_gid_param};
 pub use json::{encode_value, json_string, write_json_string, JsonEscaping};
 pub use key_generator::{generate_key, KdfDigest, UnknownKdfDigest, ITERATIONS};

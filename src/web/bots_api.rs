@@ -217,7 +217,7 @@ pub async fn update(
     else {
         return Ok(head(StatusCode::NOT_FOUND));
     };
-    broadcasts::message_updated(&state.broadcaster, &room, &updated)?;
+    broadcasts::message_updated(&state.broadcaster, &state.storage.verifier, &room, &updated)?;
     Ok(head(StatusCode::NO_CONTENT))
 }
 
@@ -236,6 +236,9 @@ pub async fn destroy(
         return Ok(head(StatusCode::NOT_FOUND));
     };
     broadcasts::message_removed(&state.broadcaster, &room, &removed);
+    if removed.attachment.is_some() {
+        super::files::purge_orphans(&state).await;
+    }
     Ok(head(StatusCode::NO_CONTENT))
 }
 

@@ -212,16 +212,18 @@ async fn prepare_inner(
     let (csrf, new_csrf_cookie) = csrf_secret(state, find(CSRF_COOKIE));
     let (user, session_token) = resume_session(state, find(SESSION_COOKIE)).await?;
     let safe = matches!(parts.method, Method::GET | Method::HEAD | Method::OPTIONS);
-    let (body_bytes, form) = if safe {
-        (Bytes::new(), Form::default())
+    let streamed = !safe && streams_body(&parts);
+    let (body_bytes, form, body) = if safe || streamed {
+        (Bytes::new(), Form::default(), body)
     } else {
-        read_body(state, &parts, body).await?
+        let (bytes, form) = read_body(state, &parts, body).await?;
+        (bytes.clone(), form, Body::from(bytes))
     };
     method_override(&mut parts, &form);
     if !safe {
         refuse_banned(state, ip, parts.uri.path()).await?;
     }
-    if !safe && !is_bot_path(parts.uri.path()) {
+    if !safe && !is_bot_path(parts.uri.path()) && !is_disk_upload(&parts) {
         check_csrf(&parts, &form, &csrf)?;
     }
 
@@ -230,17 +232,45 @@ async fn prepare_inner(
         session_token,
         csrf,
         form: Arc::new(form),
-        body: body_bytes.clone(),
+        body: body_bytes,
         ip,
         secure,
         cookies: Arc::new(cookies),
     };
     parts.extensions.insert(ctx);
-    Ok((
-        Request::from_parts(parts, Body::from(body_bytes)),
-        new_csrf_cookie,
-        secure,
-    ))
+    Ok((Request::from_parts(parts, body), new_csrf_cookie, secure))
+}
+
+/// `PUT /rails/active_storage/disk/<token>`: a direct upload's bytes, authorized by the signed
+/// token in the path (Rails' `DiskController` skips forgery protection).
+fn is_disk_upload(parts: &Parts) -> bool {
+    parts.method == Method::PUT && parts.uri.path().starts_with("/rails/active_storage/disk/")
+}
+
+/// Requests whose body the handler streams instead of [`read_body`] buffering it (their size
+/// is bounded by `--max-upload-bytes` there): a direct upload's bytes, and multipart forms
+/// carrying a file to the routes that take one (a post, a bot's post). Their CSRF token comes
+/// from the `X-CSRF-Token` header (as Campfire's uploader and `@rails/activestorage` send it).
+fn streams_body(parts: &Parts) -> bool {
+    if is_disk_upload(parts) {
+        return true;
+    }
+    let multipart = parts
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().starts_with("multipart/form-data"));
+    if !multipart || parts.method != Method::POST {
+        return false;
+    }
+    let path = parts.uri.path();
+    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+    matches!(segments.as_slice(), ["rooms", room, "messages"] if room.parse::<i64>().is_ok())
+        || matches!(segments.as_slice(), ["rooms", _, _, "messages"] if is_bot_path(path))
+        || matches!(
+            segments.as_slice(),
+            ["users", _, "avatar"] | ["account", "logo"]
+        )
 }
 
 /// The client's address: the TCP peer, or, when the peer is one of `--trusted-proxies`, the

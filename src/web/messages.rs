@@ -4,7 +4,7 @@
 //! A post is stored in one transaction with its membership updates and only then handed to
 //! the fan-out engine; the response never waits for a socket write.
 
-use axum::extract::{Path, State};
+use axum::extract::{Path, Request, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use axum::Extension;
@@ -12,8 +12,10 @@ use axum::Extension;
 use super::context::Ctx;
 use super::error::AppError;
 use super::extract::{parse_id, CachedMemberRoom, MemberRoom};
+use super::files;
 use super::respond::stream_or_back;
 use crate::broadcasts;
+use crate::db::blobs::Blob;
 use crate::db::rooms::Room;
 use crate::db::users::User;
 use crate::db::{messages, rooms, users};
@@ -121,6 +123,7 @@ pub async fn post_message(
     author: &User,
     body: &rich_text::Body,
     client_message_id: &str,
+    attachment: Option<&Blob>,
 ) -> Result<(messages::Message, String), AppError> {
     // The append and the unread notices go out at the commit, under the write lock: a room's
     // appends reach its subscribers in the order of the messages' ids, and each member's
@@ -133,13 +136,20 @@ pub async fn post_message(
         client_message_id,
         body: &body.html,
         plain_text: Some(&body.plain_text),
+        attachment_blob_id: attachment.map(|b| b.id),
     };
     let (message, appended) = messages::create_then(
         &state.pool,
         &state.auth_cache,
         &new,
         |message, member_ids| {
-            broadcasts::message_created(&state.broadcaster, room, message, member_ids)
+            broadcasts::message_created(
+                &state.broadcaster,
+                &state.storage.verifier,
+                room,
+                message,
+                member_ids,
+            )
         },
     )
     .await
@@ -190,6 +200,112 @@ fn queue_pushes(
     });
 }
 
+/// The body of a post that may carry a file: with a file, a blank text is an empty body (a
+/// file's message, as Campfire's posts of one file each); otherwise [`body_from_form`].
+async fn body_with_file(
+    state: &AppState,
+    room_id: i64,
+    text: &str,
+    format: Option<&str>,
+    has_file: bool,
+) -> Result<rich_text::Body, AppError> {
+    if has_file && text.trim().is_empty() {
+        return Ok(rich_text::Body {
+            html: String::new(),
+            plain_text: String::new(),
+            mentionee_ids: Vec::new(),
+        });
+    }
+    body_from_form(state, room_id, text, format).await
+}
+
+/// What a post form carries.
+struct PostFields {
+    text: String,
+    format: Option<String>,
+    client_message_id: Option<String>,
+    blob: Option<Blob>,
+    /// Whether the blob was uploaded by this very request (and goes if the post fails).
+    uploaded_here: bool,
+}
+
+/// A post's fields: from the urlencoded form (`message[attachment]` a direct upload's signed
+/// blob id, as `@rails/activestorage` forms send it) or from a multipart form
+/// (`message[attachment]` the file, as Campfire's composer sends it; stored as a new blob).
+async fn post_fields(
+    state: &AppState,
+    ctx: &Ctx,
+    user: &User,
+    request: Request,
+    headers: &HeaderMap,
+) -> Result<PostFields, AppError> {
+    const FILE: &str = "message[attachment]";
+    const TEXT: &str = "message[body]";
+    const CID: &str = "message[client_message_id]";
+    if files::is_multipart(headers) {
+        let form = files::read_upload_form(state, user, request, FILE).await?;
+        return Ok(PostFields {
+            text: form.get(TEXT).unwrap_or("").to_owned(),
+            format: form.get(BODY_FORMAT_FIELD).map(str::to_owned),
+            client_message_id: form.get(CID).map(str::to_owned),
+            blob: form.blob,
+            uploaded_here: true,
+        });
+    }
+    let blob = match ctx.form.get(FILE).filter(|v| !v.is_empty()) {
+        Some(signed_id) => Some(files::blob_for_attaching(state, user, signed_id).await?),
+        None => None,
+    };
+    Ok(PostFields {
+        text: ctx.form.get(TEXT).unwrap_or("").to_owned(),
+        format: ctx.form.get(BODY_FORMAT_FIELD).map(str::to_owned),
+        client_message_id: ctx.form.get(CID).map(str::to_owned),
+        blob,
+        uploaded_here: false,
+    })
+}
+
+/// Posts `fields` as `author`; when the post fails, purges a blob the request itself uploaded;
+/// when it succeeds, starts processing the file (off the post path).
+async fn post_with_file(
+    state: &SharedState,
+    room: &Room,
+    author: &User,
+    fields: PostFields,
+    client_message_id: Option<String>,
+) -> Result<(messages::Message, String), AppError> {
+    let PostFields {
+        text,
+        format,
+        blob,
+        uploaded_here,
+        ..
+    } = fields;
+    let posted = async {
+        let cid = match client_message_id {
+            Some(cid) => cid,
+            None => messages::new_client_message_id(),
+        };
+        let body = body_with_file(state, room.id, &text, format.as_deref(), blob.is_some()).await?;
+        post_message(state, room, author, &body, &cid, blob.as_ref()).await
+    }
+    .await;
+    match posted {
+        Ok(posted) => {
+            if let Some(blob) = blob {
+                files::spawn_processing(state.clone(), room.clone(), posted.0.id, blob);
+            }
+            Ok(posted)
+        }
+        Err(e) => {
+            if let (Some(blob), true) = (blob, uploaded_here) {
+                files::purge_blob(state, blob.id).await;
+            }
+            Err(e)
+        }
+    }
+}
+
 /// What a person's post stored, left in its response's extensions for the layers after the
 /// handler (the bot webhooks, `crate::web::webhooks::after_post`).
 #[derive(Clone, Debug)]
@@ -202,22 +318,31 @@ pub struct Posted {
     pub message: messages::Message,
 }
 
-/// `POST /rooms/{room_id}/messages` with `message[body]`, `message[client_message_id]` and
-/// optionally `message[body_format]=html` (the editor's HTML, see [`body_from_form`]): 200
-/// turbo-stream `append` when asked for, else 302 back to the room. Non-members get 404, a
-/// blank body 422, one over [`rich_text::MAX_BODY_BYTES`] 413. The membership comes from the
-/// access cache ([`CachedMemberRoom`]).
+/// `POST /rooms/{room_id}/messages` with `message[body]`, `message[client_message_id]`,
+/// optionally `message[body_format]=html` (the editor's HTML, see [`body_from_form`]) and
+/// `message[attachment]` (a file in a multipart form, or a direct upload's signed blob id):
+/// 200 turbo-stream `append` when asked for, else 302 back to the room. Non-members get 404,
+/// a blank body without a file 422, one over [`rich_text::MAX_BODY_BYTES`] 413. The
+/// membership comes from the access cache ([`CachedMemberRoom`]).
 pub async fn create(
     State(state): State<SharedState>,
     Extension(ctx): Extension<Ctx>,
     CachedMemberRoom { user, room }: CachedMemberRoom,
     headers: HeaderMap,
+    request: Request,
 ) -> Result<Response, AppError> {
     let started = std::time::Instant::now();
-    let text = ctx.form.get("message[body]").unwrap_or("");
-    let cid = client_message_id(ctx.form.get("message[client_message_id]"))?;
-    let body = body_from_form(&state, room.id, text, ctx.form.get(BODY_FORMAT_FIELD)).await?;
-    let (message, html) = post_message(&state, &room, &user, &body, &cid).await?;
+    let fields = post_fields(&state, &ctx, &user, request, &headers).await?;
+    let cid = match client_message_id(fields.client_message_id.as_deref()) {
+        Ok(cid) => cid,
+        Err(e) => {
+            if let (Some(blob), true) = (fields.blob, fields.uploaded_here) {
+                files::purge_blob(&state, blob.id).await;
+            }
+            return Err(e);
+        }
+    };
+    let (message, html) = post_with_file(&state, &room, &user, fields, Some(cid)).await?;
     let mut response = stream_or_back(&headers, html, room.id);
     response.extensions_mut().insert(Posted {
         room,
@@ -231,13 +356,16 @@ pub async fn create(
 }
 
 /// `POST /rooms/{room_id}/{bot_key}/messages`: a bot posts the raw request body as the
-/// message's plain text (escaped, URLs linked); 201 with `Location`; 413 past
-/// [`rich_text::MAX_BODY_BYTES`]. A bad key gets a bare 401 (no body, no cookie); a room
-/// the bot is not in, a bare 404 (Campfire's `head`).
+/// message's plain text (escaped, URLs linked), or a multipart form with a file `attachment`
+/// (and an optional `body`), as `curl -F attachment=@file` sends it; 201 with `Location`; 413
+/// past [`rich_text::MAX_BODY_BYTES`] (or `--max-upload-bytes` for the file). A bad key gets a
+/// bare 401 (no body, no cookie); a room the bot is not in, a bare 404 (Campfire's `head`).
 pub async fn create_by_bot(
     State(state): State<SharedState>,
     Extension(ctx): Extension<Ctx>,
     Path((room_id, bot_key)): Path<(String, String)>,
+    headers: HeaderMap,
+    request: Request,
 ) -> Result<Response, AppError> {
     let started = std::time::Instant::now();
     let Some(bot) = users::authenticate_bot(&state.pool, &bot_key).await? else {
@@ -253,11 +381,27 @@ pub async fn create_by_bot(
     else {
         return Ok(StatusCode::NOT_FOUND.into_response());
     };
-    let text = std::str::from_utf8(&ctx.body)
-        .map_err(|_| AppError::BadRequest("body is not valid UTF-8".into()))?;
-    let cid = messages::new_client_message_id();
-    let body = body_from_form(&state, room.id, text, None).await?;
-    let (message, _) = post_message(&state, &room, &bot, &body, &cid).await?;
+    let fields = if files::is_multipart(&headers) {
+        let form = files::read_upload_form(&state, &bot, request, "attachment").await?;
+        PostFields {
+            text: form.get("body").unwrap_or("").to_owned(),
+            format: None,
+            client_message_id: None,
+            blob: form.blob,
+            uploaded_here: true,
+        }
+    } else {
+        let text = std::str::from_utf8(&ctx.body)
+            .map_err(|_| AppError::BadRequest("body is not valid UTF-8".into()))?;
+        PostFields {
+            text: text.to_owned(),
+            format: None,
+            client_message_id: None,
+            blob: None,
+            uploaded_here: false,
+        }
+    };
+    let (message, _) = post_with_file(&state, &room, &bot, fields, None).await?;
     let location = format!("/rooms/{}/@{}", room.id, message.id);
     let response = (StatusCode::CREATED, [(header::LOCATION, location)]).into_response();
     state
@@ -330,7 +474,8 @@ pub async fn update(
     )
     .await?
     .ok_or(AppError::NotFound)?;
-    let html = broadcasts::message_updated(&state.broadcaster, &room, &updated)?;
+    let html =
+        broadcasts::message_updated(&state.broadcaster, &state.storage.verifier, &room, &updated)?;
     Ok(stream_or_back(&headers, html, room.id))
 }
 
@@ -348,6 +493,9 @@ pub async fn destroy(
         .await?
         .ok_or(AppError::NotFound)?;
     let html = broadcasts::message_removed(&state.broadcaster, &room, &removed);
+    if removed.attachment.is_some() {
+        files::purge_orphans(&state).await;
+    }
     Ok(stream_or_back(&headers, html, room.id))
 }
 

@@ -31,6 +31,7 @@
 //! | `GET`/`POST /searches`, `DELETE /searches/clear` | [`searches`] |
 //! | `GET`/`POST /users/me/push_subscriptions`, `DELETE /users/me/push_subscriptions/{id}`, `POST …/{id}/test_notifications` | [`push_subscriptions`] |
 //! | `GET /webmanifest`, `GET /service-worker`, `GET /favicon.svg`, `GET /icons/…` | [`pwa`] |
+//! | `POST /rails/active_storage/direct_uploads`, `PUT`/`GET /rails/active_storage/disk/…`, `GET /rails/active_storage/blobs/…`, `GET /rails/active_storage/representations/…` | [`files`] |
 //! | `GET /up` | health check |
 //! | `GET /assets/js/…`, `GET /assets/npm/<package>/…` | `crate::assets` (mounted by the wiring in front of the request context) |
 //!
@@ -47,6 +48,7 @@ pub mod csrf;
 pub mod error;
 pub mod extract;
 pub mod fields;
+pub mod files;
 pub mod first_run;
 pub mod form;
 pub mod internal;
@@ -192,6 +194,34 @@ pub fn routes(state: SharedState) -> Router {
             patch(account::bots::update_key),
         )
         .route("/searches", get(searches::index).post(searches::create))
+        .route(
+            "/rails/active_storage/direct_uploads",
+            post(files::create_direct_upload),
+        )
+        .route(
+            "/rails/active_storage/disk/{encoded_token}",
+            axum::routing::put(files::upload_to_disk),
+        )
+        .route(
+            "/rails/active_storage/disk/{encoded_key}/{*filename}",
+            get(files::serve_from_disk),
+        )
+        .route(
+            "/rails/active_storage/blobs/redirect/{signed_id}/{*filename}",
+            get(files::blob_redirect),
+        )
+        .route(
+            "/rails/active_storage/blobs/{signed_id}/{*filename}",
+            get(files::blob_redirect),
+        )
+        .route(
+            "/rails/active_storage/representations/redirect/{signed_blob_id}/{variation_key}/{*filename}",
+            get(files::representation_redirect),
+        )
+        .route(
+            "/rails/active_storage/representations/{signed_blob_id}/{variation_key}/{*filename}",
+            get(files::representation_redirect),
+        )
         .route("/searches/clear", delete(searches::clear))
         .route(
             "/users/me/push_subscriptions",

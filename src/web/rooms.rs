@@ -117,7 +117,7 @@ async fn render_room(
         (Some(_), Some(last)) => messages::any_beyond(&state.pool, room.id, last.id, false).await?,
         _ => false,
     };
-    let messages_html = render::messages(&page)?;
+    let messages_html = render::messages(&page, &state.storage.verifier)?;
     let messages_stream = state
         .signer
         .sign(&streams::room_messages(&state.config.gid_app, &room));
@@ -204,7 +204,7 @@ pub async fn messages_page(
     if page.is_empty() {
         return Ok(StatusCode::NO_CONTENT.into_response());
     }
-    Ok(Html(render::messages(&page)?).into_response())
+    Ok(Html(render::messages(&page, &state.storage.verifier)?).into_response())
 }
 
 /// The most changes one catch-up answers with (five pages of [`messages::PAGE_SIZE`]); past
@@ -263,14 +263,14 @@ pub async fn refresh(
                     body.push_str(&render::turbo_stream(
                         "append",
                         &room.messages_target(),
-                        Some(&render::messages(&up.appended)?),
+                        Some(&render::messages(&up.appended, &state.storage.verifier)?),
                     ));
                 }
                 for m in &up.replaced {
                     body.push_str(&render::turbo_stream(
                         "replace",
                         &m.dom_id(),
-                        Some(&render::message(m)?),
+                        Some(&render::message(m, &state.storage.verifier)?),
                     ));
                 }
                 for client_message_id in &up.removed {
@@ -298,14 +298,14 @@ pub async fn refresh(
                 body.push_str(&render::turbo_stream(
                     "replace",
                     &m.dom_id(),
-                    Some(&render::message(m)?),
+                    Some(&render::message(m, &state.storage.verifier)?),
                 ));
             }
             if !created.is_empty() {
                 body.push_str(&render::turbo_stream(
                     "append",
                     &room.messages_target(),
-                    Some(&render::messages(&created)?),
+                    Some(&render::messages(&created, &state.storage.verifier)?),
                 ));
             }
             (body, Some(cursor))

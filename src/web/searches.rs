@@ -115,7 +115,7 @@ pub async fn index(
             room_id: m.room_id,
             room_name: names.get(&m.room_id).cloned().unwrap_or_default(),
             message_id: m.id,
-            html: render::message(m)?,
+            html: render::message(m, &state.storage.verifier)?,
         });
     }
     let recent = searches::recent(&state.pool, user.id).await?;

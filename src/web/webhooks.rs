@@ -270,7 +270,7 @@ async fn post_answer(state: &AppState, delivery: &Delivery, answer: &Answer) -> 
     };
     anyhow::ensure!(!body.is_blank(), "blank answer");
     let cid = messages::new_client_message_id();
-    post_message(state, &room, &bot, &body, &cid)
+    post_message(state, &room, &bot, &body, &cid, None)
         .await
         .map_err(|e| anyhow::anyhow!("{e:?}"))?;
     Ok(())

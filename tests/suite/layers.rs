@@ -23,6 +23,7 @@ const FLOORS: &[&[&str]] = &[
         "assets",
         "anycable",
         "push",
+        "storage",
         "webhooks",
     ],
     &[

@@ -22,12 +22,14 @@ mod common;
 mod account_settings;
 mod accounts;
 mod browser;
+mod browser_files;
 mod browser_room;
 mod cable;
 mod cli;
 // The fan-out hooks (`Fanout::new_inline_writers`) exist with the `test-support` feature.
 #[cfg(feature = "test-support")]
 mod fanout_socket;
+mod files;
 mod hardening;
 mod layers;
 mod metrics;

@@ -71,6 +71,86 @@ fn rails_and_hearth_verify_each_others_signatures() {
     );
 }
 
+/// Active Storage: a blob URL Hearth makes is resolved by Rails' own Active Storage (Debian's
+/// `ruby-activestorage`) with the same secret: the signed id names the blob, the variation
+/// key decodes to the `thumb` transformations with the same digest, the disk URL's key names
+/// the file; and a signed id Rails makes names its blob in Hearth. Needs `ruby` with
+/// `ruby-activestorage` (`.ci/run` installs them when missing).
+#[test]
+fn rails_active_storage_resolves_hearths_blob_urls() {
+    use hearth::db::blobs::{resize_to_limit, Blob};
+    use hearth::rails::ActiveStorageVerifier;
+
+    for (digest, kdf) in [("sha256", KdfDigest::Sha256), ("sha1", KdfDigest::Sha1)] {
+        let verifier = ActiveStorageVerifier::from_secret_key_base(SECRET_KEY_BASE.as_bytes(), kdf);
+        let storage =
+            hearth::storage::Storage::new(verifier.clone(), std::env::temp_dir(), 1024, 0);
+        let blob = Blob {
+            id: 42,
+            key: "abcdefghijklmnopqrstuvwxyz01".into(),
+            filename: "page.html".into(),
+            content_type: Some("text/html".into()),
+            metadata: None,
+            service_name: "local".into(),
+            byte_size: 10,
+            checksum: None,
+            created_at: String::new(),
+        };
+        let path = hearth::storage::blob_path(&verifier, &blob, false);
+        let signed_id = percent_decode(path.split('/').nth(5).expect("a signed id segment"));
+        assert_eq!(signed_id, verifier.signed_blob_id(42));
+        let variation_key = verifier.variation_key(&resize_to_limit(1200, 800));
+        let disk = storage.disk_url(&blob, false, hearth::db::now_ms());
+        let disk_token = percent_decode(disk.split('/').nth(4).expect("a token segment"));
+
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/ruby/active_storage.rb");
+        let output = Command::new("ruby")
+            .args([
+                script,
+                SECRET_KEY_BASE,
+                digest,
+                &signed_id,
+                &variation_key,
+                &disk_token,
+            ])
+            .output()
+            .expect(
+                "ruby runs (apt-get install -y --no-install-recommends ruby ruby-activestorage)",
+            );
+        let out = String::from_utf8_lossy(&output.stdout).to_string();
+        assert!(
+            output.status.success(),
+            "{out}\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert_eq!(field(&out, "BLOB_ID"), "42", "{digest}");
+        assert_eq!(
+            field(&out, "TRANSFORMATIONS"),
+            "{:resize_to_limit=>[1200, 800]}"
+        );
+        assert_eq!(
+            field(&out, "DIGEST"),
+            hearth::rails::active_storage::variation_digest(&resize_to_limit(1200, 800))
+        );
+        assert_eq!(field(&out, "SAME_KEY"), "true", "the very key Rails makes");
+        assert_eq!(field(&out, "DISK_KEY"), blob.key);
+        assert_eq!(
+            field(&out, "DISK_TYPE"),
+            "application/octet-stream",
+            "HTML is served as binary"
+        );
+        assert!(field(&out, "DISK_DISPOSITION").starts_with("attachment; filename=\"page.html\""));
+        assert_eq!(verifier.blob_id(field(&out, "SIGNED_BY_RAILS")), Some(77));
+    }
+}
+
+fn percent_decode(text: &str) -> String {
+    percent_encoding::percent_decode_str(text)
+        .decode_utf8()
+        .expect("UTF-8")
+        .into_owned()
+}
+
 /// A body Hearth stored (posted through the editor's form, with a mention picked from
 /// `/autocompletable/users`) read by Rails' Action Text: the sgid locates the user under the
 /// same secret_key_base, the attachment is the mention type, the plain text reads `@Jason`,

@@ -179,6 +179,8 @@ pub async fn destroy_in(
     {
         crate::broadcasts::room_removed(&state.broadcaster, &room);
         tracing::info!(room_id = room.id, members = former.len(), "room destroyed");
+        // The room's messages went with it; their files go now.
+        crate::web::files::purge_orphans(state).await;
     }
     Ok(found("/"))
 }

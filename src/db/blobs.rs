@@ -1,0 +1,500 @@
+//! Queries on Active Storage's tables (migration 0013): `active_storage_blobs`,
+//! `active_storage_attachments` and `active_storage_variant_records`, in the rows Rails writes
+//! (`ActiveStorage::Blob`, `ActiveStorage::Attachment`, `ActiveStorage::VariantRecord`).
+//!
+//! The bytes themselves live in a storage service (`crate::storage`); these functions only
+//! keep the records. Deleting returns the keys whose files the caller removes.
+
+use sqlx::SqlitePool;
+
+/// The record types Hearth attaches files to, as Rails names them.
+pub mod record {
+    /// A message's file (`Message has_one_attached :attachment`).
+    pub const MESSAGE: &str = "Message";
+    /// A user's avatar (`User has_one_attached :avatar`).
+    pub const USER: &str = "User";
+    /// The account's logo (`Account has_one_attached :logo`).
+    pub const ACCOUNT: &str = "Account";
+    /// A variant's image (`ActiveStorage::VariantRecord has_one_attached :image`).
+    pub const VARIANT: &str = "ActiveStorage::VariantRecord";
+}
+
+/// Campfire's `thumb` variant of a message's image: `resize_to_limit: [1200, 800]`
+/// (`Message::Attachment::THUMBNAIL_MAX_WIDTH`/`_HEIGHT`).
+pub const THUMB_LIMIT: (u32, u32) = (1200, 800);
+
+/// The transformations of a variant that fits within `width`×`height`
+/// (`{resize_to_limit: [width, height]}`), as its variation key and digest carry them.
+pub fn resize_to_limit(width: u32, height: u32) -> crate::rails::marshal::Value {
+    use crate::rails::marshal::Value;
+    Value::Hash(vec![(
+        Value::Sym("resize_to_limit".into()),
+        Value::Array(vec![Value::Int(width.into()), Value::Int(height.into())]),
+    )])
+}
+
+/// The `variation_digest` of the thumbnail variant ([`THUMB_LIMIT`]).
+pub fn thumb_digest() -> &'static str {
+    static DIGEST: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        crate::rails::active_storage::variation_digest(&resize_to_limit(
+            THUMB_LIMIT.0,
+            THUMB_LIMIT.1,
+        ))
+    });
+    &DIGEST
+}
+
+/// A row of `active_storage_blobs`.
+#[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
+pub struct Blob {
+    /// Primary key.
+    pub id: i64,
+    /// The service key (28 lowercase base-36 characters for blobs Hearth makes).
+    pub key: String,
+    /// The file name as given (sanitized).
+    pub filename: String,
+    /// The MIME type, identified from the content.
+    pub content_type: Option<String>,
+    /// The metadata JSON (`{"identified":true,"width":…,"height":…,"analyzed":true}`).
+    pub metadata: Option<String>,
+    /// The service the bytes are in (`local`, `s3`).
+    pub service_name: String,
+    /// Size in bytes.
+    pub byte_size: i64,
+    /// Base64 of the MD5 of the bytes.
+    pub checksum: Option<String>,
+    /// Rails' `datetime(6)` text.
+    pub created_at: String,
+}
+
+impl Blob {
+    /// The parsed metadata (an empty object when absent or malformed).
+    pub fn metadata_json(&self) -> serde_json::Map<String, serde_json::Value> {
+        self.metadata
+            .as_deref()
+            .and_then(|m| serde_json::from_str::<serde_json::Value>(m).ok())
+            .and_then(|v| match v {
+                serde_json::Value::Object(map) => Some(map),
+                _ => None,
+            })
+            .unwrap_or_default()
+    }
+
+    /// An integer field of the metadata (`width`, `height`).
+    pub fn metadata_int(&self, name: &str) -> Option<i64> {
+        self.metadata_json()
+            .get(name)
+            .and_then(serde_json::Value::as_i64)
+    }
+
+    /// Whether the content type is an image type.
+    pub fn is_image(&self) -> bool {
+        self.content_type
+            .as_deref()
+            .is_some_and(|t| t.starts_with("image/"))
+    }
+
+    /// Whether the content type is a video type.
+    pub fn is_video(&self) -> bool {
+        self.content_type
+            .as_deref()
+            .is_some_and(|t| t.starts_with("video/"))
+    }
+}
+
+/// A blob to insert.
+#[derive(Clone, Copy, Debug)]
+pub struct NewBlob<'a> {
+    /// Service key.
+    pub key: &'a str,
+    /// File name.
+    pub filename: &'a str,
+    /// MIME type.
+    pub content_type: Option<&'a str>,
+    /// Metadata JSON.
+    pub metadata: &'a str,
+    /// Service name.
+    pub service_name: &'a str,
+    /// Size in bytes.
+    pub byte_size: i64,
+    /// Base64 MD5.
+    pub checksum: Option<&'a str>,
+}
+
+/// A file attached to a message, with the image of its thumbnail variant once processed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Attached {
+    /// The file.
+    pub blob: Blob,
+    /// The thumbnail (or a video's poster), when made.
+    pub thumb: Option<Blob>,
+}
+
+/// Rails' `Time.current` in a `datetime(6)` column on SQLite: `YYYY-MM-DD HH:MM:SS.ffffff`.
+pub fn rails_datetime(ms: i64) -> String {
+    let iso = crate::rails::time::format_iso8601_millis(i128::from(ms) * 1_000_000);
+    format!("{}000", iso.replacen('T', " ", 1).trim_end_matches('Z'))
+}
+
+const BLOB_COLUMNS: &str =
+    "id, key, filename, content_type, metadata, service_name, byte_size, checksum, created_at";
+
+/// Inserts a blob; returns it.
+///
+/// # Errors
+/// A database failure, or a duplicate key.
+pub async fn insert(pool: &SqlitePool, new: &NewBlob<'_>) -> sqlx::Result<Blob> {
+    let _write = super::write_lock().await?;
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "INSERT INTO active_storage_blobs (key, filename, content_type, metadata, service_name, \
+         byte_size, checksum, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING {BLOB_COLUMNS}"
+    )))
+    .bind(new.key)
+    .bind(new.filename)
+    .bind(new.content_type)
+    .bind(new.metadata)
+    .bind(new.service_name)
+    .bind(new.byte_size)
+    .bind(new.checksum)
+    .bind(rails_datetime(super::now_ms()))
+    .fetch_one(pool)
+    .await
+}
+
+/// The blob `id`.
+pub async fn find(pool: &SqlitePool, id: i64) -> sqlx::Result<Option<Blob>> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT {BLOB_COLUMNS} FROM active_storage_blobs WHERE id = ?"
+    )))
+    .bind(id)
+    .fetch_optional(pool)
+    .await
+}
+
+/// The blob with service key `key`.
+pub async fn find_by_key(pool: &SqlitePool, key: &str) -> sqlx::Result<Option<Blob>> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT {BLOB_COLUMNS} FROM active_storage_blobs WHERE key = ?"
+    )))
+    .bind(key)
+    .fetch_optional(pool)
+    .await
+}
+
+/// Replaces a blob's content type and metadata JSON.
+pub async fn update_identity(
+    pool: &SqlitePool,
+    id: i64,
+    content_type: Option<&str>,
+    metadata: &str,
+) -> sqlx::Result<()> {
+    let _write = super::write_lock().await?;
+    sqlx::query("UPDATE active_storage_blobs SET content_type = ?, metadata = ? WHERE id = ?")
+        .bind(content_type)
+        .bind(metadata)
+        .bind(id)
+        .execute(pool)
+        .await?;
+    Ok(())
+}
+
+/// Attaches blob `blob_id` as `name` of the record, in an open transaction (or on a pool).
+pub async fn attach<'e, E>(
+    executor: E,
+    name: &str,
+    record_type: &str,
+    record_id: i64,
+    blob_id: i64,
+) -> sqlx::Result<()>
+where
+    E: sqlx::Executor<'e, Database = sqlx::Sqlite>,
+{
+    sqlx::query(
+        "INSERT INTO active_storage_attachments (name, record_type, record_id, blob_id, created_at) \
+         VALUES (?, ?, ?, ?, ?)",
+    )
+    .bind(name)
+    .bind(record_type)
+    .bind(record_id)
+    .bind(blob_id)
+    .bind(rails_datetime(super::now_ms()))
+    .execute(executor)
+    .await?;
+    Ok(())
+}
+
+/// Attaches `blob_id` as the one `name` of a record, replacing (and returning the blob ids of)
+/// what was attached before (`has_one_attached`'s replace).
+pub async fn attach_one(
+    pool: &SqlitePool,
+    name: &str,
+    record_type: &str,
+    record_id: i64,
+    blob_id: i64,
+) -> sqlx::Result<Vec<i64>> {
+    let _write = super::write_lock().await?;
+    let mut tx = pool.begin().await?;
+    let old: Vec<i64> = sqlx::query_scalar(
+        "DELETE FROM active_storage_attachments WHERE record_type = ? AND record_id = ? AND name = ? \
+         RETURNING blob_id",
+    )
+    .bind(record_type)
+    .bind(record_id)
+    .bind(name)
+    .fetch_all(&mut *tx)
+    .await?;
+    attach(&mut *tx, name, record_type, record_id, blob_id).await?;
+    tx.commit().await?;
+    Ok(old)
+}
+
+/// Detaches `name` of a record; returns the blob ids that were attached.
+pub async fn detach(
+    pool: &SqlitePool,
+    name: &str,
+    record_type: &str,
+    record_id: i64,
+) -> sqlx::Result<Vec<i64>> {
+    let _write = super::write_lock().await?;
+    sqlx::query_scalar(
+        "DELETE FROM active_storage_attachments WHERE record_type = ? AND record_id = ? AND name = ? \
+         RETURNING blob_id",
+    )
+    .bind(record_type)
+    .bind(record_id)
+    .bind(name)
+    .fetch_all(pool)
+    .await
+}
+
+/// The blob attached as `name` of a record.
+pub async fn attached(
+    pool: &SqlitePool,
+    name: &str,
+    record_type: &str,
+    record_id: i64,
+) -> sqlx::Result<Option<Blob>> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT {} FROM active_storage_blobs b JOIN active_storage_attachments a ON a.blob_id = b.id \
+         WHERE a.record_type = ? AND a.record_id = ? AND a.name = ? ORDER BY a.id DESC LIMIT 1",
+        prefixed("b")
+    )))
+    .bind(record_type)
+    .bind(record_id)
+    .bind(name)
+    .fetch_optional(pool)
+    .await
+}
+
+fn prefixed(alias: &str) -> String {
+    BLOB_COLUMNS
+        .split(", ")
+        .map(|c| format!("{alias}.{c}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The records a blob is attached to: `(record_type, record_id, name)`.
+pub async fn records_of(
+    pool: &SqlitePool,
+    blob_id: i64,
+) -> sqlx::Result<Vec<(String, i64, String)>> {
+    sqlx::query_as(
+        "SELECT record_type, record_id, name FROM active_storage_attachments WHERE blob_id = ?",
+    )
+    .bind(blob_id)
+    .fetch_all(pool)
+    .await
+}
+
+/// The blob a variant record belongs to (its source).
+pub async fn variant_source(
+    pool: &SqlitePool,
+    variant_record_id: i64,
+) -> sqlx::Result<Option<i64>> {
+    sqlx::query_scalar("SELECT blob_id FROM active_storage_variant_records WHERE id = ?")
+        .bind(variant_record_id)
+        .fetch_optional(pool)
+        .await
+}
+
+/// The image of blob `blob_id`'s variant with `digest`, once processed.
+pub async fn variant(pool: &SqlitePool, blob_id: i64, digest: &str) -> sqlx::Result<Option<Blob>> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT {} FROM active_storage_variant_records v \
+         JOIN active_storage_attachments a ON a.record_type = '{}' AND a.record_id = v.id AND a.name = 'image' \
+         JOIN active_storage_blobs b ON b.id = a.blob_id \
+         WHERE v.blob_id = ? AND v.variation_digest = ?",
+        prefixed("b"),
+        record::VARIANT
+    )))
+    .bind(blob_id)
+    .bind(digest)
+    .fetch_optional(pool)
+    .await
+}
+
+/// Records the variant `digest` of `blob_id` with `image_blob_id` as its image (Rails'
+/// `variant_records.create_or_find_by!` + `image.attach`). Returns false, storing nothing,
+/// when the source blob is gone.
+pub async fn add_variant(
+    pool: &SqlitePool,
+    blob_id: i64,
+    digest: &str,
+    image_blob_id: i64,
+) -> sqlx::Result<bool> {
+    let _write = super::write_lock().await?;
+    let mut tx = pool.begin().await?;
+    let exists: Option<i64> =
+        sqlx::query_scalar("SELECT id FROM active_storage_blobs WHERE id = ?")
+            .bind(blob_id)
+            .fetch_optional(&mut *tx)
+            .await?;
+    if exists.is_none() {
+        return Ok(false);
+    }
+    let record_id: i64 = sqlx::query_scalar(
+        "INSERT INTO active_storage_variant_records (blob_id, variation_digest) VALUES (?, ?) \
+         ON CONFLICT (blob_id, variation_digest) DO UPDATE SET variation_digest = excluded.variation_digest \
+         RETURNING id",
+    )
+    .bind(blob_id)
+    .bind(digest)
+    .fetch_one(&mut *tx)
+    .await?;
+    attach(&mut *tx, "image", record::VARIANT, record_id, image_blob_id).await?;
+    tx.commit().await?;
+    Ok(true)
+}
+
+#[derive(sqlx::FromRow)]
+struct AttachedRow {
+    record_id: i64,
+    #[sqlx(flatten)]
+    blob: Blob,
+}
+
+/// The files of messages `ids` (at most one each), with their thumbnails (variant `thumb_digest`).
+pub async fn for_messages(
+    pool: &SqlitePool,
+    ids: &[i64],
+    thumb_digest: &str,
+) -> sqlx::Result<Vec<(i64, Attached)>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ids_json = serde_json::to_string(ids).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
+    let rows: Vec<AttachedRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT a.record_id, {} FROM active_storage_attachments a JOIN active_storage_blobs b ON b.id = a.blob_id \
+         WHERE a.record_type = '{}' AND a.name = 'attachment' AND a.record_id IN (SELECT value FROM json_each(?)) \
+         ORDER BY a.id",
+        prefixed("b"),
+        record::MESSAGE
+    )))
+    .bind(ids_json)
+    .fetch_all(pool)
+    .await?;
+    let mut out = Vec::with_capacity(rows.len());
+    for row in rows {
+        let thumb = variant(pool, row.blob.id, thumb_digest).await?;
+        out.push((
+            row.record_id,
+            Attached {
+                blob: row.blob,
+                thumb,
+            },
+        ));
+    }
+    Ok(out)
+}
+
+/// Deletes blob `id` with its attachments, its variants and their images; returns the
+/// `(service_name, key)` of every deleted blob, whose files the caller removes.
+pub async fn delete(pool: &SqlitePool, id: i64) -> sqlx::Result<Vec<(String, String)>> {
+    let _write = super::write_lock().await?;
+    let mut tx = pool.begin().await?;
+    let mut gone = Vec::new();
+    let mut pending = vec![id];
+    while let Some(blob_id) = pending.pop() {
+        let images: Vec<i64> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+            "SELECT a.blob_id FROM active_storage_variant_records v JOIN active_storage_attachments a \
+             ON a.record_type = '{}' AND a.record_id = v.id WHERE v.blob_id = ?",
+            record::VARIANT
+        )))
+        .bind(blob_id)
+        .fetch_all(&mut *tx)
+        .await?;
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "DELETE FROM active_storage_attachments WHERE blob_id = ? OR (record_type = '{}' AND \
+             record_id IN (SELECT id FROM active_storage_variant_records WHERE blob_id = ?))",
+            record::VARIANT
+        )))
+        .bind(blob_id)
+        .bind(blob_id)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query("DELETE FROM active_storage_variant_records WHERE blob_id = ?")
+            .bind(blob_id)
+            .execute(&mut *tx)
+            .await?;
+        let row: Option<(String, String)> = sqlx::query_as(
+            "DELETE FROM active_storage_blobs WHERE id = ? RETURNING service_name, key",
+        )
+        .bind(blob_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        gone.extend(row);
+        pending.extend(images);
+    }
+    tx.commit().await?;
+    Ok(gone)
+}
+
+/// Blobs no longer wanted: those attached to a message, user or account that is gone (their
+/// attachment rows are removed here), and those attached to nothing and created before
+/// `unattached_before_ms` (direct uploads never used; Rails' `ActiveStorage::Blob.unattached`).
+/// Variant images are not counted: they go with their source blob.
+pub async fn orphans(pool: &SqlitePool, unattached_before_ms: i64) -> sqlx::Result<Vec<i64>> {
+    let mut ids: Vec<i64> = {
+        let _write = super::write_lock().await?;
+        sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+            "DELETE FROM active_storage_attachments WHERE \
+             (record_type = '{m}' AND record_id NOT IN (SELECT id FROM messages)) OR \
+             (record_type = '{u}' AND record_id NOT IN (SELECT id FROM users)) OR \
+             (record_type = '{a}' AND record_id NOT IN (SELECT id FROM accounts)) RETURNING blob_id",
+            m = record::MESSAGE,
+            u = record::USER,
+            a = record::ACCOUNT
+        )))
+        .fetch_all(pool)
+        .await?
+    };
+    let old: Vec<i64> = sqlx::query_scalar(
+        "SELECT id FROM active_storage_blobs b WHERE created_at < ? AND \
+         NOT EXISTS (SELECT 1 FROM active_storage_attachments a WHERE a.blob_id = b.id)",
+    )
+    .bind(rails_datetime(unattached_before_ms))
+    .fetch_all(pool)
+    .await?;
+    ids.extend(old);
+    let mut unattached = Vec::with_capacity(ids.len());
+    for id in ids {
+        let still: Option<i64> = sqlx::query_scalar(
+            "SELECT 1 FROM active_storage_attachments WHERE blob_id = ? LIMIT 1",
+        )
+        .bind(id)
+        .fetch_optional(pool)
+        .await?;
+        if still.is_none() && !unattached.contains(&id) {
+            unattached.push(id);
+        }
+    }
+    Ok(unattached)
+}
+
+/// How many blobs exist (for tests and metrics).
+pub async fn count(pool: &SqlitePool) -> sqlx::Result<i64> {
+    sqlx::query_scalar("SELECT COUNT(*) FROM active_storage_blobs")
+        .fetch_one(pool)
+        .await
+}

@@ -1,0 +1,302 @@
+//! Active Storage's server side: the disk service, identification of uploaded content, the
+//! URLs of blobs, representations and the disk service, and image processing.
+//!
+//! - [`disk`]: `ActiveStorage::Service::DiskService`: files at `<root>/ab/cd/<key>`, written
+//!   through a temporary file with their size and MD5 checked before they appear.
+//! - [`identify`]: the content type from the bytes (Marcel's job in Rails), never the client's
+//!   claim, and what may be shown inline.
+//! - [`process`]: width and height, the `thumb` variant (`resize_to_limit: [1200, 800]`),
+//!   square variants for avatars and icons; decode limits against decompression bombs.
+//!
+//! URLs are those of Rails' `active_storage` routes (`config/routes.rb` of the engine), signed
+//! by [`ActiveStorageVerifier`], so a Rails app sharing `secret_key_base` resolves them.
+
+pub mod disk;
+pub mod identify;
+pub mod process;
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
+
+use crate::db::blobs::Blob;
+use crate::rails::marshal::Value;
+use crate::rails::ActiveStorageVerifier;
+
+/// The service name of the disk service in `active_storage_blobs.service_name` (Rails'
+/// `config/storage.yml` default, `local`).
+pub const DISK_SERVICE: &str = "local";
+
+/// How long a disk service URL (download or upload) stays valid (Rails'
+/// `ActiveStorage.service_urls_expire_in`, 5 minutes).
+pub const URL_EXPIRES_IN: Duration = Duration::from_secs(5 * 60);
+
+/// How long a direct upload may stay unattached before it is purged (a day).
+pub const UNATTACHED_TTL: Duration = Duration::from_secs(24 * 3600);
+
+/// The window of the per-user upload limit.
+pub const UPLOAD_WINDOW: Duration = Duration::from_secs(600);
+
+/// What every request and job of the file side needs.
+#[derive(Debug)]
+pub struct Storage {
+    /// `ActiveStorage.verifier`.
+    pub verifier: Arc<ActiveStorageVerifier>,
+    /// The disk service.
+    pub disk: disk::DiskService,
+    /// `--max-upload-bytes`.
+    pub max_upload_bytes: u64,
+    uploads: Mutex<HashMap<i64, VecDeque<Instant>>>,
+    upload_limit: u32,
+    /// One image is processed at a time (processing is CPU work, kept off the post path).
+    pub processing: tokio::sync::Semaphore,
+}
+
+impl Storage {
+    /// A storage with the disk service at `root`.
+    pub fn new(
+        verifier: ActiveStorageVerifier,
+        root: std::path::PathBuf,
+        max_upload_bytes: u64,
+        upload_limit: u32,
+    ) -> Self {
+        let verifier = Arc::new(verifier);
+        Self {
+            verifier,
+            disk: disk::DiskService::new(root),
+            max_upload_bytes,
+            uploads: Mutex::new(HashMap::new()),
+            upload_limit,
+            processing: tokio::sync::Semaphore::new(1),
+        }
+    }
+
+    /// Counts an upload by `user_id`; false (not counted) past `--upload-rate-limit` uploads
+    /// in [`UPLOAD_WINDOW`].
+    pub fn allow_upload(&self, user_id: i64, now: Instant) -> bool {
+        if self.upload_limit == 0 {
+            return true;
+        }
+        let mut uploads = self.uploads.lock();
+        if uploads.len() > 10_000 {
+            uploads.retain(|_, q| {
+                q.back()
+                    .is_some_and(|t| now.duration_since(*t) < UPLOAD_WINDOW)
+            });
+        }
+        let q = uploads.entry(user_id).or_default();
+        while q
+            .front()
+            .is_some_and(|t| now.duration_since(*t) >= UPLOAD_WINDOW)
+        {
+            q.pop_front();
+        }
+        if q.len() >= self.upload_limit as usize {
+            return false;
+        }
+        q.push_back(now);
+        true
+    }
+
+    /// A disk service download URL of `blob` (Rails' `DiskService#url`): a path with a
+    /// `blob_key` token that expires in [`URL_EXPIRES_IN`], carrying the key, the content type
+    /// to serve and the `Content-Disposition`.
+    pub fn disk_url(&self, blob: &Blob, download: bool, now_ms: i64) -> String {
+        let content_type = identify::served_content_type(blob.content_type.as_deref());
+        let inline = !download && identify::inline_allowed(blob.content_type.as_deref());
+        let disposition = content_disposition(inline, &blob.filename);
+        let token = self.verifier.generate(
+            &Value::Hash(vec![
+                (Value::Sym("key".into()), Value::Str(blob.key.clone())),
+                (Value::Sym("disposition".into()), Value::Str(disposition)),
+                (
+                    Value::Sym("content_type".into()),
+                    Value::Str(content_type.to_owned()),
+                ),
+                (
+                    Value::Sym("service_name".into()),
+                    Value::Str(blob.service_name.clone()),
+                ),
+            ]),
+            "blob_key",
+            Some(now_ms + URL_EXPIRES_IN.as_millis() as i64),
+        );
+        format!(
+            "/rails/active_storage/disk/{}/{}",
+            segment(&token),
+            segment(&blob.filename)
+        )
+    }
+
+    /// The upload URL of a direct upload (Rails' `DiskService#url_for_direct_upload`): a path
+    /// with a `blob_token` token that expires in [`URL_EXPIRES_IN`], carrying the key, content
+    /// type, length and checksum the upload must match.
+    pub fn direct_upload_url(&self, blob: &Blob, now_ms: i64) -> String {
+        let token = self.verifier.generate(
+            &Value::Hash(vec![
+                (Value::Sym("key".into()), Value::Str(blob.key.clone())),
+                (
+                    Value::Sym("content_type".into()),
+                    blob.content_type.clone().map_or(Value::Nil, Value::Str),
+                ),
+                (
+                    Value::Sym("content_length".into()),
+                    Value::Int(blob.byte_size),
+                ),
+                (
+                    Value::Sym("checksum".into()),
+                    blob.checksum.clone().map_or(Value::Nil, Value::Str),
+                ),
+                (
+                    Value::Sym("service_name".into()),
+                    Value::Str(blob.service_name.clone()),
+                ),
+            ]),
+            "blob_token",
+            Some(now_ms + URL_EXPIRES_IN.as_millis() as i64),
+        );
+        format!("/rails/active_storage/disk/{}", segment(&token))
+    }
+}
+
+/// The characters a path segment keeps unescaped: RFC 3986's unreserved ones. Everything
+/// else, `/`, `+` and `=` of base64 tokens included, is percent-encoded.
+const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
+/// `text` escaped as one URL path segment.
+pub fn segment(text: &str) -> String {
+    utf8_percent_encode(text, SEGMENT).to_string()
+}
+
+/// `rails_blob_path(blob)`: `/rails/active_storage/blobs/redirect/<signed_id>/<filename>`,
+/// with `?disposition=attachment` for a download link.
+pub fn blob_path(verifier: &ActiveStorageVerifier, blob: &Blob, download: bool) -> String {
+    let mut path = format!(
+        "/rails/active_storage/blobs/redirect/{}/{}",
+        segment(&verifier.signed_blob_id(blob.id)),
+        segment(&blob.filename)
+    );
+    if download {
+        path.push_str("?disposition=attachment");
+    }
+    path
+}
+
+/// `url_for(blob.variant(transformations))`:
+/// `/rails/active_storage/representations/redirect/<signed_id>/<variation_key>/<filename>`.
+pub fn representation_path(
+    verifier: &ActiveStorageVerifier,
+    blob: &Blob,
+    transformations: &Value,
+) -> String {
+    format!(
+        "/rails/active_storage/representations/redirect/{}/{}/{}",
+        segment(&verifier.signed_blob_id(blob.id)),
+        segment(&verifier.variation_key(transformations)),
+        segment(&blob.filename)
+    )
+}
+
+/// `ActionDispatch::Http::ContentDisposition.format`: `inline` or `attachment`, then
+/// `filename="<ASCII, others as ?>"; filename*=UTF-8''<percent-encoded>`.
+pub fn content_disposition(inline: bool, filename: &str) -> String {
+    let ascii: String = filename
+        .chars()
+        .map(|c| match c {
+            '"' | '\\' => '_',
+            c if c.is_ascii() && !c.is_ascii_control() => c,
+            _ => '?',
+        })
+        .collect();
+    format!(
+        "{}; filename=\"{ascii}\"; filename*=UTF-8''{}",
+        if inline { "inline" } else { "attachment" },
+        segment(filename)
+    )
+}
+
+/// `ActiveStorage::Filename#sanitized`: path separators and control characters become `-`,
+/// at most 255 bytes; an empty name becomes `file`.
+pub fn sanitize_filename(name: &str) -> String {
+    let cleaned: String = name
+        .chars()
+        .map(|c| {
+            if c == '/' || c == '\\' || c.is_control() || c == '"' {
+                '-'
+            } else {
+                c
+            }
+        })
+        .collect();
+    let mut cleaned = cleaned.trim().to_owned();
+    while cleaned.len() > 255 {
+        cleaned.pop();
+    }
+    if cleaned.is_empty() || cleaned == "." || cleaned == ".." {
+        "file".to_owned()
+    } else {
+        cleaned
+    }
+}
+
+/// A new service key: 28 lowercase base-36 characters (`ActiveStorage::Blob.generate_unique_secure_token`).
+pub fn new_key() -> String {
+    const ALPHABET: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyz";
+    let mut bytes = [0u8; 28];
+    rand::fill(&mut bytes);
+    bytes
+        .iter()
+        .map(|b| char::from(ALPHABET[usize::from(*b) % 36]))
+        .collect()
+}
+
+/// A byte count for people: `512 Bytes`, `1.5 KB`, `12 MB` (Rails' `number_to_human_size`).
+pub fn human_size(bytes: i64) -> String {
+    const UNITS: [&str; 5] = ["KB", "MB", "GB", "TB", "PB"];
+    if bytes < 1024 {
+        return format!("{bytes} Bytes");
+    }
+    let mut size = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    while size >= 1024.0 && unit < UNITS.len() - 1 {
+        size /= 1024.0;
+        unit += 1;
+    }
+    let text = if size < 10.0 {
+        format!("{size:.1}")
+    } else {
+        format!("{size:.0}")
+    };
+    format!("{} {}", text.trim_end_matches(".0"), UNITS[unit])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filenames_and_dispositions() {
+        assert_eq!(sanitize_filename("../../etc/passwd"), "..-..-etc-passwd");
+        assert_eq!(sanitize_filename(" \u{0} "), "-");
+        assert_eq!(sanitize_filename(""), "file");
+        assert_eq!(
+            content_disposition(false, "café \"x\".png"),
+            "attachment; filename=\"caf? _x_.png\"; filename*=UTF-8''caf%C3%A9%20%22x%22.png"
+        );
+        assert_eq!(human_size(512), "512 Bytes");
+        assert_eq!(human_size(1536), "1.5 KB");
+        assert_eq!(human_size(5 * 1024 * 1024), "5 MB");
+        let key = new_key();
+        assert_eq!(key.len(), 28);
+        assert!(key
+            .bytes()
+            .all(|b| b.is_ascii_digit() || b.is_ascii_lowercase()));
+    }
+}

@@ -1,0 +1,792 @@
+//! Active Storage's routes (the engine's `config/routes.rb`) and the file side of posting:
+//!
+//! | route | answer |
+//! |---|---|
+//! | `POST /rails/active_storage/direct_uploads` | JSON blob with `signed_id` and `direct_upload: {url, headers}` (signed in; 413 past `--max-upload-bytes`, 429 past the upload rate) |
+//! | `PUT /rails/active_storage/disk/{encoded_token}` | stores the upload: 204; 422 for a size, type or checksum other than declared, 404 for a bad token |
+//! | `GET /rails/active_storage/disk/{encoded_key}/{*filename}` | the bytes, for 5 minutes after the URL was made |
+//! | `GET /rails/active_storage/blobs/redirect/{signed_id}/{*filename}` (and `/blobs/{signed_id}/…`) | 302 to a disk URL, for those who may read the blob (404 otherwise) |
+//! | `GET /rails/active_storage/representations/redirect/{signed_blob_id}/{variation_key}/{*filename}` | 302 to the variant's disk URL (the original until it is made) |
+//!
+//! Who may read a blob: the members of the room of the message it is attached to; any signed-in
+//! user for avatars; anyone for the account logo; its uploader while it is attached to nothing.
+//! Every answer with bytes carries `X-Content-Type-Options: nosniff` and a sandboxing
+//! `Content-Security-Policy`, and anything a browser could run is a download.
+
+use std::time::Instant;
+
+use axum::body::Body;
+use axum::extract::{Path, Query, Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Extension;
+use futures_util::TryStreamExt;
+use serde::Deserialize;
+
+use super::context::Ctx;
+use super::error::AppError;
+use crate::broadcasts;
+use crate::db::blobs::{self, record, Blob};
+use crate::db::rooms::Room;
+use crate::db::users::User;
+use crate::db::{messages, rooms};
+use crate::rails::marshal::Value;
+use crate::state::{AppState, SharedState};
+use crate::storage::disk::UploadError;
+use crate::storage::{self, identify, process};
+
+/// The metadata key naming the user who uploaded a blob (Hearth's; Rails ignores it).
+pub const UPLOADER_KEY: &str = "hearth_uploader_id";
+
+/// `--max-upload-bytes` plus room for a multipart form's other fields and boundaries.
+const MULTIPART_OVERHEAD: u64 = 64 * 1024;
+
+impl From<UploadError> for AppError {
+    fn from(e: UploadError) -> Self {
+        match e {
+            UploadError::TooLarge(_) => Self::PayloadTooLarge,
+            UploadError::Body => Self::BadRequest(e.to_string()),
+            UploadError::Io(io) => Self::Internal(io.into()),
+            UploadError::LengthMismatch
+            | UploadError::ChecksumMismatch
+            | UploadError::InvalidKey => Self::Unprocessable(e.to_string()),
+        }
+    }
+}
+
+fn now_ms() -> i64 {
+    crate::db::now_ms()
+}
+
+/// The headers every answer with a blob's bytes carries.
+fn guard_headers(headers: &mut HeaderMap) {
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static("default-src 'none'; style-src 'unsafe-inline'; sandbox"),
+    );
+}
+
+/// The JSON of a direct upload's request (`{"blob": {...}}`, as `@rails/activestorage`'s
+/// `BlobRecord` sends it).
+#[derive(Debug, Deserialize)]
+pub struct DirectUploadRequest {
+    /// The blob's attributes.
+    pub blob: DirectUploadBlob,
+}
+
+/// `blob` of a [`DirectUploadRequest`].
+#[derive(Debug, Deserialize)]
+pub struct DirectUploadBlob {
+    /// File name.
+    pub filename: String,
+    /// Declared size in bytes.
+    pub byte_size: u64,
+    /// Base64 MD5 of the file.
+    pub checksum: String,
+    /// The browser's idea of the type (a hint; the stored type comes from the bytes).
+    #[serde(default)]
+    pub content_type: Option<String>,
+}
+
+fn blob_json(verifier: &crate::rails::ActiveStorageVerifier, blob: &Blob) -> serde_json::Value {
+    let metadata: serde_json::Value = serde_json::Value::Object(blob.metadata_json());
+    serde_json::json!({
+        "id": blob.id,
+        "key": blob.key,
+        "filename": blob.filename,
+        "content_type": blob.content_type,
+        "metadata": metadata,
+        "service_name": blob.service_name,
+        "byte_size": blob.byte_size,
+        "checksum": blob.checksum,
+        "created_at": blob.created_at,
+        "signed_id": verifier.signed_blob_id(blob.id),
+    })
+}
+
+fn allow_upload(state: &AppState, user: &User) -> Result<(), AppError> {
+    if state.storage.allow_upload(user.id, Instant::now()) {
+        Ok(())
+    } else {
+        Err(AppError::TooManyRequests)
+    }
+}
+
+/// `POST /rails/active_storage/direct_uploads` (Rails' `DirectUploadsController#create`): makes
+/// the blob record a direct upload will fill. Signed-in users only.
+pub async fn create_direct_upload(
+    State(state): State<SharedState>,
+    Extension(ctx): Extension<Ctx>,
+) -> Result<Response, AppError> {
+    let user = ctx.require_user()?;
+    let request: DirectUploadRequest = serde_json::from_slice(&ctx.body)
+        .map_err(|e| AppError::Unprocessable(format!("blob: {e}")))?;
+    let b = request.blob;
+    if b.byte_size > state.storage.max_upload_bytes {
+        return Err(AppError::PayloadTooLarge);
+    }
+    let checksum_ok =
+        base64::Engine::decode(&base64::engine::general_purpose::STANDARD, &b.checksum)
+            .is_ok_and(|d| d.len() == 16);
+    if !checksum_ok {
+        return Err(AppError::Unprocessable(
+            "blob[checksum] must be a base64 MD5".into(),
+        ));
+    }
+    allow_upload(&state, user)?;
+    let filename = storage::sanitize_filename(&b.filename);
+    let content_type = b
+        .content_type
+        .filter(|t| !t.is_empty() && t.len() <= 255 && t.bytes().all(|c| c.is_ascii_graphic()));
+    let metadata = serde_json::json!({ UPLOADER_KEY: user.id }).to_string();
+    let key = storage::new_key();
+    let blob = blobs::insert(
+        &state.pool,
+        &blobs::NewBlob {
+            key: &key,
+            filename: &filename,
+            content_type: content_type.as_deref(),
+            metadata: &metadata,
+            service_name: storage::DISK_SERVICE,
+            byte_size: i64::try_from(b.byte_size).unwrap_or(i64::MAX),
+            checksum: Some(&b.checksum),
+        },
+    )
+    .await?;
+    let mut json = blob_json(&state.storage.verifier, &blob);
+    let mut headers = serde_json::Map::new();
+    if let Some(t) = &blob.content_type {
+        headers.insert("Content-Type".into(), t.clone().into());
+    }
+    json["direct_upload"] = serde_json::json!({
+        "url": state.storage.direct_upload_url(&blob, now_ms()),
+        "headers": headers,
+    });
+    Ok(axum::Json(json).into_response())
+}
+
+/// `PUT /rails/active_storage/disk/{encoded_token}` (Rails' `DiskController#update`): the bytes
+/// of a direct upload. The token names the key, type, length and checksum; anything else is
+/// refused (422) and nothing is kept. Identifies the type from the bytes.
+pub async fn upload_to_disk(
+    State(state): State<SharedState>,
+    Path(token): Path<String>,
+    request: Request,
+) -> Result<Response, AppError> {
+    let Some(claims) = state
+        .storage
+        .verifier
+        .verified(&token, "blob_token", now_ms())
+    else {
+        return Ok(StatusCode::NOT_FOUND.into_response());
+    };
+    let key = claims.get("key").and_then(Value::as_str).unwrap_or("");
+    let Some(blob) = blobs::find_by_key(&state.pool, key).await? else {
+        return Ok(StatusCode::NOT_FOUND.into_response());
+    };
+    let length = claims.get("content_length").and_then(Value::as_int);
+    let checksum = claims.get("checksum").and_then(Value::as_str);
+    let headers = request.headers();
+    let declared_length = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<i64>().ok());
+    if declared_length.is_some() && declared_length != length {
+        return Err(AppError::Unprocessable(
+            "Content-Length differs from the blob's byte size".into(),
+        ));
+    }
+    let want_type = claims.get("content_type").and_then(Value::as_str);
+    let got_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| v.split(';').next().unwrap_or("").trim());
+    if let (Some(want), Some(got)) = (want_type, got_type) {
+        if !want.eq_ignore_ascii_case(got) {
+            return Err(AppError::Unprocessable(
+                "Content-Type differs from the blob's".into(),
+            ));
+        }
+    }
+    if let Some(md5) = headers.get("content-md5").and_then(|v| v.to_str().ok()) {
+        if Some(md5) != checksum {
+            return Err(AppError::Unprocessable(
+                "Content-MD5 differs from the blob's checksum".into(),
+            ));
+        }
+    }
+    if state.storage.disk.exists(&blob.key).await {
+        return Err(AppError::Unprocessable(
+            "this blob was already uploaded".into(),
+        ));
+    }
+    let max = state.storage.max_upload_bytes;
+    let stream = request.into_body().into_data_stream();
+    let written = state
+        .storage
+        .disk
+        .upload(
+            &blob.key,
+            stream,
+            max,
+            length.and_then(|n| u64::try_from(n).ok()),
+            checksum,
+        )
+        .await?;
+    identify_blob(&state, &blob, &written.head).await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// Sets a blob's content type from its first bytes and marks it identified.
+async fn identify_blob(state: &AppState, blob: &Blob, head: &[u8]) -> Result<(), AppError> {
+    let content_type = identify::content_type(head, &blob.filename);
+    let mut metadata = blob.metadata_json();
+    metadata.insert("identified".into(), true.into());
+    blobs::update_identity(
+        &state.pool,
+        blob.id,
+        Some(content_type),
+        &serde_json::Value::Object(metadata).to_string(),
+    )
+    .await?;
+    Ok(())
+}
+
+/// Stores a file streamed in a multipart field as a new blob uploaded by `user`.
+async fn store_field(
+    state: &AppState,
+    user: &User,
+    field: multer::Field<'static>,
+) -> Result<Blob, AppError> {
+    let filename = storage::sanitize_filename(field.file_name().unwrap_or("file"));
+    allow_upload(state, user)?;
+    let key = storage::new_key();
+    let stream = field.map_err(|_| ());
+    let written = state
+        .storage
+        .disk
+        .upload(
+            &key,
+            Box::pin(stream),
+            state.storage.max_upload_bytes,
+            None,
+            None,
+        )
+        .await?;
+    let content_type = identify::content_type(&written.head, &filename);
+    let metadata = serde_json::json!({ UPLOADER_KEY: user.id, "identified": true }).to_string();
+    let inserted = blobs::insert(
+        &state.pool,
+        &blobs::NewBlob {
+            key: &key,
+            filename: &filename,
+            content_type: Some(content_type),
+            metadata: &metadata,
+            service_name: storage::DISK_SERVICE,
+            byte_size: i64::try_from(written.byte_size).unwrap_or(i64::MAX),
+            checksum: Some(&written.checksum),
+        },
+    )
+    .await;
+    match inserted {
+        Ok(blob) => Ok(blob),
+        Err(e) => {
+            state.storage.disk.delete(&key).await;
+            Err(e.into())
+        }
+    }
+}
+
+/// A multipart form: its text fields and the blob stored from its file field `file_field`.
+#[derive(Debug, Default)]
+pub struct UploadForm {
+    /// Text fields, in order.
+    pub fields: Vec<(String, String)>,
+    /// The stored file.
+    pub blob: Option<Blob>,
+}
+
+impl UploadForm {
+    /// The first text field `name`.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.fields
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+fn multipart_error(e: multer::Error) -> AppError {
+    match e {
+        multer::Error::StreamSizeExceeded { .. } | multer::Error::FieldSizeExceeded { .. } => {
+            AppError::PayloadTooLarge
+        }
+        e => AppError::BadRequest(format!("multipart form: {e}")),
+    }
+}
+
+/// Whether the request carries a multipart form.
+pub fn is_multipart(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().starts_with("multipart/form-data"))
+}
+
+/// Reads a multipart form whose file is field `file_field` (one file; another file field is
+/// refused with 422), storing the file as a blob. 413 past `--max-upload-bytes` (by the
+/// declared length before reading anything); nothing is kept when the form fails.
+pub async fn read_upload_form(
+    state: &AppState,
+    user: &User,
+    request: Request,
+    file_field: &str,
+) -> Result<UploadForm, AppError> {
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > state.storage.max_upload_bytes + MULTIPART_OVERHEAD) {
+        return Err(AppError::PayloadTooLarge);
+    }
+    let boundary = request
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| multer::parse_boundary(v).ok())
+        .ok_or_else(|| AppError::BadRequest("multipart form without a boundary".into()))?;
+    let constraints = multer::Constraints::new().size_limit(
+        multer::SizeLimit::new()
+            .whole_stream(state.storage.max_upload_bytes + MULTIPART_OVERHEAD)
+            .for_field(file_field, state.storage.max_upload_bytes + 1),
+    );
+    let mut multipart = multer::Multipart::with_constraints(
+        request.into_body().into_data_stream(),
+        boundary,
+        constraints,
+    );
+    let mut form = UploadForm::default();
+    let result: Result<(), AppError> = async {
+        while let Some(field) = multipart.next_field().await.map_err(multipart_error)? {
+            let name = field.name().unwrap_or("").to_owned();
+            if name == file_field && field.file_name().is_some() {
+                if form.blob.is_some() {
+                    return Err(AppError::Unprocessable("one file per message".into()));
+                }
+                form.blob = Some(store_field(state, user, field).await?);
+            } else {
+                let text = field.text().await.map_err(multipart_error)?;
+                if text.len() > 64 * 1024 || form.fields.len() > 32 {
+                    return Err(AppError::PayloadTooLarge);
+                }
+                form.fields.push((name, text));
+            }
+        }
+        Ok(())
+    }
+    .await;
+    if let Err(e) = result {
+        if let Some(blob) = form.blob.take() {
+            purge_blob(state, blob.id).await;
+        }
+        return Err(e);
+    }
+    Ok(form)
+}
+
+/// The blob a direct upload's signed id names, for `user` to attach: it must be theirs, fully
+/// uploaded and attached to nothing yet (422 otherwise).
+pub async fn blob_for_attaching(
+    state: &AppState,
+    user: &User,
+    signed_id: &str,
+) -> Result<Blob, AppError> {
+    let refuse = || AppError::Unprocessable("message[attachment] is not an upload of yours".into());
+    let id = state
+        .storage
+        .verifier
+        .blob_id(signed_id)
+        .ok_or_else(refuse)?;
+    let blob = blobs::find(&state.pool, id).await?.ok_or_else(refuse)?;
+    if blob
+        .metadata_json()
+        .get(UPLOADER_KEY)
+        .and_then(serde_json::Value::as_i64)
+        != Some(user.id)
+    {
+        return Err(refuse());
+    }
+    if !blobs::records_of(&state.pool, blob.id).await?.is_empty() {
+        return Err(refuse());
+    }
+    if !state.storage.disk.exists(&blob.key).await {
+        return Err(AppError::Unprocessable(
+            "the upload has not finished".into(),
+        ));
+    }
+    Ok(blob)
+}
+
+/// Deletes a blob, its variants and their files.
+pub async fn purge_blob(state: &AppState, blob_id: i64) {
+    match blobs::delete(&state.pool, blob_id).await {
+        Ok(gone) => {
+            for (_, key) in gone {
+                state.storage.disk.delete(&key).await;
+            }
+        }
+        Err(e) => tracing::warn!(blob_id, error = %e, "purging a blob failed"),
+    }
+}
+
+/// Purges the blobs of deleted messages, users and accounts, and direct uploads left unattached
+/// for a day (Rails' `ActiveStorage::PurgeJob` and `Blob.unattached` cleanup).
+pub async fn purge_orphans(state: &AppState) {
+    let before = now_ms() - storage::UNATTACHED_TTL.as_millis() as i64;
+    match blobs::orphans(&state.pool, before).await {
+        Ok(ids) => {
+            for id in ids {
+                purge_blob(state, id).await;
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, "finding orphaned blobs failed"),
+    }
+}
+
+/// Runs [`purge_orphans`] every hour.
+pub fn spawn_purger(state: SharedState) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(std::time::Duration::from_secs(3600));
+        loop {
+            tick.tick().await;
+            purge_orphans(&state).await;
+        }
+    })
+}
+
+/// Analyses a message's new file and makes its thumbnail (a poster for a video, with
+/// `ffmpeg`), then broadcasts the message's `replace`. Runs on its own task, one file at a
+/// time, decoding on the blocking pool: the post has long been answered.
+pub fn spawn_processing(state: SharedState, room: Room, message_id: i64, blob: Blob) {
+    if !(blob.is_image() || blob.is_video()) {
+        return;
+    }
+    tokio::spawn(async move {
+        let Ok(_permit) = state.storage.processing.acquire().await else {
+            return;
+        };
+        match process_message_file(&state, &blob).await {
+            Ok(true) => {}
+            Ok(false) => return,
+            Err(e) => {
+                tracing::info!(blob_id = blob.id, error = %e, "file not processed");
+                return;
+            }
+        }
+        match messages::find(&state.pool, room.id, message_id).await {
+            Ok(Some(message)) => {
+                if let Err(e) = broadcasts::message_updated(
+                    &state.broadcaster,
+                    &state.storage.verifier,
+                    &room,
+                    &message,
+                ) {
+                    tracing::warn!(error = %e, "broadcasting a processed file failed");
+                }
+            }
+            Ok(None) => purge_orphans(&state).await,
+            Err(e) => tracing::warn!(error = %e, "reading a processed message failed"),
+        }
+    });
+}
+
+/// Analysis and the thumb variant of `blob`; true when something changed.
+async fn process_message_file(state: &AppState, blob: &Blob) -> anyhow::Result<bool> {
+    let path = state
+        .storage
+        .disk
+        .path_for(&blob.key)
+        .ok_or_else(|| anyhow::anyhow!("invalid key"))?;
+    let (w, h) = blobs::THUMB_LIMIT;
+    let video = blob.is_video();
+    let job_path = path.clone();
+    let (info, encoded) = tokio::task::spawn_blocking(move || {
+        if video {
+            return Ok::<_, process::ProcessError>((None, process::video_poster(&job_path, w, h)));
+        }
+        let info = process::analyze(&job_path)?;
+        let encoded = if info.animated {
+            None
+        } else {
+            Some(process::variant(&job_path, process::Fit::Limit(w, h))?)
+        };
+        Ok((Some(info), encoded))
+    })
+    .await??;
+    let mut metadata = blob.metadata_json();
+    metadata.insert("analyzed".into(), true.into());
+    if let Some(info) = info {
+        metadata.insert("width".into(), info.width.into());
+        metadata.insert("height".into(), info.height.into());
+    }
+    if let Some(e) = &encoded {
+        if video {
+            metadata.insert("width".into(), e.width.into());
+            metadata.insert("height".into(), e.height.into());
+        }
+    }
+    blobs::update_identity(
+        &state.pool,
+        blob.id,
+        blob.content_type.as_deref(),
+        &serde_json::Value::Object(metadata).to_string(),
+    )
+    .await?;
+    if let Some(e) = encoded {
+        store_variant(state, blob, blobs::thumb_digest(), &e).await?;
+    }
+    Ok(true)
+}
+
+/// Stores an encoded variant of `source` as a blob and records it under `digest`.
+pub async fn store_variant(
+    state: &AppState,
+    source: &Blob,
+    digest: &str,
+    encoded: &process::Encoded,
+) -> anyhow::Result<Blob> {
+    let key = storage::new_key();
+    state.storage.disk.write(&key, &encoded.bytes).await?;
+    let stem = source
+        .filename
+        .rsplit_once('.')
+        .map_or(source.filename.as_str(), |(s, _)| s);
+    let filename = format!("{stem}.{}", encoded.extension);
+    let metadata = serde_json::json!({
+        "identified": true, "analyzed": true, "width": encoded.width, "height": encoded.height
+    })
+    .to_string();
+    let checksum = {
+        use md5::Digest as _;
+        base64::Engine::encode(
+            &base64::engine::general_purpose::STANDARD,
+            md5::Md5::digest(&encoded.bytes),
+        )
+    };
+    let variant = blobs::insert(
+        &state.pool,
+        &blobs::NewBlob {
+            key: &key,
+            filename: &filename,
+            content_type: Some(encoded.content_type),
+            metadata: &metadata,
+            service_name: storage::DISK_SERVICE,
+            byte_size: encoded.bytes.len() as i64,
+            checksum: Some(&checksum),
+        },
+    )
+    .await?;
+    if !blobs::add_variant(&state.pool, source.id, digest, variant.id).await? {
+        purge_blob(state, variant.id).await;
+        anyhow::bail!("the source blob is gone");
+    }
+    Ok(variant)
+}
+
+/// Whether `user` (None: signed out) may read `blob` (see the module docs).
+pub async fn can_read(
+    state: &AppState,
+    user: Option<&User>,
+    blob: &Blob,
+) -> Result<bool, AppError> {
+    let mut blob_id = blob.id;
+    let mut uploader = blob
+        .metadata_json()
+        .get(UPLOADER_KEY)
+        .and_then(serde_json::Value::as_i64);
+    for _ in 0..2 {
+        let records = blobs::records_of(&state.pool, blob_id).await?;
+        if records.is_empty() {
+            return Ok(user.is_some_and(|u| Some(u.id) == uploader));
+        }
+        let mut next = None;
+        for (record_type, record_id, _) in records {
+            match record_type.as_str() {
+                record::ACCOUNT => return Ok(true),
+                record::USER if user.is_some() => return Ok(true),
+                record::MESSAGE => {
+                    let (Some(user), Some(message)) =
+                        (user, messages::find_any(&state.pool, record_id).await?)
+                    else {
+                        continue;
+                    };
+                    if rooms::find_for_member(&state.pool, message.room_id, user.id)
+                        .await?
+                        .is_some()
+                    {
+                        return Ok(true);
+                    }
+                }
+                record::VARIANT => next = blobs::variant_source(&state.pool, record_id).await?,
+                _ => {}
+            }
+        }
+        match next {
+            Some(source) => {
+                blob_id = source;
+                uploader = None;
+            }
+            None => return Ok(false),
+        }
+    }
+    Ok(false)
+}
+
+/// The query of the redirect routes.
+#[derive(Debug, Deserialize)]
+pub struct DispositionQuery {
+    /// `attachment` for a download.
+    pub disposition: Option<String>,
+}
+
+fn redirect(to: &str) -> Response {
+    let mut response = (StatusCode::FOUND, [(header::LOCATION, to.to_owned())]).into_response();
+    response.headers_mut().insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("max-age=300, private"),
+    );
+    response
+}
+
+async fn readable_blob(state: &AppState, ctx: &Ctx, signed_id: &str) -> Result<Blob, AppError> {
+    let id = state
+        .storage
+        .verifier
+        .blob_id(signed_id)
+        .ok_or(AppError::NotFound)?;
+    let blob = blobs::find(&state.pool, id)
+        .await?
+        .ok_or(AppError::NotFound)?;
+    if !can_read(state, ctx.user.as_ref(), &blob).await? {
+        return Err(AppError::NotFound);
+    }
+    Ok(blob)
+}
+
+/// `GET /rails/active_storage/blobs/redirect/{signed_id}/{*filename}` (Rails'
+/// `Blobs::RedirectController#show`): 302 to an expiring disk URL, for readers only (404).
+pub async fn blob_redirect(
+    State(state): State<SharedState>,
+    Extension(ctx): Extension<Ctx>,
+    Path((signed_id, _filename)): Path<(String, String)>,
+    Query(query): Query<DispositionQuery>,
+) -> Result<Response, AppError> {
+    let blob = readable_blob(&state, &ctx, &signed_id).await?;
+    let download = query.disposition.as_deref() == Some("attachment");
+    Ok(redirect(&state.storage.disk_url(&blob, download, now_ms())))
+}
+
+/// `GET /rails/active_storage/representations/redirect/{signed_blob_id}/{variation_key}/{*filename}`
+/// (Rails' `Representations::RedirectController#show`): 302 to the variant's disk URL, or to
+/// the original's while the variant is not made (and for animated GIFs).
+pub async fn representation_redirect(
+    State(state): State<SharedState>,
+    Extension(ctx): Extension<Ctx>,
+    Path((signed_id, variation_key, _filename)): Path<(String, String, String)>,
+) -> Result<Response, AppError> {
+    let blob = readable_blob(&state, &ctx, &signed_id).await?;
+    let transformations = state
+        .storage
+        .verifier
+        .verified(&variation_key, "variation", 0)
+        .ok_or(AppError::NotFound)?;
+    let digest = crate::rails::active_storage::variation_digest(&transformations);
+    let target = blobs::variant(&state.pool, blob.id, &digest)
+        .await?
+        .unwrap_or(blob);
+    Ok(redirect(&state.storage.disk_url(&target, false, now_ms())))
+}
+
+/// `GET /rails/active_storage/disk/{encoded_key}/{*filename}` (Rails' `DiskController#show`):
+/// the bytes of a file while its URL has not expired (404 after), with the type and
+/// disposition the URL was signed with, `nosniff` and a sandboxing CSP.
+pub async fn serve_from_disk(
+    State(state): State<SharedState>,
+    Path((token, _filename)): Path<(String, String)>,
+) -> Result<Response, AppError> {
+    let claims = state
+        .storage
+        .verifier
+        .verified(&token, "blob_key", now_ms())
+        .ok_or(AppError::NotFound)?;
+    let key = claims.get("key").and_then(Value::as_str).unwrap_or("");
+    let path = state.storage.disk.path_for(key).ok_or(AppError::NotFound)?;
+    let file = tokio::fs::File::open(&path)
+        .await
+        .map_err(|_| AppError::NotFound)?;
+    let len = file
+        .metadata()
+        .await
+        .map_err(|e| AppError::Internal(e.into()))?
+        .len();
+    let content_type =
+        identify::served_content_type(claims.get("content_type").and_then(Value::as_str));
+    // The type was chosen when the URL was signed; a type that could run is never served.
+    let content_type = if identify::AS_BINARY
+        .iter()
+        .any(|t| content_type.starts_with(t))
+    {
+        "application/octet-stream"
+    } else {
+        content_type
+    };
+    let disposition = claims
+        .get("disposition")
+        .and_then(Value::as_str)
+        .unwrap_or("attachment");
+    let disposition =
+        if disposition.starts_with("inline") && !identify::inline_allowed(Some(content_type)) {
+            disposition.replacen("inline", "attachment", 1)
+        } else {
+            disposition.to_owned()
+        };
+    let body = Body::from_stream(tokio_util_stream(file));
+    let mut response = Response::new(body);
+    let headers = response.headers_mut();
+    guard_headers(headers);
+    headers.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
+    if let Ok(v) = HeaderValue::from_str(content_type) {
+        headers.insert(header::CONTENT_TYPE, v);
+    }
+    if let Ok(v) = HeaderValue::from_str(&disposition) {
+        headers.insert(header::CONTENT_DISPOSITION, v);
+    }
+    headers.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("max-age=300, private"),
+    );
+    Ok(response)
+}
+
+/// A file as a stream of chunks.
+fn tokio_util_stream(
+    file: tokio::fs::File,
+) -> impl futures_util::Stream<Item = std::io::Result<bytes::Bytes>> {
+    futures_util::stream::unfold(file, |mut file| async move {
+        use tokio::io::AsyncReadExt as _;
+        let mut buf = vec![0u8; 64 * 1024];
+        match file.read(&mut buf).await {
+            Ok(0) => None,
+            Ok(n) => {
+                buf.truncate(n);
+                Some((Ok(bytes::Bytes::from(buf)), file))
+            }
+            Err(e) => Some((Err(e), file)),
+        }
+    })
+}
