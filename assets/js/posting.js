@@ -138,13 +138,20 @@ export function startPosting({ list, form, Turbo, userId }) {
   // --- the composer while disconnected --------------------------------------------------------
   let disabled = false
   let refreshesWhenOffline = null
+  let disabledHere = [] // the controls this module disabled (others, e.g. Trix's dialogs, keep their state)
 
   function setDisabled(value) {
     disabled = value
     form.inert = value
     form.classList.toggle("composer--disabled", value)
     form.setAttribute("aria-disabled", String(value))
-    for (const element of form.querySelectorAll("textarea, button, input:not([type=hidden])")) element.disabled = value
+    if (value) {
+      disabledHere = [...form.querySelectorAll("textarea, button, input:not([type=hidden])")].filter((e) => !e.disabled)
+      for (const element of disabledHere) element.disabled = true
+    } else {
+      for (const element of disabledHere) element.disabled = false
+      disabledHere = []
+    }
   }
 
   const connection = new MutationObserver(() => {

@@ -120,7 +120,7 @@ try {
   await david.keyboard.press("Enter")
 
   for (const [who, page] of [["david", david], ["jason", jason]]) {
-    const msg = page.locator("#message-area .message", { hasText: "bold" }).last()
+    const msg = page.locator("#message-area .message[data-message-id]", { hasText: "bold" }).last()
     await msg.waitFor({ state: "visible", timeout: 10000 }).catch(() => fail(`${who}: the message did not arrive`))
     await msg.scrollIntoViewIfNeeded()
     await boxInView(page, msg, '.trix-content a[href="https://example.com/page"][rel="noopener noreferrer"][target="_blank"]', `${who}: link`)
@@ -141,7 +141,7 @@ try {
   await david.screenshot({ path: join(args.artifacts, "rich-text-david.png") })
   await jason.screenshot({ path: join(args.artifacts, "rich-text-jason.png") })
   await jason.setViewportSize({ width: 390, height: 844 })
-  await jason.locator("#message-area .message", { hasText: "bold" }).last().scrollIntoViewIfNeeded()
+  await jason.locator("#message-area .message[data-message-id]", { hasText: "bold" }).last().scrollIntoViewIfNeeded()
   await jason.screenshot({ path: join(args.artifacts, "rich-text-jason-mobile.png") })
   out("SCREENSHOTS")
 

@@ -436,6 +436,8 @@ try {
   await server.listening
   await live(jason, refreshes + 1)
   await jason.waitForFunction(() => !document.querySelector("form.composer").inert && !document.querySelector("form.composer button[type=submit]").disabled)
+  await say(jason, "Back online")
+  await david.locator("#message-area .message[data-message-id]", { hasText: "Back online" }).waitFor()
   out("COMPOSER-ENABLED-AFTER-CATCH-UP")
 
   // Signed out, a permalink leads to the sign-in form, which then returns to it.
