@@ -6,6 +6,7 @@
 //! read past the handshake) and its write path handed to the fan-out engine.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
@@ -16,6 +17,8 @@ use tower::ServiceExt as _;
 
 use tokio::sync::Semaphore;
 
+use crate::cable::channels::host::{ChannelHost, LocalHost};
+use crate::cable::channels::remote::RemoteHost;
 use crate::cable::protocol::{disconnect_frames, DisconnectReason};
 use crate::cable::Identity;
 use crate::config::{Config, Role};
@@ -68,18 +71,28 @@ fn routes_by_role(state: SharedState) -> axum::Router {
             axum::routing::get(metrics).with_state(state.clone()),
         );
     }
+    // The channel host, chosen once: the app node's (a cable node), or this node's.
+    let local = LocalHost::new(state.clone());
+    let host: Arc<dyn ChannelHost> = match &state.app_link {
+        Some(link) => RemoteHost::new(link.clone(), local),
+        None => local,
+    };
+    let cable_state = CableState {
+        state: state.clone(),
+        host,
+    };
     if state.config.role == Role::Cable {
         return direct.route(
             "/cable",
-            axum::routing::any(cable_via_app).with_state(state),
+            axum::routing::any(cable_via_app).with_state(cable_state),
         );
     }
-    let mut routes = crate::web::routes(state.clone());
+    let mut routes = crate::web::routes(state.clone()).layer(axum::middleware::from_fn_with_state(
+        state.clone(),
+        limit_requests,
+    ));
     if state.config.role == Role::All {
-        routes = routes.route(
-            "/cable",
-            axum::routing::any(cable).with_state(state.clone()),
-        );
+        routes = routes.route("/cable", axum::routing::any(cable).with_state(cable_state));
     }
     let direct = direct.merge(state.assets.routes()).merge(
         crate::web::internal::routes(state.clone()).layer(axum::middleware::from_fn_with_state(
@@ -93,6 +106,81 @@ fn routes_by_role(state: SharedState) -> axum::Router {
     direct
         .fallback_service(tower::Layer::layer(&prepared, routes))
         .layer(axum::middleware::map_response(security_headers))
+}
+
+/// The [`crate::rate_limit::Action`] a request is, if any: posting, creating a room,
+/// searching, boosting, signing up (by method and path, after the `_method` override).
+fn limited_action(
+    method: &axum::http::Method,
+    uri: &axum::http::Uri,
+) -> Option<crate::rate_limit::Action> {
+    use crate::rate_limit::Action;
+    use axum::http::Method;
+    let segments: Vec<&str> = uri.path().trim_matches('/').split('/').collect();
+    match (method, segments.as_slice()) {
+        (&Method::POST, ["rooms", _, "messages"] | ["rooms", _, _, "messages"]) => {
+            Some(Action::Post)
+        }
+        (&Method::POST, ["rooms", "opens" | "closeds" | "directs"]) => Some(Action::CreateRoom),
+        (&Method::POST, ["searches"]) => Some(Action::Search),
+        (&Method::GET, ["searches"])
+            if uri
+                .query()
+                .is_some_and(|q| q.split('&').any(|p| p.starts_with("q=") && p.len() > 2)) =>
+        {
+            Some(Action::Search)
+        }
+        (&Method::POST, ["messages", _, "boosts"] | ["rooms", _, _, "messages", _, "boosts"]) => {
+            Some(Action::Boost)
+        }
+        (&Method::POST, ["join", _]) => Some(Action::Join),
+        _ => None,
+    }
+}
+
+/// The request limits ([`crate::rate_limit::RequestLimits`]) in front of the routes, after
+/// the request context: a request past its limit gets 429 with `Retry-After` (whole seconds)
+/// and changes nothing.
+async fn limit_requests(
+    axum::extract::State(state): axum::extract::State<SharedState>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use crate::rate_limit::{Action, Client};
+    use axum::response::IntoResponse as _;
+    let Some(action) = limited_action(request.method(), request.uri()) else {
+        return next.run(request).await;
+    };
+    let ctx = request.extensions().get::<Ctx>();
+    let client = match ctx {
+        Some(ctx) if action != Action::Join => match &ctx.user {
+            Some(user) => Client::User(user.id),
+            None => Client::Ip(ctx.ip),
+        },
+        Some(ctx) => Client::Ip(ctx.ip),
+        None => return next.run(request).await,
+    };
+    match state
+        .request_limits
+        .check(action, client, std::time::Instant::now())
+    {
+        Ok(()) => next.run(request).await,
+        Err(wait) => {
+            let secs = wait.as_secs_f64().ceil().max(1.0) as u64;
+            tracing::info!(
+                ?action,
+                ?client,
+                retry_after = secs,
+                "request over its rate limit"
+            );
+            (
+                axum::http::StatusCode::TOO_MANY_REQUESTS,
+                [(axum::http::header::RETRY_AFTER, secs.to_string())],
+                "Too many requests: try again later.\n",
+            )
+                .into_response()
+        }
+    }
 }
 
 /// In front of the app node's internal endpoint (`/_internal/cable/<op>`): anything but a
@@ -199,10 +287,9 @@ async fn up(
 /// holds the session (answers cached for `--auth-cache-seconds`), then upgrades as
 /// [`crate::cable::upgrade`]. 503 while the app node cannot answer.
 async fn cable_via_app(
-    axum::extract::State(state): axum::extract::State<SharedState>,
+    axum::extract::State(CableState { state, host }): axum::extract::State<CableState>,
     request: axum::extract::Request,
 ) -> axum::response::Response {
-    use crate::cable::channels::remote::IdentifyRequest;
     use crate::web::context::SESSION_COOKIE;
     use axum::response::IntoResponse as _;
     let headers = request.headers();
@@ -219,30 +306,25 @@ async fn cable_via_app(
         .into_iter()
         .find(|(name, _)| name == SESSION_COOKIE)
         .and_then(|(_, value)| state.cookies.verify(SESSION_COOKIE, &value));
-    let user = match (&state.app_link, &token) {
-        (Some(link), Some(token)) => {
-            let key = format!("identify:{}", crate::registry::session_digest(token));
-            let request = IdentifyRequest {
-                session_token: token.clone(),
-            };
-            match link.call(Some(&key), &request).await {
-                Ok(answer) => answer.user,
-                Err(e) => {
-                    tracing::warn!(error = %e, "cannot identify a cable connection: app node unreachable");
-                    return (
-                        axum::http::StatusCode::SERVICE_UNAVAILABLE,
-                        [(axum::http::header::RETRY_AFTER, "2")],
-                        "App node unreachable",
-                    )
-                        .into_response();
-                }
+    let user = match &token {
+        Some(token) => match host.identify(token).await {
+            Ok(user) => user,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot identify a cable connection: app node unreachable");
+                return (
+                    axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                    [(axum::http::header::RETRY_AFTER, "2")],
+                    "App node unreachable",
+                )
+                    .into_response();
             }
-        }
-        _ => None,
+        },
+        None => None,
     };
     let session_token = token.filter(|_| user.is_some());
     crate::cable::upgrade(
         state,
+        host,
         request,
         Identity {
             user,
@@ -256,7 +338,7 @@ async fn cable_via_app(
 /// `GET /cable`: hands the request and who it is (from the request context the web layer
 /// built out of its cookies) to [`crate::cable::upgrade`].
 async fn cable(
-    axum::extract::State(state): axum::extract::State<SharedState>,
+    axum::extract::State(CableState { state, host }): axum::extract::State<CableState>,
     request: axum::extract::Request,
 ) -> axum::response::Response {
     let identity = match request.extensions().get::<Ctx>() {
@@ -267,7 +349,14 @@ async fn cable(
         },
         None => Identity::default(),
     };
-    crate::cable::upgrade(state, request, identity).await
+    crate::cable::upgrade(state, host, request, identity).await
+}
+
+/// What the `/cable` handlers take: the state and the channel host chosen at start.
+#[derive(Clone, Debug)]
+struct CableState {
+    state: SharedState,
+    host: Arc<dyn ChannelHost>,
 }
 
 /// `POST /_broadcast`: AnyCable's HTTP broadcast API. Needs `Authorization: Bearer <key>`

@@ -1,6 +1,6 @@
 //! Every setting of `hearth serve`, as a clap flag with an environment variable and a default.
 //!
-//! The README's configuration table lists the same settings; `hearth serve --help` prints them.
+//! `docs/configuration.md` lists the same settings; `hearth serve --help` prints them.
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -115,6 +115,27 @@ pub struct Config {
     /// Login attempts allowed per IP address per 3 minutes (Campfire: 10); 0 disables the limit.
     #[arg(long, env = "HEARTH_LOGIN_RATE_LIMIT", default_value_t = 10)]
     pub login_rate_limit: u32,
+
+    /// Messages one user (or one bot key's address) may post per minute, in bursts of up to as
+    /// many; past it 429 with `Retry-After`. 0 disables the limit (load tests).
+    #[arg(long, env = "HEARTH_POST_RATE_LIMIT", default_value_t = 300)]
+    pub post_rate_limit: u32,
+
+    /// Rooms (open, closed, direct) one user may create per minute; 0 disables the limit.
+    #[arg(long, env = "HEARTH_ROOM_RATE_LIMIT", default_value_t = 30)]
+    pub room_rate_limit: u32,
+
+    /// Searches one user may run per minute; 0 disables the limit.
+    #[arg(long, env = "HEARTH_SEARCH_RATE_LIMIT", default_value_t = 120)]
+    pub search_rate_limit: u32,
+
+    /// Boosts one user may give per minute; 0 disables the limit.
+    #[arg(long, env = "HEARTH_BOOST_RATE_LIMIT", default_value_t = 120)]
+    pub boost_rate_limit: u32,
+
+    /// Sign-ups through the join link allowed per IP address per hour; 0 disables the limit.
+    #[arg(long, env = "HEARTH_JOIN_RATE_LIMIT", default_value_t = 30)]
+    pub join_rate_limit: u32,
 
     /// Origins allowed to open /cable besides the same origin as the Host header
     /// (comma-separated, exact match).
@@ -337,6 +358,24 @@ impl Config {
         }
     }
 
+    /// The request limits given by the flags ([`crate::rate_limit::RequestLimits`]).
+    pub fn request_limits(&self) -> crate::rate_limit::RequestLimits {
+        use crate::rate_limit::Action;
+        use std::time::Duration;
+        let minute = Duration::from_secs(60);
+        crate::rate_limit::RequestLimits::new([
+            (Action::Post, self.post_rate_limit, minute),
+            (Action::CreateRoom, self.room_rate_limit, minute),
+            (Action::Search, self.search_rate_limit, minute),
+            (Action::Boost, self.boost_rate_limit, minute),
+            (
+                Action::Join,
+                self.join_rate_limit,
+                Duration::from_secs(3600),
+            ),
+        ])
+    }
+
     /// The queued-frame budgets given by the flags.
     pub fn queue_budgets(&self) -> QueueBudgets {
         QueueBudgets {
@@ -346,7 +385,7 @@ impl Config {
     }
 
     /// A configuration for tests: an ephemeral port, the given database and data directory,
-    /// no login rate limit, the same-origin check on.
+    /// no login or request rate limits, the same-origin check on.
     pub fn for_tests(dir: &std::path::Path) -> Self {
         use clap::Parser;
         #[derive(clap::Parser)]
@@ -360,6 +399,11 @@ impl Config {
         config.data_dir = dir.to_path_buf();
         config.secret_key_base = Some("0123456789abcdef".repeat(8).into());
         config.login_rate_limit = 0;
+        config.post_rate_limit = 0;
+        config.room_rate_limit = 0;
+        config.search_rate_limit = 0;
+        config.boost_rate_limit = 0;
+        config.join_rate_limit = 0;
         config.seed_users = 20;
         config.assets_dir = None;
         config

@@ -23,10 +23,12 @@
 //!    metrics at `/metrics`), [`rate_limit`] (the sign-in limit, token buckets), [`registry`]
 //!    (open connections by user and session), [`presence`] (presence per connection, coalesced
 //!    into membership writes), [`assets`] (the room page's scripts, vendored and built into the
-//!    binary), [`anycable`] (AnyCable's publication format and broadcast key).
+//!    binary), [`anycable`] (AnyCable's publication format and broadcast key), [`webhooks`]
+//!    (the bounded queue and HTTP client of bot webhooks).
 //! 3. What the app says: [`render`] (askama pages and partials, the `<turbo-stream>` wrapper),
-//!    [`streams`] (stream names), [`pubsub`] (the [`pubsub::Broadcaster`] seam every broadcast
-//!    goes through), [`redis_pubsub`] (the Redis adapter behind that seam, in Rails' redis
+//!    [`streams`] (stream names), [`pubsub`] (the [`pubsub::Bus`] seam every broadcast,
+//!    node-to-node command and stream attach goes through, and the [`pubsub::Broadcaster`]
+//!    handle over it), [`redis_pubsub`] (the Redis bus behind that seam, in Rails' redis
 //!    adapter format, with remote disconnects), [`app_link`] (a cable node's calls to its app
 //!    node) and [`state`] (the shared state built at
 //!    start).
@@ -60,3 +62,4 @@ pub mod rich_text;
 pub mod state;
 pub mod streams;
 pub mod web;
+pub mod webhooks;

@@ -27,6 +27,8 @@
 //! | `hearth_sqlite_wal_bytes` | gauge | size of the SQLite `-wal` file at the last checkpoint, in bytes |
 //! | `hearth_sqlite_checkpoint_lag_frames` | gauge | WAL frames the last passive checkpoint could not copy back (pinned by a reader's snapshot, or written since) |
 //! | `hearth_sqlite_checkpoint_age_seconds` | gauge | seconds since a checkpoint last copied the whole WAL |
+//! | `hearth_webhook_deliveries_total{outcome}` | counter | bot webhook deliveries: `delivered` (answered 2xx), `failed` (no answer after the retries, or a non-2xx answer), `timed_out`, `dropped` (queue full) |
+//! | `hearth_webhook_retries_total` | counter | webhook attempts repeated after a connection failure or a 5xx answer |
 //! | `hearth_redis_link_up` | gauge | 1 while a Redis link is up, 0 while down; absent when no Redis link is configured |
 
 use std::time::Duration;
@@ -115,9 +117,153 @@ impl Default for Metrics {
     }
 }
 
+/// A series' type, for its `# TYPE` line.
+#[derive(Clone, Copy, Debug)]
+enum Kind {
+    Counter,
+    Gauge,
+    Histogram,
+}
+
+/// Every series a server shows from its first scrape: name, type, unit and `# HELP` text.
+/// [`Metrics::new`] describes each from here and registers its handles by name;
+/// `hearth_redis_link_up` is described only when a Redis link first reports.
+const SERIES: &[(&str, Kind, Option<Unit>, &str)] = &[
+    (
+        "hearth_build_info",
+        Kind::Gauge,
+        None,
+        "Always 1; the label gives the version.",
+    ),
+    (
+        "hearth_cable_connections",
+        Kind::Gauge,
+        None,
+        "Open Action Cable connections attached to the fan-out engine.",
+    ),
+    (
+        "hearth_cable_subscriptions",
+        Kind::Gauge,
+        None,
+        "Attached (connection, stream, identifier) subscriptions.",
+    ),
+    (
+        "hearth_cable_connections_opened_total",
+        Kind::Counter,
+        None,
+        "Action Cable connections welcomed.",
+    ),
+    (
+        "hearth_cable_connections_rejected_total",
+        Kind::Counter,
+        None,
+        "Action Cable upgrades refused as unauthorized.",
+    ),
+    (
+        "hearth_fanout_streams",
+        Kind::Gauge,
+        None,
+        "Streams with at least one subscriber.",
+    ),
+    (
+        "hearth_fanout_broadcasts_total",
+        Kind::Counter,
+        None,
+        "Broadcast calls, whether or not the stream had subscribers.",
+    ),
+    (
+        "hearth_fanout_frames_queued_total",
+        Kind::Counter,
+        None,
+        "Frames accepted into connection queues (broadcasts, pings and direct sends).",
+    ),
+    (
+        "hearth_fanout_queued_bytes_total",
+        Kind::Counter,
+        None,
+        "Bytes (WebSocket header and payload) of the frames queued.",
+    ),
+    (
+        "hearth_fanout_frames_sent_total",
+        Kind::Counter,
+        None,
+        "Frames completely written to sockets.",
+    ),
+    (
+        "hearth_fanout_sent_bytes_total",
+        Kind::Counter,
+        None,
+        "Bytes written to sockets.",
+    ),
+    (
+        "hearth_fanout_write_calls_total",
+        Kind::Counter,
+        None,
+        "Socket write calls that wrote at least one byte.",
+    ),
+    (
+        "hearth_fanout_slow_consumer_disconnects_total",
+        Kind::Counter,
+        None,
+        "Connections cut off because their queue passed its bound.",
+    ),
+    (
+        "hearth_fanout_queue_depth_high_water_frames",
+        Kind::Gauge,
+        Some(Unit::Count),
+        "Deepest connection queue seen since start, in frames.",
+    ),
+    (
+        "hearth_fanout_queue_high_water_bytes",
+        Kind::Gauge,
+        Some(Unit::Bytes),
+        "Most bytes seen accounted in one connection's queue since start (only frames longer \
+         than queue-bytes / queue-frames are accounted; 0 for the reference engine).",
+    ),
+    (
+        "hearth_messages_posted_total",
+        Kind::Counter,
+        None,
+        "Messages stored, by source (web or bot).",
+    ),
+    (
+        POST_DURATION,
+        Kind::Histogram,
+        Some(Unit::Seconds),
+        "Post handler duration, from the handler's start to its response (successful posts).",
+    ),
+    (
+        BROADCAST_DURATION,
+        Kind::Histogram,
+        Some(Unit::Seconds),
+        "Duration of a post's broadcast call: encoding and queueing its frames for every \
+         subscriber of the room stream and every member's unread stream; socket writes happen \
+         after, in each connection's writer.",
+    ),
+    (
+        "hearth_sqlite_wal_bytes",
+        Kind::Gauge,
+        Some(Unit::Bytes),
+        "Size of the SQLite -wal file at the last checkpoint.",
+    ),
+    (
+        "hearth_sqlite_checkpoint_lag_frames",
+        Kind::Gauge,
+        Some(Unit::Count),
+        "WAL frames the last passive checkpoint could not copy into the database file (pinned \
+         by a reader's snapshot, or written since).",
+    ),
+    (
+        "hearth_sqlite_checkpoint_age_seconds",
+        Kind::Gauge,
+        Some(Unit::Seconds),
+        "Seconds since a checkpoint last copied the whole WAL.",
+    ),
+];
+
 impl Metrics {
-    /// A recorder with every metric registered (so each shows from the first scrape, at 0) and
-    /// described (`# HELP` lines).
+    /// A recorder with every metric of the series table described (`# HELP` lines) and
+    /// registered, so each shows from the first scrape, at 0.
     pub fn new() -> Self {
         let recorder = PrometheusBuilder::new()
             .set_buckets_for_metric(Matcher::Full(POST_DURATION.into()), POST_BUCKETS)
@@ -129,157 +275,92 @@ impl Metrics {
             })
             .expect("bucket lists are not empty")
             .build_recorder();
-        let counter = |name: &'static str, help: &'static str| {
-            recorder.describe_counter(KeyName::from_const_str(name), None, help.into());
+        for &(name, kind, unit, help) in SERIES {
+            let key = KeyName::from_const_str(name);
+            match kind {
+                Kind::Counter => recorder.describe_counter(key, unit, help.into()),
+                Kind::Gauge => recorder.describe_gauge(key, unit, help.into()),
+                Kind::Histogram => recorder.describe_histogram(key, unit, help.into()),
+            }
+        }
+        let counter = |name: &'static str| {
             recorder.register_counter(&Key::from_static_name(name), &metadata())
         };
-        let gauge = |name: &'static str, unit: Option<Unit>, help: &'static str| {
-            recorder.describe_gauge(KeyName::from_const_str(name), unit, help.into());
-            recorder.register_gauge(&Key::from_static_name(name), &metadata())
+        let gauge =
+            |name: &'static str| recorder.register_gauge(&Key::from_static_name(name), &metadata());
+        let labelled = |name: &'static str, label: &'static str, value: &'static str| {
+            Key::from_parts(name, vec![Label::from_static_parts(label, value)])
+        };
+        let posted = |source| {
+            recorder.register_counter(
+                &labelled("hearth_messages_posted_total", "source", source),
+                &metadata(),
+            )
+        };
+        let post_duration = |source| {
+            recorder.register_histogram(&labelled(POST_DURATION, "source", source), &metadata())
         };
         let fanout = FanoutMirror {
-            connections: gauge(
-                "hearth_cable_connections",
-                None,
-                "Open Action Cable connections attached to the fan-out engine.",
-            ),
-            subscriptions: gauge(
-                "hearth_cable_subscriptions",
-                None,
-                "Attached (connection, stream, identifier) subscriptions.",
-            ),
-            streams: gauge(
-                "hearth_fanout_streams",
-                None,
-                "Streams with at least one subscriber.",
-            ),
-            broadcasts: counter(
-                "hearth_fanout_broadcasts_total",
-                "Broadcast calls, whether or not the stream had subscribers.",
-            ),
-            frames_queued: counter(
-                "hearth_fanout_frames_queued_total",
-                "Frames accepted into connection queues (broadcasts, pings and direct sends).",
-            ),
-            bytes_queued: counter(
-                "hearth_fanout_queued_bytes_total",
-                "Bytes (WebSocket header and payload) of the frames queued.",
-            ),
-            frames_sent: counter(
-                "hearth_fanout_frames_sent_total",
-                "Frames completely written to sockets.",
-            ),
-            bytes_sent: counter(
-                "hearth_fanout_sent_bytes_total",
-                "Bytes written to sockets.",
-            ),
-            write_calls: counter(
-                "hearth_fanout_write_calls_total",
-                "Socket write calls that wrote at least one byte.",
-            ),
-            slow_disconnects: counter(
-                "hearth_fanout_slow_consumer_disconnects_total",
-                "Connections cut off because their queue passed its bound.",
-            ),
-            queue_depth_high_water: gauge(
-                "hearth_fanout_queue_depth_high_water_frames",
-                Some(Unit::Count),
-                "Deepest connection queue seen since start, in frames.",
-            ),
-            queue_bytes_high_water: gauge(
-                "hearth_fanout_queue_high_water_bytes",
-                Some(Unit::Bytes),
-                "Most bytes seen accounted in one connection's queue since start (only frames \
-                 longer than queue-bytes / queue-frames are accounted; 0 for the reference \
-                 engine).",
-            ),
+            connections: gauge("hearth_cable_connections"),
+            subscriptions: gauge("hearth_cable_subscriptions"),
+            streams: gauge("hearth_fanout_streams"),
+            broadcasts: counter("hearth_fanout_broadcasts_total"),
+            frames_queued: counter("hearth_fanout_frames_queued_total"),
+            bytes_queued: counter("hearth_fanout_queued_bytes_total"),
+            frames_sent: counter("hearth_fanout_frames_sent_total"),
+            bytes_sent: counter("hearth_fanout_sent_bytes_total"),
+            write_calls: counter("hearth_fanout_write_calls_total"),
+            slow_disconnects: counter("hearth_fanout_slow_consumer_disconnects_total"),
+            queue_depth_high_water: gauge("hearth_fanout_queue_depth_high_water_frames"),
+            queue_bytes_high_water: gauge("hearth_fanout_queue_high_water_bytes"),
         };
-        let connections_opened = counter(
-            "hearth_cable_connections_opened_total",
-            "Action Cable connections welcomed.",
-        );
-        let connections_rejected = counter(
-            "hearth_cable_connections_rejected_total",
-            "Action Cable upgrades refused as unauthorized.",
-        );
-        let posted = "hearth_messages_posted_total";
-        recorder.describe_counter(
-            KeyName::from_const_str(posted),
-            None,
-            "Messages stored, by source (web or bot).".into(),
-        );
-        let labelled = |name: &'static str, source: &'static str| {
-            Key::from_parts(name, vec![Label::from_static_parts("source", source)])
-        };
-        let posted_web = recorder.register_counter(&labelled(posted, "web"), &metadata());
-        let posted_bot = recorder.register_counter(&labelled(posted, "bot"), &metadata());
-        recorder.describe_histogram(
-            KeyName::from_const_str(POST_DURATION),
-            Some(Unit::Seconds),
-            "Post handler duration, from the handler's start to its response (successful posts)."
-                .into(),
-        );
-        let post_duration_web =
-            recorder.register_histogram(&labelled(POST_DURATION, "web"), &metadata());
-        let post_duration_bot =
-            recorder.register_histogram(&labelled(POST_DURATION, "bot"), &metadata());
-        recorder.describe_histogram(
-            KeyName::from_const_str(BROADCAST_DURATION),
-            Some(Unit::Seconds),
-            "Duration of a post's broadcast call: encoding and queueing its frames for every \
-             subscriber of the room stream and every member's unread stream; socket writes \
-             happen after, in each connection's writer."
-                .into(),
-        );
-        let broadcast_duration =
-            recorder.register_histogram(&Key::from_static_name(BROADCAST_DURATION), &metadata());
-        let info = Key::from_parts(
-            "hearth_build_info",
-            vec![Label::from_static_parts(
-                "version",
-                env!("CARGO_PKG_VERSION"),
-            )],
-        );
-        recorder.describe_gauge(
-            KeyName::from_const_str("hearth_build_info"),
-            None,
-            "Always 1; the label gives the version.".into(),
-        );
-        recorder.register_gauge(&info, &metadata()).set(1.0);
-        let wal_bytes = gauge(
-            "hearth_sqlite_wal_bytes",
-            Some(Unit::Bytes),
-            "Size of the SQLite -wal file at the last checkpoint.",
-        );
-        let checkpoint_lag = gauge(
-            "hearth_sqlite_checkpoint_lag_frames",
-            Some(Unit::Count),
-            "WAL frames the last passive checkpoint could not copy into the database file \
-             (pinned by a reader's snapshot, or written since).",
-        );
-        let checkpoint_age = gauge(
-            "hearth_sqlite_checkpoint_age_seconds",
-            Some(Unit::Seconds),
-            "Seconds since a checkpoint last copied the whole WAL.",
-        );
+        recorder
+            .register_gauge(
+                &labelled("hearth_build_info", "version", env!("CARGO_PKG_VERSION")),
+                &metadata(),
+            )
+            .set(1.0);
         let handle = recorder.handle();
         Self {
-            recorder,
-            handle,
             fanout,
-            connections_opened,
-            connections_rejected,
-            posted_web,
-            posted_bot,
-            post_duration_web,
-            post_duration_bot,
-            broadcast_duration,
+            connections_opened: counter("hearth_cable_connections_opened_total"),
+            connections_rejected: counter("hearth_cable_connections_rejected_total"),
+            posted_web: posted("web"),
+            posted_bot: posted("bot"),
+            post_duration_web: post_duration("web"),
+            post_duration_bot: post_duration("bot"),
+            broadcast_duration: recorder
+                .register_histogram(&Key::from_static_name(BROADCAST_DURATION), &metadata()),
             redis_link: Mutex::new(None),
             wal: std::sync::Arc::default(),
-            wal_bytes,
-            checkpoint_lag,
-            checkpoint_age,
+            wal_bytes: gauge("hearth_sqlite_wal_bytes"),
+            checkpoint_lag: gauge("hearth_sqlite_checkpoint_lag_frames"),
+            checkpoint_age: gauge("hearth_sqlite_checkpoint_age_seconds"),
+            handle,
+            recorder,
         }
+    }
+
+    /// Registers (and describes) a counter with one label, for a part of the server that
+    /// counts its own events (the webhook deliveries); the handle records with an atomic add.
+    pub fn labelled_counter(
+        &self,
+        name: &'static str,
+        label: (&'static str, &'static str),
+        help: &'static str,
+    ) -> Counter {
+        self.recorder
+            .describe_counter(KeyName::from_const_str(name), None, help.into());
+        let key = Key::from_parts(name, vec![Label::from_static_parts(label.0, label.1)]);
+        self.recorder.register_counter(&key, &metadata())
+    }
+
+    /// Registers (and describes) a counter without labels (see [`Metrics::labelled_counter`]).
+    pub fn plain_counter(&self, name: &'static str, help: &'static str) -> Counter {
+        self.recorder
+            .describe_counter(KeyName::from_const_str(name), None, help.into());
+        self.recorder
+            .register_counter(&Key::from_static_name(name), &metadata())
     }
 
     /// Counts a welcomed Action Cable connection.
@@ -429,6 +510,28 @@ mod tests {
             Some(1.0)
         );
         assert_eq!(value(&text, REDIS_LINK_UP), Some(1.0));
+    }
+
+    #[test]
+    fn every_series_of_the_table_is_described_shown_and_documented() {
+        let text = Metrics::new().render(&StatsSnapshot::default());
+        let module_doc = include_str!("metrics.rs");
+        for &(name, kind, _, help) in SERIES {
+            let kind = format!("{kind:?}").to_lowercase();
+            assert!(
+                text.contains(&format!("# TYPE {name} {kind}\n")),
+                "{name}:\n{text}"
+            );
+            assert!(
+                text.contains(&format!("# HELP {name} {help}")),
+                "{name}:\n{text}"
+            );
+            assert!(
+                module_doc.lines().any(|l| l.starts_with("//! |")
+                    && (l.contains(&format!("`{name}`")) || l.contains(&format!("`{name}{{")))),
+                "{name} is missing from the module doc's table"
+            );
+        }
     }
 
     #[test]

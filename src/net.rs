@@ -40,7 +40,7 @@ pub fn canonical(ip: IpAddr) -> IpAddr {
             .to_ipv4_mapped()
             .map(IpAddr::V4)
             .unwrap_or(IpAddr::V6(v6)),
-        v4 => v4,
+        v4 @ IpAddr::V4(_) => v4,
     }
 }
 

@@ -1,6 +1,8 @@
 //! A per-IP sliding-window rate limit for login attempts (Campfire's `SessionsController`:
-//! `rate_limit to: 10, within: 3.minutes, only: :create`), and [`TokenBucket`], the limit of
-//! a cable connection's client actions (typing, presence) and of presence writes.
+//! `rate_limit to: 10, within: 3.minutes, only: :create`), [`TokenBucket`], the limit of
+//! a cable connection's client actions (typing, presence) and of presence writes, and
+//! [`RequestLimits`], the per-user limits of posting, room creation, searches, boosts and
+//! sign-ups.
 
 use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
@@ -78,7 +80,9 @@ impl TokenBucket {
 
     fn refill(&mut self, now: Instant) {
         let elapsed = now.saturating_duration_since(self.last).as_secs_f64();
-        self.tokens = (self.tokens + elapsed * self.per_second).min(self.burst);
+        self.tokens = elapsed
+            .mul_add(self.per_second, self.tokens)
+            .min(self.burst);
         self.last = now;
     }
 
@@ -115,6 +119,79 @@ impl TokenBucket {
     }
 }
 
+/// What a request limit counts: one bucket per action and client ([`RequestLimits`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Action {
+    /// Posting a message (`POST /rooms/{id}/messages`, a bot's `POST …/{bot_key}/messages`).
+    Post,
+    /// Creating a room: open, closed or direct (`POST /rooms/opens|closeds|directs`).
+    CreateRoom,
+    /// Running a search (`POST /searches`, `GET /searches?q=…`).
+    Search,
+    /// Boosting a message (`POST /messages/{id}/boosts`, a bot's boost).
+    Boost,
+    /// Signing up through the join link (`POST /join/{code}`), counted per address.
+    Join,
+}
+
+/// Who a request limit counts: the signed-in user, or else the client's address.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Client {
+    /// A signed-in user, by id.
+    User(i64),
+    /// Anyone else (a bot by its key, a visitor), by address.
+    Ip(IpAddr),
+}
+
+/// Per-client limits of the actions a flood would repeat ([`Action`]): a token bucket of
+/// `count` per `window` (bursts of up to `count`) for each action and client. Defaults no
+/// person reaches (`--post-rate-limit` and the flags beside it); past one, 429 with
+/// `Retry-After`, and nothing is done.
+#[derive(Debug)]
+pub struct RequestLimits {
+    limits: HashMap<Action, (u32, Duration)>,
+    buckets: Mutex<HashMap<(Action, Client), TokenBucket>>,
+}
+
+/// Buckets kept before full ones (clients gone quiet) are dropped.
+const MAX_BUCKETS: usize = 50_000;
+
+impl RequestLimits {
+    /// Limits of `count` actions per `window` for each action listed; a count of 0, or an
+    /// action not listed, has no limit.
+    pub fn new(limits: impl IntoIterator<Item = (Action, u32, Duration)>) -> Self {
+        Self {
+            limits: limits
+                .into_iter()
+                .filter(|(_, count, _)| *count > 0)
+                .map(|(a, count, window)| (a, (count, window)))
+                .collect(),
+            buckets: Mutex::default(),
+        }
+    }
+
+    /// Counts one `action` of `client` at `now`: `Ok`, or `Err(retry after)` when it is over
+    /// the limit (and then it is not counted).
+    pub fn check(&self, action: Action, client: Client, now: Instant) -> Result<(), Duration> {
+        let Some(&(count, window)) = self.limits.get(&action) else {
+            return Ok(());
+        };
+        let mut buckets = self.buckets.lock();
+        if buckets.len() >= MAX_BUCKETS {
+            buckets.retain(|_, b| !b.until_full(now).is_zero());
+        }
+        let per_second = f64::from(count) / window.as_secs_f64().max(1.0);
+        let bucket = buckets
+            .entry((action, client))
+            .or_insert_with(|| TokenBucket::new(count, per_second, now));
+        if bucket.try_take(now) {
+            Ok(())
+        } else {
+            Err(bucket.wait(now))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -143,6 +220,28 @@ mod tests {
         assert!(!limiter.allow(ip, t0 + Duration::from_secs(1)));
         assert!(limiter.allow(other, t0));
         assert!(limiter.allow(ip, t0 + WINDOW));
+    }
+
+    #[test]
+    fn request_limits_count_per_action_and_client_and_say_when_to_retry() {
+        let limits = RequestLimits::new([
+            (Action::Post, 2, Duration::from_secs(60)),
+            (Action::Search, 0, Duration::from_secs(60)),
+        ]);
+        let (a, b) = (Client::User(1), Client::User(2));
+        let t0 = Instant::now();
+        assert!(limits.check(Action::Post, a, t0).is_ok());
+        assert!(limits.check(Action::Post, a, t0).is_ok());
+        assert_eq!(
+            limits.check(Action::Post, a, t0),
+            Err(Duration::from_secs(30))
+        );
+        assert!(limits.check(Action::Post, b, t0).is_ok());
+        assert!(limits.check(Action::Boost, a, t0).is_ok(), "not limited");
+        assert!((0..100).all(|_| limits.check(Action::Search, a, t0).is_ok()));
+        assert!(limits
+            .check(Action::Post, a, t0 + Duration::from_secs(30))
+            .is_ok());
     }
 
     #[test]

@@ -177,6 +177,9 @@ pub struct MessageEdit<'a> {
     pub m: &'a Message,
     /// Its current text, already escaped for HTML (Rails' escaping), as the textarea holds it.
     pub text: &'a str,
+    /// Its body as the editor loads it ([`crate::rich_text::to_trix_html`]): the page's
+    /// script turns the textarea into an editor holding it.
+    pub trix_html: &'a str,
 }
 
 impl std::fmt::Debug for MessageEdit<'_> {
@@ -210,14 +213,28 @@ pub fn messages(list: &[Message]) -> Result<String, askama::Error> {
     Ok(out)
 }
 
-/// The HTML of one boost, as the boosts container of a message holds it:
-/// `<span id="boost_<id>" class="boost" title="<booster>">content</span>`, both texts escaped.
+/// The HTML of one boost, as the boosts container of a message holds it (Campfire's
+/// `messages/boosts/_boost`): `<span id="boost_<id>" class="boost" title="<booster>"
+/// data-booster-id="<id>">` with the booster's initials avatar, the content and a delete form
+/// (`DELETE /messages/<message>/boosts/<id>`, shown to the booster only by `assets/js/boosts.js`);
+/// every text escaped.
 pub fn boost(boost: &Boost) -> String {
+    let name = escape_html(&boost.booster_name);
     format!(
-        "<span id=\"boost_{}\" class=\"boost\" title=\"{}\">{}</span>",
-        boost.id,
-        escape_html(&boost.booster_name),
-        escape_html(&boost.content)
+        "<span id=\"boost_{id}\" class=\"boost\" title=\"{name}\" data-booster-id=\"{booster}\">\
+<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 36 36\" width=\"18\" height=\"18\" class=\"boost__avatar\" role=\"img\" aria-label=\"{name}\">\
+<rect width=\"36\" height=\"36\" rx=\"18\" fill=\"hsl({hue}, 55%, 45%)\"/>\
+<text x=\"50%\" y=\"50%\" dy=\"0.35em\" text-anchor=\"middle\" fill=\"#ffffff\" font-family=\"-apple-system, BlinkMacSystemFont, sans-serif\" font-size=\"15\" font-weight=\"600\">{initials}</text></svg>\
+<span class=\"boost__content\">{content}</span>\
+<form action=\"/messages/{message}/boosts/{id}\" method=\"post\" class=\"boost__delete\" data-turbo-stream=\"true\">\
+<input type=\"hidden\" name=\"_method\" value=\"delete\">\
+<button type=\"submit\" class=\"btn btn--plain boost__delete-button\" title=\"Remove your boost\">\u{2212}</button></form></span>",
+        id = boost.id,
+        booster = boost.booster_id,
+        message = boost.message_id,
+        hue = boost.booster_id.unsigned_abs() * 47 % 360,
+        initials = escape_html(&initials(&boost.booster_name)),
+        content = escape_html(&boost.content),
     )
 }
 

@@ -44,7 +44,7 @@ pub struct AppState {
     /// The key of the app node's internal endpoint (derived from secret_key_base).
     pub internal_key: String,
     /// A cable node's line to its app node (`--role cable`).
-    pub app_link: Option<AppLink>,
+    pub app_link: Option<Arc<AppLink>>,
     /// The bearer key of `POST /_broadcast` (`--broadcast-key`, or derived from
     /// secret_key_base as AnyCable derives it from its secret).
     pub broadcast_key: String,
@@ -59,6 +59,8 @@ pub struct AppState {
     pub json: JsonEscaping,
     /// The login rate limit.
     pub login_limiter: RateLimiter,
+    /// Per-user limits of posting, room creation, searches, boosts and sign-ups.
+    pub request_limits: crate::rate_limit::RequestLimits,
     /// Open cable connections by user and session.
     pub cable: Registry,
     /// Presence per connection, written to memberships on transitions only.
@@ -73,6 +75,12 @@ pub struct AppState {
     /// Whether any IP address is banned (`bans` has a row): while false, state-changing
     /// requests skip the ban lookup. Set at start and after every ban or unban.
     pub bans_present: std::sync::atomic::AtomicBool,
+    /// Active Record's signed ids (the transfer links), keyed from secret_key_base.
+    pub signed_ids: crate::rails::SignedIdVerifier,
+    /// The account's settings, cached for the layout and the room-creation check.
+    pub account_settings: crate::db::accounts::SettingsCache,
+    /// The bounded queue and client of bot webhooks.
+    pub webhooks: crate::webhooks::WebhookQueue,
 }
 
 /// The state as handlers receive it.
@@ -159,12 +167,12 @@ impl AppState {
         }
         let internal_key = crate::app_link::internal_key(&secret);
         let app_link = match (config.role, &config.app_url) {
-            (Role::Cable, Some(url)) => Some(AppLink::new(
+            (Role::Cable, Some(url)) => Some(Arc::new(AppLink::new(
                 url,
                 internal_key.clone(),
                 std::time::Duration::from_secs(config.auth_cache_seconds),
                 std::time::Duration::from_secs(config.app_timeout_seconds.max(1)),
-            )),
+            ))),
             (Role::Cable, None) => anyhow::bail!("--role cable needs --app-url"),
             _ => None,
         };
@@ -241,6 +249,7 @@ impl AppState {
         };
         let bans_present = config.role != Role::Cable && crate::db::bans::any(&pool).await?;
         let presence = crate::presence::Presence::new(pool.clone());
+        let webhooks = crate::webhooks::WebhookQueue::new(&metrics);
         let state = Self {
             pool,
             auth_cache: AuthCache::new(std::time::Duration::from_secs(config.auth_cache_seconds)),
@@ -259,6 +268,7 @@ impl AppState {
             signer,
             json,
             login_limiter: RateLimiter::new(config.login_rate_limit, WINDOW),
+            request_limits: config.request_limits(),
             cable: Registry::default(),
             presence,
             assets: crate::assets::BrowserAssets::new(config.assets_dir.clone())?,
@@ -267,6 +277,12 @@ impl AppState {
                 config.max_connections.min(Semaphore::MAX_PERMITS),
             )),
             bans_present: std::sync::atomic::AtomicBool::new(bans_present),
+            signed_ids: crate::rails::SignedIdVerifier::from_secret_key_base(
+                secret.as_bytes(),
+                config.key_generator_digest,
+            ),
+            account_settings: crate::db::accounts::SettingsCache::default(),
+            webhooks,
             config,
         };
         if let Some(dir) = state.assets.dir() {

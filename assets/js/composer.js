@@ -44,9 +44,28 @@ export function startComposer({ form, roomId }) {
   }
 }
 
-// Replaces the form's textarea with a Trix editor writing to a hidden `message[body]`. The
-// editor takes the textarea's id, so its label still names it.
-function upgrade(form) {
+// Edit forms (`.message__edit-form`, opened in place in a message's frame) get an editor too,
+// loaded with the body's rich text (`data-rich-body`, Trix's form of the stored HTML) instead
+// of the textarea's plain text.
+export function startEditing({ list }) {
+  if (!list) return () => {}
+  function scan() {
+    for (const form of list.querySelectorAll(".message__edit-form[data-rich-body]")) {
+      if (form.querySelector("trix-editor")) continue
+      const element = upgrade(form, form.dataset.richBody)
+      element.focus()
+    }
+  }
+  scan()
+  const observer = new MutationObserver(scan)
+  observer.observe(list, { childList: true, subtree: true })
+  return () => observer.disconnect()
+}
+
+// Replaces the form's textarea with a Trix editor writing to a hidden `message[body]` (which
+// starts with `html`, if given). The editor takes the textarea's id, so its label still
+// names it.
+function upgrade(form, html = "") {
   const existing = form.querySelector("trix-editor")
   if (existing) return existing
   const textarea = form.querySelector("textarea")
@@ -54,6 +73,7 @@ function upgrade(form) {
   input.type = "hidden"
   input.name = textarea.name
   input.id = `${textarea.id}_input`
+  input.value = html
   const format = document.createElement("input")
   format.type = "hidden"
   format.name = "message[body_format]"
@@ -62,7 +82,7 @@ function upgrade(form) {
   element.id = textarea.id
   element.setAttribute("input", input.id)
   element.setAttribute("placeholder", textarea.placeholder)
-  element.setAttribute("aria-label", "Message")
+  element.setAttribute("aria-label", textarea.labels?.[0]?.textContent || "Message")
   element.className = "composer__editor trix-content"
   textarea.replaceWith(input, format, element)
   form.classList.add("composer--rich")

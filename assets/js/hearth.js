@@ -7,13 +7,16 @@
 //
 // Each room page is set up on `turbo:load` and torn down before Turbo renders the next page.
 import { Turbo, cable } from "@hotwired/turbo-rails"
-import { startComposer } from "./composer.js"
+import { startComposer, startEditing } from "./composer.js"
 import { startTyping } from "./typing.js"
 import { startPresence } from "./presence.js"
 import { startConnection } from "./connection.js"
 import { startUnreads } from "./unreads.js"
 import { startScrolling } from "./scrolling.js"
 import { startOrdering } from "./ordering.js"
+import "./share.js"
+import "./boosts.js"
+import "./people_picker.js"
 import { startBodies } from "./bodies.js"
 import { startFormatter } from "./formatter.js"
 import { startMenu } from "./menu.js"
@@ -53,6 +56,7 @@ async function setUp() {
     startOrdering(context),
     startComposer(context),
     startBodies(context),
+    startEditing(context),
     startTyping(context),
     startPresence(context),
     startUnreads(context),

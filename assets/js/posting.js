@@ -146,7 +146,7 @@ export function startPosting({ list, form, Turbo, userId }) {
     form.classList.toggle("composer--disabled", value)
     form.setAttribute("aria-disabled", String(value))
     if (value) {
-      disabledHere = [...form.querySelectorAll("textarea, button, input:not([type=hidden])")].filter((e) => !e.disabled)
+      disabledHere = [...form.querySelectorAll("textarea, trix-editor, button, input:not([type=hidden])")].filter((e) => !e.disabled)
       for (const element of disabledHere) element.disabled = true
     } else {
       for (const element of disabledHere) element.disabled = false

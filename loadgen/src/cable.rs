@@ -287,12 +287,12 @@ pub async fn open(cfg: &CableConfig, cookie: Option<&str>) -> Result<(TcpStream,
             .await
             .map_err(|e| format!("reading upgrade response: {e}"))?;
         if n == 0 {
-            return Err("connection closed during the WebSocket handshake".to_string());
+            return Err("connection closed during the WebSocket handshake".to_owned());
         }
         buf.extend_from_slice(&chunk[..n]);
         match ws::parse_upgrade_response(&buf, &key, cfg.required_protocol.as_deref()) {
             Ok(Some(head)) => return Ok((stream, buf.split_off(head))),
-            Ok(None) => continue,
+            Ok(None) => {}
             Err(e) => return Err(e.to_string()),
         }
     }
@@ -394,18 +394,18 @@ pub async fn run_client(
     let result = drive(&mut session, &cfg).await;
     let was_ready = session.phase == Phase::Ready;
     let when = match session.phase {
-        Phase::AwaitWelcome => "before welcome".to_string(),
+        Phase::AwaitWelcome => "before welcome".to_owned(),
         Phase::Subscribing => format!(
             "while subscribing ({} of {} confirmed)",
             session.confirmed,
             session.profile.identifiers.len()
         ),
-        Phase::Ready => "after ready".to_string(),
+        Phase::Ready => "after ready".to_owned(),
     };
     drop(session);
     let error = result
         .err()
-        .unwrap_or_else(|| "connection closed".to_string());
+        .unwrap_or_else(|| "connection closed".to_owned());
     shared.client_ended(idx, was_ready, format!("{when}: {error}"));
 }
 
@@ -447,7 +447,7 @@ async fn drive(session: &mut Session<'_>, cfg: &CableConfig) -> Result<(), Strin
                             }
                         }
                         OP_TEXT | OP_BINARY | OP_CONTINUATION => {
-                            return Err("bad fragmentation sequence (RFC 6455 §5.4)".to_string())
+                            return Err("bad fragmentation sequence (RFC 6455 §5.4)".to_owned())
                         }
                         OP_PING => {
                             ws::encode_client_frame(
@@ -511,7 +511,7 @@ async fn drive(session: &mut Session<'_>, cfg: &CableConfig) -> Result<(), Strin
             .await
             .map_err(|e| format!("read: {e}"))?;
         if n == 0 {
-            return Err("server closed the TCP connection".to_string());
+            return Err("server closed the TCP connection".to_owned());
         }
         end += n;
         shared

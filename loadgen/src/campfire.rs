@@ -226,9 +226,9 @@ pub async fn login(conn: &mut HttpConnection, email: &str, password: &str) -> Re
             jar.names()
         ))
         .into()),
-        401 => Err(LoginError::BadCredentials(email.to_string()).into()),
-        429 => Err(LoginError::RateLimited(email.to_string()).into()),
-        422 => Err(LoginError::Csrf(email.to_string()).into()),
+        401 => Err(LoginError::BadCredentials(email.to_owned()).into()),
+        429 => Err(LoginError::RateLimited(email.to_owned()).into()),
+        422 => Err(LoginError::Csrf(email.to_owned()).into()),
         s => Err(LoginError::Unexpected(format!(
             "POST /session as {email} answered {s} (expected 302): {}",
             excerpt(&resp)
@@ -243,9 +243,9 @@ pub fn fixed_identifier(channel: ExtraChannel, room: u32) -> Option<String> {
         ExtraChannel::Presence => Some(format!(
             "{{\"channel\":\"PresenceChannel\",\"room_id\":{room}}}"
         )),
-        ExtraChannel::Heartbeat => Some("{\"channel\":\"HeartbeatChannel\"}".to_string()),
-        ExtraChannel::UnreadRooms => Some("{\"channel\":\"UnreadRoomsChannel\"}".to_string()),
-        ExtraChannel::ReadRooms => Some("{\"channel\":\"ReadRoomsChannel\"}".to_string()),
+        ExtraChannel::Heartbeat => Some("{\"channel\":\"HeartbeatChannel\"}".to_owned()),
+        ExtraChannel::UnreadRooms => Some("{\"channel\":\"UnreadRoomsChannel\"}".to_owned()),
+        ExtraChannel::ReadRooms => Some("{\"channel\":\"ReadRoomsChannel\"}".to_owned()),
         ExtraChannel::Typing => Some(format!(
             "{{\"channel\":\"TypingNotificationsChannel\",\"room_id\":{room}}}"
         )),
@@ -434,7 +434,7 @@ pub fn validate_post_response(
     }
     let find = |needle: &str| memchr::memmem::find(body, needle.as_bytes()).is_some();
     if !find("<turbo-stream") || !find("action=\"append\"") {
-        return Err("body is not an append turbo-stream".to_string());
+        return Err("body is not an append turbo-stream".to_owned());
     }
     if !find(&format!("target=\"{target}\"")) {
         return Err(format!("turbo-stream does not target {target}"));

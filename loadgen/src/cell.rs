@@ -293,7 +293,7 @@ pub async fn run_cell(
         } else {
             "closed-loop"
         }
-        .to_string(),
+        .to_owned(),
         posters,
         window: opts.window,
         rate: opts.rate,
@@ -307,7 +307,7 @@ pub async fn run_cell(
             .unwrap_or(0),
         ..Default::default()
     };
-    result.loadgen.build = build_kind().to_string();
+    result.loadgen.build = build_kind().to_owned();
     result.loadgen.read_buffer = target.cable.read_buffer;
     if result.loadgen.build == "debug" {
         result

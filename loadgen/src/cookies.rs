@@ -61,10 +61,10 @@ impl CookieJar {
         let pair = parts.next().unwrap_or("");
         let (name, value) = pair
             .split_once('=')
-            .ok_or_else(|| CookieError(set_cookie.to_string()))?;
+            .ok_or_else(|| CookieError(set_cookie.to_owned()))?;
         let name = name.trim();
         if name.is_empty() {
-            return Err(CookieError(set_cookie.to_string()));
+            return Err(CookieError(set_cookie.to_owned()));
         }
         let value = value.trim();
         let mut delete = false;
@@ -90,8 +90,8 @@ impl CookieJar {
     /// Sets or replaces a cookie directly.
     pub fn set(&mut self, name: &str, value: &str) {
         match self.entries.iter_mut().find(|(n, _)| n == name) {
-            Some(entry) => entry.1 = value.to_string(),
-            None => self.entries.push((name.to_string(), value.to_string())),
+            Some(entry) => entry.1 = value.to_owned(),
+            None => self.entries.push((name.to_owned(), value.to_owned())),
         }
     }
 

@@ -74,29 +74,29 @@ impl Endpoint {
         } else if let Some(rest) = url.strip_prefix("ws://") {
             (Scheme::Ws, rest)
         } else if url.starts_with("https://") || url.starts_with("wss://") {
-            return Err(EndpointError::TlsUnsupported(url.to_string()));
+            return Err(EndpointError::TlsUnsupported(url.to_owned()));
         } else {
-            return Err(EndpointError::BadScheme(url.to_string()));
+            return Err(EndpointError::BadScheme(url.to_owned()));
         };
         let split = rest.find(['/', '?']).unwrap_or(rest.len());
         let (authority, path) = rest.split_at(split);
         let path = if path.is_empty() {
-            "/".to_string()
+            "/".to_owned()
         } else if path.starts_with('?') {
             format!("/{path}")
         } else {
-            path.to_string()
+            path.to_owned()
         };
         let (host, port) = if let Some(bracketed) = authority.strip_prefix('[') {
             let close = bracketed
                 .find(']')
-                .ok_or_else(|| EndpointError::MissingHost(url.to_string()))?;
+                .ok_or_else(|| EndpointError::MissingHost(url.to_owned()))?;
             let host = &bracketed[..close];
             let after = &bracketed[close + 1..];
             let port = match after.strip_prefix(':') {
                 Some(p) => Some(p),
                 None if after.is_empty() => None,
-                None => return Err(EndpointError::BadPort(url.to_string())),
+                None => return Err(EndpointError::BadPort(url.to_owned())),
             };
             (host, port)
         } else {
@@ -106,18 +106,18 @@ impl Endpoint {
             }
         };
         if host.is_empty() {
-            return Err(EndpointError::MissingHost(url.to_string()));
+            return Err(EndpointError::MissingHost(url.to_owned()));
         }
         let port = match port {
             None => 80,
             Some(p) => match p.parse::<u16>() {
                 Ok(p) if p > 0 => p,
-                _ => return Err(EndpointError::BadPort(url.to_string())),
+                _ => return Err(EndpointError::BadPort(url.to_owned())),
             },
         };
         Ok(Self {
             scheme,
-            host: host.to_string(),
+            host: host.to_owned(),
             port,
             path,
         })
@@ -140,6 +140,7 @@ impl Endpoint {
 
     /// The same host and port with another request target (`path` must start with `/`):
     /// `base.join("/rooms/1")` keeps a base path prefix, so `http://h/app` joins to `/app/rooms/1`.
+    #[must_use]
     pub fn join(&self, path: &str) -> Self {
         let prefix = self.path.trim_end_matches('/');
         Self {
@@ -151,6 +152,7 @@ impl Endpoint {
     }
 
     /// The Action Cable URL for a base URL: scheme `ws`, path `<prefix>/cable`.
+    #[must_use]
     pub fn cable(&self) -> Self {
         let mut e = self.join("/cable");
         e.scheme = Scheme::Ws;

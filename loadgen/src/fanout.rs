@@ -64,7 +64,7 @@ pub async fn run_fanout(opts: &FanoutOptions) -> Result<Vec<CellResult>> {
         read_buffer: opts.read_buffer,
         required_protocol: opts
             .require_protocol
-            .then(|| "actioncable-v1-json".to_string()),
+            .then(|| "actioncable-v1-json".to_owned()),
         spread: Vec::new(),
         next: Default::default(),
     };

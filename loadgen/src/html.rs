@@ -184,7 +184,7 @@ pub fn meta_content(html: &str, name: &str) -> Option<String> {
     tags(html, "meta")
         .into_iter()
         .find(|t| t.attr("name") == Some(name))
-        .and_then(|t| t.attr("content").map(str::to_string))
+        .and_then(|t| t.attr("content").map(str::to_owned))
 }
 
 /// The `value` of the first `<input name="NAME">`, decoded (the login form's
@@ -193,7 +193,7 @@ pub fn input_value(html: &str, name: &str) -> Option<String> {
     tags(html, "input")
         .into_iter()
         .find(|t| t.attr("name") == Some(name))
-        .and_then(|t| t.attr("value").map(str::to_string))
+        .and_then(|t| t.attr("value").map(str::to_owned))
 }
 
 /// The `id` of the first `<div>` whose id starts with `prefix` (the room's message container,
@@ -201,7 +201,7 @@ pub fn input_value(html: &str, name: &str) -> Option<String> {
 pub fn div_id_with_prefix(html: &str, prefix: &str) -> Option<String> {
     tags(html, "div")
         .into_iter()
-        .filter_map(|t| t.attr("id").map(str::to_string))
+        .filter_map(|t| t.attr("id").map(str::to_owned))
         .find(|id| id.starts_with(prefix))
 }
 
@@ -239,7 +239,7 @@ impl StreamSource {
 
 /// A JSON string literal for `s`.
 pub fn json_string(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_string())
+    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_owned())
 }
 
 /// Every `<turbo-cable-stream-source>` in `html`, without duplicates, in document order.
@@ -251,8 +251,8 @@ pub fn stream_sources(html: &str) -> Vec<StreamSource> {
             continue;
         };
         let source = StreamSource {
-            channel: channel.to_string(),
-            signed_stream_name: signed.to_string(),
+            channel: channel.to_owned(),
+            signed_stream_name: signed.to_owned(),
             stream_name: decode_signed_stream_name(signed),
         };
         if !out.contains(&source) {
@@ -460,7 +460,7 @@ mod tests {
         let err = room_message_stream(&page.sources).unwrap_err();
         match &err {
             ScrapeError::MissingRoomStream(found) => {
-                assert_eq!(found, &vec!["Turbo::StreamsChannel → rooms".to_string()])
+                assert_eq!(found, &vec!["Turbo::StreamsChannel → rooms".to_owned()])
             }
             other => panic!("unexpected {other:?}"),
         }

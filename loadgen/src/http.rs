@@ -171,14 +171,8 @@ impl HttpConnection {
         content_type: &str,
         body: Bytes,
     ) -> Result<Response, HttpError> {
-        let mut jar = cookie.map(CookieJar::from_header).unwrap_or_default();
-        let req = self.request(
-            Method::POST,
-            path,
-            &mut jar,
-            "*/*",
-            Some((content_type, body)),
-        );
+        let jar = cookie.map(CookieJar::from_header).unwrap_or_default();
+        let req = self.request(Method::POST, path, &jar, "*/*", Some((content_type, body)));
         self.send(req).await.map_err(|message| HttpError {
             request: format!("POST {}", self.endpoint.join(path)),
             message,
@@ -189,7 +183,7 @@ impl HttpConnection {
         &self,
         method: Method,
         path: &str,
-        jar: &mut CookieJar,
+        jar: &CookieJar,
         accept: &str,
         body: Option<(&str, Bytes)>,
     ) -> Request<Full<Bytes>> {
@@ -242,16 +236,16 @@ impl HttpConnection {
         let set_cookies = headers
             .get_all(SET_COOKIE)
             .iter()
-            .filter_map(|v| v.to_str().ok().map(str::to_string))
+            .filter_map(|v| v.to_str().ok().map(str::to_owned))
             .collect();
         let content_type = headers
             .get(CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
-            .map(str::to_string);
+            .map(str::to_owned);
         let location = headers
             .get("location")
             .and_then(|v| v.to_str().ok())
-            .map(str::to_string);
+            .map(str::to_owned);
         let body = match resp.into_body().collect().await {
             Ok(b) => b.to_bytes(),
             Err(e) => {

@@ -27,11 +27,11 @@ pub enum Proc {
 }
 
 impl Proc {
-    fn dir(&self) -> String {
+    fn dir(self) -> String {
         match self {
-            Self::SelfProc => "/proc/self".to_string(),
+            Self::SelfProc => "/proc/self".to_owned(),
             Self::Pid(p) => format!("/proc/{p}"),
-            Self::ThisThread => "/proc/thread-self".to_string(),
+            Self::ThisThread => "/proc/thread-self".to_owned(),
         }
     }
 }
@@ -96,7 +96,7 @@ pub fn parse_status(status: &str) -> ProcStatus {
         threads: kb("Threads"),
         cpus_allowed: status_field(status, "Cpus_allowed_list")
             .unwrap_or("")
-            .to_string(),
+            .to_owned(),
     }
 }
 

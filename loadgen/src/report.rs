@@ -251,7 +251,7 @@ pub fn summarize(cells: &[CellResult]) -> Vec<TableRow> {
             let server_vals: Vec<&ServerStats> =
                 group.iter().filter_map(|c| c.server.as_ref()).collect();
             rows.push(TableRow {
-                target: t.to_string(),
+                target: t.to_owned(),
                 n,
                 reps: group.len(),
                 ok_reps: group.iter().filter(|c| c.ok).count(),
@@ -351,7 +351,7 @@ impl FloorFps {
 /// Formats an integer-ish value with thousands separators: `1234567.8` → `1,234,568`.
 pub fn thousands(v: f64) -> String {
     if !v.is_finite() {
-        return "-".to_string();
+        return "-".to_owned();
     }
     let neg = v < 0.0;
     let digits = format!("{:.0}", v.abs());
@@ -441,7 +441,7 @@ pub fn render_table(rows: &[TableRow]) -> String {
             r.failed_max.to_string(),
             r.subscriptions_per_client.to_string(),
             thousands(r.posted),
-            if r.complete_all { "yes" } else { "NO" }.to_string(),
+            if r.complete_all { "yes" } else { "NO" }.to_owned(),
             thousands(r.posts_per_sec),
             thousands(r.deliveries_per_sec),
             thousands(r.delivered_msgs_per_sec),

@@ -144,7 +144,7 @@ fn accept_one(listener: &TcpListener, subs: usize) -> std::io::Result<TcpStream>
         .find_map(|l| {
             let (k, v) = l.split_once(':')?;
             k.eq_ignore_ascii_case("sec-websocket-key")
-                .then(|| v.trim().to_string())
+                .then(|| v.trim().to_owned())
         })
         .unwrap_or_default();
     let mut resp = format!(

@@ -48,7 +48,7 @@ impl TargetSpec {
             bail!("--target {s:?}: empty name");
         }
         let (url, cmd) = match rest.split_once(",cmd=") {
-            Some((u, c)) => (u, Some(c.trim().to_string())),
+            Some((u, c)) => (u, Some(c.trim().to_owned())),
             None => (rest, None),
         };
         let url = Endpoint::parse(url.trim()).with_context(|| format!("--target {name}"))?;
@@ -56,7 +56,7 @@ impl TargetSpec {
             bail!("--target {name}: empty cmd");
         }
         Ok(Self {
-            name: name.to_string(),
+            name: name.to_owned(),
             url,
             cmd,
         })

@@ -117,7 +117,7 @@ mod tests {
         }
         let s = l.summary();
         assert_eq!(s.count, 1000);
-        let close = |a: f64, b: f64| (a - b).abs() <= b * 0.001 + 0.001;
+        let close = |a: f64, b: f64| (a - b).abs() <= b.mul_add(0.001, 0.001);
         assert!(close(s.p50_ms, 500.0), "p50 {}", s.p50_ms);
         assert!(close(s.p90_ms, 900.0), "p90 {}", s.p90_ms);
         assert!(close(s.p99_ms, 990.0), "p99 {}", s.p99_ms);

@@ -130,7 +130,7 @@ pub fn campfire_target(
     server_pid: Option<u32>,
 ) -> CellTarget {
     CellTarget {
-        name: name.to_string(),
+        name: name.to_owned(),
         url: base.to_string(),
         kind: "campfire".into(),
         cable: CableConfig {
@@ -207,7 +207,7 @@ pub fn cell_line(c: &CellResult) -> String {
             ""
         },
         if c.ok {
-            "ok".to_string()
+            "ok".to_owned()
         } else {
             format!("FAILED {:?}", c.errors)
         }

@@ -167,7 +167,7 @@ pub fn parse_upgrade_response(
         .next()
         .and_then(|s| s.parse::<u16>().ok())
         .filter(|_| version.starts_with("HTTP/1."))
-        .ok_or_else(|| HandshakeError::BadStatusLine(status_line.to_string()))?;
+        .ok_or_else(|| HandshakeError::BadStatusLine(status_line.to_owned()))?;
     if status != 101 {
         let shown: String = String::from_utf8_lossy(&buf[..buf.len().min(300)]).into_owned();
         return Err(HandshakeError::NotSwitching(status, shown));
@@ -185,8 +185,8 @@ pub fn parse_upgrade_response(
                     .split(',')
                     .any(|t| t.trim().eq_ignore_ascii_case("upgrade"))
             }
-            "sec-websocket-accept" => accept = Some(value.to_string()),
-            "sec-websocket-protocol" => protocol = Some(value.to_string()),
+            "sec-websocket-accept" => accept = Some(value.to_owned()),
+            "sec-websocket-protocol" => protocol = Some(value.to_owned()),
             _ => {}
         }
     }

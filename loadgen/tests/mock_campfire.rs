@@ -79,7 +79,7 @@ fn cookie(headers: &HashMap<String, String>, name: &str) -> Option<String> {
         c.split(';')
             .filter_map(|p| p.trim().split_once('='))
             .find(|(k, _)| *k == name)
-            .map(|(_, v)| v.to_string())
+            .map(|(_, v)| v.to_owned())
     })
 }
 
@@ -174,7 +174,7 @@ async fn cable(mock: Arc<Mock>, mut s: TcpStream, headers: HashMap<String, Strin
                 for t in texts {
                     let v: serde_json::Value = serde_json::from_str(&t).unwrap();
                     assert_eq!(v["command"], "subscribe");
-                    let id = v["identifier"].as_str().unwrap().to_string();
+                    let id = v["identifier"].as_str().unwrap().to_owned();
                     if id.contains("RoomMessagesChannel") { room_id = Some(id.clone()); }
                     if id.contains("UnreadRoomsChannel") { unread_id = Some(id.clone()); }
                     if id.contains("StreamChannel") { stream_id = Some(id.clone()); }
@@ -231,13 +231,10 @@ async fn handle(mock: Arc<Mock>, mut s: TcpStream) {
         let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
         let mut lines = head.split("\r\n");
         let mut rl = lines.next().unwrap().split(' ');
-        let (method, path) = (
-            rl.next().unwrap().to_string(),
-            rl.next().unwrap().to_string(),
-        );
+        let (method, path) = (rl.next().unwrap().to_owned(), rl.next().unwrap().to_owned());
         let headers: HashMap<String, String> = lines
             .filter_map(|l| l.split_once(':'))
-            .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+            .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
             .collect();
         let len: usize = headers
             .get("content-length")
@@ -316,11 +313,11 @@ fn route(
                 .split('@')
                 .next()
                 .unwrap()
-                .to_string();
+                .to_owned();
             response("302 Found", html, &format!("Location: /\r\nSet-Cookie: session_token=tok{uid}; path=/; HttpOnly; SameSite=Lax\r\n"), "")
         }
         ("GET", "/rooms/1") if authed.is_some() => {
-            let uid = authed.unwrap().trim_start_matches("tok").to_string();
+            let uid = authed.unwrap().trim_start_matches("tok").to_owned();
             let src = if mock.cfg.omit_room_stream {
                 String::new()
             } else {

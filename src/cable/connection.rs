@@ -31,7 +31,8 @@ use bytes::Bytes;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use super::channels::{self, ChannelContext, Outcome, Subscribed};
+use super::channels::host::{ChannelHost, Who};
+use super::channels::{self, Outcome, Subscribed};
 use super::protocol::{self, close_code, Command, DisconnectReason};
 use super::reader::{Inbound, MessageReader};
 use crate::db::users::User;
@@ -70,6 +71,7 @@ struct Subscription {
 /// handshake (a client may send its first command in the same packet).
 pub async fn run(
     state: SharedState,
+    host: Arc<dyn ChannelHost>,
     stream: TcpStream,
     leftover: Bytes,
     user: Option<User>,
@@ -118,6 +120,7 @@ pub async fn run(
     state.bus.user_connected(user_id);
     let mut reader = Reader {
         state: state.clone(),
+        host,
         user,
         conn: conn.clone(),
         control,
@@ -138,6 +141,8 @@ pub async fn run(
 
 struct Reader {
     state: SharedState,
+    /// Where the channels run (here, or on the app node).
+    host: Arc<dyn ChannelHost>,
     user: User,
     conn: Connection,
     control: Control,
@@ -209,14 +214,9 @@ impl Reader {
         self.conn.close(&[Frame::close(code, "")]);
     }
 
-    fn ctx(&self) -> ChannelContext<'_> {
-        ChannelContext {
-            pool: &self.state.pool,
-            auth_cache: &self.state.auth_cache,
-            broadcaster: &self.state.broadcaster,
-            signer: &self.state.signer,
+    fn who(&self) -> Who<'_> {
+        Who {
             user: &self.user,
-            presence: &self.state.presence,
             connection_id: self.conn.id(),
         }
     }
@@ -316,86 +316,39 @@ impl Reader {
         self.channel_unsubscribed(&sub.subscribed).await
     }
 
-    /// Runs a channel's `subscribed` here, or on the app node for a cable node's channels
-    /// that need the database.
+    /// Runs a channel's `subscribed` on the host.
     async fn channel_subscribe(
         &self,
         identifier: &str,
         channel: &str,
         params: serde_json::Map<String, serde_json::Value>,
     ) -> anyhow::Result<Outcome> {
-        match &self.state.app_link {
-            Some(link) if channels::remote::needs_app(channel) => {
-                let key = channels::remote::subscribe_cacheable(channel)
-                    .then(|| format!("subscribe:{}:{identifier}", self.user.id));
-                let request = channels::remote::SubscribeRequest {
-                    connection_id: link.connection_key(self.conn.id()),
-                    user: self.user.clone(),
-                    channel: channel.to_owned(),
-                    params,
-                };
-                link.call(key.as_deref(), &request).await
-            }
-            _ => channels::subscribe(self.ctx(), channel, &params).await,
-        }
+        self.host
+            .subscribe(self.who(), identifier, channel, params)
+            .await
     }
 
-    /// Runs a channel's `unsubscribed` here or on the app node.
+    /// Runs a channel's `unsubscribed` on the host.
     async fn channel_unsubscribed(&self, subscribed: &Subscribed) -> anyhow::Result<()> {
-        match &self.state.app_link {
-            Some(link) if channels::remote::unsubscribed_needs_app(subscribed) => {
-                let request = channels::remote::UnsubscribedRequest {
-                    connection_id: link.connection_key(self.conn.id()),
-                    user: self.user.clone(),
-                    subscribed: subscribed.clone(),
-                };
-                link.call(None, &request).await?;
-                Ok(())
-            }
-            _ => channels::unsubscribed(self.ctx(), subscribed).await,
-        }
+        self.host.unsubscribed(self.who(), subscribed).await
     }
 
-    /// Runs a channel action here, or on the app node for `--role cable`. `within_rate` is
-    /// false for an action past its rate limit: the channel drops or coalesces it (a cable
-    /// node drops it without asking the app node).
+    /// Runs a channel action on the host. `within_rate` is false for an action past its rate
+    /// limit: the channel drops or coalesces it.
     async fn channel_perform(
         &self,
         subscribed: &Subscribed,
         action: &str,
         within_rate: bool,
     ) -> anyhow::Result<bool> {
-        match &self.state.app_link {
-            Some(_) if !within_rate => Ok(true),
-            Some(link) => {
-                let request = channels::remote::PerformRequest {
-                    connection_id: link.connection_key(self.conn.id()),
-                    user: self.user.clone(),
-                    subscribed: subscribed.clone(),
-                    action: action.to_owned(),
-                };
-                link.call(None, &request).await
-            }
-            None => channels::perform(self.ctx(), subscribed, action, within_rate).await,
-        }
+        self.host
+            .perform(self.who(), subscribed, action, within_rate)
+            .await
     }
 
-    /// Whether a confirmed subscription is still allowed, asked here or of the app node
-    /// (whose database holds the memberships).
+    /// Whether a confirmed subscription is still allowed, asked of the host.
     async fn channel_still_allowed(&self, subscribed: &Subscribed) -> anyhow::Result<bool> {
-        if channels::scoped_room(subscribed).is_none() {
-            return Ok(true);
-        }
-        match &self.state.app_link {
-            Some(link) => {
-                let request = channels::remote::StillAllowedRequest {
-                    user: self.user.clone(),
-                    subscribed: subscribed.clone(),
-                };
-                link.call(None, &request).await
-            }
-            None => channels::still_allowed(self.ctx(), subscribed).await,
-        }
+        self.host.still_allowed(self.who(), subscribed).await
     }
 
     async fn perform(&mut self, identifier: &Arc<str>, data: &str) -> anyhow::Result<()> {

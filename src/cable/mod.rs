@@ -107,6 +107,7 @@ pub struct Identity {
 /// `config.max_connections_per_user` sockets of the same user, 429 with `Retry-After`.
 pub async fn upgrade(
     state: SharedState,
+    host: std::sync::Arc<dyn channels::host::ChannelHost>,
     mut request: Request<Body>,
     identity: Identity,
 ) -> Response {
@@ -184,6 +185,7 @@ pub async fn upgrade(
         drop(parts.read_buf);
         connection::run(
             state,
+            host,
             parts.io.into_inner(),
             leftover,
             identity.user,

@@ -1,6 +1,10 @@
 //! Queries on `accounts` (Campfire's `Account`, one per installation) and the first run that
 //! creates it (Campfire's `FirstRun`).
 
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::RwLock;
 use sqlx::SqlitePool;
 
 /// The account row.
@@ -66,6 +70,154 @@ pub async fn regenerate_join_code(pool: &SqlitePool) -> sqlx::Result<Option<Stri
     .await?
     .rows_affected();
     Ok((changed > 0).then_some(code))
+}
+
+/// The account's settings (Campfire's `accounts.settings` JSON column) and custom styles.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Settings {
+    /// The account's name.
+    pub name: String,
+    /// Only administrators may create rooms (`restrict_room_creation_to_administrators`).
+    pub restrict_room_creation_to_administrators: bool,
+    /// The account's stylesheet as stored (already sanitized), empty when none.
+    pub custom_styles: String,
+    /// The e-mail address of the first active administrator (the sign-in page's help
+    /// contact), if any.
+    pub help_contact: Option<String>,
+}
+
+impl Default for Settings {
+    /// The settings before the first run: [`FIRST_RUN_ACCOUNT_NAME`], nothing restricted, no
+    /// styles.
+    fn default() -> Self {
+        Self {
+            name: FIRST_RUN_ACCOUNT_NAME.to_owned(),
+            restrict_room_creation_to_administrators: false,
+            custom_styles: String::new(),
+            help_contact: None,
+        }
+    }
+}
+
+/// The installation's settings; the defaults when there is no account yet.
+pub async fn settings(pool: &SqlitePool) -> sqlx::Result<Settings> {
+    let row: Option<(String, String, Option<String>)> =
+        sqlx::query_as("SELECT name, settings, custom_styles FROM accounts ORDER BY id LIMIT 1")
+            .fetch_optional(pool)
+            .await?;
+    let Some((name, json, custom_styles)) = row else {
+        return Ok(Settings::default());
+    };
+    let restrict = serde_json::from_str::<serde_json::Value>(&json)
+        .ok()
+        .and_then(|v| v.get("restrict_room_creation_to_administrators").cloned())
+        .is_some_and(|v| truthy(&v));
+    Ok(Settings {
+        name,
+        restrict_room_creation_to_administrators: restrict,
+        custom_styles: custom_styles.unwrap_or_default(),
+        help_contact: help_contact(pool).await?,
+    })
+}
+
+/// Rails' boolean casting of a stored setting (`true`, `"true"`, `"1"`, `1`).
+fn truthy(v: &serde_json::Value) -> bool {
+    match v {
+        serde_json::Value::Bool(b) => *b,
+        serde_json::Value::Number(n) => n.as_i64().is_some_and(|n| n != 0),
+        serde_json::Value::String(s) => matches!(s.as_str(), "1" | "true" | "t" | "on"),
+        _ => false,
+    }
+}
+
+/// Sets the account's name and, when given, `restrict_room_creation_to_administrators`
+/// (other keys of the settings object are kept). Returns false when there is no account.
+pub async fn update(
+    pool: &SqlitePool,
+    name: &str,
+    restrict_room_creation: Option<bool>,
+) -> sqlx::Result<bool> {
+    let _write = super::write_lock().await?;
+    let changed = match restrict_room_creation {
+        Some(restrict) => sqlx::query(
+            "UPDATE accounts SET name = ?, \
+             settings = json_set(settings, '$.restrict_room_creation_to_administrators', json(?)), \
+             updated_at = ? WHERE id = (SELECT MIN(id) FROM accounts)",
+        )
+        .bind(name)
+        .bind(if restrict { "true" } else { "false" })
+        .bind(super::now_ms())
+        .execute(pool)
+        .await?
+        .rows_affected(),
+        None => sqlx::query(
+            "UPDATE accounts SET name = ?, updated_at = ? WHERE id = (SELECT MIN(id) FROM accounts)",
+        )
+        .bind(name)
+        .bind(super::now_ms())
+        .execute(pool)
+        .await?
+        .rows_affected(),
+    };
+    Ok(changed > 0)
+}
+
+/// Stores the account's custom styles (already sanitized; empty clears them). Returns false
+/// when there is no account.
+pub async fn set_custom_styles(pool: &SqlitePool, css: &str) -> sqlx::Result<bool> {
+    let _write = super::write_lock().await?;
+    let changed = sqlx::query(
+        "UPDATE accounts SET custom_styles = ?, updated_at = ? \
+         WHERE id = (SELECT MIN(id) FROM accounts)",
+    )
+    .bind((!css.is_empty()).then_some(css))
+    .bind(super::now_ms())
+    .execute(pool)
+    .await?
+    .rows_affected();
+    Ok(changed > 0)
+}
+
+/// The e-mail address of the first active administrator (Campfire's help contact), if any.
+pub async fn help_contact(pool: &SqlitePool) -> sqlx::Result<Option<String>> {
+    sqlx::query_scalar(
+        "SELECT email_address FROM users WHERE role = 'administrator' AND status = 'active' \
+         AND email_address IS NOT NULL ORDER BY id LIMIT 1",
+    )
+    .fetch_optional(pool)
+    .await
+}
+
+/// How long a server keeps the account's settings before reading them again (changes made by
+/// another process show within this time; changes made here show at once).
+pub const SETTINGS_TTL: Duration = Duration::from_secs(5);
+
+/// A server's cached copy of the account's settings.
+#[derive(Debug, Default)]
+pub struct SettingsCache {
+    cached: RwLock<Option<(Instant, Arc<Settings>)>>,
+}
+
+impl SettingsCache {
+    /// The settings, from the cache while fresh, else read from the database.
+    ///
+    /// # Errors
+    /// Database failures.
+    pub async fn get(&self, pool: &sqlx::SqlitePool) -> sqlx::Result<Arc<Settings>> {
+        if let Some((at, settings)) = self.cached.read().as_ref() {
+            if at.elapsed() < SETTINGS_TTL {
+                return Ok(settings.clone());
+            }
+        }
+        let settings = Arc::new(settings(pool).await?);
+        *self.cached.write() = Some((Instant::now(), settings.clone()));
+        Ok(settings)
+    }
+
+    /// Drops the cached copy (after a change).
+    pub fn forget(&self) {
+        *self.cached.write() = None;
+    }
 }
 
 /// What the first run created.

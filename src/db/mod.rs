@@ -17,6 +17,7 @@ pub mod seed;
 pub mod sessions;
 pub mod upkeep;
 pub mod users;
+pub mod webhooks;
 
 use std::path::Path;
 use std::str::FromStr;

@@ -109,15 +109,17 @@ pub async fn find_for_member(
     .await
 }
 
-/// The rooms of a user's sidebar, visible memberships only, shared rooms by name then
-/// direct rooms.
+/// The rooms of a user's sidebar, visible memberships only: shared rooms by name, then direct
+/// rooms by latest activity, the most recent first (a new message touches its room's
+/// `updated_at`; Campfire's `users/sidebars_controller.rb`).
 pub async fn for_sidebar(pool: &SqlitePool, user_id: i64) -> sqlx::Result<Vec<SidebarRoom>> {
     sqlx::query_as(concat!(
         "SELECT r.id, r.name, r.kind, (m.unread_at IS NOT NULL) AS unread, ",
         label_sql!(),
         " AS label FROM rooms r JOIN memberships m ON m.room_id = r.id \
          WHERE m.user_id = ? AND m.involvement != 'invisible' \
-         ORDER BY r.kind = 'direct', r.name COLLATE NOCASE, r.id"
+         ORDER BY r.kind = 'direct', \
+           CASE WHEN r.kind = 'direct' THEN -r.updated_at END, r.name COLLATE NOCASE, r.id"
     ))
     .bind(user_id)
     .bind(user_id)

@@ -4,7 +4,7 @@
 //! Indexing a message in FTS5 writes a new index segment, its structure record, the stored
 //! text and the document size. Done by trigger inside every post, it cost about a tenth of
 //! the posts one core could commit (an N = 50 sweep cell: 1,474 msgs/s with the trigger,
-//! 1,646 without; README, "Performance round 2"). Here one batch of up to
+//! 1,646 without; `docs/bench/journal.md`, "Performance round 2"). Here one batch of up to
 //! [`INDEX_BATCH`] messages makes one segment, once a [`UPKEEP_INTERVAL`] and before every
 //! search ([`index_messages`]), so a search still sees every message committed before it.
 

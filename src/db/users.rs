@@ -447,6 +447,121 @@ pub async fn active_ordered(pool: &SqlitePool) -> sqlx::Result<Vec<(i64, String)
     .await
 }
 
+/// The bcrypt digest of a person's password, `None` for a bot or an unknown user.
+pub async fn password_digest(pool: &SqlitePool, id: i64) -> sqlx::Result<Option<String>> {
+    Ok(sqlx::query_scalar::<_, Option<String>>(
+        "SELECT password_digest FROM users WHERE id = ? AND role != 'bot'",
+    )
+    .bind(id)
+    .fetch_optional(pool)
+    .await?
+    .flatten())
+}
+
+/// What [`update_credentials`] did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CredentialsChange {
+    /// Stored; the tokens of the other sessions ended (none unless the password changed).
+    Done {
+        /// Tokens of the user's sessions, other than the kept one, that were deleted.
+        sessions_ended: Vec<String>,
+    },
+    /// The e-mail address belongs to another user; nothing stored.
+    EmailTaken,
+}
+
+/// Sets a person's e-mail address (stored lower-cased) and/or password digest in one
+/// transaction. A new password also ends every other session of the user (all but the session
+/// with token `keep_session`). Nothing is stored when the address is another user's.
+pub async fn update_credentials(
+    pool: &SqlitePool,
+    id: i64,
+    email_address: Option<&str>,
+    password_digest: Option<&str>,
+    keep_session: Option<&str>,
+) -> sqlx::Result<CredentialsChange> {
+    let email = email_address.map(|e| e.trim().to_lowercase());
+    let _write = super::write_lock().await?;
+    let _changed = super::generation::advance_on_drop();
+    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    let now = super::now_ms();
+    if let Some(email) = &email {
+        let taken: bool = sqlx::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM users WHERE email_address = ? AND id != ?)",
+        )
+        .bind(email)
+        .bind(id)
+        .fetch_one(&mut *tx)
+        .await?;
+        if taken {
+            return Ok(CredentialsChange::EmailTaken);
+        }
+        sqlx::query(
+            "UPDATE users SET email_address = ?, updated_at = ? WHERE id = ? AND role != 'bot'",
+        )
+        .bind(email)
+        .bind(now)
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
+    }
+    let mut sessions_ended = Vec::new();
+    if let Some(digest) = password_digest {
+        sqlx::query(
+            "UPDATE users SET password_digest = ?, updated_at = ? WHERE id = ? AND role != 'bot'",
+        )
+        .bind(digest)
+        .bind(now)
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
+        sessions_ended = sqlx::query_scalar(
+            "DELETE FROM sessions WHERE user_id = ? AND token != ? RETURNING token",
+        )
+        .bind(id)
+        .bind(keep_session.unwrap_or(""))
+        .fetch_all(&mut *tx)
+        .await?;
+    }
+    tx.commit().await?;
+    Ok(CredentialsChange::Done { sessions_ended })
+}
+
+/// One of a user's rooms as the profile lists it, with the user's involvement (bell).
+#[derive(Clone, Debug, sqlx::FromRow, PartialEq, Eq)]
+pub struct ProfileMembership {
+    /// Room id.
+    pub room_id: i64,
+    /// `open`, `closed` or `direct`.
+    pub kind: String,
+    /// The room's name, or for a direct room its other members' names.
+    pub label: String,
+    /// `invisible`, `nothing`, `mentions` or `everything`.
+    pub involvement: String,
+}
+
+/// Every membership of `user_id` (hidden ones too: the profile is how a hidden room comes
+/// back), shared rooms by name, then direct rooms (Campfire's `memberships.with_ordered_room`).
+pub async fn memberships(pool: &SqlitePool, user_id: i64) -> sqlx::Result<Vec<ProfileMembership>> {
+    sqlx::query_as(
+        "SELECT r.id AS room_id, r.kind, \
+           CASE WHEN r.kind = 'direct' THEN COALESCE( \
+             (SELECT group_concat(name, ', ') FROM (SELECT u.name FROM memberships o \
+                JOIN users u ON u.id = o.user_id WHERE o.room_id = r.id AND o.user_id != ? \
+                ORDER BY u.name COLLATE NOCASE, u.id)), \
+             (SELECT name FROM users WHERE id = ?)) \
+           ELSE COALESCE(r.name, 'Untitled') END AS label, \
+           m.involvement \
+         FROM memberships m JOIN rooms r ON r.id = m.room_id WHERE m.user_id = ? \
+         ORDER BY r.kind = 'direct', label COLLATE NOCASE, r.id",
+    )
+    .bind(user_id)
+    .bind(user_id)
+    .bind(user_id)
+    .fetch_all(pool)
+    .await
+}
+
 /// Active users whose name contains `query` (case-insensitive, `%` and `_` taken literally; all
 /// when empty), by name, at most `limit`, as `(id, name)`: with `room_id`, only that room's
 /// members (Campfire's `Autocompletable::UsersController`: `users_scope.active.filtered_by`).

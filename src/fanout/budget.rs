@@ -12,9 +12,12 @@
 //! What counts (see `queue.rs`): every frame that spills into a connection's overflow (a
 //! connection that keeps up never spills: its frames fit the 8-slot ring) and every frame
 //! longer than the outbox's short-frame size, from the push until the frame is completely
-//! written or dropped. A connection's ring (at most 8 frames) and the frames its writer has in
-//! hand are the fixed part that no budget counts. A frame shared by several connections counts
-//! once for each: the budgets are conservative.
+//! written or dropped. A broadcast frame that a group of `n` subscribers shares (one
+//! identifier, one encoded frame) charges each of them `len / n`: the budgets follow the memory
+//! the frames take, so a thousand readers of one room that fall behind together in a burst hold
+//! one frame's worth, while distinct identifiers (one frame each) are charged in full. A
+//! connection's ring (at most 8 frames) and the frames its writer has in hand (at most 64)
+//! are the fixed part that no budget counts.
 //!
 //! Costs: nothing on the push of a short frame into the ring (the keeping-up case); one
 //! relaxed load when a frame is written; two atomic adds on the spill path (already the cold,
@@ -239,6 +242,24 @@ mod tests {
                 max_bytes: 1 << 30,
             },
         ))
+    }
+
+    #[test]
+    fn a_frame_shared_by_a_group_charges_each_member_its_share() {
+        let ledger = ledger(6000, 6000);
+        let members: Vec<Arc<Outbox>> = (1..=10).map(outbox).collect();
+        for m in &members {
+            ledger.enter(m, 7);
+        }
+        let frame = Bytes::from(vec![b'x'; 100]);
+        for _ in 0..RING_SLOTS + 50 {
+            for m in &members {
+                assert!(matches!(m.push_shared_by(&frame, 10), Push::Queued { .. }));
+            }
+        }
+        // 50 spilled frames, each a tenth charged to each of ten: 50 frames' worth.
+        assert_eq!(ledger.used(), 5000);
+        assert!(members.iter().all(|m| m.state() == State::Open));
     }
 
     fn ledger(user_bytes: usize, server_bytes: usize) -> Arc<Ledger> {

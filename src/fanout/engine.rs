@@ -405,8 +405,14 @@ impl QueueEngine {
     /// A push that overflows the outbox cuts that connection off. The one push of every path
     /// (broadcast, `send_all`, `send`); the caller adds `totals` to the stats once.
     #[inline]
-    fn push_counted(&self, outbox: &Arc<Outbox>, frame: &Bytes, totals: &mut Enqueued) -> bool {
-        match outbox.push_shared(frame) {
+    fn push_counted(
+        &self,
+        outbox: &Arc<Outbox>,
+        frame: &Bytes,
+        share: usize,
+        totals: &mut Enqueued,
+    ) -> bool {
+        match outbox.push_shared_by(frame, share) {
             Push::Queued { bytes } => {
                 totals.add(frame.len(), bytes);
                 true
@@ -431,8 +437,9 @@ impl QueueEngine {
         let groups = entry.read();
         for group in groups.groups() {
             let frame = frame_for(group.variant());
-            for member in group.members() {
-                self.push_counted(member, &frame, totals);
+            let members = group.members();
+            for member in members {
+                self.push_counted(member, &frame, members.len(), totals);
             }
         }
     }
@@ -525,8 +532,9 @@ impl Engine for QueueEngine {
         defer_wakes(|| {
             for shard in self.registry.shards.iter() {
                 let shard = shard.lock();
+                let share = shard.len() * REGISTRY_SHARDS;
                 for outbox in shard.values() {
-                    self.push_counted(outbox, &frame.0, &mut totals);
+                    self.push_counted(outbox, &frame.0, share, &mut totals);
                 }
             }
         });
@@ -595,7 +603,7 @@ impl Conn for QueueConn {
         let mut totals = Enqueued::default();
         let queued = self
             .engine
-            .push_counted(&self.outbox, &frame.0, &mut totals);
+            .push_counted(&self.outbox, &frame.0, 1, &mut totals);
         if queued {
             self.engine.stats.enqueued(&totals);
         }

@@ -307,7 +307,7 @@ impl Outbox {
     /// [`Outbox::push_shared`] without deferral, for an outbox not held in an `Arc` (tests).
     #[cfg(test)]
     pub(crate) fn push(&self, frame: &Bytes) -> Push {
-        let (push, wake) = self.enqueue(frame);
+        let (push, wake) = self.enqueue(frame, 1);
         if wake {
             self.notify.notify_one();
         }
@@ -319,9 +319,18 @@ impl Outbox {
     /// (a backed-up connection's push takes the overflow mutex, held for a deque push). Passing
     /// `max_frames` or `max_bytes` cuts the connection off: the frame is not queued, the state
     /// becomes [`State::TooSlow`] and the writer is told.
-    #[inline]
+    #[cfg(test)]
     pub(crate) fn push_shared(self: &Arc<Self>, frame: &Bytes) -> Push {
-        let (push, wake) = self.enqueue(frame);
+        self.push_shared_by(frame, 1)
+    }
+
+    /// [`Outbox::push_shared`] of a frame that `share` connections are given (a broadcast
+    /// group's members): what it charges the byte budgets is its share of the frame's memory,
+    /// `len / share` (`budget.rs`).
+    #[inline]
+    pub(crate) fn push_shared_by(self: &Arc<Self>, frame: &Bytes, share: usize) -> Push {
+        let share = share.max(1);
+        let (push, wake) = self.enqueue(frame, share);
         if wake {
             let deferred = DEFERRED.with(|d| {
                 let mut d = d.borrow_mut();
@@ -360,7 +369,7 @@ impl Outbox {
 
     /// The push itself; the bool says whether the writer must be woken (this push armed it).
     #[inline]
-    fn enqueue(&self, frame: &Bytes) -> (Push, bool) {
+    fn enqueue(&self, frame: &Bytes, share: usize) -> (Push, bool) {
         if self.state.load(Ordering::Acquire) != State::Open as u8 {
             return (Push::Refused, false);
         }
@@ -392,7 +401,9 @@ impl Outbox {
         }
         // A plain load first: while the writer is busy (armed), pushes skip the swap.
         let wake = !self.armed.load(Ordering::SeqCst) && !self.armed.swap(true, Ordering::SeqCst);
-        if (len > 0 || spilled == Spill::Overflow) && self.charge_budget(frame.len()) {
+        if (len > 0 || spilled == Spill::Overflow)
+            && self.charge_budget(frame.len().div_ceil(share))
+        {
             // The budgets cut this very connection off: the frame is dropped with the rest.
             return (Push::Refused, wake);
         }

@@ -492,7 +492,7 @@ fn drain_receiver(rx: &mut broadcast::Receiver<Bytes>) -> usize {
     loop {
         match rx.try_recv() {
             Ok(_) => n += 1,
-            Err(TryRecvError::Lagged(_)) => continue,
+            Err(TryRecvError::Lagged(_)) => {}
             Err(_) => return n,
         }
     }

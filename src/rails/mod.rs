@@ -11,6 +11,8 @@
 //!   `base64(data)--hex(HMAC(base64(data)))`, verified with Rails 7.1+'s rules; and
 //!   [`StreamNameSigner`], Turbo's signed stream names (`turbo_stream_from` on the page,
 //!   `Turbo::StreamsChannel` on the cable).
+//! - [`signed_id`]: Active Record's `signed_id` / `find_signed`, the signed, expiring record
+//!   ids of links such as Campfire's transfer link.
 //! - [`signed_cookie`]: `cookies.signed`, a verifier token around a metadata envelope that
 //!   binds the value to the cookie name and an expiry. Reads both the Rails 7.1+ and the older
 //!   envelope.
@@ -43,6 +45,7 @@ pub mod key_generator;
 pub mod message_verifier;
 pub mod signed_cookie;
 pub mod signed_global_id;
+pub mod signed_id;
 pub mod time;
 
 pub use global_id::{gid, parse_gid_param, to_gid_param};
@@ -51,3 +54,4 @@ pub use key_generator::{generate_key, KdfDigest, UnknownKdfDigest, ITERATIONS};
 pub use message_verifier::{MacDigest, MessageVerifier, StreamNameSigner};
 pub use signed_cookie::SignedCookieJar;
 pub use signed_global_id::{SignedGlobalIds, ATTACHABLE_PURPOSE};
+pub use signed_id::SignedIdVerifier;

@@ -4,7 +4,7 @@
 //!
 //! | route | answer |
 //! |---|---|
-//! | `GET /rooms/{room_id}/{bot_key}/messages[?before=ID]` | 200 JSON: the room, a page of 40 messages newest first, pagination |
+//! | `GET /rooms/{room_id}/{bot_key}/messages[?before=ID\|?after=ID]` | 200 JSON array of up to 40 messages, oldest first, `X-Total-Count`, `Link: rel="next"` |
 //! | `PATCH`/`PUT /rooms/{room_id}/{bot_key}/messages/{id}` | the raw body replaces the bot's own message: 204, broadcast `replace` |
 //! | `DELETE /rooms/{room_id}/{bot_key}/messages/{id}` | deletes the bot's own message: 204, broadcast `remove` |
 //! | `POST /rooms/{room_id}/{bot_key}/messages/{id}/boosts` | the raw body (1-16 characters) boosts: 201, broadcast `append` |
@@ -89,64 +89,107 @@ fn body_text(ctx: &Ctx) -> Result<&str, AppError> {
 pub struct IndexQuery {
     /// Only messages older than this message id.
     pub before: Option<String>,
+    /// Only messages newer than this message id.
+    pub after: Option<String>,
 }
 
-/// `GET /rooms/{room_id}/{bot_key}/messages[?before=ID]`: a page of the room's messages as
-/// JSON (newest first):
-/// `{"room":{"id","name"},"messages":[{"id","body":{"plain","html"},"created_at","creator":{"id","name","is_bot"}}],"pagination":{"oldest_id","newest_id","has_more"}}`.
+/// `GET /rooms/{room_id}/{bot_key}/messages[?before=ID|?after=ID]`: a page of up to 40 of the
+/// room's messages, oldest first, as Campfire's JSON array (`messages/_message.json.jbuilder`):
+/// `[{"id","created_at","body":{"plain_text","html"},"creator":{"id","name","role","avatar_url"},"room":{"id"},"url"}]`,
+/// with `X-Total-Count` (the room's messages) and, when there are more in the direction paged,
+/// `Link: <…/messages?before=OLDEST>; rel="next"` (or `?after=NEWEST` when paging with
+/// `after`), as Campfire's `set_pagination_headers`. A `before`/`after` id not in the room:
+/// bare 404.
 pub async fn index(
     State(state): State<SharedState>,
+    Extension(ctx): Extension<Ctx>,
+    headers: axum::http::HeaderMap,
     Path((room_id, bot_key)): Path<(String, String)>,
     Query(query): Query<IndexQuery>,
 ) -> Result<Response, AppError> {
     let (_, room) = or_answer!(bot_and_room(&state, &room_id, &bot_key).await?);
-    let mut page = match query.before.as_deref() {
-        Some(before) => match parse_id(before) {
-            Ok(id) if messages::in_room(&state.pool, room.id, id).await? => {
-                messages::page_before(&state.pool, room.id, id).await?
-            }
-            _ => return Ok(head(StatusCode::NOT_FOUND)),
-        },
-        None => messages::last_page(&state.pool, room.id).await?,
+    let anchor = |raw: &Option<String>| raw.as_deref().filter(|s| !s.is_empty()).map(parse_id);
+    let (page, next) = match (anchor(&query.before), anchor(&query.after)) {
+        (Some(Ok(id)), _) if messages::in_room(&state.pool, room.id, id).await? => {
+            let page = messages::page_before(&state.pool, room.id, id).await?;
+            let next = match page.first() {
+                Some(first) => (!messages::page_before(&state.pool, room.id, first.id)
+                    .await?
+                    .is_empty())
+                .then(|| format!("before={}", first.id)),
+                None => None,
+            };
+            (page, next)
+        }
+        (None, Some(Ok(id))) if messages::in_room(&state.pool, room.id, id).await? => {
+            let page = messages::page_after(&state.pool, room.id, id).await?;
+            let next = match page.last() {
+                Some(last) => (!messages::page_after(&state.pool, room.id, last.id)
+                    .await?
+                    .is_empty())
+                .then(|| format!("after={}", last.id)),
+                None => None,
+            };
+            (page, next)
+        }
+        (None, None) => {
+            let page = messages::last_page(&state.pool, room.id).await?;
+            let next = match page.first() {
+                Some(first) => (!messages::page_before(&state.pool, room.id, first.id)
+                    .await?
+                    .is_empty())
+                .then(|| format!("before={}", first.id)),
+                None => None,
+            };
+            (page, next)
+        }
+        _ => return Ok(head(StatusCode::NOT_FOUND)),
     };
-    page.reverse();
-    let mut creators = std::collections::HashMap::new();
+    let origin = super::links::origin(&ctx, &headers, &state);
+    let mut roles = std::collections::HashMap::new();
     let mut list = Vec::with_capacity(page.len());
     for m in &page {
-        let is_bot = match creators.get(&m.creator_id) {
-            Some(b) => *b,
+        let role = match roles.get(&m.creator_id) {
+            Some(r) => String::clone(r),
             None => {
-                let b = users::find(&state.pool, m.creator_id)
+                let r = users::find(&state.pool, m.creator_id)
                     .await?
-                    .is_some_and(|u| u.role == "bot");
-                creators.insert(m.creator_id, b);
-                b
+                    .map_or_else(|| "member".to_owned(), |u| u.role);
+                roles.insert(m.creator_id, r.clone());
+                r
             }
         };
         list.push(serde_json::json!({
             "id": m.id,
+            "created_at": crate::rails::time::format_iso8601_millis(i128::from(m.created_at) * 1_000_000),
             "body": {
-                "plain": crate::rich_text::plain_text(&m.body),
+                "plain_text": crate::rich_text::plain_text(&m.body),
                 "html": crate::rich_text::render(&m.body).0,
             },
-            "created_at": crate::render::iso8601(m.created_at),
-            "creator": {"id": m.creator_id, "name": m.creator_name, "is_bot": is_bot},
+            "creator": {
+                "id": m.creator_id,
+                "name": m.creator_name,
+                "role": role,
+                "avatar_url": format!("{origin}/users/{}/avatar", m.creator_id),
+            },
+            "room": {"id": room.id},
+            "url": format!("{origin}/rooms/{}/@{}", room.id, m.id),
         }));
     }
-    let pagination = match (page.last(), page.first()) {
-        (Some(oldest), Some(newest)) => serde_json::json!({
-            "oldest_id": oldest.id,
-            "newest_id": newest.id,
-            "has_more": page.len() as i64 == messages::PAGE_SIZE,
-        }),
-        _ => serde_json::json!({}),
-    };
-    let body = serde_json::json!({
-        "room": {"id": room.id, "name": room.name},
-        "messages": list,
-        "pagination": pagination,
-    });
-    Ok(axum::Json(body).into_response())
+    let total = messages::count(&state.pool, room.id).await?;
+    let mut response = axum::Json(serde_json::Value::Array(list)).into_response();
+    let h = response.headers_mut();
+    h.insert("x-total-count", axum::http::HeaderValue::from(total));
+    if let Some(next) = next {
+        let link = format!(
+            "<{origin}/rooms/{}/{bot_key}/messages?{next}>; rel=\"next\"",
+            room.id
+        );
+        if let Ok(v) = axum::http::HeaderValue::from_str(&link) {
+            h.insert(axum::http::header::LINK, v);
+        }
+    }
+    Ok(response)
 }
 
 /// `PATCH`/`PUT /rooms/{room_id}/{bot_key}/messages/{message_id}`: the raw body becomes the

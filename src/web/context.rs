@@ -114,7 +114,17 @@ pub async fn prepare(State(state): State<SharedState>, request: Request, next: N
         Ok((request, new_csrf_cookie, secure)) => {
             let secure = secure || state.config.production;
             let bot = is_bot_path(request.uri().path());
-            let mut response = next.run(request).await;
+            let mut response = if bot {
+                next.run(request).await
+            } else {
+                // Without settings (a cable node has no database) pages show the defaults.
+                let settings = state
+                    .account_settings
+                    .get(&state.pool)
+                    .await
+                    .unwrap_or_default();
+                super::page::scope(settings, next.run(request)).await
+            };
             let rotated = response
                 .headers()
                 .get_all(header::SET_COOKIE)

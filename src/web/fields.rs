@@ -29,12 +29,36 @@ pub fn required(form: &Form, name: &str, max_chars: usize) -> Result<String, App
 /// 422 when longer than `max_chars`.
 pub fn optional(form: &Form, name: &str, max_chars: usize) -> Result<String, AppError> {
     let value = form.get(name).unwrap_or("").trim();
+    refuse_unsafe_chars(name, value)?;
     if value.chars().count() > max_chars {
         return Err(AppError::Unprocessable(format!(
             "{name} is too long (at most {max_chars} characters)"
         )));
     }
     Ok(value.to_owned())
+}
+
+/// Whether `c` is a character no typed name or bio needs and a hostile one uses: NUL and
+/// the other C0/C1 controls except tab and line breaks (they truncate or garble text in
+/// logs, terminals and other clients), and the bidirectional embeddings, overrides and
+/// isolates (U+202A–U+202E, U+2066–U+2069) that make a name display as something else
+/// (CVE-2021-42574's "Trojan Source"). The plain marks U+200E/U+200F stay allowed.
+pub fn is_unsafe_char(c: char) -> bool {
+    (c.is_control() && !matches!(c, '\t' | '\n' | '\r'))
+        || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+}
+
+/// 422 naming `name` when `value` holds an [`is_unsafe_char`].
+///
+/// # Errors
+/// 422 as described.
+pub fn refuse_unsafe_chars(name: &str, value: &str) -> Result<(), AppError> {
+    if value.chars().any(is_unsafe_char) {
+        return Err(AppError::Unprocessable(format!(
+            "{name} must not contain control or bidirectional override characters"
+        )));
+    }
+    Ok(())
 }
 
 /// A required e-mail address: one `@` with text on both sides, no spaces, at most

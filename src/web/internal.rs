@@ -1,7 +1,8 @@
 //! The app node's internal endpoint for cable nodes: `POST /_internal/cable/<op>` with
 //! `Authorization: Bearer <key derived from secret_key_base>` (see [`crate::app_link`]); the
-//! operations are [`crate::cable::channels::remote`]'s. Without the key every call gets 404,
-//! as if the route did not exist.
+//! operations are [`crate::cable::channels::remote`]'s, matched as [`Op`]s and answered by a
+//! [`LocalHost`] (the same host a `--role all` node runs its channels on). Without the key
+//! every call gets 404, as if the route did not exist.
 
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -9,12 +10,11 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 
 use crate::app_link::Op;
+use crate::cable::channels::host::{ChannelHost as _, LocalHost, Who};
 use crate::cable::channels::remote::{
     IdentifyRequest, IdentifyResponse, PerformRequest, StillAllowedRequest, SubscribeRequest,
     UnsubscribedRequest,
 };
-use crate::cable::channels::{self, ChannelContext};
-use crate::db::users::User;
 use crate::state::SharedState;
 
 /// The route, to mount beside the app's own (it needs no cookies, session or CSRF).
@@ -25,18 +25,6 @@ pub fn routes(state: SharedState) -> axum::Router {
             axum::routing::post(call),
         )
         .with_state(state)
-}
-
-fn ctx<'a>(state: &'a SharedState, user: &'a User, connection_id: u64) -> ChannelContext<'a> {
-    ChannelContext {
-        pool: &state.pool,
-        auth_cache: &state.auth_cache,
-        broadcaster: &state.broadcaster,
-        signer: &state.signer,
-        user,
-        presence: &state.presence,
-        connection_id,
-    }
 }
 
 async fn call(
@@ -64,42 +52,48 @@ async fn answer(state: &SharedState, op: &str, body: &[u8]) -> anyhow::Result<Re
     let Some(op) = Op::from_path(op) else {
         return Ok(StatusCode::NOT_FOUND.into_response());
     };
+    // The cable node's channels run here, on this node's host.
+    let host = LocalHost::new(state.clone());
+    let who = |user, connection_id| Who {
+        user,
+        connection_id,
+    };
     Ok(match op {
         Op::Hello => Json(true).into_response(),
         Op::Identify => {
             let request: IdentifyRequest = serde_json::from_slice(body)?;
-            let user = state
-                .auth_cache
-                .resume(&state.pool, &request.session_token)
-                .await?;
+            let user = host.identify(&request.session_token).await?;
             Json(IdentifyResponse { user }).into_response()
         }
         Op::Subscribe => {
             let request: SubscribeRequest = serde_json::from_slice(body)?;
-            let outcome = channels::subscribe(
-                ctx(state, &request.user, request.connection_id),
-                &request.channel,
-                &request.params,
-            )
-            .await?;
+            let outcome = host
+                .subscribe(
+                    who(&request.user, request.connection_id),
+                    "",
+                    &request.channel,
+                    request.params.clone(),
+                )
+                .await?;
             Json(outcome).into_response()
         }
         Op::Perform => {
             let request: PerformRequest = serde_json::from_slice(body)?;
             // The cable node counted the action against its rate already.
-            let handled = channels::perform(
-                ctx(state, &request.user, request.connection_id),
-                &request.subscribed,
-                &request.action,
-                true,
-            )
-            .await?;
+            let handled = host
+                .perform(
+                    who(&request.user, request.connection_id),
+                    &request.subscribed,
+                    &request.action,
+                    true,
+                )
+                .await?;
             Json(handled).into_response()
         }
         Op::Unsubscribed => {
             let request: UnsubscribedRequest = serde_json::from_slice(body)?;
-            channels::unsubscribed(
-                ctx(state, &request.user, request.connection_id),
+            host.unsubscribed(
+                who(&request.user, request.connection_id),
                 &request.subscribed,
             )
             .await?;
@@ -107,8 +101,9 @@ async fn answer(state: &SharedState, op: &str, body: &[u8]) -> anyhow::Result<Re
         }
         Op::StillAllowed => {
             let request: StillAllowedRequest = serde_json::from_slice(body)?;
-            let allowed =
-                channels::still_allowed(ctx(state, &request.user, 0), &request.subscribed).await?;
+            let allowed = host
+                .still_allowed(who(&request.user, 0), &request.subscribed)
+                .await?;
             Json(allowed).into_response()
         }
     })

@@ -115,7 +115,7 @@ fn client_message_id(given: Option<&str>) -> Result<String, AppError> {
 /// 422 for a `client_message_id` that already names another message (the unique index of
 /// migration 0008); a database failure (nothing stored); a render failure (stored, not
 /// broadcast).
-async fn post_message(
+pub async fn post_message(
     state: &AppState,
     room: &Room,
     author: &User,
@@ -155,6 +155,18 @@ async fn post_message(
     Ok((message, appended?))
 }
 
+/// What a person's post stored, left in its response's extensions for the layers after the
+/// handler (the bot webhooks, `crate::web::webhooks::after_post`).
+#[derive(Clone, Debug)]
+pub struct Posted {
+    /// The room posted in.
+    pub room: Room,
+    /// Who posted.
+    pub author: User,
+    /// The stored message.
+    pub message: messages::Message,
+}
+
 /// `POST /rooms/{room_id}/messages` with `message[body]`, `message[client_message_id]` and
 /// optionally `message[body_format]=html` (the editor's HTML, see [`body_from_form`]): 200
 /// turbo-stream `append` when asked for, else 302 back to the room. Non-members get 404, a
@@ -170,8 +182,13 @@ pub async fn create(
     let text = ctx.form.get("message[body]").unwrap_or("");
     let cid = client_message_id(ctx.form.get("message[client_message_id]"))?;
     let body = body_from_form(&state, room.id, text, ctx.form.get(BODY_FORMAT_FIELD)).await?;
-    let (_, html) = post_message(&state, &room, &user, &body, &cid).await?;
-    let response = stream_or_back(&headers, html, room.id);
+    let (message, html) = post_message(&state, &room, &user, &body, &cid).await?;
+    let mut response = stream_or_back(&headers, html, room.id);
+    response.extensions_mut().insert(Posted {
+        room,
+        author: user,
+        message,
+    });
     state
         .metrics
         .post_finished(PostSource::Web, started.elapsed());
@@ -245,10 +262,12 @@ pub async fn edit(
     let message = editable_message(&state, &member, &message_id).await?;
     let token = ctx.csrf_token();
     let text = rich_text::html_escape(&rich_text::plain_text(&message.body));
+    let trix_html = rich_text::to_trix_html(&message.body);
     let view = render::MessageEdit {
         csrf_token: &token,
         m: &message,
         text: &text,
+        trix_html: &trix_html,
     };
     Ok(Html(askama::Template::render(&view)?).into_response())
 }

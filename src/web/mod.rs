@@ -21,6 +21,10 @@
 //! | `GET`/`POST /join/{join_code}` | [`join`] |
 //! | `GET /users/{id}`, `GET`/`PATCH /users/me/profile` | [`profiles`] |
 //! | `PATCH /users/{id}` (`user[status]`), `POST`/`DELETE /users/{id}/ban` (administrators) | [`users`] |
+//! | `GET /messages/{id}/boosts/new`, `DELETE /messages/{id}/boosts/{boost_id}` | [`boosts`] |
+//! | `GET /account/edit`, `PATCH /account`, `GET /account/custom_styles/edit`, `PATCH /account/custom_styles` | [`account::settings`] |
+//! | `GET`, `PUT`/`PATCH /session/transfers/{id}` | [`transfers`] |
+//! | `GET /qr_code/{id}` | [`links::qr_code`] |
 //! | `GET /account/users`, `PATCH`/`DELETE /account/users/{id}`, `POST /account/join_code` | [`account::users`] |
 //! | `GET`/`POST /account/bots`, `PATCH`/`DELETE /account/bots/{id}`, `PATCH /account/bots/{id}/key` | [`account::bots`] |
 //! | `GET /rooms/{id}/{bot_key}/messages`, `PATCH`/`DELETE …/messages/{id}`, `POST …/messages/{id}/boosts`, `DELETE …/boosts/{boost_id}` | [`bots_api`] |
@@ -32,6 +36,7 @@
 
 pub mod account;
 pub mod autocompletable;
+pub mod boosts;
 pub mod bots_api;
 pub mod client_ip;
 pub mod context;
@@ -44,13 +49,17 @@ pub mod first_run;
 pub mod form;
 pub mod internal;
 pub mod join;
+pub mod links;
 pub mod messages;
+pub mod page;
 pub mod profiles;
 pub mod respond;
 pub mod rooms;
 pub mod searches;
 pub mod sessions;
+pub mod transfers;
 pub mod users;
+pub mod webhooks;
 
 use axum::routing::{delete, get, patch, post};
 use axum::Router;
@@ -67,24 +76,8 @@ pub fn routes(state: SharedState) -> Router {
             "/rooms/{room_id}",
             get(rooms::show).delete(rooms::settings::destroy),
         )
-        .route("/rooms/opens/new", get(rooms::opens::new))
-        .route("/rooms/opens", post(rooms::opens::create))
-        .route(
-            "/rooms/opens/{room_id}",
-            get(rooms::opens::show)
-                .patch(rooms::opens::update)
-                .put(rooms::opens::update),
-        )
-        .route("/rooms/opens/{room_id}/edit", get(rooms::opens::edit))
-        .route("/rooms/closeds/new", get(rooms::closeds::new))
-        .route("/rooms/closeds", post(rooms::closeds::create))
-        .route(
-            "/rooms/closeds/{room_id}",
-            get(rooms::closeds::show)
-                .patch(rooms::closeds::update)
-                .put(rooms::closeds::update),
-        )
-        .route("/rooms/closeds/{room_id}/edit", get(rooms::closeds::edit))
+        .merge(rooms::by_kind::routes::<rooms::by_kind::Opens>())
+        .merge(rooms::by_kind::routes::<rooms::by_kind::Closeds>())
         .route("/rooms/directs/new", get(rooms::directs::new))
         .route("/rooms/directs", post(rooms::directs::create))
         .route("/rooms/directs/{room_id}", delete(rooms::directs::destroy))
@@ -99,7 +92,9 @@ pub fn routes(state: SharedState) -> Router {
         .route("/rooms/{room_id}/refresh", get(rooms::refresh))
         .route(
             "/rooms/{room_id}/messages",
-            get(rooms::messages_page).post(messages::create),
+            get(rooms::messages_page).post(messages::create).layer(
+                axum::middleware::from_fn_with_state(state.clone(), webhooks::after_post),
+            ),
         )
         .route(
             "/rooms/{room_id}/messages/{message_id}",
@@ -130,6 +125,11 @@ pub fn routes(state: SharedState) -> Router {
             delete(bots_api::destroy_boost),
         )
         .route("/messages/{message_id}/boosts", post(messages::boost))
+        .route("/messages/{message_id}/boosts/new", get(boosts::new))
+        .route(
+            "/messages/{message_id}/boosts/{boost_id}",
+            delete(boosts::destroy),
+        )
         .route("/users/me/sidebar", get(rooms::sidebar))
         .route("/autocompletable/users", get(autocompletable::users))
         .route("/first_run", get(first_run::show).post(first_run::create))
@@ -145,6 +145,27 @@ pub fn routes(state: SharedState) -> Router {
                 .patch(profiles::update)
                 .put(profiles::update),
         )
+        .route("/account/edit", get(account::settings::edit))
+        .route(
+            "/account",
+            patch(account::settings::update).put(account::settings::update),
+        )
+        .route(
+            "/account/custom_styles/edit",
+            get(account::settings::edit_custom_styles),
+        )
+        .route(
+            "/account/custom_styles",
+            patch(account::settings::update_custom_styles)
+                .put(account::settings::update_custom_styles),
+        )
+        .route(
+            "/session/transfers/{transfer_id}",
+            get(transfers::show)
+                .put(transfers::update)
+                .patch(transfers::update),
+        )
+        .route("/qr_code/{qr_id}", get(links::qr_code))
         .route("/account/users", get(account::users::index))
         .route(
             "/account/users/{user_id}",

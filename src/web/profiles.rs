@@ -1,10 +1,17 @@
 //! Profiles: `GET /users/{id}` (the page the avatar link opens, Campfire's
-//! `UsersController#show`) and the signed-in user's own profile at `/users/me/profile`
-//! (Campfire's `Users::ProfilesController`: name and bio; the avatar is the initials).
+//! `UsersController#show`: a Ping button that opens the direct room; administrators also see
+//! the e-mail address and the transfer link) and the signed-in user's own profile at
+//! `/users/me/profile` (Campfire's `Users::ProfilesController`: name, bio, e-mail address and
+//! password; every membership with its bell; the user's own transfer link; the avatar is the
+//! initials).
+//!
+//! Changing the e-mail address or the password needs the current password as
+//! `user[password_challenge]` (Rails' `has_secure_password` convention); a new password ends
+//! every other session of the user, and their cable connections.
 
 use askama::Template;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use axum::Extension;
 
@@ -12,8 +19,10 @@ use super::context::Ctx;
 use super::error::AppError;
 use super::extract::parse_id;
 use super::fields::{self, MAX_BIO_CHARS, MAX_NAME_CHARS};
+use super::links::{origin, transfer_link, ShareLink};
 use super::respond::found;
-use crate::db::users::{self, Profile, User};
+use super::sessions::{verify_password, MAX_PASSWORD_BYTES};
+use crate::db::users::{self, CredentialsChange, Profile, ProfileMembership, User};
 use crate::state::SharedState;
 
 /// The hue of a user's initials avatar (the message partial's formula).
@@ -38,6 +47,12 @@ pub struct ProfilePage<'a> {
     /// Whether the viewer may ban or unban the user shown (administrators, for people
     /// other than themselves).
     pub can_ban: bool,
+    /// Whether the Ping button (open the direct room) shows: someone else, active.
+    pub can_ping: bool,
+    /// The e-mail address, for administrators looking at someone else.
+    pub email_address: Option<&'a str>,
+    /// The transfer link, for administrators looking at another person.
+    pub transfer: Option<ShareLink>,
 }
 
 /// The edit form of one's own profile (`templates/users/profiles/edit.html`).
@@ -54,13 +69,23 @@ pub struct EditProfilePage<'a> {
     pub hue: u32,
     /// The avatar's initials.
     pub initials: String,
+    /// Every membership with its involvement.
+    pub memberships: &'a [ProfileMembership],
+    /// The user's own transfer link (sign in on another device).
+    pub transfer: ShareLink,
+    /// The shortest new password accepted, in bytes.
+    pub min_password_bytes: usize,
 }
+
+/// The shortest new password accepted, in bytes.
+pub const MIN_PASSWORD_BYTES: usize = 8;
 
 /// `GET /users/{user_id}`: any user's profile, for signed-in people (302 to the sign-in
 /// form otherwise); 404 for an unknown id.
 pub async fn show(
     State(state): State<SharedState>,
     Extension(ctx): Extension<Ctx>,
+    headers: HeaderMap,
     Path(user_id): Path<String>,
 ) -> Result<Response, AppError> {
     let Some(viewer) = &ctx.user else {
@@ -71,12 +96,22 @@ pub async fn show(
         .ok_or(AppError::NotFound)?;
     let token = ctx.csrf_token();
     let is_self = viewer.id == profile.user.id;
+    let administers = viewer.role == "administrator" && !is_self;
+    let person = profile.user.role != "bot";
     let page = ProfilePage {
         csrf_token: &token,
         hue: avatar_hue(profile.user.id),
         initials: crate::render::initials(&profile.user.name),
         is_self,
-        can_ban: viewer.role == "administrator" && !is_self && profile.user.role != "bot",
+        can_ban: administers && person,
+        can_ping: !is_self && profile.user.is_active(),
+        email_address: profile
+            .user
+            .email_address
+            .as_deref()
+            .filter(|_| administers),
+        transfer: (administers && person && profile.user.is_active())
+            .then(|| transfer_link(&state, &origin(&ctx, &headers, &state), profile.user.id)),
         profile: &profile,
     };
     Ok((StatusCode::OK, Html(page.render()?)).into_response())
@@ -87,6 +122,7 @@ pub async fn show(
 pub async fn edit(
     State(state): State<SharedState>,
     Extension(ctx): Extension<Ctx>,
+    headers: HeaderMap,
 ) -> Result<Response, AppError> {
     let Some(user) = &ctx.user else {
         return Ok(found("/session/new"));
@@ -94,6 +130,7 @@ pub async fn edit(
     let profile = users::profile(&state.pool, user.id)
         .await?
         .ok_or(AppError::Unauthorized)?;
+    let memberships = users::memberships(&state.pool, user.id).await?;
     let token = ctx.csrf_token();
     let page = EditProfilePage {
         csrf_token: &token,
@@ -101,13 +138,20 @@ pub async fn edit(
         bio: &profile.bio,
         hue: avatar_hue(user.id),
         initials: crate::render::initials(&profile.user.name),
+        memberships: &memberships,
+        transfer: transfer_link(&state, &origin(&ctx, &headers, &state), user.id),
+        min_password_bytes: MIN_PASSWORD_BYTES,
     };
     Ok((StatusCode::OK, Html(page.render()?)).into_response())
 }
 
-/// `PATCH`/`PUT /users/me/profile` with `user[name]` (1-100 characters) and `user[bio]`
-/// (at most 1,000): saves both and answers 302 to `/users/me/profile`. 401 when signed out,
-/// 422 for a blank name or an oversize field (nothing saved).
+/// `PATCH`/`PUT /users/me/profile` with `user[name]` (1-100 characters), `user[bio]` (at most
+/// 1,000), and optionally `user[email_address]` and `user[password]` (8-72 bytes; empty keeps
+/// the password), which need `user[password_challenge]`, the current password. Saves
+/// everything or nothing and answers 302 to `/users/me/profile`. A new password ends the
+/// user's other sessions (their cable connections close). 401 when signed out; 422 for a
+/// blank name, an oversize field, a bad e-mail address or one another user has, a new
+/// password out of bounds, or a missing or wrong current password.
 pub async fn update(
     State(state): State<SharedState>,
     Extension(ctx): Extension<Ctx>,
@@ -115,6 +159,70 @@ pub async fn update(
     let user = ctx.require_user()?;
     let name = fields::required(&ctx.form, "user[name]", MAX_NAME_CHARS)?;
     let bio = fields::optional(&ctx.form, "user[bio]", MAX_BIO_CHARS)?;
+    let email = match ctx.form.get("user[email_address]") {
+        Some(_) => Some(fields::email(&ctx.form, "user[email_address]")?),
+        None => None,
+    }
+    .filter(|e| Some(e.as_str()) != user.email_address.as_deref());
+    let password = ctx
+        .form
+        .get("user[password]")
+        .filter(|p| !p.is_empty())
+        .map(str::to_owned);
+    if let Some(p) = &password {
+        if p.len() < MIN_PASSWORD_BYTES || p.len() > MAX_PASSWORD_BYTES {
+            return Err(AppError::Unprocessable(format!(
+                "user[password] must be {MIN_PASSWORD_BYTES}-{MAX_PASSWORD_BYTES} bytes"
+            )));
+        }
+    }
+    if email.is_some() || password.is_some() {
+        let challenge = ctx.form.get("user[password_challenge]").unwrap_or("");
+        let digest = users::password_digest(&state.pool, user.id)
+            .await?
+            .ok_or(AppError::Unauthorized)?;
+        let genuine = !challenge.is_empty()
+            && challenge.len() <= MAX_PASSWORD_BYTES
+            && verify_password(challenge.to_owned(), digest).await;
+        if !genuine {
+            return Err(AppError::Unprocessable(
+                "user[password_challenge] is invalid".into(),
+            ));
+        }
+    }
+    let digest = match &password {
+        Some(p) => Some(super::sessions::hash_password(p).await?),
+        None => None,
+    };
+    if email.is_some() || digest.is_some() {
+        let change = users::update_credentials(
+            &state.pool,
+            user.id,
+            email.as_deref(),
+            digest.as_deref(),
+            ctx.session_token.as_deref(),
+        )
+        .await?;
+        match change {
+            CredentialsChange::EmailTaken => {
+                return Err(AppError::Unprocessable(
+                    "user[email_address] has already been taken".into(),
+                ))
+            }
+            CredentialsChange::Done { sessions_ended } => {
+                for token in &sessions_ended {
+                    super::users::close_session(&state, user.id, token);
+                }
+                if !sessions_ended.is_empty() {
+                    tracing::info!(
+                        user_id = user.id,
+                        sessions = sessions_ended.len(),
+                        "password changed: other sessions ended"
+                    );
+                }
+            }
+        }
+    }
     users::update_profile(&state.pool, user.id, &name, &bio).await?;
     Ok(found("/users/me/profile"))
 }

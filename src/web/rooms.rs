@@ -1,14 +1,13 @@
 //! Room pages (Campfire's `WelcomeController`, `RoomsController`, `Messages` paging,
 //! `Rooms::RefreshesController` and `Users::SidebarsController`).
 //!
-//! Managing rooms lives in the submodules: [`opens`], [`closeds`] and [`directs`] (new,
-//! create, edit, update), [`settings`] (what they share: input limits, who may administer a
+//! Managing rooms lives in the submodules: [`by_kind`] (open and closed rooms) and
+//! [`directs`] (new, create, edit, update), [`settings`] (what they share: input limits, who may administer a
 //! room, `DELETE /rooms/{id}`) and [`involvements`] (`/rooms/{id}/involvement`).
 
-pub mod closeds;
+pub mod by_kind;
 pub mod directs;
 pub mod involvements;
-pub mod opens;
 pub mod settings;
 pub mod shared;
 

@@ -28,7 +28,7 @@ pub const DUMMY_BCRYPT_COST: u32 = 10;
 /// Checks `password` against a bcrypt `digest` on the blocking pool; false for any error.
 /// Only the first [`MAX_PASSWORD_BYTES`] bytes are hashed, so an over-long password costs the
 /// same as any other (the caller refuses it before).
-async fn verify_password(password: String, digest: String) -> bool {
+pub async fn verify_password(password: String, digest: String) -> bool {
     tokio::task::spawn_blocking(move || {
         let bytes = password.as_bytes();
         bcrypt::verify(&bytes[..bytes.len().min(MAX_PASSWORD_BYTES)], &digest).unwrap_or(false)

@@ -56,15 +56,27 @@ pub fn disconnect(state: &AppState, user_id: i64) {
     });
 }
 
+/// Closes the cable connections opened with session `token` of `user_id` (the session itself
+/// is already deleted), on every node.
+pub fn close_session(state: &AppState, user_id: i64, token: &str) {
+    state.bus.control(Control::Disconnect {
+        user_id,
+        session_sha256: Some(crate::registry::session_digest(token)),
+        reconnect: false,
+    });
+}
+
 /// Sets `user_id`'s status; `banned` is a full [`ban`]; `deactivated` also deletes the
 /// user's sessions and disconnects the user's cable connections.
 ///
 /// # Errors
-/// 400 for a status outside [`STATUSES`], 404 for an unknown user or a bot, 422 for the last
+/// 422 for a status outside [`STATUSES`], 404 for an unknown user or a bot, 422 for the last
 /// active administrator, database failures.
 pub async fn set_status(state: &AppState, user_id: i64, status: &str) -> Result<(), AppError> {
     if !STATUSES.contains(&status) {
-        return Err(AppError::BadRequest(format!("unknown status {status:?}")));
+        return Err(AppError::Unprocessable(format!(
+            "unknown status {status:?}"
+        )));
     }
     if status == "banned" {
         return ban(state, user_id).await;

@@ -253,15 +253,18 @@ try {
   const own = david.locator(`#${ownId}`)
   await own.locator("summary").click()
   await own.locator("a.message__action", { hasText: "Edit" }).click()
-  const field = own.locator('turbo-frame textarea[name="message[body]"]')
+  // The edit form's textarea becomes a Trix editor holding the body.
+  const field = own.locator("turbo-frame trix-editor")
   await field.waitFor()
-  if ((await field.inputValue()) !== text) await fail(`the edit form holds ${JSON.stringify(await field.inputValue())}`)
+  await david.waitForFunction((id) => document.querySelector(`#${id} trix-editor`)?.editor, ownId)
+  const held = await field.evaluate((el) => el.editor.getDocument().toString().trim())
+  if (held !== text) await fail(`the edit form holds ${JSON.stringify(held)}`)
   const editedLive = `Edited in place (${nonce})`
   await field.fill(editedLive)
   await own.locator('button[type="submit"]', { hasText: "Save changes" }).click()
   await Promise.all([message(david, editedLive).waitFor(), message(jason, editedLive).waitFor()])
   if (!david.url().endsWith(`/rooms/${ROOM}`)) await fail(`editing left the room: ${david.url()}`)
-  if ((await david.locator("#message-area textarea").count()) !== 0) await fail("the edit form stayed open")
+  if ((await david.locator("#message-area .message__edit-form").count()) !== 0) await fail("the edit form stayed open")
   out("EDITED-IN-PLACE")
   out("SCREENSHOT", await sideBySide([["David (posted)", david], ["Jason (live)", jason]], "live-message.png"))
 

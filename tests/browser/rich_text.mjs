@@ -139,6 +139,29 @@ try {
   if (cleared !== "") await fail(`the composer kept ${cleared}`)
   out("COMPOSER-CLEARED")
   await david.screenshot({ path: join(args.artifacts, "rich-text-david.png") })
+
+  // Editing keeps the rich text: the edit form's editor holds the bold word and the mention.
+  const own = david.locator("#message-area .message[data-message-id]", { hasText: "bold" }).last()
+  const ownId = await own.getAttribute("id")
+  await own.locator("summary").click()
+  await own.locator("a.message__action", { hasText: "Edit" }).click()
+  await david.waitForFunction((id) => document.querySelector(`#${id} trix-editor`)?.editor, ownId)
+  const held = await own.locator("trix-editor").evaluate((el) => el.innerHTML)
+  if (!held.includes("<strong>bold</strong>") || !held.includes("@Jason")) await fail(`the edit form holds ${held}`)
+  await own.locator("trix-editor").evaluate((el) => {
+    el.editor.setSelectedRange([0, 0])
+    el.editor.insertString("Edited: ")
+  })
+  await own.locator('button[type="submit"]', { hasText: "Save changes" }).click()
+  for (const [who, page] of [["david", david], ["jason", jason]]) {
+    const msg = page.locator(`#${ownId}`)
+    await msg.locator(".trix-content", { hasText: "Edited:" }).waitFor({ timeout: 10000 }).catch(() => fail(`${who}: the edit did not arrive`))
+    if ((await msg.locator(".trix-content strong").count()) === 0) await fail(`${who}: the edit lost the bold word`)
+    if ((await msg.locator("action-text-attachment .mention").count()) !== 1) await fail(`${who}: the edit lost the mention`)
+    const mentioned = await msg.evaluate((el) => el.classList.contains("message--mentioned"))
+    if (mentioned !== (who === "jason")) await fail(`${who}: after the edit message--mentioned is ${mentioned}`)
+  }
+  out("EDITED-KEEPS-RICH-TEXT")
   await jason.screenshot({ path: join(args.artifacts, "rich-text-jason.png") })
   await jason.setViewportSize({ width: 390, height: 844 })
   await jason.locator("#message-area .message[data-message-id]", { hasText: "bold" }).last().scrollIntoViewIfNeeded()

@@ -140,6 +140,7 @@ fn rich_text_links_bold_code_and_a_mention_the_mentioned_see_highlighted() {
         "RENDERED david mentioned=false",
         "RENDERED jason mentioned=true",
         "COMPOSER-CLEARED",
+        "EDITED-KEEPS-RICH-TEXT",
         "NO-PAGE-ERRORS NO-FOREIGN-REQUESTS",
         "OK",
     ] {

@@ -1,5 +1,5 @@
-//! `hearth --help` and `hearth serve --help` against the README: every setting of `serve` is a
-//! flag with an environment variable, and the README's configuration table lists each one;
+//! `hearth --help` and `hearth serve --help` against the documentation: every setting of
+//! `serve` is a flag with an environment variable, and `docs/configuration.md` lists each one;
 //! `sign-stream` and `broadcast-key` list only the flags they read, and print the keys
 //! `serve` uses.
 
@@ -37,14 +37,20 @@ fn flags(help: &str) -> Vec<(String, Option<String>)> {
 #[test]
 fn every_serve_setting_has_an_env_var_and_a_readme_row() {
     let help = help(&["serve", "--help"]);
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
-        .expect("README.md");
+    let readme = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/docs/configuration.md"
+    ))
+    .expect("docs/configuration.md");
     let flags = flags(&help);
     assert!(flags.len() >= 20, "{help}");
     for (flag, env) in flags {
         let env = env.unwrap_or_else(|| panic!("--{flag} has no environment variable"));
         let row = format!("| `--{flag}` | `{env}` |");
-        assert!(readme.contains(&row), "README lacks the row {row}");
+        assert!(
+            readme.contains(&row),
+            "docs/configuration.md lacks the row {row}"
+        );
     }
 }
 

@@ -398,7 +398,7 @@ async fn hostile_user_names_and_bodies_are_escaped_in_pages_and_frames() {
             Some(WsEvent::Text(t)) if t.contains("cid-hostile") || t.contains("onerror") => {
                 break t
             }
-            Some(WsEvent::Text(_)) => continue,
+            Some(WsEvent::Text(_)) => {}
             other => panic!("no broadcast: {other:?}"),
         }
     };
@@ -525,7 +525,7 @@ async fn raw_head(addr: std::net::SocketAddr, request: &[u8]) -> String {
     let mut chunk = [0u8; 4096];
     while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
         match tokio::time::timeout(T, stream.read(&mut chunk)).await {
-            Ok(Ok(0)) | Ok(Err(_)) | Err(_) => break,
+            Ok(Ok(0) | Err(_)) | Err(_) => break,
             Ok(Ok(n)) => buf.extend_from_slice(&chunk[..n]),
         }
     }
@@ -1078,7 +1078,7 @@ async fn a_flood_of_typing_notices_is_cut_to_the_rate() {
             received += 1;
         }
     }
-    let allowed = 5.0 + 2.0 * began.elapsed().as_secs_f64() + 1.0;
+    let allowed = 2.0f64.mul_add(began.elapsed().as_secs_f64(), 5.0) + 1.0;
     assert!(received >= 1, "the first notices pass");
     assert!(
         f64::from(received) <= allowed,

@@ -22,6 +22,7 @@ const FLOORS: &[&[&str]] = &[
         "presence",
         "assets",
         "anycable",
+        "webhooks",
     ],
     &[
         "render",

@@ -19,6 +19,7 @@
 
 mod common;
 
+mod account_settings;
 mod accounts;
 mod browser;
 mod browser_room;
@@ -38,6 +39,7 @@ mod rails_interop;
 mod rails_vectors;
 mod redis;
 mod redis_rails;
+mod rich_text;
 mod room_page;
 mod rooms;
 mod security;

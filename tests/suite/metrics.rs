@@ -76,7 +76,7 @@ async fn counters_move_when_a_post_is_delivered() {
     loop {
         match ws.next_non_ping(T).await {
             Some(WsEvent::Text(t)) if t.contains("message_metrics-post-1") => break,
-            Some(WsEvent::Text(_)) => continue,
+            Some(WsEvent::Text(_)) => {}
             other => panic!("the post was not delivered: {other:?}"),
         }
     }

@@ -73,7 +73,7 @@ async fn every_acknowledged_post_survives_sigkill_and_nothing_is_half_written() 
                     ("authenticity_token", &csrf),
                 ]);
                 match try_post(addr, &cookies, "/rooms/1/messages", &body).await {
-                    Some(302) | Some(200) => {
+                    Some(302 | 200) => {
                         acked.lock().unwrap().push(cid);
                         count.fetch_add(1, Ordering::SeqCst);
                     }
@@ -696,4 +696,70 @@ async fn writes_of_messages_survive_a_schema_change_on_a_connection_that_never_w
     let deleted = deleted.unwrap_or_else(|e| panic!("delete: {e}"));
     assert_eq!(deleted.map(|m| m.id), Some(1));
     pool.close().await;
+}
+
+/// The bulk import of the first rounds, back: another process creates tables and fills them
+/// (`CREATE TABLE ballast_<n>`, a mebibyte each) while people post, search and boost; every
+/// one of those requests succeeds (none fails with `no such table: messages`) and every post
+/// is stored once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn posts_go_on_while_another_process_creates_and_fills_tables() {
+    let dir = common::temp_dir("bulk-import");
+    let hearth = Hearth::start(&dir, &[]).await;
+    let mut c = hearth.client();
+    assert_eq!(c.login(DAVID, PASSWORD).await.status, 302);
+    let (csrf, _) = c.room(1).await;
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let importer = {
+        let stop = stop.clone();
+        let mut outside = outside_connection(&dir).await;
+        tokio::spawn(async move {
+            let mut tables = 0;
+            while !stop.load(Ordering::Relaxed) {
+                change_schema(&mut outside).await;
+                // Fill the newest table: a bulk import, not only a schema change.
+                let name: String = sqlx::query_scalar(
+                    "SELECT name FROM sqlite_schema WHERE name LIKE 'ballast_%' \
+                     ORDER BY rowid DESC LIMIT 1",
+                )
+                .fetch_one(&mut outside)
+                .await
+                .unwrap();
+                sqlx::query(sqlx::AssertSqlSafe(format!(
+                    "INSERT INTO {name} VALUES (zeroblob(1048576))"
+                )))
+                .execute(&mut outside)
+                .await
+                .unwrap();
+                tables += 1;
+                tokio::time::sleep(Duration::from_millis(15)).await;
+            }
+            tables
+        })
+    };
+    const POSTS: usize = 60;
+    for i in 0..POSTS {
+        let cid = format!("bulk-{i}");
+        let r = c.post_message(1, &cid, &cid, &csrf).await;
+        assert_eq!(r.status, 200, "post {i}: {}\n{}", r.body, hearth.log());
+        if i % 10 == 9 {
+            let s = c.get("/searches?q=bulk").await;
+            assert_eq!(s.status, 200, "search after post {i}: {}", s.body);
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    let tables = importer.await.unwrap();
+    assert!(
+        tables >= 5,
+        "only {tables} tables were created during the posts"
+    );
+    let mut outside = outside_connection(&dir).await;
+    let stored: i64 =
+        sqlx::query_scalar("SELECT count(DISTINCT client_message_id) FROM messages WHERE client_message_id LIKE 'bulk-%'")
+            .fetch_one(&mut outside)
+            .await
+            .unwrap();
+    assert_eq!(stored, POSTS as i64);
+    assert!(!hearth.log().contains("no such table"), "{}", hearth.log());
+    let _ = std::fs::remove_dir_all(&dir);
 }

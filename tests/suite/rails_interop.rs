@@ -5,7 +5,10 @@
 //! Needs `ruby` with ActiveSupport (Debian: `apt-get install ruby ruby-activesupport`;
 //! `.ci/run` installs them when missing). The test fails, with that command, without them.
 
-use std::process::Command;
+use crate::common;
+
+use std::io::Write as _;
+use std::process::{Command, Stdio};
 
 use hearth::rails::{KdfDigest, SignedCookieJar, StreamNameSigner};
 
@@ -66,4 +69,86 @@ fn rails_and_hearth_verify_each_others_signatures() {
             .as_deref(),
         Some("tok-from-rails")
     );
+}
+
+/// A body Hearth stored (posted through the editor's form, with a mention picked from
+/// `/autocompletable/users`) read by Rails' Action Text: the sgid locates the user under the
+/// same secret_key_base, the attachment is the mention type, the plain text reads `@Jason`,
+/// and the attachment rendered with the chip partial is the chip Hearth draws.
+#[tokio::test]
+async fn action_text_reads_a_body_hearth_stored_and_renders_the_same_mention_chip() {
+    let server = common::TestServer::start_with(|c| {
+        c.secret_key_base = Some(SECRET_KEY_BASE.to_owned().into());
+    })
+    .await;
+    let mut david = server.signed_in("david@example.com", "secret123456").await;
+    let (csrf, _) = david.room(1).await;
+    let r = david
+        .get("/autocompletable/users?room_id=1&query=Jason")
+        .await;
+    let people: serde_json::Value = serde_json::from_str(&r.body).unwrap();
+    let sgid = people[0]["sgid"].as_str().unwrap().to_owned();
+    let attachment = serde_json::json!({
+        "content": "<span class=\"mention\">@Jason</span>",
+        "contentType": "application/vnd.campfire.mention",
+        "sgid": sgid,
+    });
+    let html = format!(
+        "<div>Hi <figure data-trix-attachment=\"{}\" data-trix-content-type=\"application/vnd.campfire.mention\"></figure> see <strong>this</strong></div>",
+        hearth::rich_text::html_escape(&attachment.to_string())
+    );
+    let body = common::form(&[
+        ("message[body]", &html),
+        ("message[body_format]", "html"),
+        ("message[client_message_id]", "interop-1"),
+        ("authenticity_token", &csrf),
+    ]);
+    let r = david.post_form("/rooms/1/messages", &body, &[]).await;
+    assert_eq!(r.status, 302, "{}", r.body);
+    let stored: String = sqlx::query_scalar(
+        "SELECT r.body FROM action_text_rich_texts r JOIN messages m ON m.id = r.record_id \
+         WHERE r.record_type = 'Message' AND r.name = 'body' AND m.client_message_id = 'interop-1'",
+    )
+    .fetch_one(&server.state.pool)
+    .await
+    .unwrap();
+
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/ruby/action_text.rb");
+    let mut child = Command::new("ruby")
+        .args([script, SECRET_KEY_BASE, "campfire", "2=Jason"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("ruby runs (apt-get install -y ruby ruby-actiontext)");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stored.as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    let out = String::from_utf8_lossy(&output.stdout).to_string();
+    assert!(
+        output.status.success(),
+        "{out}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(field(&out, "ATTACHABLE"), "2 Jason");
+    assert_eq!(
+        field(&out, "CONTENT_TYPE"),
+        "application/vnd.campfire.mention"
+    );
+    let plain: String = serde_json::from_str(field(&out, "PLAIN_TEXT")).unwrap();
+    assert_eq!(plain, hearth::rich_text::plain_text(&stored));
+    assert_eq!(plain, "Hi @Jason see this");
+    let rendered: String = serde_json::from_str(field(&out, "RENDERED")).unwrap();
+    let chip = hearth::rich_text::mention_chip(2, "Jason");
+    assert!(
+        rendered.contains(&format!("{chip}</action-text-attachment>")),
+        "{rendered}"
+    );
+    let (hearth_rendered, ids) = hearth::rich_text::render(&stored);
+    assert_eq!(ids, [2]);
+    assert!(hearth_rendered.contains(&format!("{chip}</action-text-attachment>")));
 }

@@ -51,7 +51,7 @@ async fn expect_frame(ws: &mut Ws, pred: impl Fn(&str) -> bool) -> String {
         let left = deadline.saturating_duration_since(tokio::time::Instant::now());
         match ws.next_non_ping(left).await {
             Some(WsEvent::Text(t)) if pred(&t) => return t,
-            Some(WsEvent::Text(_)) => continue,
+            Some(WsEvent::Text(_)) => {}
             other => panic!("expected a frame, got {other:?}"),
         }
     }

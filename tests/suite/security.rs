@@ -524,3 +524,152 @@ async fn non_reading_sockets_of_one_account_pin_at_most_the_user_budget() {
     drop(stalled);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Request limits and field checks.
+
+#[tokio::test]
+async fn posting_past_the_limit_is_429_with_retry_after_and_stores_nothing() {
+    let server = TestServer::start_with(|c| c.post_rate_limit = 3).await;
+    let mut c = server.signed_in(DAVID, SECRET).await;
+    let (csrf, _) = c.room(1).await;
+    for i in 0..3 {
+        let r = c
+            .post_message(1, "flood", &format!("flood-{i}"), &csrf)
+            .await;
+        assert_eq!(r.status, 200, "post {i}");
+    }
+    let r = c.post_message(1, "flood", "flood-3", &csrf).await;
+    assert_eq!(r.status, 429);
+    let retry: u64 = r
+        .header("retry-after")
+        .expect("Retry-After")
+        .parse()
+        .unwrap();
+    assert!((1..=20).contains(&retry), "{retry}");
+    let stored: i64 =
+        sqlx::query_scalar("SELECT COUNT(*) FROM messages WHERE client_message_id LIKE 'flood-%'")
+            .fetch_one(&server.state.pool)
+            .await
+            .unwrap();
+    assert_eq!(stored, 3);
+    // Another user is not held back by David's flood.
+    let mut j = server.signed_in("jason@example.com", SECRET).await;
+    let (csrf, _) = j.room(1).await;
+    assert_eq!(j.post_message(1, "hi", "jason-1", &csrf).await.status, 200);
+}
+
+#[tokio::test]
+async fn room_creation_searches_boosts_and_sign_ups_have_limits_too() {
+    let server = TestServer::start_with(|c| {
+        c.room_rate_limit = 1;
+        c.search_rate_limit = 1;
+        c.boost_rate_limit = 1;
+        c.join_rate_limit = 1;
+    })
+    .await;
+    let mut c = server.signed_in(DAVID, SECRET).await;
+    let (csrf, _) = c.room(1).await;
+    let room = |name: &str| common::form(&[("room[name]", name), ("authenticity_token", &csrf)]);
+    assert_eq!(
+        c.post_form("/rooms/opens", &room("One"), &[]).await.status,
+        302
+    );
+    let r = c.post_form("/rooms/opens", &room("Two"), &[]).await;
+    assert_eq!(r.status, 429);
+    assert!(r.header("retry-after").is_some());
+    let rooms: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM rooms WHERE name = 'Two'")
+        .fetch_one(&server.state.pool)
+        .await
+        .unwrap();
+    assert_eq!(rooms, 0);
+
+    assert_ne!(c.get("/searches?q=hello").await.status, 429);
+    assert_eq!(c.get("/searches?q=again").await.status, 429);
+
+    let boost = common::form(&[("boost[content]", "👍"), ("authenticity_token", &csrf)]);
+    let first = c.post_form("/messages/1/boosts", &boost, &[]).await;
+    assert_ne!(first.status, 429);
+    assert_eq!(
+        c.post_form("/messages/1/boosts", &boost, &[]).await.status,
+        429
+    );
+
+    let server = &server;
+    let join = |n: u32| async move {
+        let mut v = server.client();
+        let page = v.get("/join/hRt7-Q2mK-9wXe").await;
+        let token = common::csrf_meta(&page.body);
+        let email = format!("joiner{n}@example.org");
+        let body = common::form(&[
+            ("user[name]", "Joiner"),
+            ("user[email_address]", email.as_str()),
+            ("user[password]", "a long enough password"),
+            ("authenticity_token", &token),
+        ]);
+        v.post_form("/join/hRt7-Q2mK-9wXe", &body, &[]).await.status
+    };
+    assert_eq!(join(1).await, 302);
+    assert_eq!(join(2).await, 429);
+}
+
+#[tokio::test]
+async fn names_with_nul_or_bidi_overrides_are_422_and_nothing_changes() {
+    let server = TestServer::start().await;
+    let mut c = server.signed_in(DAVID, SECRET).await;
+    let page = c.get("/users/me/profile").await;
+    let csrf = common::csrf_meta(&page.body);
+    for bad in [
+        "Dav\u{0}id",
+        "\u{202E}divaD",
+        "Da\u{2066}vid\u{2069}",
+        "a\u{7}b",
+    ] {
+        let body = common::form(&[
+            ("_method", "patch"),
+            ("user[name]", bad),
+            ("authenticity_token", &csrf),
+        ]);
+        let r = c.post_form("/users/me/profile", &body, &[]).await;
+        assert_eq!(r.status, 422, "{bad:?}");
+        let room = common::form(&[("room[name]", bad), ("authenticity_token", &csrf)]);
+        let r = c.post_form("/rooms/opens", &room, &[]).await;
+        assert_eq!(r.status, 422, "room {bad:?}");
+    }
+    let name: String = sqlx::query_scalar("SELECT name FROM users WHERE id = 1")
+        .fetch_one(&server.state.pool)
+        .await
+        .unwrap();
+    assert_eq!(name, "David");
+    // Right-to-left text itself is fine.
+    let body = common::form(&[
+        ("_method", "patch"),
+        ("user[name]", "דוד"),
+        ("authenticity_token", &csrf),
+    ]);
+    let r = c.post_form("/users/me/profile", &body, &[]).await;
+    assert_eq!(r.status, 302, "{}", r.body);
+}
+
+#[tokio::test]
+async fn an_unknown_role_or_status_is_422() {
+    let server = TestServer::start().await;
+    let mut c = server.signed_in(DAVID, SECRET).await;
+    let page = c.get("/account/users").await;
+    let csrf = common::csrf_meta(&page.body);
+    let role = common::form(&[
+        ("_method", "patch"),
+        ("user[role]", "emperor"),
+        ("authenticity_token", &csrf),
+    ]);
+    assert_eq!(
+        c.post_form("/account/users/2", &role, &[]).await.status,
+        422
+    );
+    let status = common::form(&[
+        ("_method", "patch"),
+        ("user[status]", "emperor"),
+        ("authenticity_token", &csrf),
+    ]);
+    assert_eq!(c.post_form("/users/2", &status, &[]).await.status, 422);
+}

@@ -12,10 +12,12 @@
 //! | `ReadRoomsChannel` `{}` | `user_<id>_reads` | — |
 //! | `HeartbeatChannel` `{}` | none | — |
 //!
-//! On a cable node (`--role cable`) the channels that need the database run on the app node
-//! ([`remote`]).
+//! Where they run is a [`host::ChannelHost`], chosen once at start: here ([`host::LocalHost`]),
+//! or, on a cable node (`--role cable`), on the app node for the channels that need the
+//! database ([`remote::RemoteHost`]).
 
 pub mod heartbeat;
+pub mod host;
 pub mod presence;
 pub mod read_rooms;
 pub mod remote;

@@ -1,9 +1,11 @@
 //! Administering bots (Campfire's `Accounts::BotsController` and
-//! `Accounts::Bots::KeysController`): list, create, rename, rekey and remove.
+//! `Accounts::Bots::KeysController`): list, create, rename, rekey and remove; each bot's
+//! webhook URL (`user[webhook_url]`, http(s) only; empty removes it) and, per room the bot is
+//! in, ready `curl` lines for posting text and files, with copy buttons.
 
 use askama::Template;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use axum::Extension;
 
@@ -13,6 +15,7 @@ use crate::web::context::Ctx;
 use crate::web::error::AppError;
 use crate::web::extract::parse_id;
 use crate::web::fields::{self, MAX_NAME_CHARS};
+use crate::web::links::origin;
 use crate::web::respond::found;
 use crate::web::users::disconnect;
 
@@ -22,43 +25,117 @@ use crate::web::users::disconnect;
 pub struct BotsPage<'a> {
     /// The masked authenticity token.
     pub csrf_token: &'a str,
-    /// The active bots, by name.
-    pub bots: &'a [Bot],
+    /// The active bots, by name, with their webhooks and rooms.
+    pub bots: &'a [BotRow],
+}
+
+/// One bot on the bots page.
+#[derive(Clone, Debug)]
+pub struct BotRow {
+    /// The bot.
+    pub bot: Bot,
+    /// Its webhook URL, empty when none.
+    pub webhook_url: String,
+    /// Per room the bot is in: the room's label and the curl lines posting text and a file.
+    pub rooms: Vec<BotRoom>,
+}
+
+/// A room of a bot, with its ready curl lines.
+#[derive(Clone, Debug)]
+pub struct BotRoom {
+    /// The room's name (or a direct room's people).
+    pub label: String,
+    /// `curl -d 'Hello!' <url>`.
+    pub text_curl: String,
+    /// `curl -F attachment=@file.png <url>`.
+    pub file_curl: String,
+}
+
+/// The webhook URL of a bot form: `None` when the field is absent, `Some("")` to remove it.
+///
+/// # Errors
+/// 422 for anything but an http(s) URL.
+fn webhook_url(ctx: &Ctx) -> Result<Option<String>, AppError> {
+    let Some(url) = ctx.form.get("user[webhook_url]").map(str::trim) else {
+        return Ok(None);
+    };
+    if !url.is_empty() && !crate::webhooks::valid_url(url) {
+        return Err(AppError::Unprocessable(
+            "user[webhook_url] must be an http:// or https:// URL".into(),
+        ));
+    }
+    Ok(Some(url.to_owned()))
+}
+
+async fn set_webhook(state: &SharedState, bot_id: i64, url: &str) -> Result<(), AppError> {
+    crate::db::webhooks::set(&state.pool, bot_id, Some(url)).await?;
+    crate::web::webhooks::webhooks_changed();
+    Ok(())
 }
 
 /// `GET /account/bots`: the bots with their keys.
 pub async fn index(
     State(state): State<SharedState>,
     Extension(ctx): Extension<Ctx>,
+    headers: HeaderMap,
 ) -> Result<Response, AppError> {
     if ctx.user.is_none() {
         return Ok(found("/session/new"));
     }
     ctx.require_administrator()?;
-    let bots = users::bots(&state.pool).await?;
+    let origin = origin(&ctx, &headers, &state);
+    let mut rows = Vec::new();
+    for bot in users::bots(&state.pool).await? {
+        let webhook_url = crate::db::webhooks::url_for(&state.pool, bot.id)
+            .await?
+            .unwrap_or_default();
+        let rooms = users::memberships(&state.pool, bot.id)
+            .await?
+            .into_iter()
+            .map(|m| {
+                let url = format!("{origin}/rooms/{}/{}/messages", m.room_id, bot.key());
+                BotRoom {
+                    label: m.label,
+                    text_curl: format!("curl -d 'Hello!' {url}"),
+                    file_curl: format!("curl -F attachment=@file.png {url}"),
+                }
+            })
+            .collect();
+        rows.push(BotRow {
+            bot,
+            webhook_url,
+            rooms,
+        });
+    }
     let token = ctx.csrf_token();
     let page = BotsPage {
         csrf_token: &token,
-        bots: &bots,
+        bots: &rows,
     };
     Ok((StatusCode::OK, Html(page.render()?)).into_response())
 }
 
-/// `POST /account/bots` with `user[name]` (1-100 characters): a new bot, member of every open
-/// room; 302 to `/account/bots`. 422 for a bad name.
+/// `POST /account/bots` with `user[name]` (1-100 characters) and optionally
+/// `user[webhook_url]`: a new bot, member of every open room; 302 to `/account/bots`. 422 for
+/// a bad name or URL (nothing stored).
 pub async fn create(
     State(state): State<SharedState>,
     Extension(ctx): Extension<Ctx>,
 ) -> Result<Response, AppError> {
     ctx.require_administrator()?;
     let name = fields::required(&ctx.form, "user[name]", MAX_NAME_CHARS)?;
+    let url = webhook_url(&ctx)?;
     let bot = users::create_bot(&state.pool, &name).await?;
+    if let Some(url) = url.filter(|u| !u.is_empty()) {
+        set_webhook(&state, bot.id, &url).await?;
+    }
     tracing::info!(bot_id = bot.id, "bot created");
     Ok(found("/account/bots"))
 }
 
-/// `PATCH /account/bots/{bot_id}` with `user[name]`: renames; 302 to `/account/bots`. 404 for
-/// an unknown bot, 422 for a bad name.
+/// `PATCH /account/bots/{bot_id}` with `user[name]` and optionally `user[webhook_url]`
+/// (empty removes the webhook): renames and sets the URL; 302 to `/account/bots`. 404 for an
+/// unknown bot, 422 for a bad name or URL (nothing stored).
 pub async fn update(
     State(state): State<SharedState>,
     Extension(ctx): Extension<Ctx>,
@@ -67,8 +144,12 @@ pub async fn update(
     ctx.require_administrator()?;
     let bot_id = parse_id(&bot_id)?;
     let name = fields::required(&ctx.form, "user[name]", MAX_NAME_CHARS)?;
+    let url = webhook_url(&ctx)?;
     if !users::rename_bot(&state.pool, bot_id, &name).await? {
         return Err(AppError::NotFound);
+    }
+    if let Some(url) = url {
+        set_webhook(&state, bot_id, &url).await?;
     }
     Ok(found("/account/bots"))
 }

@@ -1,6 +1,8 @@
-//! The account's administration (Campfire's `accounts/*` controllers), for administrators
-//! only (403 for anyone else, 401 when signed out): [`users`] (the people, their roles,
-//! deactivation, the join code) and [`bots`].
+//! The account's administration (Campfire's `accounts/*` controllers): [`settings`] (the
+//! account page, its name, custom styles and room-creation setting; the page itself is for
+//! everyone signed in), and, for administrators only (403 for anyone else, 401 when signed
+//! out), [`users`] (the people, their roles, deactivation, the join code) and [`bots`].
 
 pub mod bots;
+pub mod settings;
 pub mod users;

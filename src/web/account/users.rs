@@ -66,7 +66,7 @@ pub async fn update(
     let user_id = parse_id(&user_id)?;
     let role = ctx.form.get("user[role]").unwrap_or("");
     if !ROLES.contains(&role) {
-        return Err(AppError::BadRequest(format!("unknown role {role:?}")));
+        return Err(AppError::Unprocessable(format!("unknown role {role:?}")));
     }
     guard_error(users::set_role(&state.pool, user_id, role).await?)?;
     Ok(found("/account/users"))

@@ -31,6 +31,7 @@ pub fn room_name(form: &Form) -> Result<String, AppError> {
     if name.is_empty() {
         return Err(AppError::Unprocessable("room[name] can't be blank".into()));
     }
+    crate::web::fields::refuse_unsafe_chars("room[name]", name)?;
     if name.chars().count() > MAX_NAME_CHARS {
         return Err(AppError::Unprocessable(format!(
             "room[name] is longer than {MAX_NAME_CHARS} characters"

@@ -42,9 +42,27 @@ impl Kind {
 /// Campfire's `DEFAULT_ROOM_NAME` of a new room's form.
 pub const DEFAULT_ROOM_NAME: &str = "New room";
 
-/// `GET /rooms/{opens|closeds}/new`: the form (signed-in users).
+/// Campfire's `ensure_permission_to_create_rooms`: while the account restricts room creation
+/// to administrators, anyone else gets 403 (direct rooms are not restricted).
+///
+/// # Errors
+/// 403 as said; database failures.
+pub async fn ensure_permission_to_create_rooms(
+    state: &AppState,
+    user: &crate::db::users::User,
+) -> Result<(), AppError> {
+    let settings = state.account_settings.get(&state.pool).await?;
+    if settings.restrict_room_creation_to_administrators && user.role != "administrator" {
+        return Err(AppError::Forbidden);
+    }
+    Ok(())
+}
+
+/// `GET /rooms/{opens|closeds}/new`: the form (signed-in users; 403 for members while room
+/// creation is restricted to administrators).
 pub async fn new_page(state: &AppState, ctx: &Ctx, kind: Kind) -> Result<Response, AppError> {
     let user = ctx.require_user()?;
+    ensure_permission_to_create_rooms(state, user).await?;
     let token = ctx.csrf_token();
     let people = match kind {
         Kind::Closed => settings::people(state, user, &[]).await?,
@@ -74,9 +92,11 @@ pub async fn new_page(state: &AppState, ctx: &Ctx, kind: Kind) -> Result<Respons
 
 /// `POST /rooms/{opens|closeds}`: creates the room (an open one for everyone, a closed one
 /// for the creator and `user_ids[]`), broadcasts it to the sidebars and redirects to it (302).
-/// 422 for a bad name or member list; 401 when signed out.
+/// 422 for a bad name or member list; 401 when signed out; 403 for members while room
+/// creation is restricted to administrators.
 pub async fn create(state: &AppState, ctx: &Ctx, kind: Kind) -> Result<Response, AppError> {
     let user = ctx.require_user()?;
+    ensure_permission_to_create_rooms(state, user).await?;
     let name = settings::room_name(&ctx.form)?;
     let member_ids = match kind {
         Kind::Closed => settings::user_ids(&ctx.form, settings::MAX_MEMBER_IDS)?,

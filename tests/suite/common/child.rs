@@ -39,6 +39,8 @@ impl Hearth {
                 "20",
                 "--login-rate-limit",
                 "0",
+                "--post-rate-limit",
+                "0",
                 "--log-json",
             ])
             .args(extra)

@@ -456,7 +456,7 @@ impl Ws {
         loop {
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
             match self.next(left).await? {
-                WsEvent::Text(t) if t.starts_with("{\"type\":\"ping\"") => continue,
+                WsEvent::Text(t) if t.starts_with("{\"type\":\"ping\"") => {}
                 other => return Some(other),
             }
         }

@@ -1,0 +1,151 @@
+//! The channel host seam: where a connection's channels run. Chosen once at start (in
+//! `app.rs`, by role) and handed to every connection, so the connection never asks which
+//! node it runs on:
+//!
+//! - [`LocalHost`]: here, against this node's database (`--role all`, and the app node's
+//!   side of the internal endpoint);
+//! - [`super::remote::RemoteHost`]: a cable node's, which asks its app node for what needs
+//!   the database and runs the rest here.
+//!
+//! Every method returns a boxed future: a connection boxes the database work of each command
+//! anyway (see `cable/connection.rs`), and a trait object needs it.
+
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+use serde_json::{Map, Value};
+
+use super::{ChannelContext, Outcome, Subscribed};
+use crate::db::users::User;
+use crate::state::SharedState;
+
+/// Who a channel call is for: the connection's user and its id (unique across the nodes that
+/// share an app node: presence is kept per connection).
+#[derive(Clone, Copy, Debug)]
+pub struct Who<'a> {
+    /// The connection's user (`current_user`).
+    pub user: &'a User,
+    /// The connection's id.
+    pub connection_id: u64,
+}
+
+/// Where channels run (see the module docs).
+pub trait ChannelHost: Send + Sync + std::fmt::Debug {
+    /// The active user of a session token (`ApplicationCable::Connection#connect`); None for
+    /// an unknown, ended or deactivated session.
+    fn identify<'a>(
+        &'a self,
+        session_token: &'a str,
+    ) -> BoxFuture<'a, anyhow::Result<Option<User>>>;
+
+    /// A channel's `subscribed` for `channel` with `params` (`identifier` is the whole
+    /// identifier, which a host may cache answers by).
+    fn subscribe<'a>(
+        &'a self,
+        who: Who<'a>,
+        identifier: &'a str,
+        channel: &'a str,
+        params: Map<String, Value>,
+    ) -> BoxFuture<'a, anyhow::Result<Outcome>>;
+
+    /// A channel action; false when the channel has no such action. `within_rate` is false
+    /// past the connection's budget for the channel.
+    fn perform<'a>(
+        &'a self,
+        who: Who<'a>,
+        sub: &'a Subscribed,
+        action: &'a str,
+        within_rate: bool,
+    ) -> BoxFuture<'a, anyhow::Result<bool>>;
+
+    /// A channel's `unsubscribed` (on `unsubscribe`, a revocation and the connection's end).
+    fn unsubscribed<'a>(
+        &'a self,
+        who: Who<'a>,
+        sub: &'a Subscribed,
+    ) -> BoxFuture<'a, anyhow::Result<()>>;
+
+    /// Whether a confirmed subscription is still allowed (the re-check after a revocation).
+    fn still_allowed<'a>(
+        &'a self,
+        who: Who<'a>,
+        sub: &'a Subscribed,
+    ) -> BoxFuture<'a, anyhow::Result<bool>>;
+}
+
+/// Channels run here, against this node's database.
+#[derive(Clone, Debug)]
+pub struct LocalHost {
+    state: SharedState,
+}
+
+impl LocalHost {
+    /// The host over this node's state.
+    pub fn new(state: SharedState) -> Arc<Self> {
+        Arc::new(Self { state })
+    }
+
+    /// The channel context of `who`.
+    pub fn ctx<'a>(&'a self, who: Who<'a>) -> ChannelContext<'a> {
+        ChannelContext {
+            pool: &self.state.pool,
+            auth_cache: &self.state.auth_cache,
+            broadcaster: &self.state.broadcaster,
+            signer: &self.state.signer,
+            user: who.user,
+            presence: &self.state.presence,
+            connection_id: who.connection_id,
+        }
+    }
+}
+
+impl ChannelHost for LocalHost {
+    fn identify<'a>(
+        &'a self,
+        session_token: &'a str,
+    ) -> BoxFuture<'a, anyhow::Result<Option<User>>> {
+        Box::pin(async move {
+            Ok(self
+                .state
+                .auth_cache
+                .resume(&self.state.pool, session_token)
+                .await?)
+        })
+    }
+
+    fn subscribe<'a>(
+        &'a self,
+        who: Who<'a>,
+        _identifier: &'a str,
+        channel: &'a str,
+        params: Map<String, Value>,
+    ) -> BoxFuture<'a, anyhow::Result<Outcome>> {
+        Box::pin(async move { super::subscribe(self.ctx(who), channel, &params).await })
+    }
+
+    fn perform<'a>(
+        &'a self,
+        who: Who<'a>,
+        sub: &'a Subscribed,
+        action: &'a str,
+        within_rate: bool,
+    ) -> BoxFuture<'a, anyhow::Result<bool>> {
+        Box::pin(super::perform(self.ctx(who), sub, action, within_rate))
+    }
+
+    fn unsubscribed<'a>(
+        &'a self,
+        who: Who<'a>,
+        sub: &'a Subscribed,
+    ) -> BoxFuture<'a, anyhow::Result<()>> {
+        Box::pin(super::unsubscribed(self.ctx(who), sub))
+    }
+
+    fn still_allowed<'a>(
+        &'a self,
+        who: Who<'a>,
+        sub: &'a Subscribed,
+    ) -> BoxFuture<'a, anyhow::Result<bool>> {
+        Box::pin(super::still_allowed(self.ctx(who), sub))
+    }
+}

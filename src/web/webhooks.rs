@@ -1,0 +1,318 @@
+//! Bots that answer (Campfire's `MessagesController#deliver_webhooks_to_bots`,
+//! `Bot::WebhookJob` and `Webhook`): a message that reaches a bot with a webhook URL is posted
+//! to that URL as JSON, and the bot's answer is posted back into the room as the bot.
+//!
+//! Who is reached: in a direct room, every active bot member with a webhook (but the message's
+//! creator); in other rooms, the active bots with a webhook that the message mentions
+//! (`db::messages::mentionees`, the mention attachments of the stored body; see
+//! [`mentioned_bots`]).
+//!
+//! The post path only meets [`after_post`], a layer on `POST /rooms/{room_id}/messages` that
+//! reads the handler's [`Posted`] and calls [`deliver_later`], which costs an atomic load while
+//! no webhook exists, and otherwise spawns the lookup and queues the deliveries (bounded queue, see
+//! [`crate::webhooks`]); a slow or hanging endpoint never delays a post.
+//!
+//! The payload, byte for byte the keys of Campfire's `Webhook#payload`:
+//!
+//! ```json
+//! {"user":{"id":1,"name":"David"},
+//!  "room":{"id":2,"name":"All Talk","path":"/rooms/2/5-botToken/messages"},
+//!  "message":{"id":9,"body":{"html":"<div>@Bot hi</div>","plain":"hi"},"path":"/rooms/2/@9"}}
+//! ```
+//!
+//! `plain` is the text without the recipient's own mention, trimmed. The answer: a 200 with
+//! `Content-Type` `text/plain` or `text/html` is posted as the bot's message (through the same
+//! path and limits as the bot API); no answer within 7 s posts "Failed to respond within 7
+//! seconds"; anything else posts nothing. File answers wait for attachment storage.
+
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Weak};
+
+use serde_json::json;
+
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::Response;
+
+use super::messages::{post_message, Posted};
+use crate::db::messages::{self, Message};
+use crate::db::rooms::{self, Room};
+use crate::db::users::User;
+use crate::db::webhooks::{self as store, Recipient};
+use crate::state::{AppState, SharedState};
+use crate::webhooks::{Delivery, DeliveryError, CONCURRENCY, ENDPOINT_TIMEOUT};
+
+/// Whether any webhook exists: unknown until the first post looks, then kept up to date by
+/// [`webhooks_changed`]. 0 unknown, 1 none, 2 some.
+static PRESENT: AtomicU8 = AtomicU8::new(0);
+
+/// Call after storing or removing a webhook URL.
+pub fn webhooks_changed() {
+    PRESENT.store(0, Ordering::SeqCst);
+}
+
+/// The layer after a person's post: hands what the handler stored ([`Posted`], in the
+/// response's extensions) to [`deliver_later`]. Other responses pass untouched.
+pub async fn after_post(
+    State(state): State<SharedState>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let response = next.run(request).await;
+    if let Some(posted) = response.extensions().get::<Posted>() {
+        deliver_later(&state, &posted.room, &posted.author, &posted.message);
+    }
+    response
+}
+
+/// After `message` by `author` is stored in `room`: reaches the bots it should (see the
+/// module docs), off the post path.
+pub fn deliver_later(state: &SharedState, room: &Room, author: &User, message: &Message) {
+    if PRESENT.load(Ordering::Relaxed) == 1 {
+        return;
+    }
+    start_worker(state);
+    let state = state.clone();
+    let room = room.clone();
+    let author = author.clone();
+    let message = message.clone();
+    tokio::spawn(async move {
+        if let Err(e) = queue(&state, &room, &author, &message).await {
+            tracing::warn!(error = %e, message_id = message.id, "webhook lookup failed");
+        }
+    });
+}
+
+async fn queue(
+    state: &AppState,
+    room: &Room,
+    author: &User,
+    message: &Message,
+) -> sqlx::Result<()> {
+    if PRESENT.load(Ordering::SeqCst) == 0 {
+        let any = store::any(&state.pool).await?;
+        PRESENT.store(if any { 2 } else { 1 }, Ordering::SeqCst);
+        if !any {
+            return Ok(());
+        }
+    }
+    let members = store::bots_in_room(&state.pool, room.id, author.id).await?;
+    if members.is_empty() {
+        return Ok(());
+    }
+    let recipients = if room.kind == "direct" {
+        members
+    } else {
+        let mentioned = messages::mentionees(&state.pool, message).await?;
+        mentioned_bots(&mentioned, members)
+    };
+    for bot in recipients {
+        let payload = payload(room, author, message, &bot);
+        state.webhooks.enqueue(Delivery {
+            bot_id: bot.bot_id,
+            room_id: room.id,
+            url: bot.url.clone(),
+            payload,
+        });
+    }
+    Ok(())
+}
+
+/// The bots among `members` (the room's bots with a webhook) that are among `mentioned` (the
+/// message's mentionees: mention attachments of active members, Campfire's
+/// `@message.mentionees.active_bots`).
+pub fn mentioned_bots(
+    mentioned: &[messages::Mentionee],
+    members: Vec<Recipient>,
+) -> Vec<Recipient> {
+    members
+        .into_iter()
+        .filter(|bot| {
+            mentioned
+                .iter()
+                .any(|m| m.id == bot.bot_id && m.role == "bot")
+        })
+        .collect()
+}
+
+/// The plain text without the recipient's mention, trimmed (Campfire's
+/// `without_recipient_mentions`).
+fn without_mention(plain: &str, bot_name: &str) -> String {
+    let needle = format!("@{bot_name}");
+    let mut out = String::with_capacity(plain.len());
+    let mut rest = plain;
+    while let Some(at) = rest.to_lowercase().find(&needle.to_lowercase()) {
+        // `to_lowercase` may change byte lengths; fall back to the text as is.
+        if !rest.is_char_boundary(at) || !rest.is_char_boundary(at + needle.len()) {
+            break;
+        }
+        out.push_str(&rest[..at]);
+        rest = &rest[at + needle.len()..];
+    }
+    out.push_str(rest);
+    out.trim().to_owned()
+}
+
+/// Campfire's `Webhook#payload` for `bot`.
+pub fn payload(room: &Room, author: &User, message: &Message, bot: &Recipient) -> Vec<u8> {
+    let plain = crate::rich_text::plain_text(&message.body);
+    json!({
+        "user": {"id": author.id, "name": author.name},
+        "room": {
+            "id": room.id,
+            "name": room.name,
+            "path": format!("/rooms/{}/{}-{}/messages", room.id, bot.bot_id, bot.bot_token),
+        },
+        "message": {
+            "id": message.id,
+            "body": {"html": message.body, "plain": without_mention(&plain, &bot.name)},
+            "path": format!("/rooms/{}/@{}", room.id, message.id),
+        },
+    })
+    .to_string()
+    .into_bytes()
+}
+
+/// Starts the delivery loop of this server once (it ends when the server's state is dropped).
+fn start_worker(state: &SharedState) {
+    let Some(mut rx) = state.webhooks.take_receiver() else {
+        return;
+    };
+    let weak: Weak<AppState> = Arc::downgrade(state);
+    tokio::spawn(async move {
+        let permits = Arc::new(tokio::sync::Semaphore::new(CONCURRENCY));
+        while let Some(delivery) = rx.recv().await {
+            let Ok(permit) = permits.clone().acquire_owned().await else {
+                break;
+            };
+            let Some(state) = weak.upgrade() else {
+                break;
+            };
+            tokio::spawn(async move {
+                deliver(&state, &delivery).await;
+                drop(permit);
+            });
+        }
+    });
+}
+
+/// One delivery and its answer.
+async fn deliver(state: &AppState, delivery: &Delivery) {
+    let answer = match state.webhooks.deliver(delivery).await {
+        Ok(reply)
+            if reply.status == 200
+                && matches!(reply.content_type.as_str(), "text/plain" | "text/html") =>
+        {
+            String::from_utf8(reply.body.to_vec())
+                .ok()
+                .map(|text| Answer {
+                    html: reply.content_type == "text/html",
+                    text,
+                })
+        }
+        Ok(reply) => {
+            tracing::debug!(
+                status = reply.status,
+                bot_id = delivery.bot_id,
+                "webhook answered without text"
+            );
+            None
+        }
+        Err(DeliveryError::TimedOut) => Some(Answer {
+            html: false,
+            text: format!(
+                "Failed to respond within {} seconds",
+                ENDPOINT_TIMEOUT.as_secs()
+            ),
+        }),
+        Err(e) => {
+            tracing::info!(error = %e, bot_id = delivery.bot_id, "webhook delivery failed");
+            None
+        }
+    };
+    let Some(answer) = answer.filter(|a| !a.text.trim().is_empty()) else {
+        return;
+    };
+    if let Err(e) = post_answer(state, delivery, &answer).await {
+        tracing::info!(error = %e, bot_id = delivery.bot_id, "webhook answer not posted");
+    }
+}
+
+/// A webhook's answer to post.
+#[derive(Debug)]
+struct Answer {
+    /// Whether it came as `text/html` (sanitized as the editor's HTML) rather than plain text.
+    html: bool,
+    /// The answer's text.
+    text: String,
+}
+
+/// Posts `answer` as the bot in the delivery's room, with the bot API's checks: the bot is
+/// still active and a member, and the text fits the body limits; HTML goes through the body
+/// sanitizer (no mentions kept), plain text is escaped.
+async fn post_answer(state: &AppState, delivery: &Delivery, answer: &Answer) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        answer.text.len() <= state.config.max_body_bytes
+            && answer.text.len() <= crate::rich_text::MAX_BODY_BYTES,
+        "answer over the body limit"
+    );
+    let bot = crate::db::users::find(&state.pool, delivery.bot_id)
+        .await?
+        .filter(|u| u.is_active() && u.role == "bot")
+        .ok_or_else(|| anyhow::anyhow!("the bot is gone"))?;
+    let room = rooms::find_for_member(&state.pool, delivery.room_id, bot.id)
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("the bot left the room"))?;
+    let body = if answer.html {
+        crate::rich_text::sanitize(&answer.text).finish(&std::collections::HashMap::new())
+    } else {
+        crate::rich_text::from_plain_text(&answer.text)
+    };
+    anyhow::ensure!(!body.is_blank(), "blank answer");
+    let cid = messages::new_client_message_id();
+    post_message(state, &room, &bot, &body, &cid)
+        .await
+        .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bot(name: &str) -> Recipient {
+        Recipient {
+            bot_id: 5,
+            name: name.into(),
+            bot_token: "t".into(),
+            url: "http://x/".into(),
+        }
+    }
+
+    #[test]
+    fn only_mentioned_bots_are_reached() {
+        let mention = |id: i64, role: &str| messages::Mentionee {
+            id,
+            name: "x".into(),
+            role: role.into(),
+        };
+        assert_eq!(
+            mentioned_bots(&[mention(5, "bot")], vec![bot("Helper")]).len(),
+            1
+        );
+        assert!(mentioned_bots(&[mention(6, "bot")], vec![bot("Helper")]).is_empty());
+        assert!(mentioned_bots(&[], vec![bot("Helper")]).is_empty());
+    }
+
+    #[test]
+    fn the_plain_text_leaves_out_the_recipients_mention() {
+        assert_eq!(
+            without_mention("@Helper  what time is it? ", "Helper"),
+            "what time is it?"
+        );
+        assert_eq!(
+            without_mention("ask @helper and @Other", "Helper"),
+            "ask  and @Other"
+        );
+    }
+}

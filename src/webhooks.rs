@@ -1,0 +1,266 @@
+//! The transport of bot webhooks (Campfire's `Webhook#deliver`, run by `Bot::WebhookJob`): a
+//! bounded queue between the post path and the deliveries, and the HTTP client that posts one
+//! payload.
+//!
+//! - The post path only [`WebhookQueue::enqueue`]s (a `try_send`): a full queue drops the
+//!   delivery and counts it (`outcome="dropped"`); a post never waits for a webhook.
+//! - A delivery is one `POST` of the JSON payload with `Content-Type: application/json`. Each
+//!   attempt may take [`ENDPOINT_TIMEOUT`] (Campfire's 7 s) to answer, headers and body.
+//! - A connection failure or a 5xx answer is retried after [`RETRY_DELAYS`]; a timeout is not
+//!   (Campfire answers it with a message instead, see `crate::web::webhooks`), nor is any other
+//!   answer.
+//! - Redirects are never followed: a 3xx is an answer like any other non-2xx (no reply).
+//! - At most [`MAX_REPLY_BYTES`] of an answer are read; a longer one is a failure.
+//! - Only `http://` is delivered here (there is no TLS client in the build); `https://` URLs
+//!   are stored and fail to deliver, counted as `failed` (see `docs/accounts-and-bots.md`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client;
+use metrics::Counter;
+use parking_lot::Mutex;
+use tokio::sync::mpsc;
+
+use crate::metrics::Metrics;
+
+/// How long an endpoint has to answer one attempt (Campfire's `Webhook::ENDPOINT_TIMEOUT`).
+pub const ENDPOINT_TIMEOUT: Duration = Duration::from_secs(7);
+/// The waits before the second and third attempts.
+pub const RETRY_DELAYS: [Duration; 2] = [Duration::from_millis(500), Duration::from_secs(2)];
+/// Deliveries waiting at most; more are dropped (and counted).
+pub const QUEUE_CAPACITY: usize = 1024;
+/// Deliveries in flight at once.
+pub const CONCURRENCY: usize = 16;
+/// The largest answer read, in bytes (an answer is posted back as a message or a file).
+pub const MAX_REPLY_BYTES: usize = 1024 * 1024;
+
+/// One payload for one bot's webhook.
+#[derive(Clone, Debug)]
+pub struct Delivery {
+    /// The bot's user id.
+    pub bot_id: i64,
+    /// The room the message was posted in (where an answer goes).
+    pub room_id: i64,
+    /// The webhook URL.
+    pub url: String,
+    /// The JSON payload.
+    pub payload: Vec<u8>,
+}
+
+/// An endpoint's answer.
+#[derive(Clone, Debug)]
+pub struct Reply {
+    /// The HTTP status.
+    pub status: u16,
+    /// The `Content-Type`, without parameters, lower-cased (empty when none).
+    pub content_type: String,
+    /// The body.
+    pub body: Bytes,
+}
+
+/// Why a delivery ended without a usable answer.
+#[derive(Debug, thiserror::Error)]
+pub enum DeliveryError {
+    /// No answer within [`ENDPOINT_TIMEOUT`].
+    #[error("the endpoint did not answer within {ENDPOINT_TIMEOUT:?}")]
+    TimedOut,
+    /// The URL is not one this client delivers to.
+    #[error("unsupported webhook URL: {0}")]
+    Url(String),
+    /// Connecting, sending or reading failed (after the retries).
+    #[error("webhook delivery failed: {0}")]
+    Failed(String),
+}
+
+/// The counters of `/metrics` (see the table in [`crate::metrics`]).
+#[derive(Debug)]
+struct Counters {
+    delivered: Counter,
+    failed: Counter,
+    timed_out: Counter,
+    dropped: Counter,
+    retries: Counter,
+}
+
+/// The bounded queue of deliveries and the client that makes them. One per server.
+pub struct WebhookQueue {
+    tx: mpsc::Sender<Delivery>,
+    rx: Mutex<Option<mpsc::Receiver<Delivery>>>,
+    client: Client<HttpConnector, axum::body::Body>,
+    counters: Counters,
+}
+
+impl std::fmt::Debug for WebhookQueue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WebhookQueue")
+            .field("waiting", &(QUEUE_CAPACITY - self.tx.capacity()))
+            .finish_non_exhaustive()
+    }
+}
+
+impl WebhookQueue {
+    /// An empty queue counting into `metrics`.
+    pub fn new(metrics: &Metrics) -> Self {
+        let (tx, rx) = mpsc::channel(QUEUE_CAPACITY);
+        let name = "hearth_webhook_deliveries_total";
+        let help = "Bot webhook deliveries, by outcome.";
+        let counters = Counters {
+            delivered: metrics.labelled_counter(name, ("outcome", "delivered"), help),
+            failed: metrics.labelled_counter(name, ("outcome", "failed"), help),
+            timed_out: metrics.labelled_counter(name, ("outcome", "timed_out"), help),
+            dropped: metrics.labelled_counter(name, ("outcome", "dropped"), help),
+            retries: metrics.plain_counter(
+                "hearth_webhook_retries_total",
+                "Webhook attempts repeated after a connection failure or a 5xx answer.",
+            ),
+        };
+        let mut connector = HttpConnector::new();
+        connector.set_connect_timeout(Some(ENDPOINT_TIMEOUT));
+        connector.set_nodelay(true);
+        let client = Client::builder(hyper_util::rt::TokioExecutor::new()).build(connector);
+        Self {
+            tx,
+            rx: Mutex::new(Some(rx)),
+            client,
+            counters,
+        }
+    }
+
+    /// Queues a delivery without waiting; false (and counted as dropped) when the queue is
+    /// full or closed.
+    pub fn enqueue(&self, delivery: Delivery) -> bool {
+        let queued = self.tx.try_send(delivery).is_ok();
+        if !queued {
+            self.counters.dropped.increment(1);
+            tracing::warn!("webhook queue full: delivery dropped");
+        }
+        queued
+    }
+
+    /// The receiving end, once: whoever takes it runs the deliveries.
+    pub fn take_receiver(&self) -> Option<mpsc::Receiver<Delivery>> {
+        self.rx.lock().take()
+    }
+
+    /// Posts `delivery`'s payload, retrying as the [module docs](self) say, and counts the
+    /// outcome. `Ok` holds the final answer, whatever its status (a 2xx counts as delivered).
+    ///
+    /// # Errors
+    /// [`DeliveryError`]: a timeout, an unsupported URL, or a failure after the retries.
+    pub async fn deliver(&self, delivery: &Delivery) -> Result<Reply, DeliveryError> {
+        let result = self.deliver_inner(delivery).await;
+        match &result {
+            Ok(reply) if (200..300).contains(&reply.status) => self.counters.delivered.increment(1),
+            Ok(_) | Err(DeliveryError::Failed(_) | DeliveryError::Url(_)) => {
+                self.counters.failed.increment(1);
+            }
+            Err(DeliveryError::TimedOut) => self.counters.timed_out.increment(1),
+        }
+        result
+    }
+
+    async fn deliver_inner(&self, delivery: &Delivery) -> Result<Reply, DeliveryError> {
+        let uri: hyper::Uri = delivery
+            .url
+            .parse()
+            .map_err(|_| DeliveryError::Url(delivery.url.clone()))?;
+        if uri.scheme_str() != Some("http") || uri.host().is_none() {
+            return Err(DeliveryError::Url(delivery.url.clone()));
+        }
+        let mut attempt = 0;
+        loop {
+            let outcome = self.attempt(&uri, &delivery.payload).await;
+            let retry = match &outcome {
+                Ok(reply) => reply.status >= 500,
+                Err(DeliveryError::Failed(_)) => true,
+                Err(_) => false,
+            };
+            if !retry || attempt >= RETRY_DELAYS.len() {
+                return outcome;
+            }
+            self.counters.retries.increment(1);
+            tokio::time::sleep(RETRY_DELAYS[attempt]).await;
+            attempt += 1;
+        }
+    }
+
+    async fn attempt(&self, uri: &hyper::Uri, payload: &[u8]) -> Result<Reply, DeliveryError> {
+        let request = hyper::Request::post(uri.clone())
+            .header(hyper::header::CONTENT_TYPE, "application/json")
+            .header(
+                hyper::header::USER_AGENT,
+                concat!("Hearth/", env!("CARGO_PKG_VERSION")),
+            )
+            .body(axum::body::Body::from(payload.to_vec()))
+            .map_err(|e| DeliveryError::Failed(e.to_string()))?;
+        let exchange = async {
+            let response = self
+                .client
+                .request(request)
+                .await
+                .map_err(|e| DeliveryError::Failed(e.to_string()))?;
+            let status = response.status().as_u16();
+            let content_type = response
+                .headers()
+                .get(hyper::header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.split(';').next())
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase();
+            let body =
+                axum::body::to_bytes(axum::body::Body::new(response.into_body()), MAX_REPLY_BYTES)
+                    .await
+                    .map_err(|e| DeliveryError::Failed(e.to_string()))?;
+            Ok(Reply {
+                status,
+                content_type,
+                body,
+            })
+        };
+        tokio::time::timeout(ENDPOINT_TIMEOUT, exchange)
+            .await
+            .map_err(|_| DeliveryError::TimedOut)?
+    }
+}
+
+/// Whether `url` may be stored as a webhook URL: an absolute `http://` or `https://` URL with
+/// a host, at most 2,048 bytes (Campfire stores any URL an administrator gives; internal
+/// addresses are allowed, since only administrators set them).
+pub fn valid_url(url: &str) -> bool {
+    if url.len() > 2048 || url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return false;
+    }
+    url.parse::<hyper::Uri>().is_ok_and(|u| {
+        matches!(u.scheme_str(), Some("http" | "https")) && u.host().is_some_and(|h| !h.is_empty())
+    })
+}
+
+/// A shared queue (the state holds one).
+pub type SharedWebhookQueue = Arc<WebhookQueue>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_http_and_https_urls_are_valid() {
+        assert!(valid_url("http://127.0.0.1:9000/hook"));
+        assert!(valid_url("https://bots.example.com/x?y=1"));
+        for bad in [
+            "",
+            "ftp://example.com/",
+            "javascript:alert(1)",
+            "/relative",
+            "http://",
+            "http://exa mple.com/",
+            "file:///etc/passwd",
+        ] {
+            assert!(!valid_url(bad), "{bad}");
+        }
+        assert!(!valid_url(&format!("http://e.com/{}", "a".repeat(3000))));
+    }
+}

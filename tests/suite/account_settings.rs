@@ -1,0 +1,1020 @@
+//! Passwords, transfer links, account settings, custom styles, room-creation rights, QR codes,
+//! bot webhooks and the bot API's list, over real HTTP (and `/cable` where they broadcast).
+
+use crate::common;
+
+use std::time::{Duration, Instant};
+
+use common::{
+    attr_after, confirm, connect_with, csrf_meta, form, subscribe_cmd, text, Client, TestServer,
+    Ws, WsEvent,
+};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+const DAVID: &str = "david@example.com";
+const JASON: &str = "jason@example.com";
+const SECRET: &str = "secret123456";
+const T: Duration = Duration::from_secs(10);
+
+async fn csrf(c: &mut Client, path: &str) -> String {
+    let page = c.get(path).await;
+    assert_eq!(page.status, 200, "{path}: {}", page.body);
+    csrf_meta(&page.body)
+}
+
+async fn send(
+    c: &mut Client,
+    method: &str,
+    path: &str,
+    pairs: &[(&str, &str)],
+    token: &str,
+) -> common::Response {
+    let mut all: Vec<(&str, &str)> = pairs.to_vec();
+    all.push(("authenticity_token", token));
+    if method != "POST" {
+        all.push(("_method", method));
+    }
+    c.post_form(path, &form(&all), &[]).await
+}
+
+async fn scalar_i64(server: &TestServer, sql: &str) -> i64 {
+    sqlx::query_scalar(sqlx::AssertSqlSafe(sql.to_owned()))
+        .fetch_one(&server.state.pool)
+        .await
+        .unwrap()
+}
+
+async fn watch_room(server: &TestServer, c: &mut Client, room: i64) -> Ws {
+    let page = c.get(&format!("/rooms/{room}")).await;
+    assert_eq!(page.status, 200);
+    let signed = attr_after(&page.body, "signed-stream-name=\"").expect("stream name");
+    let identifier =
+        serde_json::json!({"channel": "RoomMessagesChannel", "signed_stream_name": signed})
+            .to_string();
+    let mut ws = connect_with(server, c).await;
+    ws.send_text(&subscribe_cmd(&identifier)).await;
+    assert_eq!(ws.next_non_ping(T).await, text(&confirm(&identifier)));
+    ws
+}
+
+/// The next broadcast whose `message` contains `needle`, skipping others.
+async fn broadcast_containing(ws: &mut Ws, needle: &str) -> String {
+    let deadline = Instant::now() + T;
+    while Instant::now() < deadline {
+        match ws.next_non_ping(T).await {
+            Some(WsEvent::Text(t)) => {
+                let v: serde_json::Value = serde_json::from_str(&t).unwrap();
+                if let Some(m) = v["message"].as_str() {
+                    if m.contains(needle) {
+                        return m.to_owned();
+                    }
+                }
+            }
+            other => panic!("expected a broadcast, got {other:?}"),
+        }
+    }
+    panic!("no broadcast containing {needle:?}");
+}
+
+async fn signed_in(server: &TestServer, email: &str, password: &str) -> Client {
+    let mut c = server.client();
+    let r = c.login(email, password).await;
+    assert_eq!(r.status, 302, "{email}: {}", r.body);
+    c
+}
+
+/// Whether `c` is signed in (the profile form answers 200 rather than sending to sign-in).
+async fn is_signed_in(c: &mut Client) -> bool {
+    c.get("/users/me/profile").await.status == 200
+}
+
+// ---------------------------------------------------------------------------------------------
+// Profile: e-mail and password.
+
+#[tokio::test]
+async fn a_password_change_needs_the_current_one_and_ends_the_other_sessions() {
+    let server = TestServer::start().await;
+    let mut here = signed_in(&server, JASON, SECRET).await;
+    let mut elsewhere = signed_in(&server, JASON, SECRET).await;
+    let token = csrf(&mut here, "/users/me/profile").await;
+    let base = [("user[name]", "Jason"), ("user[bio]", "")];
+    let with = |extra: &[(&'static str, &'static str)]| {
+        let mut v = base.to_vec();
+        v.extend_from_slice(extra);
+        v
+    };
+    // Wrong or missing current password, short or over-long new one: 422, nothing changes.
+    let long = "p".repeat(73);
+    let long: &'static str = Box::leak(long.into_boxed_str());
+    for pairs in [
+        with(&[
+            ("user[password]", "brand-new-pw"),
+            ("user[password_challenge]", "wrong-one"),
+        ]),
+        with(&[("user[password]", "brand-new-pw")]),
+        with(&[
+            ("user[password]", "short7!"),
+            ("user[password_challenge]", SECRET),
+        ]),
+        with(&[
+            ("user[password]", long),
+            ("user[password_challenge]", SECRET),
+        ]),
+        with(&[
+            ("user[email_address]", "david@example.com"),
+            ("user[password_challenge]", SECRET),
+        ]),
+        with(&[
+            ("user[email_address]", "new@example.com"),
+            ("user[password_challenge]", "nope"),
+        ]),
+    ] {
+        let r = send(&mut here, "PATCH", "/users/me/profile", &pairs, &token).await;
+        assert_eq!(r.status, 422, "{pairs:?}: {}", r.body);
+    }
+    assert!(is_signed_in(&mut elsewhere).await);
+    assert_eq!(server.client().login(JASON, SECRET).await.status, 302);
+    assert_eq!(
+        scalar_i64(
+            &server,
+            "SELECT COUNT(*) FROM users WHERE email_address = 'jason@example.com'"
+        )
+        .await,
+        1
+    );
+
+    // The right current password: the new password and address are stored.
+    let r = send(
+        &mut here,
+        "PATCH",
+        "/users/me/profile",
+        &with(&[
+            ("user[email_address]", "Jason.F@example.com"),
+            ("user[password]", "brand-new-pw"),
+            ("user[password_challenge]", SECRET),
+        ]),
+        &token,
+    )
+    .await;
+    assert_eq!(r.status, 302, "{}", r.body);
+    assert_eq!(r.header("location"), Some("/users/me/profile"));
+    // This session goes on; the other one is over; the old password and address fail.
+    assert!(is_signed_in(&mut here).await);
+    assert!(!is_signed_in(&mut elsewhere).await);
+    assert_eq!(server.client().login(JASON, SECRET).await.status, 401);
+    assert_eq!(
+        server
+            .client()
+            .login("jason.f@example.com", SECRET)
+            .await
+            .status,
+        401
+    );
+    assert_eq!(
+        server
+            .client()
+            .login("jason.f@example.com", "brand-new-pw")
+            .await
+            .status,
+        302
+    );
+}
+
+#[tokio::test]
+async fn profiles_list_rooms_with_bells_ping_and_show_admins_the_email_and_transfer_link() {
+    let server = TestServer::start().await;
+    let mut jason = signed_in(&server, JASON, SECRET).await;
+    let own = jason.get("/users/me/profile").await;
+    assert!(own.body.contains("id=\"memberships\""), "{}", own.body);
+    assert!(own.body.contains("href=\"/rooms/1/involvement\""));
+    assert!(own.body.contains("/session/transfers/"));
+    // Someone else's profile: Ping, but neither the address nor a transfer link for members.
+    let kevin = jason.get("/users/4").await;
+    assert!(kevin.body.contains("action=\"/rooms/directs\""));
+    assert!(kevin.body.contains("name=\"user_ids[]\" value=\"4\""));
+    assert!(!kevin.body.contains("kevin@example.com"));
+    assert!(!kevin.body.contains("/session/transfers/"));
+    // Ping opens the direct room.
+    let token = csrf_meta(&kevin.body);
+    let r = send(
+        &mut jason,
+        "POST",
+        "/rooms/directs",
+        &[("user_ids[]", "4")],
+        &token,
+    )
+    .await;
+    assert_eq!(r.status, 302);
+    assert!(r.header("location").unwrap().starts_with("/rooms/"));
+    // Administrators see both.
+    let mut david = signed_in(&server, DAVID, SECRET).await;
+    let kevin = david.get("/users/4").await;
+    assert!(kevin.body.contains("kevin@example.com"));
+    assert!(kevin.body.contains("/session/transfers/"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Transfer links and QR codes.
+
+fn transfer_path(html: &str) -> String {
+    let at = html.find("/session/transfers/").expect("a transfer link");
+    let rest = &html[at..];
+    let end = rest.find(['"', '<']).unwrap();
+    rest[..end].to_owned()
+}
+
+#[tokio::test]
+async fn a_transfer_link_signs_in_a_second_client_until_it_expires() {
+    let server = TestServer::start().await;
+    let mut david = signed_in(&server, DAVID, SECRET).await;
+    let page = david.get("/users/me/profile").await;
+    let path = transfer_path(&page.body);
+    // The QR code of the full link.
+    let qr = attr_after(&page.body, "class=\"share-link__qr\" src=\"").unwrap();
+    let r = david.get(&qr).await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-type"), Some("image/svg+xml"));
+    assert!(r.body.contains("<svg"), "{}", r.body);
+
+    // Another device: GET shows a button and signs no one in; its PUT does.
+    let mut phone = server.client();
+    let shown = phone.get(&path).await;
+    assert_eq!(shown.status, 200);
+    assert!(phone.cookie("session_token").is_none());
+    assert!(!is_signed_in(&mut phone).await);
+    let token = csrf_meta(&shown.body);
+    let r = send(&mut phone, "PUT", &path, &[], &token).await;
+    assert_eq!(r.status, 302, "{}", r.body);
+    assert_eq!(r.header("location"), Some("/"));
+    assert!(is_signed_in(&mut phone).await);
+    let me = phone.get("/users/me/profile").await;
+    assert!(me.body.contains("value=\"david@example.com\""));
+
+    // Expired, forged, purpose-swapped, or a deactivated user's: 400, no session.
+    let verifier = &server.state.signed_ids;
+    let past = std::time::SystemTime::now() - Duration::from_secs(1);
+    let expired = verifier.generate("user", "transfer", 1, past);
+    let other_purpose = verifier.generate(
+        "user",
+        "reset",
+        1,
+        std::time::SystemTime::now() + Duration::from_secs(3600),
+    );
+    let deactivated = verifier.generate(
+        "user",
+        "transfer",
+        6,
+        std::time::SystemTime::now() + Duration::from_secs(3600),
+    );
+    let mut forged = path.rsplit('/').next().unwrap().to_owned();
+    forged.replace_range(0..1, if forged.starts_with('e') { "f" } else { "e" });
+    for id in [
+        expired,
+        other_purpose,
+        deactivated,
+        forged,
+        "x".repeat(2000),
+    ] {
+        let mut stranger = server.client();
+        let page = stranger.get("/session/new").await;
+        let r = send(
+            &mut stranger,
+            "PUT",
+            &format!("/session/transfers/{id}"),
+            &[],
+            &csrf_meta(&page.body),
+        )
+        .await;
+        assert_eq!(r.status, 400, "{id}: {}", r.body);
+        assert!(stranger.cookie("session_token").is_none());
+        assert!(!is_signed_in(&mut stranger).await);
+    }
+    // A QR id that is not base64 of a URL: 404.
+    assert_eq!(server.client().get("/qr_code/%%%").await.status, 404);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Account settings.
+
+#[tokio::test]
+async fn the_account_name_shows_on_every_page_and_only_administrators_change_it() {
+    let server = TestServer::start().await;
+    let mut jason = signed_in(&server, JASON, SECRET).await;
+    let page = jason.get("/account/edit").await;
+    assert_eq!(page.status, 200);
+    // Everyone sees the full join link with its QR code.
+    let join = format!("{}/join/{}", server.origin(), hearth::db::seed::JOIN_CODE);
+    assert!(page.body.contains(&join), "{}", page.body);
+    assert!(page.body.contains("data-copy=\""));
+    assert!(!page.body.contains("action=\"/account\""));
+    let token = csrf_meta(&page.body);
+    let r = send(
+        &mut jason,
+        "PATCH",
+        "/account",
+        &[("account[name]", "Jason's")],
+        &token,
+    )
+    .await;
+    assert_eq!(r.status, 403);
+
+    let mut david = signed_in(&server, DAVID, SECRET).await;
+    let token = csrf(&mut david, "/account/edit").await;
+    for bad in ["", &"x".repeat(101)] {
+        let r = send(
+            &mut david,
+            "PATCH",
+            "/account",
+            &[("account[name]", bad)],
+            &token,
+        )
+        .await;
+        assert_eq!(r.status, 422);
+    }
+    let r = send(
+        &mut david,
+        "PATCH",
+        "/account",
+        &[("account[name]", "Acme <Chat>")],
+        &token,
+    )
+    .await;
+    assert_eq!(r.status, 302);
+    assert_eq!(r.header("location"), Some("/account/edit"));
+    let escaped = "Acme &#60;Chat&#62;";
+    for path in [
+        "/rooms/1",
+        "/users/me/profile",
+        "/account/edit",
+        "/users/2",
+        "/searches",
+    ] {
+        let page = david.get(path).await;
+        assert_eq!(page.status, 200, "{path}");
+        let title = page
+            .body
+            .split("<title>")
+            .nth(1)
+            .unwrap()
+            .split("</title>")
+            .next()
+            .unwrap();
+        assert!(title.contains(escaped), "{path}: {title}");
+    }
+    let sign_in = server.client().get("/session/new").await;
+    assert!(sign_in.body.contains(escaped), "{}", sign_in.body);
+    assert!(!sign_in.body.contains("Acme <Chat>"));
+    // The help contact (the first administrator's address) and the version.
+    assert!(
+        sign_in.body.contains("mailto:david@example.com"),
+        "{}",
+        sign_in.body
+    );
+    assert!(sign_in
+        .body
+        .contains(&format!("Hearth {}", env!("CARGO_PKG_VERSION"))));
+}
+
+#[tokio::test]
+async fn custom_styles_reach_every_page_as_a_stylesheet_and_cannot_inject_markup() {
+    let server = TestServer::start().await;
+    let mut jason = signed_in(&server, JASON, SECRET).await;
+    assert_eq!(jason.get("/account/custom_styles/edit").await.status, 403);
+    let mut david = signed_in(&server, DAVID, SECRET).await;
+    let token = csrf(&mut david, "/account/custom_styles/edit").await;
+    let jason_token = csrf(&mut jason, "/account/edit").await;
+    let r = send(
+        &mut jason,
+        "PATCH",
+        "/account/custom_styles",
+        &[("account[custom_styles]", "body{}")],
+        &jason_token,
+    )
+    .await;
+    assert_eq!(r.status, 403);
+    let css = ".message__body { color: rgb(1, 2, 3); }</style><script>alert(1)</script><style>";
+    let r = send(
+        &mut david,
+        "PATCH",
+        "/account/custom_styles",
+        &[("account[custom_styles]", css)],
+        &token,
+    )
+    .await;
+    assert_eq!(r.status, 302);
+    let page = jason.get("/rooms/1").await;
+    let style = page
+        .body
+        .split("<style id=\"account_custom_styles\">")
+        .nth(1)
+        .expect("the account's style element")
+        .split("</style>")
+        .next()
+        .unwrap();
+    assert!(
+        style.contains(".message__body { color: rgb(1, 2, 3); }"),
+        "{style}"
+    );
+    assert!(!style.contains('<'), "{style}");
+    assert!(!page.body.contains("<script>alert(1)"));
+    // Too big: 413 and the old styles stay.
+    let huge = "a{}".repeat(30_000);
+    let r = send(
+        &mut david,
+        "PATCH",
+        "/account/custom_styles",
+        &[("account[custom_styles]", &huge)],
+        &token,
+    )
+    .await;
+    assert_eq!(r.status, 413, "{}", r.body);
+    assert!(jason.get("/rooms/1").await.body.contains("rgb(1, 2, 3)"));
+}
+
+#[tokio::test]
+async fn a_member_is_refused_room_creation_while_it_is_restricted_to_administrators() {
+    let server = TestServer::start().await;
+    let mut jason = signed_in(&server, JASON, SECRET).await;
+    let token = csrf(&mut jason, "/rooms/opens/new").await;
+    let r = send(
+        &mut jason,
+        "POST",
+        "/rooms/opens",
+        &[("room[name]", "Before")],
+        &token,
+    )
+    .await;
+    assert_eq!(r.status, 302, "{}", r.body);
+
+    let mut david = signed_in(&server, DAVID, SECRET).await;
+    let admin_token = csrf(&mut david, "/account/edit").await;
+    let key = "account[settings][restrict_room_creation_to_administrators]";
+    let r = send(
+        &mut david,
+        "PATCH",
+        "/account",
+        &[("account[name]", "Hearth"), (key, "0"), (key, "maybe")],
+        &admin_token,
+    )
+    .await;
+    assert_eq!(r.status, 422);
+    let r = send(
+        &mut david,
+        "PATCH",
+        "/account",
+        &[("account[name]", "Hearth"), (key, "0"), (key, "1")],
+        &admin_token,
+    )
+    .await;
+    assert_eq!(r.status, 302);
+    assert!(david.get("/account/edit").await.body.contains(" checked"));
+
+    let rooms_before = scalar_i64(&server, "SELECT COUNT(*) FROM rooms").await;
+    assert_eq!(jason.get("/rooms/opens/new").await.status, 403);
+    assert_eq!(jason.get("/rooms/closeds/new").await.status, 403);
+    for path in ["/rooms/opens", "/rooms/closeds"] {
+        let r = send(&mut jason, "POST", path, &[("room[name]", "After")], &token).await;
+        assert_eq!(r.status, 403, "{path}");
+    }
+    assert_eq!(
+        scalar_i64(&server, "SELECT COUNT(*) FROM rooms").await,
+        rooms_before
+    );
+    // Direct rooms are not restricted; administrators still create rooms.
+    let r = send(
+        &mut jason,
+        "POST",
+        "/rooms/directs",
+        &[("user_ids[]", "4")],
+        &token,
+    )
+    .await;
+    assert_eq!(r.status, 302);
+    let r = send(
+        &mut david,
+        "POST",
+        "/rooms/opens",
+        &[("room[name]", "Admins'")],
+        &admin_token,
+    )
+    .await;
+    assert_eq!(r.status, 302);
+    // Lifted again.
+    let r = send(
+        &mut david,
+        "PATCH",
+        "/account",
+        &[("account[name]", "Hearth"), (key, "0")],
+        &admin_token,
+    )
+    .await;
+    assert_eq!(r.status, 302);
+    assert_eq!(jason.get("/rooms/opens/new").await.status, 200);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bots that answer.
+
+/// A webhook receiver on loopback: each request's body goes to the channel; it answers with
+/// `answer` (status, content type, body) after `delay`.
+async fn receiver(
+    answer: (u16, &'static str, &'static str),
+    delay: Duration,
+) -> (
+    String,
+    tokio::sync::mpsc::UnboundedReceiver<(String, Vec<u8>)>,
+) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut socket, _)) = listener.accept().await else {
+                return;
+            };
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 4096];
+                let (head, body) = loop {
+                    let n = socket.read(&mut chunk).await.unwrap_or(0);
+                    if n == 0 {
+                        return;
+                    }
+                    buf.extend_from_slice(&chunk[..n]);
+                    if let Some(at) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                        let head = String::from_utf8_lossy(&buf[..at]).to_string();
+                        let len: usize = head
+                            .lines()
+                            .find_map(|l| {
+                                l.to_ascii_lowercase()
+                                    .strip_prefix("content-length:")
+                                    .map(|v| v.trim().parse().unwrap())
+                            })
+                            .unwrap_or(0);
+                        while buf.len() < at + 4 + len {
+                            let n = socket.read(&mut chunk).await.unwrap_or(0);
+                            if n == 0 {
+                                break;
+                            }
+                            buf.extend_from_slice(&chunk[..n]);
+                        }
+                        break (head, buf[at + 4..].to_vec());
+                    }
+                };
+                let _ = tx.send((head, body));
+                tokio::time::sleep(delay).await;
+                let (status, content_type, text) = answer;
+                let reply = format!(
+                    "HTTP/1.1 {status} X\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
+                    text.len()
+                );
+                let _ = socket.write_all(reply.as_bytes()).await;
+            });
+        }
+    });
+    (url, rx)
+}
+
+async fn create_bot(server: &TestServer, david: &mut Client, name: &str, url: &str) -> i64 {
+    let token = csrf(david, "/account/bots").await;
+    let r = send(
+        david,
+        "POST",
+        "/account/bots",
+        &[("user[name]", name), ("user[webhook_url]", url)],
+        &token,
+    )
+    .await;
+    assert_eq!(r.status, 302, "{}", r.body);
+    scalar_i64(
+        server,
+        &format!("SELECT id FROM users WHERE name = '{name}' AND role = 'bot'"),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn a_mentioned_bot_gets_campfires_payload_and_its_answer_appears_live() {
+    let server = TestServer::start().await;
+    let (url, mut hits) = receiver(
+        (200, "text/plain; charset=utf-8", "pong from the bot"),
+        Duration::ZERO,
+    )
+    .await;
+    let mut david = signed_in(&server, DAVID, SECRET).await;
+    // Webhook URLs must be http(s).
+    let token = csrf(&mut david, "/account/bots").await;
+    for bad in ["ftp://x/", "javascript:alert(1)", "not a url"] {
+        let r = send(
+            &mut david,
+            "POST",
+            "/account/bots",
+            &[("user[name]", "Bad"), ("user[webhook_url]", bad)],
+            &token,
+        )
+        .await;
+        assert_eq!(r.status, 422, "{bad}");
+    }
+    assert_eq!(
+        scalar_i64(&server, "SELECT COUNT(*) FROM users WHERE name = 'Bad'").await,
+        0
+    );
+    let bot_id = create_bot(&server, &mut david, "Helper", &url).await;
+    // A new bot joins every open room, and its page shows curl lines per room.
+    let open_rooms = scalar_i64(&server, "SELECT COUNT(*) FROM rooms WHERE kind = 'open'").await;
+    assert_eq!(
+        scalar_i64(
+            &server,
+            &format!("SELECT COUNT(*) FROM memberships WHERE user_id = {bot_id}")
+        )
+        .await,
+        open_rooms
+    );
+    let bots_page = david.get("/account/bots").await;
+    let token_of_bot: String = sqlx::query_scalar("SELECT bot_token FROM users WHERE id = ?")
+        .bind(bot_id)
+        .fetch_one(&server.state.pool)
+        .await
+        .unwrap();
+    let line = format!(
+        "curl -d &#39;Hello!&#39; {}/rooms/1/{bot_id}-{token_of_bot}/messages",
+        server.origin()
+    );
+    assert!(bots_page.body.contains(&line), "{}", bots_page.body);
+    assert!(bots_page.body.contains(&format!(
+        "curl -F attachment=@file.png {}/rooms/1/{bot_id}-{token_of_bot}/messages",
+        server.origin()
+    )));
+
+    let mut jason = signed_in(&server, JASON, SECRET).await;
+    let mut ws = watch_room(&server, &mut jason, 1).await;
+    let (token, _) = jason.room(1).await;
+    // A message without the mention reaches no webhook.
+    let r = jason
+        .post_message(1, "nobody called", "cid-no-mention", &token)
+        .await;
+    assert!(r.status < 400);
+    // A plain "@Helper" is no mention; a mention attachment of the bot is.
+    let r = jason
+        .post_message(1, "@Helper typed by hand", "cid-typed", &token)
+        .await;
+    assert!(r.status < 400);
+    let sgid = server
+        .state
+        .sgids
+        .sign("User", bot_id, hearth::rails::ATTACHABLE_PURPOSE);
+    let html = format!(
+        "<div><action-text-attachment sgid=\"{sgid}\" content-type=\"application/vnd.campfire.mention\"></action-text-attachment> what's the time?</div>"
+    );
+    let started = Instant::now();
+    let r = jason
+        .post_form(
+            "/rooms/1/messages",
+            &form(&[
+                ("message[body]", &html),
+                ("message[body_format]", "html"),
+                ("message[client_message_id]", "cid-mention"),
+                ("authenticity_token", &token),
+            ]),
+            &[],
+        )
+        .await;
+    assert!(r.status < 400, "{}", r.body);
+    let (head, body) = tokio::time::timeout(Duration::from_secs(7), hits.recv())
+        .await
+        .expect("the webhook within 7 s")
+        .unwrap();
+    assert!(started.elapsed() < Duration::from_secs(7));
+    assert!(head.starts_with("POST /hook HTTP/1.1"), "{head}");
+    assert!(head
+        .to_ascii_lowercase()
+        .contains("content-type: application/json"));
+    let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    let message_id = scalar_i64(
+        &server,
+        "SELECT id FROM messages WHERE client_message_id = 'cid-mention'",
+    )
+    .await;
+    assert_eq!(v["user"], serde_json::json!({"id": 2, "name": "Jason"}));
+    assert_eq!(v["room"]["id"], 1);
+    assert_eq!(v["room"]["name"], "All Talk");
+    assert_eq!(
+        v["room"]["path"],
+        format!("/rooms/1/{bot_id}-{token_of_bot}/messages")
+    );
+    assert_eq!(v["message"]["id"], message_id);
+    let stored: String = sqlx::query_scalar("SELECT body FROM messages WHERE id = ?")
+        .bind(message_id)
+        .fetch_one(&server.state.pool)
+        .await
+        .unwrap();
+    assert!(
+        stored.contains("application/vnd.campfire.mention"),
+        "{stored}"
+    );
+    assert_eq!(v["message"]["body"]["html"], stored);
+    assert_eq!(v["message"]["body"]["plain"], "what's the time?");
+    assert_eq!(v["message"]["path"], format!("/rooms/1/@{message_id}"));
+    // The answer is posted as the bot and broadcast to the room.
+    let appended = broadcast_containing(&mut ws, "pong from the bot").await;
+    assert!(appended.contains("Helper"), "{appended}");
+    assert!(hits.try_recv().is_err(), "exactly one delivery");
+    let metrics = server.client().get("/metrics").await.body;
+    assert!(
+        metrics.contains("hearth_webhook_deliveries_total{outcome=\"delivered\"} 1"),
+        "{metrics}"
+    );
+}
+
+#[tokio::test]
+async fn a_direct_message_reaches_the_bot_and_a_hanging_webhook_never_delays_a_post() {
+    let server = TestServer::start().await;
+    let (url, mut hits) =
+        receiver((200, "text/html", "<b>later</b>"), Duration::from_secs(30)).await;
+    let mut david = signed_in(&server, DAVID, SECRET).await;
+    let bot_id = create_bot(&server, &mut david, "Sleepy", &url).await;
+    let token = csrf(&mut david, "/rooms/1").await;
+    let r = send(
+        &mut david,
+        "POST",
+        "/rooms/directs",
+        &[("user_ids[]", &bot_id.to_string())],
+        &token,
+    )
+    .await;
+    assert_eq!(r.status, 302);
+    let room: i64 = r
+        .header("location")
+        .unwrap()
+        .trim_start_matches("/rooms/")
+        .parse()
+        .unwrap();
+    let (token, _) = david.room(room).await;
+    for i in 0..3 {
+        let started = Instant::now();
+        let r = david
+            .post_message(
+                room,
+                &format!("are you there {i}"),
+                &format!("dm-{i}"),
+                &token,
+            )
+            .await;
+        assert!(r.status < 400);
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+    let (_, body) = tokio::time::timeout(T, hits.recv()).await.unwrap().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(v["room"]["id"], room);
+    assert!(v["message"]["body"]["plain"]
+        .as_str()
+        .unwrap()
+        .starts_with("are you there"));
+    // Removing the URL stops the deliveries.
+    let token = csrf(&mut david, "/account/bots").await;
+    let r = send(
+        &mut david,
+        "PATCH",
+        &format!("/account/bots/{bot_id}"),
+        &[("user[name]", "Sleepy"), ("user[webhook_url]", "")],
+        &token,
+    )
+    .await;
+    assert_eq!(r.status, 302);
+    assert_eq!(
+        scalar_i64(&server, "SELECT COUNT(*) FROM webhooks").await,
+        0
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// The bot API's list.
+
+#[tokio::test]
+async fn the_bot_list_is_campfires_array_paged_through_link() {
+    let server = TestServer::start().await;
+    let mut bot = server.client();
+    let base = "/rooms/1/5-bNd3rB0tK3y7/messages";
+    let total = scalar_i64(&server, "SELECT COUNT(*) FROM messages WHERE room_id = 1").await;
+    let mut path = base.to_owned();
+    let mut seen: Vec<i64> = Vec::new();
+    let mut pages = 0;
+    loop {
+        let r = bot.request("GET", &path, &[], b"").await;
+        assert_eq!(r.status, 200, "{path}");
+        assert_eq!(r.header("x-total-count"), Some(total.to_string().as_str()));
+        let v: serde_json::Value = serde_json::from_str(&r.body).unwrap();
+        let list = v.as_array().expect("a JSON array");
+        assert!(list.len() <= 40);
+        let first = &list[0];
+        for key in ["id", "created_at", "body", "creator", "room", "url"] {
+            assert!(first.get(key).is_some(), "{key} in {first}");
+        }
+        assert!(first["body"]["plain_text"].is_string());
+        assert!(first["body"]["html"].is_string());
+        for key in ["id", "name", "role", "avatar_url"] {
+            assert!(first["creator"].get(key).is_some(), "creator.{key}");
+        }
+        assert_eq!(first["room"]["id"], 1);
+        let ids: Vec<i64> = list.iter().map(|m| m["id"].as_i64().unwrap()).collect();
+        assert!(ids.windows(2).all(|w| w[0] < w[1]), "oldest first: {ids:?}");
+        seen.splice(0..0, ids);
+        pages += 1;
+        match r.header("link") {
+            Some(link) => {
+                let url = link.trim_start_matches('<').split(">;").next().unwrap();
+                assert!(link.ends_with("; rel=\"next\""), "{link}");
+                assert!(url.starts_with(&server.origin()));
+                path = url[server.origin().len()..].to_owned();
+            }
+            None => break,
+        }
+    }
+    assert_eq!(seen.len() as i64, total);
+    assert!(pages >= 2);
+    let mut sorted = seen.clone();
+    sorted.dedup();
+    assert_eq!(sorted.len(), seen.len());
+    // An anchor outside the room: bare 404.
+    assert_eq!(
+        bot.request("GET", &format!("{base}?before=999999"), &[], b"")
+            .await
+            .status,
+        404
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Boosts.
+
+#[tokio::test]
+async fn a_custom_boost_shows_its_booster_and_only_the_booster_removes_it_live() {
+    let server = TestServer::start().await;
+    let mut jason = signed_in(&server, JASON, SECRET).await;
+    let mut ws = watch_room(&server, &mut jason, 1).await;
+    let message_id = scalar_i64(&server, "SELECT MAX(id) FROM messages WHERE room_id = 1").await;
+    let page = jason
+        .get(&format!("/messages/{message_id}/boosts/new"))
+        .await;
+    assert_eq!(page.status, 200);
+    assert!(page
+        .body
+        .contains("name=\"boost[content]\" required maxlength=\"16\""));
+    let token = csrf_meta(&page.body);
+    let path = format!("/messages/{message_id}/boosts");
+    let r = send(
+        &mut jason,
+        "POST",
+        &path,
+        &[("boost[content]", &"x".repeat(17))],
+        &token,
+    )
+    .await;
+    assert_eq!(r.status, 422);
+    let r = send(
+        &mut jason,
+        "POST",
+        &path,
+        &[("boost[content]", "nice one!")],
+        &token,
+    )
+    .await;
+    assert!(r.status < 400, "{}", r.body);
+    let appended = broadcast_containing(&mut ws, "nice one!").await;
+    assert!(appended.contains("data-booster-id=\"2\""), "{appended}");
+    assert!(appended.contains("class=\"boost__avatar\""));
+    assert!(
+        appended.contains(">JA<") || appended.contains(">J<"),
+        "{appended}"
+    );
+    let boost_id = scalar_i64(&server, "SELECT MAX(id) FROM boosts").await;
+    // Someone else may not remove it; an unknown boost is 404.
+    let mut david = signed_in(&server, DAVID, SECRET).await;
+    let david_token = csrf(&mut david, "/rooms/1").await;
+    let own = format!("/messages/{message_id}/boosts/{boost_id}");
+    assert_eq!(
+        send(&mut david, "DELETE", &own, &[], &david_token)
+            .await
+            .status,
+        403
+    );
+    let missing = format!("/messages/{message_id}/boosts/999999");
+    assert_eq!(
+        send(&mut jason, "DELETE", &missing, &[], &token)
+            .await
+            .status,
+        404
+    );
+    // The booster does: a live remove for the room.
+    let r = send(&mut jason, "DELETE", &own, &[], &token).await;
+    assert_eq!(r.status, 302, "{}", r.body);
+    let removed = broadcast_containing(&mut ws, &format!("boost_{boost_id}")).await;
+    assert!(removed.contains("action=\"remove\""), "{removed}");
+    assert_eq!(
+        scalar_i64(
+            &server,
+            &format!("SELECT COUNT(*) FROM boosts WHERE id = {boost_id}")
+        )
+        .await,
+        0
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// In a real browser: the people picker, a custom boost and its removal, the profile and the
+// account page (tests/browser/accounts.mjs; screenshots in target/artifacts/browser/).
+
+#[test]
+fn the_people_picker_boosts_and_account_pages_work_in_a_browser() {
+    use std::path::Path;
+    use std::process::Command;
+    let chromium = "/usr/bin/chromium";
+    assert!(Path::new(chromium).exists(), "{chromium} is missing");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let browser_dir = root.join("tests/browser");
+    if !browser_dir.join("node_modules/playwright-core").exists() {
+        let status = Command::new("npm")
+            .args(["ci", "--no-audit", "--no-fund"])
+            .current_dir(&browser_dir)
+            .status()
+            .expect("npm runs");
+        assert!(status.success());
+    }
+    let n: u64 = rand::random();
+    let work = std::env::temp_dir().join(format!("hearth-accounts-browser-{n:x}"));
+    let output = Command::new("node")
+        .arg(browser_dir.join("accounts.mjs"))
+        .arg("--hearth")
+        .arg(env!("CARGO_BIN_EXE_hearth"))
+        .arg("--work")
+        .arg(&work)
+        .arg("--artifacts")
+        .arg(root.join("target/artifacts/browser"))
+        .output()
+        .expect("node runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    println!("{stdout}");
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    for step in [
+        "SUGGESTED",
+        "PICKED Jason",
+        "DIRECT-ROOM",
+        "BOOST-REMOVED",
+        "PAGES mobile",
+        "OK",
+    ] {
+        assert!(stdout.contains(step), "{step} missing:\n{stdout}");
+    }
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+#[tokio::test]
+async fn direct_rooms_in_the_sidebar_come_by_latest_activity() {
+    let server = TestServer::start().await;
+    let mut jason = signed_in(&server, JASON, SECRET).await;
+    let token = csrf(&mut jason, "/rooms/1").await;
+    let mut open = Vec::new();
+    for who in ["4", "3"] {
+        let r = send(
+            &mut jason,
+            "POST",
+            "/rooms/directs",
+            &[("user_ids[]", who)],
+            &token,
+        )
+        .await;
+        assert_eq!(r.status, 302);
+        let room: i64 = r.header("location").unwrap()["/rooms/".len()..]
+            .parse()
+            .unwrap();
+        open.push(room);
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let position = |html: &str, room: i64| html.find(&format!("href=\"/rooms/{room}\"")).unwrap();
+    let sidebar = jason.get("/users/me/sidebar").await.body;
+    assert!(
+        position(&sidebar, open[1]) < position(&sidebar, open[0]),
+        "{sidebar}"
+    );
+    // A message in the older direct room moves it to the top.
+    let (t, _) = jason.room(open[0]).await;
+    let r = jason
+        .post_message(open[0], "hello again", "dm-order", &t)
+        .await;
+    assert!(r.status < 400);
+    let sidebar = jason.get("/users/me/sidebar").await.body;
+    assert!(
+        position(&sidebar, open[0]) < position(&sidebar, open[1]),
+        "{sidebar}"
+    );
+}
