@@ -64,7 +64,7 @@ function startHearth(bind) {
   if (args.assets) env.HEARTH_ASSETS_DIR = args.assets
   const child = spawn(args.hearth, ["serve", "--bind", bind], {
     cwd: args.work,
-    env: { ...env, HEARTH_SEED_USERS: "20", HEARTH_LOGIN_RATE_LIMIT: "0", HEARTH_LOG_JSON: "true", HEARTH_LOG_LEVEL: "info" },
+    env: { ...env, HEARTH_SEED_USERS: "20", HEARTH_LOGIN_RATE_LIMIT: "0", HEARTH_POST_RATE_LIMIT: "0", HEARTH_ROOM_RATE_LIMIT: "0", HEARTH_SEARCH_RATE_LIMIT: "0", HEARTH_LOG_JSON: "true", HEARTH_LOG_LEVEL: "info" },
     stdio: ["ignore", "pipe", "pipe"],
   })
   const exited = new Promise((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })))
