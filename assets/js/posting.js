@@ -138,16 +138,22 @@ export function startPosting({ list, form, Turbo, userId }) {
   // --- the composer while disconnected --------------------------------------------------------
   let disabled = false
   let refreshesWhenOffline = null
+  let disabledHere = [] // the controls this module disabled (others, e.g. Trix's dialogs, keep their state)
 
   function setDisabled(value) {
     disabled = value
     form.inert = value
     form.classList.toggle("composer--disabled", value)
     form.setAttribute("aria-disabled", String(value))
-    for (const element of form.querySelectorAll("textarea, trix-editor, button, input:not([type=hidden])")) {
-      // Trix's toolbar keeps its own buttons and dialog fields (a required link field, disabled
-      // while its dialog is closed): enabling them would make the form invalid.
-      if (!element.closest("trix-toolbar")) element.disabled = value
+    if (value) {
+      // Only what is enabled now, and not Trix's toolbar (its dialog fields, such as a required
+      // link field, stay as Trix keeps them: enabling them would make the form invalid).
+      disabledHere = [...form.querySelectorAll("textarea, trix-editor, button, input:not([type=hidden])")]
+        .filter((e) => !e.disabled && !e.closest("trix-toolbar"))
+      for (const element of disabledHere) element.disabled = true
+    } else {
+      for (const element of disabledHere) element.disabled = false
+      disabledHere = []
     }
   }
 
