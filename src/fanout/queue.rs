@@ -723,7 +723,6 @@ impl Outbox {
     }
 }
 
-
 impl Holder for Outbox {
     fn id(&self) -> u64 {
         Outbox::id(self)
