@@ -725,31 +725,31 @@ impl Outbox {
 
 impl Holder for Outbox {
     fn id(&self) -> u64 {
-        Outbox::id(self)
+        Self::id(self)
     }
 
     fn charged(&self) -> usize {
-        Outbox::charged(self)
+        Self::charged(self)
     }
 
     fn set_charge(&self, charge: Charge) {
-        Outbox::set_charge(self, charge);
+        Self::set_charge(self, charge);
     }
 
     fn charge_of(&self) -> Option<&Charge> {
-        Outbox::charge_of(self)
+        Self::charge_of(self)
     }
 
     fn settle(&self) {
-        Outbox::settle(self);
+        Self::settle(self);
     }
 
     fn cut_off_now(&self) -> bool {
-        Outbox::cut_off_now(self)
+        Self::cut_off_now(self)
     }
 
     fn discard(&self) -> usize {
-        Outbox::discard(self)
+        Self::discard(self)
     }
 }
 
