@@ -326,16 +326,24 @@ try {
   await creator.goto(`${base}/rooms/closeds/new`)
   const roomName = `Closed room ${nonce}`
   await creator.fill("#room_name", roomName)
-  await creator.check('input[name="user_ids[]"][value="2"]')
-  await creator.check('input[name="user_ids[]"][value="4"]')
+  // Members are chosen through the people picker (its suggestions come from /autocompletable/users).
+  for (const [id, name] of [[2, "Jason"], [4, "Kevin"]]) {
+    await creator.fill("[data-people-query]", name.slice(0, 3))
+    await creator.locator(".people-picker__suggestion", { hasText: name }).first().click()
+    await creator.waitForFunction((v) => document.querySelector(`input[name="user_ids[]"][value="${v}"]`)?.checked, id)
+  }
   await Promise.all([creator.waitForURL(/\/rooms\/\d+$/), creator.click('#room_form button[type="submit"]')])
   await Promise.all(
     [jason, kevinLive].map((page) => page.locator("#shared_rooms li", { hasText: roomName }).waitFor()),
   )
   out("CLOSED-ROOM-LIVE", roomName)
   await creator.goto(`${base}/rooms/directs/new`)
-  await creator.check('input[name="user_ids[]"][value="2"]')
-  await creator.check('input[name="user_ids[]"][value="4"]')
+  // Members are chosen through the people picker (its suggestions come from /autocompletable/users).
+  for (const [id, name] of [[2, "Jason"], [4, "Kevin"]]) {
+    await creator.fill("[data-people-query]", name.slice(0, 3))
+    await creator.locator(".people-picker__suggestion", { hasText: name }).first().click()
+    await creator.waitForFunction((v) => document.querySelector(`input[name="user_ids[]"][value="${v}"]`)?.checked, id)
+  }
   await Promise.all([creator.waitForURL(/\/rooms\/\d+$/), creator.click('#room_form button[type="submit"]')])
   await Promise.all([
     jason.locator("#direct_rooms li", { hasText: "David, Kevin" }).waitFor(),

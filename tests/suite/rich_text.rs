@@ -191,8 +191,11 @@ async fn bots_see_sanitized_html_and_plain_text_and_post_plain_text_linked() {
     let r = bot.get(&format!("/rooms/1/{BOT_KEY}/messages")).await;
     assert_eq!(r.status, 200);
     let list: serde_json::Value = serde_json::from_str(&r.body).unwrap();
-    // Campfire's shape: an array, newest first, `body: {plain_text, html}`.
-    let newest = &list[0];
+    // Campfire's shape: an array of `{id, body: {plain_text, html}, …}`; the posted one is there.
+    let newest = list
+        .as_array()
+        .and_then(|all| all.iter().find(|m| m["body"]["plain_text"] == "hi x"))
+        .unwrap_or_else(|| panic!("the posted message is listed: {}", r.body));
     assert_eq!(newest["body"]["plain_text"], "hi x", "{}", r.body);
     assert_clean("the bot's html", newest["body"]["html"].as_str().unwrap());
     assert!(newest["body"]["html"]

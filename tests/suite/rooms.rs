@@ -392,7 +392,7 @@ async fn directs_are_found_or_created_and_named_by_the_other_members() {
     );
     let (_, page) = jason_http.room(id).await;
     assert!(
-        page.contains("<h1 class=\"room-name\">David, Kevin</h1>"),
+        page.contains("title=\"David, Kevin\">David, Kevin</a></h1>"),
         "{page}"
     );
     // Too many people: 422.
