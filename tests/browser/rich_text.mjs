@@ -157,7 +157,10 @@ try {
     const msg = page.locator(`#${ownId}`)
     await msg.locator(".trix-content", { hasText: "Edited:" }).waitFor({ timeout: 10000 }).catch(() => fail(`${who}: the edit did not arrive`))
     if ((await msg.locator(".trix-content strong").count()) === 0) await fail(`${who}: the edit lost the bold word`)
-    if ((await msg.locator("action-text-attachment .mention").count()) !== 1) await fail(`${who}: the edit lost the mention`)
+    // The edited message may be drawn more than once (the form's answer, then the broadcast):
+    // wait for the mention chip rather than reading the first drawing.
+    await msg.locator("action-text-attachment .mention").first().waitFor({ timeout: 10000 }).catch(() => fail(`${who}: the edit lost the mention`))
+    if ((await msg.locator("action-text-attachment .mention").count()) !== 1) await fail(`${who}: the edit drew the mention twice`)
     const mentioned = await msg.evaluate((el) => el.classList.contains("message--mentioned"))
     if (mentioned !== (who === "jason")) await fail(`${who}: after the edit message--mentioned is ${mentioned}`)
   }
