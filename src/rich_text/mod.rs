@@ -44,6 +44,60 @@ pub const MENTION_CONTENT_TYPE: &str = "application/vnd.campfire.mention";
 /// posts and edits answer 413.
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
 
+/// The deepest element nesting a submitted body may have. An HTML parser's work grows much
+/// faster than the depth (thousands of unclosed `<i>` or `<div>` in 64 KiB took seconds to
+/// sanitize and again to render), and Trix writes a few levels at most (lists in quotes).
+pub const MAX_NESTING: usize = 64;
+
+/// Whether `html` nests elements deeper than `limit`, counted the way a parser opens them: a
+/// start tag opens an element unless it is void (`br`, `img`, …) or self-closed; an end tag
+/// closes the innermost open element of its name (and those inside it), and one naming no open
+/// element closes nothing. Comments are skipped. A cheap scan (it stops at the first level past
+/// `limit`), run before the sanitizer.
+pub fn nests_deeper_than(html: &str, limit: usize) -> bool {
+    const VOID: &[&str] = &[
+        "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",
+        "track", "wbr",
+    ];
+    let bytes = html.as_bytes();
+    let mut open: Vec<String> = Vec::new();
+    let mut i = 0;
+    while let Some(at) = bytes[i..].iter().position(|&b| b == b'<') {
+        let rest = &bytes[i + at + 1..];
+        if rest.starts_with(b"!--") {
+            let Some(end) = rest.windows(3).position(|w| w == b"-->") else {
+                return false;
+            };
+            i += at + 1 + end + 3;
+            continue;
+        }
+        let closing = rest.first() == Some(&b'/');
+        let name: String = rest[usize::from(closing)..]
+            .iter()
+            .take_while(|b| b.is_ascii_alphanumeric())
+            .map(|b| char::from(b.to_ascii_lowercase()))
+            .collect();
+        let end = rest.iter().position(|&b| b == b'>');
+        i += at + 1 + end.map_or(rest.len(), |e| e + 1);
+        if name.is_empty() {
+            continue;
+        }
+        if closing {
+            if let Some(k) = open.iter().rposition(|n| *n == name) {
+                open.truncate(k);
+            }
+        } else if !VOID.contains(&name.as_str())
+            && !end.is_some_and(|e| e > 0 && rest[e - 1] == b'/')
+        {
+            open.push(name);
+            if open.len() > limit {
+                return true;
+            }
+        }
+    }
+    false
+}
+
 /// The tags a body may hold: Campfire's `ContentFilters::SanitizeTags::ALLOWED_TAGS` (Rails'
 /// safe list without `img`, plus Action Text's attachment, `figure` and `figcaption`).
 const ALLOWED_TAGS: &[&str] = &[

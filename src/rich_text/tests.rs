@@ -198,3 +198,21 @@ fn an_empty_editor_body_is_blank() {
         assert!(sanitize(html).finish(&HashMap::new()).is_blank(), "{html}");
     }
 }
+
+#[test]
+fn nesting_is_counted_as_a_parser_opens_elements() {
+    let deep = |tag: &str, n: usize| format!("{}x", format!("<{tag}>").repeat(n));
+    assert!(nests_deeper_than(&deep("div", 13_000), MAX_NESTING));
+    assert!(nests_deeper_than(&deep("i", 65), MAX_NESTING));
+    assert!(!nests_deeper_than(&deep("i", 64), MAX_NESTING));
+    // Closed, void, self-closed elements and comments do not nest.
+    let flat = "<div><b>a</b><br><img src=x><br/><!-- <i><i><i> --></div>".repeat(500);
+    assert!(!nests_deeper_than(&flat, 2));
+    // An end tag naming no open element closes nothing (`</b>` does not close `<i>`).
+    assert!(nests_deeper_than(&"<i></b>".repeat(65), MAX_NESTING));
+    // An end tag closes the elements inside its element too.
+    assert!(!nests_deeper_than(&"<ul><li><i><b></ul>".repeat(100), 4));
+    // Trix's deepest shapes are far from the limit.
+    let trix = "<blockquote><ul><li><strong><em><a href=\"https://x\">x</a></em></strong></li></ul></blockquote>";
+    assert!(!nests_deeper_than(trix, 8));
+}

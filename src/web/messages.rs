@@ -43,8 +43,8 @@ pub const BODY_FORMAT_FIELD: &str = "message[body_format]";
 /// a mention of anyone else, or with a signature that does not verify, is cut).
 ///
 /// # Errors
-/// 413 past [`rich_text::MAX_BODY_BYTES`]; 422 for a body with nothing left to show; a
-/// database failure.
+/// 413 past [`rich_text::MAX_BODY_BYTES`]; 422 for a body with nothing left to show or HTML
+/// nested deeper than [`rich_text::MAX_NESTING`]; a database failure.
 pub async fn body_from_form(
     state: &AppState,
     room_id: i64,
@@ -55,6 +55,12 @@ pub async fn body_from_form(
         return Err(AppError::PayloadTooLarge);
     }
     let body = if format == Some("html") {
+        if rich_text::nests_deeper_than(text, rich_text::MAX_NESTING) {
+            return Err(AppError::Unprocessable(format!(
+                "The message nests more than {} elements deep",
+                rich_text::MAX_NESTING
+            )));
+        }
         let draft = rich_text::sanitize(text);
         let now = crate::db::now_ms();
         let verified: Vec<(String, i64)> = draft

@@ -263,6 +263,11 @@ async fn post_answer(state: &AppState, delivery: &Delivery, answer: &Answer) -> 
     let room = rooms::find_for_member(&state.pool, delivery.room_id, bot.id)
         .await?
         .ok_or_else(|| anyhow::anyhow!("the bot left the room"))?;
+    anyhow::ensure!(
+        !(answer.html
+            && crate::rich_text::nests_deeper_than(&answer.text, crate::rich_text::MAX_NESTING)),
+        "answer nested too deeply"
+    );
     let body = if answer.html {
         crate::rich_text::sanitize(&answer.text).finish(&std::collections::HashMap::new())
     } else {

@@ -268,6 +268,42 @@ async fn a_body_over_the_limit_is_413_and_an_empty_editor_body_is_refused() {
 }
 
 #[tokio::test]
+async fn a_deeply_nested_body_is_422_and_nothing_is_stored() {
+    let server = TestServer::start().await;
+    let mut david = server.signed_in(DAVID, SECRET).await;
+    let (csrf, _) = david.room(1).await;
+    let count = || async {
+        sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM messages")
+            .fetch_one(&server.state.pool)
+            .await
+            .unwrap()
+    };
+    let before = count().await;
+    // Under the size limit, but thousands of levels deep: refused before the sanitizer runs.
+    for (i, deep) in [
+        format!("{}x", "<div>".repeat(13_000)),
+        format!("{}x", "<i>".repeat(21_000)),
+        format!("{}x", "<i></b>".repeat(9_000)),
+    ]
+    .iter()
+    .enumerate()
+    {
+        assert!(deep.len() <= hearth::rich_text::MAX_BODY_BYTES);
+        let r = post_html(&mut david, 1, deep, &format!("deep-{i}"), &csrf).await;
+        assert_eq!(r.status, 422, "{}", r.body);
+    }
+    assert_eq!(count().await, before, "nothing was stored");
+    // A quote holding a list of bold links is far from the limit.
+    let nested = "<blockquote><ul><li><strong><a href=\"https://example.com\">x</a></strong></li></ul></blockquote>";
+    assert_eq!(
+        post_html(&mut david, 1, nested, "nested-ok", &csrf)
+            .await
+            .status,
+        200
+    );
+}
+
+#[tokio::test]
 async fn an_edit_through_the_editor_is_sanitized_and_keeps_mentions_of_members_only() {
     let server = TestServer::start().await;
     let mut david = server.signed_in(DAVID, SECRET).await;
