@@ -172,6 +172,11 @@ pub enum Invalid {
     /// on a loopback address).
     #[error("push_subscription[endpoint] must be an https URL")]
     NotHttps,
+    /// The endpoint's host is `localhost` or an address of this machine or its private
+    /// networks (loopback, private, link-local such as a cloud's metadata service, unspecified):
+    /// a push service is a public host, and the server must not be made to call inward.
+    #[error("push_subscription[endpoint] must name a public host")]
+    NotPublic,
     /// The endpoint is longer than [`MAX_ENDPOINT_BYTES`].
     #[error("push_subscription[endpoint] is longer than 2048 bytes")]
     TooLong,
@@ -208,12 +213,49 @@ pub fn validate(
         Some("http") if allow_loopback && is_loopback(host) => {}
         _ => return Err(Invalid::NotHttps),
     }
+    if !(allow_loopback && is_loopback(host)) && is_inward(host) {
+        return Err(Invalid::NotPublic);
+    }
     let key = decode_b64url(p256dh).ok_or(Invalid::BadP256dh)?;
     p256::PublicKey::from_sec1_bytes(&key).map_err(|_| Invalid::BadP256dh)?;
     if decode_b64url(auth).is_none_or(|a| a.len() != 16) {
         return Err(Invalid::BadAuth);
     }
     Ok(())
+}
+
+/// Whether `host` names this machine or a private network by itself: `localhost` (and its
+/// subdomains) or an IP literal that is not globally routable. (A name that resolves to such
+/// an address is not caught here.)
+fn is_inward(host: &str) -> bool {
+    use std::net::IpAddr;
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    let lower = bare.to_ascii_lowercase();
+    if lower == "localhost" || lower.ends_with(".localhost") {
+        return true;
+    }
+    match bare.parse::<IpAddr>() {
+        Ok(IpAddr::V4(ip)) => {
+            let [a, b, ..] = ip.octets();
+            ip.is_loopback()
+                || ip.is_private()
+                || ip.is_link_local()
+                || ip.is_unspecified()
+                || ip.is_broadcast()
+                || (a == 100 && (64..128).contains(&b))
+        }
+        Ok(IpAddr::V6(ip)) => {
+            let first = ip.segments()[0];
+            ip.is_loopback()
+                || ip.is_unspecified()
+                || (first & 0xfe00) == 0xfc00
+                || (first & 0xffc0) == 0xfe80
+                || ip
+                    .to_ipv4_mapped()
+                    .is_some_and(|v4| is_inward(&v4.to_string()))
+        }
+        Err(_) => false,
+    }
 }
 
 fn is_loopback(host: &str) -> bool {
@@ -619,6 +661,27 @@ mod tests {
         assert_eq!(
             validate("javascript:alert(1)", &p256dh, &auth, true),
             Err(Invalid::NotHttps)
+        );
+        for inward in [
+            "https://127.0.0.1:3977/x",
+            "https://169.254.169.254/latest/meta-data",
+            "https://10.0.0.5/push",
+            "https://192.168.1.1/push",
+            "https://localhost/push",
+            "https://[::1]/push",
+            "https://[fd00::1]/push",
+            "https://[::ffff:10.1.2.3]/push",
+            "https://0.0.0.0/push",
+        ] {
+            assert_eq!(
+                validate(inward, &p256dh, &auth, false),
+                Err(Invalid::NotPublic),
+                "{inward}"
+            );
+        }
+        assert_eq!(
+            validate("https://8.8.8.8/push", &p256dh, &auth, false),
+            Ok(())
         );
         let long = format!("https://push.example/{}", "a".repeat(2048));
         assert_eq!(
