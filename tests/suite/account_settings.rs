@@ -932,39 +932,8 @@ async fn a_custom_boost_shows_its_booster_and_only_the_booster_removes_it_live()
 
 #[test]
 fn the_people_picker_boosts_and_account_pages_work_in_a_browser() {
-    use std::path::Path;
-    use std::process::Command;
-    let chromium = "/usr/bin/chromium";
-    assert!(Path::new(chromium).exists(), "{chromium} is missing");
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let browser_dir = root.join("tests/browser");
-    if !browser_dir.join("node_modules/playwright-core").exists() {
-        let status = Command::new("npm")
-            .args(["ci", "--no-audit", "--no-fund"])
-            .current_dir(&browser_dir)
-            .status()
-            .expect("npm runs");
-        assert!(status.success());
-    }
-    let n: u64 = rand::random();
-    let work = std::env::temp_dir().join(format!("hearth-accounts-browser-{n:x}"));
-    let output = Command::new("node")
-        .arg(browser_dir.join("accounts.mjs"))
-        .arg("--hearth")
-        .arg(env!("CARGO_BIN_EXE_hearth"))
-        .arg("--work")
-        .arg(&work)
-        .arg("--artifacts")
-        .arg(root.join("target/artifacts/browser"))
-        .output()
-        .expect("node runs");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    println!("{stdout}");
-    assert!(
-        output.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let work = common::browser::work_dir("accounts-browser");
+    let stdout = common::browser::run("accounts.mjs", &work, &[]);
     for step in [
         "SUGGESTED",
         "PICKED Jason",
@@ -975,7 +944,6 @@ fn the_people_picker_boosts_and_account_pages_work_in_a_browser() {
     ] {
         assert!(stdout.contains(step), "{step} missing:\n{stdout}");
     }
-    let _ = std::fs::remove_dir_all(&work);
 }
 
 #[tokio::test]

@@ -9,147 +9,55 @@
 //! members' sidebars; a page without JavaScript posts by plain form. Screenshots of the two windows side by side are kept in
 //! `target/artifacts/browser/`.
 //!
-//! Chromium must be installed (`apt-get install -y --no-install-recommends chromium`, which
-//! `scripts/test` does): without it this test fails, it does not skip. The test's own npm
-//! package (`playwright-core`) is installed with `npm ci` on first use.
+//! How a scenario runs (Chromium, `playwright-core`, the server's log on failure):
+//! [`crate::common::browser`].
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
-const CHROMIUM: &str = "/usr/bin/chromium";
-
-fn npm_ci(dir: &Path, marker: &str) {
-    if !dir.join(marker).exists() {
-        let status = Command::new("npm")
-            .args(["ci", "--no-audit", "--no-fund"])
-            .current_dir(dir)
-            .status()
-            .expect("npm runs");
-        assert!(status.success(), "npm ci in {} failed", dir.display());
-    }
-}
-
-fn work_dir() -> PathBuf {
-    let n: u64 = rand::random();
-    std::env::temp_dir().join(format!("hearth-browser-{}-{n:x}", std::process::id()))
-}
+use crate::common::browser::{assert_screenshots, assert_steps, run, work_dir};
 
 #[test]
 fn two_people_see_a_post_live_and_catch_up_after_a_restart() {
-    assert!(
-        Path::new(CHROMIUM).exists(),
-        "{CHROMIUM} is missing: install Debian's Chromium with \
-         `apt-get install -y --no-install-recommends chromium` (scripts/test does this)"
+    let stdout = run("live_room.mjs", &work_dir("browser"), &[]);
+    assert_steps(
+        &stdout,
+        &[
+            "LIVE-PAGES",
+            "TYPING-SEEN \"Jason is typing…\"",
+            "TYPING-STOPPED",
+            "LIVE ",
+            "COMPOSER-CLEARED",
+            "ONCE-EACH",
+            "ORDERED",
+            "EDITED-IN-PLACE",
+            "DISCONNECTED server_restart",
+            "POSTED-WHILE-DISCONNECTED",
+            "CAUGHT-UP-CHANGES",
+            "CAUGHT-UP",
+            "LIVE-AFTER-RESTART",
+            "CLOSED-ROOM-LIVE",
+            "DIRECT-ROOM-LIVE",
+            "NO-JS-POST",
+            "NO-PAGE-ERRORS NO-FOREIGN-REQUESTS",
+            "OK",
+        ],
     );
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    npm_ci(&root.join("tests/browser"), "node_modules/playwright-core");
-    let artifacts = root.join("target/artifacts/browser");
-    let work = work_dir();
-    let output = Command::new("node")
-        .arg(root.join("tests/browser/live_room.mjs"))
-        .arg("--hearth")
-        .arg(env!("CARGO_BIN_EXE_hearth"))
-        .arg("--work")
-        .arg(&work)
-        .arg("--artifacts")
-        .arg(&artifacts)
-        .output()
-        .expect("node runs");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    println!("{stdout}");
-    let log = std::fs::read_to_string(work.join("hearth.log")).unwrap_or_default();
-    assert!(
-        output.status.success(),
-        "the browser scenario failed:\n{stdout}\n{stderr}\n--- hearth log (tail) ---\n{}",
-        log.lines()
-            .rev()
-            .take(40)
-            .collect::<Vec<_>>()
-            .into_iter()
-            .rev()
-            .collect::<Vec<_>>()
-            .join("\n")
-    );
-    for step in [
-        "LIVE-PAGES",
-        "TYPING-SEEN \"Jason is typing…\"",
-        "TYPING-STOPPED",
-        "LIVE ",
-        "COMPOSER-CLEARED",
-        "ONCE-EACH",
-        "ORDERED",
-        "EDITED-IN-PLACE",
-        "DISCONNECTED server_restart",
-        "POSTED-WHILE-DISCONNECTED",
-        "CAUGHT-UP-CHANGES",
-        "CAUGHT-UP",
-        "LIVE-AFTER-RESTART",
-        "CLOSED-ROOM-LIVE",
-        "DIRECT-ROOM-LIVE",
-        "NO-JS-POST",
-        "NO-PAGE-ERRORS NO-FOREIGN-REQUESTS",
-        "OK",
-    ] {
-        assert!(
-            stdout.lines().any(|l| l.starts_with(step)),
-            "step {step:?} missing:\n{stdout}"
-        );
-    }
-    for shot in ["live-message.png", "after-restart.png", "new-rooms.png"] {
-        let path = artifacts.join(shot);
-        let bytes = std::fs::read(&path).unwrap_or_default();
-        assert!(
-            bytes.starts_with(b"\x89PNG"),
-            "{} is not a PNG",
-            path.display()
-        );
-        eprintln!("screenshot: {}", path.display());
-    }
-    let _ = std::fs::remove_dir_all(&work);
+    assert_screenshots(&["live-message.png", "after-restart.png", "new-rooms.png"]);
 }
 
 #[test]
 fn rich_text_links_bold_code_and_a_mention_the_mentioned_see_highlighted() {
-    assert!(Path::new(CHROMIUM).exists(), "{CHROMIUM} is missing");
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    npm_ci(&root.join("tests/browser"), "node_modules/playwright-core");
-    let artifacts = root.join("target/artifacts/browser");
-    let work = work_dir();
-    let output = Command::new("node")
-        .arg(root.join("tests/browser/rich_text.mjs"))
-        .arg("--hearth")
-        .arg(env!("CARGO_BIN_EXE_hearth"))
-        .arg("--work")
-        .arg(&work)
-        .arg("--artifacts")
-        .arg(&artifacts)
-        .output()
-        .expect("node runs");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    println!("{stdout}");
-    let log = std::fs::read_to_string(work.join("hearth.log")).unwrap_or_default();
-    assert!(
-        output.status.success(),
-        "the rich-text scenario failed:\n{stdout}\n{}\n--- hearth log (tail) ---\n{}",
-        String::from_utf8_lossy(&output.stderr),
-        log.lines().rev().take(30).collect::<Vec<_>>().join("\n")
+    let stdout = run("rich_text.mjs", &work_dir("rich-text"), &[]);
+    assert_steps(
+        &stdout,
+        &[
+            "AUTOCOMPLETE-INSERTED",
+            "RENDERED david mentioned=false",
+            "RENDERED jason mentioned=true",
+            "COMPOSER-CLEARED",
+            "EDITED-KEEPS-RICH-TEXT",
+            "NO-PAGE-ERRORS NO-FOREIGN-REQUESTS",
+            "OK",
+        ],
     );
-    for step in [
-        "AUTOCOMPLETE-INSERTED",
-        "RENDERED david mentioned=false",
-        "RENDERED jason mentioned=true",
-        "COMPOSER-CLEARED",
-        "EDITED-KEEPS-RICH-TEXT",
-        "NO-PAGE-ERRORS NO-FOREIGN-REQUESTS",
-        "OK",
-    ] {
-        assert!(
-            stdout.lines().any(|l| l.starts_with(step)),
-            "step {step:?} missing:\n{stdout}"
-        );
-    }
-    let _ = std::fs::remove_dir_all(&work);
 }
 
 /// The look (`tests/browser/look.mjs`): screenshots of the room, profile, settings and search
@@ -160,32 +68,7 @@ fn rich_text_links_bold_code_and_a_mention_the_mentioned_see_highlighted() {
 /// icons of 192 and 512 px and Chromium registers the service worker.
 #[test]
 fn the_look_at_desktop_and_phone_sizes_light_and_dark() {
-    assert!(
-        Path::new(CHROMIUM).exists(),
-        "{CHROMIUM} is missing: install Debian's Chromium with \
-         `apt-get install -y --no-install-recommends chromium` (scripts/test does this)"
-    );
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    npm_ci(&root.join("tests/browser"), "node_modules/playwright-core");
-    let artifacts = root.join("target/artifacts/browser");
-    let work = work_dir();
-    let output = Command::new("node")
-        .arg(root.join("tests/browser/look.mjs"))
-        .arg("--hearth")
-        .arg(env!("CARGO_BIN_EXE_hearth"))
-        .arg("--work")
-        .arg(&work)
-        .arg("--artifacts")
-        .arg(&artifacts)
-        .output()
-        .expect("node runs");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    println!("{stdout}");
-    assert!(
-        output.status.success(),
-        "the look scenario failed:\n{stdout}\n{stderr}"
-    );
+    let stdout = run("look.mjs", &work_dir("look"), &[]);
     for step in [
         "DARK-IS-DARK",
         "NO-OVERFLOW-390",
@@ -202,5 +85,4 @@ fn the_look_at_desktop_and_phone_sizes_light_and_dark() {
     ] {
         assert!(stdout.contains(step), "step {step:?} missing:\n{stdout}");
     }
-    let _ = std::fs::remove_dir_all(&work);
 }

@@ -6,77 +6,32 @@
 //! 390×844 go to `target/artifacts/browser/`. Chromium must be installed: without it this test
 //! fails, it does not skip.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use crate::common::browser::{assert_screenshots, assert_steps, run, work_dir};
 
 #[test]
 fn a_file_picked_in_chromium_is_uploaded_directly_and_broadcast_with_its_thumbnail() {
-    assert!(
-        Path::new("/usr/bin/chromium").exists(),
-        "/usr/bin/chromium is missing: apt-get install -y --no-install-recommends chromium"
-    );
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let browser_dir = root.join("tests/browser");
-    if !browser_dir.join("node_modules/playwright-core").exists() {
-        let status = Command::new("npm")
-            .args(["ci", "--no-audit", "--no-fund"])
-            .current_dir(&browser_dir)
-            .status()
-            .expect("npm runs");
-        assert!(status.success(), "npm ci failed");
-    }
-    let n: u64 = rand::random();
-    let work: PathBuf =
-        std::env::temp_dir().join(format!("hearth-files-{}-{n:x}", std::process::id()));
+    let work = work_dir("files");
     std::fs::create_dir_all(&work).unwrap();
     let image = work.join("mountains.png");
     let img = image::RgbImage::from_fn(2400, 1600, |x, y| {
         image::Rgb([(x % 256) as u8, (y % 256) as u8, ((x ^ y) % 256) as u8])
     });
     img.save(&image).unwrap();
-    let artifacts = root.join("target/artifacts/browser");
-    let output = Command::new("node")
-        .arg(browser_dir.join("files.mjs"))
-        .arg("--hearth")
-        .arg(env!("CARGO_BIN_EXE_hearth"))
-        .arg("--work")
-        .arg(&work)
-        .arg("--artifacts")
-        .arg(&artifacts)
-        .arg("--image")
-        .arg(&image)
-        .output()
-        .expect("node runs");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    println!("{stdout}");
-    let log = std::fs::read_to_string(work.join("hearth.log")).unwrap_or_default();
-    let tail: Vec<&str> = log.lines().rev().take(30).collect();
-    assert!(
-        output.status.success(),
-        "the browser scenario failed:\n{stdout}\n{}\n--- hearth log (tail) ---\n{}",
-        String::from_utf8_lossy(&output.stderr),
-        tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+    let stdout = run("files.mjs", &work, &["--image".as_ref(), image.as_os_str()]);
+    assert_steps(
+        &stdout,
+        &[
+            "ATTACH-BUTTON",
+            "THUMBNAIL-BROADCAST",
+            "DIRECT-UPLOAD",
+            "LIGHTBOX",
+            "NO-PAGE-ERRORS",
+            "OK",
+        ],
     );
-    for step in [
-        "ATTACH-BUTTON",
-        "THUMBNAIL-BROADCAST",
-        "DIRECT-UPLOAD",
-        "LIGHTBOX",
-        "NO-PAGE-ERRORS",
-        "OK",
-    ] {
-        assert!(
-            stdout.lines().any(|l| l.starts_with(step)),
-            "step {step:?} missing:\n{stdout}"
-        );
-    }
-    for shot in [
+    assert_screenshots(&[
         "files-1280x900.png",
         "files-390x844.png",
         "files-lightbox-1280x900.png",
-    ] {
-        let bytes = std::fs::read(artifacts.join(shot)).unwrap_or_default();
-        assert!(bytes.starts_with(b"\x89PNG"), "{shot} is not a PNG");
-    }
-    let _ = std::fs::remove_dir_all(&work);
+    ]);
 }

@@ -14,105 +14,45 @@
 //! it this test fails, it does not skip. `playwright-core` is installed with `npm ci` on first
 //! use.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
-const CHROMIUM: &str = "/usr/bin/chromium";
-
-fn work_dir() -> PathBuf {
-    let n: u64 = rand::random();
-    std::env::temp_dir().join(format!("hearth-room-page-{}-{n:x}", std::process::id()))
-}
+use crate::common::browser::{assert_screenshots, assert_steps, run, work_dir};
 
 #[test]
 fn the_room_page_menu_paging_times_and_posting_work_in_a_browser() {
-    assert!(
-        Path::new(CHROMIUM).exists(),
-        "{CHROMIUM} is missing: install Debian's Chromium with \
-         `apt-get install -y --no-install-recommends chromium`"
+    let stdout = run("room_page.mjs", &work_dir("room-page"), &[]);
+    assert_steps(
+        &stdout,
+        &[
+            "FILLED 500",
+            "MENU-IN-VIEWPORT",
+            "MENU-ESC-CLOSES",
+            "REPLY-QUOTED",
+            "COPY-LINK",
+            "EDIT-OWN-ONLY",
+            "EDIT-ADMIN-ALL",
+            "UP-ARROW-EDITS",
+            "PERMALINK-LANDS",
+            "SCROLL-LOADS-NEWER",
+            "JUMP-TO-NEWEST",
+            "SCROLL-LOADS-OLDER",
+            "TIME-ZONE",
+            "DAY-SEPARATOR",
+            "THREADED",
+            "PENDING-THEN-SERVER",
+            "PLAY-SOUND",
+            "EMOJI-LARGE",
+            "FAILED-THEN-RETRIED",
+            "COMPOSER-DISABLED-OFFLINE",
+            "COMPOSER-ENABLED-AFTER-CATCH-UP",
+            "SIGN-IN-RETURNS",
+            "SEARCH-NAMES-ROOM",
+            "NO-PAGE-ERRORS",
+            "OK",
+        ],
     );
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let browser_dir = root.join("tests/browser");
-    if !browser_dir.join("node_modules/playwright-core").exists() {
-        let status = Command::new("npm")
-            .args(["ci", "--no-audit", "--no-fund"])
-            .current_dir(&browser_dir)
-            .status()
-            .expect("npm runs");
-        assert!(
-            status.success(),
-            "npm ci in {} failed",
-            browser_dir.display()
-        );
-    }
-    let artifacts = root.join("target/artifacts/browser");
-    let work = work_dir();
-    let output = Command::new("node")
-        .arg(browser_dir.join("room_page.mjs"))
-        .arg("--hearth")
-        .arg(env!("CARGO_BIN_EXE_hearth"))
-        .arg("--work")
-        .arg(&work)
-        .arg("--artifacts")
-        .arg(&artifacts)
-        .output()
-        .expect("node runs");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    println!("{stdout}");
-    let log = std::fs::read_to_string(work.join("hearth.log")).unwrap_or_default();
-    let tail: Vec<&str> = log.lines().rev().take(40).collect();
-    assert!(
-        output.status.success(),
-        "the browser scenario failed:\n{stdout}\n{stderr}\n--- hearth log (tail) ---\n{}",
-        tail.into_iter().rev().collect::<Vec<_>>().join("\n")
-    );
-    for step in [
-        "FILLED 500",
-        "MENU-IN-VIEWPORT",
-        "MENU-ESC-CLOSES",
-        "REPLY-QUOTED",
-        "COPY-LINK",
-        "EDIT-OWN-ONLY",
-        "EDIT-ADMIN-ALL",
-        "UP-ARROW-EDITS",
-        "PERMALINK-LANDS",
-        "SCROLL-LOADS-NEWER",
-        "JUMP-TO-NEWEST",
-        "SCROLL-LOADS-OLDER",
-        "TIME-ZONE",
-        "DAY-SEPARATOR",
-        "THREADED",
-        "PENDING-THEN-SERVER",
-        "PLAY-SOUND",
-        "EMOJI-LARGE",
-        "FAILED-THEN-RETRIED",
-        "COMPOSER-DISABLED-OFFLINE",
-        "COMPOSER-ENABLED-AFTER-CATCH-UP",
-        "SIGN-IN-RETURNS",
-        "SEARCH-NAMES-ROOM",
-        "NO-PAGE-ERRORS",
-        "OK",
-    ] {
-        assert!(
-            stdout.lines().any(|l| l.starts_with(step)),
-            "step {step:?} missing:\n{stdout}"
-        );
-    }
-    for shot in [
+    assert_screenshots(&[
         "room-1280x900.png",
         "room-390x844.png",
         "room-menu-1280x900.png",
         "room-permalink-1280x900.png",
-    ] {
-        let path = artifacts.join(shot);
-        let bytes = std::fs::read(&path).unwrap_or_default();
-        assert!(
-            bytes.starts_with(b"\x89PNG"),
-            "{} is not a PNG",
-            path.display()
-        );
-        eprintln!("screenshot: {}", path.display());
-    }
-    let _ = std::fs::remove_dir_all(&work);
+    ]);
 }

@@ -9,6 +9,7 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+pub mod browser;
 pub mod child;
 
 /// A running test server and its temp dir (removed on drop).
