@@ -308,7 +308,25 @@ try {
   await jason.waitForFunction(() => !document.querySelector("form.composer").inert)
   await jason.fill("#message_body", again)
   await jason.press("#message_body", "Enter")
-  await message(david, again).waitFor()
+  await message(david, again).waitFor().catch(async () => {
+    // Say what each side saw, so an intermittent failure here can be told apart: the post
+    // never sent (composer state), sent and failed (marked), or sent and not delivered.
+    const state = (page) =>
+      page.evaluate((text) => {
+        const root = document.documentElement
+        const form = document.querySelector("form.composer")
+        const mine = [...document.querySelectorAll("#message-area .message")].filter((m) => m.textContent.includes(text))
+        return JSON.stringify({
+          cable: root.dataset.cable,
+          refreshes: root.dataset.refreshes,
+          offline: root.classList.contains("offline"),
+          inert: form?.inert,
+          composer: document.getElementById("message_body")?.textContent,
+          messages: mine.map((m) => m.className),
+        })
+      }, again)
+    await fail(`the post after the restart did not reach David: jason ${await state(jason)}, david ${await state(david)}`)
+  })
   out("LIVE-AFTER-RESTART")
   out("SCREENSHOT", await sideBySide([["David", david], ["Jason", jason]], "after-restart.png"))
 
