@@ -108,6 +108,9 @@ pub(super) struct RefConn {
     /// Set for a connection made by `attach_detached`: no socket and no tasks.
     #[cfg(feature = "test-support")]
     detached: Option<Mutex<DetachedRx>>,
+    /// Set by the first `end()`: the rest of it runs once.
+    ending: AtomicBool,
+    /// Set when `end()` has finished (the gauges included): what `closed()` waits for.
     done: AtomicBool,
     done_notify: Notify,
 }
@@ -149,6 +152,7 @@ impl RefEngine {
             tasks: Mutex::default(),
             #[cfg(feature = "test-support")]
             detached: None,
+            ending: AtomicBool::new(false),
             done: AtomicBool::new(false),
             done_notify: Notify::new(),
         }
@@ -352,7 +356,7 @@ impl RefConn {
     /// The connection is over: stop and abort every task, drop our hold on the sink (the
     /// socket's write side closes when the last task lets go of it), wake `closed()`.
     fn end(&self) {
-        if self.done.swap(true, Ordering::AcqRel) {
+        if self.ending.swap(true, Ordering::AcqRel) {
             return;
         }
         self.state.store(State::Ended as u8, Ordering::Release);
@@ -363,6 +367,8 @@ impl RefConn {
             task.abort();
         }
         self.engine.stats.connection_closed();
+        // Only now: whoever `closed()` wakes sees the connection counted out.
+        self.done.store(true, Ordering::Release);
         self.done_notify.notify_waiters();
     }
 }
