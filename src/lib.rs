@@ -18,6 +18,8 @@
 //!    - [`fanout`]: the delivery core, with no HTTP, SQL or Action Cable in it: a stream index,
 //!      pre-encoded shared frames, bounded per-connection queues drained by their owner with
 //!      vectored writes.
+//!    - [`history`]: stream positions (AnyCable's epoch and offset) and the bounded history
+//!      of each stream's broadcasts, read back after a reconnect.
 //! 2. Settings and leaf services: [`config`] (every setting, as a flag with an environment
 //!    variable and a default), [`net`] (IP ranges for trusted proxies), [`metrics`] (Prometheus
 //!    metrics at `/metrics`), [`rate_limit`] (the sign-in limit, token buckets), [`registry`]
@@ -51,6 +53,7 @@ pub mod cable;
 pub mod config;
 pub mod db;
 pub mod fanout;
+pub mod history;
 pub mod metrics;
 pub mod net;
 pub mod presence;

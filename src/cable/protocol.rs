@@ -123,6 +123,7 @@ pub fn variant(identifier: &Arc<str>, escaping: JsonEscaping) -> Variant {
         key: identifier.clone(),
         prefix: Bytes::from(with_identifier(identifier, br#","message":"#, escaping)),
         suffix: Bytes::from_static(b"}"),
+        positioned: false,
     }
 }
 
