@@ -44,6 +44,8 @@ pub struct AppState {
     /// Every stream's recent broadcasts and their positions (`--history-limit`,
     /// `--history-ttl`): read by the `history` command and the room page's catch-up.
     pub history: Arc<dyn crate::history::History>,
+    /// The `actioncable-v1-ext-json` sessions that may be restored (`--sessions-ttl`).
+    pub sessions: crate::sessions::SessionStore,
     /// The key of the app node's internal endpoint (derived from secret_key_base).
     pub internal_key: String,
     /// A cable node's line to its app node (`--role cable`).
@@ -284,6 +286,9 @@ impl AppState {
             broadcaster,
             bus,
             history,
+            sessions: crate::sessions::SessionStore::new(std::time::Duration::from_secs(
+                config.sessions_ttl,
+            )),
             broadcast_key,
             internal_key,
             app_link,

@@ -19,6 +19,7 @@ const FLOORS: &[&[&str]] = &[
         "metrics",
         "rate_limit",
         "registry",
+        "sessions",
         "presence",
         "assets",
         "anycable",
