@@ -331,3 +331,36 @@ async fn an_expired_or_signed_out_session_is_not_restored() {
         text(r#"{"type":"disconnect","reason":"unauthorized","reconnect":false}"#)
     );
 }
+
+/// `@anycable/core` (npm, unmodified) with `actioncable-v1-ext-json`: positions on live
+/// broadcasts, a restored session after a dropped socket, the posts made meanwhile from the
+/// history exactly once, and `reject_history` once more was missed than the history keeps.
+#[tokio::test]
+async fn anycable_core_restores_its_session_and_catches_up_from_the_history() {
+    crate::node_client::ensure_node_modules();
+    let server = TestServer::start_with(|c| c.history_limit = 2).await;
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/node/anycable.mjs");
+    let output = tokio::process::Command::new("node")
+        .arg(script)
+        .args(["--base", &server.origin(), "--timeout", "30"])
+        .output()
+        .await
+        .expect("node runs");
+    let out = String::from_utf8_lossy(&output.stdout).to_string();
+    assert!(
+        output.status.success(),
+        "{out}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(out.contains(r#"RECV {"type":"welcome","sid":""#), "{out}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("LIVE live-1 ") && !l.ends_with("undefined")),
+        "{out}"
+    );
+    assert!(out.contains(r#""restored":true,"restored_ids":["#), "{out}");
+    assert!(out.contains("CAUGHT-UP gap-1,gap-2"), "{out}");
+    assert!(out.contains("REJECTED-HISTORY"), "{out}");
+    // Restored twice, never subscribed again: one confirm_subscription in all.
+    assert_eq!(out.matches("confirm_subscription").count(), 1, "{out}");
+}
