@@ -517,6 +517,25 @@ pub struct Sidebar<'a> {
     pub shared: Vec<SidebarRoom>,
     /// Direct rooms.
     pub direct: Vec<SidebarRoom>,
+    /// The sidebar streams' positions when the list was read (`data-sidebar-history`, see
+    /// `crate::web::sidebar_history`).
+    pub history: &'a str,
+}
+
+/// The sidebar's room list alone (`<nav id="sidebar_rooms">`, the `users/_sidebar_nav`
+/// partial of the sidebar frame): what the sidebar's catch-up replaces when the history does
+/// not cover what the page missed, leaving the frame's stream sources subscribed.
+#[derive(Template, Debug)]
+#[template(path = "users/_sidebar_nav.html")]
+pub struct SidebarNav<'a> {
+    /// The user's id.
+    pub user_id: i64,
+    /// Open and closed rooms.
+    pub shared: Vec<SidebarRoom>,
+    /// Direct rooms.
+    pub direct: Vec<SidebarRoom>,
+    /// As [`Sidebar::history`].
+    pub history: &'a str,
 }
 
 /// An error page.
