@@ -294,6 +294,34 @@ async fn a_transfer_link_signs_in_a_second_client_until_it_expires() {
     assert_eq!(server.client().get("/qr_code/%%%").await.status, 404);
 }
 
+/// PUTs the transfer link `path` from a fresh client: its status, and whether it is signed in.
+async fn open_transfer(server: &TestServer, path: &str) -> (u16, bool) {
+    let mut device = server.client();
+    let shown = device.get(path).await;
+    assert_eq!(shown.status, 200, "{path}");
+    let r = send(&mut device, "PUT", path, &[], &csrf_meta(&shown.body)).await;
+    (r.status, is_signed_in(&mut device).await)
+}
+
+#[tokio::test]
+async fn a_transfer_link_that_signed_a_device_in_signs_no_one_in_after_it_expires() {
+    let server = TestServer::start().await;
+    // David's link, as the profile makes it but expiring 2 s from now instead of 4 h.
+    let expires = std::time::SystemTime::now() + Duration::from_secs(2);
+    let id = server
+        .state
+        .signed_ids
+        .generate("user", "transfer", 1, expires);
+    let path = format!("/session/transfers/{id}");
+    assert_eq!(open_transfer(&server, &path).await, (302, true));
+    // The same link again, still in time: another device signs in too.
+    assert_eq!(open_transfer(&server, &path).await, (302, true));
+    while std::time::SystemTime::now() <= expires + Duration::from_millis(50) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(open_transfer(&server, &path).await, (400, false));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Account settings.
 
