@@ -1009,6 +1009,7 @@ fn the_first_room_welcomes_custom_styles_apply_and_the_sidebars_people_are_one_c
             "PING Bea",
             "PING Cal",
             "RESORTED",
+            "SEARCH-LOCAL-TIME",
             "OK",
         ],
     );
@@ -1057,4 +1058,28 @@ async fn direct_rooms_in_the_sidebar_come_by_latest_activity() {
         position(&sidebar, open[0]) < position(&sidebar, open[1]),
         "{sidebar}"
     );
+}
+
+#[tokio::test]
+async fn the_search_page_loads_the_apps_scripts_like_the_room_page() {
+    let server = TestServer::start().await;
+    let mut jason = signed_in(&server, JASON, SECRET).await;
+    let room = jason.get("/rooms/1").await.body;
+    let search = jason.get("/searches?q=hello").await;
+    assert_eq!(search.status, 200);
+    assert!(search.body.contains("<script type=\"importmap\""));
+    assert!(search
+        .body
+        .contains("name=\"current-user-id\" content=\"2\""));
+    // The same script tags as the room page's.
+    let tags = |html: &str| -> Vec<String> {
+        html.match_indices("<script")
+            .map(|(at, _)| html[at..at + html[at..].find('>').unwrap()].to_owned())
+            .filter(|tag| tag.contains("importmap") || tag.contains("type=\"module\""))
+            .collect()
+    };
+    assert!(!tags(&search.body).is_empty());
+    for tag in tags(&search.body) {
+        assert!(room.contains(&tag), "{tag} is not on the room page");
+    }
 }
