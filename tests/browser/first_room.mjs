@@ -113,6 +113,13 @@ try {
     .format(new Date(shown.at)).replace(/\s/g, "").toLowerCase()
   if (shown.text !== expected || !shown.title) await fail(`search hit time ${JSON.stringify(shown)}, expected ${expected}`)
   out("SEARCH-LOCAL-TIME", shown.text, shown.at)
+
+  // Signing out (through the script that first forgets the browser's push subscription).
+  await ada.goto(firstRoom)
+  await Promise.all([ada.waitForURL(/\/session\/new$/), ada.click("form.sign-out button[type=submit]")])
+  await ada.goto(firstRoom)
+  await ada.waitForURL(/\/session\/new/).catch(() => fail(`signed out, yet ${ada.url()}`))
+  out("SIGNED-OUT")
   await finish()
 } catch (e) {
   await fail(e.stack || String(e))

@@ -1010,6 +1010,7 @@ fn the_first_room_welcomes_custom_styles_apply_and_the_sidebars_people_are_one_c
             "PING Cal",
             "RESORTED",
             "SEARCH-LOCAL-TIME",
+            "SIGNED-OUT",
             "OK",
         ],
     );
