@@ -1084,3 +1084,48 @@ async fn the_search_page_loads_the_apps_scripts_like_the_room_page() {
         assert!(room.contains(&tag), "{tag} is not on the room page");
     }
 }
+
+#[tokio::test]
+async fn without_javascript_a_room_pages_back_and_forth_through_plain_links() {
+    let server = TestServer::start().await;
+    let mut jason = signed_in(&server, JASON, SECRET).await;
+    let (token, _) = jason.room(1).await;
+    for i in 0..100 {
+        let r = jason
+            .post_message(1, &format!("paging {i}"), &format!("page-{i}"), &token)
+            .await;
+        assert!(r.status < 400);
+    }
+    let link = |html: &str, class: &str| -> Option<i64> {
+        let marker = format!("paging-link--{class}\"><a href=\"/rooms/1/@");
+        attr_after(html, &marker).map(|id| id.parse().unwrap())
+    };
+    let ids = |html: &str| -> Vec<i64> {
+        html.match_indices("data-message-id=\"")
+            .map(|(at, m)| {
+                let rest = &html[at + m.len()..];
+                rest[..rest.find('"').unwrap()].parse().unwrap()
+            })
+            .collect()
+    };
+    let latest = jason.get("/rooms/1").await.body;
+    assert!(
+        link(&latest, "newer").is_none(),
+        "the latest page has no newer link"
+    );
+    let first = *ids(&latest).iter().min().unwrap();
+    assert_eq!(link(&latest, "older"), Some(first));
+    // The older link is a whole page (no JavaScript needed) with messages before the first.
+    let older = jason.get(&format!("/rooms/1/@{first}")).await;
+    assert_eq!(older.status, 200);
+    let shown = ids(&older.body);
+    assert!(shown.iter().any(|&id| id < first), "{shown:?}");
+    let oldest = *shown.iter().min().unwrap();
+    assert_eq!(link(&older.body, "older"), Some(oldest));
+    // And it links forward again.
+    let newest = *shown.iter().max().unwrap();
+    assert_eq!(link(&older.body, "newer"), Some(newest));
+    let forward = jason.get(&format!("/rooms/1/@{newest}")).await.body;
+    assert!(ids(&forward).iter().any(|&id| id > newest));
+    assert!(older.body.contains("<noscript><p class=\"paging-link"));
+}
