@@ -7,8 +7,6 @@ use std::time::{Duration, Instant};
 
 use common::forms::{broadcast_containing, csrf, expect_statuses, scalar_i64, send, watch_room};
 use common::{attr_after, csrf_meta, form, Client, TestServer};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
 
 const DAVID: &str = "david@example.com";
 const JASON: &str = "jason@example.com";
@@ -479,65 +477,12 @@ async fn a_member_is_refused_room_creation_while_it_is_restricted_to_administrat
 // ---------------------------------------------------------------------------------------------
 // Bots that answer.
 
-/// A webhook receiver on loopback: each request's body goes to the channel; it answers with
-/// `answer` (status, content type, body) after `delay`.
+/// A plain-HTTP webhook receiver on loopback answering `answer` after `delay`.
 async fn receiver(
-    answer: (u16, &'static str, &'static str),
+    (status, content_type, body): (u16, &'static str, &'static str),
     delay: Duration,
-) -> (
-    String,
-    tokio::sync::mpsc::UnboundedReceiver<(String, Vec<u8>)>,
-) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/hook", listener.local_addr().unwrap());
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    tokio::spawn(async move {
-        loop {
-            let Ok((mut socket, _)) = listener.accept().await else {
-                return;
-            };
-            let tx = tx.clone();
-            tokio::spawn(async move {
-                let mut buf = Vec::new();
-                let mut chunk = [0u8; 4096];
-                let (head, body) = loop {
-                    let n = socket.read(&mut chunk).await.unwrap_or(0);
-                    if n == 0 {
-                        return;
-                    }
-                    buf.extend_from_slice(&chunk[..n]);
-                    if let Some(at) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                        let head = String::from_utf8_lossy(&buf[..at]).to_string();
-                        let len: usize = head
-                            .lines()
-                            .find_map(|l| {
-                                l.to_ascii_lowercase()
-                                    .strip_prefix("content-length:")
-                                    .map(|v| v.trim().parse().unwrap())
-                            })
-                            .unwrap_or(0);
-                        while buf.len() < at + 4 + len {
-                            let n = socket.read(&mut chunk).await.unwrap_or(0);
-                            if n == 0 {
-                                break;
-                            }
-                            buf.extend_from_slice(&chunk[..n]);
-                        }
-                        break (head, buf[at + 4..].to_vec());
-                    }
-                };
-                let _ = tx.send((head, body));
-                tokio::time::sleep(delay).await;
-                let (status, content_type, text) = answer;
-                let reply = format!(
-                    "HTTP/1.1 {status} X\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
-                    text.len()
-                );
-                let _ = socket.write_all(reply.as_bytes()).await;
-            });
-        }
-    });
-    (url, rx)
+) -> (String, common::webhooks::Requests) {
+    common::webhooks::receiver((status, content_type, body.into()), delay, None).await
 }
 
 async fn create_bot(server: &TestServer, david: &mut Client, name: &str, url: &str) -> i64 {
