@@ -43,6 +43,7 @@ mod rails_interop;
 mod rails_vectors;
 mod redis;
 mod redis_rails;
+mod reliable;
 mod rich_text;
 mod room_page;
 mod rooms;
