@@ -477,6 +477,10 @@ pub struct RoomPage<'a> {
     pub has_older: bool,
     /// Whether newer messages exist than the last shown (a deep link's page).
     pub has_newer: bool,
+    /// The ids of the first and last messages shown (0 when none): the pages before and
+    /// after them are the permalinks of these (`/rooms/{id}/@{message_id}`), the plain links a
+    /// page without JavaScript pages with.
+    pub shown_ids: (i64, i64),
     /// The message a deep link names (`/rooms/{id}/@{message_id}`), to scroll to and
     /// highlight; 0 for none.
     pub highlight_message_id: i64,

@@ -170,6 +170,10 @@ async fn render_room(
         messages_html: &messages_html,
         has_older,
         has_newer,
+        shown_ids: (
+            page.first().map_or(0, |m| m.id),
+            page.last().map_or(0, |m| m.id),
+        ),
         highlight_message_id: message_id.unwrap_or(0),
         client_message_id: &client_message_id,
         refresh_cursor,

@@ -11,7 +11,8 @@
 // welcome's URL. In Ada's sidebar they are one click away: a click on Bea opens the direct room
 // with her, then one on Cal. Back in the first room Ada's direct rooms are Cal's then Bea's (by
 // latest activity); Bea writes to Ada, and Ada's sidebar moves Bea's room to the top at once,
-// without a reload. Screenshots of the welcome and of the re-sorted sidebar.
+// without a reload. The search page runs the app's scripts: a hit's time is in Ada's time zone
+// (Pacific/Auckland, emulated). Screenshots of the welcome and of the re-sorted sidebar.
 import { out, shot, fail, start, newPage, boxInView, finish } from "./harness.mjs"
 
 const PASSWORD = "secret123456"
@@ -21,7 +22,7 @@ try {
   const base = await start({ HEARTH_NO_SEED: "true" })
 
   // The first run, and the first room's welcome.
-  const ada = await newPage("ada")
+  const ada = await newPage("ada", { width: 1280, height: 900 }, { timezoneId: "Pacific/Auckland" })
   await ada.goto(`${base}/`)
   await ada.waitForURL(/\/first_run$/).catch(() => fail(`no first run: ${ada.url()}`))
   await ada.fill('input[name="user[name]"]', "Ada Admin")
@@ -101,6 +102,24 @@ try {
   if (!(beaY < calY)) await fail(`after the message Bea's room is at y=${beaY}, Cal's at y=${calY}`)
   out("RESORTED", `bea=${beaY}`, `cal=${calY}`)
   await ada.screenshot({ path: shot("first-room-sidebar-resorted.png") })
+
+  // The search page runs the app's scripts: the hit's time is written in Ada's zone.
+  await ada.goto(`${base}/searches?q=Ada`)
+  const time = ada.locator('#search_results .search-result time[data-local-time="time"]').first()
+  await time.waitFor({ state: "attached" })
+  await ada.waitForFunction(() => document.documentElement.dataset.timeZone === "Pacific/Auckland").catch(() => fail("the search page ran no scripts"))
+  const shown = await time.evaluate((el) => ({ text: el.textContent.trim(), title: el.title, at: el.getAttribute("datetime") }))
+  const expected = new Intl.DateTimeFormat("en-US", { hour: "numeric", minute: "2-digit", hour12: true, timeZone: "Pacific/Auckland" })
+    .format(new Date(shown.at)).replace(/\s/g, "").toLowerCase()
+  if (shown.text !== expected || !shown.title) await fail(`search hit time ${JSON.stringify(shown)}, expected ${expected}`)
+  out("SEARCH-LOCAL-TIME", shown.text, shown.at)
+
+  // Signing out (through the script that first forgets the browser's push subscription).
+  await ada.goto(firstRoom)
+  await Promise.all([ada.waitForURL(/\/session\/new$/), ada.click("form.sign-out button[type=submit]")])
+  await ada.goto(firstRoom)
+  await ada.waitForURL(/\/session\/new/).catch(() => fail(`signed out, yet ${ada.url()}`))
+  out("SIGNED-OUT")
   await finish()
 } catch (e) {
   await fail(e.stack || String(e))

@@ -54,8 +54,8 @@ export async function start(env = {}) {
 }
 
 // A page in a new browser context, its errors and foreign requests recorded under `who`.
-export async function newPage(who, viewport = { width: 1280, height: 900 }) {
-  const context = await state.browser.newContext({ viewport })
+export async function newPage(who, viewport = { width: 1280, height: 900 }, options = {}) {
+  const context = await state.browser.newContext({ viewport, ...options })
   const page = await context.newPage()
   page.on("pageerror", (e) => state.pageErrors.push(`${who}: ${e.message}`))
   page.on("request", (r) => {

@@ -7,8 +7,6 @@ use std::time::{Duration, Instant};
 
 use common::forms::{broadcast_containing, csrf, expect_statuses, scalar_i64, send, watch_room};
 use common::{attr_after, csrf_meta, form, Client, TestServer};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
 
 const DAVID: &str = "david@example.com";
 const JASON: &str = "jason@example.com";
@@ -479,65 +477,12 @@ async fn a_member_is_refused_room_creation_while_it_is_restricted_to_administrat
 // ---------------------------------------------------------------------------------------------
 // Bots that answer.
 
-/// A webhook receiver on loopback: each request's body goes to the channel; it answers with
-/// `answer` (status, content type, body) after `delay`.
+/// A plain-HTTP webhook receiver on loopback answering `answer` after `delay`.
 async fn receiver(
-    answer: (u16, &'static str, &'static str),
+    (status, content_type, body): (u16, &'static str, &'static str),
     delay: Duration,
-) -> (
-    String,
-    tokio::sync::mpsc::UnboundedReceiver<(String, Vec<u8>)>,
-) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/hook", listener.local_addr().unwrap());
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    tokio::spawn(async move {
-        loop {
-            let Ok((mut socket, _)) = listener.accept().await else {
-                return;
-            };
-            let tx = tx.clone();
-            tokio::spawn(async move {
-                let mut buf = Vec::new();
-                let mut chunk = [0u8; 4096];
-                let (head, body) = loop {
-                    let n = socket.read(&mut chunk).await.unwrap_or(0);
-                    if n == 0 {
-                        return;
-                    }
-                    buf.extend_from_slice(&chunk[..n]);
-                    if let Some(at) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                        let head = String::from_utf8_lossy(&buf[..at]).to_string();
-                        let len: usize = head
-                            .lines()
-                            .find_map(|l| {
-                                l.to_ascii_lowercase()
-                                    .strip_prefix("content-length:")
-                                    .map(|v| v.trim().parse().unwrap())
-                            })
-                            .unwrap_or(0);
-                        while buf.len() < at + 4 + len {
-                            let n = socket.read(&mut chunk).await.unwrap_or(0);
-                            if n == 0 {
-                                break;
-                            }
-                            buf.extend_from_slice(&chunk[..n]);
-                        }
-                        break (head, buf[at + 4..].to_vec());
-                    }
-                };
-                let _ = tx.send((head, body));
-                tokio::time::sleep(delay).await;
-                let (status, content_type, text) = answer;
-                let reply = format!(
-                    "HTTP/1.1 {status} X\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
-                    text.len()
-                );
-                let _ = socket.write_all(reply.as_bytes()).await;
-            });
-        }
-    });
-    (url, rx)
+) -> (String, common::webhooks::Requests) {
+    common::webhooks::receiver((status, content_type, body.into()), delay, None).await
 }
 
 async fn create_bot(server: &TestServer, david: &mut Client, name: &str, url: &str) -> i64 {
@@ -1009,6 +954,8 @@ fn the_first_room_welcomes_custom_styles_apply_and_the_sidebars_people_are_one_c
             "PING Bea",
             "PING Cal",
             "RESORTED",
+            "SEARCH-LOCAL-TIME",
+            "SIGNED-OUT",
             "OK",
         ],
     );
@@ -1057,4 +1004,73 @@ async fn direct_rooms_in_the_sidebar_come_by_latest_activity() {
         position(&sidebar, open[0]) < position(&sidebar, open[1]),
         "{sidebar}"
     );
+}
+
+#[tokio::test]
+async fn the_search_page_loads_the_apps_scripts_like_the_room_page() {
+    let server = TestServer::start().await;
+    let mut jason = signed_in(&server, JASON, SECRET).await;
+    let room = jason.get("/rooms/1").await.body;
+    let search = jason.get("/searches?q=hello").await;
+    assert_eq!(search.status, 200);
+    assert!(search.body.contains("<script type=\"importmap\""));
+    assert!(search
+        .body
+        .contains("name=\"current-user-id\" content=\"2\""));
+    // The same script tags as the room page's.
+    let tags = |html: &str| -> Vec<String> {
+        html.match_indices("<script")
+            .map(|(at, _)| html[at..at + html[at..].find('>').unwrap()].to_owned())
+            .filter(|tag| tag.contains("importmap") || tag.contains("type=\"module\""))
+            .collect()
+    };
+    assert!(!tags(&search.body).is_empty());
+    for tag in tags(&search.body) {
+        assert!(room.contains(&tag), "{tag} is not on the room page");
+    }
+}
+
+#[tokio::test]
+async fn without_javascript_a_room_pages_back_and_forth_through_plain_links() {
+    let server = TestServer::start().await;
+    let mut jason = signed_in(&server, JASON, SECRET).await;
+    let (token, _) = jason.room(1).await;
+    for i in 0..100 {
+        let r = jason
+            .post_message(1, &format!("paging {i}"), &format!("page-{i}"), &token)
+            .await;
+        assert!(r.status < 400);
+    }
+    let link = |html: &str, class: &str| -> Option<i64> {
+        let marker = format!("paging-link--{class}\"><a href=\"/rooms/1/@");
+        attr_after(html, &marker).map(|id| id.parse().unwrap())
+    };
+    let ids = |html: &str| -> Vec<i64> {
+        html.match_indices("data-message-id=\"")
+            .map(|(at, m)| {
+                let rest = &html[at + m.len()..];
+                rest[..rest.find('"').unwrap()].parse().unwrap()
+            })
+            .collect()
+    };
+    let latest = jason.get("/rooms/1").await.body;
+    assert!(
+        link(&latest, "newer").is_none(),
+        "the latest page has no newer link"
+    );
+    let first = *ids(&latest).iter().min().unwrap();
+    assert_eq!(link(&latest, "older"), Some(first));
+    // The older link is a whole page (no JavaScript needed) with messages before the first.
+    let older = jason.get(&format!("/rooms/1/@{first}")).await;
+    assert_eq!(older.status, 200);
+    let shown = ids(&older.body);
+    assert!(shown.iter().any(|&id| id < first), "{shown:?}");
+    let oldest = *shown.iter().min().unwrap();
+    assert_eq!(link(&older.body, "older"), Some(oldest));
+    // And it links forward again.
+    let newest = *shown.iter().max().unwrap();
+    assert_eq!(link(&older.body, "newer"), Some(newest));
+    let forward = jason.get(&format!("/rooms/1/@{newest}")).await.body;
+    assert!(ids(&forward).iter().any(|&id| id > newest));
+    assert!(older.body.contains("<noscript><p class=\"paging-link"));
 }

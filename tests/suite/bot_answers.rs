@@ -8,8 +8,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{csrf_meta, form, Client, TestServer};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::net::TcpListener;
 
 const DAVID: &str = "david@example.com";
 const SECRET: &str = "secret123456";
@@ -42,80 +40,12 @@ fn test_pki() -> (String, Arc<rustls::ServerConfig>) {
     (ca.pem(), Arc::new(config))
 }
 
-/// An answer: status, content type, body.
-type Answer = (u16, &'static str, Vec<u8>);
-
-/// Reads one request from `socket`, sends its head and body to `tx`, and answers `answer`.
-async fn serve_one<S: AsyncRead + AsyncWrite + Unpin>(
-    mut socket: S,
-    answer: Answer,
-    tx: tokio::sync::mpsc::UnboundedSender<(String, Vec<u8>)>,
-) {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 4096];
-    let (head, body) = loop {
-        let n = socket.read(&mut chunk).await.unwrap_or(0);
-        if n == 0 {
-            return;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-        if let Some(at) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&buf[..at]).to_string();
-            let len: usize = head
-                .lines()
-                .find_map(|l| {
-                    l.to_ascii_lowercase()
-                        .strip_prefix("content-length:")
-                        .map(|v| v.trim().parse().unwrap())
-                })
-                .unwrap_or(0);
-            while buf.len() < at + 4 + len {
-                let n = socket.read(&mut chunk).await.unwrap_or(0);
-                if n == 0 {
-                    break;
-                }
-                buf.extend_from_slice(&chunk[..n]);
-            }
-            break (head, buf[at + 4..].to_vec());
-        }
-    };
-    let _ = tx.send((head, body));
-    let (status, content_type, bytes) = answer;
-    let mut reply = format!(
-        "HTTP/1.1 {status} X\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        bytes.len()
-    )
-    .into_bytes();
-    reply.extend_from_slice(&bytes);
-    let _ = socket.write_all(&reply).await;
-    let _ = socket.shutdown().await;
-}
-
-/// An `https://` webhook receiver on loopback with `tls`; every request's head and body go to
-/// the channel, and every request is answered `answer`.
+/// An `https://` webhook receiver on loopback with `tls`, answering every request `answer`.
 async fn https_receiver(
     tls: Arc<rustls::ServerConfig>,
-    answer: Answer,
-) -> (
-    String,
-    tokio::sync::mpsc::UnboundedReceiver<(String, Vec<u8>)>,
-) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("https://{}/hook", listener.local_addr().unwrap());
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    let acceptor = tokio_rustls::TlsAcceptor::from(tls);
-    tokio::spawn(async move {
-        while let Ok((socket, _)) = listener.accept().await {
-            let (acceptor, tx, answer) = (acceptor.clone(), tx.clone(), answer.clone());
-            tokio::spawn(async move {
-                // A client that refuses the certificate ends the handshake: nothing to serve.
-                if let Ok(stream) = acceptor.accept(socket).await {
-                    serve_one(stream, answer, tx).await;
-                }
-            });
-        }
-    });
-    (url, rx)
+    answer: common::webhooks::Answer,
+) -> (String, common::webhooks::Requests) {
+    common::webhooks::receiver(answer, Duration::ZERO, Some(tls)).await
 }
 
 async fn signed_in(server: &TestServer) -> Client {
@@ -203,6 +133,7 @@ async fn a_bot_behind_https_with_a_private_ca_gets_the_payload_and_its_file_answ
     let (url, mut hits) = https_receiver(tls, (200, "image/png", png())).await;
     let mut david = signed_in(&server).await;
     let (bot_id, room) = bot_and_direct_room(&server, &mut david, &url).await;
+    let mut ws = common::forms::watch_room(&server, &mut david, room).await;
     let (token, _) = david.room(room).await;
     let r = david
         .post_message(room, "a picture please", "https-dm", &token)
@@ -215,7 +146,10 @@ async fn a_bot_behind_https_with_a_private_ca_gets_the_payload_and_its_file_answ
     assert!(head.starts_with("POST /hook HTTP/1.1"), "{head}");
     let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
     assert_eq!(v["message"]["body"]["plain"], "a picture please");
-    // The PNG answer is the bot's message with a file, `attachment.png`, identified as a PNG.
+    // The PNG answer is the bot's message with a file, `attachment.png`, identified as a PNG,
+    // broadcast to the room.
+    let appended = common::forms::broadcast_containing(&mut ws, "attachment.png").await;
+    assert!(appended.contains("Secure"), "{appended}");
     assert!(
         eventually(
             &server,
