@@ -257,7 +257,10 @@ async fn security_headers(mut response: axum::response::Response) -> axum::respo
 }
 
 /// `GET /up`, the health check of every role: `OK`; with the Redis link down still 200
-/// (the node serves and delivers its own broadcasts) with `OK (redis link down)`. On a cable
+/// (the node serves and delivers its own broadcasts) with `OK (redis link down)`. With Redis,
+/// the link's figures in headers: `X-Hearth-Redis-Link` (`up` or `down`),
+/// `X-Hearth-Redis-Lag-Ms` (the last heartbeat's trip), `X-Hearth-Redis-Pending` (broadcasts
+/// kept for Redis) and `X-Hearth-Redis-Replayed` (replayed from the log since start). On a cable
 /// node the app node is asked too: 503 with the cause when it refuses this node's key (another
 /// `SECRET_KEY_BASE`) or does not answer within `--app-timeout-seconds`.
 async fn up(
@@ -276,11 +279,27 @@ async fn up(
             return (axum::http::StatusCode::SERVICE_UNAVAILABLE, why).into_response();
         }
     }
-    match state.bus.health() {
+    let body = match state.bus.health() {
         crate::pubsub::Health::LinkDown => "OK (redis link down)",
         crate::pubsub::Health::Local | crate::pubsub::Health::Linked => "OK",
+    };
+    let mut response = body.into_response();
+    if let Some(link) = state.bus.link_report() {
+        let headers = response.headers_mut();
+        let up = if link.up { "up" } else { "down" };
+        headers.insert(
+            "x-hearth-redis-link",
+            axum::http::HeaderValue::from_static(up),
+        );
+        for (name, value) in [
+            ("x-hearth-redis-lag-ms", link.lag_ms),
+            ("x-hearth-redis-pending", link.pending as u64),
+            ("x-hearth-redis-replayed", link.replayed),
+        ] {
+            headers.insert(name, axum::http::HeaderValue::from(value));
+        }
     }
-    .into_response()
+    response
 }
 
 /// `GET /cable` on a cable node: verifies the session cookie here, asks the app node who

@@ -41,6 +41,7 @@ mod push;
 mod rails_interop;
 mod rails_vectors;
 mod redis;
+mod redis_links;
 mod redis_rails;
 mod rich_text;
 mod room_page;
