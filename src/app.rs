@@ -592,10 +592,15 @@ impl Server {
         accept(&state, &listener, shutdown, &stop_rx, &done_tx).await;
         drop(listener);
         log_fanout_totals(&state);
-        let closed = state
-            .cable
-            .close_all(&disconnect_frames(DisconnectReason::ServerRestart, true));
-        tracing::info!(connections = closed, "stopping: sent server_restart");
+        let restart = disconnect_frames(DisconnectReason::ServerRestart, true);
+        let spread = Duration::from_secs(state.config.drain_spread);
+        let spread_out = close_spread(&state, &restart, spread).await;
+        let closed = state.cable.close_all(&restart);
+        tracing::info!(
+            connections = spread_out + closed,
+            spread_seconds = spread.as_secs(),
+            "stopping: sent server_restart"
+        );
         for task in background {
             task.abort();
         }
@@ -665,6 +670,34 @@ async fn accept(
             drop(done);
         });
     }
+}
+
+/// Sends `frames` (`server_restart`) to every cable connection and closes it, one after
+/// another in random order, evenly over `spread` (the i-th of n at `i / n × spread`), so the
+/// clients' reconnects spread over that time instead of arriving in one burst. Returns how
+/// many were closed; at once (0) with a zero `spread`.
+async fn close_spread(
+    state: &AppState,
+    frames: &[crate::fanout::frame::Frame],
+    spread: Duration,
+) -> usize {
+    if spread.is_zero() {
+        return 0;
+    }
+    let mut connections = state.cable.connections();
+    // Fisher-Yates, so no user's or node's clients always go first.
+    for i in (1..connections.len()).rev() {
+        let j = (rand::random::<u64>() % (i as u64 + 1)) as usize;
+        connections.swap(i, j);
+    }
+    let n = connections.len();
+    let start = tokio::time::Instant::now();
+    for (i, connection) in connections.iter().enumerate() {
+        let at = start + spread.mul_f64(i as f64 / n as f64);
+        tokio::time::sleep_until(at).await;
+        connection.close(frames);
+    }
+    n
 }
 
 /// Waits at most `config.drain_timeout` seconds for every HTTP connection task to end and
