@@ -5,10 +5,8 @@ use crate::common;
 
 use std::time::{Duration, Instant};
 
-use common::{
-    attr_after, confirm, connect_with, csrf_meta, form, subscribe_cmd, text, Client, TestServer,
-    Ws, WsEvent,
-};
+use common::forms::{broadcast_containing, csrf, expect_statuses, scalar_i64, send, watch_room};
+use common::{attr_after, csrf_meta, form, Client, TestServer};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
@@ -17,71 +15,8 @@ const JASON: &str = "jason@example.com";
 const SECRET: &str = "secret123456";
 const T: Duration = Duration::from_secs(10);
 
-async fn csrf(c: &mut Client, path: &str) -> String {
-    let page = c.get(path).await;
-    assert_eq!(page.status, 200, "{path}: {}", page.body);
-    csrf_meta(&page.body)
-}
-
-async fn send(
-    c: &mut Client,
-    method: &str,
-    path: &str,
-    pairs: &[(&str, &str)],
-    token: &str,
-) -> common::Response {
-    let mut all: Vec<(&str, &str)> = pairs.to_vec();
-    all.push(("authenticity_token", token));
-    if method != "POST" {
-        all.push(("_method", method));
-    }
-    c.post_form(path, &form(&all), &[]).await
-}
-
-async fn scalar_i64(server: &TestServer, sql: &str) -> i64 {
-    sqlx::query_scalar(sqlx::AssertSqlSafe(sql.to_owned()))
-        .fetch_one(&server.state.pool)
-        .await
-        .unwrap()
-}
-
-async fn watch_room(server: &TestServer, c: &mut Client, room: i64) -> Ws {
-    let page = c.get(&format!("/rooms/{room}")).await;
-    assert_eq!(page.status, 200);
-    let signed = attr_after(&page.body, "signed-stream-name=\"").expect("stream name");
-    let identifier =
-        serde_json::json!({"channel": "RoomMessagesChannel", "signed_stream_name": signed})
-            .to_string();
-    let mut ws = connect_with(server, c).await;
-    ws.send_text(&subscribe_cmd(&identifier)).await;
-    assert_eq!(ws.next_non_ping(T).await, text(&confirm(&identifier)));
-    ws
-}
-
-/// The next broadcast whose `message` contains `needle`, skipping others.
-async fn broadcast_containing(ws: &mut Ws, needle: &str) -> String {
-    let deadline = Instant::now() + T;
-    while Instant::now() < deadline {
-        match ws.next_non_ping(T).await {
-            Some(WsEvent::Text(t)) => {
-                let v: serde_json::Value = serde_json::from_str(&t).unwrap();
-                if let Some(m) = v["message"].as_str() {
-                    if m.contains(needle) {
-                        return m.to_owned();
-                    }
-                }
-            }
-            other => panic!("expected a broadcast, got {other:?}"),
-        }
-    }
-    panic!("no broadcast containing {needle:?}");
-}
-
 async fn signed_in(server: &TestServer, email: &str, password: &str) -> Client {
-    let mut c = server.client();
-    let r = c.login(email, password).await;
-    assert_eq!(r.status, 302, "{email}: {}", r.body);
-    c
+    server.signed_in(email, password).await
 }
 
 /// Whether `c` is signed in (the profile form answers 200 rather than sending to sign-in).
@@ -898,19 +833,9 @@ async fn a_custom_boost_shows_its_booster_and_only_the_booster_removes_it_live()
     let mut david = signed_in(&server, DAVID, SECRET).await;
     let david_token = csrf(&mut david, "/rooms/1").await;
     let own = format!("/messages/{message_id}/boosts/{boost_id}");
-    assert_eq!(
-        send(&mut david, "DELETE", &own, &[], &david_token)
-            .await
-            .status,
-        403
-    );
+    expect_statuses(&mut david, &david_token, &[("DELETE", &own, &[], 403)]).await;
     let missing = format!("/messages/{message_id}/boosts/999999");
-    assert_eq!(
-        send(&mut jason, "DELETE", &missing, &[], &token)
-            .await
-            .status,
-        404
-    );
+    expect_statuses(&mut jason, &token, &[("DELETE", &missing, &[], 404)]).await;
     // The booster does: a live remove for the room.
     let r = send(&mut jason, "DELETE", &own, &[], &token).await;
     assert_eq!(r.status, 302, "{}", r.body);

@@ -11,6 +11,7 @@ use tokio::net::TcpStream;
 
 pub mod browser;
 pub mod child;
+pub mod forms;
 
 /// A running test server and its temp dir (removed on drop).
 pub struct TestServer {
