@@ -13,6 +13,9 @@
 //! | `hearth_cable_subscriptions` | gauge | (connection, stream, identifier) subscriptions attached |
 //! | `hearth_cable_connections_opened_total` | counter | connections welcomed |
 //! | `hearth_cable_connections_rejected_total` | counter | upgrades refused as unauthorized (no signed-in user) |
+//! | `hearth_cable_sessions_restored_total` | counter | `actioncable-v1-ext-json` sessions restored by `sid` (no identification, no re-subscription) |
+//! | `hearth_history_replayed_total` | counter | broadcasts sent again from the history (`history` requests, the room page's catch-up) |
+//! | `hearth_history_rejected_total` | counter | history requests the history no longer covered (`reject_history`, a sidebar reload) |
 //! | `hearth_fanout_streams` | gauge | streams with at least one subscriber |
 //! | `hearth_fanout_broadcasts_total` | counter | calls to `Fanout::broadcast` |
 //! | `hearth_fanout_frames_queued_total`, `hearth_fanout_queued_bytes_total` | counter | frames (and their bytes) put into connection queues |
@@ -103,6 +106,9 @@ pub struct Metrics {
     fanout: FanoutMirror,
     connections_opened: Counter,
     connections_rejected: Counter,
+    sessions_restored: Counter,
+    history_replayed: Counter,
+    history_rejected: Counter,
     posted_web: Counter,
     posted_bot: Counter,
     post_duration_web: Histogram,
@@ -166,6 +172,24 @@ const SERIES: &[(&str, Kind, Option<Unit>, &str)] = &[
         Kind::Counter,
         None,
         "Action Cable upgrades refused as unauthorized.",
+    ),
+    (
+        "hearth_cable_sessions_restored_total",
+        Kind::Counter,
+        None,
+        "Extended-protocol sessions restored by sid.",
+    ),
+    (
+        "hearth_history_replayed_total",
+        Kind::Counter,
+        None,
+        "Broadcasts sent again from the stream history.",
+    ),
+    (
+        "hearth_history_rejected_total",
+        Kind::Counter,
+        None,
+        "History requests the history no longer covered.",
     ),
     (
         "hearth_fanout_streams",
@@ -333,6 +357,9 @@ impl Metrics {
             fanout,
             connections_opened: counter("hearth_cable_connections_opened_total"),
             connections_rejected: counter("hearth_cable_connections_rejected_total"),
+            sessions_restored: counter("hearth_cable_sessions_restored_total"),
+            history_replayed: counter("hearth_history_replayed_total"),
+            history_rejected: counter("hearth_history_rejected_total"),
             posted_web: posted("web"),
             posted_bot: posted("bot"),
             post_duration_web: post_duration("web"),
@@ -388,6 +415,21 @@ impl Metrics {
     /// Counts an Action Cable upgrade refused as unauthorized.
     pub fn connection_rejected(&self) {
         self.connections_rejected.increment(1);
+    }
+
+    /// Counts a restored extended-protocol session.
+    pub fn session_restored(&self) {
+        self.sessions_restored.increment(1);
+    }
+
+    /// Counts `n` broadcasts sent again from the history.
+    pub fn history_replayed(&self, n: usize) {
+        self.history_replayed.increment(n as u64);
+    }
+
+    /// Counts a history request the history no longer covered.
+    pub fn history_rejected(&self) {
+        self.history_rejected.increment(1);
     }
 
     /// Records a stored post: counts it and observes `elapsed`, the post handler's duration

@@ -44,6 +44,7 @@ mod rails_vectors;
 mod redis;
 mod redis_links;
 mod redis_rails;
+mod reliable;
 mod rich_text;
 mod room_page;
 mod rooms;
