@@ -35,6 +35,7 @@
 //!   after the last entry it had settled and replays to its clients what they missed, in
 //!   order and once, before anything newer.
 
+pub mod history;
 pub mod log;
 
 use std::collections::{HashSet, VecDeque};
@@ -50,10 +51,23 @@ use tokio::sync::{mpsc, watch};
 use crate::anycable;
 use crate::fanout::interest::{Interest, InterestChange};
 use crate::fanout::Fanout;
+use crate::history::Position;
 use crate::metrics::Metrics;
 use crate::pubsub::{Bus, Control, ControlHandler, ControlSlot, Health, LinkReport};
 
 pub use log::LOG_LIMIT;
+
+/// What the Redis bus needs to give broadcasts their stream positions
+/// ([`history::RedisHistory`]).
+#[derive(Clone, Copy, Debug)]
+pub struct HistorySettings {
+    /// Entries kept per stream (`--history-limit`; 0: no history, no positions).
+    pub limit: usize,
+    /// How long an entry is kept (`--history-ttl`).
+    pub ttl: Duration,
+    /// The escaping of stream names in positioned frames.
+    pub json: crate::rails::json::JsonEscaping,
+}
 
 /// Hearth's node-to-node control channel (under the channel prefix): revocations, as
 /// `{"type":"access_revoked","user_ids":[…]}`.
@@ -185,6 +199,8 @@ pub struct RedisPubSub {
     /// Log entries this node delivered itself (their `PUBLISH` reached no subscriber).
     delivered_here: Mutex<log::DeliveredHere>,
     link: LinkStats,
+    history: history::RedisHistory,
+    history_settings: HistorySettings,
 }
 
 /// The link's figures: for `/up` (the atomics) and `/metrics` (the handles).
@@ -270,6 +286,7 @@ impl RedisPubSub {
         gid_app: &str,
         fanout: Fanout,
         metrics: Arc<Metrics>,
+        history_settings: HistorySettings,
     ) -> anyhow::Result<Arc<Self>> {
         let (interest, changes) = Interest::with_listener();
         let client = redis::Client::open(url)
@@ -283,7 +300,22 @@ impl RedisPubSub {
         metrics.set_redis_link_up(false);
         let node = format!("{:016x}", rand::random::<u64>());
         let link = LinkStats::new(&metrics);
+        let config = redis::aio::ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(COMMAND_TIMEOUT))
+            .set_response_timeout(Some(COMMAND_TIMEOUT))
+            .set_number_of_retries(1)
+            .set_max_delay(RECONNECT_MAX);
+        let manager = redis::aio::ConnectionManager::new_lazy_with_config(client.clone(), config)
+            .map_err(|e| anyhow::anyhow!("Redis connection manager: {e}"))?;
+        let history = history::RedisHistory::new(
+            manager.clone(),
+            &prefix,
+            history_settings.ttl,
+            Arc::default(),
+        );
         let adapter = Arc::new(Self {
+            history,
+            history_settings,
             log_key: format!("{prefix}hearth/log"),
             marks_channel: format!("{prefix}hearth/marks"),
             heartbeat_channel: format!("{prefix}hearth/heartbeat/{node}"),
@@ -303,17 +335,24 @@ impl RedisPubSub {
             metrics,
             tasks: Mutex::new(Vec::new()),
         });
-        let config = redis::aio::ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(COMMAND_TIMEOUT))
-            .set_response_timeout(Some(COMMAND_TIMEOUT))
-            .set_number_of_retries(1)
-            .set_max_delay(RECONNECT_MAX);
-        let manager = redis::aio::ConnectionManager::new_lazy_with_config(client.clone(), config)
-            .map_err(|e| anyhow::anyhow!("Redis connection manager: {e}"))?;
         let publisher = tokio::spawn(publisher(Arc::downgrade(&adapter), manager, outbox_rx));
         let subscriber = tokio::spawn(subscriber(Arc::downgrade(&adapter), client, changes));
         adapter.tasks.lock().extend([publisher, subscriber]);
         Ok(adapter)
+    }
+
+    /// The stream history every node shares (positions assigned in Redis): the node's
+    /// [`crate::history::History`].
+    pub fn history(&self) -> Arc<dyn crate::history::History> {
+        Arc::new(self.history.clone())
+    }
+
+    /// The name a broadcast's history is kept under, or None for one without history (node
+    /// commands, remote disconnects, typing).
+    fn history_stream<'a>(&self, stream: &'a str) -> Option<&'a str> {
+        let commands = stream == CONTROL_CHANNEL || stream.starts_with(INTERNAL_CHANNEL_PREFIX);
+        (self.history_settings.limit > 0 && !commands && !crate::streams::is_transient(stream))
+            .then_some(stream)
     }
 
     /// The user's internal channel name (`action_cable/<user's GlobalID param>`).
@@ -392,7 +431,7 @@ impl RedisPubSub {
     }
 
     /// Delivers a message received on Redis channel `channel` to this node's clients.
-    fn receive(&self, channel: &str, payload: &[u8]) {
+    fn receive(&self, channel: &str, payload: &[u8], position: Option<&Position>) {
         if channel == self.anycable_channel {
             match anycable::parse_message(payload) {
                 Ok(anycable::Message::Publications(publications)) => {
@@ -409,13 +448,13 @@ impl RedisPubSub {
             return;
         }
         match channel.strip_prefix(self.prefix.as_str()) {
-            Some(name) => self.deliver_local(name, payload),
+            Some(name) => self.deliver_local(name, payload, position),
             None => tracing::debug!(channel, "message on a channel without our prefix"),
         }
     }
 
     /// Delivers a broadcast (or a remote disconnect) to this node's clients only.
-    fn deliver_local(&self, name: &str, payload: &[u8]) {
+    fn deliver_local(&self, name: &str, payload: &[u8], position: Option<&Position>) {
         if let Some(identifier) = name.strip_prefix(INTERNAL_CHANNEL_PREFIX) {
             let Some(disconnect) = RemoteDisconnect::parse(identifier, payload) else {
                 tracing::warn!(
@@ -446,7 +485,23 @@ impl RedisPubSub {
             );
             return;
         }
-        self.fanout.broadcast(name, payload);
+        match position {
+            Some(position) => {
+                self.history
+                    .heads
+                    .saw(&position.epoch, name, position.offset);
+                crate::pubsub::deliver_at(
+                    &self.fanout,
+                    self.history_settings.json,
+                    name,
+                    payload,
+                    position,
+                );
+            }
+            None => {
+                self.fanout.broadcast(name, payload);
+            }
+        }
     }
 }
 
@@ -480,7 +535,7 @@ impl Bus for RedisPubSub {
             .send((stream.into(), Bytes::copy_from_slice(payload)))
         {
             // The publisher task is gone (the server is stopping): deliver here.
-            self.deliver_local(&stream, &payload);
+            self.deliver_local(&stream, &payload, None);
         }
         0
     }
@@ -582,7 +637,7 @@ impl RedisPubSub {
     /// Delivers to this node's clients every kept broadcast not delivered here yet.
     fn deliver_kept_here(&self, pending: &mut VecDeque<Outgoing>) {
         for o in pending.iter_mut().filter(|o| !o.delivered_here) {
-            self.deliver_local(&o.stream, &o.payload);
+            self.deliver_local(&o.stream, &o.payload, None);
             o.delivered_here = true;
         }
     }
@@ -594,16 +649,24 @@ impl RedisPubSub {
         manager: &mut redis::aio::ConnectionManager,
         batch: impl Iterator<Item = &Outgoing>,
     ) -> anyhow::Result<Vec<(String, i64)>> {
+        let (epoch_key, offsets_key, history_prefix) = self.history.keys();
         let mut eval = redis::cmd("EVAL");
         eval.arg(log::PUBLISH_SCRIPT)
-            .arg(1)
+            .arg(3)
             .arg(&self.log_key)
+            .arg(epoch_key)
+            .arg(offsets_key)
             .arg(&self.marks_channel)
-            .arg(LOG_LIMIT);
+            .arg(LOG_LIMIT)
+            .arg(&*crate::history::new_epoch())
+            .arg(history_prefix)
+            .arg(self.history_settings.limit)
+            .arg(self.history_settings.ttl.as_secs().max(1));
         for o in batch {
             eval.arg(self.channel(&o.stream))
                 .arg(&o.payload[..])
-                .arg(if o.delivered_here { &self.node } else { "-" });
+                .arg(if o.delivered_here { &self.node } else { "-" })
+                .arg(self.history_stream(&o.stream).unwrap_or(""));
         }
         match tokio::time::timeout(COMMAND_TIMEOUT, eval.query_async(manager)).await {
             Ok(Ok(replies)) => Ok(replies),
@@ -708,7 +771,7 @@ async fn publisher(
                         if let Some(id) = log::EntryId::parse(&id) {
                             a.delivered_here.lock().insert(id);
                         }
-                        a.deliver_local(&o.stream, &o.payload);
+                        a.deliver_local(&o.stream, &o.payload, None);
                     }
                 }
                 a.link.set_pending(pending.len());
@@ -972,10 +1035,19 @@ async fn listen(
                         .reset(tokio::time::Instant::now() + HEARTBEAT_SILENCE);
                     continue;
                 }
-                if tracker.on_message(&a.marks_channel, &a.node, channel, payload)
-                    == log::Seen::Deliver
-                {
-                    a.receive(channel, payload);
+                match tracker.on_message(&a.marks_channel, &a.node, channel, payload) {
+                    (log::Seen::Deliver(position), _) => {
+                        a.receive(channel, payload, position.as_ref());
+                    }
+                    (log::Seen::Drop, Some(marker)) => {
+                        if let (Some(p), Some(stream)) = (
+                            &marker.position,
+                            marker.channel.strip_prefix(a.prefix.as_str()),
+                        ) {
+                            a.history.heads.saw(&p.epoch, stream, p.offset);
+                        }
+                    }
+                    (log::Seen::Drop, None) => {}
                 }
             }
             () = &mut silence => {

@@ -4,11 +4,14 @@
 //! Every broadcast a Hearth node publishes goes out as one Lua script ([`PUBLISH_SCRIPT`]),
 //! atomic on the Redis server:
 //!
-//! 1. `XADD <prefix>:hearth/log MAXLEN ~ <limit> * c <channel> p <payload> s <skip>`: the
-//!    log, a Redis Stream, capped at about [`LOG_LIMIT`] entries. Its id (`<ms>-<seq>`) is the
-//!    broadcast's position.
-//! 2. `PUBLISH <prefix>:hearth/marks "<id> <skip> <channel>"`: a marker, heard by every node.
-//! 3. `PUBLISH <channel> <payload>`: the broadcast itself, byte for byte in Rails' redis
+//! 1. For a stream that keeps history, its stream position (epoch and offset) and its
+//!    history entry ([`super::history`]).
+//! 2. `XADD <prefix>:hearth/log MAXLEN ~ <limit> * c <channel> p <payload> s <skip> e <epoch>
+//!    o <offset>`: the log, a Redis Stream of every broadcast, capped at about [`LOG_LIMIT`]
+//!    entries; its id (`<ms>-<seq>`) orders the broadcasts of every stream.
+//! 3. `PUBLISH <prefix>:hearth/marks "<id> <skip> <epoch> <offset> <channel>"`: a marker,
+//!    heard by every node (offset 0: no position).
+//! 4. `PUBLISH <channel> <payload>`: the broadcast itself, byte for byte in Rails' redis
 //!    adapter format, so Rails processes (and Rails' own adapter) see no change.
 //!
 //! `<skip>` is the publishing node's id when it already delivered the broadcast to its own
@@ -29,6 +32,7 @@
 use std::collections::{HashSet, VecDeque};
 
 use super::RedisPubSub;
+use crate::history::Position;
 
 /// Entries the log keeps (about: `XADD … MAXLEN ~`). A node that was cut off for longer than
 /// this many broadcasts replays the newest of them and counts a gap.
@@ -41,14 +45,31 @@ const REPLAY_PAGE: usize = 512;
 /// `PUBLISH` reached no subscriber) that a replay must skip: at most this many, the newest.
 const DELIVERED_HERE_LIMIT: usize = 4096;
 
-/// KEYS[1] = the log; ARGV[1] = the marker channel, ARGV[2] = the log's cap, then
-/// (channel, payload, skip) per broadcast. Returns `{id, receivers}` per broadcast.
+/// KEYS: the log, the epoch, the offsets hash. ARGV[1] = the marker channel, ARGV[2] = the
+/// log's cap, ARGV[3] = an epoch to start with when there is none, ARGV[4] = the history keys'
+/// prefix, ARGV[5] = the history's cap per stream (0: no history), ARGV[6] = its time to live
+/// in seconds; then (channel, payload, skip, stream) per broadcast, `stream` empty for one
+/// without history. Returns `{id, receivers}` per broadcast.
 pub const PUBLISH_SCRIPT: &str = r"
+local epoch = redis.call('GET', KEYS[2])
+if not epoch then
+  epoch = ARGV[3]
+  redis.call('SET', KEYS[2], epoch)
+end
+local now = redis.call('TIME')[1]
+local keep = tonumber(ARGV[5])
 local out = {}
-for i = 3, #ARGV, 3 do
-  local channel, payload, skip = ARGV[i], ARGV[i + 1], ARGV[i + 2]
-  local id = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[2], '*', 'c', channel, 'p', payload, 's', skip)
-  redis.call('PUBLISH', ARGV[1], id .. ' ' .. skip .. ' ' .. channel)
+for i = 7, #ARGV, 4 do
+  local channel, payload, skip, stream = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
+  local offset = 0
+  if stream ~= '' and keep > 0 then
+    offset = redis.call('HINCRBY', KEYS[3], stream, 1)
+    local key = ARGV[4] .. stream
+    redis.call('XADD', key, 'MAXLEN', keep, offset .. '-0', 't', now, 'p', payload)
+    redis.call('EXPIRE', key, ARGV[6])
+  end
+  local id = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[2], '*', 'c', channel, 'p', payload, 's', skip, 'e', epoch, 'o', offset)
+  redis.call('PUBLISH', ARGV[1], id .. ' ' .. skip .. ' ' .. epoch .. ' ' .. offset .. ' ' .. channel)
   out[#out + 1] = {id, redis.call('PUBLISH', channel, payload)}
 end
 return out
@@ -72,13 +93,15 @@ impl std::fmt::Display for EntryId {
     }
 }
 
-/// A marker (`"<id> <skip> <channel>"` on the marker channel).
+/// A marker (`"<id> <skip> <epoch> <offset> <channel>"` on the marker channel).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Marker {
     /// The log entry's id.
     pub id: EntryId,
     /// The node that already delivered it to its own clients, or `-`.
     pub skip: String,
+    /// The broadcast's stream position; None for a stream without history.
+    pub position: Option<Position>,
     /// The (prefixed) channel its payload goes to.
     pub channel: String,
 }
@@ -87,12 +110,27 @@ impl Marker {
     /// Parses a marker's payload; None for anything else.
     pub fn parse(payload: &[u8]) -> Option<Self> {
         let text = std::str::from_utf8(payload).ok()?;
-        let mut parts = text.splitn(3, ' ');
+        let mut parts = text.splitn(5, ' ');
         let id = EntryId::parse(parts.next()?)?;
         let skip = parts.next()?.to_owned();
+        let epoch = parts.next()?;
+        let offset: u64 = parts.next()?.parse().ok()?;
         let channel = parts.next()?.to_owned();
-        Some(Self { id, skip, channel })
+        Some(Self {
+            id,
+            skip,
+            position: position(epoch, offset),
+            channel,
+        })
     }
+}
+
+/// A position from a marker's or a log entry's epoch and offset (offset 0: none).
+fn position(epoch: &str, offset: u64) -> Option<Position> {
+    (offset > 0).then(|| Position {
+        epoch: epoch.into(),
+        offset,
+    })
 }
 
 /// What a node's subscriber knows of the log (kept across reconnects of the link).
@@ -108,8 +146,8 @@ pub struct Tracker {
 /// What [`Tracker::on_message`] made of a message.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Seen {
-    /// Deliver the payload to this node's clients.
-    Deliver,
+    /// Deliver the payload to this node's clients, at this position (when it has one).
+    Deliver(Option<Position>),
     /// A marker, or a payload delivered already (replayed, or by its own publisher).
     Drop,
 }
@@ -136,28 +174,37 @@ impl Tracker {
 
     /// Sorts a message read on the subscriber link: the marker channel's, or a payload on
     /// `channel`. `node` is this node's id.
-    pub fn on_message(&mut self, marks: &str, node: &str, channel: &str, payload: &[u8]) -> Seen {
+    ///
+    /// A marker is returned as well (`Some`), so the caller can note its stream's position.
+    pub fn on_message(
+        &mut self,
+        marks: &str,
+        node: &str,
+        channel: &str,
+        payload: &[u8],
+    ) -> (Seen, Option<&Marker>) {
         if channel == marks {
             self.settle();
             self.pending = Marker::parse(payload);
-            return Seen::Drop;
+            return (Seen::Drop, self.pending.as_ref());
         }
-        match self.pending.take() {
+        let seen = match self.pending.take() {
             Some(m) if m.channel == channel => {
                 let seen = self.watermark.is_some_and(|w| m.id <= w);
                 self.advance(m.id);
                 if seen || m.skip == node {
                     Seen::Drop
                 } else {
-                    Seen::Deliver
+                    Seen::Deliver(m.position)
                 }
             }
             Some(m) => {
                 self.advance(m.id);
-                Seen::Deliver
+                Seen::Deliver(None)
             }
-            None => Seen::Deliver,
-        }
+            None => Seen::Deliver(None),
+        };
+        (seen, None)
     }
 
     /// Any other message (the heartbeat): a pending marker's payload is not coming.
@@ -225,11 +272,19 @@ impl Tracker {
                 from = id;
                 self.advance(id);
                 let (mut channel, mut payload, mut skip) = (None, None, None);
+                let (mut epoch, mut offset) = ("", 0);
                 for pair in fields.chunks_exact(2) {
                     match &pair[0][..] {
                         b"c" => channel = std::str::from_utf8(&pair[1]).ok(),
                         b"p" => payload = Some(&pair[1][..]),
                         b"s" => skip = Some(&pair[1][..]),
+                        b"e" => epoch = std::str::from_utf8(&pair[1]).unwrap_or(""),
+                        b"o" => {
+                            offset = std::str::from_utf8(&pair[1])
+                                .ok()
+                                .and_then(|o| o.parse().ok())
+                                .unwrap_or(0);
+                        }
                         _ => {}
                     }
                 }
@@ -242,7 +297,7 @@ impl Tracker {
                 {
                     continue;
                 }
-                adapter.receive(channel, payload);
+                adapter.receive(channel, payload, position(epoch, offset).as_ref());
                 done.replayed += 1;
             }
             if n < REPLAY_PAGE {
@@ -307,7 +362,11 @@ mod tests {
     const MARKS: &str = "p:hearth/marks";
 
     fn marker(id: &str, skip: &str, channel: &str) -> Vec<u8> {
-        format!("{id} {skip} {channel}").into_bytes()
+        format!("{id} {skip} ep 0 {channel}").into_bytes()
+    }
+
+    fn seen(t: &mut Tracker, channel: &str, payload: &[u8]) -> Seen {
+        t.on_message(MARKS, "me", channel, payload).0
     }
 
     #[test]
@@ -325,32 +384,29 @@ mod tests {
             watermark: Some(EntryId(1, 0)),
             pending: None,
         };
-        assert_eq!(
-            t.on_message(MARKS, "me", MARKS, &marker("2-0", "-", "p:a")),
-            Seen::Drop
-        );
-        assert_eq!(t.on_message(MARKS, "me", "p:a", b"{}"), Seen::Deliver);
+        assert_eq!(seen(&mut t, MARKS, &marker("2-0", "-", "p:a")), Seen::Drop);
+        assert_eq!(seen(&mut t, "p:a", b"{}"), Seen::Deliver(None));
         assert_eq!(t.watermark, Some(EntryId(2, 0)));
         // A marker not past the watermark (replayed already): its payload is dropped.
-        t.on_message(MARKS, "me", MARKS, &marker("2-0", "-", "p:a"));
-        assert_eq!(t.on_message(MARKS, "me", "p:a", b"{}"), Seen::Drop);
+        seen(&mut t, MARKS, &marker("2-0", "-", "p:a"));
+        assert_eq!(seen(&mut t, "p:a", b"{}"), Seen::Drop);
         // Our own broadcast, delivered here already.
-        t.on_message(MARKS, "me", MARKS, &marker("3-0", "me", "p:a"));
-        assert_eq!(t.on_message(MARKS, "me", "p:a", b"{}"), Seen::Drop);
+        seen(&mut t, MARKS, &marker("3-0", "me", "p:a"));
+        assert_eq!(seen(&mut t, "p:a", b"{}"), Seen::Drop);
         assert_eq!(t.watermark, Some(EntryId(3, 0)));
     }
 
     #[test]
     fn markers_of_channels_not_listened_to_settle_and_plain_publishes_pass() {
         let mut t = Tracker::default();
-        t.on_message(MARKS, "me", MARKS, &marker("4-0", "-", "p:other"));
-        t.on_message(MARKS, "me", MARKS, &marker("5-0", "-", "p:other"));
+        seen(&mut t, MARKS, &marker("4-0", "-", "p:other"));
+        seen(&mut t, MARKS, &marker("5-0", "-", "p:other"));
         assert_eq!(t.watermark, Some(EntryId(4, 0)));
         // A Rails publish on a listened channel, right after an unrelated marker.
-        assert_eq!(t.on_message(MARKS, "me", "p:a", b"[1]"), Seen::Deliver);
+        assert_eq!(seen(&mut t, "p:a", b"[1]"), Seen::Deliver(None));
         assert_eq!(t.watermark, Some(EntryId(5, 0)));
-        assert_eq!(t.on_message(MARKS, "me", "p:a", b"[2]"), Seen::Deliver);
-        t.on_message(MARKS, "me", MARKS, &marker("6-0", "-", "p:other"));
+        assert_eq!(seen(&mut t, "p:a", b"[2]"), Seen::Deliver(None));
+        seen(&mut t, MARKS, &marker("6-0", "-", "p:other"));
         t.on_other();
         assert_eq!(t.watermark, Some(EntryId(6, 0)));
         assert_eq!(Marker::parse(b"garbage"), None);

@@ -11,7 +11,7 @@ use std::process::Command;
 
 use common::TestServer;
 
-pub fn ensure_node_modules() {
+pub(crate) fn ensure_node_modules() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/node");
     if !dir.join("node_modules/@rails/actioncable").exists()
         || !dir.join("node_modules/@anycable/core").exists()

@@ -136,6 +136,15 @@ async fn pipe(
 /// An app node on `app_url` and one cable node on `cable_url` (both the same Redis, perhaps
 /// through a proxy); index 0 is the app node.
 async fn app_and_cable(app_redis: &str, cable_redis: &str) -> Vec<TestServer> {
+    app_and_cables(app_redis, &[cable_redis], |_| {}).await
+}
+
+/// An app node on `app_redis` and a cable node on each of `cable_redis`, each with `tweak`.
+async fn app_and_cables(
+    app_redis: &str,
+    cable_redis: &[&str],
+    tweak: impl Fn(&mut hearth::config::Config),
+) -> Vec<TestServer> {
     let dir = common::temp_dir("links");
     let prefix = crate::redis::unique_prefix("links");
     let redis = |c: &mut hearth::config::Config, url: &str| {
@@ -146,18 +155,23 @@ async fn app_and_cable(app_redis: &str, cable_redis: &str) -> Vec<TestServer> {
     let app = TestServer::start_in(dir, |c| {
         redis(c, app_redis);
         c.role = hearth::config::Role::App;
+        tweak(c);
     })
     .await;
     let app_url = format!("http://{}", app.addr);
-    let cable_dir = common::temp_dir("links-cable");
-    let cable = TestServer::start_in(cable_dir.clone(), |c| {
-        redis(c, cable_redis);
-        c.role = hearth::config::Role::Cable;
-        c.app_url = Some(app_url);
-        c.database = cable_dir.join("never-opened.sqlite3");
-    })
-    .await;
-    let nodes = vec![app, cable];
+    let mut nodes = vec![app];
+    for url in cable_redis {
+        let cable_dir = common::temp_dir("links-cable");
+        let cable = TestServer::start_in(cable_dir.clone(), |c| {
+            redis(c, url);
+            c.role = hearth::config::Role::Cable;
+            c.app_url = Some(app_url.clone());
+            c.database = cable_dir.join("never-opened.sqlite3");
+            tweak(c);
+        })
+        .await;
+        nodes.push(cable);
+    }
     for node in &nodes {
         wait_link(node, true).await;
     }
@@ -344,5 +358,88 @@ async fn posts_during_a_redis_outage_are_kept_and_published_when_it_returns() {
     assert_eq!(
         metric(&nodes[0], "hearth_redis_publish_pending").await,
         Some(0.0)
+    );
+}
+
+/// Opens `/cable` on `node` offering `actioncable-v1-ext-json`, reads the welcome, and
+/// subscribes to `identifier`.
+async fn ext_subscribed(node: &TestServer, c: &common::Client, identifier: &str) -> common::Ws {
+    let mut ws = common::Ws::connect_to(
+        node.addr,
+        "/cable",
+        Some(&c.cookie_header()),
+        Some(&node.origin()),
+        Some("actioncable-v1-ext-json"),
+    )
+    .await;
+    assert_eq!(ws.status, 101, "{}", ws.response_head);
+    let welcome = next_text(&mut ws).await;
+    assert!(welcome.contains("\"sid\""), "{welcome}");
+    ws.send_text(&common::subscribe_cmd(identifier)).await;
+    assert_eq!(
+        ws.next_non_ping(T).await,
+        common::text(&common::confirm(identifier))
+    );
+    ws
+}
+
+async fn next_json(ws: &mut common::Ws) -> serde_json::Value {
+    serde_json::from_str(&next_text(ws).await).expect("a JSON frame")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn positions_come_from_redis_so_another_cable_node_answers_history_in_the_same_numbering() {
+    let (redis, _) = private_redis().await;
+    let url = redis.url();
+    let nodes = app_and_cables(&url, &[&url, &url], |c| c.history_limit = 2).await;
+    let (mut poster, signed, csrf) = member_of_room_1(&nodes[0], "david@example.com").await;
+    let id = room_identifier(&signed);
+    let mut first = ext_subscribed(&nodes[1], &poster, &id).await;
+    let mut other = ext_subscribed(&nodes[2], &poster, &id).await;
+    let (mut offsets, mut epoch, mut stream) = (Vec::new(), String::new(), String::new());
+    for i in 0..4 {
+        let cid = format!("pos-{i}");
+        assert_eq!(poster.post_message(1, &cid, &cid, &csrf).await.status, 200);
+        let frame = next_json(&mut first).await;
+        // Both cable nodes stamp the same position on the same broadcast.
+        assert_eq!(next_json(&mut other).await, frame);
+        offsets.push(frame["offset"].as_u64().expect("an offset"));
+        epoch = frame["epoch"].as_str().expect("an epoch").to_owned();
+        stream = frame["stream_id"].as_str().expect("a stream").to_owned();
+    }
+    assert!(offsets.windows(2).all(|w| w[1] == w[0] + 1), "{offsets:?}");
+    // The client moves to the other cable node and asks what followed offsets[1].
+    drop(first);
+    let had = |offset: u64| {
+        serde_json::json!({"command": "history", "identifier": id, "history":
+            {"streams": {stream.clone(): {"epoch": epoch.clone(), "offset": offset}}}})
+        .to_string()
+    };
+    other.send_text(&had(offsets[1])).await;
+    for expected in &offsets[2..] {
+        let frame = next_json(&mut other).await;
+        assert_eq!(frame["offset"].as_u64(), Some(*expected), "{frame}");
+        assert!(frame["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("turbo-stream"));
+    }
+    assert_eq!(
+        next_json(&mut other).await,
+        serde_json::json!({"type": "confirm_history", "identifier": id})
+    );
+    // offsets[0]: the history (2 per stream) no longer joins up: the client is told.
+    other.send_text(&had(offsets[0])).await;
+    assert_eq!(
+        next_json(&mut other).await,
+        serde_json::json!({"type": "reject_history", "identifier": id})
+    );
+    // Another epoch (as after a Redis that lost its data) is gone too.
+    let mut elsewhere = had(offsets[3]);
+    elsewhere = elsewhere.replace(&epoch, "another");
+    other.send_text(&elsewhere).await;
+    assert_eq!(
+        next_json(&mut other).await,
+        serde_json::json!({"type": "reject_history", "identifier": id})
     );
 }
