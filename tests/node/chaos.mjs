@@ -100,21 +100,22 @@ AC.adapters.WebSocket = class extends WS {
   }
 };
 
-const clients = [];
-function stock(i) {
-  const s = sessions[i % USERS];
-  const seen = new Seen("v1-json");
+/// The room page's catch-up (assets/js/connection.js): GET refresh?cursor=, appends kept once
+/// by element id; a `refresh` action (too much missed) reloads the page: its messages, its
+/// cursor.
+function catchUp(s, seen) {
   let cursor = s.cursor;
-  // Round-robin over the cable nodes on every connect, as a load balancer would.
-  let attempt = i;
-  const consumer = AC.createConsumer(() => `${cables[attempt++ % cables.length]}/cable?client=${i}`);
-  const refresh = async () => {
+  return async () => {
     try {
       const res = await s.http(`${s.refreshUrl}?cursor=${cursor}&reason=connection`, { headers: { Accept: "text/vnd.turbo-stream.html" } });
       if (!res.ok) return;
-      const next = Number(res.headers.get("X-Refresh-Cursor"));
-      const html = await res.text();
-      if (html.includes('action="refresh"')) seen.reloads += 1;
+      let next = Number(res.headers.get("X-Refresh-Cursor"));
+      let html = await res.text();
+      if (html.includes('action="refresh"')) {
+        seen.reloads += 1;
+        html = await (await s.http("/rooms/1")).text();
+        next = Number(decode(html.match(/data-refresh-room-cursor-value="([^"]*)"/)?.[1] ?? "0")) || 0;
+      }
       for (const seq of seqsIn(html)) seen.page.add(seq);
       if (next > cursor) cursor = next;
       seen.catchUps += 1;
@@ -122,6 +123,16 @@ function stock(i) {
       // the server went away again: the next connect catches up
     }
   };
+}
+
+const clients = [];
+function stock(i) {
+  const s = sessions[i % USERS];
+  const seen = new Seen("v1-json");
+  // Round-robin over the cable nodes on every connect, as a load balancer would.
+  let attempt = Math.floor(i / 2);
+  const consumer = AC.createConsumer(() => `${cables[attempt++ % cables.length]}/cable?client=${i}`);
+  const refresh = catchUp(s, seen);
   consumer.subscriptions.create({ channel: "RoomMessagesChannel", signed_stream_name: s.signed }, {
     connected() { seen.connects += 1; refresh(); },
     received(data) {
@@ -137,26 +148,31 @@ function stock(i) {
 function ext(i) {
   const s = sessions[i % USERS];
   const seen = new Seen("ext-json");
-  const url = `${cables[i % cables.length]}/cable?client=${i}`;
+  // Told the history no longer covers what it missed, the page catches up as a stock one does.
+  const refresh = catchUp(s, seen);
+  const url = `${cables[Math.floor(i / 2) % cables.length]}/cable?client=${i}`;
   class Tracked extends WS {
     constructor(u, protocols, options) {
       super(u, protocols, options);
       sockets.set(i, this);
       this.on("message", (data) => {
-        if (data.includes('"reject_history"')) seen.rejected += 1;
+        if (data.includes('"reject_history"')) { seen.rejected += 1; refresh(); }
       });
     }
   }
   const cable = createCable(url, {
     protocol: "actioncable-v1-ext-json",
     websocketImplementation: Tracked,
-    websocketOptions: { headers: { Cookie: s.cookie() }, origin: base },
+    websocketOptions: { headers: { Cookie: s.cookie() }, origin: new URL(url).origin.replace(/^ws/, "http") },
     logLevel: "error",
   });
   cable.on("connect", (ev) => { seen.connects += 1; if (ev.restored) seen.restored += 1; });
   const channel = cable.subscribeTo("RoomMessagesChannel", { signed_stream_name: s.signed });
   channel.on("message", (message) => {
-    for (const seq of seqsIn(typeof message === "string" ? message : JSON.stringify(message))) seen.live.push(seq);
+    for (const seq of seqsIn(typeof message === "string" ? message : JSON.stringify(message))) {
+      seen.live.push(seq);
+      seen.page.add(seq);
+    }
   });
   let ready = false;
   channel.ensureSubscribed().then(() => { ready = true; }, () => {});
@@ -173,7 +189,7 @@ const notReady = clients.filter((c) => !c.ready()).length;
 out("READY", N - notReady, "of", N);
 await sleep(1000);
 
-// The poster: user 1, steady rate; only answered (200) posts count as sent.
+// The poster: user 1, steady rate, one post at a time; only answered (200) posts count.
 const poster = sessions[0];
 const accepted = [];
 let postErrors = 0;
@@ -186,9 +202,15 @@ const postLoop = (async () => {
     const at = started + (seq * 1000) / RATE;
     if (at > Date.now()) await sleep(at - Date.now());
     const n = ++seq;
-    const body = new URLSearchParams({ "message[body]": `chaos-${n}`, "message[client_message_id]": `chaos-${started}-${n}`, authenticity_token: poster.csrf });
-    poster.http("/rooms/1/messages", { method: "POST", body, headers: { Accept: "text/vnd.turbo-stream.html" } })
-      .then((res) => { if (res.status === 200) accepted.push(n); else postErrors += 1; }, () => { postErrors += 1; });
+    const body = new URLSearchParams({ "message[body]": `chaos-${n}`, "message[client_message_id]": `cm${started}x${n}`, authenticity_token: poster.csrf });
+    // One post at a time, so the server's order is the sequence's (what "in order" checks).
+    try {
+      const res = await poster.http("/rooms/1/messages", { method: "POST", body, headers: { Accept: "text/vnd.turbo-stream.html" } });
+      if (res.status === 200) accepted.push(n); else postErrors += 1;
+      await res.arrayBuffer();
+    } catch {
+      postErrors += 1;
+    }
   }
 })();
 
@@ -216,7 +238,7 @@ await sleep(1500); // the last answers
 clearInterval(tick);
 
 const want = [...accepted].sort((a, b) => a - b);
-const has = (c) => (c.seen.kind === "v1-json" ? c.seen.page : new Set(c.seen.live));
+const has = (c) => c.seen.page;
 const complete = (c) => want.every((n) => has(c).has(n));
 const drainBy = Date.now() + DRAIN * 1000;
 while (clients.some((c) => !complete(c)) && Date.now() < drainBy) await sleep(500);
@@ -253,6 +275,26 @@ for (const c of clients) {
   r.rejectedHistory += c.seen.rejected;
   r.restored += c.seen.restored;
 }
+// The first few clients that do not hold everything once and in order, in detail.
+const ranges = (ns) => {
+  const out = [];
+  for (const n of ns) {
+    const last = out[out.length - 1];
+    if (last && n === last[1] + 1) last[1] = n; else out.push([n, n]);
+  }
+  return out.map(([a, b]) => (a === b ? `${a}` : `${a}-${b}`)).join(",");
+};
+const shown = {};
+clients.forEach((c, i) => {
+  const v = check(c);
+  shown[c.seen.kind] ??= 0;
+  if ((v.missing || v.duplicated || v.outOfOrder) && shown[c.seen.kind]++ < 4) {
+    const missing = want.filter((n) => !c.seen.page.has(n));
+    out("DETAIL", `client ${i} ${c.seen.kind}`, `missing ${ranges(missing)}`, `dup ${v.duplicated}`, `disorder ${v.outOfOrder}`,
+      `connects ${c.seen.connects} catch-ups ${c.seen.catchUps} reloads ${c.seen.reloads} rejected ${c.seen.rejected} restored ${c.seen.restored}`,
+      `live tail ${c.seen.live.slice(-12).join(",")}`);
+  }
+});
 const result = { clients: N, ready: N - notReady, posted: accepted.length, postErrors, resets, seconds: DURATION, rows: Object.values(rows) };
 out("RESULT", JSON.stringify(result));
 const ok = result.rows.every((r) => r.complete === r.clients) && notReady === 0;

@@ -293,10 +293,9 @@ async fn a_node_cut_off_from_redis_replays_what_was_posted_meanwhile_once_and_in
 
     proxy.refuse(true);
     wait_link(&nodes[1], false).await;
-    assert_eq!(
-        nodes[1].client().get("/up").await.body,
-        "OK (redis link down)"
-    );
+    let up = nodes[1].client().get("/up").await;
+    assert_eq!(up.body, "OK (redis link down)");
+    assert_eq!(up.header("x-hearth-redis-link"), Some("down"));
     for i in 0..3 {
         let r = poster
             .post_message(
@@ -322,6 +321,12 @@ async fn a_node_cut_off_from_redis_replays_what_was_posted_meanwhile_once_and_in
         metric(&nodes[1], "hearth_redis_replayed_total").await,
         Some(3.0)
     );
+    let up = nodes[1].client().get("/up").await;
+    assert_eq!(up.body, "OK");
+    assert_eq!(up.header("x-hearth-redis-link"), Some("up"));
+    assert_eq!(up.header("x-hearth-redis-replayed"), Some("3"));
+    assert_eq!(up.header("x-hearth-redis-pending"), Some("0"));
+    assert!(up.header("x-hearth-redis-lag-ms").is_some());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
