@@ -438,6 +438,15 @@ impl Metrics {
             .register_counter(&Key::from_parts(name, labels), &metadata())
     }
 
+    /// Registers (and describes) a counter without labels, for a series shown only while the
+    /// part of the server that counts it runs (the Redis link's): not in the series table.
+    pub fn plain_counter(&self, name: &'static str, help: &'static str) -> Counter {
+        self.recorder
+            .describe_counter(KeyName::from_const_str(name), None, help.into());
+        self.recorder
+            .register_counter(&Key::from_static_name(name), &metadata())
+    }
+
     /// Registers (and describes) a gauge without labels, for a part of the server that keeps
     /// its own level (the Redis link's queue and lag).
     pub fn plain_gauge(&self, name: &'static str, help: &'static str) -> Gauge {
