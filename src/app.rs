@@ -257,7 +257,10 @@ async fn security_headers(mut response: axum::response::Response) -> axum::respo
 }
 
 /// `GET /up`, the health check of every role: `OK`; with the Redis link down still 200
-/// (the node serves and delivers its own broadcasts) with `OK (redis link down)`. On a cable
+/// (the node serves and delivers its own broadcasts) with `OK (redis link down)`. With Redis,
+/// the link's figures in headers: `X-Hearth-Redis-Link` (`up` or `down`),
+/// `X-Hearth-Redis-Lag-Ms` (the last heartbeat's trip), `X-Hearth-Redis-Pending` (broadcasts
+/// kept for Redis) and `X-Hearth-Redis-Replayed` (replayed from the log since start). On a cable
 /// node the app node is asked too: 503 with the cause when it refuses this node's key (another
 /// `SECRET_KEY_BASE`) or does not answer within `--app-timeout-seconds`.
 async fn up(
@@ -276,11 +279,27 @@ async fn up(
             return (axum::http::StatusCode::SERVICE_UNAVAILABLE, why).into_response();
         }
     }
-    match state.bus.health() {
+    let body = match state.bus.health() {
         crate::pubsub::Health::LinkDown => "OK (redis link down)",
         crate::pubsub::Health::Local | crate::pubsub::Health::Linked => "OK",
+    };
+    let mut response = body.into_response();
+    if let Some(link) = state.bus.link_report() {
+        let headers = response.headers_mut();
+        let up = if link.up { "up" } else { "down" };
+        headers.insert(
+            "x-hearth-redis-link",
+            axum::http::HeaderValue::from_static(up),
+        );
+        for (name, value) in [
+            ("x-hearth-redis-lag-ms", link.lag_ms),
+            ("x-hearth-redis-pending", link.pending as u64),
+            ("x-hearth-redis-replayed", link.replayed),
+        ] {
+            headers.insert(name, axum::http::HeaderValue::from(value));
+        }
     }
-    .into_response()
+    response
 }
 
 /// `GET /cable` on a cable node: verifies the session cookie here, asks the app node who
@@ -598,10 +617,15 @@ impl Server {
         accept(&state, &listener, shutdown, &stop_rx, &done_tx).await;
         drop(listener);
         log_fanout_totals(&state);
-        let closed = state
-            .cable
-            .close_all(&disconnect_frames(DisconnectReason::ServerRestart, true));
-        tracing::info!(connections = closed, "stopping: sent server_restart");
+        let restart = disconnect_frames(DisconnectReason::ServerRestart, true);
+        let spread = Duration::from_secs(state.config.drain_spread);
+        let spread_out = close_spread(&state, &restart, spread).await;
+        let closed = state.cable.close_all(&restart);
+        tracing::info!(
+            connections = spread_out + closed,
+            spread_seconds = spread.as_secs(),
+            "stopping: sent server_restart"
+        );
         for task in background {
             task.abort();
         }
@@ -671,6 +695,34 @@ async fn accept(
             drop(done);
         });
     }
+}
+
+/// Sends `frames` (`server_restart`) to every cable connection and closes it, one after
+/// another in random order, evenly over `spread` (the i-th of n at `i / n × spread`), so the
+/// clients' reconnects spread over that time instead of arriving in one burst. Returns how
+/// many were closed; at once (0) with a zero `spread`.
+async fn close_spread(
+    state: &AppState,
+    frames: &[crate::fanout::frame::Frame],
+    spread: Duration,
+) -> usize {
+    if spread.is_zero() {
+        return 0;
+    }
+    let mut connections = state.cable.connections();
+    // Fisher-Yates, so no user's or node's clients always go first.
+    for i in (1..connections.len()).rev() {
+        let j = (rand::random::<u64>() % (i as u64 + 1)) as usize;
+        connections.swap(i, j);
+    }
+    let n = connections.len();
+    let start = tokio::time::Instant::now();
+    for (i, connection) in connections.iter().enumerate() {
+        let at = start + spread.mul_f64(i as f64 / n as f64);
+        tokio::time::sleep_until(at).await;
+        connection.close(frames);
+    }
+    n
 }
 
 /// Waits at most `config.drain_timeout` seconds for every HTTP connection task to end and

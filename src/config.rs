@@ -212,6 +212,12 @@ pub struct Config {
     #[arg(long, env = "HEARTH_DRAIN_TIMEOUT", default_value_t = 10)]
     pub drain_timeout: u64,
 
+    /// Seconds over which a stopping server sends `server_restart` to its cable connections,
+    /// one after another in random order, so its clients do not all reconnect in the same
+    /// second; 0 closes them all at once. The drain timeout starts after it.
+    #[arg(long, env = "HEARTH_DRAIN_SPREAD", default_value_t = 5)]
+    pub drain_spread: u64,
+
     /// Generated users to create when an empty database is seeded on first start (never in
     /// production).
     #[arg(long, env = "HEARTH_SEED_USERS", default_value_t = 1000)]
@@ -466,6 +472,7 @@ impl Config {
         config.join_rate_limit = 0;
         config.seed_users = 20;
         config.assets_dir = None;
+        config.drain_spread = 0;
         config
     }
 }

@@ -34,6 +34,13 @@
 //! | `hearth_push_deliveries_total{result}` | counter | web push requests by outcome (`crate::push`): `sent` (2xx), `retried` (429/5xx/no answer, tried again), `gone` (404/410: the subscription deleted), `failed` (given up), `dropped` (the push queue was full) |
 //! | `hearth_webhook_retries_total` | counter | webhook attempts repeated after a connection failure or a 5xx answer |
 //! | `hearth_redis_link_up` | gauge | 1 while a Redis link is up, 0 while down; absent when no Redis link is configured |
+//! | `hearth_redis_link_lag_seconds` | gauge | (Redis) the last heartbeat's trip from this node's publishing connection through Redis to its subscriber |
+//! | `hearth_redis_publish_pending` | gauge | (Redis) broadcasts kept while Redis cannot take them, published when it can (at most `crate::redis_pubsub::PENDING_LIMIT`) |
+//! | `hearth_redis_publish_dropped_total` | counter | (Redis) kept broadcasts dropped, the oldest first, past that bound |
+//! | `hearth_redis_publish_retries_total` | counter | (Redis) publish attempts that failed and were tried again |
+//! | `hearth_redis_reconnects_total` | counter | (Redis) subscriber links lost (closed, failed, or silent past the heartbeat's limit) |
+//! | `hearth_redis_replayed_total` | counter | (Redis) broadcasts this node read back from the log after its link was down, delivered to its clients |
+//! | `hearth_redis_replay_gaps_total` | counter | (Redis) replays that found entries after this node's position already trimmed from the log (lost here) |
 
 use std::time::Duration;
 
@@ -429,6 +436,24 @@ impl Metrics {
             .unwrap_or_default();
         self.recorder
             .register_counter(&Key::from_parts(name, labels), &metadata())
+    }
+
+    /// Registers (and describes) a counter without labels, for a series shown only while the
+    /// part of the server that counts it runs (the Redis link's): not in the series table.
+    pub fn plain_counter(&self, name: &'static str, help: &'static str) -> Counter {
+        self.recorder
+            .describe_counter(KeyName::from_const_str(name), None, help.into());
+        self.recorder
+            .register_counter(&Key::from_static_name(name), &metadata())
+    }
+
+    /// Registers (and describes) a gauge without labels, for a part of the server that keeps
+    /// its own level (the Redis link's queue and lag).
+    pub fn plain_gauge(&self, name: &'static str, help: &'static str) -> Gauge {
+        self.recorder
+            .describe_gauge(KeyName::from_const_str(name), None, help.into());
+        self.recorder
+            .register_gauge(&Key::from_static_name(name), &metadata())
     }
 
     /// Counts a welcomed Action Cable connection.

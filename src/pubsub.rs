@@ -77,6 +77,19 @@ pub enum Health {
     LinkDown,
 }
 
+/// A bus link's figures ([`Bus::link_report`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LinkReport {
+    /// The subscriber link is up (its subscriptions in place, its heartbeat arriving).
+    pub up: bool,
+    /// The last heartbeat's trip through Redis and back to this node, in milliseconds.
+    pub lag_ms: u64,
+    /// Broadcasts kept because Redis could not take them yet.
+    pub pending: usize,
+    /// Broadcasts replayed to this node's clients from the log since it started.
+    pub replayed: u64,
+}
+
 /// The bus (see the module docs): one dynamic call per broadcast, never per subscriber.
 pub trait Bus: Send + Sync + std::fmt::Debug {
     /// Delivers `payload` (one JSON value, the `message` of the Action Cable frame) to the
@@ -122,6 +135,11 @@ pub trait Bus: Send + Sync + std::fmt::Debug {
 
     /// The link's state, for `GET /up`.
     fn health(&self) -> Health;
+
+    /// The link's figures, for `GET /up`'s headers; None without a link (in process).
+    fn link_report(&self) -> Option<LinkReport> {
+        None
+    }
 
     /// Stops the bus' background tasks (the server is stopping). By default nothing.
     fn stop(&self) {}

@@ -25,9 +25,21 @@
 //!   node delivers the broadcast to its own clients directly instead, so the publishing node
 //!   keeps working and nothing is delivered twice. The outage is logged, shown by
 //!   `hearth_redis_link_up` and by `/up`; on reconnect every live subscription is restored.
+//! - **Nothing lost across faults** ([`log`]): each broadcast is also appended to a log every
+//!   node can read (a capped Redis Stream), with a marker in front of it on a channel every
+//!   node hears. A broadcast Redis cannot take is kept (at most [`PENDING_LIMIT`], counted in
+//!   `/metrics`) and published, in order, once it can. A heartbeat goes from each node's
+//!   publishing connection through Redis to its own subscriber every [`HEARTBEAT_INTERVAL`];
+//!   a subscriber link silent for [`HEARTBEAT_SILENCE`] (open but passing nothing, as after a
+//!   failover or a NAT timeout) counts as lost. On every reconnect the node reads the log
+//!   after the last entry it had settled and replays to its clients what they missed, in
+//!   order and once, before anything newer.
 
-use std::collections::HashSet;
-use std::sync::atomic::{AtomicBool, Ordering};
+pub mod history;
+pub mod log;
+
+use std::collections::{HashSet, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -39,8 +51,23 @@ use tokio::sync::{mpsc, watch};
 use crate::anycable;
 use crate::fanout::interest::{Interest, InterestChange};
 use crate::fanout::Fanout;
+use crate::history::Position;
 use crate::metrics::Metrics;
-use crate::pubsub::{Bus, Control, ControlHandler, ControlSlot, Health};
+use crate::pubsub::{Bus, Control, ControlHandler, ControlSlot, Health, LinkReport};
+
+pub use log::LOG_LIMIT;
+
+/// What the Redis bus needs to give broadcasts their stream positions
+/// ([`history::RedisHistory`]).
+#[derive(Clone, Copy, Debug)]
+pub struct HistorySettings {
+    /// Entries kept per stream (`--history-limit`; 0: no history, no positions).
+    pub limit: usize,
+    /// How long an entry is kept (`--history-ttl`).
+    pub ttl: Duration,
+    /// The escaping of stream names in positioned frames.
+    pub json: crate::rails::json::JsonEscaping,
+}
 
 /// Hearth's node-to-node control channel (under the channel prefix): revocations, as
 /// `{"type":"access_revoked","user_ids":[…]}`.
@@ -78,6 +105,23 @@ const RECONNECT_MAX: Duration = Duration::from_secs(2);
 
 /// How long one connection attempt or one command may take before the link counts as down.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// How often a node's publishing connection sends its heartbeat to its own subscriber.
+pub const HEARTBEAT_INTERVAL: Duration = Duration::from_millis(500);
+
+/// A subscriber link that passed no heartbeat for this long is taken as lost and reconnected
+/// (so a silent link is found within `HEARTBEAT_SILENCE + HEARTBEAT_INTERVAL`, 2.5 s).
+pub const HEARTBEAT_SILENCE: Duration = Duration::from_secs(2);
+
+/// Most broadcasts kept while Redis cannot take them; past it the oldest are dropped (and
+/// counted).
+pub const PENDING_LIMIT: usize = 10_000;
+
+/// The longest wait between two attempts to publish kept broadcasts.
+const RETRY_MAX: Duration = Duration::from_secs(1);
+
+/// How long a replay from the log may take before the link counts as lost again.
+const REPLAY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A remote disconnect received on `action_cable/<identifier>`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -146,6 +190,75 @@ pub struct RedisPubSub {
     on_control: ControlSlot,
     metrics: Arc<Metrics>,
     tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    /// This node's id in markers and log entries (random, per start).
+    node: String,
+    /// The log's key, the marker channel and this node's heartbeat channel (all prefixed).
+    log_key: String,
+    marks_channel: String,
+    heartbeat_channel: String,
+    /// Log entries this node delivered itself (their `PUBLISH` reached no subscriber).
+    delivered_here: Mutex<log::DeliveredHere>,
+    link: LinkStats,
+    history: history::RedisHistory,
+    history_settings: HistorySettings,
+}
+
+/// The link's figures: for `/up` (the atomics) and `/metrics` (the handles).
+#[derive(Debug)]
+struct LinkStats {
+    lag_ms: AtomicU64,
+    pending: AtomicUsize,
+    replayed: AtomicU64,
+    lag_gauge: metrics::Gauge,
+    pending_gauge: metrics::Gauge,
+    dropped: metrics::Counter,
+    retries: metrics::Counter,
+    reconnects: metrics::Counter,
+    replayed_total: metrics::Counter,
+    gaps: metrics::Counter,
+}
+
+impl LinkStats {
+    fn new(m: &Metrics) -> Self {
+        Self {
+            lag_ms: AtomicU64::new(0),
+            pending: AtomicUsize::new(0),
+            replayed: AtomicU64::new(0),
+            lag_gauge: m.plain_gauge(
+                "hearth_redis_link_lag_seconds",
+                "The last heartbeat's trip from this node's publishing connection through Redis to its subscriber.",
+            ),
+            pending_gauge: m.plain_gauge(
+                "hearth_redis_publish_pending",
+                "Broadcasts kept while Redis cannot take them.",
+            ),
+            dropped: m.plain_counter(
+                "hearth_redis_publish_dropped_total",
+                "Kept broadcasts dropped past the bound, the oldest first.",
+            ),
+            retries: m.plain_counter(
+                "hearth_redis_publish_retries_total",
+                "Publish attempts that failed and were tried again.",
+            ),
+            reconnects: m.plain_counter(
+                "hearth_redis_reconnects_total",
+                "Subscriber links lost (closed, failed, or silent past the heartbeat's limit).",
+            ),
+            replayed_total: m.plain_counter(
+                "hearth_redis_replayed_total",
+                "Broadcasts read back from the log after the link was down and delivered here.",
+            ),
+            gaps: m.plain_counter(
+                "hearth_redis_replay_gaps_total",
+                "Replays that found entries after this node's position trimmed from the log.",
+            ),
+        }
+    }
+
+    fn set_pending(&self, n: usize) {
+        self.pending.store(n, Ordering::Relaxed);
+        self.pending_gauge.set(n as f64);
+    }
 }
 
 impl std::fmt::Debug for RedisPubSub {
@@ -173,6 +286,7 @@ impl RedisPubSub {
         gid_app: &str,
         fanout: Fanout,
         metrics: Arc<Metrics>,
+        history_settings: HistorySettings,
     ) -> anyhow::Result<Arc<Self>> {
         let (interest, changes) = Interest::with_listener();
         let client = redis::Client::open(url)
@@ -184,7 +298,30 @@ impl RedisPubSub {
             format!("{channel_prefix}:")
         };
         metrics.set_redis_link_up(false);
+        let node = format!("{:016x}", rand::random::<u64>());
+        let link = LinkStats::new(&metrics);
+        let config = redis::aio::ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(COMMAND_TIMEOUT))
+            .set_response_timeout(Some(COMMAND_TIMEOUT))
+            .set_number_of_retries(1)
+            .set_max_delay(RECONNECT_MAX);
+        let manager = redis::aio::ConnectionManager::new_lazy_with_config(client.clone(), config)
+            .map_err(|e| anyhow::anyhow!("Redis connection manager: {e}"))?;
+        let history = history::RedisHistory::new(
+            manager.clone(),
+            &prefix,
+            history_settings.ttl,
+            Arc::default(),
+        );
         let adapter = Arc::new(Self {
+            history,
+            history_settings,
+            log_key: format!("{prefix}hearth/log"),
+            marks_channel: format!("{prefix}hearth/marks"),
+            heartbeat_channel: format!("{prefix}hearth/heartbeat/{node}"),
+            node,
+            delivered_here: Mutex::new(log::DeliveredHere::default()),
+            link,
             fanout,
             interest,
             prefix,
@@ -198,17 +335,24 @@ impl RedisPubSub {
             metrics,
             tasks: Mutex::new(Vec::new()),
         });
-        let config = redis::aio::ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(COMMAND_TIMEOUT))
-            .set_response_timeout(Some(COMMAND_TIMEOUT))
-            .set_number_of_retries(1)
-            .set_max_delay(RECONNECT_MAX);
-        let manager = redis::aio::ConnectionManager::new_lazy_with_config(client.clone(), config)
-            .map_err(|e| anyhow::anyhow!("Redis connection manager: {e}"))?;
         let publisher = tokio::spawn(publisher(Arc::downgrade(&adapter), manager, outbox_rx));
         let subscriber = tokio::spawn(subscriber(Arc::downgrade(&adapter), client, changes));
         adapter.tasks.lock().extend([publisher, subscriber]);
         Ok(adapter)
+    }
+
+    /// The stream history every node shares (positions assigned in Redis): the node's
+    /// [`crate::history::History`].
+    pub fn history(&self) -> Arc<dyn crate::history::History> {
+        Arc::new(self.history.clone())
+    }
+
+    /// The name a broadcast's history is kept under, or None for one without history (node
+    /// commands, remote disconnects, typing).
+    fn history_stream<'a>(&self, stream: &'a str) -> Option<&'a str> {
+        let commands = stream == CONTROL_CHANNEL || stream.starts_with(INTERNAL_CHANNEL_PREFIX);
+        (self.history_settings.limit > 0 && !commands && !crate::streams::is_transient(stream))
+            .then_some(stream)
     }
 
     /// The user's internal channel name (`action_cable/<user's GlobalID param>`).
@@ -287,7 +431,7 @@ impl RedisPubSub {
     }
 
     /// Delivers a message received on Redis channel `channel` to this node's clients.
-    fn receive(&self, channel: &str, payload: &[u8]) {
+    fn receive(&self, channel: &str, payload: &[u8], position: Option<&Position>) {
         if channel == self.anycable_channel {
             match anycable::parse_message(payload) {
                 Ok(anycable::Message::Publications(publications)) => {
@@ -304,13 +448,13 @@ impl RedisPubSub {
             return;
         }
         match channel.strip_prefix(self.prefix.as_str()) {
-            Some(name) => self.deliver_local(name, payload),
+            Some(name) => self.deliver_local(name, payload, position),
             None => tracing::debug!(channel, "message on a channel without our prefix"),
         }
     }
 
     /// Delivers a broadcast (or a remote disconnect) to this node's clients only.
-    fn deliver_local(&self, name: &str, payload: &[u8]) {
+    fn deliver_local(&self, name: &str, payload: &[u8], position: Option<&Position>) {
         if let Some(identifier) = name.strip_prefix(INTERNAL_CHANNEL_PREFIX) {
             let Some(disconnect) = RemoteDisconnect::parse(identifier, payload) else {
                 tracing::warn!(
@@ -341,7 +485,23 @@ impl RedisPubSub {
             );
             return;
         }
-        self.fanout.broadcast(name, payload);
+        match position {
+            Some(position) => {
+                self.history
+                    .heads
+                    .saw(&position.epoch, name, position.offset);
+                crate::pubsub::deliver_at(
+                    &self.fanout,
+                    self.history_settings.json,
+                    name,
+                    payload,
+                    position,
+                );
+            }
+            None => {
+                self.fanout.broadcast(name, payload);
+            }
+        }
     }
 }
 
@@ -375,7 +535,7 @@ impl Bus for RedisPubSub {
             .send((stream.into(), Bytes::copy_from_slice(payload)))
         {
             // The publisher task is gone (the server is stopping): deliver here.
-            self.deliver_local(&stream, &payload);
+            self.deliver_local(&stream, &payload, None);
         }
         0
     }
@@ -434,6 +594,15 @@ impl Bus for RedisPubSub {
         }
     }
 
+    fn link_report(&self) -> Option<LinkReport> {
+        Some(LinkReport {
+            up: self.is_up(),
+            lag_ms: self.link.lag_ms.load(Ordering::Relaxed),
+            pending: self.link.pending.load(Ordering::Relaxed),
+            replayed: self.link.replayed.load(Ordering::Relaxed),
+        })
+    }
+
     fn stop(&self) {
         for task in self.tasks.lock().drain(..) {
             task.abort();
@@ -442,53 +611,184 @@ impl Bus for RedisPubSub {
     }
 }
 
-/// Sends queued broadcasts in order, pipelined; delivers locally those that Redis could not
-/// take or that reached no subscriber (this node's own subscription was not in place).
+/// One broadcast on its way to Redis.
+struct Outgoing {
+    stream: Box<str>,
+    payload: Bytes,
+    /// Already delivered to this node's own clients (published while its link was down, or
+    /// after a failed attempt): the log entry names this node, which skips it.
+    delivered_here: bool,
+}
+
+impl RedisPubSub {
+    /// Keeps `o` for publishing, dropping the oldest kept broadcast past [`PENDING_LIMIT`].
+    fn keep(&self, pending: &mut VecDeque<Outgoing>, o: Outgoing) {
+        pending.push_back(o);
+        if pending.len() > PENDING_LIMIT {
+            pending.pop_front();
+            self.link.dropped.increment(1);
+            tracing::warn!(
+                limit = PENDING_LIMIT,
+                "Redis cannot take broadcasts: dropped the oldest kept one"
+            );
+        }
+    }
+
+    /// Delivers to this node's clients every kept broadcast not delivered here yet.
+    fn deliver_kept_here(&self, pending: &mut VecDeque<Outgoing>) {
+        for o in pending.iter_mut().filter(|o| !o.delivered_here) {
+            self.deliver_local(&o.stream, &o.payload, None);
+            o.delivered_here = true;
+        }
+    }
+
+    /// Publishes `batch` with [`log::PUBLISH_SCRIPT`]: each logged, marked and published, in
+    /// order. Returns each one's log id and receiver count.
+    async fn publish_batch(
+        &self,
+        manager: &mut redis::aio::ConnectionManager,
+        batch: impl Iterator<Item = &Outgoing>,
+    ) -> anyhow::Result<Vec<(String, i64)>> {
+        let (epoch_key, offsets_key, history_prefix) = self.history.keys();
+        let mut eval = redis::cmd("EVAL");
+        eval.arg(log::PUBLISH_SCRIPT)
+            .arg(3)
+            .arg(&self.log_key)
+            .arg(epoch_key)
+            .arg(offsets_key)
+            .arg(&self.marks_channel)
+            .arg(LOG_LIMIT)
+            .arg(&*crate::history::new_epoch())
+            .arg(history_prefix)
+            .arg(self.history_settings.limit)
+            .arg(self.history_settings.ttl.as_secs().max(1));
+        for o in batch {
+            eval.arg(self.channel(&o.stream))
+                .arg(&o.payload[..])
+                .arg(if o.delivered_here { &self.node } else { "-" })
+                .arg(self.history_stream(&o.stream).unwrap_or(""));
+        }
+        match tokio::time::timeout(COMMAND_TIMEOUT, eval.query_async(manager)).await {
+            Ok(Ok(replies)) => Ok(replies),
+            Ok(Err(e)) => Err(e.into()),
+            Err(_) => Err(anyhow::anyhow!("timed out")),
+        }
+    }
+
+    /// Sends this node's heartbeat (the time it left, in Unix milliseconds) to its own
+    /// subscriber through Redis.
+    async fn heartbeat(&self, manager: &mut redis::aio::ConnectionManager) {
+        let sent = unix_ms();
+        let mut cmd = redis::cmd("PUBLISH");
+        cmd.arg(&self.heartbeat_channel).arg(sent);
+        let publish = cmd.query_async::<i64>(manager);
+        if let Ok(Err(e)) = tokio::time::timeout(COMMAND_TIMEOUT, publish).await {
+            tracing::debug!(error = %e, "Redis heartbeat not sent");
+        }
+    }
+
+    /// A heartbeat came back: records its trip.
+    fn heartbeat_seen(&self, payload: &[u8]) {
+        let sent: Option<u64> = std::str::from_utf8(payload)
+            .ok()
+            .and_then(|t| t.parse().ok());
+        if let Some(sent) = sent {
+            let lag = unix_ms().saturating_sub(sent);
+            self.link.lag_ms.store(lag, Ordering::Relaxed);
+            self.link.lag_gauge.set(lag as f64 / 1000.0);
+        }
+    }
+}
+
+/// Milliseconds since the Unix epoch.
+fn unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// Sends queued broadcasts in order, in batches; keeps those Redis cannot take and tries
+/// again (100 ms to 1 s apart), delivering them to this node's clients at once; delivers
+/// here those that reached no subscriber; sends the heartbeat while idle.
 async fn publisher(
     adapter: std::sync::Weak<RedisPubSub>,
     mut manager: redis::aio::ConnectionManager,
     mut outbox: mpsc::UnboundedReceiver<(Box<str>, Bytes)>,
 ) {
-    let mut batch: Vec<(Box<str>, Bytes)> = Vec::with_capacity(PUBLISH_BATCH);
-    while let Some(first) = outbox.recv().await {
-        batch.push(first);
-        while batch.len() < PUBLISH_BATCH {
-            match outbox.try_recv() {
-                Ok(next) => batch.push(next),
-                Err(_) => break,
+    let mut pending: VecDeque<Outgoing> = VecDeque::new();
+    let mut beat = tokio::time::interval(HEARTBEAT_INTERVAL);
+    beat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut pause = RECONNECT_MIN;
+    let mut failing = false;
+    loop {
+        if pending.is_empty() {
+            tokio::select! {
+                next = outbox.recv() => match next {
+                    Some((stream, payload)) => pending.push_back(Outgoing {
+                        stream,
+                        payload,
+                        delivered_here: false,
+                    }),
+                    None => return,
+                },
+                _ = beat.tick() => {
+                    let Some(a) = adapter.upgrade() else {
+                        return;
+                    };
+                    a.heartbeat(&mut manager).await;
+                    continue;
+                }
             }
         }
-        let Some(adapter) = adapter.upgrade() else {
+        let Some(a) = adapter.upgrade() else {
             return;
         };
-        if !adapter.is_up() {
-            for (stream, payload) in batch.drain(..) {
-                adapter.deliver_local(&stream, &payload);
-            }
-            continue;
+        while let Ok((stream, payload)) = outbox.try_recv() {
+            a.keep(
+                &mut pending,
+                Outgoing {
+                    stream,
+                    payload,
+                    delivered_here: false,
+                },
+            );
         }
-        let mut pipe = redis::pipe();
-        for (stream, payload) in &batch {
-            pipe.cmd("PUBLISH")
-                .arg(adapter.channel(stream))
-                .arg(&payload[..]);
+        if !a.is_up() {
+            // This node hears nothing from Redis now: its clients get these at once, and
+            // the log entries tell it to skip them when it replays.
+            a.deliver_kept_here(&mut pending);
         }
-        match pipe.query_async::<Vec<i64>>(&mut manager).await {
-            Ok(receivers) => {
-                for ((stream, payload), n) in batch.drain(..).zip(receivers) {
-                    if n == 0 {
-                        adapter.deliver_local(&stream, &payload);
+        let n = pending.len().min(PUBLISH_BATCH);
+        match a.publish_batch(&mut manager, pending.range(..n)).await {
+            Ok(replies) => {
+                if failing {
+                    tracing::info!("Redis takes broadcasts again: kept ones published");
+                    failing = false;
+                }
+                pause = RECONNECT_MIN;
+                for (o, (id, receivers)) in pending.drain(..n).zip(replies) {
+                    if receivers == 0 && !o.delivered_here {
+                        if let Some(id) = log::EntryId::parse(&id) {
+                            a.delivered_here.lock().insert(id);
+                        }
+                        a.deliver_local(&o.stream, &o.payload, None);
                     }
                 }
+                a.link.set_pending(pending.len());
             }
             Err(e) => {
-                tracing::warn!(error = %e, broadcasts = batch.len(), "Redis PUBLISH failed: delivering on this node only");
-                for (stream, payload) in batch.drain(..) {
-                    adapter.deliver_local(&stream, &payload);
+                if !failing {
+                    tracing::warn!(error = %e, broadcasts = pending.len(), "Redis PUBLISH failed: delivering on this node, keeping them for Redis");
+                    failing = true;
                 }
+                a.deliver_kept_here(&mut pending);
+                a.link.retries.increment(1);
+                a.link.set_pending(pending.len());
+                drop(a);
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(RETRY_MAX);
             }
         }
-        batch.clear();
     }
 }
 
@@ -531,6 +831,7 @@ async fn subscriber(
     mut changes: mpsc::UnboundedReceiver<InterestChange>,
 ) {
     let mut wanted: HashSet<Arc<str>> = HashSet::new();
+    let mut tracker = log::Tracker::default();
     let mut pause = RECONNECT_MIN;
     let mut logged_failure = false;
     loop {
@@ -566,7 +867,17 @@ async fn subscriber(
         drop(a);
         logged_failure = false;
         pause = RECONNECT_MIN;
-        match listen(&adapter, pubsub, &mut changes, &mut wanted).await {
+        tracker.reconnected();
+        match listen(
+            &adapter,
+            &client,
+            pubsub,
+            &mut changes,
+            &mut wanted,
+            &mut tracker,
+        )
+        .await
+        {
             Listen::Stop => return,
             Listen::Lost(reason) => {
                 tracing::warn!(reason = %reason, "Redis subscriber link lost; reconnecting");
@@ -575,6 +886,7 @@ async fn subscriber(
         if let Some(a) = adapter.upgrade() {
             a.confirmed.lock().clear();
             a.set_up(false);
+            a.link.reconnects.increment(1);
         }
         tokio::time::sleep(RECONNECT_MIN).await;
     }
@@ -587,18 +899,46 @@ enum Listen {
     Lost(String),
 }
 
+/// Reads the log after the tracker's watermark ([`log::Tracker::backfill`]) on a connection
+/// of its own, within [`REPLAY_TIMEOUT`].
+async fn replay(
+    a: &RedisPubSub,
+    client: &redis::Client,
+    tracker: &mut log::Tracker,
+) -> Result<log::Backfill, String> {
+    let listened = a.confirmed.lock().clone();
+    let run = async {
+        let mut conn = client.get_multiplexed_async_connection().await?;
+        tracker.backfill(a, &mut conn, &listened).await
+    };
+    match tokio::time::timeout(REPLAY_TIMEOUT, run).await {
+        Ok(Ok(done)) => Ok(done),
+        Ok(Err(e)) => Err(format!("replay from the log failed: {e}")),
+        Err(_) => Err("replay from the log timed out".into()),
+    }
+}
+
 async fn listen(
     adapter: &std::sync::Weak<RedisPubSub>,
+    client: &redis::Client,
     pubsub: redis::aio::PubSub,
     changes: &mut mpsc::UnboundedReceiver<InterestChange>,
     wanted: &mut HashSet<Arc<str>>,
+    tracker: &mut log::Tracker,
 ) -> Listen {
     let (mut sink, mut stream) = pubsub.split();
-    // Take in what changed while disconnected, then subscribe to everything wanted.
+    // Take in what changed while disconnected, then subscribe to everything wanted, then
+    // replay what the log holds after the last entry settled here.
     {
         let Some(a) = adapter.upgrade() else {
             return Listen::Stop;
         };
+        if tracker.watermark.is_none() {
+            // The first link: the log's end, before subscribing, is where this node starts.
+            if let Err(e) = replay(&a, client, tracker).await {
+                return Listen::Lost(e);
+            }
+        }
         let (mut add, mut remove) = (Vec::new(), Vec::new());
         while let Ok(change) = changes.try_recv() {
             apply(&a, wanted, change, &mut add, &mut remove);
@@ -606,6 +946,8 @@ async fn listen(
         let mut channels: Vec<String> = wanted.iter().map(|n| a.channel(n)).collect();
         channels.push(a.anycable_channel.clone());
         channels.push(a.channel(CONTROL_CHANNEL));
+        channels.push(a.marks_channel.clone());
+        channels.push(a.heartbeat_channel.clone());
         for chunk in channels.chunks(SUBSCRIBE_BATCH) {
             match tokio::time::timeout(COMMAND_TIMEOUT, sink.subscribe(chunk)).await {
                 Ok(Ok(())) => {}
@@ -614,19 +956,30 @@ async fn listen(
             }
         }
         a.confirmed.lock().extend(channels);
+        match replay(&a, client, tracker).await {
+            Ok(done) => {
+                if done.replayed > 0 {
+                    tracing::info!(
+                        broadcasts = done.replayed,
+                        "replayed what this node missed while its Redis link was down"
+                    );
+                    a.link.replayed.fetch_add(done.replayed, Ordering::Relaxed);
+                    a.link.replayed_total.increment(done.replayed);
+                }
+                if done.gap {
+                    tracing::warn!("the log no longer holds everything this node missed: some broadcasts are lost here");
+                    a.link.gaps.increment(1);
+                }
+            }
+            Err(e) => return Listen::Lost(e),
+        }
         a.set_up(true);
     }
+    let silence = tokio::time::sleep(HEARTBEAT_SILENCE);
+    tokio::pin!(silence);
     loop {
         tokio::select! {
-            message = stream.next() => {
-                let Some(message) = message else {
-                    return Listen::Lost("connection closed".into());
-                };
-                let Some(a) = adapter.upgrade() else {
-                    return Listen::Stop;
-                };
-                a.receive(message.get_channel_name(), message.get_payload_bytes());
-            }
+            biased;
             change = changes.recv() => {
                 let Some(change) = change else {
                     return Listen::Stop;
@@ -664,6 +1017,44 @@ async fn listen(
                     confirmed.extend(add);
                 }
                 a.generation.send_modify(|g| *g += 1);
+            }
+            message = stream.next() => {
+                let Some(message) = message else {
+                    return Listen::Lost("connection closed".into());
+                };
+                let Some(a) = adapter.upgrade() else {
+                    return Listen::Stop;
+                };
+                let channel = message.get_channel_name();
+                let payload = message.get_payload_bytes();
+                if channel == a.heartbeat_channel {
+                    tracker.on_other();
+                    a.heartbeat_seen(payload);
+                    silence
+                        .as_mut()
+                        .reset(tokio::time::Instant::now() + HEARTBEAT_SILENCE);
+                    continue;
+                }
+                match tracker.on_message(&a.marks_channel, &a.node, channel, payload) {
+                    (log::Seen::Deliver(position), _) => {
+                        a.receive(channel, payload, position.as_ref());
+                    }
+                    (log::Seen::Drop, Some(marker)) => {
+                        if let (Some(p), Some(stream)) = (
+                            &marker.position,
+                            marker.channel.strip_prefix(a.prefix.as_str()),
+                        ) {
+                            a.history.heads.saw(&p.epoch, stream, p.offset);
+                        }
+                    }
+                    (log::Seen::Drop, None) => {}
+                }
+            }
+            () = &mut silence => {
+                return Listen::Lost(format!(
+                    "no heartbeat through Redis for {} s",
+                    HEARTBEAT_SILENCE.as_secs_f32()
+                ));
             }
         }
     }

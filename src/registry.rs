@@ -206,6 +206,16 @@ impl Registry {
     pub fn close_all(&self, frames: &[Frame]) -> usize {
         self.close_matching(frames, |_| true)
     }
+
+    /// Every registered connection, in no particular order (a spread shutdown closes them
+    /// one after another).
+    pub fn connections(&self) -> Vec<Connection> {
+        self.entries
+            .lock()
+            .values()
+            .map(|e| e.connection.clone())
+            .collect()
+    }
 }
 
 /// This node's connections only (a tool's or a test's observer; the server reports

@@ -240,7 +240,7 @@ impl AppState {
             config.history_limit,
             std::time::Duration::from_secs(config.history_ttl),
         ));
-        let history: Arc<dyn crate::history::History> = memory_history.clone();
+        let mut history: Arc<dyn crate::history::History> = memory_history.clone();
         let swept = Arc::downgrade(&memory_history);
         tokio::spawn(async move {
             let mut every = tokio::time::interval(std::time::Duration::from_secs(30));
@@ -258,17 +258,27 @@ impl AppState {
                 history.clone(),
                 json,
             )),
-            PubSubKind::Redis => RedisPubSub::start(
-                &config.redis_url,
-                &config.redis_channel_prefix,
-                &crate::anycable::redis_channel(
-                    config.anycable_redis_channel.as_deref(),
+            PubSubKind::Redis => {
+                let redis = RedisPubSub::start(
+                    &config.redis_url,
                     &config.redis_channel_prefix,
-                ),
-                &config.gid_app,
-                fanout.clone(),
-                metrics.clone(),
-            )?,
+                    &crate::anycable::redis_channel(
+                        config.anycable_redis_channel.as_deref(),
+                        &config.redis_channel_prefix,
+                    ),
+                    &config.gid_app,
+                    fanout.clone(),
+                    metrics.clone(),
+                    crate::redis_pubsub::HistorySettings {
+                        limit: config.history_limit,
+                        ttl: std::time::Duration::from_secs(config.history_ttl),
+                        json,
+                    },
+                )?;
+                // Several nodes: positions are assigned and kept in Redis.
+                history = redis.history();
+                redis
+            }
         };
         let broadcaster =
             Broadcaster::with_sink(bus.clone(), json, &config.gid_app, metrics.clone());

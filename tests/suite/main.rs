@@ -27,6 +27,7 @@ mod browser_files;
 mod browser_room;
 mod cable;
 mod cli;
+mod drain_spread;
 // The fan-out hooks (`Fanout::new_inline_writers`) exist with the `test-support` feature.
 #[cfg(feature = "test-support")]
 mod fanout_socket;
@@ -42,6 +43,7 @@ mod push;
 mod rails_interop;
 mod rails_vectors;
 mod redis;
+mod redis_links;
 mod redis_rails;
 mod reliable;
 mod rich_text;
