@@ -188,6 +188,11 @@ pub struct Config {
     #[arg(long, env = "HEARTH_HEADER_TIMEOUT", default_value_t = 30)]
     pub header_timeout: u64,
 
+    /// Longest request line (method, target and version), in bytes; a longer one is answered
+    /// 414 at once, whether or not its header block ever ends.
+    #[arg(long, env = "HEARTH_MAX_REQUEST_LINE_BYTES", default_value_t = 8192)]
+    pub max_request_line_bytes: usize,
+
     /// Seconds a client has to send a request's whole body; a slower one gets 408.
     #[arg(long, env = "HEARTH_BODY_TIMEOUT", default_value_t = 30)]
     pub body_timeout: u64,

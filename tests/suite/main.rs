@@ -42,6 +42,7 @@ mod rails_interop;
 mod rails_vectors;
 mod redis;
 mod redis_rails;
+mod request_limits;
 mod rich_text;
 mod room_page;
 mod rooms;
