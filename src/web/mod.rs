@@ -67,6 +67,7 @@ pub mod searches;
 pub mod sessions;
 pub mod sidebar_history;
 pub mod transfers;
+pub mod upload_clock;
 pub mod users;
 pub mod webhooks;
 

@@ -1,5 +1,7 @@
 //! Limits on how a request arrives, over raw TCP: the request line's length
-//! (`--max-request-line-bytes`).
+//! (`--max-request-line-bytes`) and a streamed upload's time (`--body-timeout` between two
+//! pieces, `--upload-timeout` for the whole); and the per-user budgets of cable actions
+//! (`--typing-rate-limit`, `--presence-rate-limit`).
 
 use crate::common;
 
@@ -108,3 +110,189 @@ async fn the_request_line_limit_is_a_flag() {
 }
 
 const T: Duration = Duration::from_secs(10);
+
+/// Opens a post with a file (`multipart/form-data`, `Content-Length` of 1 MiB) as David,
+/// sends its first `sent` body bytes, and gives the connection back.
+async fn start_upload(server: &TestServer) -> TcpStream {
+    let mut david = server.signed_in("david@example.com", "secret123456").await;
+    let (csrf, _) = david.room(1).await;
+    let boundary = "hearthslowupload";
+    let head = format!(
+        "POST /rooms/1/messages HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: {}\r\n\
+         X-CSRF-Token: {csrf}\r\nContent-Type: multipart/form-data; boundary={boundary}\r\n\
+         Content-Length: 1048576\r\n\r\n--{boundary}\r\nContent-Disposition: form-data; \
+         name=\"message[attachment]\"; filename=\"slow.bin\"\r\n\
+         Content-Type: application/octet-stream\r\n\r\n",
+        david.cookie_header()
+    );
+    let mut s = TcpStream::connect(server.addr).await.unwrap();
+    s.write_all(head.as_bytes()).await.unwrap();
+    s.write_all(&[b'x'; 4096]).await.unwrap();
+    s
+}
+
+/// What the server answers on `s` within `wait`, and after how long.
+async fn answer(s: &mut TcpStream, wait: Duration) -> (String, Duration) {
+    let start = Instant::now();
+    let mut buf = [0u8; 256];
+    let n = tokio::time::timeout(wait, s.read(&mut buf))
+        .await
+        .map_or(0, |r| r.unwrap_or(0));
+    (
+        String::from_utf8_lossy(&buf[..n]).into_owned(),
+        start.elapsed(),
+    )
+}
+
+/// Blobs stored, and files of the disk service (`tmp/` included).
+async fn stored(server: &TestServer) -> (i64, usize) {
+    let blobs =
+        common::forms::scalar_i64(server, "SELECT COUNT(*) FROM active_storage_blobs").await;
+    // The disk service's files: `<root>/ab/cd/<key>` and `<root>/tmp/` (the root is the
+    // data dir).
+    let files = std::fs::read_dir(&server.dir)
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            e.path().is_dir() && (name.len() == 2 || name == "tmp")
+        })
+        .map(|e| walkdir(&e.path()))
+        .sum();
+    (blobs, files)
+}
+
+fn walkdir(dir: &std::path::Path) -> usize {
+    std::fs::read_dir(dir).map_or(0, |entries| {
+        entries
+            .flatten()
+            .map(|e| {
+                if e.path().is_dir() {
+                    walkdir(&e.path())
+                } else {
+                    1
+                }
+            })
+            .sum()
+    })
+}
+
+#[tokio::test]
+async fn an_upload_that_stops_sending_is_cut_at_the_body_timeout_and_nothing_is_kept() {
+    let server = TestServer::start_with(|c| {
+        c.body_timeout = 1;
+        c.upload_timeout = 60;
+    })
+    .await;
+    let before = stored(&server).await;
+    let mut s = start_upload(&server).await;
+    let (got, took) = answer(&mut s, T).await;
+    assert!(got.starts_with("HTTP/1.1 408 "), "{got:?} after {took:?}");
+    assert!(took < Duration::from_secs(5), "408 after {took:?}");
+    assert_eq!(stored(&server).await, before);
+}
+
+#[tokio::test]
+async fn an_upload_that_drips_is_cut_at_the_upload_timeout_and_nothing_is_kept() {
+    let server = TestServer::start_with(|c| {
+        c.body_timeout = 2;
+        c.upload_timeout = 3;
+    })
+    .await;
+    let before = stored(&server).await;
+    let mut s = start_upload(&server).await;
+    // One byte every 200 ms: never a gap past the body timeout.
+    let start = Instant::now();
+    let mut got = String::new();
+    while start.elapsed() < T {
+        if s.write_all(b"x").await.is_err() {
+            break;
+        }
+        let (answer, _) = answer(&mut s, Duration::from_millis(200)).await;
+        if !answer.is_empty() {
+            got = answer;
+            break;
+        }
+    }
+    assert!(got.starts_with("HTTP/1.1 408 "), "{got:?}");
+    let took = start.elapsed();
+    assert!(
+        took >= Duration::from_secs(2) && took < Duration::from_secs(6),
+        "{took:?}"
+    );
+    assert_eq!(stored(&server).await, before);
+}
+
+/// Opens `n` cable connections of `email`, each subscribed to `identifier`.
+async fn subscribed(
+    server: &TestServer,
+    email: &str,
+    identifier: &str,
+    n: usize,
+) -> Vec<common::Ws> {
+    let mut all = Vec::new();
+    for _ in 0..n {
+        let (_, mut ws) = common::connect_as(server, email, "secret123456").await;
+        ws.send_text(&common::subscribe_cmd(identifier)).await;
+        assert_eq!(
+            ws.next_non_ping(T).await,
+            common::text(&common::confirm(identifier))
+        );
+        all.push(ws);
+    }
+    all
+}
+
+#[tokio::test]
+async fn typing_notices_are_limited_per_user_over_all_their_connections() {
+    let server = TestServer::start_with(|c| c.typing_rate_limit = 6).await;
+    let typing = r#"{"channel":"TypingNotificationsChannel","room_id":1}"#;
+    let mut david = subscribed(&server, "david@example.com", typing, 4).await;
+    let mut jason = subscribed(&server, "jason@example.com", typing, 1)
+        .await
+        .remove(0);
+    let start = serde_json::json!({"command": "message", "identifier": typing, "data": r#"{"action":"start"}"#}).to_string();
+    // 3 from each connection: within every connection's own burst (5), 12 in all.
+    for ws in &mut david {
+        for _ in 0..3 {
+            ws.send_text(&start).await;
+        }
+    }
+    let mut received = 0;
+    while let Some(common::WsEvent::Text(t)) = jason.next_non_ping(Duration::from_millis(800)).await
+    {
+        if t.contains(r#""action":"start""#) {
+            received += 1;
+        }
+    }
+    // 6 at once, and at most one more refilled while they were sent (6 a minute).
+    assert!(
+        (6..=7).contains(&received),
+        "{received} notices reached the other member"
+    );
+}
+
+#[tokio::test]
+async fn presence_actions_past_the_users_budget_send_no_read_notice() {
+    let server = TestServer::start_with(|c| c.presence_rate_limit = 3).await;
+    let presence = r#"{"channel":"PresenceChannel","room_id":1}"#;
+    let reads = r#"{"channel":"ReadRoomsChannel"}"#;
+    let mut tabs = subscribed(&server, "jason@example.com", presence, 5).await;
+    let mut notices = subscribed(&server, "jason@example.com", reads, 1)
+        .await
+        .remove(0);
+    let present = serde_json::json!({"command": "message", "identifier": presence, "data": r#"{"action":"present"}"#}).to_string();
+    // One `present` from each tab: within every connection's own burst (10), 5 in all.
+    for ws in &mut tabs {
+        ws.send_text(&present).await;
+    }
+    let mut received = 0;
+    while let Some(common::WsEvent::Text(t)) =
+        notices.next_non_ping(Duration::from_millis(800)).await
+    {
+        if t.contains(r#""room_id":1"#) {
+            received += 1;
+        }
+    }
+    assert_eq!(received, 3, "read notices past the user's budget of 3");
+}
