@@ -26,6 +26,7 @@ mod browser;
 mod browser_files;
 mod browser_room;
 mod cable;
+mod children;
 mod cli;
 // The fan-out hooks (`Fanout::new_inline_writers`) exist with the `test-support` feature.
 #[cfg(feature = "test-support")]
