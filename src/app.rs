@@ -26,6 +26,7 @@ use crate::fanout::frame::Frame;
 use crate::pubsub::Control;
 use crate::state::{AppState, SharedState};
 use crate::web::context::Ctx;
+use crate::web::request_line::{self, FirstLine};
 
 /// The whole HTTP service, by `--role`: [`crate::web::context::prepare`] in front of the
 /// routes and `/cable` (`all`), the routes without `/cable` (`app`), or `/cable` alone with
@@ -666,20 +667,32 @@ async fn accept(
         };
         let _ = stream.set_nodelay(true);
         let app = app.clone();
+        let max_line = state.config.max_request_line_bytes;
         let service = hyper::service::service_fn(
             move |mut request: hyper::Request<hyper::body::Incoming>| {
                 request.extensions_mut().insert(ConnectInfo(peer));
-                app.clone().oneshot(request.map(axum::body::Body::new))
+                let app = app.clone();
+                async move {
+                    if request_line::too_long(request.uri(), max_line) {
+                        return Ok(request_line::response());
+                    }
+                    app.oneshot(request.map(axum::body::Body::new)).await
+                }
             },
         );
-        let conn = hyper::server::conn::http1::Builder::new()
-            .timer(hyper_util::rt::TokioTimer::new())
-            .header_read_timeout(header_timeout)
-            .serve_connection(TokioIo::new(stream), service)
-            .with_upgrades();
         let mut stop = stop.clone();
         let done = done.clone();
         tokio::spawn(async move {
+            match request_line::first_line(&stream, max_line, header_timeout).await {
+                FirstLine::Fits => {}
+                FirstLine::TooLong => return request_line::refuse(stream).await,
+                FirstLine::Gone => return,
+            }
+            let conn = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(header_timeout)
+                .serve_connection(TokioIo::new(stream), service)
+                .with_upgrades();
             tokio::pin!(conn);
             let result = tokio::select! {
                 result = conn.as_mut() => result,

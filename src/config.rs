@@ -133,6 +133,18 @@ pub struct Config {
     #[arg(long, env = "HEARTH_BOOST_RATE_LIMIT", default_value_t = 120)]
     pub boost_rate_limit: u32,
 
+    /// Typing notices (`start`/`stop`) one user may send per minute over all of their cable
+    /// connections (each connection also has its own bucket); the excess is dropped. 0
+    /// disables the limit.
+    #[arg(long, env = "HEARTH_TYPING_RATE_LIMIT", default_value_t = 120)]
+    pub typing_rate_limit: u32,
+
+    /// Presence actions (`present`/`absent`/`refresh`) one user may send per minute over all
+    /// of their cable connections; the excess still updates the tab's state but sends no
+    /// read notice. 0 disables the limit.
+    #[arg(long, env = "HEARTH_PRESENCE_RATE_LIMIT", default_value_t = 240)]
+    pub presence_rate_limit: u32,
+
     /// Sign-ups through the join link allowed per IP address per hour; 0 disables the limit.
     #[arg(long, env = "HEARTH_JOIN_RATE_LIMIT", default_value_t = 30)]
     pub join_rate_limit: u32,
@@ -204,9 +216,19 @@ pub struct Config {
     #[arg(long, env = "HEARTH_HEADER_TIMEOUT", default_value_t = 30)]
     pub header_timeout: u64,
 
+    /// Longest request line (method, target and version), in bytes; a longer one is answered
+    /// 414 at once, whether or not its header block ever ends.
+    #[arg(long, env = "HEARTH_MAX_REQUEST_LINE_BYTES", default_value_t = 8192)]
+    pub max_request_line_bytes: usize,
+
     /// Seconds a client has to send a request's whole body; a slower one gets 408.
     #[arg(long, env = "HEARTH_BODY_TIMEOUT", default_value_t = 30)]
     pub body_timeout: u64,
+
+    /// Seconds a client has to send a streamed body (a file upload) whole; a slower one, or
+    /// one with a gap longer than `--body-timeout`, gets 408 and nothing of it is kept.
+    #[arg(long, env = "HEARTH_UPLOAD_TIMEOUT", default_value_t = 600)]
+    pub upload_timeout: u64,
 
     /// Seconds a stopping server waits for open requests and cable connections to finish.
     #[arg(long, env = "HEARTH_DRAIN_TIMEOUT", default_value_t = 10)]
@@ -434,6 +456,8 @@ impl Config {
             (Action::CreateRoom, self.room_rate_limit, minute),
             (Action::Search, self.search_rate_limit, minute),
             (Action::Boost, self.boost_rate_limit, minute),
+            (Action::Typing, self.typing_rate_limit, minute),
+            (Action::Presence, self.presence_rate_limit, minute),
             (
                 Action::Join,
                 self.join_rate_limit,

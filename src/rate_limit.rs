@@ -132,6 +132,12 @@ pub enum Action {
     Boost,
     /// Signing up through the join link (`POST /join/{code}`), counted per address.
     Join,
+    /// A typing notice (`TypingNotificationsChannel`'s `start`/`stop`), counted per user over
+    /// all of the user's cable connections on this node.
+    Typing,
+    /// A presence action (`PresenceChannel`'s `present`/`absent`/`refresh`), counted per user
+    /// over all of the user's cable connections on this node.
+    Presence,
 }
 
 /// Who a request limit counts: the signed-in user, or else the client's address.

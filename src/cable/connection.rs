@@ -38,7 +38,7 @@ use super::reader::{Inbound, MessageReader};
 use crate::db::users::User;
 use crate::fanout::frame::Frame;
 use crate::fanout::Connection;
-use crate::rate_limit::TokenBucket;
+use crate::rate_limit::{Action, Client, TokenBucket};
 use crate::registry::Control;
 use crate::state::SharedState;
 
@@ -48,8 +48,8 @@ const LINGER: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Typing notices (`start`/`stop`) one connection may send at once; past it and the rate
 /// below, the excess is dropped (Campfire's client sends `start` at most once a second).
-/// The budgets are per connection: a user's connections are bounded by
-/// `--max-connections-per-user`.
+/// Past these per-connection budgets, `--typing-rate-limit` and `--presence-rate-limit` hold
+/// all of a user's connections together.
 pub const TYPING_BURST: u32 = 5;
 /// Typing notices per second one connection may send past [`TYPING_BURST`].
 pub const TYPING_PER_SECOND: f64 = 2.0;
@@ -594,11 +594,19 @@ impl Reader {
         };
         let subscribed = sub.subscribed.clone();
         let budget = match subscribed.channel {
-            channels::Channel::TypingNotifications(_) => Some(&mut self.typing_budget),
-            channels::Channel::Presence(_) => Some(&mut self.presence_budget),
+            channels::Channel::TypingNotifications(_) => {
+                Some((&mut self.typing_budget, Action::Typing))
+            }
+            channels::Channel::Presence(_) => Some((&mut self.presence_budget, Action::Presence)),
             _ => None,
         };
-        let within_rate = budget.is_none_or(|b| b.try_take(Instant::now()));
+        // The connection's bucket first, then the user's (over all their connections), so a
+        // notice one connection drops costs the user nothing.
+        let now = Instant::now();
+        let limits = &self.state.request_limits;
+        let user = Client::User(self.user.id);
+        let within_rate = budget
+            .is_none_or(|(b, action)| b.try_take(now) && limits.check(action, user, now).is_ok());
         if !within_rate {
             tracing::debug!(user_id = self.user.id, "client action over its rate");
         }

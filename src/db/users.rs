@@ -201,6 +201,23 @@ async fn set_guarded(
     Ok(Guard::Ok)
 }
 
+/// Runs `sql` (an `UPDATE` of one person binding `value`, the time `now` and `id`) in `tx`.
+async fn update_person(
+    tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
+    sql: &'static str,
+    value: &str,
+    now: i64,
+    id: i64,
+) -> sqlx::Result<()> {
+    sqlx::query(sql)
+        .bind(value)
+        .bind(now)
+        .bind(id)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
 /// A user's public profile: the user and the bio.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Profile {
@@ -538,25 +555,15 @@ pub async fn update_credentials(
         if taken {
             return Ok(CredentialsChange::EmailTaken);
         }
-        sqlx::query(
-            "UPDATE users SET email_address = ?, updated_at = ? WHERE id = ? AND role != 'bot'",
-        )
-        .bind(email)
-        .bind(now)
-        .bind(id)
-        .execute(&mut *tx)
-        .await?;
+        let sql =
+            "UPDATE users SET email_address = ?, updated_at = ? WHERE id = ? AND role != 'bot'";
+        update_person(&mut tx, sql, email, now, id).await?;
     }
     let mut sessions_ended = Vec::new();
     if let Some(digest) = password_digest {
-        sqlx::query(
-            "UPDATE users SET password_digest = ?, updated_at = ? WHERE id = ? AND role != 'bot'",
-        )
-        .bind(digest)
-        .bind(now)
-        .bind(id)
-        .execute(&mut *tx)
-        .await?;
+        let sql =
+            "UPDATE users SET password_digest = ?, updated_at = ? WHERE id = ? AND role != 'bot'";
+        update_person(&mut tx, sql, digest, now, id).await?;
         sessions_ended = sqlx::query_scalar(
             "DELETE FROM sessions WHERE user_id = ? AND token != ? RETURNING token",
         )

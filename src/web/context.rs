@@ -16,6 +16,7 @@ use axum::response::{IntoResponse, Response};
 use super::csrf::CsrfSecret;
 use super::error::AppError;
 use super::form::Form;
+use super::upload_clock::UploadClock;
 use crate::db::users::User;
 use crate::state::{AppState, SharedState};
 
@@ -108,12 +109,14 @@ pub fn is_bot_path(path: &str) -> bool {
 }
 
 /// The middleware that builds [`Ctx`] (see the module docs). Answers 413 for a body over
-/// the limit, 408 for a body slower than the body timeout, 400 for a malformed form and 422 for a missing or wrong CSRF token.
+/// the limit, 408 for a body slower than the body timeout (a streamed one: see
+/// [`super::upload_clock`]), 400 for a malformed form and 422 for a missing or wrong CSRF token.
 pub async fn prepare(State(state): State<SharedState>, request: Request, next: Next) -> Response {
     match prepare_inner(&state, request).await {
         Ok((request, new_csrf_cookie, secure)) => {
             let secure = secure || state.config.production;
             let bot = is_bot_path(request.uri().path());
+            let clock = request.extensions().get::<UploadClock>().cloned();
             let mut response = if bot {
                 next.run(request).await
             } else {
@@ -125,6 +128,9 @@ pub async fn prepare(State(state): State<SharedState>, request: Request, next: N
                     .unwrap_or_default();
                 super::page::scope(settings, next.run(request)).await
             };
+            if clock.is_some_and(|c| c.timed_out()) {
+                return AppError::RequestTimeout.into_response();
+            }
             let rotated = response
                 .headers()
                 .get_all(header::SET_COOKIE)
@@ -213,7 +219,16 @@ async fn prepare_inner(
     let (user, session_token) = resume_session(state, find(SESSION_COOKIE)).await?;
     let safe = matches!(parts.method, Method::GET | Method::HEAD | Method::OPTIONS);
     let streamed = !safe && streams_body(&parts);
-    let (body_bytes, form, body) = if safe || streamed {
+    let (body_bytes, form, body) = if streamed {
+        let clock = UploadClock::default();
+        let body = clock.wrap(
+            body,
+            std::time::Duration::from_secs(state.config.body_timeout),
+            std::time::Duration::from_secs(state.config.upload_timeout),
+        );
+        parts.extensions.insert(clock);
+        (Bytes::new(), Form::default(), body)
+    } else if safe {
         (Bytes::new(), Form::default(), body)
     } else {
         let (bytes, form) = read_body(state, &parts, body).await?;

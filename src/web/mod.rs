@@ -60,12 +60,14 @@ pub mod page;
 pub mod profiles;
 pub mod push_subscriptions;
 pub mod pwa;
+pub mod request_line;
 pub mod respond;
 pub mod rooms;
 pub mod searches;
 pub mod sessions;
 pub mod sidebar_history;
 pub mod transfers;
+pub mod upload_clock;
 pub mod users;
 pub mod webhooks;
 

@@ -12,7 +12,7 @@
 //! Signed out: 401 (the list: 302 to the sign-in form).
 
 use askama::Template;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use axum::Extension;
@@ -22,7 +22,7 @@ use crate::push::{self, Job, Notification};
 use crate::state::SharedState;
 use crate::web::context::Ctx;
 use crate::web::error::AppError;
-use crate::web::extract::parse_id;
+use crate::web::extract::Id;
 use crate::web::respond::found;
 
 const LIST: &str = "/users/me/push_subscriptions";
@@ -120,10 +120,9 @@ pub async fn create(
 pub async fn destroy(
     State(state): State<SharedState>,
     Extension(ctx): Extension<Ctx>,
-    Path(id): Path<String>,
+    Id(id): Id,
 ) -> Result<Response, AppError> {
     let user = ctx.require_user()?;
-    let id = parse_id(&id)?;
     if !push_subscriptions::delete_for_user(&state.pool, user.id, id).await? {
         return Err(AppError::NotFound);
     }
@@ -134,10 +133,9 @@ pub async fn destroy(
 pub async fn test_notification(
     State(state): State<SharedState>,
     Extension(ctx): Extension<Ctx>,
-    Path(id): Path<String>,
+    Id(id): Id,
 ) -> Result<Response, AppError> {
     let user = ctx.require_user()?;
-    let id = parse_id(&id)?;
     let subscription = push_subscriptions::find_for_user(&state.pool, user.id, id)
         .await?
         .ok_or(AppError::NotFound)?;

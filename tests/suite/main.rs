@@ -26,6 +26,7 @@ mod browser;
 mod browser_files;
 mod browser_room;
 mod cable;
+mod children;
 mod cli;
 mod drain_spread;
 // The fan-out hooks (`Fanout::new_inline_writers`) exist with the `test-support` feature.
@@ -46,6 +47,7 @@ mod redis;
 mod redis_links;
 mod redis_rails;
 mod reliable;
+mod request_limits;
 mod rich_text;
 mod room_page;
 mod rooms;

@@ -171,7 +171,7 @@ async fn start_as_deployed(file: &str, dir: &Path) -> (tokio::process::Child, So
             .any(|(k, v)| k == "HEARTH_PRODUCTION" && v == "true"),
         "{file} starts production: {env:?}"
     );
-    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_hearth"));
+    let mut command = crate::common::child::hearth_command();
     command
         .arg("serve")
         .env_clear()

@@ -16,6 +16,26 @@ pub const SECRET_KEY_BASE: &str =
 pub const DAVID: &str = "david@example.com";
 pub const PASSWORD: &str = "secret123456";
 
+/// `setpriv` of util-linux, which sets the parent-death signal and runs the command in the
+/// same process (so the child's pid, signals and exit status stay the server's own).
+const SETPRIV: &str = "/usr/bin/setpriv";
+
+/// A command running the `hearth` binary that dies with the thread that started it: under
+/// `setpriv --pdeathsig KILL` (Linux's `PR_SET_PDEATHSIG`, set between fork and exec by a
+/// program made for it, as the tests may not use `unsafe`), so a test process that is killed
+/// (a timeout, a Ctrl-C, `SIGKILL`) leaves no server behind; `kill_on_drop` covers a test that
+/// ends. Without `setpriv`, the binary itself.
+pub fn hearth_command() -> Command {
+    let bin = env!("CARGO_BIN_EXE_hearth");
+    if Path::new(SETPRIV).exists() {
+        let mut command = Command::new(SETPRIV);
+        command.args(["--pdeathsig", "KILL", "--", bin]);
+        command
+    } else {
+        Command::new(bin)
+    }
+}
+
 /// A running `hearth serve` and everything it printed.
 pub struct Hearth {
     pub child: Child,
@@ -27,7 +47,7 @@ impl Hearth {
     /// Starts `hearth serve` on `dir/hearth.sqlite3` at an ephemeral port, with JSON logs, and
     /// waits for its "listening" line.
     pub async fn start(dir: &Path, extra: &[&str]) -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_hearth"))
+        let mut child = hearth_command()
             .arg("serve")
             .args(["--bind", "127.0.0.1:0"])
             .arg("--database")
