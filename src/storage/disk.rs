@@ -166,6 +166,11 @@ impl DiskService {
         Ok(())
     }
 
+    /// The whole file of `key` (a variant the server made: small); None when missing.
+    pub async fn read(&self, key: &str) -> Option<Vec<u8>> {
+        tokio::fs::read(self.path_for(key)?).await.ok()
+    }
+
     /// Removes the file of `key` (and its emptied folders); a missing file is no error.
     pub async fn delete(&self, key: &str) {
         let Some(path) = self.path_for(key) else {

@@ -19,7 +19,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 
 use crate::db::blobs::Blob;
@@ -53,6 +53,8 @@ pub struct Storage {
     upload_limit: u32,
     /// One image is processed at a time (processing is CPU work, kept off the post path).
     pub processing: tokio::sync::Semaphore,
+    /// Who has an avatar, for the message partial of a new post.
+    pub avatars: AvatarVersions,
 }
 
 impl Storage {
@@ -71,6 +73,7 @@ impl Storage {
             uploads: Mutex::new(HashMap::new()),
             upload_limit,
             processing: tokio::sync::Semaphore::new(1),
+            avatars: AvatarVersions::default(),
         }
     }
 
@@ -160,6 +163,54 @@ impl Storage {
         );
         format!("/rails/active_storage/disk/{}", segment(&token))
     }
+}
+
+/// A server's copy of who has an avatar (user id → the avatar's blob id), read from the
+/// database on first use and updated by every change made through this server: a post needs
+/// its author's avatar version without a query.
+#[derive(Debug, Default)]
+pub struct AvatarVersions {
+    known: RwLock<HashMap<i64, Option<i64>>>,
+}
+
+impl AvatarVersions {
+    /// The blob id of `user_id`'s avatar (its URL's version), or None for the initials.
+    ///
+    /// # Errors
+    /// Database failures.
+    pub async fn get(&self, pool: &sqlx::SqlitePool, user_id: i64) -> sqlx::Result<Option<i64>> {
+        if let Some(v) = self.known.read().get(&user_id) {
+            return Ok(*v);
+        }
+        let v = crate::db::blobs::attached(pool, "avatar", crate::db::blobs::record::USER, user_id)
+            .await?
+            .map(|b| b.id);
+        let mut known = self.known.write();
+        if known.len() > 100_000 {
+            known.clear();
+        }
+        known.insert(user_id, v);
+        Ok(v)
+    }
+
+    /// Records `user_id`'s avatar version after a change.
+    pub fn set(&self, user_id: i64, version: Option<i64>) {
+        self.known.write().insert(user_id, version);
+    }
+}
+
+/// The path of `user_id`'s avatar at `version` (None: no avatar, the initials).
+pub fn avatar_path(user_id: i64, version: Option<i64>) -> String {
+    format!("/users/{user_id}/avatar?v={}", version.unwrap_or(0))
+}
+
+/// The path of the logo at `version` (None: the stock icon), `small` for 192 px.
+pub fn logo_path(version: Option<i64>, small: bool) -> String {
+    format!(
+        "/account/logo?{}v={}",
+        if small { "size=small&" } else { "" },
+        version.unwrap_or(0)
+    )
 }
 
 /// The characters a path segment keeps unescaped: RFC 3986's unreserved ones. Everything

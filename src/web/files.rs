@@ -59,7 +59,7 @@ fn now_ms() -> i64 {
 }
 
 /// The headers every answer with a blob's bytes carries.
-fn guard_headers(headers: &mut HeaderMap) {
+pub fn guard_headers(headers: &mut HeaderMap) {
     headers.insert(
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
@@ -265,18 +265,30 @@ async fn store_field(
     let filename = storage::sanitize_filename(field.file_name().unwrap_or("file"));
     allow_upload(state, user)?;
     let key = storage::new_key();
-    let stream = field.map_err(|_| ());
+    // multer's own size limits end the field's stream with an error: that is a 413 too.
+    let too_large = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = too_large.clone();
+    let stream = field.map_err(move |e| {
+        if matches!(
+            e,
+            multer::Error::FieldSizeExceeded { .. } | multer::Error::StreamSizeExceeded { .. }
+        ) {
+            flag.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    });
+    let max = state.storage.max_upload_bytes;
     let written = state
         .storage
         .disk
-        .upload(
-            &key,
-            Box::pin(stream),
-            state.storage.max_upload_bytes,
-            None,
-            None,
-        )
-        .await?;
+        .upload(&key, Box::pin(stream), max, None, None)
+        .await
+        .map_err(|e| {
+            if too_large.load(std::sync::atomic::Ordering::Relaxed) {
+                UploadError::TooLarge(max)
+            } else {
+                e
+            }
+        })?;
     let content_type = identify::content_type(&written.head, &filename);
     let metadata = serde_json::json!({ UPLOADER_KEY: user.id, "identified": true }).to_string();
     let inserted = blobs::insert(
@@ -346,6 +358,16 @@ pub async fn read_upload_form(
     request: Request,
     file_field: &str,
 ) -> Result<UploadForm, AppError> {
+    read_upload_form_any(state, user, request, &[file_field]).await
+}
+
+/// [`read_upload_form`] whose file may come in any of `file_fields`.
+pub async fn read_upload_form_any(
+    state: &AppState,
+    user: &User,
+    request: Request,
+    file_fields: &[&str],
+) -> Result<UploadForm, AppError> {
     let declared = request
         .headers()
         .get(header::CONTENT_LENGTH)
@@ -360,11 +382,12 @@ pub async fn read_upload_form(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| multer::parse_boundary(v).ok())
         .ok_or_else(|| AppError::BadRequest("multipart form without a boundary".into()))?;
-    let constraints = multer::Constraints::new().size_limit(
-        multer::SizeLimit::new()
-            .whole_stream(state.storage.max_upload_bytes + MULTIPART_OVERHEAD)
-            .for_field(file_field, state.storage.max_upload_bytes + 1),
-    );
+    let mut limits =
+        multer::SizeLimit::new().whole_stream(state.storage.max_upload_bytes + MULTIPART_OVERHEAD);
+    for field in file_fields {
+        limits = limits.for_field(*field, state.storage.max_upload_bytes + 1);
+    }
+    let constraints = multer::Constraints::new().size_limit(limits);
     let mut multipart = multer::Multipart::with_constraints(
         request.into_body().into_data_stream(),
         boundary,
@@ -374,7 +397,7 @@ pub async fn read_upload_form(
     let result: Result<(), AppError> = async {
         while let Some(field) = multipart.next_field().await.map_err(multipart_error)? {
             let name = field.name().unwrap_or("").to_owned();
-            if name == file_field && field.file_name().is_some() {
+            if file_fields.contains(&name.as_str()) && field.file_name().is_some() {
                 if form.blob.is_some() {
                     return Err(AppError::Unprocessable("one file per message".into()));
                 }
