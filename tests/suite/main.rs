@@ -23,6 +23,7 @@ mod account_settings;
 mod accounts;
 mod avatars;
 mod browser;
+mod browser_avatars;
 mod browser_files;
 mod browser_room;
 mod cable;
