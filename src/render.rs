@@ -508,6 +508,10 @@ pub struct RoomPage<'a> {
     pub user_avatar: Option<String>,
     /// The VAPID public key the page subscribes to web push with (base64url).
     pub vapid_public_key: &'a str,
+    /// The invite block of the first room's welcome, while that room holds no more than a
+    /// page of messages (Campfire's `rooms/show/_invitation`): the join URL and the path of its
+    /// QR code; `None` elsewhere.
+    pub welcome: Option<(String, String)>,
 }
 
 /// The sidebar frame (`GET /users/me/sidebar`).
@@ -524,6 +528,34 @@ pub struct Sidebar<'a> {
     pub shared: Vec<SidebarRoom>,
     /// Direct rooms.
     pub direct: Vec<SidebarRoom>,
+    /// The sidebar streams' positions when the list was read (`data-sidebar-history`, see
+    /// `crate::web::sidebar_history`).
+    pub history: &'a str,
+    /// People without a direct room with the user yet, `(id, first name)`: one click starts
+    /// one (`db::users::direct_placeholders`).
+    pub people: Vec<(i64, String)>,
+    /// The masked authenticity token of the people's forms.
+    pub csrf_token: &'a str,
+}
+
+/// The sidebar's room list alone (`<nav id="sidebar_rooms">`, the `users/_sidebar_nav`
+/// partial of the sidebar frame): what the sidebar's catch-up replaces when the history does
+/// not cover what the page missed, leaving the frame's stream sources subscribed.
+#[derive(Template, Debug)]
+#[template(path = "users/_sidebar_nav.html")]
+pub struct SidebarNav<'a> {
+    /// The user's id.
+    pub user_id: i64,
+    /// Open and closed rooms.
+    pub shared: Vec<SidebarRoom>,
+    /// Direct rooms.
+    pub direct: Vec<SidebarRoom>,
+    /// As [`Sidebar::history`].
+    pub history: &'a str,
+    /// As [`Sidebar::people`].
+    pub people: Vec<(i64, String)>,
+    /// As [`Sidebar::csrf_token`].
+    pub csrf_token: &'a str,
 }
 
 /// An error page.

@@ -263,8 +263,6 @@ async fn store_field(
     field: multer::Field<'static>,
 ) -> Result<Blob, AppError> {
     let filename = storage::sanitize_filename(field.file_name().unwrap_or("file"));
-    allow_upload(state, user)?;
-    let key = storage::new_key();
     // multer's own size limits end the field's stream with an error: that is a 413 too.
     let too_large = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let flag = too_large.clone();
@@ -276,19 +274,50 @@ async fn store_field(
             flag.store(true, std::sync::atomic::Ordering::Relaxed);
         }
     });
-    let max = state.storage.max_upload_bytes;
-    let written = state
-        .storage
-        .disk
-        .upload(&key, Box::pin(stream), max, None, None)
+    store_stream(state, user, filename, Box::pin(stream))
         .await
         .map_err(|e| {
             if too_large.load(std::sync::atomic::Ordering::Relaxed) {
-                UploadError::TooLarge(max)
+                AppError::PayloadTooLarge
             } else {
                 e
             }
-        })?;
+        })
+}
+
+/// Stores `bytes` as a new blob named `filename` uploaded by `user` (a bot's file answer to a
+/// webhook), with the upload rate limit and `--max-upload-bytes` of any upload; its content
+/// type is identified from the bytes and the name, as for any upload.
+///
+/// # Errors
+/// 429 past the upload rate limit, 413 past the size limit, a storage or database failure.
+pub async fn store_bytes(
+    state: &AppState,
+    user: &User,
+    filename: &str,
+    bytes: bytes::Bytes,
+) -> Result<Blob, AppError> {
+    let filename = storage::sanitize_filename(filename);
+    let stream = futures_util::stream::once(async move { Ok::<_, ()>(bytes) });
+    store_stream(state, user, filename, Box::pin(stream)).await
+}
+
+async fn store_stream<S>(
+    state: &AppState,
+    user: &User,
+    filename: String,
+    stream: S,
+) -> Result<Blob, AppError>
+where
+    S: futures_util::Stream<Item = Result<bytes::Bytes, ()>> + Unpin + Send,
+{
+    allow_upload(state, user)?;
+    let key = storage::new_key();
+    let written = state
+        .storage
+        .disk
+        .upload(&key, stream, state.storage.max_upload_bytes, None, None)
+        .await?;
     let content_type = identify::content_type(&written.head, &filename);
     let metadata = serde_json::json!({ UPLOADER_KEY: user.id, "identified": true }).to_string();
     let inserted = blobs::insert(
