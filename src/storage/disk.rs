@@ -75,6 +75,11 @@ impl DiskService {
         valid_key(key).then(|| self.root.join(&key[0..2]).join(&key[2..4]).join(key))
     }
 
+    /// Where uploads are written before they are checked (`<root>/tmp`).
+    pub fn tmp_dir(&self) -> PathBuf {
+        self.root.join("tmp")
+    }
+
     /// Whether the file of `key` exists.
     pub async fn exists(&self, key: &str) -> bool {
         match self.path_for(key) {

@@ -292,3 +292,33 @@ pub fn video_poster(path: &Path, w: u32, h: u32) -> Option<Encoded> {
     let img = reader.decode().ok()?;
     encode(&img, false).ok()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jpeg_orientation_reads_exif_and_survives_garbage() {
+        // SOI, APP1 "Exif" with a big-endian TIFF whose IFD0 has Orientation = 8, then SOS.
+        let mut jpeg = vec![0xFF, 0xD8, 0xFF, 0xE1, 0x00, 34];
+        jpeg.extend_from_slice(
+            b"Exif\0\0MM\0\x2a\0\0\0\x08\0\x01\x01\x12\0\x03\0\0\0\x01\0\x08\0\0\0\0\0\0",
+        );
+        jpeg.extend_from_slice(&[0xFF, 0xDA]);
+        assert_eq!(jpeg_orientation(&jpeg), 8);
+        // Truncated anywhere, a wrong byte order mark, an out-of-range value, or no JPEG: 1.
+        for cut in 0..jpeg.len() - 2 {
+            assert!((1..=8).contains(&jpeg_orientation(&jpeg[..cut])));
+        }
+        let mut bad = jpeg.clone();
+        bad[12] = b'X';
+        assert_eq!(jpeg_orientation(&bad), 1);
+        let mut nine = jpeg.clone();
+        nine[31] = 9;
+        assert_eq!(jpeg_orientation(&nine), 1);
+        assert_eq!(jpeg_orientation(b"\x89PNG\r\n"), 1);
+        let img = DynamicImage::new_rgb8(4, 2);
+        assert_eq!(apply_orientation(img.clone(), 6).width(), 2);
+        assert_eq!(apply_orientation(img, 3).width(), 4);
+    }
+}

@@ -99,7 +99,7 @@ async fn image_answer(
         return Ok(response);
     }
     let file = match &image {
-        Some(blob) => state.storage.disk.read(&blob.key).await,
+        Some(blob) => state.storage.read(&blob.service_name, &blob.key).await,
         None => None,
     };
     let (content_type, body) = match (file, &image) {
@@ -249,8 +249,12 @@ async fn make_squares(
         .content_type
         .as_deref()
         .is_some_and(|t| matches!(t, "image/png" | "image/jpeg" | "image/gif" | "image/webp"));
-    let path = state.storage.disk.path_for(&blob.key);
-    let (true, Some(path)) = (readable, path) else {
+    let copy = if readable {
+        state.storage.local_copy(blob).await
+    } else {
+        None
+    };
+    let Some(copy) = copy else {
         files::purge_blob(state, blob.id).await;
         return Err(refuse());
     };
@@ -262,6 +266,7 @@ async fn make_squares(
             .await
             .map_err(|e| AppError::Internal(e.into()))?;
         let sizes = sizes.to_vec();
+        let path = copy.path.clone();
         tokio::task::spawn_blocking(move || {
             sizes
                 .into_iter()

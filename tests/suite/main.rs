@@ -49,6 +49,7 @@ mod reliable;
 mod rich_text;
 mod room_page;
 mod rooms;
+mod s3;
 mod security;
 mod seed;
 mod stress;
