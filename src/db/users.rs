@@ -470,13 +470,13 @@ pub const DIRECT_PLACEHOLDERS: i64 = 20;
 
 /// The people the sidebar offers for a one-click direct room (Campfire's
 /// `Users::SidebarsController#find_direct_placeholder_users`): active people (no bots) who are
-/// neither `user_id` nor in a direct room with them, as `(id, name)` by signing-up order, at most
-/// [`DIRECT_PLACEHOLDERS`] less the number of those excluded.
+/// neither `user_id` nor in a direct room with them, as `(id, first name)` by signing-up order,
+/// at most [`DIRECT_PLACEHOLDERS`] less the number of those excluded.
 pub async fn direct_placeholders(
     pool: &SqlitePool,
     user_id: i64,
 ) -> sqlx::Result<Vec<(i64, String)>> {
-    sqlx::query_as(
+    let people: Vec<(i64, String)> = sqlx::query_as(
         "WITH excluded AS ( \
            SELECT ? AS id UNION \
            SELECT m.user_id FROM memberships m JOIN rooms r ON r.id = m.room_id \
@@ -490,7 +490,14 @@ pub async fn direct_placeholders(
     .bind(user_id)
     .bind(DIRECT_PLACEHOLDERS)
     .fetch_all(pool)
-    .await
+    .await?;
+    Ok(people
+        .into_iter()
+        .map(|(id, name)| match name.split_whitespace().next() {
+            Some(first) if first.len() < name.len() => (id, first.to_owned()),
+            _ => (id, name),
+        })
+        .collect())
 }
 
 /// The bcrypt digest of a person's password, `None` for a bot or an unknown user.

@@ -168,6 +168,9 @@ struct Kept {
     entries: VecDeque<Entry>,
 }
 
+/// One lock's share of the streams' histories, by stream name.
+type Shard = Mutex<HashMap<Arc<str>, Kept>>;
+
 /// The in-memory history of one node: at most `limit` entries per stream, each for at most
 /// `ttl`; a random epoch drawn at start (a restart loses everything, and every position of
 /// before reads as [`Backlog::Gone`]).
@@ -176,7 +179,7 @@ pub struct MemoryHistory {
     epoch: Arc<str>,
     limit: usize,
     ttl: Duration,
-    shards: Box<[Mutex<HashMap<Arc<str>, Kept>>]>,
+    shards: Box<[Shard]>,
     hasher: foldhash::fast::RandomState,
 }
 
@@ -337,6 +340,7 @@ impl History for MemoryHistory {
 mod tests {
     use super::*;
 
+    #[allow(clippy::needless_pass_by_value)] // the calls read better with the value
     fn read(h: &MemoryHistory, stream: &str, since: Since) -> Backlog {
         h.read_now(stream, &since)
     }

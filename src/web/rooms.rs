@@ -356,25 +356,6 @@ pub async fn refresh(
     Ok(response)
 }
 
-/// The people the sidebar offers a direct room with, `(id, first name)`
-/// (`db::users::direct_placeholders`).
-///
-/// # Errors
-/// The database's.
-pub(crate) async fn sidebar_people(
-    pool: &sqlx::SqlitePool,
-    user_id: i64,
-) -> Result<Vec<(i64, String)>, sqlx::Error> {
-    Ok(crate::db::users::direct_placeholders(pool, user_id)
-        .await?
-        .into_iter()
-        .map(|(id, name)| {
-            let first = name.split_whitespace().next().unwrap_or(&name).to_owned();
-            (id, first)
-        })
-        .collect())
-}
-
 /// `GET /users/me/sidebar`: the room list with its two stream sources (`rooms` and
 /// `<user gid>:rooms`), and the people one click starts a direct room with (Campfire's
 /// placeholders: a form posting `user_ids[]` to `/rooms/directs`).
@@ -395,7 +376,7 @@ pub async fn sidebar(
     let user_rooms_stream = state
         .signer
         .sign(&streams::user_rooms(&state.config.gid_app, user.id));
-    let people = sidebar_people(&state.pool, user.id).await?;
+    let people = crate::db::users::direct_placeholders(&state.pool, user.id).await?;
     let token = ctx.csrf_token();
     let view = Sidebar {
         rooms_stream: &rooms_stream,

@@ -65,7 +65,7 @@ async fn subscribed(ws: &mut Ws, id: &str) {
     assert_eq!(ws.next_non_ping(T).await, text(&common::confirm(id)));
 }
 
-fn history_cmd(id: &str, history: serde_json::Value) -> String {
+fn history_cmd(id: &str, history: impl serde::Serialize) -> String {
     serde_json::json!({"command": "history", "identifier": id, "history": history}).to_string()
 }
 
