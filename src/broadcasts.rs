@@ -393,6 +393,7 @@ mod tests {
             updated_at: 1_796_004_300_000,
             boosts: Vec::new(),
             attachment: None,
+            creator_avatar: None,
         }
     }
 

@@ -261,6 +261,31 @@ pub struct Config {
     #[arg(long, env = "HEARTH_STORAGE_ROOT")]
     pub storage_root: Option<PathBuf>,
 
+    /// Where new files go: `disk` (the disk service under `--storage-root`) or `s3` (an
+    /// S3-compatible bucket, `--s3-*`).
+    #[arg(long, env = "HEARTH_STORAGE", value_enum, default_value_t = StorageKind::Disk)]
+    pub storage: StorageKind,
+
+    /// The S3-compatible server's URL (`--storage s3`), e.g. `https://s3.eu-west-1.amazonaws.com`.
+    #[arg(long, env = "HEARTH_S3_ENDPOINT", default_value = "")]
+    pub s3_endpoint: String,
+
+    /// The bucket (`--storage s3`).
+    #[arg(long, env = "HEARTH_S3_BUCKET", default_value = "")]
+    pub s3_bucket: String,
+
+    /// The region requests are signed for (`--storage s3`).
+    #[arg(long, env = "HEARTH_S3_REGION", default_value = "us-east-1")]
+    pub s3_region: String,
+
+    /// The access key id (`--storage s3`).
+    #[arg(long, env = "HEARTH_S3_ACCESS_KEY_ID", default_value = "")]
+    pub s3_access_key_id: String,
+
+    /// The secret access key (`--storage s3`).
+    #[arg(long, env = "HEARTH_S3_SECRET_ACCESS_KEY", default_value = "")]
+    pub s3_secret_access_key: Redacted<String>,
+
     /// File uploads allowed per user per 10 minutes; 0 disables the limit.
     #[arg(long, env = "HEARTH_UPLOAD_RATE_LIMIT", default_value_t = 60)]
     pub upload_rate_limit: u32,
@@ -387,6 +412,16 @@ pub enum Role {
     App,
     /// /cable only, without a database: identification and authorization by the app node.
     Cable,
+}
+
+/// Where new files are stored (`--storage`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum StorageKind {
+    /// Active Storage's disk service under `--storage-root`.
+    #[default]
+    Disk,
+    /// An S3-compatible bucket (`--s3-endpoint`, `--s3-bucket`, keys).
+    S3,
 }
 
 /// Where broadcasts go between processes (`--pubsub`).

@@ -24,6 +24,8 @@ struct MessagePartial<'a> {
     mentionee_ids: String,
     hue: u32,
     initials: String,
+    /// The author's avatar URL, when they have one (else the initials are drawn).
+    avatar: Option<String>,
     created_iso: String,
     created_time: String,
     created_date: String,
@@ -159,6 +161,9 @@ pub fn message(m: &Message, urls: &ActiveStorageVerifier) -> Result<String, aska
         mentionee_ids,
         hue: (m.creator_id.unsigned_abs() * 47 % 360) as u32,
         initials,
+        avatar: m
+            .creator_avatar
+            .map(|v| crate::storage::avatar_path(m.creator_id, Some(v))),
         created_iso: iso8601(m.created_at),
         created_time: clock_time(m.created_at),
         created_date: long_date(m.created_at),
@@ -503,6 +508,8 @@ pub struct RoomPage<'a> {
     pub user_hue: u32,
     /// The viewer's avatar initials.
     pub user_initials: &'a str,
+    /// The viewer's avatar URL, when they have one (else the initials are drawn).
+    pub user_avatar: Option<String>,
     /// The VAPID public key the page subscribes to web push with (base64url).
     pub vapid_public_key: &'a str,
     /// The invite block of the first room's welcome, while that room holds no more than a

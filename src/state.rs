@@ -341,7 +341,8 @@ impl AppState {
                     .unwrap_or_else(|| config.data_dir.clone()),
                 config.max_upload_bytes,
                 config.upload_rate_limit,
-            ),
+            )
+            .with_s3_from(&config)?,
             signed_ids: crate::rails::SignedIdVerifier::from_secret_key_base(
                 secret.as_bytes(),
                 config.key_generator_digest,

@@ -84,6 +84,8 @@ pub struct Settings {
     /// The e-mail address of the first active administrator (the sign-in page's help
     /// contact), if any.
     pub help_contact: Option<String>,
+    /// The blob id of the account's logo (the version of `/account/logo` URLs), if it has one.
+    pub logo: Option<i64>,
 }
 
 impl Default for Settings {
@@ -95,17 +97,21 @@ impl Default for Settings {
             restrict_room_creation_to_administrators: false,
             custom_styles: String::new(),
             help_contact: None,
+            logo: None,
         }
     }
 }
 
 /// The installation's settings; the defaults when there is no account yet.
 pub async fn settings(pool: &SqlitePool) -> sqlx::Result<Settings> {
-    let row: Option<(String, String, Option<String>)> =
-        sqlx::query_as("SELECT name, settings, custom_styles FROM accounts ORDER BY id LIMIT 1")
-            .fetch_optional(pool)
-            .await?;
-    let Some((name, json, custom_styles)) = row else {
+    let row: Option<(String, String, Option<String>, Option<i64>)> = sqlx::query_as(
+        "SELECT name, settings, custom_styles, (SELECT MAX(blob_id) FROM active_storage_attachments \
+         WHERE record_type = 'Account' AND record_id = accounts.id AND name = 'logo') \
+         FROM accounts ORDER BY id LIMIT 1",
+    )
+    .fetch_optional(pool)
+    .await?;
+    let Some((name, json, custom_styles, logo)) = row else {
         return Ok(Settings::default());
     };
     let restrict = serde_json::from_str::<serde_json::Value>(&json)
@@ -117,6 +123,7 @@ pub async fn settings(pool: &SqlitePool) -> sqlx::Result<Settings> {
         restrict_room_creation_to_administrators: restrict,
         custom_styles: custom_styles.unwrap_or_default(),
         help_contact: help_contact(pool).await?,
+        logo,
     })
 }
 

@@ -286,6 +286,22 @@ pub async fn attached(
     .await
 }
 
+/// The avatars of users `ids`: `(user id, blob id)` of each who has one.
+pub async fn avatars_of(pool: &SqlitePool, ids: &[i64]) -> sqlx::Result<Vec<(i64, i64)>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ids_json = serde_json::to_string(ids).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT record_id, MAX(blob_id) FROM active_storage_attachments WHERE record_type = '{}' \
+         AND name = 'avatar' AND record_id IN (SELECT value FROM json_each(?)) GROUP BY record_id",
+        record::USER
+    )))
+    .bind(ids_json)
+    .fetch_all(pool)
+    .await
+}
+
 fn prefixed(alias: &str) -> String {
     BLOB_COLUMNS
         .split(", ")

@@ -31,6 +31,8 @@ pub struct Message {
     pub boosts: Vec<Boost>,
     /// The message's file (`has_one_attached :attachment`), if any.
     pub attachment: Option<super::blobs::Attached>,
+    /// The blob id of the author's avatar (the version of its URL), None for the initials.
+    pub creator_avatar: Option<i64>,
 }
 
 impl Message {
@@ -87,6 +89,7 @@ impl From<Row> for Message {
             updated_at: r.updated_at,
             boosts: Vec::new(),
             attachment: None,
+            creator_avatar: None,
         }
     }
 }
@@ -131,6 +134,14 @@ async fn with_boosts(pool: &SqlitePool, rows: Vec<Row>) -> sqlx::Result<Vec<Mess
 
 /// Fills in the files of `messages` (their `attachment`, with the thumbnail once made).
 pub async fn with_files(pool: &SqlitePool, messages: &mut [Message]) -> sqlx::Result<()> {
+    let mut creators: Vec<i64> = messages.iter().map(|m| m.creator_id).collect();
+    creators.sort_unstable();
+    creators.dedup();
+    for (user_id, blob_id) in super::blobs::avatars_of(pool, &creators).await? {
+        for m in messages.iter_mut().filter(|m| m.creator_id == user_id) {
+            m.creator_avatar = Some(blob_id);
+        }
+    }
     let ids: Vec<i64> = messages.iter().map(|m| m.id).collect();
     for (id, attached) in
         super::blobs::for_messages(pool, &ids, super::blobs::thumb_digest()).await?
@@ -472,6 +483,7 @@ pub async fn create(
         body,
         attachment_blob_id: None,
         plain_text: None,
+        creator_avatar: None,
     };
     let (message, ()) = create_then(pool, &uncached, &new, |_, _| ()).await?;
     Ok(message)
@@ -495,6 +507,8 @@ pub struct NewMessage<'a> {
     /// The body's plain text, for search ([`crate::rich_text::Body::plain_text`]); `None`
     /// indexes the body's markup with its tags dropped, as before migration 0012.
     pub plain_text: Option<&'a str>,
+    /// The blob id of the author's avatar, for the partial (None: the initials).
+    pub creator_avatar: Option<i64>,
 }
 
 /// [`create`], running `committed` on the stored message and the room's member ids (ascending;
@@ -532,6 +546,7 @@ pub async fn create_then<T>(
         body,
         attachment_blob_id,
         plain_text,
+        creator_avatar,
     } = *new;
     let write = super::write_lock().await?;
     let member_ids = cache.member_ids(pool, room_id).await?;
@@ -581,6 +596,7 @@ pub async fn create_then<T>(
         updated_at: now,
         boosts: Vec::new(),
         attachment,
+        creator_avatar,
     };
     let out = committed(&message, &member_ids);
     drop(write);

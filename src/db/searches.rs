@@ -148,6 +148,7 @@ pub async fn messages(
                     updated_at,
                     boosts: Vec::new(),
                     attachment: None,
+                    creator_avatar: None,
                 }
             },
         )

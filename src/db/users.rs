@@ -262,6 +262,17 @@ pub async fn update_profile(pool: &SqlitePool, id: i64, name: &str, bio: &str) -
     Ok(())
 }
 
+/// Sets a user's `updated_at` to now (after an avatar change, as Rails' `touch`).
+pub async fn touch(pool: &SqlitePool, id: i64) -> sqlx::Result<()> {
+    let _write = super::write_lock().await?;
+    sqlx::query("UPDATE users SET updated_at = ? WHERE id = ?")
+        .bind(super::now_ms())
+        .bind(id)
+        .execute(pool)
+        .await?;
+    Ok(())
+}
+
 /// Every person (not bots), by name: the administrators' user list.
 pub async fn people(pool: &SqlitePool) -> sqlx::Result<Vec<User>> {
     sqlx::query_as(

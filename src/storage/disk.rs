@@ -75,6 +75,11 @@ impl DiskService {
         valid_key(key).then(|| self.root.join(&key[0..2]).join(&key[2..4]).join(key))
     }
 
+    /// Where uploads are written before they are checked (`<root>/tmp`).
+    pub fn tmp_dir(&self) -> PathBuf {
+        self.root.join("tmp")
+    }
+
     /// Whether the file of `key` exists.
     pub async fn exists(&self, key: &str) -> bool {
         match self.path_for(key) {
@@ -164,6 +169,11 @@ impl DiskService {
         tokio::fs::write(&tmp, bytes).await?;
         tokio::fs::rename(&tmp, &path).await?;
         Ok(())
+    }
+
+    /// The whole file of `key` (a variant the server made: small); None when missing.
+    pub async fn read(&self, key: &str) -> Option<Vec<u8>> {
+        tokio::fs::read(self.path_for(key)?).await.ok()
     }
 
     /// Removes the file of `key` (and its emptied folders); a missing file is no error.

@@ -14,12 +14,13 @@
 pub mod disk;
 pub mod identify;
 pub mod process;
+pub mod s3;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 
 use crate::db::blobs::Blob;
@@ -53,6 +54,27 @@ pub struct Storage {
     upload_limit: u32,
     /// One image is processed at a time (processing is CPU work, kept off the post path).
     pub processing: tokio::sync::Semaphore,
+    /// Who has an avatar, for the message partial of a new post.
+    pub avatars: AvatarVersions,
+    /// The S3 service new blobs go to (`--storage s3`); None: the disk service.
+    pub s3: Option<s3::S3Service>,
+}
+
+/// A file of a blob on the local disk, for decoding: the disk service's own file, or a
+/// temporary copy of an S3 object (removed when this is dropped).
+#[derive(Debug)]
+pub struct LocalCopy {
+    /// Where it is.
+    pub path: std::path::PathBuf,
+    temporary: bool,
+}
+
+impl Drop for LocalCopy {
+    fn drop(&mut self) {
+        if self.temporary {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
 }
 
 impl Storage {
@@ -71,9 +93,187 @@ impl Storage {
             uploads: Mutex::new(HashMap::new()),
             upload_limit,
             processing: tokio::sync::Semaphore::new(1),
+            avatars: AvatarVersions::default(),
+            s3: None,
         }
     }
 
+    /// This storage with new blobs going to S3 when `config` says `--storage s3`.
+    ///
+    /// # Errors
+    /// `--storage s3` without an endpoint or bucket, or a configuration the client refuses.
+    pub fn with_s3_from(self, config: &crate::config::Config) -> anyhow::Result<Self> {
+        if config.storage != crate::config::StorageKind::S3 {
+            return Ok(self);
+        }
+        anyhow::ensure!(
+            !config.s3_endpoint.is_empty() && !config.s3_bucket.is_empty(),
+            "--storage s3 needs --s3-endpoint and --s3-bucket"
+        );
+        let s3 = s3::S3Service::new(&s3::S3Config {
+            endpoint: config.s3_endpoint.clone(),
+            bucket: config.s3_bucket.clone(),
+            region: config.s3_region.clone(),
+            access_key_id: config.s3_access_key_id.clone(),
+            secret_access_key: config.s3_secret_access_key.0.clone(),
+        })?;
+        Ok(self.with_s3(s3))
+    }
+
+    /// This storage with new blobs going to `s3`.
+    #[must_use]
+    pub fn with_s3(mut self, s3: s3::S3Service) -> Self {
+        self.s3 = Some(s3);
+        self
+    }
+
+    /// The service new blobs go to: [`s3::S3_SERVICE`] or [`DISK_SERVICE`].
+    pub fn service_name(&self) -> &'static str {
+        if self.s3.is_some() {
+            s3::S3_SERVICE
+        } else {
+            DISK_SERVICE
+        }
+    }
+
+    fn s3_for(&self, service: &str) -> Option<&s3::S3Service> {
+        self.s3.as_ref().filter(|_| service == s3::S3_SERVICE)
+    }
+
+    /// After [`disk::DiskService::upload`] wrote `key` locally: moves it to S3 when that is
+    /// the service (the local file is removed either way once it is there). Returns the
+    /// blob's service name.
+    ///
+    /// # Errors
+    /// The S3 upload failed (the local file is removed, nothing is kept).
+    pub async fn promote(&self, key: &str) -> Result<&'static str, disk::UploadError> {
+        let Some(s3) = &self.s3 else {
+            return Ok(DISK_SERVICE);
+        };
+        let path = self
+            .disk
+            .path_for(key)
+            .ok_or(disk::UploadError::InvalidKey)?;
+        let result = s3.put_file(key, &path).await;
+        self.disk.delete(key).await;
+        result?;
+        Ok(s3::S3_SERVICE)
+    }
+
+    /// Writes `bytes` as `key` in the current service; returns its name.
+    ///
+    /// # Errors
+    /// Writing failed.
+    pub async fn write(&self, key: &str, bytes: &[u8]) -> Result<&'static str, disk::UploadError> {
+        match &self.s3 {
+            Some(s3) => {
+                s3.put(key, bytes.to_vec())
+                    .await
+                    .map_err(std::io::Error::other)?;
+                Ok(s3::S3_SERVICE)
+            }
+            None => {
+                self.disk.write(key, bytes).await?;
+                Ok(DISK_SERVICE)
+            }
+        }
+    }
+
+    /// The whole file of `key` in `service` (small files: variants).
+    pub async fn read(&self, service: &str, key: &str) -> Option<Vec<u8>> {
+        match self.s3_for(service) {
+            Some(s3) => s3.get(key).await,
+            None => self.disk.read(key).await,
+        }
+    }
+
+    /// Whether `blob`'s bytes are there.
+    pub async fn exists(&self, blob: &Blob) -> bool {
+        match self.s3_for(&blob.service_name) {
+            Some(s3) => s3.head(&blob.key).await.is_some(),
+            None => self.disk.exists(&blob.key).await,
+        }
+    }
+
+    /// Removes the file of `key` in `service`.
+    pub async fn delete(&self, service: &str, key: &str) {
+        match self.s3_for(service) {
+            Some(s3) => s3.delete(key).await,
+            None => self.disk.delete(key).await,
+        }
+    }
+
+    /// `blob`'s bytes as a stream, with their length.
+    pub async fn stream(
+        &self,
+        service: &str,
+        key: &str,
+    ) -> Option<(
+        u64,
+        futures_util::stream::BoxStream<'static, std::io::Result<bytes::Bytes>>,
+    )> {
+        use futures_util::StreamExt as _;
+        if let Some(s3) = self.s3_for(service) {
+            return s3.stream(key).await;
+        }
+        let file = tokio::fs::File::open(self.disk.path_for(key)?).await.ok()?;
+        let len = file.metadata().await.ok()?.len();
+        Some((len, file_stream(file).boxed()))
+    }
+
+    /// A local file with `blob`'s bytes, for decoding.
+    pub async fn local_copy(&self, blob: &Blob) -> Option<LocalCopy> {
+        let Some(s3) = self.s3_for(&blob.service_name) else {
+            return Some(LocalCopy {
+                path: self.disk.path_for(&blob.key)?,
+                temporary: false,
+            });
+        };
+        let dir = self.disk.tmp_dir();
+        tokio::fs::create_dir_all(&dir).await.ok()?;
+        let copy = LocalCopy {
+            path: dir.join(format!("{}.{}", blob.key, uuid::Uuid::new_v4().simple())),
+            temporary: true,
+        };
+        s3.download_to(&blob.key, &copy.path).await.then_some(copy)
+    }
+
+    /// Checks a direct upload to S3 against its record: the object's size must be the blob's
+    /// `byte_size` and its `ETag` the MD5 of its `checksum`. Returns the object's first
+    /// [`disk::HEAD_BYTES`] bytes (to identify its type), or None, deleting the object, when it
+    /// does not match or is missing. A disk blob (checked as it was written) is read as is.
+    pub async fn verify_upload(&self, blob: &Blob) -> Option<Vec<u8>> {
+        let Some(s3) = self.s3_for(&blob.service_name) else {
+            let path = self.disk.path_for(&blob.key)?;
+            let mut head = Vec::new();
+            use tokio::io::AsyncReadExt as _;
+            tokio::fs::File::open(path)
+                .await
+                .ok()?
+                .take(disk::HEAD_BYTES as u64)
+                .read_to_end(&mut head)
+                .await
+                .ok()?;
+            return Some(head);
+        };
+        let head = s3.head(&blob.key).await?;
+        let md5_hex = blob.checksum.as_deref().and_then(|c| {
+            base64::Engine::decode(&base64::engine::general_purpose::STANDARD, c)
+                .ok()
+                .map(hex::encode)
+        });
+        let size_ok = i64::try_from(head.size).ok() == Some(blob.byte_size);
+        let md5_ok = md5_hex.is_some() && head.e_tag.as_deref() == md5_hex.as_deref();
+        if !(size_ok && md5_ok) {
+            tracing::info!(
+                blob_id = blob.id,
+                "a direct upload does not match its record: deleted"
+            );
+            s3.delete(&blob.key).await;
+            return None;
+        }
+        s3.get_head(&blob.key, disk::HEAD_BYTES as u64).await
+    }
     /// Counts an upload by `user_id`; false (not counted) past `--upload-rate-limit` uploads
     /// in [`UPLOAD_WINDOW`].
     pub fn allow_upload(&self, user_id: i64, now: Instant) -> bool {
@@ -160,6 +360,72 @@ impl Storage {
         );
         format!("/rails/active_storage/disk/{}", segment(&token))
     }
+}
+
+/// A server's copy of who has an avatar (user id → the avatar's blob id), read from the
+/// database on first use and updated by every change made through this server: a post needs
+/// its author's avatar version without a query.
+#[derive(Debug, Default)]
+pub struct AvatarVersions {
+    known: RwLock<HashMap<i64, Option<i64>>>,
+}
+
+impl AvatarVersions {
+    /// The blob id of `user_id`'s avatar (its URL's version), or None for the initials.
+    ///
+    /// # Errors
+    /// Database failures.
+    pub async fn get(&self, pool: &sqlx::SqlitePool, user_id: i64) -> sqlx::Result<Option<i64>> {
+        if let Some(v) = self.known.read().get(&user_id) {
+            return Ok(*v);
+        }
+        let v = crate::db::blobs::attached(pool, "avatar", crate::db::blobs::record::USER, user_id)
+            .await?
+            .map(|b| b.id);
+        let mut known = self.known.write();
+        if known.len() > 100_000 {
+            known.clear();
+        }
+        known.insert(user_id, v);
+        Ok(v)
+    }
+
+    /// Records `user_id`'s avatar version after a change.
+    pub fn set(&self, user_id: i64, version: Option<i64>) {
+        self.known.write().insert(user_id, version);
+    }
+}
+
+/// The path of `user_id`'s avatar at `version` (None: no avatar, the initials).
+pub fn avatar_path(user_id: i64, version: Option<i64>) -> String {
+    format!("/users/{user_id}/avatar?v={}", version.unwrap_or(0))
+}
+
+/// The path of the logo at `version` (None: the stock icon), `small` for 192 px.
+pub fn logo_path(version: Option<i64>, small: bool) -> String {
+    format!(
+        "/account/logo?{}v={}",
+        if small { "size=small&" } else { "" },
+        version.unwrap_or(0)
+    )
+}
+
+/// A file as a stream of 64 KiB chunks.
+pub fn file_stream(
+    file: tokio::fs::File,
+) -> impl futures_util::Stream<Item = std::io::Result<bytes::Bytes>> + Send + 'static {
+    futures_util::stream::unfold(file, |mut file| async move {
+        use tokio::io::AsyncReadExt as _;
+        let mut buf = vec![0u8; 64 * 1024];
+        match file.read(&mut buf).await {
+            Ok(0) => None,
+            Ok(n) => {
+                buf.truncate(n);
+                Some((Ok(bytes::Bytes::from(buf)), file))
+            }
+            Err(e) => Some((Err(e), file)),
+        }
+    })
 }
 
 /// The characters a path segment keeps unescaped: RFC 3986's unreserved ones. Everything

@@ -59,7 +59,7 @@ fn now_ms() -> i64 {
 }
 
 /// The headers every answer with a blob's bytes carries.
-fn guard_headers(headers: &mut HeaderMap) {
+pub fn guard_headers(headers: &mut HeaderMap) {
     headers.insert(
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
@@ -151,7 +151,7 @@ pub async fn create_direct_upload(
             filename: &filename,
             content_type: content_type.as_deref(),
             metadata: &metadata,
-            service_name: storage::DISK_SERVICE,
+            service_name: state.storage.service_name(),
             byte_size: i64::try_from(b.byte_size).unwrap_or(i64::MAX),
             checksum: Some(&b.checksum),
         },
@@ -162,8 +162,19 @@ pub async fn create_direct_upload(
     if let Some(t) = &blob.content_type {
         headers.insert("Content-Type".into(), t.clone().into());
     }
+    let url = match &state.storage.s3 {
+        // Rails' `S3Service#url_for_direct_upload`: a presigned PUT straight to the bucket,
+        // with the checksum the bucket checks the body against.
+        Some(s3) => {
+            headers.insert("Content-MD5".into(), b.checksum.clone().into());
+            s3.presigned_put(&blob.key, storage::URL_EXPIRES_IN)
+                .await
+                .map_err(|e| AppError::Internal(e.into()))?
+        }
+        None => state.storage.direct_upload_url(&blob, now_ms()),
+    };
     json["direct_upload"] = serde_json::json!({
-        "url": state.storage.direct_upload_url(&blob, now_ms()),
+        "url": url,
         "headers": headers,
     });
     Ok(axum::Json(json).into_response())
@@ -185,7 +196,10 @@ pub async fn upload_to_disk(
         return Ok(StatusCode::NOT_FOUND.into_response());
     };
     let key = claims.get("key").and_then(Value::as_str).unwrap_or("");
-    let Some(blob) = blobs::find_by_key(&state.pool, key).await? else {
+    let Some(blob) = blobs::find_by_key(&state.pool, key)
+        .await?
+        .filter(|b| b.service_name == storage::DISK_SERVICE)
+    else {
         return Ok(StatusCode::NOT_FOUND.into_response());
     };
     let length = claims.get("content_length").and_then(Value::as_int);
@@ -263,7 +277,26 @@ async fn store_field(
     field: multer::Field<'static>,
 ) -> Result<Blob, AppError> {
     let filename = storage::sanitize_filename(field.file_name().unwrap_or("file"));
-    store_stream(state, user, filename, Box::pin(field.map_err(|_| ()))).await
+    // multer's own size limits end the field's stream with an error: that is a 413 too.
+    let too_large = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = too_large.clone();
+    let stream = field.map_err(move |e| {
+        if matches!(
+            e,
+            multer::Error::FieldSizeExceeded { .. } | multer::Error::StreamSizeExceeded { .. }
+        ) {
+            flag.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    });
+    store_stream(state, user, filename, Box::pin(stream))
+        .await
+        .map_err(|e| {
+            if too_large.load(std::sync::atomic::Ordering::Relaxed) {
+                AppError::PayloadTooLarge
+            } else {
+                e
+            }
+        })
 }
 
 /// Stores `bytes` as a new blob named `filename` uploaded by `user` (a bot's file answer to a
@@ -299,6 +332,7 @@ where
         .disk
         .upload(&key, stream, state.storage.max_upload_bytes, None, None)
         .await?;
+    let service_name = state.storage.promote(&key).await?;
     let content_type = identify::content_type(&written.head, &filename);
     let metadata = serde_json::json!({ UPLOADER_KEY: user.id, "identified": true }).to_string();
     let inserted = blobs::insert(
@@ -308,7 +342,7 @@ where
             filename: &filename,
             content_type: Some(content_type),
             metadata: &metadata,
-            service_name: storage::DISK_SERVICE,
+            service_name,
             byte_size: i64::try_from(written.byte_size).unwrap_or(i64::MAX),
             checksum: Some(&written.checksum),
         },
@@ -317,7 +351,7 @@ where
     match inserted {
         Ok(blob) => Ok(blob),
         Err(e) => {
-            state.storage.disk.delete(&key).await;
+            state.storage.delete(service_name, &key).await;
             Err(e.into())
         }
     }
@@ -368,6 +402,16 @@ pub async fn read_upload_form(
     request: Request,
     file_field: &str,
 ) -> Result<UploadForm, AppError> {
+    read_upload_form_any(state, user, request, &[file_field]).await
+}
+
+/// [`read_upload_form`] whose file may come in any of `file_fields`.
+pub async fn read_upload_form_any(
+    state: &AppState,
+    user: &User,
+    request: Request,
+    file_fields: &[&str],
+) -> Result<UploadForm, AppError> {
     let declared = request
         .headers()
         .get(header::CONTENT_LENGTH)
@@ -382,11 +426,12 @@ pub async fn read_upload_form(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| multer::parse_boundary(v).ok())
         .ok_or_else(|| AppError::BadRequest("multipart form without a boundary".into()))?;
-    let constraints = multer::Constraints::new().size_limit(
-        multer::SizeLimit::new()
-            .whole_stream(state.storage.max_upload_bytes + MULTIPART_OVERHEAD)
-            .for_field(file_field, state.storage.max_upload_bytes + 1),
-    );
+    let mut limits =
+        multer::SizeLimit::new().whole_stream(state.storage.max_upload_bytes + MULTIPART_OVERHEAD);
+    for field in file_fields {
+        limits = limits.for_field(*field, state.storage.max_upload_bytes + 1);
+    }
+    let constraints = multer::Constraints::new().size_limit(limits);
     let mut multipart = multer::Multipart::with_constraints(
         request.into_body().into_data_stream(),
         boundary,
@@ -396,7 +441,7 @@ pub async fn read_upload_form(
     let result: Result<(), AppError> = async {
         while let Some(field) = multipart.next_field().await.map_err(multipart_error)? {
             let name = field.name().unwrap_or("").to_owned();
-            if name == file_field && field.file_name().is_some() {
+            if file_fields.contains(&name.as_str()) && field.file_name().is_some() {
                 if form.blob.is_some() {
                     return Err(AppError::Unprocessable("one file per message".into()));
                 }
@@ -446,20 +491,28 @@ pub async fn blob_for_attaching(
     if !blobs::records_of(&state.pool, blob.id).await?.is_empty() {
         return Err(refuse());
     }
-    if !state.storage.disk.exists(&blob.key).await {
+    if !state.storage.exists(&blob).await {
         return Err(AppError::Unprocessable(
             "the upload has not finished".into(),
         ));
     }
-    Ok(blob)
+    if blob.service_name == storage::DISK_SERVICE {
+        return Ok(blob);
+    }
+    // Straight to the bucket: checked against its record now, then identified.
+    let head = state.storage.verify_upload(&blob).await.ok_or_else(|| {
+        AppError::Unprocessable("the upload does not match its size or checksum".into())
+    })?;
+    identify_blob(state, &blob, &head).await?;
+    blobs::find(&state.pool, blob.id).await?.ok_or_else(refuse)
 }
 
 /// Deletes a blob, its variants and their files.
 pub async fn purge_blob(state: &AppState, blob_id: i64) {
     match blobs::delete(&state.pool, blob_id).await {
         Ok(gone) => {
-            for (_, key) in gone {
-                state.storage.disk.delete(&key).await;
+            for (service, key) in gone {
+                state.storage.delete(&service, &key).await;
             }
         }
         Err(e) => tracing::warn!(blob_id, error = %e, "purging a blob failed"),
@@ -529,14 +582,14 @@ pub fn spawn_processing(state: SharedState, room: Room, message_id: i64, blob: B
 
 /// Analysis and the thumb variant of `blob`; true when something changed.
 async fn process_message_file(state: &AppState, blob: &Blob) -> anyhow::Result<bool> {
-    let path = state
+    let copy = state
         .storage
-        .disk
-        .path_for(&blob.key)
-        .ok_or_else(|| anyhow::anyhow!("invalid key"))?;
+        .local_copy(blob)
+        .await
+        .ok_or_else(|| anyhow::anyhow!("the file is missing"))?;
     let (w, h) = blobs::THUMB_LIMIT;
     let video = blob.is_video();
-    let job_path = path.clone();
+    let job_path = copy.path.clone();
     let (info, encoded) = tokio::task::spawn_blocking(move || {
         if video {
             return Ok::<_, process::ProcessError>((None, process::video_poster(&job_path, w, h)));
@@ -583,7 +636,7 @@ pub async fn store_variant(
     encoded: &process::Encoded,
 ) -> anyhow::Result<Blob> {
     let key = storage::new_key();
-    state.storage.disk.write(&key, &encoded.bytes).await?;
+    let service_name = state.storage.write(&key, &encoded.bytes).await?;
     let stem = source
         .filename
         .rsplit_once('.')
@@ -607,7 +660,7 @@ pub async fn store_variant(
             filename: &filename,
             content_type: Some(encoded.content_type),
             metadata: &metadata,
-            service_name: storage::DISK_SERVICE,
+            service_name,
             byte_size: encoded.bytes.len() as i64,
             checksum: Some(&checksum),
         },
@@ -747,15 +800,15 @@ pub async fn serve_from_disk(
         .verified(&token, "blob_key", now_ms())
         .ok_or(AppError::NotFound)?;
     let key = claims.get("key").and_then(Value::as_str).unwrap_or("");
-    let path = state.storage.disk.path_for(key).ok_or(AppError::NotFound)?;
-    let file = tokio::fs::File::open(&path)
+    let service = claims
+        .get("service_name")
+        .and_then(Value::as_str)
+        .unwrap_or(storage::DISK_SERVICE);
+    let (len, stream) = state
+        .storage
+        .stream(service, key)
         .await
-        .map_err(|_| AppError::NotFound)?;
-    let len = file
-        .metadata()
-        .await
-        .map_err(|e| AppError::Internal(e.into()))?
-        .len();
+        .ok_or(AppError::NotFound)?;
     let content_type =
         identify::served_content_type(claims.get("content_type").and_then(Value::as_str));
     // The type was chosen when the URL was signed; a type that could run is never served.
@@ -777,7 +830,7 @@ pub async fn serve_from_disk(
         } else {
             disposition.to_owned()
         };
-    let body = Body::from_stream(tokio_util_stream(file));
+    let body = Body::from_stream(stream);
     let mut response = Response::new(body);
     let headers = response.headers_mut();
     guard_headers(headers);
@@ -793,22 +846,4 @@ pub async fn serve_from_disk(
         HeaderValue::from_static("max-age=300, private"),
     );
     Ok(response)
-}
-
-/// A file as a stream of chunks.
-fn tokio_util_stream(
-    file: tokio::fs::File,
-) -> impl futures_util::Stream<Item = std::io::Result<bytes::Bytes>> {
-    futures_util::stream::unfold(file, |mut file| async move {
-        use tokio::io::AsyncReadExt as _;
-        let mut buf = vec![0u8; 64 * 1024];
-        match file.read(&mut buf).await {
-            Ok(0) => None,
-            Ok(n) => {
-                buf.truncate(n);
-                Some((Ok(bytes::Bytes::from(buf)), file))
-            }
-            Err(e) => Some((Err(e), file)),
-        }
-    })
 }

@@ -143,6 +143,7 @@ pub async fn post_message(
         body: &body.html,
         plain_text: Some(&body.plain_text),
         attachment_blob_id: attachment.map(|b| b.id),
+        creator_avatar: state.storage.avatars.get(&state.pool, author.id).await?,
     };
     let (message, appended) = messages::create_then(
         &state.pool,

@@ -31,6 +31,7 @@
 //! | `GET /rooms/{id}/{bot_key}/messages`, `PATCH`/`DELETE …/messages/{id}`, `POST …/messages/{id}/boosts`, `DELETE …/boosts/{boost_id}` | [`bots_api`] |
 //! | `GET`/`POST /searches`, `DELETE /searches/clear` | [`searches`] |
 //! | `GET`/`POST /users/me/push_subscriptions`, `DELETE /users/me/push_subscriptions/{id}`, `POST …/{id}/test_notifications` | [`push_subscriptions`] |
+//! | `GET`, `POST`, `DELETE /users/{id}/avatar`, `GET`, `POST`, `DELETE /account/logo` | [`avatars`] |
 //! | `GET /webmanifest`, `GET /service-worker`, `GET /favicon.svg`, `GET /icons/…` | [`pwa`] |
 //! | `POST /rails/active_storage/direct_uploads`, `PUT`/`GET /rails/active_storage/disk/…`, `GET /rails/active_storage/blobs/…`, `GET /rails/active_storage/representations/…` | [`files`] |
 //! | `GET /up` | health check |
@@ -40,6 +41,7 @@
 
 pub mod account;
 pub mod autocompletable;
+pub mod avatars;
 pub mod boosts;
 pub mod bots_api;
 pub mod client_ip;
@@ -149,6 +151,18 @@ pub fn routes(state: SharedState) -> Router {
         .route("/first_run", get(first_run::show).post(first_run::create))
         .route("/join/{join_code}", get(join::new).post(join::create))
         .route("/users/{user_id}", get(profiles::show).patch(users::update))
+        .route(
+            "/users/{user_id}/avatar",
+            get(avatars::show)
+                .post(avatars::create)
+                .delete(avatars::destroy),
+        )
+        .route(
+            "/account/logo",
+            get(avatars::show_logo)
+                .post(avatars::create_logo)
+                .delete(avatars::destroy_logo),
+        )
         .route(
             "/users/{user_id}/ban",
             post(users::create_ban).delete(users::destroy_ban),

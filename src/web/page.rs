@@ -38,6 +38,20 @@ pub fn help_contact() -> Option<String> {
     PAGE.try_with(|s| s.help_contact.clone()).ok().flatten()
 }
 
+/// The account logo's version (its blob id), None when it has none (or outside a request).
+pub fn logo_version() -> Option<i64> {
+    PAGE.try_with(|s| s.logo).ok().flatten()
+}
+
+/// The favicon's URL and type: the logo's small PNG when the account has a logo, else the
+/// app icon (SVG).
+pub fn favicon() -> (String, &'static str) {
+    match logo_version() {
+        Some(v) => (crate::storage::logo_path(Some(v), true), "image/png"),
+        None => ("/favicon.svg".to_owned(), "image/svg+xml"),
+    }
+}
+
 /// The version shown on the sign-in page (the crate's).
 pub fn version() -> &'static str {
     env!("CARGO_PKG_VERSION")
@@ -84,6 +98,7 @@ mod tests {
             restrict_room_creation_to_administrators: false,
             custom_styles: "p{}".into(),
             help_contact: None,
+            logo: None,
         });
         scope(settings, async {
             assert_eq!(account_name(), "Acme");

@@ -2,8 +2,8 @@
 //! `UsersController#show`: a Ping button that opens the direct room; administrators also see
 //! the e-mail address and the transfer link) and the signed-in user's own profile at
 //! `/users/me/profile` (Campfire's `Users::ProfilesController`: name, bio, e-mail address and
-//! password; every membership with its bell; the user's own transfer link; the avatar is the
-//! initials).
+//! password; every membership with its bell; the user's own transfer link; the avatar, uploaded
+//! to `/users/me/avatar` (`super::avatars`), or the initials).
 //!
 //! Changing the e-mail address or the password needs the current password as
 //! `user[password_challenge]` (Rails' `has_secure_password` convention); a new password ends
@@ -30,6 +30,22 @@ pub fn avatar_hue(user_id: i64) -> u32 {
     (user_id.unsigned_abs() * 47 % 360) as u32
 }
 
+/// The avatar URL of `user_id`, when they have one.
+///
+/// # Errors
+/// Database failures.
+pub async fn avatar_url(
+    state: &crate::state::AppState,
+    user_id: i64,
+) -> Result<Option<String>, AppError> {
+    Ok(state
+        .storage
+        .avatars
+        .get(&state.pool, user_id)
+        .await?
+        .map(|v| crate::storage::avatar_path(user_id, Some(v))))
+}
+
 /// A profile page (`templates/users/show.html`).
 #[derive(Template, Debug)]
 #[template(path = "users/show.html")]
@@ -42,6 +58,8 @@ pub struct ProfilePage<'a> {
     pub hue: u32,
     /// The avatar's initials.
     pub initials: String,
+    /// The avatar's URL, when there is one (else the initials are drawn).
+    pub avatar: Option<String>,
     /// Whether the viewer is the user shown.
     pub is_self: bool,
     /// Whether the viewer may ban or unban the user shown (administrators, for people
@@ -69,6 +87,8 @@ pub struct EditProfilePage<'a> {
     pub hue: u32,
     /// The avatar's initials.
     pub initials: String,
+    /// The avatar's URL, when there is one (else the initials are drawn).
+    pub avatar: Option<String>,
     /// Every membership with its involvement.
     pub memberships: &'a [ProfileMembership],
     /// The user's own transfer link (sign in on another device).
@@ -102,6 +122,7 @@ pub async fn show(
         csrf_token: &token,
         hue: avatar_hue(profile.user.id),
         initials: crate::render::initials(&profile.user.name),
+        avatar: avatar_url(&state, profile.user.id).await?,
         is_self,
         can_ban: administers && person,
         can_ping: !is_self && profile.user.is_active(),
@@ -138,6 +159,7 @@ pub async fn edit(
         bio: &profile.bio,
         hue: avatar_hue(user.id),
         initials: crate::render::initials(&profile.user.name),
+        avatar: avatar_url(&state, user.id).await?,
         memberships: &memberships,
         transfer: transfer_link(&state, &origin(&ctx, &headers, &state), user.id),
         min_password_bytes: MIN_PASSWORD_BYTES,

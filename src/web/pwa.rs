@@ -3,7 +3,7 @@
 //!
 //! | route | answer |
 //! |---|---|
-//! | `GET /webmanifest` | `application/manifest+json`: the account's name, start URL `/`, `display: standalone`, icons of 192 and 512 px |
+//! | `GET /webmanifest` | `application/manifest+json`: the account's name, start URL `/`, `display: standalone`, icons of 192 and 512 px (`/account/logo`: the account's logo, or this icon) |
 //! | `GET /service-worker` | the service worker (`assets/pwa/service-worker.js`): shows pushes, sets the badge, opens the message on a click |
 //! | `GET /favicon.svg`, `GET /icons/icon.svg` | the app icon (`assets/pwa/icon.svg`) |
 //! | `GET /icons/icon-192.png`, `GET /icons/icon-512.png` | the icon rendered by `scripts/render-icons` |
@@ -38,8 +38,12 @@ fn with_type(body: impl IntoResponse, content_type: &'static str, cache: &'stati
     response
 }
 
-/// The manifest's JSON for an account called `name` (W3C Web Application Manifest).
-pub fn manifest_json(name: &str) -> serde_json::Value {
+/// The manifest's JSON for an account called `name` (W3C Web Application Manifest) whose
+/// logo is at version `logo` (its icons: `/account/logo`, the logo's 192 and 512 px squares or
+/// the stock icon).
+pub fn manifest_json(name: &str, logo: Option<i64>) -> serde_json::Value {
+    let small = crate::storage::logo_path(logo, true);
+    let large = crate::storage::logo_path(logo, false);
     let short: String = name.chars().take(12).collect();
     serde_json::json!({
         "name": name,
@@ -52,10 +56,9 @@ pub fn manifest_json(name: &str) -> serde_json::Value {
         "background_color": "#fbfaf8",
         "theme_color": "#c2410c",
         "icons": [
-            { "src": "/icons/icon-192.png", "sizes": "192x192", "type": "image/png", "purpose": "any" },
-            { "src": "/icons/icon-512.png", "sizes": "512x512", "type": "image/png", "purpose": "any" },
-            { "src": "/icons/icon-512.png", "sizes": "512x512", "type": "image/png", "purpose": "maskable" },
-            { "src": "/icons/icon.svg", "sizes": "any", "type": "image/svg+xml" }
+            { "src": small, "sizes": "192x192", "type": "image/png", "purpose": "any" },
+            { "src": large, "sizes": "512x512", "type": "image/png", "purpose": "any" },
+            { "src": large, "sizes": "512x512", "type": "image/png", "purpose": "maskable" }
         ],
         "shortcuts": [
             { "name": "Search", "url": "/searches" },
@@ -66,11 +69,13 @@ pub fn manifest_json(name: &str) -> serde_json::Value {
 
 /// `GET /webmanifest`: the web app manifest, named after the account.
 pub async fn manifest(State(state): State<SharedState>) -> Result<Response, AppError> {
-    let name = accounts::find(&state.pool)
-        .await?
-        .map_or_else(|| DEFAULT_NAME.to_owned(), |a| a.name);
+    let settings = state.account_settings.get(&state.pool).await?;
+    let name = match accounts::find(&state.pool).await? {
+        Some(_) => settings.name.clone(),
+        None => DEFAULT_NAME.to_owned(),
+    };
     Ok(with_type(
-        manifest_json(&name).to_string(),
+        manifest_json(&name, settings.logo).to_string(),
         "application/manifest+json",
         "no-cache",
     ))

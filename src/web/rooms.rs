@@ -160,6 +160,12 @@ async fn render_room(
         next_involvement_label: involvements::short_label(next),
         user_hue: crate::web::profiles::avatar_hue(user.id),
         user_initials: &user_initials,
+        user_avatar: state
+            .storage
+            .avatars
+            .get(&state.pool, user.id)
+            .await?
+            .map(|v| crate::storage::avatar_path(user.id, Some(v))),
         vapid_public_key: state.pusher.public_key(),
         csrf_token: &token,
         user,

@@ -13,7 +13,7 @@ const BOT_KEY: &str = "5-bNd3rB0tK3y7";
 /// Designers: David, Jason, JZ, Kevin (and not user1).
 const CLOSED_ROOM: i64 = 4;
 
-fn png(width: u32, height: u32) -> Vec<u8> {
+pub(crate) fn png(width: u32, height: u32) -> Vec<u8> {
     let img = image::RgbImage::from_fn(width, height, |x, y| {
         image::Rgb([(x % 256) as u8, (y % 256) as u8, ((x * y) % 251) as u8])
     });
@@ -27,11 +27,11 @@ fn png(width: u32, height: u32) -> Vec<u8> {
     out
 }
 
-fn md5_base64(bytes: &[u8]) -> String {
+pub(crate) fn md5_base64(bytes: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(md5::Md5::digest(bytes))
 }
 
-fn multipart(
+pub(crate) fn multipart(
     fields: &[(&str, &str)],
     file_field: &str,
     filename: &str,
@@ -57,7 +57,7 @@ fn multipart(
 }
 
 /// One raw request, keeping the body as bytes.
-async fn raw(
+pub(crate) async fn raw(
     addr: &str,
     method: &str,
     path: &str,
@@ -119,21 +119,21 @@ fn dechunk(mut body: &[u8]) -> Vec<u8> {
     }
 }
 
-fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+pub(crate) fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
     headers
         .iter()
         .find(|(k, _)| k == name)
         .map(|(_, v)| v.as_str())
 }
 
-struct Session {
-    client: Client,
-    csrf: String,
-    addr: String,
+pub(crate) struct Session {
+    pub(crate) client: Client,
+    pub(crate) csrf: String,
+    pub(crate) addr: String,
 }
 
 impl Session {
-    async fn new(server: &TestServer, email: &str, password: &str) -> Self {
+    pub(crate) async fn new(server: &TestServer, email: &str, password: &str) -> Self {
         let mut client = server.signed_in(email, password).await;
         let (csrf, _) = client.room(1).await;
         Self {
@@ -143,7 +143,7 @@ impl Session {
         }
     }
 
-    async fn send(
+    pub(crate) async fn send(
         &self,
         method: &str,
         path: &str,
@@ -161,7 +161,7 @@ impl Session {
 
     /// `@rails/activestorage`'s two steps: the blob record, then the PUT. Returns the signed
     /// id and the PUT's status.
-    async fn direct_upload(
+    pub(crate) async fn direct_upload(
         &self,
         filename: &str,
         content_type: &str,
@@ -199,7 +199,7 @@ impl Session {
         (signed_id, put)
     }
 
-    async fn post_signed(&self, room: i64, signed_id: &str) -> u16 {
+    pub(crate) async fn post_signed(&self, room: i64, signed_id: &str) -> u16 {
         let body = form(&[
             ("message[attachment]", signed_id),
             ("message[client_message_id]", &uuid()),
@@ -222,7 +222,7 @@ impl Session {
     }
 
     /// Follows a blob or representation URL to the bytes: (redirect status, final status, headers, bytes).
-    async fn fetch(&self, path: &str) -> (u16, u16, Vec<(String, String)>, Vec<u8>) {
+    pub(crate) async fn fetch(&self, path: &str) -> (u16, u16, Vec<(String, String)>, Vec<u8>) {
         let (status, headers, _) = self.send("GET", path, &[], b"").await;
         if status != 302 {
             return (status, 0, headers, Vec::new());
@@ -233,7 +233,7 @@ impl Session {
     }
 }
 
-fn uuid() -> String {
+pub(crate) fn uuid() -> String {
     uuid::Uuid::new_v4().to_string()
 }
 

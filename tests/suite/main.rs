@@ -21,8 +21,10 @@ mod common;
 
 mod account_settings;
 mod accounts;
+mod avatars;
 mod bot_answers;
 mod browser;
+mod browser_avatars;
 mod browser_files;
 mod browser_room;
 mod cable;
@@ -51,6 +53,7 @@ mod request_limits;
 mod rich_text;
 mod room_page;
 mod rooms;
+mod s3;
 mod security;
 mod seed;
 mod stress;

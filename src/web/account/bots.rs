@@ -1,7 +1,8 @@
 //! Administering bots (Campfire's `Accounts::BotsController` and
 //! `Accounts::Bots::KeysController`): list, create, rename, rekey and remove; each bot's
 //! webhook URL (`user[webhook_url]`, http(s) only; empty removes it) and, per room the bot is
-//! in, ready `curl` lines for posting text and files, with copy buttons.
+//! in, ready `curl` lines for posting text and files, with copy buttons; each bot's avatar
+//! (uploaded to `/users/<bot id>/avatar`, `crate::web::avatars`).
 
 use askama::Template;
 use axum::extract::State;
@@ -35,6 +36,10 @@ pub struct BotRow {
     pub bot: Bot,
     /// Its webhook URL, empty when none.
     pub webhook_url: String,
+    /// Its avatar's URL (`/users/<id>/avatar?v=…`: the picture, or the bot picture).
+    pub avatar: String,
+    /// Whether it has an avatar of its own.
+    pub has_avatar: bool,
     /// Per room the bot is in: the room's label and the curl lines posting text and a file.
     pub rooms: Vec<BotRoom>,
 }
@@ -96,7 +101,10 @@ pub async fn index(
                 }
             })
             .collect();
+        let version = state.storage.avatars.get(&state.pool, bot.id).await?;
         rows.push(BotRow {
+            avatar: crate::storage::avatar_path(bot.id, version),
+            has_avatar: version.is_some(),
             bot,
             webhook_url,
             rooms,
