@@ -160,6 +160,9 @@ pub fn new_epoch() -> Arc<str> {
 /// Number of shards of [`MemoryHistory`]'s stream map.
 const SHARDS: usize = 32;
 
+/// One shard of [`MemoryHistory`]'s stream map.
+type Shard = Mutex<HashMap<Arc<str>, Kept>>;
+
 /// One stream's kept entries.
 #[derive(Debug, Default)]
 struct Kept {
@@ -176,7 +179,7 @@ pub struct MemoryHistory {
     epoch: Arc<str>,
     limit: usize,
     ttl: Duration,
-    shards: Box<[Mutex<HashMap<Arc<str>, Kept>>]>,
+    shards: Box<[Shard]>,
     hasher: foldhash::fast::RandomState,
 }
 
@@ -193,7 +196,7 @@ impl MemoryHistory {
         }
     }
 
-    fn shard(&self, stream: &str) -> &Mutex<HashMap<Arc<str>, Kept>> {
+    fn shard(&self, stream: &str) -> &Shard {
         use std::hash::BuildHasher;
         let i = (self.hasher.hash_one(stream) as usize) % SHARDS;
         &self.shards[i]
@@ -337,6 +340,7 @@ impl History for MemoryHistory {
 mod tests {
     use super::*;
 
+    #[allow(clippy::needless_pass_by_value)]
     fn read(h: &MemoryHistory, stream: &str, since: Since) -> Backlog {
         h.read_now(stream, &since)
     }

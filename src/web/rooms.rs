@@ -336,8 +336,11 @@ pub async fn sidebar(
 ) -> Result<Response, AppError> {
     let user = ctx.require_user()?;
     // Before the list: what is broadcast after this read comes again in the catch-up.
-    let history =
-        super::sidebar_history::positions_now(state.history.as_ref(), &state.config.gid_app, user.id);
+    let history = super::sidebar_history::positions_now(
+        state.history.as_ref(),
+        &state.config.gid_app,
+        user.id,
+    );
     let list = rooms::for_sidebar(&state.pool, user.id).await?;
     let (direct, shared): (Vec<_>, Vec<_>) = list.into_iter().partition(|r| r.kind == "direct");
     let rooms_stream = state.signer.sign("rooms");

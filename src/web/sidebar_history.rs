@@ -182,8 +182,7 @@ pub async fn catch_up(
         state.metrics.history_rejected();
         let positions = positions_now(history, &state.config.gid_app, user.id);
         let list = rooms::for_sidebar(&state.pool, user.id).await?;
-        let (direct, shared): (Vec<_>, Vec<_>) =
-            list.into_iter().partition(|r| r.kind == "direct");
+        let (direct, shared): (Vec<_>, Vec<_>) = list.into_iter().partition(|r| r.kind == "direct");
         let nav = askama::Template::render(&SidebarNav {
             user_id: user.id,
             shared,
@@ -212,9 +211,19 @@ mod tests {
 
     #[test]
     fn positions_parse_and_anything_else_is_none() {
-        assert_eq!(parse("Ab-_1234.1.2.3.4"), Some(("Ab-_1234".into(), [1, 2, 3, 4])));
+        assert_eq!(
+            parse("Ab-_1234.1.2.3.4"),
+            Some(("Ab-_1234".into(), [1, 2, 3, 4]))
+        );
         assert_eq!(parse("a.b.c.1.2.3.4"), Some(("a.b.c".into(), [1, 2, 3, 4])));
-        for bad in ["", "e.1.2.3", ".1.2.3.4", "e.1.2.3.-4", "e.1.2.3.x", &"e".repeat(300)] {
+        for bad in [
+            "",
+            "e.1.2.3",
+            ".1.2.3.4",
+            "e.1.2.3.-4",
+            "e.1.2.3.x",
+            &"e".repeat(300),
+        ] {
             assert_eq!(parse(bad), None, "{bad}");
         }
     }
