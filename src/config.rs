@@ -341,6 +341,12 @@ pub struct Config {
     /// How long one web push request may take (connect, send, answer), in seconds.
     #[arg(long, env = "HEARTH_PUSH_TIMEOUT_SECONDS", default_value_t = 10)]
     pub push_timeout_seconds: u64,
+
+    /// PEM file of extra certificate authorities that bot webhooks over `https` may chain to,
+    /// besides the public web's (the webpki roots): for bots on internal hosts with a private
+    /// CA. Read at start; a file that does not parse stops the start.
+    #[arg(long, env = "HEARTH_WEBHOOK_CA_FILE")]
+    pub webhook_ca_file: Option<PathBuf>,
 }
 
 /// What a node serves (`--role`).

@@ -284,7 +284,28 @@ const SERIES: &[(&str, Kind, Option<Unit>, &str)] = &[
         Some(Unit::Seconds),
         "Seconds since a checkpoint last copied the whole WAL.",
     ),
+    (
+        "hearth_webhook_deliveries_total",
+        Kind::Counter,
+        None,
+        "Bot webhook deliveries, by outcome.",
+    ),
+    (
+        "hearth_webhook_retries_total",
+        Kind::Counter,
+        None,
+        "Webhook attempts repeated after a connection failure or a 5xx answer.",
+    ),
 ];
+
+/// The label values of the labelled counters of [`SERIES`], registered by [`Metrics::new`] so
+/// that each shows at 0 from the first scrape (the part of the server that counts takes its
+/// handles with [`Metrics::series_counter`]).
+const LABELLED: &[(&str, &str, &[&str])] = &[(
+    "hearth_webhook_deliveries_total",
+    "outcome",
+    &["delivered", "failed", "timed_out", "dropped"],
+)];
 
 impl Metrics {
     /// A recorder with every metric of the series table described (`# HELP` lines) and
@@ -345,6 +366,12 @@ impl Metrics {
                 &metadata(),
             )
             .set(1.0);
+        for &(name, label, values) in LABELLED {
+            for &value in values {
+                let _ = recorder.register_counter(&labelled(name, label, value), &metadata());
+            }
+        }
+        let _ = counter("hearth_webhook_retries_total");
         let handle = recorder.handle();
         Self {
             fanout,
@@ -383,12 +410,25 @@ impl Metrics {
         self.recorder.register_counter(&key, &metadata())
     }
 
-    /// Registers (and describes) a counter without labels (see [`Metrics::labelled_counter`]).
-    pub fn plain_counter(&self, name: &'static str, help: &'static str) -> Counter {
+    /// The handle of counter `name` of the series table, with `label` when it has one (the
+    /// same handle however often it is asked for). Panics when `name` is not a counter of the
+    /// table: a new series gets its row there.
+    pub fn series_counter(
+        &self,
+        name: &'static str,
+        label: Option<(&'static str, &'static str)>,
+    ) -> Counter {
+        assert!(
+            SERIES
+                .iter()
+                .any(|&(n, kind, _, _)| n == name && matches!(kind, Kind::Counter)),
+            "{name} is not a counter of the series table"
+        );
+        let labels = label
+            .map(|(k, v)| vec![Label::from_static_parts(k, v)])
+            .unwrap_or_default();
         self.recorder
-            .describe_counter(KeyName::from_const_str(name), None, help.into());
-        self.recorder
-            .register_counter(&Key::from_static_name(name), &metadata())
+            .register_counter(&Key::from_parts(name, labels), &metadata())
     }
 
     /// Counts a welcomed Action Cable connection.

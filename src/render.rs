@@ -501,6 +501,10 @@ pub struct RoomPage<'a> {
     pub user_initials: &'a str,
     /// The VAPID public key the page subscribes to web push with (base64url).
     pub vapid_public_key: &'a str,
+    /// The invite block of the first room's welcome, while that room holds no more than a
+    /// page of messages (Campfire's `rooms/show/_invitation`): the join URL and the path of its
+    /// QR code; `None` elsewhere.
+    pub welcome: Option<(String, String)>,
 }
 
 /// The sidebar frame (`GET /users/me/sidebar`).
@@ -520,6 +524,11 @@ pub struct Sidebar<'a> {
     /// The sidebar streams' positions when the list was read (`data-sidebar-history`, see
     /// `crate::web::sidebar_history`).
     pub history: &'a str,
+    /// People without a direct room with the user yet, `(id, first name)`: one click starts
+    /// one (`db::users::direct_placeholders`).
+    pub people: Vec<(i64, String)>,
+    /// The masked authenticity token of the people's forms.
+    pub csrf_token: &'a str,
 }
 
 /// The sidebar's room list alone (`<nav id="sidebar_rooms">`, the `users/_sidebar_nav`
@@ -536,6 +545,10 @@ pub struct SidebarNav<'a> {
     pub direct: Vec<SidebarRoom>,
     /// As [`Sidebar::history`].
     pub history: &'a str,
+    /// As [`Sidebar::people`].
+    pub people: Vec<(i64, String)>,
+    /// As [`Sidebar::csrf_token`].
+    pub csrf_token: &'a str,
 }
 
 /// An error page.

@@ -279,7 +279,10 @@ impl AppState {
         let bans_present = config.role != Role::Cable && crate::db::bans::any(&pool).await?;
         let presence = crate::presence::Presence::new(pool.clone());
         let pool_for_push = pool.clone();
-        let webhooks = crate::webhooks::WebhookQueue::new(&metrics);
+        let webhooks = crate::webhooks::WebhookQueue::new(
+            &metrics,
+            crate::webhooks::root_store(config.webhook_ca_file.as_deref())?,
+        )?;
         let state = Self {
             pool,
             auth_cache: AuthCache::new(std::time::Duration::from_secs(config.auth_cache_seconds)),

@@ -453,6 +453,42 @@ pub async fn active_ordered(pool: &SqlitePool) -> sqlx::Result<Vec<(i64, String)
     .await
 }
 
+/// How many people the sidebar offers at most (Campfire's `DIRECT_PLACEHOLDERS`), counting the
+/// user and the people already in a direct room with them.
+pub const DIRECT_PLACEHOLDERS: i64 = 20;
+
+/// The people the sidebar offers for a one-click direct room (Campfire's
+/// `Users::SidebarsController#find_direct_placeholder_users`): active people (no bots) who are
+/// neither `user_id` nor in a direct room with them, as `(id, first name)` by signing-up order,
+/// at most [`DIRECT_PLACEHOLDERS`] less the number of those excluded.
+pub async fn direct_placeholders(
+    pool: &SqlitePool,
+    user_id: i64,
+) -> sqlx::Result<Vec<(i64, String)>> {
+    let people: Vec<(i64, String)> = sqlx::query_as(
+        "WITH excluded AS ( \
+           SELECT ? AS id UNION \
+           SELECT m.user_id FROM memberships m JOIN rooms r ON r.id = m.room_id \
+           WHERE r.kind = 'direct' AND m.room_id IN (SELECT room_id FROM memberships WHERE user_id = ?)) \
+         SELECT id, name FROM users \
+         WHERE status = 'active' AND role != 'bot' AND id NOT IN (SELECT id FROM excluded) \
+         ORDER BY id \
+         LIMIT MAX(? - (SELECT COUNT(*) FROM excluded), 0)",
+    )
+    .bind(user_id)
+    .bind(user_id)
+    .bind(DIRECT_PLACEHOLDERS)
+    .fetch_all(pool)
+    .await?;
+    Ok(people
+        .into_iter()
+        .map(|(id, name)| match name.split_whitespace().next() {
+            Some(first) if first.len() < name.len() => (id, first.to_owned()),
+            _ => (id, name),
+        })
+        .collect())
+}
+
 /// The bcrypt digest of a person's password, `None` for a bot or an unknown user.
 pub async fn password_digest(pool: &SqlitePool, id: i64) -> sqlx::Result<Option<String>> {
     Ok(sqlx::query_scalar::<_, Option<String>>(

@@ -160,9 +160,6 @@ pub fn new_epoch() -> Arc<str> {
 /// Number of shards of [`MemoryHistory`]'s stream map.
 const SHARDS: usize = 32;
 
-/// One shard of [`MemoryHistory`]'s stream map.
-type Shard = Mutex<HashMap<Arc<str>, Kept>>;
-
 /// One stream's kept entries.
 #[derive(Debug, Default)]
 struct Kept {
@@ -170,6 +167,9 @@ struct Kept {
     head: u64,
     entries: VecDeque<Entry>,
 }
+
+/// One lock's share of the streams' histories, by stream name.
+type Shard = Mutex<HashMap<Arc<str>, Kept>>;
 
 /// The in-memory history of one node: at most `limit` entries per stream, each for at most
 /// `ttl`; a random epoch drawn at start (a restart loses everything, and every position of
@@ -196,7 +196,7 @@ impl MemoryHistory {
         }
     }
 
-    fn shard(&self, stream: &str) -> &Shard {
+    fn shard(&self, stream: &str) -> &Mutex<HashMap<Arc<str>, Kept>> {
         use std::hash::BuildHasher;
         let i = (self.hasher.hash_one(stream) as usize) % SHARDS;
         &self.shards[i]
@@ -340,7 +340,7 @@ impl History for MemoryHistory {
 mod tests {
     use super::*;
 
-    #[allow(clippy::needless_pass_by_value)]
+    #[allow(clippy::needless_pass_by_value)] // the calls read better with the value
     fn read(h: &MemoryHistory, stream: &str, since: Since) -> Backlog {
         h.read_now(stream, &since)
     }

@@ -312,6 +312,28 @@ async fn post_with_file(
     }
 }
 
+/// Posts `blob` (stored for this post) as `author`'s message without text in `room` (a bot's
+/// file answer to a webhook, Campfire's `create_with_attachment!`): processed like any file;
+/// when the post fails, the blob is purged.
+///
+/// # Errors
+/// As [`post_message`].
+pub async fn post_file(
+    state: &SharedState,
+    room: &Room,
+    author: &User,
+    blob: Blob,
+) -> Result<messages::Message, AppError> {
+    let fields = PostFields {
+        text: String::new(),
+        format: None,
+        client_message_id: None,
+        blob: Some(blob),
+        uploaded_here: true,
+    };
+    Ok(post_with_file(state, room, author, fields, None).await?.0)
+}
+
 /// What a person's post stored, left in its response's extensions for the layers after the
 /// handler (the bot webhooks, `crate::web::webhooks::after_post`).
 #[derive(Clone, Debug)]

@@ -183,11 +183,15 @@ pub async fn catch_up(
         let positions = positions_now(history, &state.config.gid_app, user.id);
         let list = rooms::for_sidebar(&state.pool, user.id).await?;
         let (direct, shared): (Vec<_>, Vec<_>) = list.into_iter().partition(|r| r.kind == "direct");
+        let people = crate::db::users::direct_placeholders(&state.pool, user.id).await?;
+        let token = ctx.csrf_token();
         let nav = askama::Template::render(&SidebarNav {
             user_id: user.id,
             shared,
             direct,
             history: &positions,
+            people,
+            csrf_token: &token,
         })?;
         let mut response = (
             [(header::CONTENT_TYPE, HeaderValue::from_static(TURBO_STREAM))],

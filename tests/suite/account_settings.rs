@@ -229,6 +229,34 @@ async fn a_transfer_link_signs_in_a_second_client_until_it_expires() {
     assert_eq!(server.client().get("/qr_code/%%%").await.status, 404);
 }
 
+/// PUTs the transfer link `path` from a fresh client: its status, and whether it is signed in.
+async fn open_transfer(server: &TestServer, path: &str) -> (u16, bool) {
+    let mut device = server.client();
+    let shown = device.get(path).await;
+    assert_eq!(shown.status, 200, "{path}");
+    let r = send(&mut device, "PUT", path, &[], &csrf_meta(&shown.body)).await;
+    (r.status, is_signed_in(&mut device).await)
+}
+
+#[tokio::test]
+async fn a_transfer_link_that_signed_a_device_in_signs_no_one_in_after_it_expires() {
+    let server = TestServer::start().await;
+    // David's link, as the profile makes it but expiring 2 s from now instead of 4 h.
+    let expires = std::time::SystemTime::now() + Duration::from_secs(2);
+    let id = server
+        .state
+        .signed_ids
+        .generate("user", "transfer", 1, expires);
+    let path = format!("/session/transfers/{id}");
+    assert_eq!(open_transfer(&server, &path).await, (302, true));
+    // The same link again, still in time: another device signs in too.
+    assert_eq!(open_transfer(&server, &path).await, (302, true));
+    while std::time::SystemTime::now() <= expires + Duration::from_millis(50) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(open_transfer(&server, &path).await, (400, false));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Account settings.
 
@@ -869,6 +897,125 @@ fn the_people_picker_boosts_and_account_pages_work_in_a_browser() {
     ] {
         assert!(stdout.contains(step), "{step} missing:\n{stdout}");
     }
+}
+
+#[tokio::test]
+async fn the_first_room_welcomes_with_the_invite_block_until_it_holds_more_than_a_page() {
+    let server = TestServer::start().await;
+    sqlx::query("DELETE FROM messages WHERE room_id = 1")
+        .execute(&server.state.pool)
+        .await
+        .unwrap();
+    let mut jason = signed_in(&server, JASON, SECRET).await;
+    let code: String = sqlx::query_scalar("SELECT join_code FROM accounts")
+        .fetch_one(&server.state.pool)
+        .await
+        .unwrap();
+    let page = jason.get("/rooms/1").await;
+    assert!(page.body.contains("id=\"system_welcome\""), "{}", page.body);
+    assert!(
+        page.body
+            .contains(&format!("{}/join/{code}", server.origin())),
+        "the welcome has the full join URL"
+    );
+    // Not in another room.
+    let other = scalar_i64(
+        &server,
+        "SELECT MIN(r.id) FROM rooms r JOIN memberships m ON m.room_id = r.id \
+         WHERE m.user_id = 2 AND r.id > 1",
+    )
+    .await;
+    assert!(!jason
+        .get(&format!("/rooms/{other}"))
+        .await
+        .body
+        .contains("system_welcome"));
+    // A page of messages (40) keeps it; one more and the room has grown out of it.
+    let (token, _) = jason.room(1).await;
+    for i in 0..41 {
+        let r = jason
+            .post_message(1, &format!("message {i}"), &format!("grow-{i}"), &token)
+            .await;
+        assert!(r.status < 400);
+        if i == 39 {
+            assert!(jason.get("/rooms/1").await.body.contains("system_welcome"));
+        }
+    }
+    assert!(!jason.get("/rooms/1").await.body.contains("system_welcome"));
+}
+
+#[tokio::test]
+async fn the_sidebar_offers_people_without_a_direct_room_one_click_away() {
+    let server = TestServer::start().await;
+    let mut jason = signed_in(&server, JASON, SECRET).await;
+    let offered = |html: &str, id: i64| {
+        html.contains(&format!(
+            "name=\"user_ids[]\" value=\"{id}\"><button type=\"submit\" class=\"room-link__person\""
+        ))
+    };
+    let sidebar = jason.get("/users/me/sidebar").await.body;
+    assert!(sidebar.contains("id=\"direct_placeholders\""), "{sidebar}");
+    assert!(!offered(&sidebar, 2), "not oneself");
+    // A person without a direct room with Jason is offered; a click (the form's POST) opens it.
+    let person = scalar_i64(
+        &server,
+        "SELECT MIN(id) FROM users WHERE status = 'active' AND role != 'bot' AND id != 2 \
+         AND id NOT IN (SELECT m.user_id FROM memberships m JOIN rooms r ON r.id = m.room_id \
+           WHERE r.kind = 'direct' AND m.room_id IN (SELECT room_id FROM memberships WHERE user_id = 2))",
+    )
+    .await;
+    assert!(offered(&sidebar, person), "{sidebar}");
+    let token = csrf(&mut jason, "/rooms/1").await;
+    let r = send(
+        &mut jason,
+        "POST",
+        "/rooms/directs",
+        &[("user_ids[]", &person.to_string())],
+        &token,
+    )
+    .await;
+    assert_eq!(r.status, 302);
+    let room = r.header("location").unwrap().to_owned();
+    let sidebar = jason.get("/users/me/sidebar").await.body;
+    assert!(
+        !offered(&sidebar, person),
+        "a person with a direct room is not offered"
+    );
+    assert!(sidebar.contains(&format!("href=\"{room}\"")));
+    // Bots are not people to ping.
+    let mut david = signed_in(&server, DAVID, SECRET).await;
+    let bot = create_bot(&server, &mut david, "Pinger", "").await;
+    assert!(!offered(&jason.get("/users/me/sidebar").await.body, bot));
+    // At most 20, counting Jason and the people he has direct rooms with.
+    let people = jason
+        .get("/users/me/sidebar")
+        .await
+        .body
+        .matches("class=\"room-link__person\"")
+        .count();
+    assert!(people <= 20 && people > 0, "{people}");
+}
+
+#[test]
+fn the_first_room_welcomes_custom_styles_apply_and_the_sidebars_people_are_one_click_away() {
+    let work = common::browser::work_dir("first-room-browser");
+    let stdout = common::browser::run("first_room.mjs", &work, &[]);
+    common::browser::assert_steps(
+        &stdout,
+        &[
+            "WELCOME http",
+            "CUSTOM-CSS",
+            "JOINED Bea,Cal",
+            "PING Bea",
+            "PING Cal",
+            "RESORTED",
+            "OK",
+        ],
+    );
+    common::browser::assert_screenshots(&[
+        "first-room-welcome.png",
+        "first-room-sidebar-resorted.png",
+    ]);
 }
 
 #[tokio::test]

@@ -21,6 +21,7 @@ mod common;
 
 mod account_settings;
 mod accounts;
+mod bot_answers;
 mod browser;
 mod browser_files;
 mod browser_room;

@@ -65,7 +65,7 @@ async fn subscribed(ws: &mut Ws, id: &str) {
     assert_eq!(ws.next_non_ping(T).await, text(&common::confirm(id)));
 }
 
-fn history_cmd(id: &str, history: &serde_json::Value) -> String {
+fn history_cmd(id: &str, history: impl serde::Serialize) -> String {
     serde_json::json!({"command": "history", "identifier": id, "history": history}).to_string()
 }
 
@@ -136,7 +136,7 @@ async fn history_replays_after_an_offset_and_rejects_what_it_no_longer_holds() {
         serde_json::json!({"streams": {stream.clone(): {"epoch": 1, "offset": 1}}}),
         serde_json::json!({}),
     ] {
-        e.send_text(&history_cmd(&id, &bad)).await;
+        e.send_text(&history_cmd(&id, bad)).await;
     }
     e.send_text(r#"{"command":"history"}"#).await;
     e.send_text(
@@ -145,7 +145,7 @@ async fn history_replays_after_an_offset_and_rejects_what_it_no_longer_holds() {
     .await;
     // The client had offsets[1]: the history (2 entries) still joins up with it.
     let had = |offset: u64| serde_json::json!({"streams": {stream.clone(): {"epoch": epoch.clone(), "offset": offset}}});
-    e.send_text(&history_cmd(&id, &had(offsets[1]))).await;
+    e.send_text(&history_cmd(&id, had(offsets[1]))).await;
     for expected in &offsets[2..] {
         let frame = next_json(&mut e).await;
         assert_eq!(frame["identifier"], id.as_str());
@@ -157,7 +157,7 @@ async fn history_replays_after_an_offset_and_rejects_what_it_no_longer_holds() {
         serde_json::json!({"type": "confirm_history", "identifier": id})
     );
     // offsets[0]: offsets[1] was dropped, so the client would miss it.
-    e.send_text(&history_cmd(&id, &had(offsets[0]))).await;
+    e.send_text(&history_cmd(&id, had(offsets[0]))).await;
     let rejected = format!(
         r#"{{"type":"reject_history","identifier":{}}}"#,
         serde_json::to_string(&id).unwrap()
@@ -165,12 +165,12 @@ async fn history_replays_after_an_offset_and_rejects_what_it_no_longer_holds() {
     assert_eq!(e.next_non_ping(T).await, text(&rejected));
     // Another epoch (a restart): rejected; an offset past the head: rejected.
     let other = serde_json::json!({"streams": {stream.clone(): {"epoch": "elsewhere", "offset": offsets[3]}}});
-    e.send_text(&history_cmd(&id, &other)).await;
+    e.send_text(&history_cmd(&id, other)).await;
     assert_eq!(e.next_non_ping(T).await, text(&rejected));
-    e.send_text(&history_cmd(&id, &had(offsets[3] + 5))).await;
+    e.send_text(&history_cmd(&id, had(offsets[3] + 5))).await;
     assert_eq!(e.next_non_ping(T).await, text(&rejected));
     // Up to date: nothing to send, confirmed.
-    e.send_text(&history_cmd(&id, &had(offsets[3]))).await;
+    e.send_text(&history_cmd(&id, had(offsets[3]))).await;
     assert_eq!(
         next_json(&mut e).await,
         serde_json::json!({"type": "confirm_history", "identifier": id})
@@ -178,7 +178,7 @@ async fn history_replays_after_an_offset_and_rejects_what_it_no_longer_holds() {
     // A v1 client's `history` is an unknown command: nothing comes back.
     let mut v1 = common::connect_with(&server, &c).await;
     subscribed(&mut v1, &id).await;
-    v1.send_text(&history_cmd(&id, &had(offsets[1]))).await;
+    v1.send_text(&history_cmd(&id, had(offsets[1]))).await;
     assert_eq!(v1.next_non_ping(Duration::from_millis(300)).await, None);
 }
 
