@@ -25,6 +25,11 @@ export function startComposer({ form, roomId }) {
     event.preventDefault()
     event.stopPropagation()
     if (element.editor.getDocument().toString().trim() !== "" || element.value.includes("<action-text-attachment") || element.value.includes("data-trix-attachment")) {
+      // Trix copies its document into the form's hidden input only when it renders after a
+      // change; a submit right after typing (and, every few runs, the first post after a
+      // reconnect) posted the input's previous value, an empty body refused with 422, and the
+      // message was lost. Copy the document the editor shows now.
+      element.editorController?.updateInputElement?.()
       form.requestSubmit()
     }
   }

@@ -225,6 +225,13 @@ function startProxy(target) {
 async function signInAt(context, origin, who, email) {
   const page = await context.newPage()
   watch(page, who)
+  page.on("framenavigated", (frame) => {
+    if (frame === page.mainFrame()) out("NAVIGATED", who, frame.url())
+  })
+  page.on("console", (m) => out("CONSOLE", who, m.type(), m.text().slice(0, 200)))
+  page.on("response", async (r) => {
+    if (r.status() >= 400) out("HTTP", who, r.status(), r.request().method(), r.url(), (r.request().postData() ?? "").slice(0, 300), (await r.text().catch(() => "")).slice(0, 300))
+  })
   await page.goto(`${origin}/session/new`)
   await page.fill('input[name="email_address"]', email)
   await page.fill('input[name="password"]', PASSWORD)
