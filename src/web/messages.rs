@@ -144,18 +144,18 @@ pub async fn post_message(
         plain_text: Some(&body.plain_text),
         attachment_blob_id: attachment.map(|b| b.id),
     };
+    let (broadcaster, urls, at) = (
+        state.broadcaster.clone(),
+        state.storage.verifier.clone(),
+        room.clone(),
+    );
     let (message, appended) = messages::create_then(
         &state.pool,
         &state.auth_cache,
+        &state.commits,
         &new,
-        |message, member_ids| {
-            broadcasts::message_created(
-                &state.broadcaster,
-                &state.storage.verifier,
-                room,
-                message,
-                member_ids,
-            )
+        move |message, member_ids| {
+            broadcasts::message_created(&broadcaster, &urls, &at, message, member_ids)
         },
     )
     .await

@@ -30,6 +30,7 @@ mod cli;
 #[cfg(feature = "test-support")]
 mod fanout_socket;
 mod files;
+mod group_commit;
 mod hardening;
 mod layers;
 mod metrics;
