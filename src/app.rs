@@ -306,6 +306,24 @@ async fn cable_via_app(
         .into_iter()
         .find(|(name, _)| name == SESSION_COOKIE)
         .and_then(|(_, value)| state.cookies.verify(SESSION_COOKIE, &value));
+    // A restored extended-protocol session needs no identification: its sid and the cookie's
+    // session token (verified here) are enough, and the app node is not asked.
+    let restored = crate::cable::requested_sid(&request)
+        .and_then(|sid| state.sessions.take(&sid, token.as_deref()));
+    if let Some(stored) = restored {
+        return crate::cable::upgrade(
+            state,
+            host,
+            request,
+            Identity {
+                user: Some(stored.user.clone()),
+                session_token: stored.session_token.clone(),
+                secure,
+                restored: Some(stored),
+            },
+        )
+        .await;
+    }
     let user = match &token {
         Some(token) => match host.identify(token).await {
             Ok(user) => user,
@@ -330,6 +348,7 @@ async fn cable_via_app(
             user,
             session_token,
             secure,
+            restored: None,
         },
     )
     .await
@@ -346,6 +365,7 @@ async fn cable(
             user: ctx.user.clone(),
             session_token: ctx.session_token.clone(),
             secure: ctx.secure,
+            restored: None,
         },
         None => Identity::default(),
     };
@@ -434,6 +454,9 @@ fn apply_control(state: &AppState, command: &Control) {
                 Some(digest) => state.cable.close_session_digest(*user_id, digest, &frames),
                 None => state.cable.close_user(*user_id, &frames),
             };
+            state
+                .sessions
+                .forget_user(*user_id, session_sha256.as_deref());
             if let Some(link) = &state.app_link {
                 link.forget_user(*user_id);
             }
@@ -443,6 +466,8 @@ fn apply_control(state: &AppState, command: &Control) {
             // Lookups cached before the revocation (this node's, and a cable node's answers
             // from its app node) must not confirm a new subscription.
             crate::db::generation::advance();
+            // A stored session would bring the revoked subscriptions back unchecked.
+            state.sessions.forget_users(user_ids);
             if let Some(link) = &state.app_link {
                 for user_id in user_ids {
                     link.forget_user(*user_id);

@@ -170,6 +170,22 @@ pub struct Config {
     #[arg(long, env = "HEARTH_MAX_SUBSCRIPTIONS", default_value_t = MAX_SUBSCRIPTIONS)]
     pub max_subscriptions: usize,
 
+    /// Most broadcasts kept per stream for clients that reconnect (`history`, the room page's
+    /// catch-up); 0 turns the history and stream positions off (AnyCable's `--history_limit`).
+    #[arg(long, env = "HEARTH_HISTORY_LIMIT", default_value_t = crate::history::DEFAULT_LIMIT)]
+    pub history_limit: usize,
+
+    /// Longest time a broadcast is kept in the history, in seconds (AnyCable's
+    /// `--history_ttl`).
+    #[arg(long, env = "HEARTH_HISTORY_TTL", default_value_t = crate::history::DEFAULT_TTL_SECONDS)]
+    pub history_ttl: u64,
+
+    /// How long an `actioncable-v1-ext-json` session can be restored after its socket closed,
+    /// in seconds (`?sid=`: no re-identification, no re-subscription); 0 turns restores off
+    /// (AnyCable's `--sessions_ttl`).
+    #[arg(long, env = "HEARTH_SESSIONS_TTL", default_value_t = 300)]
+    pub sessions_ttl: u64,
+
     /// Most open cable connections; past it, new /cable upgrades get 503.
     #[arg(long, env = "HEARTH_MAX_CONNECTIONS", default_value_t = 10_000)]
     pub max_connections: usize,
@@ -325,6 +341,12 @@ pub struct Config {
     /// How long one web push request may take (connect, send, answer), in seconds.
     #[arg(long, env = "HEARTH_PUSH_TIMEOUT_SECONDS", default_value_t = 10)]
     pub push_timeout_seconds: u64,
+
+    /// PEM file of extra certificate authorities that bot webhooks over `https` may chain to,
+    /// besides the public web's (the webpki roots): for bots on internal hosts with a private
+    /// CA. Read at start; a file that does not parse stops the start.
+    #[arg(long, env = "HEARTH_WEBHOOK_CA_FILE")]
+    pub webhook_ca_file: Option<PathBuf>,
 }
 
 /// What a node serves (`--role`).

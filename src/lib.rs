@@ -18,10 +18,12 @@
 //!    - [`fanout`]: the delivery core, with no HTTP, SQL or Action Cable in it: a stream index,
 //!      pre-encoded shared frames, bounded per-connection queues drained by their owner with
 //!      vectored writes.
+//!    - [`history`]: stream positions (AnyCable's epoch and offset) and the bounded history
+//!      of each stream's broadcasts, read back after a reconnect.
 //! 2. Settings and leaf services: [`config`] (every setting, as a flag with an environment
 //!    variable and a default), [`net`] (IP ranges for trusted proxies), [`metrics`] (Prometheus
 //!    metrics at `/metrics`), [`rate_limit`] (the sign-in limit, token buckets), [`registry`]
-//!    (open connections by user and session), [`presence`] (presence per connection, coalesced
+//!    (open connections by user and session), [`sessions`] (resumable cable sessions, by `sid`), [`presence`] (presence per connection, coalesced
 //!    into membership writes), [`assets`] (the room page's scripts, vendored and built into the
 //!    binary), [`anycable`] (AnyCable's publication format and broadcast key), [`storage`]
 //!    (Active Storage's disk service, content identification, signed blob URLs, image
@@ -51,6 +53,7 @@ pub mod cable;
 pub mod config;
 pub mod db;
 pub mod fanout;
+pub mod history;
 pub mod metrics;
 pub mod net;
 pub mod presence;
@@ -62,6 +65,7 @@ pub mod redis_pubsub;
 pub mod registry;
 pub mod render;
 pub mod rich_text;
+pub mod sessions;
 pub mod state;
 pub mod storage;
 pub mod streams;

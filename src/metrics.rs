@@ -13,6 +13,9 @@
 //! | `hearth_cable_subscriptions` | gauge | (connection, stream, identifier) subscriptions attached |
 //! | `hearth_cable_connections_opened_total` | counter | connections welcomed |
 //! | `hearth_cable_connections_rejected_total` | counter | upgrades refused as unauthorized (no signed-in user) |
+//! | `hearth_cable_sessions_restored_total` | counter | `actioncable-v1-ext-json` sessions restored by `sid` (no identification, no re-subscription) |
+//! | `hearth_history_replayed_total` | counter | broadcasts sent again from the history (`history` requests, the room page's catch-up) |
+//! | `hearth_history_rejected_total` | counter | history requests the history no longer covered (`reject_history`, a sidebar reload) |
 //! | `hearth_fanout_streams` | gauge | streams with at least one subscriber |
 //! | `hearth_fanout_broadcasts_total` | counter | calls to `Fanout::broadcast` |
 //! | `hearth_fanout_frames_queued_total`, `hearth_fanout_queued_bytes_total` | counter | frames (and their bytes) put into connection queues |
@@ -96,6 +99,9 @@ pub struct Metrics {
     fanout: FanoutMirror,
     connections_opened: Counter,
     connections_rejected: Counter,
+    sessions_restored: Counter,
+    history_replayed: Counter,
+    history_rejected: Counter,
     posted_web: Counter,
     posted_bot: Counter,
     post_duration_web: Histogram,
@@ -159,6 +165,24 @@ const SERIES: &[(&str, Kind, Option<Unit>, &str)] = &[
         Kind::Counter,
         None,
         "Action Cable upgrades refused as unauthorized.",
+    ),
+    (
+        "hearth_cable_sessions_restored_total",
+        Kind::Counter,
+        None,
+        "Extended-protocol sessions restored by sid.",
+    ),
+    (
+        "hearth_history_replayed_total",
+        Kind::Counter,
+        None,
+        "Broadcasts sent again from the stream history.",
+    ),
+    (
+        "hearth_history_rejected_total",
+        Kind::Counter,
+        None,
+        "History requests the history no longer covered.",
     ),
     (
         "hearth_fanout_streams",
@@ -260,7 +284,28 @@ const SERIES: &[(&str, Kind, Option<Unit>, &str)] = &[
         Some(Unit::Seconds),
         "Seconds since a checkpoint last copied the whole WAL.",
     ),
+    (
+        "hearth_webhook_deliveries_total",
+        Kind::Counter,
+        None,
+        "Bot webhook deliveries, by outcome.",
+    ),
+    (
+        "hearth_webhook_retries_total",
+        Kind::Counter,
+        None,
+        "Webhook attempts repeated after a connection failure or a 5xx answer.",
+    ),
 ];
+
+/// The label values of the labelled counters of [`SERIES`], registered by [`Metrics::new`] so
+/// that each shows at 0 from the first scrape (the part of the server that counts takes its
+/// handles with [`Metrics::series_counter`]).
+const LABELLED: &[(&str, &str, &[&str])] = &[(
+    "hearth_webhook_deliveries_total",
+    "outcome",
+    &["delivered", "failed", "timed_out", "dropped"],
+)];
 
 impl Metrics {
     /// A recorder with every metric of the series table described (`# HELP` lines) and
@@ -321,11 +366,20 @@ impl Metrics {
                 &metadata(),
             )
             .set(1.0);
+        for &(name, label, values) in LABELLED {
+            for &value in values {
+                let _ = recorder.register_counter(&labelled(name, label, value), &metadata());
+            }
+        }
+        let _ = counter("hearth_webhook_retries_total");
         let handle = recorder.handle();
         Self {
             fanout,
             connections_opened: counter("hearth_cable_connections_opened_total"),
             connections_rejected: counter("hearth_cable_connections_rejected_total"),
+            sessions_restored: counter("hearth_cable_sessions_restored_total"),
+            history_replayed: counter("hearth_history_replayed_total"),
+            history_rejected: counter("hearth_history_rejected_total"),
             posted_web: posted("web"),
             posted_bot: posted("bot"),
             post_duration_web: post_duration("web"),
@@ -356,12 +410,25 @@ impl Metrics {
         self.recorder.register_counter(&key, &metadata())
     }
 
-    /// Registers (and describes) a counter without labels (see [`Metrics::labelled_counter`]).
-    pub fn plain_counter(&self, name: &'static str, help: &'static str) -> Counter {
+    /// The handle of counter `name` of the series table, with `label` when it has one (the
+    /// same handle however often it is asked for). Panics when `name` is not a counter of the
+    /// table: a new series gets its row there.
+    pub fn series_counter(
+        &self,
+        name: &'static str,
+        label: Option<(&'static str, &'static str)>,
+    ) -> Counter {
+        assert!(
+            SERIES
+                .iter()
+                .any(|&(n, kind, _, _)| n == name && matches!(kind, Kind::Counter)),
+            "{name} is not a counter of the series table"
+        );
+        let labels = label
+            .map(|(k, v)| vec![Label::from_static_parts(k, v)])
+            .unwrap_or_default();
         self.recorder
-            .describe_counter(KeyName::from_const_str(name), None, help.into());
-        self.recorder
-            .register_counter(&Key::from_static_name(name), &metadata())
+            .register_counter(&Key::from_parts(name, labels), &metadata())
     }
 
     /// Counts a welcomed Action Cable connection.
@@ -372,6 +439,21 @@ impl Metrics {
     /// Counts an Action Cable upgrade refused as unauthorized.
     pub fn connection_rejected(&self) {
         self.connections_rejected.increment(1);
+    }
+
+    /// Counts a restored extended-protocol session.
+    pub fn session_restored(&self) {
+        self.sessions_restored.increment(1);
+    }
+
+    /// Counts `n` broadcasts sent again from the history.
+    pub fn history_replayed(&self, n: usize) {
+        self.history_replayed.increment(n as u64);
+    }
+
+    /// Counts a history request the history no longer covered.
+    pub fn history_rejected(&self) {
+        self.history_rejected.increment(1);
     }
 
     /// Records a stored post: counts it and observes `elapsed`, the post handler's duration

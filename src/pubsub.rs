@@ -30,8 +30,11 @@ use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 
+use bytes::Bytes;
+
 use crate::fanout::interest::Interest;
 use crate::fanout::Fanout;
+use crate::history::{History, Position};
 use crate::metrics::Metrics;
 use crate::rails::json::{self, JsonEscaping};
 
@@ -125,12 +128,17 @@ pub trait Bus: Send + Sync + std::fmt::Debug {
 }
 
 /// The in-process bus: every subscriber is a connection of this process; commands are
-/// applied here at once.
+/// applied here at once. With a [`History`], each broadcast on a stream that is not
+/// transient ([`crate::streams::is_transient`]) is appended to it first, and its position is
+/// stamped on the frames of the subscribers that asked for positions (`actioncable-v1-ext-json`):
+/// this bus is where positions are assigned on a single node.
 #[derive(Debug)]
 pub struct LocalBus {
     fanout: Fanout,
     interest: Interest,
     handler: ControlSlot,
+    history: Option<Arc<dyn History>>,
+    json: JsonEscaping,
 }
 
 /// A once-set [`ControlHandler`] (with a `Debug` that says whether it is set).
@@ -167,17 +175,90 @@ impl LocalBus {
             fanout,
             interest: Interest::new(),
             handler: ControlSlot::default(),
+            history: None,
+            json: JsonEscaping::default(),
+        }
+    }
+
+    /// The bus onto `fanout` that appends every broadcast to `history` and stamps its
+    /// position (stream names in the positioned suffix escaped with `json`).
+    pub fn with_history(fanout: Fanout, history: Arc<dyn History>, json: JsonEscaping) -> Self {
+        Self {
+            history: Some(history),
+            json,
+            ..Self::new(fanout)
         }
     }
 }
 
+/// Delivers `payload` on `stream` through `fanout`, first appending it to `history` (when
+/// there is one and the stream is not transient) and stamping its position on positioned
+/// subscribers' frames: the one delivery path of every bus that assigns or carries positions.
+pub fn deliver(
+    fanout: &Fanout,
+    history: Option<&dyn History>,
+    json: JsonEscaping,
+    stream: &str,
+    payload: &[u8],
+) -> usize {
+    let Some(history) = history.filter(|_| !crate::streams::is_transient(stream)) else {
+        return fanout.broadcast(stream, payload);
+    };
+    let Some(position) = history.append(stream, &Bytes::copy_from_slice(payload)) else {
+        return fanout.broadcast(stream, payload);
+    };
+    deliver_at(fanout, json, stream, payload, &position)
+}
+
+/// Delivers `payload` on `stream` at `position` (assigned already: by [`deliver`], or by
+/// another node and carried with the publication).
+pub fn deliver_at(
+    fanout: &Fanout,
+    json: JsonEscaping,
+    stream: &str,
+    payload: &[u8],
+    position: &Position,
+) -> usize {
+    fanout.broadcast_at(stream, payload, &mut |s| {
+        Some(crate::history::ext_suffix(s, position, json))
+    })
+}
+
 impl Bus for LocalBus {
     fn publish(&self, stream: &str, payload: &[u8]) -> usize {
-        self.fanout.broadcast(stream, payload)
+        deliver(
+            &self.fanout,
+            self.history.as_deref(),
+            self.json,
+            stream,
+            payload,
+        )
     }
 
     fn publish_each(&self, next: &mut dyn FnMut(&mut String) -> bool, payload: &[u8]) -> usize {
-        self.fanout.broadcast_each(next, payload)
+        let Some(history) = &self.history else {
+            return self.fanout.broadcast_each(next, payload);
+        };
+        let shared = Bytes::copy_from_slice(payload);
+        let last: std::cell::RefCell<Option<Position>> = std::cell::RefCell::new(None);
+        let mut appending = |stream: &mut String| {
+            if !next(stream) {
+                return false;
+            }
+            *last.borrow_mut() = if crate::streams::is_transient(stream) {
+                None
+            } else {
+                history.append(stream, &shared)
+            };
+            true
+        };
+        let json = self.json;
+        self.fanout
+            .broadcast_each_at(&mut appending, payload, &mut |s| {
+                last.borrow()
+                    .as_ref()
+                    .map(|p| crate::history::ext_suffix(s, p, json))
+            })
     }
 
     fn control(&self, command: Control) {

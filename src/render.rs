@@ -477,6 +477,10 @@ pub struct RoomPage<'a> {
     pub has_older: bool,
     /// Whether newer messages exist than the last shown (a deep link's page).
     pub has_newer: bool,
+    /// The ids of the first and last messages shown (0 when none): the pages before and
+    /// after them are the permalinks of these (`/rooms/{id}/@{message_id}`), the plain links a
+    /// page without JavaScript pages with.
+    pub shown_ids: (i64, i64),
     /// The message a deep link names (`/rooms/{id}/@{message_id}`), to scroll to and
     /// highlight; 0 for none.
     pub highlight_message_id: i64,
@@ -501,6 +505,10 @@ pub struct RoomPage<'a> {
     pub user_initials: &'a str,
     /// The VAPID public key the page subscribes to web push with (base64url).
     pub vapid_public_key: &'a str,
+    /// The invite block of the first room's welcome, while that room holds no more than a
+    /// page of messages (Campfire's `rooms/show/_invitation`): the join URL and the path of its
+    /// QR code; `None` elsewhere.
+    pub welcome: Option<(String, String)>,
 }
 
 /// The sidebar frame (`GET /users/me/sidebar`).
@@ -517,6 +525,34 @@ pub struct Sidebar<'a> {
     pub shared: Vec<SidebarRoom>,
     /// Direct rooms.
     pub direct: Vec<SidebarRoom>,
+    /// The sidebar streams' positions when the list was read (`data-sidebar-history`, see
+    /// `crate::web::sidebar_history`).
+    pub history: &'a str,
+    /// People without a direct room with the user yet, `(id, first name)`: one click starts
+    /// one (`db::users::direct_placeholders`).
+    pub people: Vec<(i64, String)>,
+    /// The masked authenticity token of the people's forms.
+    pub csrf_token: &'a str,
+}
+
+/// The sidebar's room list alone (`<nav id="sidebar_rooms">`, the `users/_sidebar_nav`
+/// partial of the sidebar frame): what the sidebar's catch-up replaces when the history does
+/// not cover what the page missed, leaving the frame's stream sources subscribed.
+#[derive(Template, Debug)]
+#[template(path = "users/_sidebar_nav.html")]
+pub struct SidebarNav<'a> {
+    /// The user's id.
+    pub user_id: i64,
+    /// Open and closed rooms.
+    pub shared: Vec<SidebarRoom>,
+    /// Direct rooms.
+    pub direct: Vec<SidebarRoom>,
+    /// As [`Sidebar::history`].
+    pub history: &'a str,
+    /// As [`Sidebar::people`].
+    pub people: Vec<(i64, String)>,
+    /// As [`Sidebar::csrf_token`].
+    pub csrf_token: &'a str,
 }
 
 /// An error page.

@@ -43,6 +43,11 @@ pub struct AppState {
     /// The bus, chosen once here: in process, or the Redis adapter with `--pubsub redis`
     /// (broadcasts, node-to-node commands, the local interest count).
     pub bus: Arc<dyn Bus>,
+    /// Every stream's recent broadcasts and their positions (`--history-limit`,
+    /// `--history-ttl`): read by the `history` command and the room page's catch-up.
+    pub history: Arc<dyn crate::history::History>,
+    /// The `actioncable-v1-ext-json` sessions that may be restored (`--sessions-ttl`).
+    pub sessions: crate::sessions::SessionStore,
     /// The key of the app node's internal endpoint (derived from secret_key_base).
     pub internal_key: String,
     /// A cable node's line to its app node (`--role cable`).
@@ -233,8 +238,28 @@ impl AppState {
             escape_js_separators: config.escape_js_separators,
         };
         let metrics = Arc::new(Metrics::new());
+        let memory_history = Arc::new(crate::history::MemoryHistory::new(
+            config.history_limit,
+            std::time::Duration::from_secs(config.history_ttl),
+        ));
+        let history: Arc<dyn crate::history::History> = memory_history.clone();
+        let swept = Arc::downgrade(&memory_history);
+        tokio::spawn(async move {
+            let mut every = tokio::time::interval(std::time::Duration::from_secs(30));
+            loop {
+                every.tick().await;
+                match swept.upgrade() {
+                    Some(history) => history.sweep(),
+                    None => break,
+                }
+            }
+        });
         let bus: Arc<dyn Bus> = match config.pubsub {
-            PubSubKind::Inprocess => Arc::new(LocalBus::new(fanout.clone())),
+            PubSubKind::Inprocess => Arc::new(LocalBus::with_history(
+                fanout.clone(),
+                history.clone(),
+                json,
+            )),
             PubSubKind::Redis => RedisPubSub::start(
                 &config.redis_url,
                 &config.redis_channel_prefix,
@@ -256,13 +281,20 @@ impl AppState {
         let bans_present = config.role != Role::Cable && crate::db::bans::any(&pool).await?;
         let presence = crate::presence::Presence::new(pool.clone());
         let pool_for_push = pool.clone();
-        let webhooks = crate::webhooks::WebhookQueue::new(&metrics);
+        let webhooks = crate::webhooks::WebhookQueue::new(
+            &metrics,
+            crate::webhooks::root_store(config.webhook_ca_file.as_deref())?,
+        )?;
         let state = Self {
             pool,
             auth_cache: AuthCache::new(std::time::Duration::from_secs(config.auth_cache_seconds)),
             commits: crate::db::messages::GroupCommit::default(),
             broadcaster,
             bus,
+            history,
+            sessions: crate::sessions::SessionStore::new(std::time::Duration::from_secs(
+                config.sessions_ttl,
+            )),
             broadcast_key,
             internal_key,
             app_link,

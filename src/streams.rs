@@ -21,6 +21,12 @@ pub fn user_rooms(app: &str, user_id: i64) -> String {
     format!("{}:rooms", global_id::to_gid_param(app, "User", user_id))
 }
 
+/// Whether broadcasts on `stream` are transient: kept in no history and given no position
+/// (typing notices: replaying one after a reconnect would show someone typing who stopped).
+pub fn is_transient(stream: &str) -> bool {
+    stream.starts_with("typing_notifications:")
+}
+
 /// `typing_notifications:<room gid param>` (`TypingNotificationsChannel.broadcast_to room`).
 pub fn typing(app: &str, room: &Room) -> String {
     format!(

@@ -11,13 +11,16 @@
 //!   answer.
 //! - Redirects are never followed: a 3xx is an answer like any other non-2xx (no reply).
 //! - At most [`MAX_REPLY_BYTES`] of an answer are read; a longer one is a failure.
-//! - Only `http://` is delivered here (there is no TLS client in the build); `https://` URLs
-//!   are stored and fail to deliver, counted as `failed` (see `docs/accounts-and-bots.md`).
+//! - `https://` goes through rustls (the same stack as web push, `hyper-rustls` with ring),
+//!   verifying the endpoint's certificate against the public web's roots (`webpki-roots`) plus
+//!   any certificate authorities of `--webhook-ca-file` (a private CA of internal bots). There
+//!   is no way to turn verification off.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use metrics::Counter;
@@ -36,6 +39,10 @@ pub const QUEUE_CAPACITY: usize = 1024;
 pub const CONCURRENCY: usize = 16;
 /// The largest answer read, in bytes (an answer is posted back as a message or a file).
 pub const MAX_REPLY_BYTES: usize = 1024 * 1024;
+/// The deliveries' counter in `/metrics` (label `outcome`).
+pub const DELIVERIES: &str = "hearth_webhook_deliveries_total";
+/// The retries' counter in `/metrics`.
+pub const RETRIES: &str = "hearth_webhook_retries_total";
 
 /// One payload for one bot's webhook.
 #[derive(Clone, Debug)]
@@ -89,8 +96,55 @@ struct Counters {
 pub struct WebhookQueue {
     tx: mpsc::Sender<Delivery>,
     rx: Mutex<Option<mpsc::Receiver<Delivery>>>,
-    client: Client<HttpConnector, axum::body::Body>,
+    client: Client<HttpsConnector<HttpConnector>, axum::body::Body>,
     counters: Counters,
+}
+
+/// Why the webhook client could not be built (`--webhook-ca-file`).
+#[derive(Debug, thiserror::Error)]
+pub enum TlsSetupError {
+    /// The file could not be read or holds no PEM certificate.
+    #[error("--webhook-ca-file {path}: {reason}")]
+    CaFile {
+        /// The file.
+        path: String,
+        /// What went wrong.
+        reason: String,
+    },
+    /// rustls refused the configuration.
+    #[error("webhook TLS: {0}")]
+    Rustls(#[from] rustls::Error),
+}
+
+/// The roots a webhook endpoint's certificate may chain to: the webpki roots, plus every
+/// certificate of the PEM file `extra_ca_file`.
+///
+/// # Errors
+/// [`TlsSetupError::CaFile`] when the file cannot be read, holds a certificate that does not
+/// parse, or holds none.
+pub fn root_store(
+    extra_ca_file: Option<&std::path::Path>,
+) -> Result<rustls::RootCertStore, TlsSetupError> {
+    use rustls_pki_types::pem::PemObject as _;
+    let mut roots = rustls::RootCertStore::empty();
+    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    if let Some(path) = extra_ca_file {
+        let fail = |reason: String| TlsSetupError::CaFile {
+            path: path.display().to_string(),
+            reason,
+        };
+        let pem = std::fs::read(path).map_err(|e| fail(e.to_string()))?;
+        let mut added = 0;
+        for cert in rustls_pki_types::CertificateDer::pem_slice_iter(&pem) {
+            let cert = cert.map_err(|e| fail(e.to_string()))?;
+            roots.add(cert).map_err(|e| fail(e.to_string()))?;
+            added += 1;
+        }
+        if added == 0 {
+            return Err(fail("no PEM certificate in the file".into()));
+        }
+    }
+    Ok(roots)
 }
 
 impl std::fmt::Debug for WebhookQueue {
@@ -102,31 +156,43 @@ impl std::fmt::Debug for WebhookQueue {
 }
 
 impl WebhookQueue {
-    /// An empty queue counting into `metrics`.
-    pub fn new(metrics: &Metrics) -> Self {
+    /// An empty queue counting into `metrics`, whose client trusts `roots` for `https://`
+    /// endpoints (see [`root_store`]).
+    ///
+    /// # Errors
+    /// [`TlsSetupError::Rustls`] when rustls refuses the configuration.
+    pub fn new(metrics: &Metrics, roots: rustls::RootCertStore) -> Result<Self, TlsSetupError> {
         let (tx, rx) = mpsc::channel(QUEUE_CAPACITY);
-        let name = "hearth_webhook_deliveries_total";
-        let help = "Bot webhook deliveries, by outcome.";
+        let outcome = |value| metrics.series_counter(DELIVERIES, Some(("outcome", value)));
         let counters = Counters {
-            delivered: metrics.labelled_counter(name, ("outcome", "delivered"), help),
-            failed: metrics.labelled_counter(name, ("outcome", "failed"), help),
-            timed_out: metrics.labelled_counter(name, ("outcome", "timed_out"), help),
-            dropped: metrics.labelled_counter(name, ("outcome", "dropped"), help),
-            retries: metrics.plain_counter(
-                "hearth_webhook_retries_total",
-                "Webhook attempts repeated after a connection failure or a 5xx answer.",
-            ),
+            delivered: outcome("delivered"),
+            failed: outcome("failed"),
+            timed_out: outcome("timed_out"),
+            dropped: outcome("dropped"),
+            retries: metrics.series_counter(RETRIES, None),
         };
+        let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
         let mut connector = HttpConnector::new();
         connector.set_connect_timeout(Some(ENDPOINT_TIMEOUT));
         connector.set_nodelay(true);
-        let client = Client::builder(hyper_util::rt::TokioExecutor::new()).build(connector);
-        Self {
+        connector.enforce_http(false);
+        let https = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(tls)
+            .https_or_http()
+            .enable_http1()
+            .wrap_connector(connector);
+        let client = Client::builder(hyper_util::rt::TokioExecutor::new()).build(https);
+        Ok(Self {
             tx,
             rx: Mutex::new(Some(rx)),
             client,
             counters,
-        }
+        })
     }
 
     /// Queues a delivery without waiting; false (and counted as dropped) when the queue is
@@ -167,7 +233,7 @@ impl WebhookQueue {
             .url
             .parse()
             .map_err(|_| DeliveryError::Url(delivery.url.clone()))?;
-        if uri.scheme_str() != Some("http") || uri.host().is_none() {
+        if !matches!(uri.scheme_str(), Some("http" | "https")) || uri.host().is_none() {
             return Err(DeliveryError::Url(delivery.url.clone()));
         }
         let mut attempt = 0;

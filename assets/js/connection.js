@@ -11,10 +11,14 @@
 // so nothing falls between the catch-up and the live stream; Turbo drops duplicates on
 // append (and ordering.js puts every append in its place).
 //
+// The sidebar catches up at the same time, from its own positions (sidebar_catch_up.js), once
+// every stream source of the page is subscribed again.
+//
 // <html> carries data-cable="connected|disconnected" and the `offline` class after 5 s
 // disconnected; data-refreshes counts completed catch-ups. A tab that was hidden for more than
 // a minute also catches up when shown.
 import { listen } from "./util.js"
+import { catchUpSidebar } from "./sidebar_catch_up.js"
 
 const OFFLINE_AFTER_MS = 5_000
 const STALE_AFTER_HIDDEN_MS = 60_000
@@ -33,7 +37,7 @@ export function startConnection({ consumer, Turbo, list }) {
       clearTimeout(offlineTimer)
       root.dataset.cable = "connected"
       root.classList.remove("offline")
-      streamConnected().then(() => refresh("connection"))
+      streamConnected().then(() => Promise.all([refresh("connection"), catchUpSidebar(Turbo)]))
     },
     disconnected() {
       root.dataset.cable = "disconnected"
@@ -43,8 +47,11 @@ export function startConnection({ consumer, Turbo, list }) {
   })
 
   function streamConnected() {
-    const source = document.querySelector('turbo-cable-stream-source[channel="RoomMessagesChannel"]')
-    if (!source || source.hasAttribute("connected")) return Promise.resolve()
+    return Promise.all([...document.querySelectorAll("turbo-cable-stream-source")].map(sourceConnected))
+  }
+
+  function sourceConnected(source) {
+    if (source.hasAttribute("connected")) return Promise.resolve()
     return new Promise((resolve) => {
       const done = () => {
         observer.disconnect()
@@ -81,7 +88,10 @@ export function startConnection({ consumer, Turbo, list }) {
     if (document.hidden) {
       hiddenAt = Date.now()
     } else if (hiddenAt !== null) {
-      if (Date.now() - hiddenAt > STALE_AFTER_HIDDEN_MS) refresh("visible")
+      if (Date.now() - hiddenAt > STALE_AFTER_HIDDEN_MS) {
+        refresh("visible")
+        catchUpSidebar(Turbo)
+      }
       hiddenAt = null
     }
   }

@@ -5,7 +5,8 @@
 // reconnect and the order of appended messages. Everything runs on one Action Cable
 // consumer, the one turbo-rails' stream sources use.
 //
-// Each room page is set up on `turbo:load` and torn down before Turbo renders the next page.
+// Each room page is set up on `turbo:load` and torn down before Turbo renders the next page;
+// so is the search page, whose results get the room's reading (see `setUpSearch`).
 import { Turbo, cable } from "@hotwired/turbo-rails"
 import { startComposer, startEditing } from "./composer.js"
 import { startTyping } from "./typing.js"
@@ -23,7 +24,7 @@ import { startAttention } from "./attention.js"
 import { startApp } from "./app.js"
 import { startNotifications } from "./notifications.js"
 import { startBodies } from "./bodies.js"
-import { startFormatter } from "./formatter.js"
+import { startFormatter, formatList } from "./formatter.js"
 import { startMenu } from "./menu.js"
 import { startPosting } from "./posting.js"
 import { startSounds } from "./sounds.js"
@@ -41,7 +42,11 @@ async function setUp() {
   tearDown()
   const roomId = Number(meta("current-room-id"))
   const list = document.querySelector("[data-refresh-room-url-value]")
-  if (!roomId || !list) return
+  if (!roomId || !list) {
+    const stops = setUpSearch()
+    if (stops) current = { body: document.body, stops }
+    return
+  }
   const page = { body: document.body, stops: [] }
   current = page
   const consumer = await cable.getConsumer()
@@ -75,6 +80,18 @@ async function setUp() {
     startAttention(context),
     startNotifications(context),
   ]
+}
+
+// The search page's results read as the room's messages do: times and days in the reader's
+// zone, one's own marked, code highlighted, mentions of the reader marked, the message menu
+// (Copy link; no composer to reply into), the lightbox. Each result is its own list.
+function setUpSearch() {
+  const results = document.getElementById("search_results")
+  if (!results) return null
+  const userId = Number(meta("current-user-id"))
+  for (const result of results.querySelectorAll(".search-result")) formatList(result, userId)
+  document.documentElement.dataset.timeZone = Intl.DateTimeFormat().resolvedOptions().timeZone
+  return [startBodies({ list: results, userId }), startMenu({ list: results, form: null }), startLightbox()]
 }
 
 function tearDown() {

@@ -76,3 +76,36 @@ export function startNotifications() {
   refresh().catch(() => show("off"))
   return listen([button, "click", (event) => click(event).catch(() => refresh())])
 }
+
+// Signing out forgets this browser's push subscription (Campfire's sessions_controller): the
+// sign-out form's `push_subscription_endpoint` gets the subscription's endpoint and the
+// browser unsubscribes; then the form goes, and the server deletes the user's subscription
+// there. A browser without one (or without service workers) signs out at once.
+async function forgetPush(field) {
+  if (!("serviceWorker" in navigator)) return
+  const registration = await navigator.serviceWorker.getRegistration(location.origin)
+  const subscription = await registration?.pushManager.getSubscription()
+  if (!subscription) return
+  field.value = subscription.endpoint
+  await subscription.unsubscribe()
+}
+
+document.addEventListener(
+  "submit",
+  (event) => {
+    const form = event.target
+    if (!(form instanceof HTMLFormElement) || !form.matches("form.sign-out") || form.dataset.pushForgotten) return
+    const field = form.querySelector('input[name="push_subscription_endpoint"]')
+    if (!field) return
+    event.preventDefault()
+    event.stopImmediatePropagation()
+    const giveUp = new Promise((resolve) => setTimeout(resolve, 3000))
+    Promise.race([forgetPush(field), giveUp])
+      .catch(() => {})
+      .finally(() => {
+        form.dataset.pushForgotten = "true"
+        form.requestSubmit()
+      })
+  },
+  true,
+)

@@ -2,8 +2,15 @@
 // `"mentioned":true` when it mentions this user), ReadRoomsChannel that this user became
 // present in a room, perhaps in another tab (`{room_id}`). The current room is never marked.
 // A mention, or any message in a direct room, also asks for attention (bold and a dot:
-// `room-link--attention`).
+// `room-link--attention`). Any message in a direct room, this one included, moves its entry to
+// the top of the direct rooms (the sidebar lists them by latest activity, as Campfire's
+// sorted list does).
 export function startUnreads({ consumer, roomId }) {
+  function toTop(id) {
+    const item = document.querySelector(`#user_sidebar #direct_rooms > .room-link[data-room-id="${Number(id)}"]`)
+    const list = item?.parentElement
+    if (list && list.firstElementChild !== item) list.prepend(item)
+  }
   function mark(id, unread, mentioned = false) {
     for (const item of document.querySelectorAll(`#user_sidebar .room-link[data-room-id="${Number(id)}"]`)) {
       item.classList.toggle("room-link--unread", unread)
@@ -13,6 +20,7 @@ export function startUnreads({ consumer, roomId }) {
   }
   const unreads = consumer.subscriptions.create({ channel: "UnreadRoomsChannel" }, {
     received({ roomId: id, mentioned }) {
+      toTop(id)
       if (id !== roomId) mark(id, true, mentioned === true)
     },
   })

@@ -67,8 +67,19 @@ struct Subscription {
     subscribed: Subscribed,
 }
 
+/// What an `actioncable-v1-ext-json` connection brings ([`run`]).
+#[derive(Debug)]
+pub struct Extended {
+    /// This connection's session id (its welcome's `sid`).
+    pub sid: String,
+    /// The session it restores (`?sid=` matched a stored one): its subscriptions are attached
+    /// again without the channels being asked.
+    pub restored: Option<crate::sessions::StoredSession>,
+}
+
 /// Runs a connection to its end. `leftover` holds bytes the HTTP layer read past the
-/// handshake (a client may send its first command in the same packet).
+/// handshake (a client may send its first command in the same packet). `extended` is Some
+/// for an `actioncable-v1-ext-json` connection.
 pub async fn run(
     state: SharedState,
     host: Arc<dyn ChannelHost>,
@@ -76,6 +87,7 @@ pub async fn run(
     leftover: Bytes,
     user: Option<User>,
     session_token: Option<String>,
+    extended: Option<Extended>,
 ) {
     let _ = stream.set_nodelay(true);
     let (read_half, mut write_half) = stream.into_split();
@@ -102,8 +114,33 @@ pub async fn run(
         tracing::info!("An unauthorized connection attempt was rejected");
         return;
     };
+    // A restored session's subscriptions, as the channels resolved them when they were made
+    // (Presence is never stored: its client subscribes again, which marks it present).
+    let restored: Vec<(Arc<str>, Subscribed)> = extended
+        .as_ref()
+        .and_then(|e| e.restored.as_ref())
+        .map(|r| {
+            r.subscriptions
+                .iter()
+                .filter_map(|(id, json)| {
+                    Some((Arc::from(id.as_str()), serde_json::from_str(json).ok()?))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let welcome = match &extended {
+        None => protocol::WELCOME.to_vec(),
+        Some(Extended {
+            sid,
+            restored: Some(_),
+        }) => {
+            let ids: Vec<Arc<str>> = restored.iter().map(|(id, _)| id.clone()).collect();
+            protocol::welcome_restored(sid, &ids, state.json)
+        }
+        Some(Extended { sid, .. }) => protocol::welcome_ext(sid),
+    };
     if write_half
-        .write_all(&Frame::text(protocol::WELCOME).0)
+        .write_all(&Frame::text(&welcome).0)
         .await
         .is_err()
     {
@@ -113,6 +150,7 @@ pub async fn run(
     let conn = state
         .fanout
         .attach_owned(write_half, u64::try_from(user.id).unwrap_or(u64::MAX));
+    let kept_token = session_token.clone();
     let control = state.cable.register(user.id, session_token, conn.clone());
     // Commands for this user reach this node (Rails'
     // `Connection::InternalChannel#subscribe_to_internal_channel`).
@@ -129,8 +167,44 @@ pub async fn run(
         presence_budget: TokenBucket::new(PRESENCE_BURST, PRESENCE_PER_SECOND, Instant::now()),
         warnings: TokenBucket::new(WARNING_BURST, WARNINGS_PER_SECOND, Instant::now()),
         warnings_dropped: 0,
+        sid: extended.map(|e| e.sid),
+        ended_by_peer: false,
     };
+    if !restored.is_empty() {
+        let interest = state.bus.interest();
+        for (identifier, subscribed) in restored {
+            let variant = protocol::ext_variant(&identifier, state.json);
+            for stream in &subscribed.streams {
+                interest.subscribe(&conn, stream, &variant);
+            }
+            state.bus.ready(&subscribed.streams).await;
+            reader
+                .subscriptions
+                .insert(identifier, Subscription { subscribed });
+        }
+        state.metrics.session_restored();
+    }
     reader.read_loop(read_half, leftover).await;
+    if let Some(sid) = reader.sid.as_deref().filter(|_| reader.ended_by_peer) {
+        // The client went away by itself (a dropped network, a closed tab): it may come back
+        // with this sid. Closed by the server (sign-out, ban, too slow, a restart), it may not.
+        let subscriptions = reader
+            .subscriptions
+            .iter()
+            .filter(|(_, sub)| !matches!(sub.subscribed.channel, channels::Channel::Presence(_)))
+            .filter_map(|(id, sub)| {
+                Some((id.to_string(), serde_json::to_string(&sub.subscribed).ok()?))
+            })
+            .collect();
+        state.sessions.keep(
+            sid,
+            crate::sessions::StoredSession {
+                user: reader.user.clone(),
+                session_token: kept_token,
+                subscriptions,
+            },
+        );
+    }
     // Boxed, like every command below: the task's future is sized for its largest state, so
     // rare database work kept inline would make every idle connection pay for it.
     Box::pin(reader.unsubscribe_all()).await;
@@ -157,6 +231,12 @@ struct Reader {
     warnings: TokenBucket,
     /// Warnings not logged since the last one that was.
     warnings_dropped: u64,
+    /// The session id of an `actioncable-v1-ext-json` connection; None for
+    /// `actioncable-v1-json`.
+    sid: Option<String>,
+    /// Whether the client ended the connection (EOF, a reset, its close frame) rather than
+    /// the server.
+    ended_by_peer: bool,
 }
 
 /// Warnings one connection's bad commands may log at once, then [`WARNINGS_PER_SECOND`]; the
@@ -213,7 +293,8 @@ impl Reader {
                     self.conn.send(Frame::pong(&payload));
                 }
                 Ok(Inbound::Close(code)) => {
-                    return self.close_with_code(code.unwrap_or(close_code::NORMAL))
+                    self.ended_by_peer = true;
+                    return self.close_with_code(code.unwrap_or(close_code::NORMAL));
                 }
                 Err(e) => {
                     tracing::debug!(error = %e, "cable read ended");
@@ -222,7 +303,10 @@ impl Reader {
                             self.close_with_code(code);
                             break true;
                         }
-                        None => return,
+                        None => {
+                            self.ended_by_peer = !self.conn.is_closed();
+                            return;
+                        }
                     }
                 }
             }
@@ -255,7 +339,43 @@ impl Reader {
         }
     }
 
+    /// The fan-out variant of this connection's subscription of `identifier`.
+    fn variant(&self, identifier: &Arc<str>) -> crate::fanout::Variant {
+        match self.sid {
+            Some(_) => protocol::ext_variant(identifier, self.state.json),
+            None => protocol::variant(identifier, self.state.json),
+        }
+    }
+
+    /// The fan-out variant key of this connection's subscription of `identifier`.
+    fn variant_key(&self, identifier: &Arc<str>) -> Arc<str> {
+        match self.sid {
+            Some(_) => protocol::ext_key(identifier),
+            None => identifier.clone(),
+        }
+    }
+
     async fn handle_text(&mut self, text: &str) {
+        if self.sid.is_some() {
+            match protocol::parse_ext(text) {
+                Some(protocol::ExtCommand::Pong) => return,
+                Some(protocol::ExtCommand::History {
+                    identifier,
+                    request,
+                }) => {
+                    match request {
+                        Some(request) => Box::pin(self.history(&identifier, &request)).await,
+                        None => {
+                            if self.may_warn() {
+                                tracing::warn!("Could not execute command: malformed history");
+                            }
+                        }
+                    }
+                    return;
+                }
+                None => {}
+            }
+        }
         let command = match protocol::parse_command(text) {
             Ok(c) => c,
             Err(e) => {
@@ -266,7 +386,19 @@ impl Reader {
             }
         };
         let result = match command {
-            Command::Subscribe { identifier } => self.subscribe(identifier).await,
+            Command::Subscribe { identifier } => {
+                let asked = self
+                    .sid
+                    .as_ref()
+                    .and_then(|_| protocol::subscribe_history(text));
+                let result = self.subscribe(identifier.clone()).await;
+                if let Some(request) = asked {
+                    if self.subscriptions.contains_key(&identifier) {
+                        Box::pin(self.history(&identifier, &request)).await;
+                    }
+                }
+                result
+            }
             Command::Unsubscribe { identifier } => self.unsubscribe(&identifier).await,
             Command::Message { identifier, data } => self.perform(&identifier, &data).await,
         };
@@ -322,7 +454,7 @@ impl Reader {
         };
         match outcome {
             Outcome::Confirm(subscribed) => {
-                let variant = protocol::variant(&identifier, escaping);
+                let variant = self.variant(&identifier);
                 let interest = self.state.bus.interest();
                 for stream in &subscribed.streams {
                     interest.subscribe(&self.conn, stream, &variant);
@@ -354,10 +486,68 @@ impl Reader {
             );
         };
         let interest = self.state.bus.interest();
+        let key = self.variant_key(identifier);
         for stream in &sub.subscribed.streams {
-            interest.unsubscribe(&self.conn, stream, identifier);
+            interest.unsubscribe(&self.conn, stream, &key);
         }
         self.channel_unsubscribed(&sub.subscribed).await
+    }
+
+    /// Answers an extended-protocol `history` request for the subscription `identifier`
+    /// (AnyCable's `Node#History`): for each of its streams, the entries after the client's
+    /// offset (or since its time), sent as positioned broadcasts, then `confirm_history`; or
+    /// only `reject_history` when the history no longer covers one of them.
+    async fn history(&mut self, identifier: &Arc<str>, request: &protocol::HistoryRequest) {
+        use crate::history::{Backlog, Since};
+        let Some(sub) = self.subscriptions.get(identifier) else {
+            if self.may_warn() {
+                tracing::warn!(
+                    "Unable to find subscription with identifier: {}",
+                    loggable(identifier)
+                );
+            }
+            return;
+        };
+        let streams = sub.subscribed.streams.clone();
+        let history = self.state.history.clone();
+        let json = self.state.json;
+        let mut frames = Vec::new();
+        for stream in &streams {
+            let since = match request.streams.iter().find(|(s, _, _)| s == stream) {
+                Some((_, epoch, offset)) => Since::Offset {
+                    epoch: epoch.clone(),
+                    offset: *offset,
+                },
+                None if request.since > 0 => Since::Time(request.since),
+                None => continue,
+            };
+            match history.read(stream, &since).await {
+                Backlog::Gone => {
+                    self.state.metrics.history_rejected();
+                    self.conn
+                        .send(Frame::text(&protocol::reject_history(identifier, json)));
+                    return;
+                }
+                Backlog::Entries(entries) => {
+                    let prefix = protocol::variant(identifier, json).prefix;
+                    let epoch = history.epoch();
+                    for entry in entries {
+                        let position = crate::history::Position {
+                            epoch: epoch.clone(),
+                            offset: entry.offset,
+                        };
+                        let suffix = crate::history::ext_suffix(stream, &position, json);
+                        frames.push(Frame::text_parts(&[&prefix, &entry.payload, &suffix]));
+                    }
+                }
+            }
+        }
+        self.state.metrics.history_replayed(frames.len());
+        for frame in frames {
+            self.conn.send(frame);
+        }
+        self.conn
+            .send(Frame::text(&protocol::confirm_history(identifier, json)));
     }
 
     /// Runs a channel's `subscribed` on the host.
@@ -448,8 +638,9 @@ impl Reader {
             // Through the interest count, so the bus stops listening to a stream whose last
             // local subscriber this was.
             let interest = self.state.bus.interest();
+            let key = self.variant_key(&identifier);
             for stream in &sub.subscribed.streams {
-                interest.unsubscribe(&self.conn, stream, &identifier);
+                interest.unsubscribe(&self.conn, stream, &key);
             }
             if let Err(e) = self.channel_unsubscribed(&sub.subscribed).await {
                 tracing::warn!(error = %e, "unsubscribed failed");

@@ -30,6 +30,14 @@ use crate::state::{AppState, SharedState};
 /// The subprotocols Rails supports, in its order (`ActionCable::INTERNAL[:protocols]`).
 pub const PROTOCOLS: [&str; 2] = ["actioncable-v1-json", "actioncable-unsupported"];
 
+/// The subprotocols Hearth offers, in its order of preference: Rails' two and AnyCable's
+/// extended protocol ([`protocol::EXT_PROTOCOL`]). The client's order decides.
+pub const OFFERED: [&str; 3] = [
+    "actioncable-v1-json",
+    protocol::EXT_PROTOCOL,
+    "actioncable-unsupported",
+];
+
 /// The GUID of RFC 6455 §1.3, appended to the key for `Sec-WebSocket-Accept`.
 const WEBSOCKET_GUID: &str = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
 
@@ -52,7 +60,7 @@ pub fn accept_key(key: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(sha.finalize())
 }
 
-/// The first subprotocol offered by the client that Rails supports (websocket-driver picks in
+/// The first subprotocol offered by the client that Hearth supports ([`OFFERED`]) (websocket-driver picks in
 /// the client's order); None when nothing matches, and then the header is omitted.
 pub fn pick_protocol(headers: &HeaderMap) -> Option<&'static str> {
     headers
@@ -61,7 +69,7 @@ pub fn pick_protocol(headers: &HeaderMap) -> Option<&'static str> {
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(','))
         .map(str::trim)
-        .find_map(|offered| PROTOCOLS.iter().find(|p| **p == offered).copied())
+        .find_map(|offered| OFFERED.iter().find(|p| **p == offered).copied())
 }
 
 /// Rails' `allow_request_origin?`: the check is off, or the Origin equals
@@ -98,6 +106,23 @@ pub struct Identity {
     /// Whether the request came over TLS (directly or per `X-Forwarded-Proto`): the scheme the
     /// Origin check expects.
     pub secure: bool,
+    /// The extended-protocol session `?sid=` restores, already taken from the store (a cable
+    /// node takes it before asking its app node who the cookie is, and then does not ask).
+    pub restored: Option<crate::sessions::StoredSession>,
+}
+
+/// The `sid` query parameter of a `/cable` request (the session an `@anycable/core` client
+/// asks to restore), when the request offers the extended protocol.
+pub fn requested_sid(request: &Request<Body>) -> Option<String> {
+    if pick_protocol(request.headers()) != Some(protocol::EXT_PROTOCOL) {
+        return None;
+    }
+    let query = request.uri().query()?;
+    query
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("sid="))
+        .filter(|v| !v.is_empty() && v.len() <= 64 && v.bytes().all(|b| b.is_ascii_hexdigit()))
+        .map(str::to_owned)
 }
 
 /// `GET /cable`: validates the upgrade ([`handshake::check`]: 404 for what is not a WebSocket
@@ -164,6 +189,29 @@ pub async fn upgrade(
             .into_response();
     };
     let protocol = pick_protocol(headers);
+    let mut identity = identity;
+    let extended = (protocol == Some(protocol::EXT_PROTOCOL)).then(|| {
+        let restored = identity.restored.take().or_else(|| {
+            let sid = requested_sid(&request)?;
+            let stored = state
+                .sessions
+                .take(&sid, identity.session_token.as_deref())?;
+            // The cookie's user now must be the session's (a signed-out cookie restores nothing).
+            identity
+                .user
+                .as_ref()
+                .filter(|u| u.id == stored.user.id)
+                .map(|_| stored)
+        });
+        if let Some(stored) = &restored {
+            identity.user = Some(stored.user.clone());
+            identity.session_token.clone_from(&stored.session_token);
+        }
+        connection::Extended {
+            sid: crate::sessions::new_sid(),
+            restored,
+        }
+    });
     let on_upgrade = hyper::upgrade::on(&mut request);
     tokio::spawn(async move {
         let _permit = permit;
@@ -190,6 +238,7 @@ pub async fn upgrade(
             leftover,
             identity.user,
             identity.session_token,
+            extended,
         )
         .await;
     });
@@ -235,6 +284,11 @@ mod tests {
         h.insert(
             header::SEC_WEBSOCKET_PROTOCOL,
             HeaderValue::from_static("actioncable-v1-ext-json"),
+        );
+        assert_eq!(pick_protocol(&h), Some("actioncable-v1-ext-json"));
+        h.insert(
+            header::SEC_WEBSOCKET_PROTOCOL,
+            HeaderValue::from_static("actioncable-v1-msgpack"),
         );
         assert_eq!(pick_protocol(&h), None);
         assert_eq!(pick_protocol(&HeaderMap::new()), None);

@@ -123,7 +123,162 @@ pub fn variant(identifier: &Arc<str>, escaping: JsonEscaping) -> Variant {
         key: identifier.clone(),
         prefix: Bytes::from(with_identifier(identifier, br#","message":"#, escaping)),
         suffix: Bytes::from_static(b"}"),
+        positioned: false,
     }
+}
+
+/// The `actioncable-v1-ext-json` subprotocol (AnyCable's extended protocol): positions on
+/// broadcasts, `history`, `sid` and restores, pongs.
+pub const EXT_PROTOCOL: &str = "actioncable-v1-ext-json";
+
+/// `{"type":"welcome","sid":"<sid>"}`: an extended-protocol welcome (AnyCable's `Reply`
+/// field order).
+pub fn welcome_ext(sid: &str) -> Vec<u8> {
+    let mut out = br#"{"type":"welcome","sid":"#.to_vec();
+    write_json_string(&mut out, sid, JsonEscaping::default());
+    out.push(b'}');
+    out
+}
+
+/// `{"type":"welcome","sid":"<sid>","restored":true,"restored_ids":[…]}`: the welcome of a
+/// restored session, naming the identifiers it still holds (the client subscribes again to
+/// the others).
+pub fn welcome_restored(sid: &str, identifiers: &[Arc<str>], escaping: JsonEscaping) -> Vec<u8> {
+    let mut out = br#"{"type":"welcome","sid":"#.to_vec();
+    write_json_string(&mut out, sid, escaping);
+    out.extend_from_slice(br#","restored":true,"restored_ids":["#);
+    for (i, identifier) in identifiers.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write_json_string(&mut out, identifier, escaping);
+    }
+    out.extend_from_slice(b"]}");
+    out
+}
+
+fn typed(kind: &str, identifier: &str, escaping: JsonEscaping) -> Vec<u8> {
+    let mut out = format!(r#"{{"type":"{kind}","identifier":"#).into_bytes();
+    write_json_string(&mut out, identifier, escaping);
+    out.push(b'}');
+    out
+}
+
+/// `{"type":"confirm_history","identifier":"…"}`: every entry the history request asked for
+/// was sent.
+pub fn confirm_history(identifier: &str, escaping: JsonEscaping) -> Vec<u8> {
+    typed("confirm_history", identifier, escaping)
+}
+
+/// `{"type":"reject_history","identifier":"…"}`: the history no longer covers the request;
+/// the client missed something.
+pub fn reject_history(identifier: &str, escaping: JsonEscaping) -> Vec<u8> {
+    typed("reject_history", identifier, escaping)
+}
+
+/// The fan-out variant of an extended-protocol subscription: as [`variant`], positioned
+/// (broadcasts with a position end `,"stream_id":…,"epoch":…,"offset":…}`), under its own
+/// key (`ext:` and the identifier: an identifier is a JSON object and starts with `{`), so
+/// it never shares a frame with a `actioncable-v1-json` subscription.
+pub fn ext_variant(identifier: &Arc<str>, escaping: JsonEscaping) -> Variant {
+    Variant {
+        key: ext_key(identifier),
+        positioned: true,
+        ..variant(identifier, escaping)
+    }
+}
+
+/// The variant key of an extended-protocol subscription of `identifier`.
+pub fn ext_key(identifier: &str) -> Arc<str> {
+    Arc::from(format!("ext:{identifier}"))
+}
+
+/// What an extended-protocol client asks of the history (`"history":{"since":…,"streams":…}`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HistoryRequest {
+    /// Unix seconds: every entry since then, for streams not in `streams` (0: none).
+    pub since: u64,
+    /// Per stream: (stream, epoch, last offset the client had).
+    pub streams: Vec<(String, String, u64)>,
+}
+
+/// Most streams one history request may name (a subscription has a handful).
+pub const MAX_HISTORY_STREAMS: usize = 64;
+
+/// Reads a `history` object; None when it is malformed (not an object, `since` not a
+/// non-negative integer, a stream's position not `{"epoch":"…","offset":N}`, too many
+/// streams) or asks for nothing (AnyCable: "history request is missing"). Such a request is
+/// ignored, as Rails ignores unknown commands.
+pub fn history_request(value: &serde_json::Value) -> Option<HistoryRequest> {
+    let object = value.as_object()?;
+    let since = match object.get("since") {
+        None | Some(serde_json::Value::Null) => 0,
+        Some(v) => v.as_u64()?,
+    };
+    let mut streams = Vec::new();
+    match object.get("streams") {
+        None | Some(serde_json::Value::Null) => {}
+        Some(serde_json::Value::Object(map)) => {
+            if map.len() > MAX_HISTORY_STREAMS {
+                return None;
+            }
+            for (stream, position) in map {
+                let epoch = position.get("epoch")?.as_str()?.to_owned();
+                let offset = position.get("offset")?.as_u64()?;
+                streams.push((stream.clone(), epoch, offset));
+            }
+        }
+        Some(_) => return None,
+    }
+    (since > 0 || !streams.is_empty()).then_some(HistoryRequest { since, streams })
+}
+
+/// The commands only the extended protocol has, read from a frame an extended-protocol
+/// connection sent.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ExtCommand {
+    /// `{"command":"history","identifier":"…","history":{…}}` (None: malformed, ignored).
+    History {
+        /// The subscription.
+        identifier: Arc<str>,
+        /// What it asks for.
+        request: Option<HistoryRequest>,
+    },
+    /// `{"command":"pong"}`: the client's answer to a ping.
+    Pong,
+}
+
+#[derive(Deserialize)]
+struct RawExt {
+    command: Option<String>,
+    identifier: Option<serde_json::Value>,
+    history: Option<serde_json::Value>,
+}
+
+/// The extended-protocol command of `text`, if it is one (`history` needs a string
+/// identifier); None for everything else, which [`parse_command`] handles.
+pub fn parse_ext(text: &str) -> Option<ExtCommand> {
+    let raw: RawExt = serde_json::from_str(text).ok()?;
+    match raw.command.as_deref()? {
+        "pong" => Some(ExtCommand::Pong),
+        "history" => {
+            let serde_json::Value::String(identifier) = raw.identifier? else {
+                return None;
+            };
+            Some(ExtCommand::History {
+                identifier: identifier.into(),
+                request: raw.history.as_ref().and_then(history_request),
+            })
+        }
+        _ => None,
+    }
+}
+
+/// The `history` a `subscribe` frame carries (`{"command":"subscribe",…,"history":{…}}`), if
+/// any and well-formed.
+pub fn subscribe_history(text: &str) -> Option<HistoryRequest> {
+    let raw: RawExt = serde_json::from_str(text).ok()?;
+    history_request(raw.history.as_ref()?)
 }
 
 /// A command frame from the client, before it is interpreted
@@ -219,6 +374,69 @@ pub fn identifier_params(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn extended_frames_follow_anycables_field_order() {
+        let esc = JsonEscaping::default();
+        assert_eq!(
+            String::from_utf8(welcome_ext("abc")).unwrap(),
+            r#"{"type":"welcome","sid":"abc"}"#
+        );
+        assert_eq!(
+            String::from_utf8(welcome_restored("n", &[Arc::from(ID)], esc)).unwrap(),
+            r#"{"type":"welcome","sid":"n","restored":true,"restored_ids":["{\"channel\":\"StreamChannel\",\"stream\":\"room1\"}"]}"#
+        );
+        assert_eq!(
+            String::from_utf8(confirm_history(r#"{"channel":"A"}"#, esc)).unwrap(),
+            r#"{"type":"confirm_history","identifier":"{\"channel\":\"A\"}"}"#
+        );
+        assert_eq!(
+            String::from_utf8(reject_history(r#"{"channel":"A"}"#, esc)).unwrap(),
+            r#"{"type":"reject_history","identifier":"{\"channel\":\"A\"}"}"#
+        );
+    }
+
+    #[test]
+    fn history_requests_parse_and_malformed_ones_are_none() {
+        let ok = parse_ext(
+            r#"{"command":"history","identifier":"x","history":{"since":5,"streams":{"s":{"epoch":"e","offset":3}}}}"#,
+        );
+        assert_eq!(
+            ok,
+            Some(ExtCommand::History {
+                identifier: Arc::from("x"),
+                request: Some(HistoryRequest {
+                    since: 5,
+                    streams: vec![("s".into(), "e".into(), 3)]
+                })
+            })
+        );
+        for bad in [
+            r#"{"since":-1}"#,
+            r#"{"since":"5"}"#,
+            r#"{"streams":[1]}"#,
+            r#"{"streams":{"s":{"epoch":1,"offset":3}}}"#,
+            r#"{"streams":{"s":{"epoch":"e","offset":-3}}}"#,
+            r#"{}"#,
+            r#"5"#,
+        ] {
+            let value: serde_json::Value = serde_json::from_str(bad).unwrap();
+            assert_eq!(history_request(&value), None, "{bad}");
+        }
+        assert_eq!(parse_ext(r#"{"command":"pong"}"#), Some(ExtCommand::Pong));
+        assert_eq!(parse_ext(r#"{"command":"history","identifier":5}"#), None);
+        assert_eq!(
+            parse_ext(r#"{"command":"subscribe","identifier":"x"}"#),
+            None
+        );
+        assert_eq!(
+            subscribe_history(r#"{"command":"subscribe","identifier":"x","history":{"since":9}}"#),
+            Some(HistoryRequest {
+                since: 9,
+                streams: vec![]
+            })
+        );
+    }
 
     const ID: &str = r#"{"channel":"StreamChannel","stream":"room1"}"#;
 

@@ -111,6 +111,21 @@ pub async fn delete_for_user(pool: &SqlitePool, user_id: i64, id: i64) -> sqlx::
     Ok(done.rows_affected() > 0)
 }
 
+/// Deletes the user's subscription to `endpoint` (the browser's, as it signs out: Campfire's
+/// `Push::Subscription.destroy_by(endpoint:, user_id:)`); false when the user has none there.
+pub async fn delete_endpoint_for_user(
+    pool: &SqlitePool,
+    user_id: i64,
+    endpoint: &str,
+) -> sqlx::Result<bool> {
+    let done = sqlx::query("DELETE FROM push_subscriptions WHERE endpoint = ? AND user_id = ?")
+        .bind(endpoint)
+        .bind(user_id)
+        .execute(pool)
+        .await?;
+    Ok(done.rows_affected() > 0)
+}
+
 /// Deletes a subscription whose push service answered that it is gone (404/410).
 pub async fn delete(pool: &SqlitePool, id: i64) -> sqlx::Result<()> {
     sqlx::query("DELETE FROM push_subscriptions WHERE id = ?")

@@ -149,6 +149,14 @@ pub async fn sidebar_entry(
     .await
 }
 
+/// The first room there is (Campfire's `Room.original`, the first run's room while it lasts),
+/// `None` when there is no room.
+pub async fn original_id(pool: &SqlitePool) -> sqlx::Result<Option<i64>> {
+    sqlx::query_scalar("SELECT MIN(id) FROM rooms")
+        .fetch_one(pool)
+        .await
+}
+
 /// The user who created a room (`rooms.creator_id`), `None` when unknown or not recorded.
 pub async fn creator_id(pool: &SqlitePool, room_id: i64) -> sqlx::Result<Option<i64>> {
     let id: Option<Option<i64>> = sqlx::query_scalar("SELECT creator_id FROM rooms WHERE id = ?")

@@ -49,22 +49,22 @@ pub async fn find_active_for_login(
     .bind(email_address.trim().to_lowercase())
     .fetch_optional(pool)
     .await?;
-    Ok(
-        row.and_then(|(id, name, email_address, role, status, digest)| {
-            digest.map(|d| {
-                (
-                    User {
-                        id,
-                        name,
-                        email_address,
-                        role,
-                        status,
-                    },
-                    d,
-                )
-            })
-        }),
-    )
+    Ok(row
+        .map(split_secret)
+        .and_then(|(user, digest)| Some((user, digest?))))
+}
+
+/// A [`UserRowWithSecret`] as the user and the extra column.
+fn split_secret(row: UserRowWithSecret) -> (User, Option<String>) {
+    let (id, name, email_address, role, status, secret) = row;
+    let user = User {
+        id,
+        name,
+        email_address,
+        role,
+        status,
+    };
+    (user, secret)
 }
 
 /// Finds an active bot by its bot key `"<user_id>-<bot_token>"` (Campfire's
@@ -83,18 +83,7 @@ pub async fn authenticate_bot(pool: &SqlitePool, bot_key: &str) -> sqlx::Result<
     .bind(id)
     .fetch_optional(pool)
     .await?
-    .map(|(id, name, email_address, role, status, t)| {
-        (
-            User {
-                id,
-                name,
-                email_address,
-                role,
-                status,
-            },
-            t,
-        )
-    });
+    .map(split_secret);
     Ok(candidate.and_then(|(user, stored)| {
         let stored = stored?;
         let equal: bool = subtle::ConstantTimeEq::ct_eq(stored.as_bytes(), token.as_bytes()).into();
@@ -149,58 +138,64 @@ pub async fn guard_last_administrator(
 /// Refuses ([`Guard::LastAdministrator`]) to disable the last active administrator, and
 /// answers [`Guard::Missing`] for an unknown user or a bot.
 pub async fn set_status(pool: &SqlitePool, id: i64, status: &str) -> sqlx::Result<Guard> {
-    let _write = super::write_lock().await?;
-    let _changed = super::generation::advance_on_drop();
-    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
-    if status != "active" {
-        let guard = guard_last_administrator(&mut tx, id).await?;
-        if guard != Guard::Ok {
-            return Ok(guard);
-        }
-    }
-    let changed =
-        sqlx::query("UPDATE users SET status = ?, updated_at = ? WHERE id = ? AND role != 'bot'")
-            .bind(status)
-            .bind(super::now_ms())
-            .bind(id)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
-    if changed == 0 {
-        return Ok(Guard::Missing);
-    }
-    if status != "active" {
-        sqlx::query("DELETE FROM sessions WHERE user_id = ?")
-            .bind(id)
-            .execute(&mut *tx)
-            .await?;
-    }
-    tx.commit().await?;
-    Ok(Guard::Ok)
+    let disables = status != "active";
+    set_guarded(pool, id, Column::Status, status, disables, disables).await
 }
 
 /// Sets a person's role (`member` or `administrator`); refuses to demote the last active
 /// administrator.
 pub async fn set_role(pool: &SqlitePool, id: i64, role: &str) -> sqlx::Result<Guard> {
+    set_guarded(pool, id, Column::Role, role, role != "administrator", false).await
+}
+
+/// The column [`set_guarded`] writes.
+#[derive(Clone, Copy)]
+enum Column {
+    Status,
+    Role,
+}
+
+/// Sets a person's (never a bot's) `column` to `value` in one transaction; when `demotes`,
+/// first refuses ([`Guard::LastAdministrator`]) if the person is the last active
+/// administrator; when `ends_sessions`, deletes the person's sessions in the same transaction.
+async fn set_guarded(
+    pool: &SqlitePool,
+    id: i64,
+    column: Column,
+    value: &str,
+    demotes: bool,
+    ends_sessions: bool,
+) -> sqlx::Result<Guard> {
     let _write = super::write_lock().await?;
     let _changed = super::generation::advance_on_drop();
     let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
-    if role != "administrator" {
+    if demotes {
         let guard = guard_last_administrator(&mut tx, id).await?;
         if guard != Guard::Ok {
             return Ok(guard);
         }
     }
-    let changed =
-        sqlx::query("UPDATE users SET role = ?, updated_at = ? WHERE id = ? AND role != 'bot'")
-            .bind(role)
-            .bind(super::now_ms())
-            .bind(id)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
+    let sql = match column {
+        Column::Status => {
+            "UPDATE users SET status = ?, updated_at = ? WHERE id = ? AND role != 'bot'"
+        }
+        Column::Role => "UPDATE users SET role = ?, updated_at = ? WHERE id = ? AND role != 'bot'",
+    };
+    let changed = sqlx::query(sql)
+        .bind(value)
+        .bind(super::now_ms())
+        .bind(id)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
     if changed == 0 {
         return Ok(Guard::Missing);
+    }
+    if ends_sessions {
+        sqlx::query("DELETE FROM sessions WHERE user_id = ?")
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
     }
     tx.commit().await?;
     Ok(Guard::Ok)
@@ -387,36 +382,47 @@ pub async fn create_bot(pool: &SqlitePool, name: &str) -> sqlx::Result<Bot> {
 
 /// Renames an active bot; returns whether it exists.
 pub async fn rename_bot(pool: &SqlitePool, id: i64, name: &str) -> sqlx::Result<bool> {
-    let _write = super::write_lock().await?;
-    let _changed = super::generation::advance_on_drop();
-    let changed = sqlx::query(
+    update_active_bot(
+        pool,
         "UPDATE users SET name = ?, updated_at = ? WHERE id = ? AND role = 'bot' AND status = 'active'",
+        name,
+        id,
     )
-    .bind(name)
-    .bind(super::now_ms())
-    .bind(id)
-    .execute(pool)
-    .await?
-    .rows_affected();
-    Ok(changed > 0)
+    .await
 }
 
 /// Gives an active bot a new token, so its old key stops working (Campfire's
 /// `User#reset_bot_key`); returns the new token, or None when there is no such bot.
 pub async fn reset_bot_token(pool: &SqlitePool, id: i64) -> sqlx::Result<Option<String>> {
     let token = new_bot_token();
+    let changed = update_active_bot(
+        pool,
+        "UPDATE users SET bot_token = ?, updated_at = ? WHERE id = ? AND role = 'bot' AND status = 'active'",
+        &token,
+        id,
+    )
+    .await?;
+    Ok(changed.then_some(token))
+}
+
+/// Runs `sql` (an `UPDATE` of one active bot binding `value`, the time and `id`) under the
+/// write lock; returns whether it changed a row.
+async fn update_active_bot(
+    pool: &SqlitePool,
+    sql: &'static str,
+    value: &str,
+    id: i64,
+) -> sqlx::Result<bool> {
     let _write = super::write_lock().await?;
     let _changed = super::generation::advance_on_drop();
-    let changed = sqlx::query(
-        "UPDATE users SET bot_token = ?, updated_at = ? WHERE id = ? AND role = 'bot' AND status = 'active'",
-    )
-    .bind(&token)
-    .bind(super::now_ms())
-    .bind(id)
-    .execute(pool)
-    .await?
-    .rows_affected();
-    Ok((changed > 0).then_some(token))
+    let changed = sqlx::query(sql)
+        .bind(value)
+        .bind(super::now_ms())
+        .bind(id)
+        .execute(pool)
+        .await?
+        .rows_affected();
+    Ok(changed > 0)
 }
 
 /// Removes a bot (Campfire's `Accounts::BotsController#destroy`, which deactivates it): its
@@ -445,6 +451,42 @@ pub async fn active_ordered(pool: &SqlitePool) -> sqlx::Result<Vec<(i64, String)
     )
     .fetch_all(pool)
     .await
+}
+
+/// How many people the sidebar offers at most (Campfire's `DIRECT_PLACEHOLDERS`), counting the
+/// user and the people already in a direct room with them.
+pub const DIRECT_PLACEHOLDERS: i64 = 20;
+
+/// The people the sidebar offers for a one-click direct room (Campfire's
+/// `Users::SidebarsController#find_direct_placeholder_users`): active people (no bots) who are
+/// neither `user_id` nor in a direct room with them, as `(id, first name)` by signing-up order,
+/// at most [`DIRECT_PLACEHOLDERS`] less the number of those excluded.
+pub async fn direct_placeholders(
+    pool: &SqlitePool,
+    user_id: i64,
+) -> sqlx::Result<Vec<(i64, String)>> {
+    let people: Vec<(i64, String)> = sqlx::query_as(
+        "WITH excluded AS ( \
+           SELECT ? AS id UNION \
+           SELECT m.user_id FROM memberships m JOIN rooms r ON r.id = m.room_id \
+           WHERE r.kind = 'direct' AND m.room_id IN (SELECT room_id FROM memberships WHERE user_id = ?)) \
+         SELECT id, name FROM users \
+         WHERE status = 'active' AND role != 'bot' AND id NOT IN (SELECT id FROM excluded) \
+         ORDER BY id \
+         LIMIT MAX(? - (SELECT COUNT(*) FROM excluded), 0)",
+    )
+    .bind(user_id)
+    .bind(user_id)
+    .bind(DIRECT_PLACEHOLDERS)
+    .fetch_all(pool)
+    .await?;
+    Ok(people
+        .into_iter()
+        .map(|(id, name)| match name.split_whitespace().next() {
+            Some(first) if first.len() < name.len() => (id, first.to_owned()),
+            _ => (id, name),
+        })
+        .collect())
 }
 
 /// The bcrypt digest of a person's password, `None` for a bot or an unknown user.

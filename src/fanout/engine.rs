@@ -141,6 +141,32 @@ impl Fanout {
         self.engine.broadcast_each(next, message)
     }
 
+    /// [`Fanout::broadcast`] for a broadcast with a position: subscribers of a
+    /// [`Variant::positioned`] variant get `prefix + message + positioned(stream)` instead of
+    /// their own suffix (when `positioned` answers `Some`). `positioned` is called at most
+    /// once, and only when the stream has a positioned group, so a broadcast to subscribers
+    /// that asked for no positions costs what [`Fanout::broadcast`] costs. The reference
+    /// engine ignores positions.
+    pub fn broadcast_at(
+        &self,
+        stream: &str,
+        message: &[u8],
+        positioned: super::PositionedSuffix<'_>,
+    ) -> usize {
+        self.engine.broadcast_at(stream, message, positioned)
+    }
+
+    /// [`Fanout::broadcast_each`] with positions: `positioned` is asked (at most once per
+    /// stream, only for streams with a positioned group) for each stream's suffix.
+    pub fn broadcast_each_at(
+        &self,
+        next: &mut dyn FnMut(&mut String) -> bool,
+        message: &[u8],
+        positioned: super::PositionedSuffix<'_>,
+    ) -> usize {
+        self.engine.broadcast_each_at(next, message, positioned)
+    }
+
     /// Sends one pre-encoded frame to every attached connection (Action Cable's ping every
     /// 3 s, `ActionCable::Server::Connections#setup_heartbeat_timer`). Returns how many
     /// connections it was queued to. Never blocks.
@@ -510,6 +536,73 @@ impl Engine for QueueEngine {
                 continue;
             };
             let frame_for = |v: &Variant| {
+                let same =
+                    |b: &Variant| b.key == v.key && b.prefix == v.prefix && b.suffix == v.suffix;
+                if let Some((_, frame)) = built.iter().find(|(b, _)| same(b)) {
+                    return frame.clone();
+                }
+                let frame = Frame::text_parts(&[&v.prefix, message, &v.suffix]).0;
+                built.push((v.clone(), frame.clone()));
+                frame
+            };
+            self.push_to_groups(&entry, frame_for, &mut totals);
+        }
+        self.stats.broadcasts(streams);
+        self.stats.enqueued(&totals);
+        totals.frames as usize
+    }
+
+    fn broadcast_at(
+        &self,
+        stream: &str,
+        message: &[u8],
+        positioned: super::PositionedSuffix<'_>,
+    ) -> usize {
+        self.stats.broadcast();
+        let Some(entry) = self.index.get(stream) else {
+            return 0;
+        };
+        let mut totals = Enqueued::default();
+        let mut stamp: Option<Option<Bytes>> = None;
+        self.push_to_groups(
+            &entry,
+            |v| match v.positioned {
+                true => match stamp.get_or_insert_with(|| positioned(stream)) {
+                    Some(suffix) => Frame::text_parts(&[&v.prefix, message, suffix]).0,
+                    None => Frame::text_parts(&[&v.prefix, message, &v.suffix]).0,
+                },
+                false => Frame::text_parts(&[&v.prefix, message, &v.suffix]).0,
+            },
+            &mut totals,
+        );
+        self.stats.enqueued(&totals);
+        totals.frames as usize
+    }
+
+    fn broadcast_each_at(
+        &self,
+        next: &mut dyn FnMut(&mut String) -> bool,
+        message: &[u8],
+        positioned: super::PositionedSuffix<'_>,
+    ) -> usize {
+        let mut stream = String::with_capacity(32);
+        // As `broadcast_each`, but a positioned group's frame is the stream's own (its
+        // position differs from stream to stream).
+        let mut built: Vec<(Variant, Bytes)> = Vec::new();
+        let mut streams = 0;
+        let mut totals = Enqueued::default();
+        while next(&mut stream) {
+            streams += 1;
+            let Some(entry) = self.index.get(&stream) else {
+                continue;
+            };
+            let mut stamp: Option<Option<Bytes>> = None;
+            let frame_for = |v: &Variant| {
+                if v.positioned {
+                    if let Some(suffix) = stamp.get_or_insert_with(|| positioned(&stream)) {
+                        return Frame::text_parts(&[&v.prefix, message, suffix]).0;
+                    }
+                }
                 let same =
                     |b: &Variant| b.key == v.key && b.prefix == v.prefix && b.suffix == v.suffix;
                 if let Some((_, frame)) = built.iter().find(|(b, _)| same(b)) {

@@ -283,6 +283,7 @@ mod tests {
             key: Arc::from(key),
             prefix: Bytes::from(format!("<{key}>")),
             suffix: Bytes::from_static(b"</>"),
+            positioned: false,
         }
     }
 

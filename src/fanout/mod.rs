@@ -160,7 +160,12 @@ impl Default for QueueLimits {
 /// the suffix is `}` (the transmit shape of `ActionCable::Channel::Base#transmit`, see
 /// `actioncable/lib/action_cable/channel/base.rb`). Subscribers of one stream with equal `key`
 /// (normally the identifier string) share one encoded frame per broadcast, so the key must
-/// determine prefix and suffix.
+/// determine prefix, suffix and `positioned`.
+///
+/// A `positioned` variant (an `actioncable-v1-ext-json` subscription) ends a broadcast that
+/// carries a position ([`Fanout::broadcast_at`]) with that broadcast's positioned suffix
+/// instead of its own `suffix` (`,"stream_id":…,"epoch":…,"offset":…}`); that suffix is built
+/// once per broadcast, and only when the stream has a positioned group.
 #[derive(Clone, Debug)]
 pub struct Variant {
     /// Groups subscribers that receive identical frames (e.g. the channel identifier).
@@ -169,6 +174,8 @@ pub struct Variant {
     pub prefix: Bytes,
     /// Bytes placed after the message in the frame payload.
     pub suffix: Bytes,
+    /// Whether broadcasts with a position end with the positioned suffix instead.
+    pub positioned: bool,
 }
 
 impl Variant {
@@ -182,9 +189,15 @@ impl Variant {
             key: key.into(),
             prefix: prefix.into(),
             suffix: suffix.into(),
+            positioned: false,
         }
     }
 }
+
+/// The suffix of a positioned broadcast's frames for [`Variant::positioned`] subscribers,
+/// built on first use (at most once per stream of a broadcast): `None` from the builder
+/// means the broadcast has no position, and those subscribers get their own suffix.
+pub type PositionedSuffix<'a> = &'a mut dyn FnMut(&str) -> Option<Bytes>;
 
 /// Most frames one vectored write carries (one `IoSlice` each; Linux allows 1,024).
 pub const MAX_WRITE_SLICES: usize = 64;

@@ -40,6 +40,28 @@ pub(super) trait Engine: Send + Sync {
         reached
     }
 
+    /// [`Engine::broadcast`] with a positioned suffix for positioned variants (see
+    /// `Fanout::broadcast_at`). By default the suffix is ignored.
+    fn broadcast_at(
+        &self,
+        stream: &str,
+        message: &[u8],
+        _positioned: super::PositionedSuffix<'_>,
+    ) -> usize {
+        self.broadcast(stream, message)
+    }
+
+    /// [`Engine::broadcast_each`] with a positioned suffix per stream (see
+    /// `Fanout::broadcast_each_at`). By default the suffix is ignored.
+    fn broadcast_each_at(
+        &self,
+        next: &mut dyn FnMut(&mut String) -> bool,
+        message: &[u8],
+        _positioned: super::PositionedSuffix<'_>,
+    ) -> usize {
+        self.broadcast_each(next, message)
+    }
+
     /// Queues `frame` to every attached connection; returns how many it reached.
     fn send_all(&self, frame: &Frame) -> usize;
 

@@ -257,8 +257,22 @@ pub fn from_plain_text(text: &str) -> Body {
     }
 }
 
+/// A relative URL as kept in a link: as given, unless a browser would read it as another host's
+/// (`//host`, and `/\host` or `\\host` since browsers read `\` as `/` and drop tabs and
+/// newlines inside URLs, and surrounding spaces): then the `href` is cut.
+fn same_host_relative(url: &str) -> Option<std::borrow::Cow<'_, str>> {
+    let mut seen = url
+        .trim_matches(|c: char| c <= ' ')
+        .chars()
+        .filter(|c| !matches!(c, '\t' | '\n' | '\r'))
+        .map(|c| if c == '\\' { '/' } else { c });
+    let host_relative = seen.next() == Some('/') && seen.next() == Some('/');
+    (!host_relative && !url.contains('\\')).then_some(std::borrow::Cow::Borrowed(url))
+}
+
 /// The sanitizer of submitted and rendered HTML: the allowlist of [`ALLOWED_TAGS`] with Action
-/// Text's attachment attributes, `http`/`https`/`mailto` links (relative ones kept), every
+/// Text's attachment attributes, `http`/`https`/`mailto` links (relative ones kept when they
+/// stay on this host, [`same_host_relative`]), every
 /// link `rel="noopener noreferrer"` and `target="_blank"`, comments dropped, the contents of
 /// `script` and `style` dropped with them.
 fn sanitizer() -> &'static ammonia::Builder<'static> {
@@ -285,7 +299,7 @@ fn sanitizer() -> &'static ammonia::Builder<'static> {
                     ),
                 ]))
                 .url_schemes(["http", "https", "mailto"].into_iter().collect())
-                .url_relative(ammonia::UrlRelative::PassThrough)
+                .url_relative(ammonia::UrlRelative::Custom(Box::new(same_host_relative)))
                 .link_rel(Some("noopener noreferrer"))
                 .set_tag_attribute_value("a", "target", "_blank")
                 .strip_comments(true);

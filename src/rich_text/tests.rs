@@ -216,3 +216,37 @@ fn nesting_is_counted_as_a_parser_opens_elements() {
     let trix = "<blockquote><ul><li><strong><em><a href=\"https://x\">x</a></em></strong></li></ul></blockquote>";
     assert!(!nests_deeper_than(trix, 8));
 }
+
+#[test]
+fn relative_hrefs_that_browsers_read_as_another_host_are_cut() {
+    // Browsers read `\` as `/` and drop tabs and newlines in a URL, so each of these opens
+    // evil.com, while looking like a path on this server.
+    for href in [
+        "/\\evil.com",
+        "\\\\evil.com",
+        "\\/evil.com",
+        "//evil.com/x",
+        "/\t/evil.com",
+        "/\n/evil.com",
+        " //evil.com",
+    ] {
+        let html = format!("<div><a href=\"{}\">x</a></div>", html_escape(href));
+        let body = sanitize(&html).finish(&HashMap::new());
+        assert!(
+            !body.html.contains("href") && body.html.contains(">x</a>"),
+            "{href:?}: {}",
+            body.html
+        );
+    }
+    // Paths of this server, and relative ones, stay.
+    for href in ["/rooms/1/@2", "rooms/1", "?q=1", "#top", "/a//b"] {
+        let html = format!("<div><a href=\"{href}\">x</a></div>");
+        let body = sanitize(&html).finish(&HashMap::new());
+        assert!(
+            body.html
+                .contains(&format!("href=\"{}\"", html_escape(href))),
+            "{href}: {}",
+            body.html
+        );
+    }
+}

@@ -11,10 +11,10 @@ use axum::Extension;
 
 use super::context::Ctx;
 use super::error::AppError;
-use super::extract::parse_id;
+use super::extract::{parse_id, MemberMessage};
 use super::respond::stream_or_back;
 use crate::broadcasts;
-use crate::db::{boosts, messages, rooms};
+use crate::db::boosts;
 use crate::state::SharedState;
 
 /// The most characters a boost holds (Campfire's boosts form and the column's check).
@@ -37,17 +37,9 @@ pub struct NewBoostPage<'a> {
 /// `GET /messages/{message_id}/boosts/new`: the form, for members of the message's room (404
 /// otherwise; 401 signed out).
 pub async fn new(
-    State(state): State<SharedState>,
     Extension(ctx): Extension<Ctx>,
-    Path(message_id): Path<String>,
+    MemberMessage { message, room, .. }: MemberMessage,
 ) -> Result<Response, AppError> {
-    let user = ctx.require_user()?;
-    let message = messages::find_any(&state.pool, parse_id(&message_id)?)
-        .await?
-        .ok_or(AppError::NotFound)?;
-    let room = rooms::find_for_member(&state.pool, message.room_id, user.id)
-        .await?
-        .ok_or(AppError::NotFound)?;
     let token = ctx.csrf_token();
     let page = NewBoostPage {
         csrf_token: &token,
@@ -64,17 +56,14 @@ pub async fn new(
 /// boost.
 pub async fn destroy(
     State(state): State<SharedState>,
-    Extension(ctx): Extension<Ctx>,
-    Path((message_id, boost_id)): Path<(String, String)>,
+    MemberMessage {
+        user,
+        message,
+        room,
+    }: MemberMessage,
+    Path((_, boost_id)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
-    let user = ctx.require_user()?;
-    let message = messages::find_any(&state.pool, parse_id(&message_id)?)
-        .await?
-        .ok_or(AppError::NotFound)?;
-    let room = rooms::find_for_member(&state.pool, message.room_id, user.id)
-        .await?
-        .ok_or(AppError::NotFound)?;
     let boost = boosts::find(&state.pool, message.id, parse_id(&boost_id)?)
         .await?
         .ok_or(AppError::NotFound)?;

@@ -112,35 +112,17 @@ pub async fn index(
     let (page, next) = match (anchor(&query.before), anchor(&query.after)) {
         (Some(Ok(id)), _) if messages::in_room(&state.pool, room.id, id).await? => {
             let page = messages::page_before(&state.pool, room.id, id).await?;
-            let next = match page.first() {
-                Some(first) => (!messages::page_before(&state.pool, room.id, first.id)
-                    .await?
-                    .is_empty())
-                .then(|| format!("before={}", first.id)),
-                None => None,
-            };
+            let next = cursor_past(&state, room.id, page.first(), Toward::Older).await?;
             (page, next)
         }
         (None, Some(Ok(id))) if messages::in_room(&state.pool, room.id, id).await? => {
             let page = messages::page_after(&state.pool, room.id, id).await?;
-            let next = match page.last() {
-                Some(last) => (!messages::page_after(&state.pool, room.id, last.id)
-                    .await?
-                    .is_empty())
-                .then(|| format!("after={}", last.id)),
-                None => None,
-            };
+            let next = cursor_past(&state, room.id, page.last(), Toward::Newer).await?;
             (page, next)
         }
         (None, None) => {
             let page = messages::last_page(&state.pool, room.id).await?;
-            let next = match page.first() {
-                Some(first) => (!messages::page_before(&state.pool, room.id, first.id)
-                    .await?
-                    .is_empty())
-                .then(|| format!("before={}", first.id)),
-                None => None,
-            };
+            let next = cursor_past(&state, room.id, page.first(), Toward::Older).await?;
             (page, next)
         }
         _ => return Ok(head(StatusCode::NOT_FOUND)),
@@ -190,6 +172,39 @@ pub async fn index(
         }
     }
     Ok(response)
+}
+
+/// Which way a page of the bot API's list goes on.
+#[derive(Clone, Copy)]
+enum Toward {
+    /// `before=<id>`: older messages.
+    Older,
+    /// `after=<id>`: newer messages.
+    Newer,
+}
+
+/// The query of the next page past `edge` (`before=<id>` or `after=<id>`), when there are
+/// messages past it that way; `None` for an empty page or at the end.
+async fn cursor_past(
+    state: &SharedState,
+    room_id: i64,
+    edge: Option<&Message>,
+    toward: Toward,
+) -> Result<Option<String>, AppError> {
+    let Some(edge) = edge else {
+        return Ok(None);
+    };
+    let (more, word) = match toward {
+        Toward::Older => (
+            messages::page_before(&state.pool, room_id, edge.id).await?,
+            "before",
+        ),
+        Toward::Newer => (
+            messages::page_after(&state.pool, room_id, edge.id).await?,
+            "after",
+        ),
+    };
+    Ok((!more.is_empty()).then(|| format!("{word}={}", edge.id)))
 }
 
 /// `PATCH`/`PUT /rooms/{room_id}/{bot_key}/messages/{message_id}`: the raw body becomes the

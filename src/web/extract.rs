@@ -1,6 +1,6 @@
 //! Extractors that resolve what a route's path names, scoped to the signed-in user.
 //!
-//! [`Admin`] is Campfire's `ensure_can_administer`; [`Id`] a path's one numeric id, 404 for
+//! [`Admin`] is Campfire's `ensure_can_administer` ([`AdminPage`] for the pages it guards); [`Id`] a path's one numeric id, 404 for
 //! anything else. [`MemberRoom`] is Campfire's `RoomScoped` concern (`@room = Current.user.rooms.find(
 //! params[:room_id])`): a room is found only among the user's own, so a room the user is not
 //! in answers exactly like one that does not exist (404).
@@ -9,9 +9,12 @@ use std::collections::HashMap;
 
 use axum::extract::{FromRequestParts, Path};
 use axum::http::request::Parts;
+use axum::response::{IntoResponse, Response};
 
 use super::context::Ctx;
 use super::error::AppError;
+use super::respond::found;
+use crate::db::messages::{self, Message};
 use crate::db::rooms::{self, Room};
 use crate::db::users::User;
 use crate::state::SharedState;
@@ -38,6 +41,27 @@ impl<S: Send + Sync> FromRequestParts<S> for Admin {
             .get::<Ctx>()
             .ok_or(AppError::Unauthorized)?;
         ctx.require_administrator()?;
+        Ok(Self(ctx.clone()))
+    }
+}
+
+/// The page request of a signed-in administrator: [`Admin`] for a page a browser opens, so a
+/// signed-out visitor is sent to sign in (302 to `/session/new`) rather than shown a 401.
+///
+/// Rejections: 302 to `/session/new` without a signed-in user, 403 for anyone else.
+#[derive(Clone, Debug)]
+pub struct AdminPage(pub Ctx);
+
+impl<S: Send + Sync> FromRequestParts<S> for AdminPage {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        let ctx = parts.extensions.get::<Ctx>();
+        let Some(ctx) = ctx.filter(|ctx| ctx.user.is_some()) else {
+            return Err(found("/session/new"));
+        };
+        ctx.require_administrator()
+            .map_err(IntoResponse::into_response)?;
         Ok(Self(ctx.clone()))
     }
 }
@@ -108,6 +132,65 @@ impl FromRequestParts<SharedState> for CachedMemberRoom {
     }
 }
 
+/// The signed-in user, the message of the path's `{message_id}` and its room, when the user
+/// is a member of that room (`/messages/{message_id}/boosts…`).
+///
+/// Rejections: 401 without a signed-in user, 404 for a malformed id, an unknown message or a
+/// message of a room the user is not in; 500 when the database fails.
+#[derive(Clone, Debug)]
+pub struct MemberMessage {
+    /// The signed-in user.
+    pub user: User,
+    /// The message.
+    pub message: Message,
+    /// Its room, found among the user's memberships.
+    pub room: Room,
+}
+
+impl FromRequestParts<SharedState> for MemberMessage {
+    type Rejection = AppError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &SharedState,
+    ) -> Result<Self, Self::Rejection> {
+        let user = signed_in_user(parts)?;
+        let id = parse_id(&path_param(parts, state, "message_id").await?)?;
+        let message = messages::find_any(&state.pool, id)
+            .await?
+            .ok_or(AppError::NotFound)?;
+        let room = rooms::find_for_member(&state.pool, message.room_id, user.id)
+            .await?
+            .ok_or(AppError::NotFound)?;
+        Ok(Self {
+            user,
+            message,
+            room,
+        })
+    }
+}
+
+/// The signed-in user of the request, else 401.
+fn signed_in_user(parts: &Parts) -> Result<User, AppError> {
+    parts
+        .extensions
+        .get::<Ctx>()
+        .and_then(|ctx| ctx.user.clone())
+        .ok_or(AppError::Unauthorized)
+}
+
+/// The path's parameter `name`, else 404.
+async fn path_param(
+    parts: &mut Parts,
+    state: &SharedState,
+    name: &str,
+) -> Result<String, AppError> {
+    let Path(mut params) = Path::<HashMap<String, String>>::from_request_parts(parts, state)
+        .await
+        .map_err(|_| AppError::NotFound)?;
+    params.remove(name).ok_or(AppError::NotFound)
+}
+
 /// Where [`member_room`] looks the membership up.
 #[derive(Clone, Copy)]
 enum Lookup {
@@ -123,15 +206,8 @@ async fn member_room(
     state: &SharedState,
     lookup: Lookup,
 ) -> Result<(User, Room), AppError> {
-    let user = parts
-        .extensions
-        .get::<Ctx>()
-        .and_then(|ctx| ctx.user.clone())
-        .ok_or(AppError::Unauthorized)?;
-    let Path(params) = Path::<HashMap<String, String>>::from_request_parts(parts, state)
-        .await
-        .map_err(|_| AppError::NotFound)?;
-    let id = parse_id(params.get("room_id").ok_or(AppError::NotFound)?)?;
+    let user = signed_in_user(parts)?;
+    let id = parse_id(&path_param(parts, state, "room_id").await?)?;
     let room = match lookup {
         Lookup::Fresh => rooms::find_for_member(&state.pool, id, user.id).await?,
         Lookup::Cached => {

@@ -263,19 +263,41 @@ async fn store_field(
     field: multer::Field<'static>,
 ) -> Result<Blob, AppError> {
     let filename = storage::sanitize_filename(field.file_name().unwrap_or("file"));
+    store_stream(state, user, filename, Box::pin(field.map_err(|_| ()))).await
+}
+
+/// Stores `bytes` as a new blob named `filename` uploaded by `user` (a bot's file answer to a
+/// webhook), with the upload rate limit and `--max-upload-bytes` of any upload; its content
+/// type is identified from the bytes and the name, as for any upload.
+///
+/// # Errors
+/// 429 past the upload rate limit, 413 past the size limit, a storage or database failure.
+pub async fn store_bytes(
+    state: &AppState,
+    user: &User,
+    filename: &str,
+    bytes: bytes::Bytes,
+) -> Result<Blob, AppError> {
+    let filename = storage::sanitize_filename(filename);
+    let stream = futures_util::stream::once(async move { Ok::<_, ()>(bytes) });
+    store_stream(state, user, filename, Box::pin(stream)).await
+}
+
+async fn store_stream<S>(
+    state: &AppState,
+    user: &User,
+    filename: String,
+    stream: S,
+) -> Result<Blob, AppError>
+where
+    S: futures_util::Stream<Item = Result<bytes::Bytes, ()>> + Unpin + Send,
+{
     allow_upload(state, user)?;
     let key = storage::new_key();
-    let stream = field.map_err(|_| ());
     let written = state
         .storage
         .disk
-        .upload(
-            &key,
-            Box::pin(stream),
-            state.storage.max_upload_bytes,
-            None,
-            None,
-        )
+        .upload(&key, stream, state.storage.max_upload_bytes, None, None)
         .await?;
     let content_type = identify::content_type(&written.head, &filename);
     let metadata = serde_json::json!({ UPLOADER_KEY: user.id, "identified": true }).to_string();

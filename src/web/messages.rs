@@ -11,14 +11,14 @@ use axum::Extension;
 
 use super::context::Ctx;
 use super::error::AppError;
-use super::extract::{parse_id, CachedMemberRoom, MemberRoom};
+use super::extract::{parse_id, CachedMemberRoom, MemberMessage, MemberRoom};
 use super::files;
 use super::respond::stream_or_back;
 use crate::broadcasts;
 use crate::db::blobs::Blob;
 use crate::db::rooms::Room;
 use crate::db::users::User;
-use crate::db::{messages, rooms, users};
+use crate::db::{messages, users};
 use crate::metrics::PostSource;
 use crate::render;
 use crate::rich_text;
@@ -312,6 +312,28 @@ async fn post_with_file(
     }
 }
 
+/// Posts `blob` (stored for this post) as `author`'s message without text in `room` (a bot's
+/// file answer to a webhook, Campfire's `create_with_attachment!`): processed like any file;
+/// when the post fails, the blob is purged.
+///
+/// # Errors
+/// As [`post_message`].
+pub async fn post_file(
+    state: &SharedState,
+    room: &Room,
+    author: &User,
+    blob: Blob,
+) -> Result<messages::Message, AppError> {
+    let fields = PostFields {
+        text: String::new(),
+        format: None,
+        client_message_id: None,
+        blob: Some(blob),
+        uploaded_here: true,
+    };
+    Ok(post_with_file(state, room, author, fields, None).await?.0)
+}
+
 /// What a person's post stored, left in its response's extensions for the layers after the
 /// handler (the bot webhooks, `crate::web::webhooks::after_post`).
 #[derive(Clone, Debug)]
@@ -510,16 +532,13 @@ pub async fn destroy(
 pub async fn boost(
     State(state): State<SharedState>,
     Extension(ctx): Extension<Ctx>,
-    Path(message_id): Path<String>,
+    MemberMessage {
+        user,
+        message,
+        room,
+    }: MemberMessage,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
-    let user = ctx.require_user()?;
-    let message = messages::find_any(&state.pool, parse_id(&message_id)?)
-        .await?
-        .ok_or(AppError::NotFound)?;
-    let room = rooms::find_for_member(&state.pool, message.room_id, user.id)
-        .await?
-        .ok_or(AppError::NotFound)?;
     let content = ctx.form.get("boost[content]").unwrap_or("").trim();
     if content.is_empty() || content.chars().count() > 16 {
         return Err(AppError::Unprocessable(

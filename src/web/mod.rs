@@ -9,6 +9,7 @@
 //! |---|---|
 //! | `GET /session/new`, `POST /session`, `DELETE /session` | [`sessions`] |
 //! | `GET /`, `GET /rooms/{id}`, `GET /rooms/{id}/@{message_id}`, `GET /rooms/{id}/messages`, `GET /rooms/{id}/refresh`, `GET /users/me/sidebar` | [`rooms`] |
+//! | `GET /users/me/sidebar/catch_up` | [`sidebar_history`] |
 //! | `GET /autocompletable/users?query=&room_id=` | [`autocompletable`] |
 //! | `POST /rooms/{id}/messages`, `GET /rooms/{id}/messages/{message_id}/edit`, `PATCH`/`DELETE /rooms/{id}/messages/{message_id}`, `POST /messages/{id}/boosts` | [`messages`] |
 //! | `POST /rooms/{id}/{bot_key}/messages` | [`messages::create_by_bot`] |
@@ -63,6 +64,7 @@ pub mod respond;
 pub mod rooms;
 pub mod searches;
 pub mod sessions;
+pub mod sidebar_history;
 pub mod transfers;
 pub mod users;
 pub mod webhooks;
@@ -137,6 +139,10 @@ pub fn routes(state: SharedState) -> Router {
             delete(boosts::destroy),
         )
         .route("/users/me/sidebar", get(rooms::sidebar))
+        .route(
+            "/users/me/sidebar/catch_up",
+            get(sidebar_history::catch_up),
+        )
         .route("/autocompletable/users", get(autocompletable::users))
         .route("/first_run", get(first_run::show).post(first_run::create))
         .route("/join/{join_code}", get(join::new).post(join::create))

@@ -12,7 +12,7 @@ pub mod settings;
 pub mod shared;
 
 use axum::extract::{Path, Query, State};
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use axum::Extension;
 use serde::Deserialize;
@@ -62,8 +62,9 @@ pub async fn show(
     State(state): State<SharedState>,
     Extension(ctx): Extension<Ctx>,
     Path(room_id): Path<String>,
+    headers: HeaderMap,
 ) -> Result<Response, AppError> {
-    render_room(&state, &ctx, parse_id(&room_id)?, None).await
+    render_room(&state, &ctx, &headers, parse_id(&room_id)?, None).await
 }
 
 /// `GET /rooms/{id}/@{message_id}`: a deep link to a message (Campfire's
@@ -74,17 +75,26 @@ pub async fn show_segment(
     State(state): State<SharedState>,
     Extension(ctx): Extension<Ctx>,
     Path((room_id, segment)): Path<(String, String)>,
+    headers: HeaderMap,
 ) -> Result<Response, AppError> {
     let Some(message_id) = segment.strip_prefix('@') else {
         return Err(AppError::NotFound);
     };
     let message_id = parse_id(message_id)?;
-    render_room(&state, &ctx, parse_id(&room_id)?, Some(message_id)).await
+    render_room(
+        &state,
+        &ctx,
+        &headers,
+        parse_id(&room_id)?,
+        Some(message_id),
+    )
+    .await
 }
 
 async fn render_room(
     state: &SharedState,
     ctx: &Ctx,
+    headers: &HeaderMap,
     room_id: i64,
     message_id: Option<i64>,
 ) -> Result<Response, AppError> {
@@ -116,6 +126,17 @@ async fn render_room(
     let has_newer = match (message_id, page.last()) {
         (Some(_), Some(last)) => messages::any_beyond(&state.pool, room.id, last.id, false).await?,
         _ => false,
+    };
+    // Campfire's `rooms/show/_invitation`: the first room, while it holds no more than a page
+    // of messages, welcomes with the invite block.
+    let welcome = if message_id.is_none()
+        && !has_older
+        && rooms::original_id(&state.pool).await? == Some(room.id)
+    {
+        let invite = super::account::settings::invite_link(state, ctx, headers).await?;
+        Some((invite.url, invite.qr_path))
+    } else {
+        None
     };
     let messages_html = render::messages(&page, &state.storage.verifier)?;
     let messages_stream = state
@@ -149,10 +170,15 @@ async fn render_room(
         messages_html: &messages_html,
         has_older,
         has_newer,
+        shown_ids: (
+            page.first().map_or(0, |m| m.id),
+            page.last().map_or(0, |m| m.id),
+        ),
         highlight_message_id: message_id.unwrap_or(0),
         client_message_id: &client_message_id,
         refresh_cursor,
         scripts: state.assets.head_html(),
+        welcome,
     };
     let html = askama::Template::render(&view)?;
     let mut response = Html(html).into_response();
@@ -329,24 +355,36 @@ pub async fn refresh(
 }
 
 /// `GET /users/me/sidebar`: the room list with its two stream sources (`rooms` and
-/// `<user gid>:rooms`).
+/// `<user gid>:rooms`), and the people one click starts a direct room with (Campfire's
+/// placeholders: a form posting `user_ids[]` to `/rooms/directs`).
 pub async fn sidebar(
     State(state): State<SharedState>,
     Extension(ctx): Extension<Ctx>,
 ) -> Result<Response, AppError> {
     let user = ctx.require_user()?;
+    // Before the list: what is broadcast after this read comes again in the catch-up.
+    let history = super::sidebar_history::positions_now(
+        state.history.as_ref(),
+        &state.config.gid_app,
+        user.id,
+    );
     let list = rooms::for_sidebar(&state.pool, user.id).await?;
     let (direct, shared): (Vec<_>, Vec<_>) = list.into_iter().partition(|r| r.kind == "direct");
     let rooms_stream = state.signer.sign("rooms");
     let user_rooms_stream = state
         .signer
         .sign(&streams::user_rooms(&state.config.gid_app, user.id));
+    let people = crate::db::users::direct_placeholders(&state.pool, user.id).await?;
+    let token = ctx.csrf_token();
     let view = Sidebar {
         rooms_stream: &rooms_stream,
         user_rooms_stream: &user_rooms_stream,
         user_id: user.id,
         shared,
         direct,
+        history: &history,
+        people,
+        csrf_token: &token,
     };
     let html = askama::Template::render(&view)?;
     Ok(Html(html).into_response())

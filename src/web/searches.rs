@@ -40,6 +40,10 @@ pub struct SearchPage<'a> {
     pub recent: &'a [Search],
     /// The matching messages, newest first, each with its room.
     pub results: &'a [SearchHit],
+    /// The signed-in user's id (the page's `current-user-id`, for the scripts).
+    pub user_id: i64,
+    /// The import map and script tags of the app's JS (as the room page loads them).
+    pub scripts: &'a str,
 }
 
 /// One search result: the message's partial under the name of its room.
@@ -126,6 +130,8 @@ pub async fn index(
         max_query: MAX_QUERY_CHARS,
         recent: &recent,
         results: &hits,
+        user_id: user.id,
+        scripts: state.assets.head_html(),
     };
     Ok((StatusCode::OK, Html(page.render()?)).into_response())
 }

@@ -226,11 +226,20 @@ pub async fn hash_password(password: &str) -> Result<String, AppError> {
 
 /// `DELETE /session` (or `POST /session` with `_method=delete`): destroys the server-side
 /// session, deletes the cookie, gives the browser a new CSRF secret and closes the cable
-/// connections opened with it.
+/// connections opened with it. With `push_subscription_endpoint` (the sign-out form's, filled
+/// in by `assets/js/notifications.js`), the user's push subscription there is deleted too.
 pub async fn destroy(
     State(state): State<SharedState>,
     Extension(ctx): Extension<Ctx>,
 ) -> Result<Response, AppError> {
+    // Campfire's `remove_push_subscription`: the page sends the browser's endpoint (its
+    // script unsubscribed the browser first); only the signed-out user's own is deleted.
+    if let (Some(user), Some(endpoint)) = (&ctx.user, ctx.form.get("push_subscription_endpoint")) {
+        if !endpoint.is_empty() {
+            crate::db::push_subscriptions::delete_endpoint_for_user(&state.pool, user.id, endpoint)
+                .await?;
+        }
+    }
     if let Some(token) = &ctx.session_token {
         crate::db::sessions::destroy(&state.pool, token).await?;
         if let Some(user) = &ctx.user {

@@ -23,7 +23,8 @@
 //! `plain` is the text without the recipient's own mention, trimmed. The answer: a 200 with
 //! `Content-Type` `text/plain` or `text/html` is posted as the bot's message (through the same
 //! path and limits as the bot API); no answer within 7 s posts "Failed to respond within 7
-//! seconds"; anything else posts nothing. File answers wait for attachment storage.
+//! seconds"; a 200 with any other content type is posted as a file, `attachment.<subtype>`
+//! (Campfire's `receive_attachment_reply_to`); anything else posts nothing.
 
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Weak};
@@ -34,7 +35,7 @@ use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::Response;
 
-use super::messages::{post_message, Posted};
+use super::messages::{post_file, post_message, Posted};
 use crate::db::messages::{self, Message};
 use crate::db::rooms::{self, Room};
 use crate::db::users::User;
@@ -196,29 +197,21 @@ fn start_worker(state: &SharedState) {
     });
 }
 
-/// One delivery and its answer.
-async fn deliver(state: &AppState, delivery: &Delivery) {
+/// One delivery and its answer (Campfire's `Webhook#deliver`): a 200 with text is posted as
+/// text, a 200 with another content type as a file, a timeout as "Failed to respond within 7
+/// seconds".
+async fn deliver(state: &SharedState, delivery: &Delivery) {
     let answer = match state.webhooks.deliver(delivery).await {
-        Ok(reply)
-            if reply.status == 200
-                && matches!(reply.content_type.as_str(), "text/plain" | "text/html") =>
-        {
-            String::from_utf8(reply.body.to_vec())
-                .ok()
-                .map(|text| Answer {
-                    html: reply.content_type == "text/html",
-                    text,
-                })
-        }
+        Ok(reply) if reply.status == 200 && !reply.body.is_empty() => answer_of(reply),
         Ok(reply) => {
             tracing::debug!(
                 status = reply.status,
                 bot_id = delivery.bot_id,
-                "webhook answered without text"
+                "webhook answered without text or a file"
             );
             None
         }
-        Err(DeliveryError::TimedOut) => Some(Answer {
+        Err(DeliveryError::TimedOut) => Some(Answer::Text {
             html: false,
             text: format!(
                 "Failed to respond within {} seconds",
@@ -230,32 +223,78 @@ async fn deliver(state: &AppState, delivery: &Delivery) {
             None
         }
     };
-    let Some(answer) = answer.filter(|a| !a.text.trim().is_empty()) else {
+    let Some(answer) = answer else {
         return;
     };
-    if let Err(e) = post_answer(state, delivery, &answer).await {
+    if let Err(e) = post_answer(state, delivery, answer).await {
         tracing::info!(error = %e, bot_id = delivery.bot_id, "webhook answer not posted");
     }
 }
 
+/// What a 200 answer posts: `text/plain` and `text/html` as text (when UTF-8 and not blank),
+/// any other content type as a file named `attachment.<subtype>` (Campfire's
+/// `extract_attachment_from`); an answer without a content type posts nothing.
+fn answer_of(reply: crate::webhooks::Reply) -> Option<Answer> {
+    match reply.content_type.as_str() {
+        "" => None,
+        "text/plain" | "text/html" => String::from_utf8(reply.body.to_vec())
+            .ok()
+            .filter(|text| !text.trim().is_empty())
+            .map(|text| Answer::Text {
+                html: reply.content_type == "text/html",
+                text,
+            }),
+        other => Some(Answer::File {
+            filename: attachment_name(other),
+            bytes: reply.body,
+        }),
+    }
+}
+
+/// `attachment.<extension>` for a content type: its subtype when that is a plain word
+/// (`image/png` → `attachment.png`, `application/pdf` → `attachment.pdf`; `image/svg+xml` →
+/// `attachment.svg`), else `attachment.bin`.
+pub fn attachment_name(content_type: &str) -> String {
+    let subtype = content_type
+        .split_once('/')
+        .map(|(_, sub)| sub.split('+').next().unwrap_or(""))
+        .unwrap_or("");
+    let ext = match subtype {
+        "jpeg" => "jpg",
+        s if !s.is_empty() && s.len() <= 10 && s.bytes().all(|b| b.is_ascii_alphanumeric()) => s,
+        _ => "bin",
+    };
+    format!("attachment.{ext}")
+}
+
 /// A webhook's answer to post.
 #[derive(Debug)]
-struct Answer {
-    /// Whether it came as `text/html` (sanitized as the editor's HTML) rather than plain text.
-    html: bool,
-    /// The answer's text.
-    text: String,
+enum Answer {
+    /// Text, as `text/html` (sanitized as the editor's HTML) or plain text.
+    Text {
+        /// Whether it came as `text/html`.
+        html: bool,
+        /// The answer's text.
+        text: String,
+    },
+    /// A file.
+    File {
+        /// Its name, `attachment.<extension>`.
+        filename: String,
+        /// Its bytes.
+        bytes: bytes::Bytes,
+    },
 }
 
 /// Posts `answer` as the bot in the delivery's room, with the bot API's checks: the bot is
-/// still active and a member, and the text fits the body limits; HTML goes through the body
-/// sanitizer (no mentions kept), plain text is escaped.
-async fn post_answer(state: &AppState, delivery: &Delivery, answer: &Answer) -> anyhow::Result<()> {
-    anyhow::ensure!(
-        answer.text.len() <= state.config.max_body_bytes
-            && answer.text.len() <= crate::rich_text::MAX_BODY_BYTES,
-        "answer over the body limit"
-    );
+/// still active and a member; text fits the body limits (HTML goes through the body sanitizer,
+/// no mentions kept; plain text is escaped); a file is stored with the limits of the bot API's
+/// uploads (rate and `--max-upload-bytes`) and processed like any.
+async fn post_answer(
+    state: &SharedState,
+    delivery: &Delivery,
+    answer: Answer,
+) -> anyhow::Result<()> {
     let bot = crate::db::users::find(&state.pool, delivery.bot_id)
         .await?
         .filter(|u| u.is_active() && u.role == "bot")
@@ -263,15 +302,28 @@ async fn post_answer(state: &AppState, delivery: &Delivery, answer: &Answer) -> 
     let room = rooms::find_for_member(&state.pool, delivery.room_id, bot.id)
         .await?
         .ok_or_else(|| anyhow::anyhow!("the bot left the room"))?;
+    let (html, text) = match answer {
+        Answer::Text { html, text } => (html, text),
+        Answer::File { filename, bytes } => {
+            let blob = store_file(state, &bot, &filename, bytes).await?;
+            post_file(state, &room, &bot, blob)
+                .await
+                .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+            return Ok(());
+        }
+    };
     anyhow::ensure!(
-        !(answer.html
-            && crate::rich_text::nests_deeper_than(&answer.text, crate::rich_text::MAX_NESTING)),
+        text.len() <= state.config.max_body_bytes && text.len() <= crate::rich_text::MAX_BODY_BYTES,
+        "answer over the body limit"
+    );
+    anyhow::ensure!(
+        !(html && crate::rich_text::nests_deeper_than(&text, crate::rich_text::MAX_NESTING)),
         "answer nested too deeply"
     );
-    let body = if answer.html {
-        crate::rich_text::sanitize(&answer.text).finish(&std::collections::HashMap::new())
+    let body = if html {
+        crate::rich_text::sanitize(&text).finish(&std::collections::HashMap::new())
     } else {
-        crate::rich_text::from_plain_text(&answer.text)
+        crate::rich_text::from_plain_text(&text)
     };
     anyhow::ensure!(!body.is_blank(), "blank answer");
     let cid = messages::new_client_message_id();
@@ -279,6 +331,17 @@ async fn post_answer(state: &AppState, delivery: &Delivery, answer: &Answer) -> 
         .await
         .map_err(|e| anyhow::anyhow!("{e:?}"))?;
     Ok(())
+}
+
+async fn store_file(
+    state: &AppState,
+    bot: &User,
+    filename: &str,
+    bytes: bytes::Bytes,
+) -> anyhow::Result<crate::db::blobs::Blob> {
+    super::files::store_bytes(state, bot, filename, bytes)
+        .await
+        .map_err(|e| anyhow::anyhow!("{e:?}"))
 }
 
 #[cfg(test)]
@@ -307,6 +370,16 @@ mod tests {
         );
         assert!(mentioned_bots(&[mention(6, "bot")], vec![bot("Helper")]).is_empty());
         assert!(mentioned_bots(&[], vec![bot("Helper")]).is_empty());
+    }
+
+    #[test]
+    fn file_answers_are_named_by_their_content_type() {
+        assert_eq!(attachment_name("image/png"), "attachment.png");
+        assert_eq!(attachment_name("image/jpeg"), "attachment.jpg");
+        assert_eq!(attachment_name("image/svg+xml"), "attachment.svg");
+        assert_eq!(attachment_name("application/pdf"), "attachment.pdf");
+        assert_eq!(attachment_name("application/x-tar"), "attachment.bin");
+        assert_eq!(attachment_name("nonsense"), "attachment.bin");
     }
 
     #[test]

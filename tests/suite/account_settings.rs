@@ -5,83 +5,16 @@ use crate::common;
 
 use std::time::{Duration, Instant};
 
-use common::{
-    attr_after, confirm, connect_with, csrf_meta, form, subscribe_cmd, text, Client, TestServer,
-    Ws, WsEvent,
-};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
+use common::forms::{broadcast_containing, csrf, expect_statuses, scalar_i64, send, watch_room};
+use common::{attr_after, csrf_meta, form, Client, TestServer};
 
 const DAVID: &str = "david@example.com";
 const JASON: &str = "jason@example.com";
 const SECRET: &str = "secret123456";
 const T: Duration = Duration::from_secs(10);
 
-async fn csrf(c: &mut Client, path: &str) -> String {
-    let page = c.get(path).await;
-    assert_eq!(page.status, 200, "{path}: {}", page.body);
-    csrf_meta(&page.body)
-}
-
-async fn send(
-    c: &mut Client,
-    method: &str,
-    path: &str,
-    pairs: &[(&str, &str)],
-    token: &str,
-) -> common::Response {
-    let mut all: Vec<(&str, &str)> = pairs.to_vec();
-    all.push(("authenticity_token", token));
-    if method != "POST" {
-        all.push(("_method", method));
-    }
-    c.post_form(path, &form(&all), &[]).await
-}
-
-async fn scalar_i64(server: &TestServer, sql: &str) -> i64 {
-    sqlx::query_scalar(sqlx::AssertSqlSafe(sql.to_owned()))
-        .fetch_one(&server.state.pool)
-        .await
-        .unwrap()
-}
-
-async fn watch_room(server: &TestServer, c: &mut Client, room: i64) -> Ws {
-    let page = c.get(&format!("/rooms/{room}")).await;
-    assert_eq!(page.status, 200);
-    let signed = attr_after(&page.body, "signed-stream-name=\"").expect("stream name");
-    let identifier =
-        serde_json::json!({"channel": "RoomMessagesChannel", "signed_stream_name": signed})
-            .to_string();
-    let mut ws = connect_with(server, c).await;
-    ws.send_text(&subscribe_cmd(&identifier)).await;
-    assert_eq!(ws.next_non_ping(T).await, text(&confirm(&identifier)));
-    ws
-}
-
-/// The next broadcast whose `message` contains `needle`, skipping others.
-async fn broadcast_containing(ws: &mut Ws, needle: &str) -> String {
-    let deadline = Instant::now() + T;
-    while Instant::now() < deadline {
-        match ws.next_non_ping(T).await {
-            Some(WsEvent::Text(t)) => {
-                let v: serde_json::Value = serde_json::from_str(&t).unwrap();
-                if let Some(m) = v["message"].as_str() {
-                    if m.contains(needle) {
-                        return m.to_owned();
-                    }
-                }
-            }
-            other => panic!("expected a broadcast, got {other:?}"),
-        }
-    }
-    panic!("no broadcast containing {needle:?}");
-}
-
 async fn signed_in(server: &TestServer, email: &str, password: &str) -> Client {
-    let mut c = server.client();
-    let r = c.login(email, password).await;
-    assert_eq!(r.status, 302, "{email}: {}", r.body);
-    c
+    server.signed_in(email, password).await
 }
 
 /// Whether `c` is signed in (the profile form answers 200 rather than sending to sign-in).
@@ -292,6 +225,34 @@ async fn a_transfer_link_signs_in_a_second_client_until_it_expires() {
     }
     // A QR id that is not base64 of a URL: 404.
     assert_eq!(server.client().get("/qr_code/%%%").await.status, 404);
+}
+
+/// PUTs the transfer link `path` from a fresh client: its status, and whether it is signed in.
+async fn open_transfer(server: &TestServer, path: &str) -> (u16, bool) {
+    let mut device = server.client();
+    let shown = device.get(path).await;
+    assert_eq!(shown.status, 200, "{path}");
+    let r = send(&mut device, "PUT", path, &[], &csrf_meta(&shown.body)).await;
+    (r.status, is_signed_in(&mut device).await)
+}
+
+#[tokio::test]
+async fn a_transfer_link_that_signed_a_device_in_signs_no_one_in_after_it_expires() {
+    let server = TestServer::start().await;
+    // David's link, as the profile makes it but expiring 2 s from now instead of 4 h.
+    let expires = std::time::SystemTime::now() + Duration::from_secs(2);
+    let id = server
+        .state
+        .signed_ids
+        .generate("user", "transfer", 1, expires);
+    let path = format!("/session/transfers/{id}");
+    assert_eq!(open_transfer(&server, &path).await, (302, true));
+    // The same link again, still in time: another device signs in too.
+    assert_eq!(open_transfer(&server, &path).await, (302, true));
+    while std::time::SystemTime::now() <= expires + Duration::from_millis(50) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(open_transfer(&server, &path).await, (400, false));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -516,65 +477,12 @@ async fn a_member_is_refused_room_creation_while_it_is_restricted_to_administrat
 // ---------------------------------------------------------------------------------------------
 // Bots that answer.
 
-/// A webhook receiver on loopback: each request's body goes to the channel; it answers with
-/// `answer` (status, content type, body) after `delay`.
+/// A plain-HTTP webhook receiver on loopback answering `answer` after `delay`.
 async fn receiver(
-    answer: (u16, &'static str, &'static str),
+    (status, content_type, body): (u16, &'static str, &'static str),
     delay: Duration,
-) -> (
-    String,
-    tokio::sync::mpsc::UnboundedReceiver<(String, Vec<u8>)>,
-) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/hook", listener.local_addr().unwrap());
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    tokio::spawn(async move {
-        loop {
-            let Ok((mut socket, _)) = listener.accept().await else {
-                return;
-            };
-            let tx = tx.clone();
-            tokio::spawn(async move {
-                let mut buf = Vec::new();
-                let mut chunk = [0u8; 4096];
-                let (head, body) = loop {
-                    let n = socket.read(&mut chunk).await.unwrap_or(0);
-                    if n == 0 {
-                        return;
-                    }
-                    buf.extend_from_slice(&chunk[..n]);
-                    if let Some(at) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                        let head = String::from_utf8_lossy(&buf[..at]).to_string();
-                        let len: usize = head
-                            .lines()
-                            .find_map(|l| {
-                                l.to_ascii_lowercase()
-                                    .strip_prefix("content-length:")
-                                    .map(|v| v.trim().parse().unwrap())
-                            })
-                            .unwrap_or(0);
-                        while buf.len() < at + 4 + len {
-                            let n = socket.read(&mut chunk).await.unwrap_or(0);
-                            if n == 0 {
-                                break;
-                            }
-                            buf.extend_from_slice(&chunk[..n]);
-                        }
-                        break (head, buf[at + 4..].to_vec());
-                    }
-                };
-                let _ = tx.send((head, body));
-                tokio::time::sleep(delay).await;
-                let (status, content_type, text) = answer;
-                let reply = format!(
-                    "HTTP/1.1 {status} X\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
-                    text.len()
-                );
-                let _ = socket.write_all(reply.as_bytes()).await;
-            });
-        }
-    });
-    (url, rx)
+) -> (String, common::webhooks::Requests) {
+    common::webhooks::receiver((status, content_type, body.into()), delay, None).await
 }
 
 async fn create_bot(server: &TestServer, david: &mut Client, name: &str, url: &str) -> i64 {
@@ -898,19 +806,9 @@ async fn a_custom_boost_shows_its_booster_and_only_the_booster_removes_it_live()
     let mut david = signed_in(&server, DAVID, SECRET).await;
     let david_token = csrf(&mut david, "/rooms/1").await;
     let own = format!("/messages/{message_id}/boosts/{boost_id}");
-    assert_eq!(
-        send(&mut david, "DELETE", &own, &[], &david_token)
-            .await
-            .status,
-        403
-    );
+    expect_statuses(&mut david, &david_token, &[("DELETE", &own, &[], 403)]).await;
     let missing = format!("/messages/{message_id}/boosts/999999");
-    assert_eq!(
-        send(&mut jason, "DELETE", &missing, &[], &token)
-            .await
-            .status,
-        404
-    );
+    expect_statuses(&mut jason, &token, &[("DELETE", &missing, &[], 404)]).await;
     // The booster does: a live remove for the room.
     let r = send(&mut jason, "DELETE", &own, &[], &token).await;
     assert_eq!(r.status, 302, "{}", r.body);
@@ -944,6 +842,127 @@ fn the_people_picker_boosts_and_account_pages_work_in_a_browser() {
     ] {
         assert!(stdout.contains(step), "{step} missing:\n{stdout}");
     }
+}
+
+#[tokio::test]
+async fn the_first_room_welcomes_with_the_invite_block_until_it_holds_more_than_a_page() {
+    let server = TestServer::start().await;
+    sqlx::query("DELETE FROM messages WHERE room_id = 1")
+        .execute(&server.state.pool)
+        .await
+        .unwrap();
+    let mut jason = signed_in(&server, JASON, SECRET).await;
+    let code: String = sqlx::query_scalar("SELECT join_code FROM accounts")
+        .fetch_one(&server.state.pool)
+        .await
+        .unwrap();
+    let page = jason.get("/rooms/1").await;
+    assert!(page.body.contains("id=\"system_welcome\""), "{}", page.body);
+    assert!(
+        page.body
+            .contains(&format!("{}/join/{code}", server.origin())),
+        "the welcome has the full join URL"
+    );
+    // Not in another room.
+    let other = scalar_i64(
+        &server,
+        "SELECT MIN(r.id) FROM rooms r JOIN memberships m ON m.room_id = r.id \
+         WHERE m.user_id = 2 AND r.id > 1",
+    )
+    .await;
+    assert!(!jason
+        .get(&format!("/rooms/{other}"))
+        .await
+        .body
+        .contains("system_welcome"));
+    // A page of messages (40) keeps it; one more and the room has grown out of it.
+    let (token, _) = jason.room(1).await;
+    for i in 0..41 {
+        let r = jason
+            .post_message(1, &format!("message {i}"), &format!("grow-{i}"), &token)
+            .await;
+        assert!(r.status < 400);
+        if i == 39 {
+            assert!(jason.get("/rooms/1").await.body.contains("system_welcome"));
+        }
+    }
+    assert!(!jason.get("/rooms/1").await.body.contains("system_welcome"));
+}
+
+#[tokio::test]
+async fn the_sidebar_offers_people_without_a_direct_room_one_click_away() {
+    let server = TestServer::start().await;
+    let mut jason = signed_in(&server, JASON, SECRET).await;
+    let offered = |html: &str, id: i64| {
+        html.contains(&format!(
+            "name=\"user_ids[]\" value=\"{id}\"><button type=\"submit\" class=\"room-link__person\""
+        ))
+    };
+    let sidebar = jason.get("/users/me/sidebar").await.body;
+    assert!(sidebar.contains("id=\"direct_placeholders\""), "{sidebar}");
+    assert!(!offered(&sidebar, 2), "not oneself");
+    // A person without a direct room with Jason is offered; a click (the form's POST) opens it.
+    let person = scalar_i64(
+        &server,
+        "SELECT MIN(id) FROM users WHERE status = 'active' AND role != 'bot' AND id != 2 \
+         AND id NOT IN (SELECT m.user_id FROM memberships m JOIN rooms r ON r.id = m.room_id \
+           WHERE r.kind = 'direct' AND m.room_id IN (SELECT room_id FROM memberships WHERE user_id = 2))",
+    )
+    .await;
+    assert!(offered(&sidebar, person), "{sidebar}");
+    let token = csrf(&mut jason, "/rooms/1").await;
+    let r = send(
+        &mut jason,
+        "POST",
+        "/rooms/directs",
+        &[("user_ids[]", &person.to_string())],
+        &token,
+    )
+    .await;
+    assert_eq!(r.status, 302);
+    let room = r.header("location").unwrap().to_owned();
+    let sidebar = jason.get("/users/me/sidebar").await.body;
+    assert!(
+        !offered(&sidebar, person),
+        "a person with a direct room is not offered"
+    );
+    assert!(sidebar.contains(&format!("href=\"{room}\"")));
+    // Bots are not people to ping.
+    let mut david = signed_in(&server, DAVID, SECRET).await;
+    let bot = create_bot(&server, &mut david, "Pinger", "").await;
+    assert!(!offered(&jason.get("/users/me/sidebar").await.body, bot));
+    // At most 20, counting Jason and the people he has direct rooms with.
+    let people = jason
+        .get("/users/me/sidebar")
+        .await
+        .body
+        .matches("class=\"room-link__person\"")
+        .count();
+    assert!(people <= 20 && people > 0, "{people}");
+}
+
+#[test]
+fn the_first_room_welcomes_custom_styles_apply_and_the_sidebars_people_are_one_click_away() {
+    let work = common::browser::work_dir("first-room-browser");
+    let stdout = common::browser::run("first_room.mjs", &work, &[]);
+    common::browser::assert_steps(
+        &stdout,
+        &[
+            "WELCOME http",
+            "CUSTOM-CSS",
+            "JOINED Bea,Cal",
+            "PING Bea",
+            "PING Cal",
+            "RESORTED",
+            "SEARCH-LOCAL-TIME",
+            "SIGNED-OUT",
+            "OK",
+        ],
+    );
+    common::browser::assert_screenshots(&[
+        "first-room-welcome.png",
+        "first-room-sidebar-resorted.png",
+    ]);
 }
 
 #[tokio::test]
@@ -985,4 +1004,73 @@ async fn direct_rooms_in_the_sidebar_come_by_latest_activity() {
         position(&sidebar, open[0]) < position(&sidebar, open[1]),
         "{sidebar}"
     );
+}
+
+#[tokio::test]
+async fn the_search_page_loads_the_apps_scripts_like_the_room_page() {
+    let server = TestServer::start().await;
+    let mut jason = signed_in(&server, JASON, SECRET).await;
+    let room = jason.get("/rooms/1").await.body;
+    let search = jason.get("/searches?q=hello").await;
+    assert_eq!(search.status, 200);
+    assert!(search.body.contains("<script type=\"importmap\""));
+    assert!(search
+        .body
+        .contains("name=\"current-user-id\" content=\"2\""));
+    // The same script tags as the room page's.
+    let tags = |html: &str| -> Vec<String> {
+        html.match_indices("<script")
+            .map(|(at, _)| html[at..at + html[at..].find('>').unwrap()].to_owned())
+            .filter(|tag| tag.contains("importmap") || tag.contains("type=\"module\""))
+            .collect()
+    };
+    assert!(!tags(&search.body).is_empty());
+    for tag in tags(&search.body) {
+        assert!(room.contains(&tag), "{tag} is not on the room page");
+    }
+}
+
+#[tokio::test]
+async fn without_javascript_a_room_pages_back_and_forth_through_plain_links() {
+    let server = TestServer::start().await;
+    let mut jason = signed_in(&server, JASON, SECRET).await;
+    let (token, _) = jason.room(1).await;
+    for i in 0..100 {
+        let r = jason
+            .post_message(1, &format!("paging {i}"), &format!("page-{i}"), &token)
+            .await;
+        assert!(r.status < 400);
+    }
+    let link = |html: &str, class: &str| -> Option<i64> {
+        let marker = format!("paging-link--{class}\"><a href=\"/rooms/1/@");
+        attr_after(html, &marker).map(|id| id.parse().unwrap())
+    };
+    let ids = |html: &str| -> Vec<i64> {
+        html.match_indices("data-message-id=\"")
+            .map(|(at, m)| {
+                let rest = &html[at + m.len()..];
+                rest[..rest.find('"').unwrap()].parse().unwrap()
+            })
+            .collect()
+    };
+    let latest = jason.get("/rooms/1").await.body;
+    assert!(
+        link(&latest, "newer").is_none(),
+        "the latest page has no newer link"
+    );
+    let first = *ids(&latest).iter().min().unwrap();
+    assert_eq!(link(&latest, "older"), Some(first));
+    // The older link is a whole page (no JavaScript needed) with messages before the first.
+    let older = jason.get(&format!("/rooms/1/@{first}")).await;
+    assert_eq!(older.status, 200);
+    let shown = ids(&older.body);
+    assert!(shown.iter().any(|&id| id < first), "{shown:?}");
+    let oldest = *shown.iter().min().unwrap();
+    assert_eq!(link(&older.body, "older"), Some(oldest));
+    // And it links forward again.
+    let newest = *shown.iter().max().unwrap();
+    assert_eq!(link(&older.body, "newer"), Some(newest));
+    let forward = jason.get(&format!("/rooms/1/@{newest}")).await.body;
+    assert!(ids(&forward).iter().any(|&id| id > newest));
+    assert!(older.body.contains("<noscript><p class=\"paging-link"));
 }

@@ -4,77 +4,15 @@ use crate::common;
 
 use std::time::Duration;
 
-use common::{
-    attr_after, confirm, connect_with, csrf_meta, form, subscribe_cmd, text, Client, TestServer,
-    Ws, WsEvent,
+use common::forms::{
+    csrf, expect_statuses, next_message, scalar_i64, scalar_text, send, watch_room,
 };
+use common::{csrf_meta, text, TestServer, Ws, WsEvent};
 
 const DAVID: &str = "david@example.com";
 const SECRET: &str = "secret123456";
 const BOT_KEY: &str = "5-bNd3rB0tK3y7";
 const T: Duration = Duration::from_secs(10);
-
-/// A page's CSRF token (the page must answer 200).
-async fn csrf(c: &mut Client, path: &str) -> String {
-    let page = c.get(path).await;
-    assert_eq!(page.status, 200, "{path}: {}", page.body);
-    csrf_meta(&page.body)
-}
-
-/// `method` (by `_method`) with form pairs and the token.
-async fn send(
-    c: &mut Client,
-    method: &str,
-    path: &str,
-    pairs: &[(&str, &str)],
-    token: &str,
-) -> common::Response {
-    let mut all: Vec<(&str, &str)> = pairs.to_vec();
-    all.push(("authenticity_token", token));
-    if method != "POST" {
-        all.push(("_method", method));
-    }
-    c.post_form(path, &form(&all), &[]).await
-}
-
-async fn scalar_i64(server: &TestServer, sql: &str) -> i64 {
-    sqlx::query_scalar(sqlx::AssertSqlSafe(sql.to_owned()))
-        .fetch_one(&server.state.pool)
-        .await
-        .unwrap()
-}
-
-async fn scalar_text(server: &TestServer, sql: &str) -> String {
-    sqlx::query_scalar(sqlx::AssertSqlSafe(sql.to_owned()))
-        .fetch_one(&server.state.pool)
-        .await
-        .unwrap()
-}
-
-/// Opens `/cable` as `c` and subscribes to room `room`'s message stream.
-async fn watch_room(server: &TestServer, c: &mut Client, room: i64) -> Ws {
-    let page = c.get(&format!("/rooms/{room}")).await;
-    assert_eq!(page.status, 200);
-    let signed = attr_after(&page.body, "signed-stream-name=\"").expect("stream name");
-    let identifier =
-        serde_json::json!({"channel": "RoomMessagesChannel", "signed_stream_name": signed})
-            .to_string();
-    let mut ws = connect_with(server, c).await;
-    ws.send_text(&subscribe_cmd(&identifier)).await;
-    assert_eq!(ws.next_non_ping(T).await, text(&confirm(&identifier)));
-    ws
-}
-
-/// The next broadcast's `message` (a turbo-stream string).
-async fn next_message(ws: &mut Ws) -> String {
-    match ws.next_non_ping(T).await {
-        Some(WsEvent::Text(t)) => {
-            let v: serde_json::Value = serde_json::from_str(&t).unwrap();
-            v["message"].as_str().expect("a string message").to_owned()
-        }
-        other => panic!("expected a broadcast, got {other:?}"),
-    }
-}
 
 // ---------------------------------------------------------------------------------------------
 // First run and sign-up.
@@ -282,12 +220,12 @@ async fn the_join_code_signs_people_up_and_administrators_regenerate_it() {
     // Regenerating: members get 403, administrators a new code; the old link is gone.
     let mut jason = server.signed_in("jason@example.com", SECRET).await;
     let token = csrf(&mut jason, "/rooms/1").await;
-    assert_eq!(
-        send(&mut jason, "POST", "/account/join_code", &[], &token)
-            .await
-            .status,
-        403
-    );
+    expect_statuses(
+        &mut jason,
+        &token,
+        &[("POST", "/account/join_code", &[], 403)],
+    )
+    .await;
     let mut david = server.signed_in(DAVID, SECRET).await;
     let token = csrf(&mut david, "/account/users").await;
     let r = send(&mut david, "POST", "/account/join_code", &[], &token).await;
@@ -388,30 +326,21 @@ async fn administrators_list_people_change_roles_and_deactivate() {
     let mut jason = server.signed_in("jason@example.com", SECRET).await;
     assert_eq!(jason.get("/account/users").await.status, 403);
     let token = csrf(&mut jason, "/rooms/1").await;
-    assert_eq!(
-        send(
-            &mut jason,
-            "PATCH",
-            "/account/users/3",
-            &[("user[role]", "administrator")],
-            &token
-        )
-        .await
-        .status,
-        403
-    );
-    assert_eq!(
-        send(&mut jason, "DELETE", "/account/users/3", &[], &token)
-            .await
-            .status,
-        403
-    );
-    assert_eq!(
-        send(&mut jason, "POST", "/users/3/ban", &[], &token)
-            .await
-            .status,
-        403
-    );
+    expect_statuses(
+        &mut jason,
+        &token,
+        &[
+            (
+                "PATCH",
+                "/account/users/3",
+                &[("user[role]", "administrator")],
+                403,
+            ),
+            ("DELETE", "/account/users/3", &[], 403),
+            ("POST", "/users/3/ban", &[], 403),
+        ],
+    )
+    .await;
 
     let mut david = server.signed_in(DAVID, SECRET).await;
     let page = david.get("/account/users").await;
@@ -431,30 +360,20 @@ async fn administrators_list_people_change_roles_and_deactivate() {
         scalar_text(&server, "SELECT role FROM users WHERE id = 2").await,
         "administrator"
     );
-    assert_eq!(
-        send(
-            &mut david,
-            "PATCH",
-            "/account/users/2",
-            &[("user[role]", "bot")],
-            &token
-        )
-        .await
-        .status,
-        422
-    );
-    assert_eq!(
-        send(
-            &mut david,
-            "PATCH",
-            "/account/users/5",
-            &[("user[role]", "member")],
-            &token
-        )
-        .await
-        .status,
-        404
-    );
+    expect_statuses(
+        &mut david,
+        &token,
+        &[
+            ("PATCH", "/account/users/2", &[("user[role]", "bot")], 422),
+            (
+                "PATCH",
+                "/account/users/5",
+                &[("user[role]", "member")],
+                404,
+            ),
+        ],
+    )
+    .await;
     let (mut jz, mut ws) = common::connect_as(&server, "jz@example.com", SECRET).await;
     let r = send(&mut david, "DELETE", "/account/users/3", &[], &token).await;
     assert_eq!(r.status, 302);
@@ -477,48 +396,22 @@ async fn the_last_active_administrator_cannot_deactivate_ban_or_demote_themself(
     let r = send(&mut david, "DELETE", "/account/users/1", &[], &token).await;
     assert_eq!(r.status, 422);
     assert!(r.body.contains("last active administrator"), "{}", r.body);
-    assert_eq!(
-        send(&mut david, "POST", "/users/1/ban", &[], &token)
-            .await
-            .status,
-        422
-    );
-    assert_eq!(
-        send(
-            &mut david,
-            "PATCH",
-            "/users/1",
-            &[("user[status]", "deactivated")],
-            &token
-        )
-        .await
-        .status,
-        422
-    );
-    assert_eq!(
-        send(
-            &mut david,
-            "PATCH",
-            "/users/1",
-            &[("user[status]", "banned")],
-            &token
-        )
-        .await
-        .status,
-        422
-    );
-    assert_eq!(
-        send(
-            &mut david,
-            "PATCH",
-            "/account/users/1",
-            &[("user[role]", "member")],
-            &token
-        )
-        .await
-        .status,
-        422
-    );
+    expect_statuses(
+        &mut david,
+        &token,
+        &[
+            ("POST", "/users/1/ban", &[], 422),
+            ("PATCH", "/users/1", &[("user[status]", "deactivated")], 422),
+            ("PATCH", "/users/1", &[("user[status]", "banned")], 422),
+            (
+                "PATCH",
+                "/account/users/1",
+                &[("user[role]", "member")],
+                422,
+            ),
+        ],
+    )
+    .await;
     assert_eq!(
         scalar_text(
             &server,
@@ -537,18 +430,17 @@ async fn the_last_active_administrator_cannot_deactivate_ban_or_demote_themself(
         &token,
     )
     .await;
-    assert_eq!(
-        send(
-            &mut david,
+    expect_statuses(
+        &mut david,
+        &token,
+        &[(
             "PATCH",
             "/account/users/1",
             &[("user[role]", "member")],
-            &token
-        )
-        .await
-        .status,
-        302
-    );
+            302,
+        )],
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -652,12 +544,7 @@ async fn a_ban_removes_the_users_messages_live_and_blocks_their_addresses() {
         .state
         .bans_present
         .load(std::sync::atomic::Ordering::Relaxed));
-    assert_eq!(
-        send(&mut david, "DELETE", "/users/4/ban", &[], &token)
-            .await
-            .status,
-        404
-    );
+    expect_statuses(&mut david, &token, &[("DELETE", "/users/4/ban", &[], 404)]).await;
     assert_eq!(
         server
             .client()
@@ -677,39 +564,29 @@ async fn administrators_create_rename_rekey_and_remove_bots() {
     let mut jason = server.signed_in("jason@example.com", SECRET).await;
     assert_eq!(jason.get("/account/bots").await.status, 403);
     let token = csrf(&mut jason, "/rooms/1").await;
-    assert_eq!(
-        send(
-            &mut jason,
-            "POST",
-            "/account/bots",
-            &[("user[name]", "Evil")],
-            &token
-        )
-        .await
-        .status,
-        403
-    );
-    assert_eq!(
-        send(&mut jason, "PATCH", "/account/bots/5/key", &[], &token)
-            .await
-            .status,
-        403
-    );
+    expect_statuses(
+        &mut jason,
+        &token,
+        &[
+            ("POST", "/account/bots", &[("user[name]", "Evil")], 403),
+            ("PATCH", "/account/bots/5/key", &[], 403),
+        ],
+    )
+    .await;
 
     let mut david = server.signed_in(DAVID, SECRET).await;
     let token = csrf(&mut david, "/account/bots").await;
-    assert_eq!(
-        send(
-            &mut david,
+    expect_statuses(
+        &mut david,
+        &token,
+        &[(
             "POST",
             "/account/bots",
             &[("user[name]", &"m".repeat(101))],
-            &token
-        )
-        .await
-        .status,
-        422
-    );
+            422,
+        )],
+    )
+    .await;
     let r = send(
         &mut david,
         "POST",
@@ -754,18 +631,17 @@ async fn administrators_create_rename_rekey_and_remove_bots() {
         scalar_text(&server, &format!("SELECT name FROM users WHERE id = {id}")).await,
         "Marvin II"
     );
-    assert_eq!(
-        send(
-            &mut david,
+    expect_statuses(
+        &mut david,
+        &token,
+        &[(
             "PATCH",
             "/account/bots/2",
             &[("user[name]", "Not a bot")],
-            &token
-        )
-        .await
-        .status,
-        404
-    );
+            404,
+        )],
+    )
+    .await;
     let r = send(
         &mut david,
         "PATCH",
@@ -802,18 +678,12 @@ async fn administrators_create_rename_rekey_and_remove_bots() {
         "a removed bot's key is gone"
     );
     assert!(!david.get("/account/bots").await.body.contains("Marvin"));
-    assert_eq!(
-        send(
-            &mut david,
-            "DELETE",
-            &format!("/account/bots/{id}"),
-            &[],
-            &token
-        )
-        .await
-        .status,
-        404
-    );
+    expect_statuses(
+        &mut david,
+        &token,
+        &[("DELETE", &format!("/account/bots/{id}"), &[], 404)],
+    )
+    .await;
     let _ = anon.get("/up").await;
 }
 
@@ -1108,12 +978,12 @@ async fn search_finds_words_in_the_users_rooms_and_follows_edits_and_deletes() {
     // Limits and signed-out visitors.
     let long = "a".repeat(201);
     assert_eq!(david.get(&format!("/searches?q={long}")).await.status, 422);
-    assert_eq!(
-        send(&mut david, "POST", "/searches", &[("q", &long)], &token)
-            .await
-            .status,
-        422
-    );
+    expect_statuses(
+        &mut david,
+        &token,
+        &[("POST", "/searches", &[("q", &long)], 422)],
+    )
+    .await;
     assert_eq!(
         server.client().get("/searches").await.header("location"),
         Some("/session/new")
@@ -1216,10 +1086,7 @@ async fn a_signed_out_cookie_is_refused_at_once_by_pages_and_the_cable() {
     assert_eq!(c.get("/rooms/1").await.status, 200);
     assert_eq!(first_cable_frame(&server, &cookie).await, text(WELCOME));
     let token = csrf(&mut c, "/rooms/1").await;
-    assert_eq!(
-        send(&mut c, "DELETE", "/session", &[], &token).await.status,
-        302
-    );
+    expect_statuses(&mut c, &token, &[("DELETE", "/session", &[], 302)]).await;
     let mut replay = server.client();
     replay.cookies = cookie
         .split("; ")

@@ -49,12 +49,13 @@ async fn handshake_welcome_and_subprotocol_like_rails() {
     assert_eq!(none.status, 101);
     assert_eq!(none.header("sec-websocket-protocol"), None);
     assert_eq!(none.next(T).await, text(r#"{"type":"welcome"}"#));
-    // Unknown protocol only → no header.
+    // Unknown protocol only → no header (AnyCable's msgpack; its ext-json is offered, see
+    // reliable.rs).
     let unknown = Ws::connect(
         server.addr,
         Some(&c.cookie_header()),
         Some(&server.origin()),
-        Some("actioncable-v1-ext-json"),
+        Some("actioncable-v1-msgpack"),
     )
     .await;
     assert_eq!(unknown.status, 101);

@@ -12,13 +12,14 @@ use std::path::{Path, PathBuf};
 /// The floors of the house, bottom-up; a top-level module may import only from its own floor
 /// or below (and, on its own floor, without cycles).
 const FLOORS: &[&[&str]] = &[
-    &["rails", "rich_text", "db", "fanout"],
+    &["rails", "rich_text", "db", "fanout", "history"],
     &[
         "net",
         "config",
         "metrics",
         "rate_limit",
         "registry",
+        "sessions",
         "presence",
         "assets",
         "anycable",

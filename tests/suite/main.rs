@@ -21,6 +21,7 @@ mod common;
 
 mod account_settings;
 mod accounts;
+mod bot_answers;
 mod browser;
 mod browser_files;
 mod browser_room;
@@ -43,6 +44,7 @@ mod rails_interop;
 mod rails_vectors;
 mod redis;
 mod redis_rails;
+mod reliable;
 mod rich_text;
 mod room_page;
 mod rooms;

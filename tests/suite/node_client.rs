@@ -11,9 +11,11 @@ use std::process::Command;
 
 use common::TestServer;
 
-fn ensure_node_modules() {
+pub(crate) fn ensure_node_modules() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/node");
-    if !dir.join("node_modules/@rails/actioncable").exists() {
+    if !dir.join("node_modules/@rails/actioncable").exists()
+        || !dir.join("node_modules/@anycable/core").exists()
+    {
         let status = Command::new("npm")
             .args(["ci", "--no-audit", "--no-fund"])
             .current_dir(&dir)

@@ -591,3 +591,60 @@ async fn gone_subscriptions_are_deleted_busy_ones_retried_and_a_hanging_service_
     assert!(count("retried") >= 1.0, "{metrics}");
     server.stop().await;
 }
+
+#[tokio::test]
+async fn signing_out_deletes_the_browsers_subscription_and_only_the_users_own() {
+    let server = TestServer::start().await;
+    let keys = BrowserKeys::new();
+    let (p256dh, auth) = (keys.p256dh(), keys.auth_key());
+    let endpoint = "https://push.example/send/this-browser";
+    let other = "https://push.example/send/another-browser";
+    let (mut david, csrf) = signed_in(&server, "david@example.com", PASSWORD).await;
+    for e in [endpoint, other] {
+        let r = subscribe(&mut david, &csrf, e, &p256dh, &auth).await;
+        assert!(r.status < 400, "{}", r.body);
+    }
+    // Jason's browser has a subscription at the same endpoint.
+    let (mut jason, jason_csrf) = signed_in(&server, "jason@example.com", PASSWORD).await;
+    let r = subscribe(&mut jason, &jason_csrf, endpoint, &p256dh, &auth).await;
+    assert!(r.status < 400, "{}", r.body);
+    let count = |user: i64| {
+        let pool = server.state.pool.clone();
+        async move {
+            sqlx::query_scalar::<_, i64>(
+                "SELECT COUNT(*) FROM push_subscriptions WHERE user_id = ?",
+            )
+            .bind(user)
+            .fetch_one(&pool)
+            .await
+            .unwrap()
+        }
+    };
+    assert_eq!((count(1).await, count(2).await), (2, 1));
+    // The room page's sign-out form carries the field the script fills in.
+    let room = david.get("/rooms/1").await.body;
+    assert!(
+        room.contains("name=\"push_subscription_endpoint\""),
+        "{room}"
+    );
+    let r = david
+        .post_form(
+            "/session",
+            &form(&[
+                ("_method", "delete"),
+                ("push_subscription_endpoint", endpoint),
+                ("authenticity_token", &csrf_meta(&room)),
+            ]),
+            &[],
+        )
+        .await;
+    assert_eq!(r.status, 302);
+    assert_eq!(r.header("location"), Some("/session/new"));
+    let left: Vec<String> =
+        sqlx::query_scalar("SELECT endpoint FROM push_subscriptions WHERE user_id = 1")
+            .fetch_all(&server.state.pool)
+            .await
+            .unwrap();
+    assert_eq!(left, vec![other.to_owned()]);
+    assert_eq!(count(2).await, 1, "Jason's subscription stays");
+}

@@ -636,28 +636,7 @@ async fn rails_clients_reconnect_to_the_surviving_cable_node() {
     assert_eq!(nodes[0].client().get("/cable").await.status, 404);
 }
 
-/// The CSRF token of a page `c` may see.
-async fn csrf_of(c: &mut Client) -> String {
-    let page = c.get("/rooms/opens/new").await;
-    assert_eq!(page.status, 200, "{}", page.body);
-    common::csrf_meta(&page.body)
-}
-
-/// Submits a form as a browser would (with `_method` for other verbs than POST).
-async fn submit(
-    c: &mut Client,
-    method: &str,
-    path: &str,
-    pairs: &[(&str, &str)],
-) -> common::Response {
-    let token = csrf_of(c).await;
-    let mut all: Vec<(&str, &str)> = vec![("authenticity_token", &token)];
-    if method != "POST" {
-        all.push(("_method", method));
-    }
-    all.extend_from_slice(pairs);
-    c.post_form(path, &common::form(&all), &[]).await
-}
+use common::forms::submit;
 
 /// Creates a closed room of David and `member` through `node` and returns its id.
 async fn closed_room_with(node: &TestServer, david: &mut Client, member: i64) -> i64 {

@@ -6,7 +6,7 @@ use crate::common;
 
 use std::time::Duration;
 
-use common::{confirm, connect_as, form, reject, subscribe_cmd, Client, TestServer, Ws, WsEvent};
+use common::{confirm, connect_as, form, reject, subscribe_cmd, TestServer, Ws, WsEvent};
 
 const T: Duration = Duration::from_secs(5);
 const PASSWORD: &str = "secret123456";
@@ -70,27 +70,7 @@ async fn expect_none(ws: &mut Ws, needle: &str, wait: Duration) {
     }
 }
 
-/// The CSRF token of a page the client may see.
-async fn csrf(c: &mut Client) -> String {
-    let page = c.get("/rooms/opens/new").await;
-    assert_eq!(page.status, 200, "{}", page.body);
-    common::csrf_meta(&page.body)
-}
-
-async fn send(
-    c: &mut Client,
-    method: &str,
-    path: &str,
-    pairs: &[(&str, &str)],
-) -> common::Response {
-    let token = csrf(c).await;
-    let mut all: Vec<(&str, &str)> = vec![("authenticity_token", &token)];
-    if method != "POST" {
-        all.push(("_method", method));
-    }
-    all.extend_from_slice(pairs);
-    c.post_form(path, &form(&all), &[]).await
-}
+use common::forms::submit as send;
 
 fn room_id_of(r: &common::Response) -> i64 {
     assert_eq!(r.status, 302, "{}", r.body);

@@ -4,16 +4,15 @@
 //! in, ready `curl` lines for posting text and files, with copy buttons.
 
 use askama::Template;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
-use axum::Extension;
 
 use crate::db::users::{self, Bot};
 use crate::state::SharedState;
 use crate::web::context::Ctx;
 use crate::web::error::AppError;
-use crate::web::extract::parse_id;
+use crate::web::extract::{Admin, AdminPage, Id};
 use crate::web::fields::{self, MAX_NAME_CHARS};
 use crate::web::links::origin;
 use crate::web::respond::found;
@@ -76,13 +75,9 @@ async fn set_webhook(state: &SharedState, bot_id: i64, url: &str) -> Result<(), 
 /// `GET /account/bots`: the bots with their keys.
 pub async fn index(
     State(state): State<SharedState>,
-    Extension(ctx): Extension<Ctx>,
+    AdminPage(ctx): AdminPage,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
-    if ctx.user.is_none() {
-        return Ok(found("/session/new"));
-    }
-    ctx.require_administrator()?;
     let origin = origin(&ctx, &headers, &state);
     let mut rows = Vec::new();
     for bot in users::bots(&state.pool).await? {
@@ -120,9 +115,8 @@ pub async fn index(
 /// a bad name or URL (nothing stored).
 pub async fn create(
     State(state): State<SharedState>,
-    Extension(ctx): Extension<Ctx>,
+    Admin(ctx): Admin,
 ) -> Result<Response, AppError> {
-    ctx.require_administrator()?;
     let name = fields::required(&ctx.form, "user[name]", MAX_NAME_CHARS)?;
     let url = webhook_url(&ctx)?;
     let bot = users::create_bot(&state.pool, &name).await?;
@@ -138,11 +132,9 @@ pub async fn create(
 /// unknown bot, 422 for a bad name or URL (nothing stored).
 pub async fn update(
     State(state): State<SharedState>,
-    Extension(ctx): Extension<Ctx>,
-    Path(bot_id): Path<String>,
+    Admin(ctx): Admin,
+    Id(bot_id): Id,
 ) -> Result<Response, AppError> {
-    ctx.require_administrator()?;
-    let bot_id = parse_id(&bot_id)?;
     let name = fields::required(&ctx.form, "user[name]", MAX_NAME_CHARS)?;
     let url = webhook_url(&ctx)?;
     if !users::rename_bot(&state.pool, bot_id, &name).await? {
@@ -158,11 +150,9 @@ pub async fn update(
 /// `/account/bots`. 404 for an unknown bot.
 pub async fn update_key(
     State(state): State<SharedState>,
-    Extension(ctx): Extension<Ctx>,
-    Path(bot_id): Path<String>,
+    _: Admin,
+    Id(bot_id): Id,
 ) -> Result<Response, AppError> {
-    ctx.require_administrator()?;
-    let bot_id = parse_id(&bot_id)?;
     users::reset_bot_token(&state.pool, bot_id)
         .await?
         .ok_or(AppError::NotFound)?;
@@ -173,11 +163,9 @@ pub async fn update_key(
 /// stay); 302 to `/account/bots`. 404 for an unknown bot.
 pub async fn destroy(
     State(state): State<SharedState>,
-    Extension(ctx): Extension<Ctx>,
-    Path(bot_id): Path<String>,
+    _: Admin,
+    Id(bot_id): Id,
 ) -> Result<Response, AppError> {
-    ctx.require_administrator()?;
-    let bot_id = parse_id(&bot_id)?;
     if !users::deactivate_bot(&state.pool, bot_id).await? {
         return Err(AppError::NotFound);
     }

@@ -23,6 +23,7 @@ use crate::db::accounts;
 use crate::state::SharedState;
 use crate::web::context::Ctx;
 use crate::web::error::AppError;
+use crate::web::extract::{Admin, AdminPage};
 use crate::web::fields::{self, MAX_NAME_CHARS};
 use crate::web::links::{origin, ShareLink};
 use crate::web::page::{sanitize_css, MAX_CUSTOM_STYLES_BYTES};
@@ -107,9 +108,8 @@ fn form_bool(value: &str) -> Option<bool> {
 /// `account[logo]` is not read here.
 pub async fn update(
     State(state): State<SharedState>,
-    Extension(ctx): Extension<Ctx>,
+    Admin(ctx): Admin,
 ) -> Result<Response, AppError> {
-    ctx.require_administrator()?;
     let name = fields::required(&ctx.form, "account[name]", MAX_NAME_CHARS)?;
     let key = "account[settings][restrict_room_creation_to_administrators]";
     let restrict = match ctx.form.get_all(key).last() {
@@ -128,12 +128,8 @@ pub async fn update(
 /// `GET /account/custom_styles/edit`: the form (administrators; 403 for members).
 pub async fn edit_custom_styles(
     State(state): State<SharedState>,
-    Extension(ctx): Extension<Ctx>,
+    AdminPage(ctx): AdminPage,
 ) -> Result<Response, AppError> {
-    if ctx.user.is_none() {
-        return Ok(found("/session/new"));
-    }
-    ctx.require_administrator()?;
     let settings = state.account_settings.get(&state.pool).await?;
     let token = ctx.csrf_token();
     let page = CustomStylesPage {
@@ -149,9 +145,8 @@ pub async fn edit_custom_styles(
 /// [`MAX_CUSTOM_STYLES_BYTES`].
 pub async fn update_custom_styles(
     State(state): State<SharedState>,
-    Extension(ctx): Extension<Ctx>,
+    Admin(ctx): Admin,
 ) -> Result<Response, AppError> {
-    ctx.require_administrator()?;
     let css = ctx.form.get("account[custom_styles]").unwrap_or("");
     if css.len() > MAX_CUSTOM_STYLES_BYTES {
         return Err(AppError::PayloadTooLarge);

@@ -6,14 +6,12 @@ use askama::Template;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Response};
-use axum::Extension;
 
 use crate::db::users::User;
 use crate::db::{accounts, users};
 use crate::state::SharedState;
-use crate::web::context::Ctx;
 use crate::web::error::AppError;
-use crate::web::extract::{Admin, Id};
+use crate::web::extract::{Admin, AdminPage, Id};
 use crate::web::respond::found;
 use crate::web::users::{disconnect, guard_error};
 
@@ -35,12 +33,8 @@ pub struct PeoplePage<'a> {
 /// `GET /account/users`: the people and the join link.
 pub async fn index(
     State(state): State<SharedState>,
-    Extension(ctx): Extension<Ctx>,
+    AdminPage(ctx): AdminPage,
 ) -> Result<Response, AppError> {
-    if ctx.user.is_none() {
-        return Ok(found("/session/new"));
-    }
-    ctx.require_administrator()?;
     let account = accounts::find(&state.pool)
         .await?
         .ok_or(AppError::NotFound)?;

@@ -11,6 +11,8 @@ use tokio::net::TcpStream;
 
 pub mod browser;
 pub mod child;
+pub mod forms;
+pub mod webhooks;
 
 /// A running test server and its temp dir (removed on drop).
 pub struct TestServer {
@@ -339,6 +341,18 @@ impl Ws {
         Self::handshake(stream, addr, cookie, origin, protocols).await
     }
 
+    /// Opens `path` (`/cable?sid=…`) with the given cookie, origin and subprotocol header.
+    pub async fn connect_to(
+        addr: SocketAddr,
+        path: &str,
+        cookie: Option<&str>,
+        origin: Option<&str>,
+        protocols: Option<&str>,
+    ) -> Self {
+        let stream = TcpStream::connect(addr).await.unwrap();
+        Self::handshake_path(stream, addr, path, cookie, origin, protocols).await
+    }
+
     /// Opens `/cable` over a socket whose receive buffer is as small as the kernel allows, so
     /// that little is buffered for a client that stops reading.
     pub async fn connect_small_window(addr: SocketAddr, cookie: &str, origin: &str) -> Self {
@@ -356,14 +370,25 @@ impl Ws {
     }
 
     async fn handshake(
-        mut stream: TcpStream,
+        stream: TcpStream,
         addr: SocketAddr,
         cookie: Option<&str>,
         origin: Option<&str>,
         protocols: Option<&str>,
     ) -> Self {
+        Self::handshake_path(stream, addr, "/cable", cookie, origin, protocols).await
+    }
+
+    async fn handshake_path(
+        mut stream: TcpStream,
+        addr: SocketAddr,
+        path: &str,
+        cookie: Option<&str>,
+        origin: Option<&str>,
+        protocols: Option<&str>,
+    ) -> Self {
         let mut req = format!(
-            "GET /cable HTTP/1.1\r\nHost: {addr}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+            "GET {path} HTTP/1.1\r\nHost: {addr}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
              Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
         );
         if let Some(c) = cookie {

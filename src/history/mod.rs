@@ -1,0 +1,428 @@
+//! Stream positions and history: every broadcast on a stream gets a [`Position`] (AnyCable's
+//! `epoch` + `offset`), and what was broadcast since a position (or since a time) can be read
+//! back, or the reader learns that the history no longer covers it ([`Backlog::Gone`]), so it
+//! can tell its client to reload (`reject_history`).
+//!
+//! This module knows nothing of HTTP, SQL or Action Cable: a stream is a name, a payload is the
+//! already-encoded JSON value of a broadcast (the `message` of the Action Cable frame).
+//!
+//! ## Where positions are assigned
+//!
+//! - **One node** (`--pubsub inprocess`): [`crate::pubsub::LocalBus`] calls
+//!   [`History::append`] for each broadcast before handing it to the fan-out engine, and the
+//!   engine stamps the position on the frames of the subscribers that asked for positions
+//!   (`actioncable-v1-ext-json`). The default implementation is [`MemoryHistory`]: bounded by
+//!   `--history-limit` entries per stream and `--history-ttl`, with a random epoch drawn at
+//!   start, so after a restart every old position is in another epoch and reads as
+//!   [`Backlog::Gone`] (never as a wrong offset).
+//! - **Several nodes** (`--pubsub redis`): positions must come from one authority every node
+//!   agrees on, or a client that reconnects to another node would be answered in another
+//!   node's numbering. A Redis-backed implementation must:
+//!   - assign offsets in Redis, per stream, strictly increasing by one (e.g. a Redis Stream per
+//!     Hearth stream with `XADD … MAXLEN ~ <limit>`, or `INCR` of a per-stream counter beside
+//!     it), with one epoch for the whole store (kept in Redis; a new one whenever the store
+//!     lost its data, e.g. a Redis restart without persistence);
+//!   - carry the position with the publication, so every node stamps the same position on its
+//!     subscribers' frames and records it with [`History::record`] (not `append`);
+//!   - answer [`History::read`] from Redis (`XRANGE` after the offset), `Gone` when the epoch
+//!     differs or the oldest kept entry is past the offset the reader had plus one;
+//!   - never block the publish path: `append` and `record` must not wait for Redis (queue the
+//!     write; a node that cannot write keeps it bounded and counted).
+//!
+//! Durable positions for what a post changes live in SQLite (the `message_changes` log,
+//! migrations 0007 and 0018): the room page's catch-up reads them after a restart, when this
+//! in-memory history is gone.
+//!
+//! ## Offsets
+//!
+//! Offsets start at 1 on each stream and grow by one per broadcast; 0 means "nothing yet", so
+//! a reader that knew a stream at offset 0 (rendered before its first broadcast) is covered as
+//! long as the history still holds offset 1.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use futures_util::future::BoxFuture;
+use parking_lot::Mutex;
+
+use crate::rails::json::{write_json_string, JsonEscaping};
+
+/// AnyCable's default most entries kept per stream (`--history-limit`).
+pub const DEFAULT_LIMIT: usize = 100;
+/// AnyCable's default longest time an entry is kept (`--history-ttl`), in seconds.
+pub const DEFAULT_TTL_SECONDS: u64 = 300;
+
+/// Where a broadcast sits in its stream: AnyCable's `{"epoch":…,"offset":…}`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Position {
+    /// The history's epoch: which numbering `offset` belongs to (a short URL-safe string; a
+    /// new one whenever the history lost what it held).
+    pub epoch: Arc<str>,
+    /// 1 for a stream's first broadcast, then one more for each.
+    pub offset: u64,
+}
+
+/// One kept broadcast.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    /// Its offset in the stream.
+    pub offset: u64,
+    /// When it was appended, Unix seconds.
+    pub at: u64,
+    /// The broadcast's payload (one encoded JSON value), shared with every other copy.
+    pub payload: Bytes,
+}
+
+/// What a reader asks for ([`History::read`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Since {
+    /// Every entry after `offset` (exclusive) of epoch `epoch`.
+    Offset {
+        /// The epoch the reader's offset belongs to.
+        epoch: String,
+        /// The last offset the reader had.
+        offset: u64,
+    },
+    /// Every entry appended at or after this Unix time, in seconds (AnyCable's `since`).
+    Time(u64),
+}
+
+/// What a read finds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Backlog {
+    /// Every entry the reader lacks, oldest first (possibly none).
+    Entries(Vec<Entry>),
+    /// The history no longer covers the request (another epoch, or entries past it were
+    /// dropped): the reader missed something and must start over (`reject_history`, a page
+    /// reload).
+    Gone,
+}
+
+/// A stream history (see the module docs for where positions are assigned).
+///
+/// Every method is called once per broadcast or per read, never per subscriber.
+pub trait History: Send + Sync + std::fmt::Debug {
+    /// The current epoch.
+    fn epoch(&self) -> Arc<str>;
+
+    /// Keeps `payload` as `stream`'s next entry and returns its position; None when the
+    /// history is off (`--history-limit 0`). Called by the node that assigns positions (one
+    /// node: every broadcast). Must not wait.
+    fn append(&self, stream: &str, payload: &Bytes) -> Option<Position>;
+
+    /// Keeps `payload` under a position assigned elsewhere (several nodes: the publication
+    /// carried it). An entry at or before the stream's newest kept offset is ignored. Must not
+    /// wait.
+    fn record(&self, stream: &str, position: &Position, payload: &Bytes);
+
+    /// The position of `stream`'s newest entry (offset 0 when it has none): what a page
+    /// rendered now has seen of the stream.
+    fn head(&self, stream: &str) -> Position;
+
+    /// What `stream` holds after `since`, or [`Backlog::Gone`] when the history no longer
+    /// covers it. A stream with nothing kept answers `Entries([])` for a time and for an offset
+    /// of the current epoch that is not past its head; an offset past the head is `Gone`.
+    fn read<'a>(&'a self, stream: &'a str, since: &'a Since) -> BoxFuture<'a, Backlog>;
+}
+
+/// The end of an `actioncable-v1-ext-json` broadcast frame at `position` on `stream`, after
+/// the message: `,"stream_id":"<stream>","epoch":"<epoch>","offset":<offset>}` (AnyCable's
+/// `Reply` fields, in its order; the stream name escaped with `json`).
+pub fn ext_suffix(stream: &str, position: &Position, json: JsonEscaping) -> Bytes {
+    let mut out = Vec::with_capacity(stream.len() + position.epoch.len() + 48);
+    out.extend_from_slice(br#","stream_id":"#);
+    write_json_string(&mut out, stream, json);
+    out.extend_from_slice(br#","epoch":"#);
+    write_json_string(&mut out, &position.epoch, json);
+    out.extend_from_slice(format!(r#","offset":{}}}"#, position.offset).as_bytes());
+    Bytes::from(out)
+}
+
+/// Unix time now, in seconds.
+pub fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// A fresh epoch: 8 URL-safe characters from 48 random bits.
+pub fn new_epoch() -> Arc<str> {
+    let bits: u64 = rand::random::<u64>() & 0xFFFF_FFFF_FFFF;
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let s: String = (0..8)
+        .map(|i| ALPHABET[((bits >> (i * 6)) & 63) as usize] as char)
+        .collect();
+    s.into()
+}
+
+/// Number of shards of [`MemoryHistory`]'s stream map.
+const SHARDS: usize = 32;
+
+/// One stream's kept entries.
+#[derive(Debug, Default)]
+struct Kept {
+    /// The newest offset ever given (kept when the entries expire, so offsets never repeat).
+    head: u64,
+    entries: VecDeque<Entry>,
+}
+
+/// One lock's share of the streams' histories, by stream name.
+type Shard = Mutex<HashMap<Arc<str>, Kept>>;
+
+/// The in-memory history of one node: at most `limit` entries per stream, each for at most
+/// `ttl`; a random epoch drawn at start (a restart loses everything, and every position of
+/// before reads as [`Backlog::Gone`]).
+#[derive(Debug)]
+pub struct MemoryHistory {
+    epoch: Arc<str>,
+    limit: usize,
+    ttl: Duration,
+    shards: Box<[Shard]>,
+    hasher: foldhash::fast::RandomState,
+}
+
+impl MemoryHistory {
+    /// A history keeping at most `limit` entries per stream (0: off, nothing kept and no
+    /// positions given), each for at most `ttl`.
+    pub fn new(limit: usize, ttl: Duration) -> Self {
+        Self {
+            epoch: new_epoch(),
+            limit,
+            ttl,
+            shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
+            hasher: foldhash::fast::RandomState::default(),
+        }
+    }
+
+    fn shard(&self, stream: &str) -> &Mutex<HashMap<Arc<str>, Kept>> {
+        use std::hash::BuildHasher;
+        let i = (self.hasher.hash_one(stream) as usize) % SHARDS;
+        &self.shards[i]
+    }
+
+    /// Drops `kept`'s entries older than the time to live, and those past the limit.
+    fn trim(&self, kept: &mut Kept, now: u64) {
+        let oldest = now.saturating_sub(self.ttl.as_secs());
+        while kept
+            .entries
+            .front()
+            .is_some_and(|e| e.at < oldest || kept.entries.len() > self.limit)
+        {
+            kept.entries.pop_front();
+        }
+    }
+
+    /// Forgets the streams whose entries have all expired (their head stays valid: a later
+    /// read of an old offset then answers `Gone`, as it must). Run now and then.
+    pub fn sweep(&self) {
+        let now = unix_now();
+        for shard in self.shards.iter() {
+            let mut map = shard.lock();
+            for kept in map.values_mut() {
+                self.trim(kept, now);
+            }
+            map.retain(|_, kept| !kept.entries.is_empty());
+        }
+    }
+
+    fn keep(&self, stream: &str, offset: Option<u64>, payload: &Bytes) -> Option<u64> {
+        if self.limit == 0 {
+            return None;
+        }
+        let now = unix_now();
+        let mut map = self.shard(stream).lock();
+        let kept = match map.get_mut(stream) {
+            Some(kept) => kept,
+            None => map.entry(Arc::from(stream)).or_default(),
+        };
+        let offset = match offset {
+            Some(offset) if offset <= kept.head => return None,
+            Some(offset) => offset,
+            None => kept.head + 1,
+        };
+        if offset != kept.head + 1 {
+            // A gap (several nodes: this one missed some): what is kept no longer joins up.
+            kept.entries.clear();
+        }
+        kept.head = offset;
+        kept.entries.push_back(Entry {
+            offset,
+            at: now,
+            payload: payload.clone(),
+        });
+        self.trim(kept, now);
+        Some(offset)
+    }
+
+    fn read_now(&self, stream: &str, since: &Since) -> Backlog {
+        let now = unix_now();
+        let mut map = self.shard(stream).lock();
+        let kept = map.get_mut(stream);
+        match since {
+            Since::Time(at) => {
+                let Some(kept) = kept else {
+                    return Backlog::Entries(Vec::new());
+                };
+                self.trim(kept, now);
+                let entries = kept.entries.iter().filter(|e| e.at >= *at).cloned();
+                Backlog::Entries(entries.collect())
+            }
+            Since::Offset { epoch, offset } => {
+                if **epoch != *self.epoch {
+                    return Backlog::Gone;
+                }
+                let Some(kept) = kept else {
+                    // Nothing was ever kept here since start (or it all expired and was swept:
+                    // then the reader's offset is > 0 and cannot be checked).
+                    return if *offset == 0 {
+                        Backlog::Entries(Vec::new())
+                    } else {
+                        Backlog::Gone
+                    };
+                };
+                self.trim(kept, now);
+                if *offset > kept.head {
+                    return Backlog::Gone;
+                }
+                if *offset == kept.head {
+                    return Backlog::Entries(Vec::new());
+                }
+                match kept.entries.front() {
+                    Some(first) if first.offset <= offset + 1 => Backlog::Entries(
+                        kept.entries
+                            .iter()
+                            .filter(|e| e.offset > *offset)
+                            .cloned()
+                            .collect(),
+                    ),
+                    _ => Backlog::Gone,
+                }
+            }
+        }
+    }
+}
+
+impl History for MemoryHistory {
+    fn epoch(&self) -> Arc<str> {
+        self.epoch.clone()
+    }
+
+    fn append(&self, stream: &str, payload: &Bytes) -> Option<Position> {
+        let offset = self.keep(stream, None, payload)?;
+        Some(Position {
+            epoch: self.epoch.clone(),
+            offset,
+        })
+    }
+
+    fn record(&self, stream: &str, position: &Position, payload: &Bytes) {
+        if *position.epoch == *self.epoch {
+            self.keep(stream, Some(position.offset), payload);
+        }
+    }
+
+    fn head(&self, stream: &str) -> Position {
+        let head = self.shard(stream).lock().get(stream).map_or(0, |k| k.head);
+        Position {
+            epoch: self.epoch.clone(),
+            offset: head,
+        }
+    }
+
+    fn read<'a>(&'a self, stream: &'a str, since: &'a Since) -> BoxFuture<'a, Backlog> {
+        Box::pin(std::future::ready(self.read_now(stream, since)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[allow(clippy::needless_pass_by_value)] // the calls read better with the value
+    fn read(h: &MemoryHistory, stream: &str, since: Since) -> Backlog {
+        h.read_now(stream, &since)
+    }
+
+    fn offsets(b: &Backlog) -> Vec<u64> {
+        match b {
+            Backlog::Entries(e) => e.iter().map(|e| e.offset).collect(),
+            Backlog::Gone => panic!("gone"),
+        }
+    }
+
+    #[test]
+    fn offsets_grow_by_one_per_stream_and_reads_start_after_the_offset() {
+        let h = MemoryHistory::new(100, Duration::from_secs(300));
+        let p = Bytes::from_static(b"1");
+        assert_eq!(h.append("a", &p).map(|p| p.offset), Some(1));
+        assert_eq!(h.append("a", &p).map(|p| p.offset), Some(2));
+        assert_eq!(h.append("b", &p).map(|p| p.offset), Some(1));
+        assert_eq!(h.head("a").offset, 2);
+        let epoch = h.epoch().to_string();
+        let since = |offset| Since::Offset {
+            epoch: epoch.clone(),
+            offset,
+        };
+        assert_eq!(offsets(&read(&h, "a", since(0))), [1, 2]);
+        assert_eq!(offsets(&read(&h, "a", since(1))), [2]);
+        assert_eq!(offsets(&read(&h, "a", since(2))), Vec::<u64>::new());
+        assert_eq!(read(&h, "a", since(3)), Backlog::Gone);
+        assert_eq!(offsets(&read(&h, "new", since(0))), Vec::<u64>::new());
+        assert_eq!(read(&h, "new", since(4)), Backlog::Gone);
+        let other = Since::Offset {
+            epoch: "other".into(),
+            offset: 1,
+        };
+        assert_eq!(read(&h, "a", other), Backlog::Gone);
+        assert_eq!(offsets(&read(&h, "a", Since::Time(0))), [1, 2]);
+    }
+
+    #[test]
+    fn past_the_limit_an_old_offset_is_gone() {
+        let h = MemoryHistory::new(3, Duration::from_secs(300));
+        let p = Bytes::from_static(b"1");
+        for _ in 0..5 {
+            h.append("a", &p);
+        }
+        let epoch = h.epoch().to_string();
+        let since = |offset| Since::Offset {
+            epoch: epoch.clone(),
+            offset,
+        };
+        assert_eq!(read(&h, "a", since(1)), Backlog::Gone);
+        assert_eq!(offsets(&read(&h, "a", since(2))), [3, 4, 5]);
+        h.sweep();
+        assert_eq!(offsets(&read(&h, "a", since(4))), [5]);
+    }
+
+    #[test]
+    fn off_gives_no_positions_and_records_follow_the_given_offsets() {
+        let off = MemoryHistory::new(0, Duration::from_secs(300));
+        assert_eq!(off.append("a", &Bytes::new()), None);
+        let h = MemoryHistory::new(10, Duration::from_secs(300));
+        let at = |offset| Position {
+            epoch: h.epoch(),
+            offset,
+        };
+        h.record("a", &at(5), &Bytes::new());
+        h.record("a", &at(5), &Bytes::new());
+        h.record("a", &at(6), &Bytes::new());
+        let since = Since::Offset {
+            epoch: h.epoch().to_string(),
+            offset: 4,
+        };
+        assert_eq!(offsets(&read(&h, "a", since)), [5, 6]);
+        assert_eq!(h.append("a", &Bytes::new()).map(|p| p.offset), Some(7));
+    }
+
+    #[test]
+    fn epochs_are_eight_url_safe_characters() {
+        let e = new_epoch();
+        assert_eq!(e.len(), 8);
+        assert!(e
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'));
+    }
+}

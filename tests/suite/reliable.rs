@@ -1,0 +1,366 @@
+//! Reliable delivery over `/cable` (docs/reliable-delivery.md): AnyCable's extended protocol
+//! `actioncable-v1-ext-json` byte for byte (the welcome's `sid`, positions on broadcasts,
+//! `history` with `confirm_history` / `reject_history`, restores by `sid`), with
+//! `actioncable-v1-json` frames unchanged; and hostile input to it (malformed `history`, forged,
+//! stolen, reused or expired `sid`s).
+
+use std::time::Duration;
+
+use crate::common::{self, subscribe_cmd, text, Client, TestServer, Ws, WsEvent};
+
+const T: Duration = Duration::from_secs(10);
+const EXT: &str = "actioncable-v1-ext-json";
+
+fn room_identifier(signed: &str) -> String {
+    serde_json::json!({"channel": "RoomMessagesChannel", "signed_stream_name": signed}).to_string()
+}
+
+/// Signs `email` in and returns the client, the room page's CSRF token and room 1's
+/// identifier.
+async fn signed_in(server: &TestServer, email: &str, password: &str) -> (Client, String, String) {
+    let mut c = server.signed_in(email, password).await;
+    let (csrf, html) = c.room(1).await;
+    let signed = common::attr_after(
+        &html,
+        "channel=\"RoomMessagesChannel\" signed-stream-name=\"",
+    )
+    .unwrap()
+    .replace("&#x3D;", "=");
+    (c, csrf, room_identifier(&signed))
+}
+
+/// Opens `/cable` (with `query`) offering the extended protocol, and reads the welcome.
+async fn ext(server: &TestServer, c: &Client, query: &str) -> (Ws, serde_json::Value) {
+    let (ws, welcome) = ext_raw(server, c, query).await;
+    (ws, serde_json::from_str(&welcome).unwrap())
+}
+
+/// [`ext`], with the welcome as it came.
+async fn ext_raw(server: &TestServer, c: &Client, query: &str) -> (Ws, String) {
+    let mut ws = Ws::connect_to(
+        server.addr,
+        &format!("/cable{query}"),
+        Some(&c.cookie_header()),
+        Some(&server.origin()),
+        Some(EXT),
+    )
+    .await;
+    assert_eq!(ws.status, 101, "{}", ws.response_head);
+    assert_eq!(ws.header("sec-websocket-protocol").as_deref(), Some(EXT));
+    let Some(WsEvent::Text(welcome)) = ws.next(T).await else {
+        panic!("no welcome")
+    };
+    (ws, welcome)
+}
+
+async fn next_json(ws: &mut Ws) -> serde_json::Value {
+    match ws.next_non_ping(T).await {
+        Some(WsEvent::Text(frame)) => serde_json::from_str(&frame).unwrap(),
+        other => panic!("expected a frame, got {other:?}"),
+    }
+}
+
+async fn subscribed(ws: &mut Ws, id: &str) {
+    ws.send_text(&subscribe_cmd(id)).await;
+    assert_eq!(ws.next_non_ping(T).await, text(&common::confirm(id)));
+}
+
+fn history_cmd(id: &str, history: impl serde::Serialize) -> String {
+    serde_json::json!({"command": "history", "identifier": id, "history": history}).to_string()
+}
+
+#[tokio::test]
+async fn the_extended_protocol_adds_a_sid_and_positions_and_v1_frames_stay_rails() {
+    let server = TestServer::start().await;
+    let (mut c, csrf, id) = signed_in(&server, "david@example.com", "secret123456").await;
+    let mut v1 = common::connect_with(&server, &c).await;
+    subscribed(&mut v1, &id).await;
+    let (mut e, welcome) = ext_raw(&server, &c, "").await;
+    let parsed: serde_json::Value = serde_json::from_str(&welcome).unwrap();
+    let sid = parsed["sid"].as_str().unwrap().to_owned();
+    assert_eq!(welcome, format!(r#"{{"type":"welcome","sid":"{sid}"}}"#));
+    assert_eq!(sid.len(), 32);
+    subscribed(&mut e, &id).await;
+    assert_eq!(
+        c.post_message(1, "positions", "pos-1", &csrf).await.status,
+        200
+    );
+    let Some(WsEvent::Text(plain)) = v1.next_non_ping(T).await else {
+        panic!("no frame")
+    };
+    let Some(WsEvent::Text(extended)) = e.next_non_ping(T).await else {
+        panic!("no frame")
+    };
+    // The v1 frame is Rails' shape exactly; the extended one is the same bytes up to the
+    // message, then AnyCable's three fields.
+    let message_end = plain.len() - 1;
+    assert!(plain.starts_with(r#"{"identifier":"#), "{plain}");
+    assert!(!plain.contains("stream_id"), "{plain}");
+    assert_eq!(&extended[..message_end], &plain[..message_end]);
+    let parsed: serde_json::Value = serde_json::from_str(&extended).unwrap();
+    let stream = parsed["stream_id"].as_str().unwrap();
+    assert!(stream.ends_with(":messages"), "{extended}");
+    let epoch = parsed["epoch"].as_str().unwrap();
+    let offset = parsed["offset"].as_u64().unwrap();
+    assert_eq!(
+        &extended[message_end..],
+        format!(r#","stream_id":"{stream}","epoch":"{epoch}","offset":{offset}}}"#)
+    );
+    // A pong is accepted silently; v1 clients are unchanged by it all.
+    e.send_text(r#"{"command":"pong"}"#).await;
+    assert_eq!(e.next_non_ping(Duration::from_millis(300)).await, None);
+}
+
+#[tokio::test]
+async fn history_replays_after_an_offset_and_rejects_what_it_no_longer_holds() {
+    let server = TestServer::start_with(|c| c.history_limit = 2).await;
+    let (mut c, csrf, id) = signed_in(&server, "david@example.com", "secret123456").await;
+    let (mut e, _) = ext(&server, &c, "").await;
+    subscribed(&mut e, &id).await;
+    let mut offsets = Vec::new();
+    let mut epoch = String::new();
+    let mut stream = String::new();
+    for i in 0..4 {
+        let cid = format!("hist-{i}");
+        assert_eq!(c.post_message(1, &cid, &cid, &csrf).await.status, 200);
+        let frame = next_json(&mut e).await;
+        offsets.push(frame["offset"].as_u64().unwrap());
+        epoch = frame["epoch"].as_str().unwrap().to_owned();
+        stream = frame["stream_id"].as_str().unwrap().to_owned();
+    }
+    assert!(offsets.windows(2).all(|w| w[1] == w[0] + 1), "{offsets:?}");
+    // Malformed requests are ignored, as Rails ignores unknown commands.
+    for bad in [
+        serde_json::json!("yesterday"),
+        serde_json::json!({"since": -5}),
+        serde_json::json!({"streams": {stream.clone(): {"epoch": 1, "offset": 1}}}),
+        serde_json::json!({}),
+    ] {
+        e.send_text(&history_cmd(&id, bad)).await;
+    }
+    e.send_text(r#"{"command":"history"}"#).await;
+    e.send_text(
+        r#"{"command":"history","identifier":"{\"channel\":\"Nope\"}","history":{"since":1}}"#,
+    )
+    .await;
+    // The client had offsets[1]: the history (2 entries) still joins up with it.
+    let had = |offset: u64| serde_json::json!({"streams": {stream.clone(): {"epoch": epoch.clone(), "offset": offset}}});
+    e.send_text(&history_cmd(&id, had(offsets[1]))).await;
+    for expected in &offsets[2..] {
+        let frame = next_json(&mut e).await;
+        assert_eq!(frame["identifier"], id.as_str());
+        assert_eq!(frame["offset"].as_u64(), Some(*expected), "{frame}");
+        assert!(frame["message"].as_str().unwrap().contains("turbo-stream"));
+    }
+    assert_eq!(
+        next_json(&mut e).await,
+        serde_json::json!({"type": "confirm_history", "identifier": id})
+    );
+    // offsets[0]: offsets[1] was dropped, so the client would miss it.
+    e.send_text(&history_cmd(&id, had(offsets[0]))).await;
+    let rejected = format!(
+        r#"{{"type":"reject_history","identifier":{}}}"#,
+        serde_json::to_string(&id).unwrap()
+    );
+    assert_eq!(e.next_non_ping(T).await, text(&rejected));
+    // Another epoch (a restart): rejected; an offset past the head: rejected.
+    let other = serde_json::json!({"streams": {stream.clone(): {"epoch": "elsewhere", "offset": offsets[3]}}});
+    e.send_text(&history_cmd(&id, other)).await;
+    assert_eq!(e.next_non_ping(T).await, text(&rejected));
+    e.send_text(&history_cmd(&id, had(offsets[3] + 5))).await;
+    assert_eq!(e.next_non_ping(T).await, text(&rejected));
+    // Up to date: nothing to send, confirmed.
+    e.send_text(&history_cmd(&id, had(offsets[3]))).await;
+    assert_eq!(
+        next_json(&mut e).await,
+        serde_json::json!({"type": "confirm_history", "identifier": id})
+    );
+    // A v1 client's `history` is an unknown command: nothing comes back.
+    let mut v1 = common::connect_with(&server, &c).await;
+    subscribed(&mut v1, &id).await;
+    v1.send_text(&history_cmd(&id, had(offsets[1]))).await;
+    assert_eq!(v1.next_non_ping(Duration::from_millis(300)).await, None);
+}
+
+#[tokio::test]
+async fn subscribe_with_history_confirms_then_replays_since_a_time() {
+    let server = TestServer::start().await;
+    let (mut c, csrf, id) = signed_in(&server, "david@example.com", "secret123456").await;
+    let since = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        - 5;
+    assert_eq!(
+        c.post_message(1, "earlier", "since-1", &csrf).await.status,
+        200
+    );
+    let (mut e, _) = ext(&server, &c, "").await;
+    let cmd =
+        serde_json::json!({"command": "subscribe", "identifier": id, "history": {"since": since}});
+    e.send_text(&cmd.to_string()).await;
+    assert_eq!(e.next_non_ping(T).await, text(&common::confirm(&id)));
+    let replayed = next_json(&mut e).await;
+    assert!(
+        replayed["message"]
+            .as_str()
+            .unwrap()
+            .contains("message_since-1"),
+        "{replayed}"
+    );
+    assert_eq!(
+        next_json(&mut e).await,
+        serde_json::json!({"type": "confirm_history", "identifier": id})
+    );
+}
+
+/// Closes `ws` from the client's side without a close frame (a dropped network) and waits
+/// until the server has seen it.
+async fn drop_socket(ws: Ws) {
+    drop(ws);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+}
+
+#[tokio::test]
+async fn a_session_is_restored_by_its_sid_with_its_own_cookie_once() {
+    let server = TestServer::start().await;
+    let (mut david, csrf, id) = signed_in(&server, "david@example.com", "secret123456").await;
+    let (jason, _, _) = signed_in(&server, "jason@example.com", "secret123456").await;
+
+    let (mut e, welcome) = ext(&server, &david, "").await;
+    let sid = welcome["sid"].as_str().unwrap().to_owned();
+    subscribed(&mut e, &id).await;
+    drop_socket(e).await;
+
+    // A forged sid: a fresh session, which holds no subscription.
+    let forged = format!("?sid={}", "ab".repeat(16));
+    let (_fresh, welcome) = ext(&server, &david, &forged).await;
+    assert!(welcome.get("restored").is_none(), "{welcome}");
+    // David's sid with Jason's cookie: Jason's own fresh session, never David's.
+    let (mut stolen, welcome) = ext(&server, &jason, &format!("?sid={sid}")).await;
+    assert!(welcome.get("restored").is_none(), "{welcome}");
+    assert_eq!(
+        david
+            .post_message(1, "not for the thief", "thief-1", &csrf)
+            .await
+            .status,
+        200
+    );
+    assert_eq!(stolen.next_non_ping(Duration::from_millis(500)).await, None);
+    // ...and the attempt used it up: David cannot restore it either now.
+    let (_late, welcome) = ext(&server, &david, &format!("?sid={sid}")).await;
+    assert!(welcome.get("restored").is_none(), "{welcome}");
+
+    // A session restored by its own cookie: the subscription is back without a subscribe.
+    let (mut e, welcome) = ext(&server, &david, "").await;
+    let sid = welcome["sid"].as_str().unwrap().to_owned();
+    subscribed(&mut e, &id).await;
+    drop_socket(e).await;
+    let (mut back, welcome) = ext(&server, &david, &format!("?sid={sid}")).await;
+    let new_sid = welcome["sid"].as_str().unwrap().to_owned();
+    assert_ne!(new_sid, sid);
+    assert_eq!(
+        welcome,
+        serde_json::json!({"type": "welcome", "sid": new_sid, "restored": true, "restored_ids": [id]})
+    );
+    assert_eq!(
+        david
+            .post_message(1, "restored", "restored-1", &csrf)
+            .await
+            .status,
+        200
+    );
+    let frame = next_json(&mut back).await;
+    assert!(
+        frame["message"]
+            .as_str()
+            .unwrap()
+            .contains("message_restored-1"),
+        "{frame}"
+    );
+    assert!(frame["offset"].as_u64().is_some(), "{frame}");
+    // Used once: the old sid restores nothing again.
+    let (_again, welcome) = ext(&server, &david, &format!("?sid={sid}")).await;
+    assert!(welcome.get("restored").is_none(), "{welcome}");
+    let metrics = david.get("/metrics").await.body;
+    assert!(
+        metrics.contains("hearth_cable_sessions_restored_total 1"),
+        "{metrics}"
+    );
+}
+
+#[tokio::test]
+async fn an_expired_or_signed_out_session_is_not_restored() {
+    let server = TestServer::start_with(|c| c.sessions_ttl = 1).await;
+    let (david, _, id) = signed_in(&server, "david@example.com", "secret123456").await;
+    let (mut e, welcome) = ext(&server, &david, "").await;
+    let sid = welcome["sid"].as_str().unwrap().to_owned();
+    subscribed(&mut e, &id).await;
+    drop_socket(e).await;
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let (_fresh, welcome) = ext(&server, &david, &format!("?sid={sid}")).await;
+    assert!(welcome.get("restored").is_none(), "{welcome}");
+
+    // Signed out after the socket dropped: the stored session goes with the sign-out.
+    let server = TestServer::start().await;
+    let (mut david, csrf, id) = signed_in(&server, "david@example.com", "secret123456").await;
+    let cookie = david.cookie_header();
+    let (mut e, welcome) = ext(&server, &david, "").await;
+    let sid = welcome["sid"].as_str().unwrap().to_owned();
+    subscribed(&mut e, &id).await;
+    drop_socket(e).await;
+    let out = david
+        .post_form(
+            "/session",
+            &common::form(&[("_method", "delete"), ("authenticity_token", &csrf)]),
+            &[],
+        )
+        .await;
+    assert!(out.status < 400, "{}", out.status);
+    let mut old = Ws::connect_to(
+        server.addr,
+        &format!("/cable?sid={sid}"),
+        Some(&cookie),
+        Some(&server.origin()),
+        Some(EXT),
+    )
+    .await;
+    assert_eq!(old.status, 101);
+    assert_eq!(
+        old.next(T).await,
+        text(r#"{"type":"disconnect","reason":"unauthorized","reconnect":false}"#)
+    );
+}
+
+/// `@anycable/core` (npm, unmodified) with `actioncable-v1-ext-json`: positions on live
+/// broadcasts, a restored session after a dropped socket, the posts made meanwhile from the
+/// history exactly once, and `reject_history` once more was missed than the history keeps.
+#[tokio::test]
+async fn anycable_core_restores_its_session_and_catches_up_from_the_history() {
+    crate::node_client::ensure_node_modules();
+    let server = TestServer::start_with(|c| c.history_limit = 2).await;
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/node/anycable.mjs");
+    let output = tokio::process::Command::new("node")
+        .arg(script)
+        .args(["--base", &server.origin(), "--timeout", "30"])
+        .output()
+        .await
+        .expect("node runs");
+    let out = String::from_utf8_lossy(&output.stdout).to_string();
+    assert!(
+        output.status.success(),
+        "{out}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(out.contains(r#"RECV {"type":"welcome","sid":""#), "{out}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("LIVE live-1 ") && !l.ends_with("undefined")),
+        "{out}"
+    );
+    assert!(out.contains(r#""restored":true,"restored_ids":["#), "{out}");
+    assert!(out.contains("CAUGHT-UP gap-1,gap-2"), "{out}");
+    assert!(out.contains("REJECTED-HISTORY"), "{out}");
+    // Restored twice, never subscribed again: one confirm_subscription in all.
+    assert_eq!(out.matches("confirm_subscription").count(), 1, "{out}");
+}
