@@ -809,6 +809,16 @@ async fn commit_group(
                 finish(Err(e), &[]);
             }
         }
+        Err(e)
+            if !e
+                .as_database_error()
+                .is_some_and(|d| d.is_unique_violation()) =>
+        {
+            // Busy or failed: the whole group fails at once (each post waits one bounded time).
+            for (_, finish) in group {
+                finish(Err(copy_error(&e)), &[]);
+            }
+        }
         Err(_) => {
             let group: Vec<(Owned, Finish)> = group.collect();
             // One post of the group failed the statement (a taken client message id): each
