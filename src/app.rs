@@ -567,6 +567,8 @@ pub struct Server {
     /// The state shared by every request.
     pub state: SharedState,
     listener: TcpListener,
+    /// Whether [`Server::run`] starts the periodic tasks (pinger, checkpointer, upkeep, …).
+    background: bool,
 }
 
 impl Server {
@@ -582,7 +584,21 @@ impl Server {
                 apply_control(&state, command);
             }
         }));
-        Ok(Self { state, listener })
+        Ok(Self {
+            state,
+            listener,
+            background: true,
+        })
+    }
+
+    /// The server without its periodic tasks (pinger, metrics upkeep, WAL checkpointer, search
+    /// indexing and change-log pruning, file purger): what the instruction-count benchmarks
+    /// serve, so that no timer's work falls into a counted operation.
+    #[cfg(feature = "test-support")]
+    #[must_use]
+    pub fn without_background_tasks(mut self) -> Self {
+        self.background = false;
+        self
     }
 
     /// The address actually bound (useful with port 0).
@@ -597,13 +613,18 @@ impl Server {
         self,
         shutdown: impl std::future::Future<Output = ()> + Send,
     ) -> anyhow::Result<()> {
-        let Self { state, listener } = self;
-        let mut background = vec![
-            spawn_pinger(state.clone()),
-            spawn_metrics_upkeep(state.clone()),
-        ];
+        let Self {
+            state,
+            listener,
+            background: periodic,
+        } = self;
+        let mut background = Vec::new();
+        if periodic {
+            background.push(spawn_pinger(state.clone()));
+            background.push(spawn_metrics_upkeep(state.clone()));
+        }
         // A cable node has no database of its own (it asks its app node).
-        if state.config.role != Role::Cable {
+        if periodic && state.config.role != Role::Cable {
             background.push(crate::db::spawn_checkpointer_with(
                 state.pool.clone(),
                 state.metrics.wal_stats(),

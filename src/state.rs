@@ -34,6 +34,8 @@ pub struct AppState {
     /// Session and membership answers kept for `--auth-cache-seconds` (or until an access
     /// change in this process).
     pub auth_cache: AuthCache,
+    /// The posts waiting for the next group commit ([`crate::db::messages::create_then`]).
+    pub commits: crate::db::messages::GroupCommit,
     /// The fan-out engine (cable connections attach to it).
     pub fanout: Fanout,
     /// Where events are broadcast (onto [`Self::bus`]).
@@ -296,6 +298,7 @@ impl AppState {
         let state = Self {
             pool,
             auth_cache: AuthCache::new(std::time::Duration::from_secs(config.auth_cache_seconds)),
+            commits: crate::db::messages::GroupCommit::default(),
             broadcaster,
             bus,
             history,

@@ -485,7 +485,8 @@ pub async fn create(
         plain_text: None,
         creator_avatar: None,
     };
-    let (message, ()) = create_then(pool, &uncached, &new, |_, _| ()).await?;
+    let (message, ()) =
+        create_then(pool, &uncached, &GroupCommit::default(), &new, |_, _| ()).await?;
     Ok(message)
 }
 
@@ -516,88 +517,405 @@ pub struct NewMessage<'a> {
 /// before the process's write lock is released; returns what `committed` returned beside the
 /// message.
 ///
+/// **Group commit**: the posts that arrive while a commit runs wait in `commits` and go into
+/// the next transaction together: one multi-row `INSERT … RETURNING` (one statement, one hop
+/// to SQLite's worker thread and one WAL commit for all of them, at most
+/// [`GROUP_COMMIT_MAX`]). Each post is still answered only after its own commit. One of the
+/// waiting posts' tasks does the commit for all (the first to find none running; when it is
+/// done it hands the next group to a task still waiting, so no post serves the others for
+/// longer than one group). A group whose statement fails (a taken `client_message_id`) is
+/// inserted again one post at a time, so only the offending post fails. A post with an
+/// attachment commits alone (its blob is attached in the same transaction).
+///
 /// The member ids are read just before the insert, under the same write lock (memberships
 /// change only under it too, and advance the cache's count at their commit), so they are the
 /// members at the commit — through `cache` ([`super::auth_cache::AuthCache::member_ids`]),
 /// which sees this process's changes at once and another process's within its time to live.
 ///
-/// Messages are numbered and committed one at a time under that lock, so whatever
-/// `committed` does (the room's `append` broadcast) happens in the order of the messages'
-/// ids: two concurrent posts can never be announced in the reverse order of their commits.
-/// `committed` must be quick and must not wait (it holds up every other write); a broadcast
-/// qualifies, as it only queues frames. It is not run when the insert fails. Having the
-/// members at hand, it can queue a message and its unread notices in one pass, so that each
-/// member's connection writes both at once.
+/// Messages are numbered and committed under that lock, and `committed` runs for a group's
+/// posts in the order of their ids, so whatever `committed` does (the room's `append`
+/// broadcast) happens in the order of the messages' ids: two concurrent posts can never be
+/// announced in the reverse order of their commits. `committed` must be quick and must not
+/// wait (it holds up every other write); a broadcast qualifies, as it only queues frames. It is
+/// not run when the insert fails. Having the members at hand, it can queue a message and its
+/// unread notices in one pass, so that each member's connection writes both at once.
 ///
 /// # Errors
 /// Reading the members failed, or the insert did ([`super::Busy`] past the write wait);
 /// nothing is stored then.
-pub async fn create_then<T>(
+pub async fn create_then<T: Send + 'static>(
+    pool: &SqlitePool,
+    cache: &super::auth_cache::AuthCache,
+    commits: &GroupCommit,
+    new: &NewMessage<'_>,
+    committed: impl FnOnce(&Message, &[i64]) -> T + Send + 'static,
+) -> sqlx::Result<(Message, T)> {
+    if let Some(blob_id) = new.attachment_blob_id {
+        return create_with_attachment(pool, cache, new, blob_id, committed).await;
+    }
+    let (done_tx, mut done) = tokio::sync::oneshot::channel();
+    let (lead_tx, mut lead) = tokio::sync::oneshot::channel();
+    let pending = Pending {
+        new: Owned::of(new),
+        finish: Box::new(move |result, member_ids| {
+            let _ = done_tx.send(result.map(|message| {
+                let out = committed(&message, member_ids);
+                (message, out)
+            }));
+        }),
+        lead: Some(lead_tx),
+    };
+    let leads = {
+        let mut queue = commits.queue.lock();
+        queue.pending.push(pending);
+        !std::mem::replace(&mut queue.leading, true)
+    };
+    if !leads {
+        tokio::select! {
+            result = &mut done => return result.unwrap_or_else(|_| Err(gone())),
+            led = &mut lead => if led.is_err() { return done.await.unwrap_or_else(|_| Err(gone())) },
+        }
+    }
+    // This task commits the next group (its own post among the first); when it ends, also
+    // when its future is dropped, the lead goes to a post still waiting.
+    let handoff = Handoff(commits);
+    let write = super::write_lock().await;
+    let group: Vec<Pending> = {
+        let mut queue = commits.queue.lock();
+        let n = queue.pending.len().min(GROUP_COMMIT_MAX);
+        queue.pending.drain(..n).collect()
+    };
+    match write {
+        Ok(write) => {
+            commit_group(pool, cache, commits, group).await;
+            drop(write);
+        }
+        Err(e) => {
+            for p in group {
+                (p.finish)(Err(copy_error(&e)), &[]);
+            }
+        }
+    }
+    drop(handoff);
+    done.await.unwrap_or_else(|_| Err(gone()))
+}
+
+/// Most posts one group commit takes ([`create_then`]); more wait for the next.
+pub const GROUP_COMMIT_MAX: usize = 64;
+
+/// The posts waiting for the next group commit of [`create_then`] (one per database), and
+/// how many transactions and posts it has committed.
+#[derive(Debug, Default)]
+pub struct GroupCommit {
+    queue: parking_lot::Mutex<Queue>,
+    transactions: std::sync::atomic::AtomicU64,
+    posts: std::sync::atomic::AtomicU64,
+}
+
+impl GroupCommit {
+    /// Transactions committed so far (one per group).
+    pub fn transactions(&self) -> u64 {
+        self.transactions.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Posts committed so far (through groups).
+    pub fn posts(&self) -> u64 {
+        self.posts.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+#[derive(Default)]
+struct Queue {
+    pending: Vec<Pending>,
+    /// Whether a task is committing (or about to commit) a group.
+    leading: bool,
+}
+
+impl std::fmt::Debug for Queue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Queue")
+            .field("pending", &self.pending.len())
+            .field("leading", &self.leading)
+            .finish()
+    }
+}
+
+/// What the committing task runs for a post: its answer (the stored message, or the error)
+/// with the room's member ids.
+type Finish = Box<dyn FnOnce(sqlx::Result<Message>, &[i64]) + Send>;
+
+struct Pending {
+    new: Owned,
+    finish: Finish,
+    /// Tells the post's own task to commit the next group.
+    lead: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+/// A [`NewMessage`] without an attachment, owned.
+struct Owned {
+    room_id: i64,
+    creator_id: i64,
+    creator_name: String,
+    client_message_id: String,
+    body: String,
+    plain_text: Option<String>,
+    creator_avatar: Option<i64>,
+}
+
+impl Owned {
+    fn of(new: &NewMessage<'_>) -> Self {
+        Self {
+            room_id: new.room_id,
+            creator_id: new.creator_id,
+            creator_name: new.creator_name.to_owned(),
+            client_message_id: new.client_message_id.to_owned(),
+            body: new.body.to_owned(),
+            plain_text: new.plain_text.map(str::to_owned),
+            creator_avatar: new.creator_avatar,
+        }
+    }
+
+    fn into_message(self, id: i64, now: i64) -> Message {
+        Message {
+            id,
+            room_id: self.room_id,
+            creator_id: self.creator_id,
+            creator_name: self.creator_name,
+            client_message_id: self.client_message_id,
+            body: self.body,
+            created_at: now,
+            updated_at: now,
+            boosts: Vec::new(),
+            attachment: None,
+            creator_avatar: self.creator_avatar,
+        }
+    }
+}
+
+/// Hands the lead to the first waiting post whose task is still there, or gives it up.
+struct Handoff<'a>(&'a GroupCommit);
+
+impl Drop for Handoff<'_> {
+    fn drop(&mut self) {
+        let mut queue = self.0.queue.lock();
+        let mut next = 0;
+        while next < queue.pending.len() {
+            if let Some(lead) = queue.pending[next].lead.take() {
+                if lead.send(()).is_ok() {
+                    return;
+                }
+            }
+            next += 1;
+        }
+        // Nobody is waiting (a post whose task is gone stays queued for the next leader).
+        queue.leading = false;
+    }
+}
+
+fn gone() -> sqlx::Error {
+    sqlx::Error::WorkerCrashed
+}
+
+/// A copy of `e` for each post of a group that fails together.
+fn copy_error(e: &sqlx::Error) -> sqlx::Error {
+    if super::is_busy(e) {
+        sqlx::Error::Database(Box::new(super::Busy::new(super::LOCK_WAIT)))
+    } else {
+        sqlx::Error::Protocol(e.to_string())
+    }
+}
+
+/// `INSERT … VALUES (…), (…) … RETURNING id, client_message_id` for `n` rows.
+fn insert_sql(n: usize) -> String {
+    let mut sql = String::from(
+        "INSERT INTO messages (room_id, creator_id, client_message_id, body, plain_text, created_at, updated_at) VALUES ",
+    );
+    for i in 0..n {
+        if i > 0 {
+            sql.push_str(", ");
+        }
+        sql.push_str("(?, ?, ?, ?, ?, ?, ?)");
+    }
+    sql.push_str(" RETURNING id, client_message_id");
+    sql
+}
+
+/// Commits `group` (under the write lock) and answers each post, in the order of the ids.
+async fn commit_group(
+    pool: &SqlitePool,
+    cache: &super::auth_cache::AuthCache,
+    commits: &GroupCommit,
+    group: Vec<Pending>,
+) {
+    if group.is_empty() {
+        return;
+    }
+    // Only the posts' data is borrowed across the awaits below (their answers are not `Sync`).
+    let (news, finishes): (Vec<Owned>, Vec<Finish>) =
+        group.into_iter().map(|p| (p.new, p.finish)).unzip();
+    // The members of each room the group posts to, read under the write lock.
+    let mut members: Vec<(i64, std::sync::Arc<[i64]>)> = Vec::new();
+    for new in &news {
+        if members.iter().any(|(room, _)| *room == new.room_id) {
+            continue;
+        }
+        match cache.member_ids(pool, new.room_id).await {
+            Ok(ids) => members.push((new.room_id, ids)),
+            Err(e) => {
+                for finish in finishes {
+                    finish(Err(copy_error(&e)), &[]);
+                }
+                return;
+            }
+        }
+    }
+    let members_of = |room: i64| -> &[i64] {
+        members
+            .iter()
+            .find(|(r, _)| *r == room)
+            .map_or(&[][..], |(_, ids)| &ids[..])
+    };
+    // Stamped under the write lock, so posts commit in the order of their timestamps.
+    let now = super::now_ms();
+    let sql = insert_sql(news.len());
+    // One statement text per group size, each prepared once per connection (sqlx's cache).
+    let mut insert = sqlx::query_as::<_, (i64, String)>(sqlx::AssertSqlSafe(sql));
+    for new in &news {
+        insert = insert
+            .bind(new.room_id)
+            .bind(new.creator_id)
+            .bind(new.client_message_id.as_str())
+            .bind(new.body.as_str())
+            .bind(new.plain_text.as_deref())
+            .bind(now)
+            .bind(now);
+    }
+    let result = insert.fetch_all(pool).await;
+    let group = news.into_iter().zip(finishes);
+    match result {
+        Ok(rows) => {
+            commits
+                .transactions
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            commits
+                .posts
+                .fetch_add(rows.len() as u64, std::sync::atomic::Ordering::Relaxed);
+            let mut stored: Vec<(i64, Owned, Finish)> = group
+                .filter_map(|(new, finish)| {
+                    let id = rows
+                        .iter()
+                        .find(|(_, cid)| *cid == new.client_message_id)
+                        .map(|(id, _)| *id);
+                    match id {
+                        Some(id) => Some((id, new, finish)),
+                        None => {
+                            finish(Err(sqlx::Error::RowNotFound), &[]);
+                            None
+                        }
+                    }
+                })
+                .collect();
+            stored.sort_by_key(|(id, _, _)| *id);
+            for (id, new, finish) in stored {
+                let room = new.room_id;
+                finish(Ok(new.into_message(id, now)), members_of(room));
+            }
+        }
+        Err(e) if group.len() == 1 => {
+            if let Some((_, finish)) = group.into_iter().next() {
+                finish(Err(e), &[]);
+            }
+        }
+        Err(e)
+            if !e
+                .as_database_error()
+                .is_some_and(|d| d.is_unique_violation()) =>
+        {
+            // Busy or failed: the whole group fails at once (each post waits one bounded time).
+            for (_, finish) in group {
+                finish(Err(copy_error(&e)), &[]);
+            }
+        }
+        Err(_) => {
+            let group: Vec<(Owned, Finish)> = group.collect();
+            // One post of the group failed the statement (a taken client message id): each
+            // alone, so that only that one fails.
+            let (news, finishes): (Vec<Owned>, Vec<Finish>) = group.into_iter().unzip();
+            let mut answers = Vec::with_capacity(news.len());
+            for new in &news {
+                let now = super::now_ms();
+                let inserted = sqlx::query_scalar::<_, i64>(
+                    "INSERT INTO messages (room_id, creator_id, client_message_id, body, plain_text, created_at, updated_at) \
+                     VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                )
+                .bind(new.room_id)
+                .bind(new.creator_id)
+                .bind(new.client_message_id.as_str())
+                .bind(new.body.as_str())
+                .bind(new.plain_text.as_deref())
+                .bind(now)
+                .bind(now)
+                .fetch_one(pool)
+                .await;
+                answers.push((inserted, now));
+            }
+            for ((new, finish), (inserted, now)) in news.into_iter().zip(finishes).zip(answers) {
+                match inserted {
+                    Ok(id) => {
+                        commits
+                            .transactions
+                            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        commits
+                            .posts
+                            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let room = new.room_id;
+                        finish(Ok(new.into_message(id, now)), members_of(room));
+                    }
+                    Err(e) => finish(Err(e), &[]),
+                }
+            }
+        }
+    }
+}
+
+/// [`create_then`] for a post with a file: the message and its attachment in one transaction.
+async fn create_with_attachment<T>(
     pool: &SqlitePool,
     cache: &super::auth_cache::AuthCache,
     new: &NewMessage<'_>,
+    blob_id: i64,
     committed: impl FnOnce(&Message, &[i64]) -> T,
 ) -> sqlx::Result<(Message, T)> {
-    let NewMessage {
-        room_id,
-        creator_id,
-        creator_name,
-        client_message_id,
-        body,
-        attachment_blob_id,
-        plain_text,
-        creator_avatar,
-    } = *new;
     let write = super::write_lock().await?;
-    let member_ids = cache.member_ids(pool, room_id).await?;
-    // Stamped under the write lock, so posts commit in the order of their timestamps.
+    let member_ids = cache.member_ids(pool, new.room_id).await?;
     let now = super::now_ms();
-    let insert = sqlx::query_scalar(
+    // The message and its attachment commit together or not at all.
+    let mut tx = pool.begin().await?;
+    let id: i64 = sqlx::query_scalar(
         "INSERT INTO messages (room_id, creator_id, client_message_id, body, plain_text, created_at, updated_at) \
          VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
     )
-    .bind(room_id)
-    .bind(creator_id)
-    .bind(client_message_id)
-    .bind(body)
-    .bind(plain_text)
+    .bind(new.room_id)
+    .bind(new.creator_id)
+    .bind(new.client_message_id)
+    .bind(new.body)
+    .bind(new.plain_text)
     .bind(now)
-    .bind(now);
-    let (id, attachment): (i64, _) = match attachment_blob_id {
-        None => (insert.fetch_one(pool).await?, None),
-        Some(blob_id) => {
-            // The message and its attachment commit together or not at all.
-            let mut tx = pool.begin().await?;
-            let id = insert.fetch_one(&mut *tx).await?;
-            super::blobs::attach(
-                &mut *tx,
-                "attachment",
-                super::blobs::record::MESSAGE,
-                id,
-                blob_id,
-            )
-            .await?;
-            tx.commit().await?;
-            let blob = super::blobs::find(pool, blob_id).await?;
-            (
-                id,
-                blob.map(|blob| super::blobs::Attached { blob, thumb: None }),
-            )
-        }
-    };
-    let message = Message {
+    .bind(now)
+    .fetch_one(&mut *tx)
+    .await?;
+    super::blobs::attach(
+        &mut *tx,
+        "attachment",
+        super::blobs::record::MESSAGE,
         id,
-        room_id,
-        creator_id,
-        creator_name: creator_name.to_owned(),
-        client_message_id: client_message_id.to_owned(),
-        body: body.to_owned(),
-        created_at: now,
-        updated_at: now,
-        boosts: Vec::new(),
-        attachment,
-        creator_avatar,
-    };
+        blob_id,
+    )
+    .await?;
+    tx.commit().await?;
+    let blob = super::blobs::find(pool, blob_id).await?;
+    let mut message = Owned::of(new).into_message(id, now);
+    message.attachment = blob.map(|blob| super::blobs::Attached { blob, thumb: None });
     let out = committed(&message, &member_ids);
     drop(write);
     Ok((message, out))

@@ -145,18 +145,18 @@ pub async fn post_message(
         attachment_blob_id: attachment.map(|b| b.id),
         creator_avatar: state.storage.avatars.get(&state.pool, author.id).await?,
     };
+    let (broadcaster, urls, at) = (
+        state.broadcaster.clone(),
+        state.storage.verifier.clone(),
+        room.clone(),
+    );
     let (message, appended) = messages::create_then(
         &state.pool,
         &state.auth_cache,
+        &state.commits,
         &new,
-        |message, member_ids| {
-            broadcasts::message_created(
-                &state.broadcaster,
-                &state.storage.verifier,
-                room,
-                message,
-                member_ids,
-            )
+        move |message, member_ids| {
+            broadcasts::message_created(&broadcaster, &urls, &at, message, member_ids)
         },
     )
     .await

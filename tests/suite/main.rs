@@ -35,6 +35,7 @@ mod drain_spread;
 #[cfg(feature = "test-support")]
 mod fanout_socket;
 mod files;
+mod group_commit;
 mod hardening;
 mod layers;
 mod metrics;

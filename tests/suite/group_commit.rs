@@ -1,0 +1,115 @@
+//! Group commit of posts (`db::messages::create_then`): posts that arrive while a commit runs
+//! share the next transaction, each is answered after its commit, their commit callbacks run
+//! in the order of the ids, and a taken `client_message_id` fails only its own post.
+
+use crate::common;
+
+use std::sync::{Arc, Mutex};
+
+use common::TestServer;
+use hearth::db::messages::{self, NewMessage};
+
+fn new<'a>(cid: &'a str, body: &'a str) -> NewMessage<'a> {
+    NewMessage {
+        room_id: 1,
+        creator_id: 1,
+        creator_name: "David",
+        client_message_id: cid,
+        body,
+        attachment_blob_id: None,
+        plain_text: Some(body),
+        creator_avatar: None,
+    }
+}
+
+#[tokio::test]
+async fn concurrent_posts_share_transactions_and_are_announced_in_id_order() {
+    let server = TestServer::start().await;
+    let state = server.state.clone();
+    const POSTS: usize = 32;
+    let cids: Vec<String> = (0..POSTS).map(|i| format!("group-{i}")).collect();
+    let announced = Arc::new(Mutex::new(Vec::new()));
+    let before = state.commits.transactions();
+    let posts = cids.iter().map(|cid| {
+        let announced = announced.clone();
+        let state = state.clone();
+        async move {
+            let (message, id) = messages::create_then(
+                &state.pool,
+                &state.auth_cache,
+                &state.commits,
+                &new(cid, "<div>hello</div>"),
+                move |message, members| {
+                    assert!(
+                        !members.is_empty(),
+                        "the room's members come with the commit"
+                    );
+                    announced.lock().unwrap().push(message.id);
+                    message.id
+                },
+            )
+            .await
+            .expect("stored");
+            assert_eq!(message.id, id);
+            assert_eq!(&message.client_message_id, cid);
+            // Answered only after its commit: another connection reads it.
+            assert!(messages::in_room(&state.pool, 1, message.id).await.unwrap());
+            message.id
+        }
+    });
+    let ids = futures_util::future::join_all(posts).await;
+    let transactions = state.commits.transactions() - before;
+    assert!(
+        transactions <= (POSTS / 4) as u64,
+        "{POSTS} concurrent posts took {transactions} transactions"
+    );
+    let announced = announced.lock().unwrap().clone();
+    let mut sorted = announced.clone();
+    sorted.sort_unstable();
+    sorted.dedup();
+    assert_eq!(announced, sorted, "announced in the order of the ids");
+    assert_eq!(announced.len(), POSTS);
+    let mut all = ids.clone();
+    all.sort_unstable();
+    all.dedup();
+    assert_eq!(all.len(), POSTS, "every post has its own id");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_taken_client_message_id_fails_only_its_own_post_in_a_group() {
+    let server = TestServer::start().await;
+    let state = server.state.clone();
+    messages::create(&state.pool, 1, 1, "David", "taken", "<div>first</div>")
+        .await
+        .unwrap();
+    let cids = ["g-a", "g-b", "taken", "g-c", "g-d"];
+    let posts = cids.iter().map(|cid| {
+        let state = state.clone();
+        async move {
+            messages::create_then(
+                &state.pool,
+                &state.auth_cache,
+                &state.commits,
+                &new(cid, "<div>x</div>"),
+                |_, _| (),
+            )
+            .await
+        }
+    });
+    let results = futures_util::future::join_all(posts).await;
+    for (cid, result) in cids.iter().zip(&results) {
+        match (*cid, result) {
+            ("taken", Err(e)) => assert!(
+                e.as_database_error()
+                    .is_some_and(|d| d.is_unique_violation()),
+                "{e}"
+            ),
+            ("taken", Ok(_)) => panic!("a taken client message id was stored twice"),
+            (_, Ok((m, ()))) => assert_eq!(m.client_message_id, *cid),
+            (_, Err(e)) => panic!("{cid} failed with the group: {e}"),
+        }
+    }
+    assert!(messages::count(&state.pool, 1).await.unwrap() >= 5);
+    server.stop().await;
+}
