@@ -187,6 +187,9 @@ export function startMenu({ list, form }) {
       }
     } else if (event.key === "Enter" && (event.metaKey || event.ctrlKey) && editForm) {
       event.preventDefault()
+      // As the composer does: Trix copies its document into the hidden input only when it
+      // renders after a change, so a save right after typing could send the previous body.
+      for (const editor of editForm.querySelectorAll("trix-editor")) editor.editorController?.updateInputElement?.()
       editForm.requestSubmit()
     } else if (
       event.key === "ArrowUp" && !event.shiftKey && !event.altKey && !event.metaKey && !event.ctrlKey &&

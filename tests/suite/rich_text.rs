@@ -439,12 +439,22 @@ async fn autocompletable_users_lists_active_people_by_name_as_campfire_does() {
         assert_eq!(r.status, 200, "{q}");
         assert_eq!(r.body, "[]", "{q}");
     }
-    let long = "J".repeat(10_000);
+    // Far past the 100-character cut, inside the request line's 8 KiB: cut and answered.
+    let long = "J".repeat(4_000);
     assert_eq!(
         kevin
             .get(&format!("/autocompletable/users?query={long}"))
             .await
             .status,
         200
+    );
+    // Past the request line's limit (`--max-request-line-bytes`): 414 before any lookup.
+    let longer = "J".repeat(10_000);
+    assert_eq!(
+        kevin
+            .get(&format!("/autocompletable/users?query={longer}"))
+            .await
+            .status,
+        414
     );
 }
