@@ -122,7 +122,17 @@ try {
   for (const [who, page] of [["david", david], ["jason", jason]]) {
     const msg = page.locator("#message-area .message[data-message-id]", { hasText: "bold" }).last()
     await msg.waitFor({ state: "visible", timeout: 10000 }).catch(() => fail(`${who}: the message did not arrive`))
-    await msg.scrollIntoViewIfNeeded()
+    // The poster's copy can be replaced once more (the post's answer and its broadcast each
+    // render the server's copy), detaching the element mid-scroll: take the current one.
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await msg.scrollIntoViewIfNeeded()
+        break
+      } catch (error) {
+        if (attempt >= 4 || !String(error).includes("not attached")) throw error
+        await page.waitForTimeout(200)
+      }
+    }
     await boxInView(page, msg, '.trix-content a[href="https://example.com/page"][rel="noopener noreferrer"][target="_blank"]', `${who}: link`)
     await boxInView(page, msg, ".trix-content strong", `${who}: bold`)
     if ((await msg.locator(".trix-content strong").first().textContent()) !== "bold") await fail(`${who}: strong is not "bold"`)
