@@ -954,37 +954,9 @@ async fn metrics_can_require_a_bearer_token() {
     assert_eq!(open.client().get("/metrics").await.status, 200);
 }
 
-/// Everything logged at `hearth=trace` on this thread while the guard lives: the thread of a
-/// `current_thread` test, where its test server's tasks run too. A thread-local subscriber,
-/// not a global one, so the other tests of this binary log nowhere and are not captured.
-fn captured_log() -> (
-    std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
-    tracing::subscriber::DefaultGuard,
-) {
-    use std::sync::{Arc, Mutex};
-    struct Sink(Arc<Mutex<Vec<u8>>>);
-    impl std::io::Write for Sink {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(buf);
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let log = Arc::new(Mutex::new(Vec::new()));
-    let sink = log.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_env_filter("hearth=trace")
-        .with_ansi(false)
-        .with_writer(move || Sink(sink.clone()))
-        .finish();
-    (log, tracing::subscriber::set_default(subscriber))
-}
-
 #[tokio::test]
 async fn a_bot_key_never_reaches_the_log_even_on_a_malformed_route() {
-    let (log, _capturing) = captured_log();
+    let (log, _capturing) = common::captured_log();
     let server = TestServer::start().await;
     let key = "5-bNd3rB0tK3y7";
     let mut c = server.client();

@@ -674,36 +674,9 @@ async fn an_unknown_role_or_status_is_422() {
     assert_eq!(c.post_form("/users/2", &status, &[]).await.status, 422);
 }
 
-/// Everything logged at `hearth=trace` on this thread while the guard lives (a thread-local
-/// subscriber; the test server's tasks run on this `current_thread` test's thread).
-fn captured_log() -> (
-    std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
-    tracing::subscriber::DefaultGuard,
-) {
-    use std::sync::{Arc, Mutex};
-    struct Sink(Arc<Mutex<Vec<u8>>>);
-    impl std::io::Write for Sink {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(buf);
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let log = Arc::new(Mutex::new(Vec::new()));
-    let sink = log.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_env_filter("hearth=trace")
-        .with_ansi(false)
-        .with_writer(move || Sink(sink.clone()))
-        .finish();
-    (log, tracing::subscriber::set_default(subscriber))
-}
-
 #[tokio::test]
 async fn a_flood_of_bad_cable_commands_logs_a_few_warnings_and_a_count() {
-    let (log, _capturing) = captured_log();
+    let (log, _capturing) = common::captured_log();
     let server = TestServer::start().await;
     let (_c, mut ws) = common::connect_as(&server, DAVID, SECRET).await;
     for _ in 0..500 {

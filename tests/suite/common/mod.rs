@@ -586,3 +586,31 @@ pub async fn connect_as(server: &TestServer, email: &str, password: &str) -> (Cl
     let ws = connect_with(server, &c).await;
     (c, ws)
 }
+
+/// Everything logged at `hearth=trace` on this thread while the guard lives: the captured bytes
+/// and the guard (a thread-local subscriber; the test server's tasks run on the `current_thread`
+/// test's thread).
+pub fn captured_log() -> (
+    std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+    tracing::subscriber::DefaultGuard,
+) {
+    use std::sync::{Arc, Mutex};
+    struct Sink(Arc<Mutex<Vec<u8>>>);
+    impl std::io::Write for Sink {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let sink = log.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_env_filter("hearth=trace")
+        .with_ansi(false)
+        .with_writer(move || Sink(sink.clone()))
+        .finish();
+    (log, tracing::subscriber::set_default(subscriber))
+}
