@@ -18,9 +18,29 @@ pub struct Search {
 /// Records `query` as `user_id`'s most recent search (Campfire's `Search.record`: found or
 /// created, then touched) and keeps only the newest `keep` searches, in one transaction.
 pub async fn record(pool: &SqlitePool, user_id: i64, query: &str, keep: i64) -> sqlx::Result<()> {
+    record_at(pool, user_id, query, keep, super::now_ms()).await
+}
+
+/// [`record`] at `now` (milliseconds since the epoch). The touched search's `updated_at` is
+/// `now`, or one past the user's newest search when that is not earlier: searches recorded
+/// within one millisecond keep the order they were made in (Rails' microsecond timestamps
+/// make such ties rare there; here they came in a test's tight loop, and the oldest of a tie
+/// was the one kept on top).
+async fn record_at(
+    pool: &SqlitePool,
+    user_id: i64,
+    query: &str,
+    keep: i64,
+    now: i64,
+) -> sqlx::Result<()> {
     let _write = super::write_lock().await?;
     let mut tx = pool.begin().await?;
-    let now = super::now_ms();
+    let newest: Option<i64> =
+        sqlx::query_scalar("SELECT MAX(updated_at) FROM searches WHERE user_id = ?")
+            .bind(user_id)
+            .fetch_one(&mut *tx)
+            .await?;
+    let touched = newest.map_or(now, |newest| now.max(newest.saturating_add(1)));
     sqlx::query(
         "INSERT INTO searches (user_id, query, created_at, updated_at) VALUES (?, ?, ?, ?) \
          ON CONFLICT (user_id, query) DO UPDATE SET updated_at = excluded.updated_at",
@@ -28,7 +48,7 @@ pub async fn record(pool: &SqlitePool, user_id: i64, query: &str, keep: i64) -> 
     .bind(user_id)
     .bind(query)
     .bind(now)
-    .bind(now)
+    .bind(touched)
     .execute(&mut *tx)
     .await?;
     sqlx::query(
@@ -172,6 +192,33 @@ mod tests {
             Some("\"a\" \"OR\" \"b\" \"NEAR\"")
         );
         assert_eq!(match_expression(" -*\"() "), None);
+    }
+
+    /// Regression: searches made within one millisecond were ordered by id among themselves,
+    /// so searching an old query again left it below the newer ones (CI saw `word11` on top
+    /// after `word5` was searched again).
+    #[tokio::test]
+    async fn searches_in_one_millisecond_keep_their_order() {
+        let (pool, dir, _serial) = crate::db::test_pool().await;
+        sqlx::query(
+            "INSERT INTO users (id, name, email_address, password_digest, created_at, updated_at) \
+             VALUES (1, 'Ann', 'ann@example.com', '', 0, 0)",
+        )
+        .execute(&pool)
+        .await
+        .expect("user");
+        for query in ["a", "b", "c", "a", "d"] {
+            record_at(&pool, 1, query, 3, 1_000).await.expect("record");
+        }
+        let recent: Vec<String> = recent(&pool, 1)
+            .await
+            .expect("recent")
+            .into_iter()
+            .map(|s| s.query)
+            .collect();
+        assert_eq!(recent, ["d", "a", "c"]);
+        pool.close().await;
+        let _ = std::fs::remove_dir_all(dir);
     }
 
     #[test]
