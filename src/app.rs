@@ -689,8 +689,14 @@ async fn accept(
         let _ = stream.set_nodelay(true);
         let app = app.clone();
         let max_line = state.config.max_request_line_bytes;
+        // The first request's whole head (its line included) must arrive within one header
+        // timeout of the accept: hyper's own timer starts only once the line was seen.
+        let head_by = tokio::time::Instant::now() + header_timeout;
+        let head_seen = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let seen = head_seen.clone();
         let service = hyper::service::service_fn(
             move |mut request: hyper::Request<hyper::body::Incoming>| {
+                seen.store(true, std::sync::atomic::Ordering::Relaxed);
                 request.extensions_mut().insert(ConnectInfo(peer));
                 let app = app.clone();
                 async move {
@@ -715,8 +721,18 @@ async fn accept(
                 .serve_connection(TokioIo::new(stream), service)
                 .with_upgrades();
             tokio::pin!(conn);
+            let first_head_late = async {
+                tokio::time::sleep_until(head_by).await;
+                if head_seen.load(std::sync::atomic::Ordering::Relaxed) {
+                    std::future::pending::<()>().await;
+                }
+            };
             let result = tokio::select! {
                 result = conn.as_mut() => result,
+                () = first_head_late => {
+                    tracing::debug!("request head not whole within the header timeout");
+                    return;
+                }
                 // The guard `wait_for` returns is not `Send`: drop it inside.
                 () = async { let _ = stop.wait_for(|stop| *stop).await; } => {
                     conn.as_mut().graceful_shutdown();

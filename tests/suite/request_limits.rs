@@ -296,3 +296,40 @@ async fn presence_actions_past_the_users_budget_send_no_read_notice() {
     }
     assert_eq!(received, 3, "read notices past the user's budget of 3");
 }
+
+#[tokio::test]
+async fn a_drip_fed_request_line_is_dropped_within_one_header_timeout() {
+    let server = TestServer::start_with(|c| c.header_timeout = 2).await;
+    let mut s = TcpStream::connect(server.addr).await.unwrap();
+    let opened = Instant::now();
+    // The request line a byte every 100 ms, its line feed just before the header timeout,
+    // then header bytes at the same pace: the head never ends. Before, the line's wait and
+    // hyper's header timeout were counted one after the other (4 s held, not 2).
+    let line = b"GET /up HTTP/1.1\r\n";
+    let drip = async {
+        for &b in line.iter().chain(b"Host: 127.0.0.1\r\nX-Slow: ".iter()) {
+            if s.write_all(&[b]).await.is_err() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        loop {
+            if s.write_all(b"x").await.is_err() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(8), drip).await;
+    let held = opened.elapsed();
+    assert!(
+        held < Duration::from_millis(3200),
+        "a drip-fed head held its connection for {held:?} under a 2 s header timeout"
+    );
+    let mut rest = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(1), s.read_to_end(&mut rest)).await;
+    assert!(
+        !String::from_utf8_lossy(&rest).contains("200 OK"),
+        "{rest:?}"
+    );
+}
