@@ -700,3 +700,43 @@ async fn a_flood_of_bad_cable_commands_logs_a_few_warnings_and_a_count() {
         "no count of the dropped warnings"
     );
 }
+
+#[tokio::test]
+async fn the_old_since_catch_up_reads_at_most_its_bound_then_asks_for_a_reload() {
+    let server = TestServer::start().await;
+    let mut c = server.signed_in(DAVID, SECRET).await;
+    let since = hearth::db::now_ms();
+    let max = usize::try_from(hearth::web::rooms::REFRESH_MAX).unwrap();
+    for i in 0..=max {
+        sqlx::query(
+            "INSERT INTO messages (room_id, creator_id, client_message_id, body, created_at, updated_at) \
+             VALUES (1, 2, ?, '<div>flood</div>', ?, ?)",
+        )
+        .bind(format!("since-flood-{i}"))
+        .bind(since + 1)
+        .bind(since + 1)
+        .execute(&server.state.pool)
+        .await
+        .unwrap();
+    }
+    // `?since=0` (the whole room) and `?since=<before the flood>`: one row past the bound
+    // is read, and the answer is a reload, never the whole history.
+    for from in [0, since] {
+        let r = c.get(&format!("/rooms/1/refresh?since={from}")).await;
+        assert_eq!(r.status, 200);
+        assert_eq!(
+            r.body, "<turbo-stream action=\"refresh\"></turbo-stream>",
+            "since={from}"
+        );
+    }
+    // A negative or absurd value is no number of messages: the same bounded answer or 400.
+    for bad in ["-1", "99999999999999999999", "1e9", "abc"] {
+        let r = c.get(&format!("/rooms/1/refresh?since={bad}")).await;
+        assert!(
+            r.status == 400 || r.body == "<turbo-stream action=\"refresh\"></turbo-stream>",
+            "since={bad}: {} {}",
+            r.status,
+            &r.body[..r.body.len().min(200)]
+        );
+    }
+}
