@@ -272,6 +272,7 @@ pub async fn create_boost(
             "a boost must be 1-16 characters".into(),
         ));
     }
+    super::fields::refuse_unsafe_chars("boost", content)?;
     let boost = messages::boost(&state.pool, message.id, bot.id, &bot.name, content).await?;
     broadcasts::boost_created(&state.broadcaster, &room, &message, &boost);
     Ok(head(StatusCode::CREATED))

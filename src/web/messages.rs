@@ -546,6 +546,7 @@ pub async fn boost(
             "boost[content] must be 1-16 characters".into(),
         ));
     }
+    super::fields::refuse_unsafe_chars("boost[content]", content)?;
     let boost = messages::boost(&state.pool, message.id, user.id, &user.name, content).await?;
     let html = broadcasts::boost_created(&state.broadcaster, &room, &message, &boost);
     Ok(stream_or_back(&headers, html, room.id))

@@ -740,3 +740,45 @@ async fn the_old_since_catch_up_reads_at_most_its_bound_then_asks_for_a_reload()
         );
     }
 }
+
+#[tokio::test]
+async fn boosts_with_nul_or_bidi_overrides_are_422_and_nothing_is_stored() {
+    let server = TestServer::start().await;
+    let mut c = server.signed_in(DAVID, SECRET).await;
+    let (csrf, _) = c.room(1).await;
+    let message: i64 = sqlx::query_scalar("SELECT max(id) FROM messages WHERE room_id = 1")
+        .fetch_one(&server.state.pool)
+        .await
+        .unwrap();
+    let count = || async {
+        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM boosts")
+            .fetch_one(&server.state.pool)
+            .await
+            .unwrap()
+    };
+    let before = count().await;
+    let mut bot = server.client();
+    for bad in ["\u{202E}ab", "a\u{0}b", "\u{2067}x\u{2069}", "a\u{1b}[2Jb"] {
+        let body = common::form(&[("boost[content]", bad), ("authenticity_token", &csrf)]);
+        let r = c
+            .post_form(&format!("/messages/{message}/boosts"), &body, &[])
+            .await;
+        assert_eq!(r.status, 422, "{bad:?}");
+        let r = bot
+            .request(
+                "POST",
+                &format!("/rooms/1/5-bNd3rB0tK3y7/messages/{message}/boosts"),
+                &[("Content-Type", "text/plain")],
+                bad.as_bytes(),
+            )
+            .await;
+        assert_eq!(r.status, 422, "bot {bad:?}");
+    }
+    assert_eq!(count().await, before, "a hostile boost was stored");
+    // Right-to-left text itself is fine.
+    let body = common::form(&[("boost[content]", "שלום"), ("authenticity_token", &csrf)]);
+    let r = c
+        .post_form(&format!("/messages/{message}/boosts"), &body, &[])
+        .await;
+    assert_eq!(r.status, 302, "{}", r.body);
+}
