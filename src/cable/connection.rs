@@ -380,7 +380,8 @@ impl Reader {
             Ok(c) => c,
             Err(e) => {
                 if self.may_warn() {
-                    tracing::warn!(error = %e, "Could not execute command");
+                    // The error quotes the client's text (an unknown command as sent).
+                    tracing::warn!(error = %loggable(&e.to_string()), "Could not execute command");
                 }
                 return;
             }
@@ -438,7 +439,10 @@ impl Reader {
             return Ok(());
         }
         let Some((channel, params)) = protocol::identifier_params(&identifier) else {
-            anyhow::bail!("identifier is not a JSON object with a channel: {identifier}");
+            anyhow::bail!(
+                "identifier is not a JSON object with a channel: {}",
+                loggable(&identifier)
+            );
         };
         let escaping = self.state.json;
         let outcome = match self.channel_subscribe(&identifier, &channel, params).await {

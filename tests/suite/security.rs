@@ -782,3 +782,44 @@ async fn boosts_with_nul_or_bidi_overrides_are_422_and_nothing_is_stored() {
         .await;
     assert_eq!(r.status, 302, "{}", r.body);
 }
+
+#[tokio::test]
+async fn cable_input_quoted_in_warnings_cannot_forge_log_lines_or_flood_them() {
+    let (log, _capturing) = common::captured_log();
+    let server = TestServer::start().await;
+    let (_c, mut ws) = common::connect_as(&server, DAVID, SECRET).await;
+    let forged = "x\n2026-01-01T00:00:00Z  INFO hearth: FORGED admin signed in \u{1b}[31m";
+    let long = "Q".repeat(200_000);
+    for frame in [
+        serde_json::json!({"command": forged, "identifier": 5}).to_string(),
+        serde_json::json!({"command": "subscribe", "identifier": forged}).to_string(),
+        serde_json::json!({"command": long, "identifier": 5}).to_string(),
+        serde_json::json!({"command": "subscribe", "identifier": long}).to_string(),
+    ] {
+        ws.send_text(&frame).await;
+    }
+    // The connection still answers (after the oversized identifier's rejection).
+    let id = r#"{"channel":"HeartbeatChannel"}"#;
+    ws.send_text(&common::subscribe_cmd(id)).await;
+    let confirmed = common::text(&common::confirm(id));
+    loop {
+        let next = ws.next_non_ping(Duration::from_secs(10)).await;
+        assert!(next.is_some(), "no confirmation");
+        if next == confirmed {
+            break;
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let text = String::from_utf8_lossy(&log.lock().unwrap()).into_owned();
+    assert!(
+        text.contains("Could not execute command"),
+        "nothing logged: {text}"
+    );
+    for line in text.lines() {
+        assert!(
+            !line.starts_with("2026-01-01") && !line.contains('\u{1b}'),
+            "a client forged a log line: {line:?}"
+        );
+        assert!(line.len() < 2_000, "a {} byte log line", line.len());
+    }
+}
