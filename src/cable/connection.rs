@@ -8,6 +8,9 @@
 //!
 //! A subscribe attaches the subscription's streams first and queues `confirm_subscription`
 //! after, so no broadcast after the confirm can be missed (Rails: `ensure_confirmation_sent`).
+//! The confirm (or reject) is queued without waking the writer (`Connection::send_held`); the
+//! read loop wakes it once no further client frame is readable at once, so the subscribe
+//! commands a page sends together when its socket opens are answered in one write.
 //!
 //! Memory: an idle connection's task holds the reader (no buffer until a frame arrives, see
 //! `reader.rs`) and the wait on its signals. The database work of a command (subscribe,
@@ -24,6 +27,7 @@
 //! (`reset_remote_connections`); here the connection's other subscriptions stay.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -267,12 +271,22 @@ impl Reader {
     async fn read_loop(&mut self, read_half: tokio::net::tcp::OwnedReadHalf, leftover: Bytes) {
         let mut source = std::io::Cursor::new(leftover).chain(read_half);
         let mut reader = MessageReader::new(&mut source, self.state.config.max_message_bytes);
+        let held = self.conn.clone();
         let refused = loop {
             // The read future lives across control signals (a WebSocket read is not
             // cancel-safe): a signal is handled between polls of the same read.
             let inbound = {
-                let read = reader.read();
-                tokio::pin!(read);
+                let mut read = std::pin::pin!(reader.read());
+                // Subscribe replies are queued held (`send_held`): the writer is woken once no
+                // further command is readable at once, so commands that arrived together (a
+                // page's subscriptions) have their replies written in one write.
+                let mut read = std::future::poll_fn(|cx| {
+                    let polled = read.as_mut().poll(cx);
+                    if polled.is_pending() {
+                        held.wake_held();
+                    }
+                    polled
+                });
                 loop {
                     tokio::select! {
                         biased;
@@ -423,7 +437,7 @@ impl Reader {
                 );
             }
             self.conn
-                .send(Frame::text(&protocol::reject(&identifier, self.state.json)));
+                .send_held(Frame::text(&protocol::reject(&identifier, self.state.json)));
             return Ok(());
         }
         if self.subscriptions.len() >= self.state.config.max_subscriptions {
@@ -434,7 +448,7 @@ impl Reader {
                 );
             }
             self.conn
-                .send(Frame::text(&protocol::reject(&identifier, self.state.json)));
+                .send_held(Frame::text(&protocol::reject(&identifier, self.state.json)));
             return Ok(());
         }
         let Some((channel, params)) = protocol::identifier_params(&identifier) else {
@@ -448,7 +462,7 @@ impl Reader {
                 // the client is told at once instead of waiting for a confirm forever.
                 tracing::warn!(error = %e, channel = loggable(&channel), "Subscription refused: the channel could not decide");
                 self.conn
-                    .send(Frame::text(&protocol::reject(&identifier, escaping)));
+                    .send_held(Frame::text(&protocol::reject(&identifier, escaping)));
                 return Ok(());
             }
         };
@@ -461,13 +475,13 @@ impl Reader {
                 }
                 self.state.bus.ready(&subscribed.streams).await;
                 self.conn
-                    .send(Frame::text(&protocol::confirm(&identifier, escaping)));
+                    .send_held(Frame::text(&protocol::confirm(&identifier, escaping)));
                 self.subscriptions
                     .insert(identifier, Subscription { subscribed });
             }
             Outcome::Reject => {
                 self.conn
-                    .send(Frame::text(&protocol::reject(&identifier, escaping)));
+                    .send_held(Frame::text(&protocol::reject(&identifier, escaping)));
             }
             Outcome::UnknownChannel => {
                 if self.may_warn() {

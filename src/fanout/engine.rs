@@ -236,6 +236,24 @@ impl Connection {
         self.conn.send(frame)
     }
 
+    /// [`Connection::send`] that does not wake the writer yet: the frame is queued in order
+    /// with everything else, and the wake-up it may owe is kept until
+    /// [`Connection::wake_held`]. Returns whether it was queued. Until that call the writer
+    /// sees neither this frame nor what is queued after it (broadcasts included), so the
+    /// caller — the connection's own task — must call `wake_held` before it waits for
+    /// anything. A task that answers several commands read together (a page's subscribe
+    /// commands) thus has its replies written in one vectored write instead of one each.
+    /// (Reference engine: the same as `send`.)
+    pub fn send_held(&self, frame: Frame) -> bool {
+        self.conn.send_held(frame)
+    }
+
+    /// Wakes the writer for what [`Connection::send_held`] queued; a no-op when nothing is
+    /// held (one relaxed atomic load).
+    pub fn wake_held(&self) {
+        self.conn.wake_held();
+    }
+
     /// Attaches this connection to `stream` under `variant`. Idempotent per
     /// (stream, `variant.key`). When it returns, every later broadcast to `stream` reaches this
     /// connection. A no-op once the connection is closing or closed.
@@ -346,6 +364,8 @@ struct QueueConn {
     done_notify: Notify,
     /// No socket and no writer task (`attach_detached`): close and abort finish at once.
     detached: bool,
+    /// A [`Conn::send_held`] armed the writer and did not wake it yet.
+    wake_owed: AtomicBool,
 }
 
 /// The (stream, variant key) pairs a connection is attached to.
@@ -415,6 +435,7 @@ impl QueueEngine {
             done: AtomicBool::new(false),
             done_notify: Notify::new(),
             detached,
+            wake_owed: AtomicBool::new(false),
         });
         self.registry
             .shard(conn.outbox.id())
@@ -701,6 +722,32 @@ impl Conn for QueueConn {
             self.engine.stats.enqueued(&totals);
         }
         queued
+    }
+
+    fn send_held(&self, frame: Frame) -> bool {
+        let (push, wake) = self.outbox.push_held(&frame.0);
+        if wake {
+            self.wake_owed.store(true, Ordering::Relaxed);
+        }
+        match push {
+            Push::Queued { bytes } => {
+                let mut totals = Enqueued::default();
+                totals.add(frame.0.len(), bytes);
+                self.engine.stats.enqueued(&totals);
+                true
+            }
+            Push::CutOff => {
+                self.engine.cut_off(&self.outbox);
+                false
+            }
+            Push::Refused => false,
+        }
+    }
+
+    fn wake_held(&self) {
+        if self.wake_owed.load(Ordering::Relaxed) && self.wake_owed.swap(false, Ordering::Relaxed) {
+            self.outbox.wake();
+        }
     }
 
     fn subscribe(&self, stream: &str, variant: &Variant) {

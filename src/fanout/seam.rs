@@ -86,6 +86,15 @@ pub(super) trait Conn: Send + Sync {
     /// Queues one frame for this connection only; false if it was not queued.
     fn send(&self, frame: Frame) -> bool;
 
+    /// [`Conn::send`] keeping the writer's wake-up for [`Conn::wake_held`]. By default the
+    /// same as `send`.
+    fn send_held(&self, frame: Frame) -> bool {
+        self.send(frame)
+    }
+
+    /// Wakes the writer for what `send_held` queued. By default nothing is held.
+    fn wake_held(&self) {}
+
     /// Attaches the connection to `stream` under `variant`.
     fn subscribe(&self, stream: &str, variant: &Variant);
 
