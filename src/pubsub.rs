@@ -237,9 +237,17 @@ pub fn deliver_at(
     payload: &[u8],
     position: &Position,
 ) -> usize {
-    fanout.broadcast_at(stream, payload, &mut |s| {
-        Some(crate::history::ext_suffix(s, position, json))
-    })
+    fanout.broadcast_at(stream, payload, &mut |s| Some(stamp(s, position, json)))
+}
+
+/// The positioned suffix of a broadcast on `stream` at `position`, with the position for the
+/// held subscriptions that compare it ([`crate::fanout::Connection::hold`]).
+fn stamp(stream: &str, position: &Position, json: JsonEscaping) -> crate::fanout::Stamp {
+    crate::fanout::Stamp {
+        suffix: crate::history::ext_suffix(stream, position, json),
+        epoch: position.epoch.clone(),
+        offset: position.offset,
+    }
 }
 
 impl Bus for LocalBus {
@@ -273,9 +281,7 @@ impl Bus for LocalBus {
         let json = self.json;
         self.fanout
             .broadcast_each_at(&mut appending, payload, &mut |s| {
-                last.borrow()
-                    .as_ref()
-                    .map(|p| crate::history::ext_suffix(s, p, json))
+                last.borrow().as_ref().map(|p| stamp(s, p, json))
             })
     }
 

@@ -14,7 +14,7 @@ self.addEventListener("push", (event) => {
   } catch {
     data = { title: "Hearth", options: { body: event.data?.text() ?? "" } }
   }
-  const options = { icon: "/icons/icon-192.png", badge: "/icons/icon-192.png", ...(data.options ?? {}) }
+  const options = { icon: "/account/logo?size=small", badge: "/icons/icon-192.png", ...(data.options ?? {}) }
   const badge = Number(options.data?.badge ?? 0)
   event.waitUntil(Promise.all([
     self.registration.showNotification(data.title ?? "Hearth", options),

@@ -12,6 +12,15 @@
 //! read loop wakes it once no further client frame is readable at once, so the subscribe
 //! commands a page sends together when its socket opens are answered in one write.
 //!
+//! History (`actioncable-v1-ext-json`): a subscription whose history is about to be sent (a
+//! subscribe with a `history` request, a restored session's subscriptions until the client's
+//! `history` command, a `history` command) is held in the fan-out engine
+//! ([`Connection::hold`]): its live broadcasts are kept aside while the history is read and
+//! sent, then those after the last entry sent follow, and none at or before it is sent later.
+//! So the client sees each position once and in order, though the subscription was attached
+//! before the history was read (as it must be, or what is broadcast between the two is lost).
+//! A restored subscription the client asks no history for is let go after [`RESTORE_HOLD`].
+//!
 //! Memory: an idle connection's task holds the reader (no buffer until a frame arrives, see
 //! `reader.rs`) and the wait on its signals. The database work of a command (subscribe,
 //! perform, a membership re-check, the final unsubscribes) runs in a boxed future allocated
@@ -49,6 +58,11 @@ use crate::state::SharedState;
 /// How long a connection refused for a bad message keeps draining the client's input after
 /// its close frame, before the socket is dropped.
 const LINGER: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// How long a restored session's subscriptions hold their live broadcasts for the client's
+/// `history` command (`@anycable/core` sends it right after the welcome); past it, what was
+/// held is sent as it is.
+pub const RESTORE_HOLD: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Typing notices (`start`/`stop`) one connection may send at once; past it and the rate
 /// below, the excess is dropped (Campfire's client sends `start` at most once a second).
@@ -173,19 +187,25 @@ pub async fn run(
         warnings_dropped: 0,
         sid: extended.map(|e| e.sid),
         ended_by_peer: false,
+        held: Vec::new(),
+        release_at: None,
     };
     if !restored.is_empty() {
         let interest = state.bus.interest();
         for (identifier, subscribed) in restored {
             let variant = protocol::ext_variant(&identifier, state.json);
             for stream in &subscribed.streams {
+                // Held until the client's `history` command (see the module docs).
+                conn.hold(stream, &variant.key);
                 interest.subscribe(&conn, stream, &variant);
             }
+            reader.held.push(identifier.clone());
             state.bus.ready(&subscribed.streams).await;
             reader
                 .subscriptions
                 .insert(identifier, Subscription { subscribed });
         }
+        reader.release_at = Some(tokio::time::Instant::now() + RESTORE_HOLD);
         state.metrics.session_restored();
     }
     reader.read_loop(read_half, leftover).await;
@@ -241,6 +261,10 @@ struct Reader {
     /// Whether the client ended the connection (EOF, a reset, its close frame) rather than
     /// the server.
     ended_by_peer: bool,
+    /// Restored subscriptions held for the client's `history` command (see the module docs).
+    held: Vec<Arc<str>>,
+    /// When the `held` ones are let go without one.
+    release_at: Option<tokio::time::Instant>,
 }
 
 /// Warnings one connection's bad commands may log at once, then [`WARNINGS_PER_SECOND`]; the
@@ -288,10 +312,19 @@ impl Reader {
                     polled
                 });
                 loop {
+                    let release_at = self.release_at;
                     tokio::select! {
                         biased;
                         _ = self.conn.closed() => return,
                         _ = self.control.access_revoked() => Box::pin(self.recheck()).await,
+                        // Boxed: the timer exists only while a restore holds, and never
+                        // weighs on an idle connection's task.
+                        () = async move {
+                            match release_at {
+                                Some(at) => Box::pin(tokio::time::sleep_until(at)).await,
+                                None => std::future::pending().await,
+                            }
+                        } => self.release_held(),
                         inbound = &mut read => break inbound,
                     }
                 }
@@ -405,7 +438,7 @@ impl Reader {
                     .sid
                     .as_ref()
                     .and_then(|_| protocol::subscribe_history(text));
-                let result = self.subscribe(identifier.clone()).await;
+                let result = self.subscribe(identifier.clone(), asked.is_some()).await;
                 if let Some(request) = asked {
                     if self.subscriptions.contains_key(&identifier) {
                         Box::pin(self.history(&identifier, &request)).await;
@@ -423,7 +456,24 @@ impl Reader {
         }
     }
 
-    async fn subscribe(&mut self, identifier: Arc<str>) -> anyhow::Result<()> {
+    /// Lets the restored subscriptions still held go (the client asked no history for them
+    /// within [`RESTORE_HOLD`]): what was held is sent.
+    fn release_held(&mut self) {
+        self.release_at = None;
+        for identifier in std::mem::take(&mut self.held) {
+            let Some(sub) = self.subscriptions.get(&identifier) else {
+                continue;
+            };
+            let key = self.variant_key(&identifier);
+            for stream in &sub.subscribed.streams {
+                self.conn.release(stream, &key, None);
+            }
+        }
+    }
+
+    /// Runs a `subscribe`; `hold`: its history is sent next, so its live broadcasts are held
+    /// from the attach on (see the module docs).
+    async fn subscribe(&mut self, identifier: Arc<str>, hold: bool) -> anyhow::Result<()> {
         if self.subscriptions.contains_key(&identifier) {
             // Rails ignores a duplicate subscribe silently (no second confirm).
             return Ok(());
@@ -471,6 +521,9 @@ impl Reader {
                 let variant = self.variant(&identifier);
                 let interest = self.state.bus.interest();
                 for stream in &subscribed.streams {
+                    if hold {
+                        self.conn.hold(stream, &variant.key);
+                    }
                     interest.subscribe(&self.conn, stream, &variant);
                 }
                 self.state.bus.ready(&subscribed.streams).await;
@@ -510,7 +563,8 @@ impl Reader {
     /// Answers an extended-protocol `history` request for the subscription `identifier`
     /// (AnyCable's `Node#History`): for each of its streams, the entries after the client's
     /// offset (or since its time), sent as positioned broadcasts, then `confirm_history`; or
-    /// only `reject_history` when the history no longer covers one of them.
+    /// only `reject_history` when the history no longer covers one of them. The subscription's
+    /// live broadcasts are held meanwhile and follow the entries, each offset once.
     async fn history(&mut self, identifier: &Arc<str>, request: &protocol::HistoryRequest) {
         use crate::history::{Backlog, Since};
         let Some(sub) = self.subscriptions.get(identifier) else {
@@ -523,45 +577,67 @@ impl Reader {
             return;
         };
         let streams = sub.subscribed.streams.clone();
+        let key = self.variant_key(identifier);
+        self.held.retain(|held| held != identifier);
+        for stream in &streams {
+            self.conn.hold(stream, &key);
+        }
         let history = self.state.history.clone();
         let json = self.state.json;
+        let prefix = protocol::variant(identifier, json).prefix;
         let mut frames = Vec::new();
+        // Per stream: the last position the client has (its own, then each entry sent).
+        let mut lasts: Vec<Option<(Arc<str>, u64)>> = Vec::with_capacity(streams.len());
+        let mut gone = false;
         for stream in &streams {
-            let since = match request.streams.iter().find(|(s, _, _)| s == stream) {
-                Some((_, epoch, offset)) => Since::Offset {
-                    epoch: epoch.clone(),
-                    offset: *offset,
-                },
-                None if request.since > 0 => Since::Time(request.since),
-                None => continue,
-            };
-            match history.read(stream, &since).await {
-                Backlog::Gone => {
-                    self.state.metrics.history_rejected();
-                    self.conn
-                        .send(Frame::text(&protocol::reject_history(identifier, json)));
-                    return;
+            let (since, mut last) = match request.streams.iter().find(|(s, _, _)| s == stream) {
+                Some((_, epoch, offset)) => (
+                    Since::Offset {
+                        epoch: epoch.clone(),
+                        offset: *offset,
+                    },
+                    Some((Arc::from(epoch.as_str()), *offset)),
+                ),
+                None if request.since > 0 => (Since::Time(request.since), None),
+                None => {
+                    lasts.push(None);
+                    continue;
                 }
-                Backlog::Entries(entries) => {
-                    let prefix = protocol::variant(identifier, json).prefix;
-                    let epoch = history.epoch();
-                    for entry in entries {
-                        let position = crate::history::Position {
-                            epoch: epoch.clone(),
-                            offset: entry.offset,
-                        };
-                        let suffix = crate::history::ext_suffix(stream, &position, json);
-                        frames.push(Frame::text_parts(&[&prefix, &entry.payload, &suffix]));
+            };
+            if !gone {
+                match history.read(stream, &since).await {
+                    Backlog::Gone => gone = true,
+                    Backlog::Entries(entries) => {
+                        let epoch = history.epoch();
+                        for entry in entries {
+                            let position = crate::history::Position {
+                                epoch: epoch.clone(),
+                                offset: entry.offset,
+                            };
+                            let suffix = crate::history::ext_suffix(stream, &position, json);
+                            frames.push(Frame::text_parts(&[&prefix, &entry.payload, &suffix]));
+                            last = Some((epoch.clone(), entry.offset));
+                        }
                     }
                 }
             }
+            lasts.push(last);
         }
-        self.state.metrics.history_replayed(frames.len());
-        for frame in frames {
-            self.conn.send(frame);
+        if gone {
+            self.state.metrics.history_rejected();
+            self.conn
+                .send(Frame::text(&protocol::reject_history(identifier, json)));
+        } else {
+            self.state.metrics.history_replayed(frames.len());
+            for frame in frames {
+                self.conn.send(frame);
+            }
+            self.conn
+                .send(Frame::text(&protocol::confirm_history(identifier, json)));
         }
-        self.conn
-            .send(Frame::text(&protocol::confirm_history(identifier, json)));
+        for (stream, last) in streams.iter().zip(lasts) {
+            self.conn.release(stream, &key, last);
+        }
     }
 
     /// Runs a channel's `subscribed` on the host.

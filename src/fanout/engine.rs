@@ -29,12 +29,13 @@ use tokio::sync::Notify;
 
 use super::budget::{Ledger, QueueBudgets, NO_OWNER};
 use super::frame::Frame;
+use super::gate::{Gates, Mark, Pass};
 use super::index::{Index, StreamEntry, Subscribed};
 use super::queue::{defer_wakes, Outbox, Push, State};
 use super::runtime::WriterRuntime;
 use super::seam::{Conn, Engine};
 use super::stats::{Enqueued, Stats, StatsSnapshot};
-use super::{next_connection_id, writer, EngineKind, QueueLimits, Variant};
+use super::{next_connection_id, writer, EngineKind, QueueLimits, Stamp, Variant};
 
 /// The fan-out engine: cheap to clone (an `Arc` inside), `Send + Sync`.
 ///
@@ -261,9 +262,27 @@ impl Connection {
         self.conn.subscribe(stream, variant);
     }
 
-    /// Detaches from `stream` for `variant_key` (no-op when not attached).
+    /// Detaches from `stream` for `variant_key` (no-op when not attached); drops its gate.
     pub fn unsubscribe(&self, stream: &str, variant_key: &str) {
         self.conn.unsubscribe(stream, variant_key);
+    }
+
+    /// Holds the frames broadcast to `stream` for this connection's positioned subscription
+    /// `variant_key` ([`Variant::positioned`]) instead of queuing them, until
+    /// [`Connection::release`]: call it before [`Connection::subscribe`], then send the
+    /// subscription's history, then release. Holding past the connection's frame bound cuts
+    /// it off as too slow. (Queue engine; the reference engine ignores positions and holds.)
+    pub fn hold(&self, stream: &str, variant_key: &str) {
+        self.conn.hold(stream, variant_key);
+    }
+
+    /// Ends [`Connection::hold`]: queues the held frames after `last` (the position the
+    /// subscription has: the last history entry sent, or the client's own; `(epoch, offset)`)
+    /// in order, then lets broadcasts through again, except those at or before the last
+    /// position sent (in its epoch), dropped until one after it arrives. A broadcast racing
+    /// the release is queued after the held frames.
+    pub fn release(&self, stream: &str, variant_key: &str, last: Option<(Arc<str>, u64)>) {
+        self.conn.release(stream, variant_key, last);
     }
 
     /// Queues `frames` (e.g. a `disconnect` text frame and a close frame) after everything
@@ -472,21 +491,66 @@ impl QueueEngine {
         }
     }
 
-    /// Pushes one frame per variant group of `entry` (from `frame_for`, called once per group)
-    /// to every member of the group, under the stream's read lock.
+    /// Pushes one frame per variant group of `entry` (from `frame_for`, called once per group,
+    /// with the stamp of a positioned one) to every member of the group, under the stream's
+    /// read lock. A positioned group's members with a gate (`gate.rs`) go through it.
     #[inline]
     fn push_to_groups(
         &self,
+        stream: &str,
         entry: &StreamEntry,
-        mut frame_for: impl FnMut(&Variant) -> Bytes,
+        mut frame_for: impl FnMut(&Variant) -> (Bytes, Option<Stamp>),
         totals: &mut Enqueued,
     ) {
         let groups = entry.read();
         for group in groups.groups() {
-            let frame = frame_for(group.variant());
+            let variant = group.variant();
+            let (frame, stamp) = frame_for(variant);
             let members = group.members();
-            for member in members {
-                self.push_counted(member, &frame, members.len(), totals);
+            if variant.positioned {
+                for member in members {
+                    if let Some(gates) = member.gated() {
+                        if !self.through_gate(
+                            gates,
+                            member,
+                            stream,
+                            variant,
+                            &frame,
+                            stamp.as_ref(),
+                        ) {
+                            continue;
+                        }
+                    }
+                    self.push_counted(member, &frame, members.len(), totals);
+                }
+            } else {
+                for member in members {
+                    self.push_counted(member, &frame, members.len(), totals);
+                }
+            }
+        }
+    }
+
+    /// Whether `member`'s gate lets `frame` be queued now (false: kept aside, dropped as sent
+    /// already, or the gate was full and cut the connection off).
+    #[cold]
+    fn through_gate(
+        &self,
+        gates: &Gates,
+        member: &Outbox,
+        stream: &str,
+        variant: &Variant,
+        frame: &Bytes,
+        stamp: Option<&Stamp>,
+    ) -> bool {
+        match gates.check(stream, &variant.key, frame, stamp, member.max_frames()) {
+            Pass::Through => true,
+            Pass::Skip | Pass::Held => false,
+            Pass::Full => {
+                if member.cut_off_now() {
+                    self.cut_off(member);
+                }
+                false
             }
         }
     }
@@ -536,8 +600,9 @@ impl Engine for QueueEngine {
         };
         let mut totals = Enqueued::default();
         self.push_to_groups(
+            stream,
             &entry,
-            |v| Frame::text_parts(&[&v.prefix, message, &v.suffix]).0,
+            |v| (Frame::text_parts(&[&v.prefix, message, &v.suffix]).0, None),
             &mut totals,
         );
         self.stats.enqueued(&totals);
@@ -560,13 +625,13 @@ impl Engine for QueueEngine {
                 let same =
                     |b: &Variant| b.key == v.key && b.prefix == v.prefix && b.suffix == v.suffix;
                 if let Some((_, frame)) = built.iter().find(|(b, _)| same(b)) {
-                    return frame.clone();
+                    return (frame.clone(), None);
                 }
                 let frame = Frame::text_parts(&[&v.prefix, message, &v.suffix]).0;
                 built.push((v.clone(), frame.clone()));
-                frame
+                (frame, None)
             };
-            self.push_to_groups(&entry, frame_for, &mut totals);
+            self.push_to_groups(&stream, &entry, frame_for, &mut totals);
         }
         self.stats.broadcasts(streams);
         self.stats.enqueued(&totals);
@@ -584,15 +649,19 @@ impl Engine for QueueEngine {
             return 0;
         };
         let mut totals = Enqueued::default();
-        let mut stamp: Option<Option<Bytes>> = None;
+        let mut stamp: Option<Option<Stamp>> = None;
         self.push_to_groups(
+            stream,
             &entry,
             |v| match v.positioned {
                 true => match stamp.get_or_insert_with(|| positioned(stream)) {
-                    Some(suffix) => Frame::text_parts(&[&v.prefix, message, suffix]).0,
-                    None => Frame::text_parts(&[&v.prefix, message, &v.suffix]).0,
+                    Some(stamp) => (
+                        Frame::text_parts(&[&v.prefix, message, &stamp.suffix]).0,
+                        Some(stamp.clone()),
+                    ),
+                    None => (Frame::text_parts(&[&v.prefix, message, &v.suffix]).0, None),
                 },
-                false => Frame::text_parts(&[&v.prefix, message, &v.suffix]).0,
+                false => (Frame::text_parts(&[&v.prefix, message, &v.suffix]).0, None),
             },
             &mut totals,
         );
@@ -617,23 +686,24 @@ impl Engine for QueueEngine {
             let Some(entry) = self.index.get(&stream) else {
                 continue;
             };
-            let mut stamp: Option<Option<Bytes>> = None;
+            let mut stamp: Option<Option<Stamp>> = None;
             let frame_for = |v: &Variant| {
                 if v.positioned {
-                    if let Some(suffix) = stamp.get_or_insert_with(|| positioned(&stream)) {
-                        return Frame::text_parts(&[&v.prefix, message, suffix]).0;
+                    if let Some(stamp) = stamp.get_or_insert_with(|| positioned(&stream)) {
+                        let frame = Frame::text_parts(&[&v.prefix, message, &stamp.suffix]).0;
+                        return (frame, Some(stamp.clone()));
                     }
                 }
                 let same =
                     |b: &Variant| b.key == v.key && b.prefix == v.prefix && b.suffix == v.suffix;
                 if let Some((_, frame)) = built.iter().find(|(b, _)| same(b)) {
-                    return frame.clone();
+                    return (frame.clone(), None);
                 }
                 let frame = Frame::text_parts(&[&v.prefix, message, &v.suffix]).0;
                 built.push((v.clone(), frame.clone()));
-                frame
+                (frame, None)
             };
-            self.push_to_groups(&entry, frame_for, &mut totals);
+            self.push_to_groups(&stream, &entry, frame_for, &mut totals);
         }
         self.stats.broadcasts(streams);
         self.stats.enqueued(&totals);
@@ -765,6 +835,9 @@ impl Conn for QueueConn {
 
     fn unsubscribe(&self, stream: &str, variant_key: &str) {
         let mut subs = self.subs.lock();
+        if let Some(gates) = self.outbox.gated() {
+            gates.forget(stream, variant_key);
+        }
         let Some(pos) = subs
             .list
             .iter()
@@ -780,6 +853,22 @@ impl Conn for QueueConn {
         {
             self.engine.stats.subscription_removed(removed);
         }
+    }
+
+    fn hold(&self, stream: &str, variant_key: &str) {
+        self.outbox.gates().hold(stream, variant_key);
+    }
+
+    fn release(&self, stream: &str, variant_key: &str, last: Option<Mark>) {
+        let Some(gates) = self.outbox.gated() else {
+            return;
+        };
+        let mut totals = Enqueued::default();
+        gates.release(stream, variant_key, last, |frame| {
+            self.engine
+                .push_counted(&self.outbox, frame, 1, &mut totals);
+        });
+        self.engine.stats.enqueued(&totals);
     }
 
     fn close(&self, frames: &[Frame]) {

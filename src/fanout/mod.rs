@@ -31,6 +31,8 @@
 //!   default engine, which reads straight through from `Fanout::broadcast` to the pushes.
 //! - `index.rs`: stream → variants → subscribers.
 //! - `frame.rs`: encoding a server frame once, to be shared.
+//! - `gate.rs`: a positioned subscription held back while its history is sent, then let
+//!   through without a position it already sent ([`Connection::hold`]).
 //! - `budget.rs`: the user and server byte budgets of queued frames ([`QueueBudgets`]): once
 //!   one is passed, the heaviest holder is cut off as too slow first.
 //! - `queue.rs`: the per-connection outbox (a small lock-free ring, an overflow that grows
@@ -68,6 +70,7 @@ use bytes::Bytes;
 mod budget;
 mod engine;
 pub mod frame;
+mod gate;
 mod index;
 pub mod interest;
 mod queue;
@@ -197,7 +200,21 @@ impl Variant {
 /// The suffix of a positioned broadcast's frames for [`Variant::positioned`] subscribers,
 /// built on first use (at most once per stream of a broadcast): `None` from the builder
 /// means the broadcast has no position, and those subscribers get their own suffix.
-pub type PositionedSuffix<'a> = &'a mut dyn FnMut(&str) -> Option<Bytes>;
+pub type PositionedSuffix<'a> = &'a mut dyn FnMut(&str) -> Option<Stamp>;
+
+/// A positioned broadcast's suffix and the position it carries, for
+/// [`Variant::positioned`] subscribers ([`PositionedSuffix`]). The position is opaque here
+/// (an epoch string and an offset within it, growing by one per broadcast of a stream): a
+/// held subscription ([`Connection::hold`]) compares it with the last one it was sent.
+#[derive(Clone, Debug)]
+pub struct Stamp {
+    /// The bytes after the message (ending the frame's JSON object).
+    pub suffix: Bytes,
+    /// The numbering `offset` belongs to.
+    pub epoch: Arc<str>,
+    /// The broadcast's offset in its stream.
+    pub offset: u64,
+}
 
 /// Most frames one vectored write carries (one `IoSlice` each; Linux allows 1,024).
 pub const MAX_WRITE_SLICES: usize = 64;

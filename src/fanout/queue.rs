@@ -63,6 +63,7 @@ use tokio::sync::futures::Notified;
 use tokio::sync::Notify;
 
 use super::budget::{Charge, Holder};
+use super::gate::Gates;
 use super::QueueLimits;
 
 /// Slots of the lock-free ring (40 bytes each: a `Bytes` and crossbeam's slot stamp), and the
@@ -248,6 +249,9 @@ pub(crate) struct Outbox {
     budget: OnceLock<Charge>,
     /// Bytes charged to `budget` and not given back yet.
     charged: AtomicUsize,
+    /// The gates of this connection's positioned subscriptions (`gate.rs`), made on the first
+    /// hold: most connections never hold one.
+    gates: OnceLock<Box<Gates>>,
 }
 
 /// Where [`Outbox::spill`] put a frame.
@@ -284,7 +288,24 @@ impl Outbox {
             final_frames: OnceLock::new(),
             budget: OnceLock::new(),
             charged: AtomicUsize::new(0),
+            gates: OnceLock::new(),
         }
+    }
+
+    /// This connection's gates, made on first use (see `gate.rs`).
+    pub(crate) fn gates(&self) -> &Gates {
+        self.gates.get_or_init(Box::default)
+    }
+
+    /// Whether a gate is set on this connection: the one check a positioned push makes.
+    #[inline]
+    pub(crate) fn gated(&self) -> Option<&Gates> {
+        self.gates.get().filter(|g| g.any()).map(|g| &**g)
+    }
+
+    /// The most frames this outbox queues (a gate holds no more).
+    pub(crate) fn max_frames(&self) -> usize {
+        self.limits.max_frames
     }
 
     /// The connection id this outbox belongs to.

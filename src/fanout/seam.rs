@@ -101,6 +101,13 @@ pub(super) trait Conn: Send + Sync {
     /// Detaches from `stream` for `variant_key`.
     fn unsubscribe(&self, stream: &str, variant_key: &str);
 
+    /// Holds `stream`'s frames for `variant_key` (see `Connection::hold`). By default
+    /// nothing is held.
+    fn hold(&self, _stream: &str, _variant_key: &str) {}
+
+    /// Ends a hold (see `Connection::release`). By default nothing was held.
+    fn release(&self, _stream: &str, _variant_key: &str, _last: Option<(Arc<str>, u64)>) {}
+
     /// Queues `frames` last, flushes and shuts the write side down.
     fn close(&self, frames: &[Frame]);
 

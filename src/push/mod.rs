@@ -266,8 +266,8 @@ fn is_loopback(host: &str) -> bool {
             .is_ok_and(|ip| ip.is_loopback())
 }
 
-/// A notification as the service worker shows it: `{title, options: {body, tag, data:
-/// {path, badge}}}` (`assets/pwa/service-worker.js`).
+/// A notification as the service worker shows it: `{title, options: {body, icon, tag, data:
+/// {path, badge}}}` (`assets/pwa/service-worker.js`); the icon is [`ICON`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Notification {
     /// The title: the room's name; in a direct room, the author's name.
@@ -278,6 +278,11 @@ pub struct Notification {
     pub path: String,
 }
 
+/// The icon of every notification: the account's logo as its small (192 px) square, or the
+/// stock icon before one is uploaded (`GET /account/logo`, answered `no-cache` with an ETag
+/// when no version is asked for, so a new logo shows in the next notification).
+pub const ICON: &str = "/account/logo?size=small";
+
 impl Notification {
     /// The payload for a recipient with `badge` unread rooms.
     pub fn payload(&self, badge: i64) -> Vec<u8> {
@@ -286,7 +291,7 @@ impl Notification {
             "options": {
                 "body": self.body,
                 "tag": self.path,
-                "icon": "/icons/icon-192.png",
+                "icon": ICON,
                 "data": { "path": self.path, "badge": badge },
             },
         })
@@ -624,6 +629,17 @@ pub fn parse_retry_after(value: &str) -> Option<Duration> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Regression: notifications showed the stock icon after the account's logo was changed.
+    #[test]
+    fn the_payload_shows_the_accounts_logo() {
+        let n = Notification::for_message("All Talk", false, "David", "hi", "/rooms/1/@2".into());
+        let payload: serde_json::Value =
+            serde_json::from_slice(&n.payload(3)).expect("json payload");
+        assert_eq!(payload["options"]["icon"], "/account/logo?size=small");
+        assert_eq!(payload["options"]["data"]["badge"], 3);
+        assert_eq!(payload["title"], "All Talk");
+    }
 
     fn keys() -> (String, String) {
         let secret = p256::SecretKey::random(&mut rand_core_rng());

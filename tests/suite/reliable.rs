@@ -214,6 +214,106 @@ async fn subscribe_with_history_confirms_then_replays_since_a_time() {
     );
 }
 
+/// Reads `ws` until `confirm_history` and `after` more positioned frames, checking that the
+/// offsets run from `had + 1` up by one (each once, none before an older one); returns the
+/// number of offsets read.
+async fn offsets_once_in_order(ws: &mut Ws, had: u64, after: usize, round: usize) -> u64 {
+    let mut expected = had + 1;
+    let mut confirmed = None;
+    loop {
+        let frame = next_json(ws).await;
+        match frame["type"].as_str() {
+            Some("confirm_subscription") => continue,
+            Some("confirm_history") => {
+                assert!(confirmed.is_none(), "round {round}: a second {frame}");
+                confirmed = Some(0);
+                continue;
+            }
+            Some(other) => panic!("round {round}: {other}: {frame}"),
+            None => {}
+        }
+        let offset = frame["offset"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{frame}"));
+        assert_eq!(
+            offset,
+            expected,
+            "round {round}: offset {offset} where {expected} was next ({})",
+            if offset < expected {
+                "sent twice, or after a later one"
+            } else {
+                "skipped"
+            }
+        );
+        expected += 1;
+        if let Some(n) = confirmed.as_mut() {
+            *n += 1;
+            if *n == after {
+                return expected - had - 1;
+            }
+        }
+    }
+}
+
+/// Live broadcasts racing a subscribe with a history request (the reconnect of a client whose
+/// session could not be restored): the client gets every offset after its own once and in
+/// order, the history's entries first, then the live ones, none twice. (The subscription is
+/// attached before the history is read, so broadcasts in between used to come first, and
+/// again in the history.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_history_subscribe_racing_live_broadcasts_gets_each_offset_once_in_order() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let server = TestServer::start_with(|c| c.history_limit = 100_000).await;
+    let (mut c, csrf, id) = signed_in(&server, "david@example.com", "secret123456").await;
+    // The room stream's name and epoch, from one positioned post.
+    let (mut e, _) = ext(&server, &c, "").await;
+    subscribed(&mut e, &id).await;
+    assert_eq!(
+        c.post_message(1, "first", "race-0", &csrf).await.status,
+        200
+    );
+    let frame = next_json(&mut e).await;
+    let stream = frame["stream_id"].as_str().unwrap().to_owned();
+    let epoch = frame["epoch"].as_str().unwrap().to_owned();
+    drop(e);
+    // Broadcasts on the stream from another thread, a few thousand a second.
+    let stop = Arc::new(AtomicBool::new(false));
+    let flood = {
+        let (bus, stream, stop) = (server.state.bus.clone(), stream.clone(), stop.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                bus.publish(&stream, br#""flood""#);
+                std::thread::sleep(Duration::from_micros(100));
+            }
+        })
+    };
+    let history = server.state.history.clone();
+    let deadline = tokio::time::Instant::now() + T;
+    while history.head(&stream).offset < 300 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the flood is too slow"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    for round in 0..12 {
+        // 200 entries behind: building their frames takes a while, and broadcasts go on.
+        let had = history.head(&stream).offset - 200;
+        let (mut e, _) = ext(&server, &c, "").await;
+        let cmd = serde_json::json!({
+            "command": "subscribe",
+            "identifier": id,
+            "history": {"streams": {stream.clone(): {"epoch": epoch.clone(), "offset": had}}},
+        });
+        e.send_text(&cmd.to_string()).await;
+        let read = offsets_once_in_order(&mut e, had, 20, round).await;
+        assert!(read > 200, "round {round}: {read}");
+    }
+    stop.store(true, Ordering::Relaxed);
+    flood.join().unwrap();
+}
+
 /// Closes `ws` from the client's side without a close frame (a dropped network) and waits
 /// until the server has seen it.
 async fn drop_socket(ws: Ws) {
