@@ -239,20 +239,20 @@ impl Connection {
 
     /// [`Connection::send`] that does not wake the writer yet: the frame is queued in order
     /// with everything else, and the wake-up it may owe is kept until
-    /// [`Connection::wake_held`]. Returns whether it was queued. Until that call the writer
+    /// [`Connection::wake_deferred`]. Returns whether it was queued. Until that call the writer
     /// sees neither this frame nor what is queued after it (broadcasts included), so the
-    /// caller — the connection's own task — must call `wake_held` before it waits for
+    /// caller — the connection's own task — must call `wake_deferred` before it waits for
     /// anything. A task that answers several commands read together (a page's subscribe
     /// commands) thus has its replies written in one vectored write instead of one each.
     /// (Reference engine: the same as `send`.)
-    pub fn send_held(&self, frame: Frame) -> bool {
-        self.conn.send_held(frame)
+    pub fn send_deferred(&self, frame: Frame) -> bool {
+        self.conn.send_deferred(frame)
     }
 
-    /// Wakes the writer for what [`Connection::send_held`] queued; a no-op when nothing is
-    /// held (one relaxed atomic load).
-    pub fn wake_held(&self) {
-        self.conn.wake_held();
+    /// Wakes the writer for what [`Connection::send_deferred`] queued; a no-op when nothing is
+    /// deferred (one relaxed atomic load).
+    pub fn wake_deferred(&self) {
+        self.conn.wake_deferred();
     }
 
     /// Attaches this connection to `stream` under `variant`. Idempotent per
@@ -383,7 +383,7 @@ struct QueueConn {
     done_notify: Notify,
     /// No socket and no writer task (`attach_detached`): close and abort finish at once.
     detached: bool,
-    /// A [`Conn::send_held`] armed the writer and did not wake it yet.
+    /// A [`Conn::send_deferred`] armed the writer and did not wake it yet.
     wake_owed: AtomicBool,
 }
 
@@ -794,8 +794,8 @@ impl Conn for QueueConn {
         queued
     }
 
-    fn send_held(&self, frame: Frame) -> bool {
-        let (push, wake) = self.outbox.push_held(&frame.0);
+    fn send_deferred(&self, frame: Frame) -> bool {
+        let (push, wake) = self.outbox.push_unwoken(&frame.0);
         if wake {
             self.wake_owed.store(true, Ordering::Relaxed);
         }
@@ -814,7 +814,7 @@ impl Conn for QueueConn {
         }
     }
 
-    fn wake_held(&self) {
+    fn wake_deferred(&self) {
         if self.wake_owed.load(Ordering::Relaxed) && self.wake_owed.swap(false, Ordering::Relaxed) {
             self.outbox.wake();
         }

@@ -364,7 +364,7 @@ impl Outbox {
     /// writer sees neither this frame nor any frame pushed after it (those pushes find the
     /// writer armed and do not wake it either). Lets a connection's own task queue several
     /// replies and have them written together.
-    pub(crate) fn push_held(&self, frame: &Bytes) -> (Push, bool) {
+    pub(crate) fn push_unwoken(&self, frame: &Bytes) -> (Push, bool) {
         self.enqueue(frame, 1)
     }
 

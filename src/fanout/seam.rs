@@ -86,14 +86,14 @@ pub(super) trait Conn: Send + Sync {
     /// Queues one frame for this connection only; false if it was not queued.
     fn send(&self, frame: Frame) -> bool;
 
-    /// [`Conn::send`] keeping the writer's wake-up for [`Conn::wake_held`]. By default the
+    /// [`Conn::send`] keeping the writer's wake-up for [`Conn::wake_deferred`]. By default the
     /// same as `send`.
-    fn send_held(&self, frame: Frame) -> bool {
+    fn send_deferred(&self, frame: Frame) -> bool {
         self.send(frame)
     }
 
-    /// Wakes the writer for what `send_held` queued. By default nothing is held.
-    fn wake_held(&self) {}
+    /// Wakes the writer for what `send_deferred` queued. By default nothing is deferred.
+    fn wake_deferred(&self) {}
 
     /// Attaches the connection to `stream` under `variant`.
     fn subscribe(&self, stream: &str, variant: &Variant);
