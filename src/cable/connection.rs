@@ -8,6 +8,9 @@
 //!
 //! A subscribe attaches the subscription's streams first and queues `confirm_subscription`
 //! after, so no broadcast after the confirm can be missed (Rails: `ensure_confirmation_sent`).
+//! The confirm (or reject) is queued without waking the writer (`Connection::send_deferred`); the
+//! read loop wakes it once no further client frame is readable at once, so the subscribe
+//! commands a page sends together when its socket opens are answered in one write.
 //!
 //! History (`actioncable-v1-ext-json`): a subscription whose history is about to be sent (a
 //! subscribe with a `history` request, a restored session's subscriptions until the client's
@@ -33,6 +36,7 @@
 //! (`reset_remote_connections`); here the connection's other subscriptions stay.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -291,12 +295,22 @@ impl Reader {
     async fn read_loop(&mut self, read_half: tokio::net::tcp::OwnedReadHalf, leftover: Bytes) {
         let mut source = std::io::Cursor::new(leftover).chain(read_half);
         let mut reader = MessageReader::new(&mut source, self.state.config.max_message_bytes);
+        let replies = self.conn.clone();
         let refused = loop {
             // The read future lives across control signals (a WebSocket read is not
             // cancel-safe): a signal is handled between polls of the same read.
             let inbound = {
-                let read = reader.read();
-                tokio::pin!(read);
+                let mut read = std::pin::pin!(reader.read());
+                // Subscribe replies are queued deferred (`send_deferred`): the writer is woken once no
+                // further command is readable at once, so commands that arrived together (a
+                // page's subscriptions) have their replies written in one write.
+                let mut read = std::future::poll_fn(|cx| {
+                    let polled = read.as_mut().poll(cx);
+                    if polled.is_pending() {
+                        replies.wake_deferred();
+                    }
+                    polled
+                });
                 loop {
                     let release_at = self.release_at;
                     tokio::select! {
@@ -474,7 +488,7 @@ impl Reader {
                 );
             }
             self.conn
-                .send(Frame::text(&protocol::reject(&identifier, self.state.json)));
+                .send_deferred(Frame::text(&protocol::reject(&identifier, self.state.json)));
             return Ok(());
         }
         if self.subscriptions.len() >= self.state.config.max_subscriptions {
@@ -485,7 +499,7 @@ impl Reader {
                 );
             }
             self.conn
-                .send(Frame::text(&protocol::reject(&identifier, self.state.json)));
+                .send_deferred(Frame::text(&protocol::reject(&identifier, self.state.json)));
             return Ok(());
         }
         let Some((channel, params)) = protocol::identifier_params(&identifier) else {
@@ -502,7 +516,7 @@ impl Reader {
                 // the client is told at once instead of waiting for a confirm forever.
                 tracing::warn!(error = %e, channel = loggable(&channel), "Subscription refused: the channel could not decide");
                 self.conn
-                    .send(Frame::text(&protocol::reject(&identifier, escaping)));
+                    .send_deferred(Frame::text(&protocol::reject(&identifier, escaping)));
                 return Ok(());
             }
         };
@@ -518,13 +532,13 @@ impl Reader {
                 }
                 self.state.bus.ready(&subscribed.streams).await;
                 self.conn
-                    .send(Frame::text(&protocol::confirm(&identifier, escaping)));
+                    .send_deferred(Frame::text(&protocol::confirm(&identifier, escaping)));
                 self.subscriptions
                     .insert(identifier, Subscription { subscribed });
             }
             Outcome::Reject => {
                 self.conn
-                    .send(Frame::text(&protocol::reject(&identifier, escaping)));
+                    .send_deferred(Frame::text(&protocol::reject(&identifier, escaping)));
             }
             Outcome::UnknownChannel => {
                 if self.may_warn() {

@@ -237,6 +237,24 @@ impl Connection {
         self.conn.send(frame)
     }
 
+    /// [`Connection::send`] that does not wake the writer yet: the frame is queued in order
+    /// with everything else, and the wake-up it may owe is kept until
+    /// [`Connection::wake_deferred`]. Returns whether it was queued. Until that call the writer
+    /// sees neither this frame nor what is queued after it (broadcasts included), so the
+    /// caller — the connection's own task — must call `wake_deferred` before it waits for
+    /// anything. A task that answers several commands read together (a page's subscribe
+    /// commands) thus has its replies written in one vectored write instead of one each.
+    /// (Reference engine: the same as `send`.)
+    pub fn send_deferred(&self, frame: Frame) -> bool {
+        self.conn.send_deferred(frame)
+    }
+
+    /// Wakes the writer for what [`Connection::send_deferred`] queued; a no-op when nothing is
+    /// deferred (one relaxed atomic load).
+    pub fn wake_deferred(&self) {
+        self.conn.wake_deferred();
+    }
+
     /// Attaches this connection to `stream` under `variant`. Idempotent per
     /// (stream, `variant.key`). When it returns, every later broadcast to `stream` reaches this
     /// connection. A no-op once the connection is closing or closed.
@@ -365,6 +383,8 @@ struct QueueConn {
     done_notify: Notify,
     /// No socket and no writer task (`attach_detached`): close and abort finish at once.
     detached: bool,
+    /// A [`Conn::send_deferred`] armed the writer and did not wake it yet.
+    wake_owed: AtomicBool,
 }
 
 /// The (stream, variant key) pairs a connection is attached to.
@@ -434,6 +454,7 @@ impl QueueEngine {
             done: AtomicBool::new(false),
             done_notify: Notify::new(),
             detached,
+            wake_owed: AtomicBool::new(false),
         });
         self.registry
             .shard(conn.outbox.id())
@@ -771,6 +792,32 @@ impl Conn for QueueConn {
             self.engine.stats.enqueued(&totals);
         }
         queued
+    }
+
+    fn send_deferred(&self, frame: Frame) -> bool {
+        let (push, wake) = self.outbox.push_unwoken(&frame.0);
+        if wake {
+            self.wake_owed.store(true, Ordering::Relaxed);
+        }
+        match push {
+            Push::Queued { bytes } => {
+                let mut totals = Enqueued::default();
+                totals.add(frame.0.len(), bytes);
+                self.engine.stats.enqueued(&totals);
+                true
+            }
+            Push::CutOff => {
+                self.engine.cut_off(&self.outbox);
+                false
+            }
+            Push::Refused => false,
+        }
+    }
+
+    fn wake_deferred(&self) {
+        if self.wake_owed.load(Ordering::Relaxed) && self.wake_owed.swap(false, Ordering::Relaxed) {
+            self.outbox.wake();
+        }
     }
 
     fn subscribe(&self, stream: &str, variant: &Variant) {

@@ -353,22 +353,38 @@ impl Outbox {
         let share = share.max(1);
         let (push, wake) = self.enqueue(frame, share);
         if wake {
-            let deferred = DEFERRED.with(|d| {
-                let mut d = d.borrow_mut();
-                if d.depth == 0 {
-                    return false;
-                }
-                d.armed.push(self.clone());
-                true
-            });
-            if !deferred {
-                match self.wake_list.get() {
-                    Some(list) => list.push_all([self.clone()]),
-                    None => self.notify.notify_one(),
-                }
-            }
+            self.wake();
         }
         push
+    }
+
+    /// [`Outbox::push_shared`] that leaves the writer asleep: the frame is queued as usual,
+    /// but a wake-up this push owes (it armed the writer) is returned instead of made. The
+    /// caller must then call [`Outbox::wake`] before it waits for anything: until then the
+    /// writer sees neither this frame nor any frame pushed after it (those pushes find the
+    /// writer armed and do not wake it either). Lets a connection's own task queue several
+    /// replies and have them written together.
+    pub(crate) fn push_unwoken(&self, frame: &Bytes) -> (Push, bool) {
+        self.enqueue(frame, 1)
+    }
+
+    /// Wakes the writer for frames whose push armed it: inside [`defer_wakes`] at the end of
+    /// the pass, else through the writer thread's sweeper, else the connection's own task.
+    pub(crate) fn wake(self: &Arc<Self>) {
+        let deferred = DEFERRED.with(|d| {
+            let mut d = d.borrow_mut();
+            if d.depth == 0 {
+                return false;
+            }
+            d.armed.push(self.clone());
+            true
+        });
+        if !deferred {
+            match self.wake_list.get() {
+                Some(list) => list.push_all([self.clone()]),
+                None => self.notify.notify_one(),
+            }
+        }
     }
 
     /// Sends this outbox's push wake-ups to `list` (its writer thread's sweeper) instead of

@@ -86,6 +86,15 @@ pub(super) trait Conn: Send + Sync {
     /// Queues one frame for this connection only; false if it was not queued.
     fn send(&self, frame: Frame) -> bool;
 
+    /// [`Conn::send`] keeping the writer's wake-up for [`Conn::wake_deferred`]. By default the
+    /// same as `send`.
+    fn send_deferred(&self, frame: Frame) -> bool {
+        self.send(frame)
+    }
+
+    /// Wakes the writer for what `send_deferred` queued. By default nothing is deferred.
+    fn wake_deferred(&self) {}
+
     /// Attaches the connection to `stream` under `variant`.
     fn subscribe(&self, stream: &str, variant: &Variant);
 

@@ -593,3 +593,51 @@ async fn concurrent_posters_appends_arrive_in_id_order() {
     let expected: Vec<_> = ids.iter().map(|id| Some(id.to_string())).collect();
     assert_eq!(sort_keys, expected);
 }
+
+/// A page's consumer sends its subscribe commands together when the socket opens (its
+/// subscriptions exist before the socket does): the server reads them in one go and writes
+/// their confirmations in one `writev`, not one write per confirmation.
+#[tokio::test]
+async fn subscriptions_read_together_are_confirmed_in_one_write() {
+    use tokio::io::AsyncWriteExt;
+    let server = TestServer::start_with(|c| c.ping_interval = 3600).await;
+    let (mut david, mut ws) = connect_as(&server, "david@example.com", "secret123456").await;
+    let (_, page) = david.room(1).await;
+    let signed = common::attr_after(
+        &page,
+        "channel=\"RoomMessagesChannel\" signed-stream-name=\"",
+    )
+    .expect("the room's stream source");
+    let identifiers = [
+        room_identifier(&signed),
+        r#"{"channel":"PresenceChannel","room_id":1}"#.to_owned(),
+        r#"{"channel":"HeartbeatChannel"}"#.to_owned(),
+        r#"{"channel":"UnreadRoomsChannel"}"#.to_owned(),
+    ];
+    let mut frames = Vec::new();
+    for id in &identifiers {
+        loadgen::ws::encode_client_frame(
+            true,
+            0x1,
+            subscribe_cmd(id).as_bytes(),
+            [0x12, 0x34, 0x56, 0x78],
+            &mut frames,
+        );
+    }
+    let writes = |text: &str| crate::metrics::value(text, "hearth_fanout_write_calls_total");
+    let before = writes(&crate::metrics::scrape(&server).await);
+    ws.stream.write_all(&frames).await.expect("subscribe");
+    for id in &identifiers {
+        assert_eq!(ws.next_non_ping(T).await, text(&confirm(id)));
+    }
+    // The writer counts a write once its call returns, which may be just after the client
+    // has read it: wait until the count has moved, then a little longer for any second write.
+    let deadline = tokio::time::Instant::now() + T;
+    while writes(&crate::metrics::scrape(&server).await) == before {
+        assert!(tokio::time::Instant::now() < deadline, "no write counted");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let after = writes(&crate::metrics::scrape(&server).await);
+    assert_eq!(after - before, 1.0, "the 4 confirmations in one write");
+}

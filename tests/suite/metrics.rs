@@ -10,7 +10,7 @@ use common::{attr_after, TestServer, Ws, WsEvent};
 const T: Duration = Duration::from_secs(10);
 
 /// The value of one series (`name` or `name{labels}`) in a text exposition.
-fn value(text: &str, series: &str) -> f64 {
+pub(crate) fn value(text: &str, series: &str) -> f64 {
     text.lines()
         .filter(|l| !l.starts_with('#'))
         .find_map(|l| {
@@ -20,7 +20,8 @@ fn value(text: &str, series: &str) -> f64 {
         .unwrap_or_else(|| panic!("series {series} missing:\n{text}"))
 }
 
-async fn scrape(server: &TestServer) -> String {
+/// `GET /metrics` (200, Prometheus' text format): the exposition.
+pub(crate) async fn scrape(server: &TestServer) -> String {
     let r = server.client().get("/metrics").await;
     assert_eq!(r.status, 200);
     assert_eq!(
