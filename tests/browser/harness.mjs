@@ -37,7 +37,8 @@ export let browser = null
 /** The server `start` started. */
 export let server = null
 const servers = new Set()
-const pageErrors = []
+/** What pages threw (`who: message`): a scenario may drop ones it expects. */
+export const pageErrors = []
 const foreign = []
 const origins = []
 
@@ -61,7 +62,7 @@ export async function fail(why) {
 export const check = async (ok, why) => {
   if (!ok) await fail(why)
 }
-setTimeout(() => fail(`timeout after ${Number(args.timeout ?? 180)}s`), Number(args.timeout ?? 180) * 1000).unref()
+setTimeout(() => fail(`timeout after ${Number(args.timeout ?? 240)}s`), Number(args.timeout ?? 240) * 1000).unref()
 
 // `hearth serve --bind BIND` from inside --work, with its database and data there and `env`
 // added; `--assets DIR` serves the page's scripts from DIR/js. Resolves `listening` to the
