@@ -66,7 +66,7 @@ impl SidebarRoom {
         Self {
             id: room.id,
             name: room.name.clone(),
-            kind: room.kind.clone(),
+            kind: room.kind,
             unread: false,
             label: room.display_name().to_owned(),
         }
