@@ -210,7 +210,7 @@ pub fn shared_room_created(
 ) -> Result<(), askama::Error> {
     let entry = render::sidebar_room(&SidebarRoom::shared(room))?;
     let html = render::turbo_stream("prepend", "shared_rooms", Some(&entry));
-    if room.kind == "open" {
+    if room.kind == crate::db::RoomKind::Open {
         b.broadcast_string(ROOMS_STREAM, &html);
     } else {
         for id in member_ids {
@@ -234,7 +234,7 @@ pub fn shared_room_updated(
     let entry = render::sidebar_room(&SidebarRoom::shared(room))?;
     let target = list_target(room);
     let replace = render::turbo_stream("replace", &target, Some(&entry));
-    if room.kind == "open" {
+    if room.kind == crate::db::RoomKind::Open {
         b.broadcast_string(ROOMS_STREAM, &replace);
     } else {
         for id in &revision.kept {
@@ -296,20 +296,20 @@ pub fn involvement_changed(
     b: &Broadcaster,
     room: &Room,
     user_id: i64,
-    previous: &str,
-    involvement: &str,
+    previous: crate::db::Involvement,
+    involvement: crate::db::Involvement,
     entry: &SidebarRoom,
 ) -> Result<(), askama::Error> {
-    if room.kind == "direct" || previous == involvement {
+    if room.kind == crate::db::RoomKind::Direct || previous == involvement {
         return Ok(());
     }
     let stream = streams::user_rooms(b.gid_app(), user_id);
-    if involvement == "invisible" {
+    if involvement == crate::db::Involvement::Invisible {
         b.broadcast_string(
             &stream,
             &render::turbo_stream("remove", &list_target(room), None),
         );
-    } else if previous == "invisible" {
+    } else if previous == crate::db::Involvement::Invisible {
         let html = render::turbo_stream(
             "prepend",
             "shared_rooms",
@@ -376,7 +376,7 @@ mod tests {
         Room {
             id: 1,
             name: Some("All Talk".into()),
-            kind: "open".into(),
+            kind: crate::db::RoomKind::Open,
             updated_at: 0,
         }
     }
@@ -439,7 +439,7 @@ mod tests {
         let (recorder, b) = broadcaster();
         shared_room_created(&b, &room(), &[2, 3]).expect("renders");
         let closed = Room {
-            kind: "closed".into(),
+            kind: crate::db::RoomKind::Closed,
             id: 5,
             ..room()
         };

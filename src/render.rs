@@ -379,7 +379,7 @@ struct DirectRoomEntry<'a> {
 /// # Errors
 /// The template failed to render.
 pub fn sidebar_room(r: &SidebarRoom) -> Result<String, askama::Error> {
-    if r.kind == "direct" {
+    if r.kind == crate::db::RoomKind::Direct {
         DirectRoomEntry { r }.render()
     } else {
         SharedRoomEntry { r }.render()

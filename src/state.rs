@@ -133,17 +133,9 @@ pub fn find_secret_key_base(
     let mut bytes = [0u8; 64];
     rand::fill(&mut bytes);
     let secret = hex::encode(bytes);
-    write_private(&path, &secret).with_context(|| format!("writing {}", path.display()))?;
+    crate::push::write_private(&path, &secret)
+        .with_context(|| format!("writing {}", path.display()))?;
     Ok(secret)
-}
-
-fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
-    use std::io::Write as _;
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    options.open(path)?.write_all(text.as_bytes())
 }
 
 /// A production server's check of its database: an error naming every published demo

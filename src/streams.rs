@@ -76,7 +76,7 @@ mod tests {
         let room = Room {
             id: 1,
             name: None,
-            kind: "open".into(),
+            kind: crate::db::RoomKind::Open,
             updated_at: 0,
         };
         // base64url("gid://campfire/Rooms::Open/1"), unpadded.

@@ -217,8 +217,8 @@ mod tests {
             id: 1,
             name: "David".into(),
             email_address: None,
-            role: "member".into(),
-            status: "active".into(),
+            role: crate::db::Role::Member,
+            status: crate::db::Status::Active,
         };
         let seen = cache.sessions.lock().generation;
         cache
@@ -277,10 +277,16 @@ mod tests {
             .await
             .expect("bob")
             .expect("new");
-        let (room, _) =
-            super::super::memberships::create_room(&pool, &observer, "closed", "r", ann, &[])
-                .await
-                .expect("room");
+        let (room, _) = super::super::memberships::create_room(
+            &pool,
+            &observer,
+            crate::db::RoomKind::Closed,
+            "r",
+            ann,
+            &[],
+        )
+        .await
+        .expect("room");
         let cache = AuthCache::new(Duration::from_secs(60));
         assert_eq!(
             &*cache.member_ids(&pool, room.id).await.expect("ids"),

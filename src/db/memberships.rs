@@ -17,6 +17,7 @@
 use sqlx::{Sqlite, SqlitePool, Transaction};
 
 use super::rooms::Room;
+use super::{Involvement, RoomKind};
 
 /// Told after every committed revocation of room access, with the ids of the users whose
 /// memberships were deleted (each at most once, ascending; never empty).
@@ -34,7 +35,7 @@ impl MembershipObserver for NoObserver {
 }
 
 /// The involvement levels, least to most (Campfire's `Membership` enum).
-pub const INVOLVEMENTS: [&str; 4] = ["invisible", "nothing", "mentions", "everything"];
+pub const INVOLVEMENTS: &[Involvement] = Involvement::ALL;
 
 /// Who was added to, removed from and kept in a room by one change.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -49,12 +50,8 @@ pub struct Revision {
 
 /// Campfire's default involvement of a new membership: `everything` in direct rooms,
 /// `mentions` elsewhere (`Room#default_involvement`, `Rooms::Direct#default_involvement`).
-pub fn default_involvement(kind: &str) -> &'static str {
-    if kind == "direct" {
-        "everything"
-    } else {
-        "mentions"
-    }
+pub fn default_involvement(kind: RoomKind) -> Involvement {
+    Involvement::default_for(kind)
 }
 
 fn json_ids(ids: &[i64]) -> String {
@@ -122,7 +119,7 @@ async fn members_of(tx: &mut Transaction<'_, Sqlite>, room_id: i64) -> sqlx::Res
 async fn grant(
     tx: &mut Transaction<'_, Sqlite>,
     room_id: i64,
-    kind: &str,
+    kind: RoomKind,
     user_ids: &[i64],
 ) -> sqlx::Result<()> {
     if user_ids.is_empty() {
@@ -180,7 +177,7 @@ fn with(mut ids: Vec<i64>, id: i64) -> Vec<i64> {
 async fn revise_to(
     tx: &mut Transaction<'_, Sqlite>,
     room_id: i64,
-    kind: &str,
+    kind: RoomKind,
     target: &[i64],
 ) -> sqlx::Result<Revision> {
     let current = members_of(tx, room_id).await?;
@@ -213,7 +210,7 @@ async fn revise_to(
 pub async fn create_room(
     pool: &SqlitePool,
     observer: &dyn MembershipObserver,
-    kind: &str,
+    kind: RoomKind,
     name: &str,
     creator_id: i64,
     member_ids: &[i64],
@@ -232,7 +229,7 @@ pub async fn create_room(
     .bind(now)
     .fetch_one(&mut *tx)
     .await?;
-    let members = if kind == "open" {
+    let members = if kind == RoomKind::Open {
         all_active(&mut tx).await?
     } else {
         with(active_among(&mut tx, member_ids).await?, creator_id)
@@ -256,7 +253,7 @@ pub async fn update_room(
     pool: &SqlitePool,
     observer: &dyn MembershipObserver,
     room_id: i64,
-    kind: &str,
+    kind: RoomKind,
     name: &str,
     actor_id: i64,
     member_ids: &[i64],
@@ -264,7 +261,7 @@ pub async fn update_room(
     let _write = super::write_lock().await?;
     let mut tx = pool.begin().await?;
     match find_room(&mut tx, room_id).await? {
-        Some(room) if room.kind != "direct" => {}
+        Some(room) if room.kind != RoomKind::Direct => {}
         _ => return Ok(None),
     }
     sqlx::query("UPDATE rooms SET name = ?, kind = ? WHERE id = ?")
@@ -273,7 +270,7 @@ pub async fn update_room(
         .bind(room_id)
         .execute(&mut *tx)
         .await?;
-    let target = if kind == "open" {
+    let target = if kind == RoomKind::Open {
         // Everyone active joins; no one leaves an open room (inactive members stay, as the
         // seed's deactivated user stays in All Talk).
         let mut target = members_of(&mut tx, room_id).await?;
@@ -321,7 +318,7 @@ pub async fn revise(
         .collect();
     target.sort_unstable();
     target.dedup();
-    let revision = revise_to(&mut tx, room_id, &room.kind, &target).await?;
+    let revision = revise_to(&mut tx, room_id, room.kind, &target).await?;
     commit_and_tell(tx, observer, &revision.revoked).await?;
     Ok(Some(revision))
 }
@@ -371,7 +368,7 @@ pub async fn find_or_create_direct(
     .bind(now)
     .fetch_one(&mut *tx)
     .await?;
-    grant(&mut tx, id, "direct", &members).await?;
+    grant(&mut tx, id, RoomKind::Direct, &members).await?;
     let room = find_room(&mut tx, id)
         .await?
         .ok_or(sqlx::Error::RowNotFound)?;
@@ -438,7 +435,7 @@ pub async fn involvement(
     pool: &SqlitePool,
     room_id: i64,
     user_id: i64,
-) -> sqlx::Result<Option<String>> {
+) -> sqlx::Result<Option<Involvement>> {
     sqlx::query_scalar("SELECT involvement FROM memberships WHERE room_id = ? AND user_id = ?")
         .bind(room_id)
         .bind(user_id)
@@ -456,11 +453,11 @@ pub async fn set_involvement(
     pool: &SqlitePool,
     room_id: i64,
     user_id: i64,
-    involvement: &str,
-) -> sqlx::Result<Option<String>> {
+    involvement: Involvement,
+) -> sqlx::Result<Option<Involvement>> {
     let _write = super::write_lock().await?;
     let mut tx = pool.begin().await?;
-    let previous: Option<String> =
+    let previous: Option<Involvement> =
         sqlx::query_scalar("SELECT involvement FROM memberships WHERE room_id = ? AND user_id = ?")
             .bind(room_id)
             .bind(user_id)

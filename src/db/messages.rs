@@ -1004,8 +1004,8 @@ pub struct Mentionee {
     pub id: i64,
     /// Name.
     pub name: String,
-    /// `member`, `administrator` or `bot` (a bot's webhook is called when it is mentioned).
-    pub role: String,
+    /// Member, administrator or bot (a bot's webhook is called when it is mentioned).
+    pub role: super::Role,
 }
 
 /// The people `message` mentions who are active members of its room now, in order of first

@@ -10,6 +10,7 @@ pub mod bans;
 pub mod blobs;
 pub mod boosts;
 pub mod generation;
+pub mod kinds;
 pub mod memberships;
 pub mod messages;
 pub mod push_subscriptions;
@@ -20,6 +21,8 @@ pub mod sessions;
 pub mod upkeep;
 pub mod users;
 pub mod webhooks;
+
+pub use kinds::{Involvement, Role, RoomKind, Status};
 
 use std::path::Path;
 use std::str::FromStr;

@@ -3,6 +3,8 @@
 
 use sqlx::SqlitePool;
 
+use super::RoomKind;
+
 /// A membership counts as connected while `connected_at` is this recent (Campfire's
 /// `Membership::Connectable::CONNECTION_TTL`, 60 s).
 pub const CONNECTION_TTL_MS: i64 = 60_000;
@@ -14,8 +16,8 @@ pub struct Room {
     pub id: i64,
     /// Name; direct rooms have none.
     pub name: Option<String>,
-    /// `open`, `closed` or `direct` (Campfire's `Rooms::Open`, `Rooms::Closed`, `Rooms::Direct`).
-    pub kind: String,
+    /// Open, closed or direct (Campfire's `Rooms::Open`, `Rooms::Closed`, `Rooms::Direct`).
+    pub kind: RoomKind,
     /// Bumped by every new message (`belongs_to :room, touch: true`), in ms.
     pub updated_at: i64,
 }
@@ -23,10 +25,10 @@ pub struct Room {
 impl Room {
     /// The GlobalID model name of this room's class (`Rooms::Open`, …).
     pub fn model_name(&self) -> &'static str {
-        match self.kind.as_str() {
-            "closed" => "Rooms::Closed",
-            "direct" => "Rooms::Direct",
-            _ => "Rooms::Open",
+        match self.kind {
+            RoomKind::Open => "Rooms::Open",
+            RoomKind::Closed => "Rooms::Closed",
+            RoomKind::Direct => "Rooms::Direct",
         }
     }
 
@@ -50,7 +52,7 @@ pub struct SidebarRoom {
     /// Room name (None for direct rooms).
     pub name: Option<String>,
     /// Room kind.
-    pub kind: String,
+    pub kind: RoomKind,
     /// Whether this user has unread messages in it.
     pub unread: bool,
     /// What the list shows: the room's name, or for a direct room the names of its other
@@ -64,7 +66,7 @@ impl SidebarRoom {
         Self {
             id: room.id,
             name: room.name.clone(),
-            kind: room.kind.clone(),
+            kind: room.kind,
             unread: false,
             label: room.display_name().to_owned(),
         }

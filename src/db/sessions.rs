@@ -60,13 +60,14 @@ pub async fn resume_with_activity(
     pool: &SqlitePool,
     token: &str,
 ) -> sqlx::Result<Option<(User, i64)>> {
-    let row: Option<(i64, i64, String, Option<String>, String, String)> = sqlx::query_as(
-        "SELECT s.last_active_at, u.id, u.name, u.email_address, u.role, u.status \
+    let row: Option<(i64, i64, String, Option<String>, super::Role, super::Status)> =
+        sqlx::query_as(
+            "SELECT s.last_active_at, u.id, u.name, u.email_address, u.role, u.status \
          FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.token = ?",
-    )
-    .bind(token)
-    .fetch_optional(pool)
-    .await?;
+        )
+        .bind(token)
+        .fetch_optional(pool)
+        .await?;
     let Some((mut last_active_at, id, name, email_address, role, status)) = row else {
         return Ok(None);
     };

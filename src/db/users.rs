@@ -3,6 +3,8 @@
 
 use sqlx::SqlitePool;
 
+use super::{Role, Status};
+
 /// A user row, without the password digest.
 #[derive(Clone, Debug, sqlx::FromRow, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct User {
@@ -12,21 +14,21 @@ pub struct User {
     pub name: String,
     /// Login e-mail address (bots have none).
     pub email_address: Option<String>,
-    /// `member`, `administrator` or `bot`.
-    pub role: String,
-    /// `active`, `deactivated` or `banned`.
-    pub status: String,
+    /// Member, administrator or bot.
+    pub role: Role,
+    /// Active, deactivated or banned.
+    pub status: Status,
 }
 
 impl User {
     /// Only active users may log in, post or keep a cable connection.
     pub fn is_active(&self) -> bool {
-        self.status == "active"
+        self.status == Status::Active
     }
 }
 
 /// A user row plus one optional text column (password digest, bot token or bio).
-type UserRowWithSecret = (i64, String, Option<String>, String, String, Option<String>);
+type UserRowWithSecret = (i64, String, Option<String>, Role, Status, Option<String>);
 
 /// Finds a user by id.
 pub async fn find(pool: &SqlitePool, id: i64) -> sqlx::Result<Option<User>> {
@@ -109,7 +111,7 @@ pub async fn guard_last_administrator(
     conn: &mut sqlx::SqliteConnection,
     user_id: i64,
 ) -> sqlx::Result<Guard> {
-    let row: Option<(String, String)> =
+    let row: Option<(Role, Status)> =
         sqlx::query_as("SELECT role, status FROM users WHERE id = ? AND role != 'bot'")
             .bind(user_id)
             .fetch_optional(&mut *conn)
@@ -117,7 +119,7 @@ pub async fn guard_last_administrator(
     let Some((role, status)) = row else {
         return Ok(Guard::Missing);
     };
-    if role != "administrator" || status != "active" {
+    if role != Role::Administrator || status != Status::Active {
         return Ok(Guard::Ok);
     }
     let others: i64 = sqlx::query_scalar(
@@ -137,15 +139,31 @@ pub async fn guard_last_administrator(
 /// deactivating or banning also deletes the user's sessions (Campfire's `User#deactivate`).
 /// Refuses ([`Guard::LastAdministrator`]) to disable the last active administrator, and
 /// answers [`Guard::Missing`] for an unknown user or a bot.
-pub async fn set_status(pool: &SqlitePool, id: i64, status: &str) -> sqlx::Result<Guard> {
-    let disables = status != "active";
-    set_guarded(pool, id, Column::Status, status, disables, disables).await
+pub async fn set_status(pool: &SqlitePool, id: i64, status: Status) -> sqlx::Result<Guard> {
+    let disables = status != Status::Active;
+    set_guarded(
+        pool,
+        id,
+        Column::Status,
+        status.as_str(),
+        disables,
+        disables,
+    )
+    .await
 }
 
 /// Sets a person's role (`member` or `administrator`); refuses to demote the last active
 /// administrator.
-pub async fn set_role(pool: &SqlitePool, id: i64, role: &str) -> sqlx::Result<Guard> {
-    set_guarded(pool, id, Column::Role, role, role != "administrator", false).await
+pub async fn set_role(pool: &SqlitePool, id: i64, role: Role) -> sqlx::Result<Guard> {
+    set_guarded(
+        pool,
+        id,
+        Column::Role,
+        role.as_str(),
+        role != Role::Administrator,
+        false,
+    )
+    .await
 }
 
 /// The column [`set_guarded`] writes.
@@ -290,7 +308,7 @@ async fn insert_with_open_rooms(
     name: &str,
     email_address: Option<&str>,
     password_digest: Option<&str>,
-    role: &str,
+    role: Role,
     bot_token: Option<&str>,
 ) -> sqlx::Result<i64> {
     let now = super::now_ms();
@@ -345,7 +363,7 @@ pub async fn create_member(
         name,
         Some(&email),
         Some(password_digest),
-        "member",
+        Role::Member,
         None,
     )
     .await?;
@@ -399,7 +417,7 @@ pub async fn create_bot(pool: &SqlitePool, name: &str) -> sqlx::Result<Bot> {
     let _write = super::write_lock().await?;
     let _changed = super::generation::advance_on_drop();
     let mut tx = pool.begin().await?;
-    let id = insert_with_open_rooms(&mut tx, name, None, None, "bot", Some(&token)).await?;
+    let id = insert_with_open_rooms(&mut tx, name, None, None, Role::Bot, Some(&token)).await?;
     tx.commit().await?;
     Ok(Bot {
         id,
@@ -592,12 +610,12 @@ pub async fn update_credentials(
 pub struct ProfileMembership {
     /// Room id.
     pub room_id: i64,
-    /// `open`, `closed` or `direct`.
-    pub kind: String,
+    /// Open, closed or direct.
+    pub kind: super::RoomKind,
     /// The room's name, or for a direct room its other members' names.
     pub label: String,
-    /// `invisible`, `nothing`, `mentions` or `everything`.
-    pub involvement: String,
+    /// The member's notification level.
+    pub involvement: super::Involvement,
 }
 
 /// Every membership of `user_id` (hidden ones too: the profile is how a hidden room comes

@@ -156,7 +156,11 @@ impl VapidKeys {
     }
 }
 
-fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
+/// Writes `text` to a new file at `path` that only its owner may read (mode 0600 on Unix).
+///
+/// # Errors
+/// The file exists already, or cannot be created or written.
+pub fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
     use std::io::Write as _;
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);

@@ -31,7 +31,7 @@ use serde_json::Value;
 use super::json::{write_json_string, JsonEscaping};
 use super::key_generator::{generate_key, KdfDigest, ITERATIONS};
 use super::message_verifier::{decode64_with_fallback, MacDigest, MessageVerifier};
-use super::time::{format_iso8601_millis, parse_iso8601, unix_nanos};
+use super::time::{format_iso8601_millis, unix_nanos};
 
 /// The key generator salt of the signed cookie jar (`config.action_dispatch.signed_cookie_salt`).
 const SIGNED_COOKIE_SALT: &str = "signed cookie";
@@ -141,15 +141,7 @@ impl SignedCookieJar {
             Some(_) => return None,
         }
 
-        match meta.get("exp") {
-            None | Some(Value::Null) => {}
-            Some(Value::String(exp)) => {
-                if unix_nanos(now) >= parse_iso8601(exp)? {
-                    return None;
-                }
-            }
-            Some(_) => return None,
-        }
+        super::time::unexpired(meta, now)?;
 
         if let Some(inline) = meta.get("data") {
             return inline.as_str().map(str::to_owned);

@@ -23,7 +23,7 @@ use serde_json::Value;
 use super::json::{write_json_string, JsonEscaping};
 use super::key_generator::{generate_key, KdfDigest, ITERATIONS};
 use super::message_verifier::{MacDigest, MessageVerifier};
-use super::time::{format_iso8601_millis, parse_iso8601, unix_nanos};
+use super::time::{format_iso8601_millis, unix_nanos};
 
 /// The key generator salt of Active Record's signed ids.
 const SIGNED_ID_SALT: &str = "active_record/signed_id";
@@ -84,15 +84,7 @@ impl SignedIdVerifier {
         if meta.get("pur")?.as_str()? != format!("{model}/{purpose}") {
             return None;
         }
-        match meta.get("exp") {
-            None | Some(Value::Null) => {}
-            Some(Value::String(exp)) => {
-                if unix_nanos(now) >= parse_iso8601(exp)? {
-                    return None;
-                }
-            }
-            Some(_) => return None,
-        }
+        super::time::unexpired(meta, now)?;
         match meta.get("data")? {
             Value::Number(n) => n.as_i64(),
             Value::String(s) => s.parse().ok(),

@@ -292,6 +292,22 @@ pub fn parse_iso8601(text: &str) -> Option<i128> {
     Some(secs * NANOS_PER_SEC + nanos)
 }
 
+/// Whether the `exp` of a Rails metadata envelope (`_rails`, as `MessageVerifier` and signed
+/// ids write it) lets it be used at `now`: `Some(())` when there is none (or it is `null`) or
+/// when it is an ISO 8601 time later than `now`; `None` when it has passed or is malformed.
+pub fn unexpired(
+    meta: &serde_json::Map<String, serde_json::Value>,
+    now: std::time::SystemTime,
+) -> Option<()> {
+    match meta.get("exp") {
+        None | Some(serde_json::Value::Null) => Some(()),
+        Some(serde_json::Value::String(exp)) => {
+            (unix_nanos(now) < parse_iso8601(exp)?).then_some(())
+        }
+        Some(_) => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -125,7 +125,7 @@ async fn image_answer(
 
 /// The initials avatar of a user as SVG (the partials' colours and letters).
 pub fn initials_svg(user: &User) -> Vec<u8> {
-    if user.role == "bot" {
+    if user.role == crate::db::Role::Bot {
         return BOT_SVG.as_bytes().to_vec();
     }
     format!(
@@ -204,7 +204,7 @@ async fn changeable(
     let user = target(state, ctx, raw).await?;
     if user.id == me.id {
         Ok((user, "/users/me/profile"))
-    } else if user.role == "bot" && me.role == "administrator" {
+    } else if user.role == crate::db::Role::Bot && me.role == crate::db::Role::Administrator {
         Ok((user, "/account/bots"))
     } else {
         Err(AppError::Forbidden)

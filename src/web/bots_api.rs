@@ -132,12 +132,12 @@ pub async fn index(
     let mut list = Vec::with_capacity(page.len());
     for m in &page {
         let role = match roles.get(&m.creator_id) {
-            Some(r) => String::clone(r),
+            Some(r) => *r,
             None => {
                 let r = users::find(&state.pool, m.creator_id)
                     .await?
-                    .map_or_else(|| "member".to_owned(), |u| u.role);
-                roles.insert(m.creator_id, r.clone());
+                    .map_or(crate::db::Role::Member, |u| u.role);
+                roles.insert(m.creator_id, r);
                 r
             }
         };

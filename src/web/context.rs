@@ -60,7 +60,7 @@ impl Ctx {
     /// `ensure_can_administer`).
     pub fn require_administrator(&self) -> Result<&User, AppError> {
         let user = self.require_user()?;
-        if user.role == "administrator" {
+        if user.role == crate::db::Role::Administrator {
             Ok(user)
         } else {
             Err(AppError::Forbidden)

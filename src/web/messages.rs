@@ -186,7 +186,7 @@ fn queue_pushes(
 ) {
     let notification = crate::push::Notification::for_message(
         room.display_name(),
-        room.kind == "direct",
+        room.kind == crate::db::RoomKind::Direct,
         &author.name,
         &body.plain_text,
         format!("/rooms/{}/@{}", room.id, message.id),
@@ -449,7 +449,7 @@ async fn editable_message(
     let message = messages::find(&state.pool, member.room.id, parse_id(message_id)?)
         .await?
         .ok_or(AppError::NotFound)?;
-    if message.creator_id != member.user.id && member.user.role != "administrator" {
+    if message.creator_id != member.user.id && member.user.role != crate::db::Role::Administrator {
         return Err(AppError::Forbidden);
     }
     Ok(message)

@@ -116,8 +116,8 @@ pub async fn show(
         .ok_or(AppError::NotFound)?;
     let token = ctx.csrf_token();
     let is_self = viewer.id == profile.user.id;
-    let administers = viewer.role == "administrator" && !is_self;
-    let person = profile.user.role != "bot";
+    let administers = viewer.role == crate::db::Role::Administrator && !is_self;
+    let person = profile.user.role != crate::db::Role::Bot;
     let page = ProfilePage {
         csrf_token: &token,
         hue: avatar_hue(profile.user.id),

@@ -150,13 +150,13 @@ async fn render_room(
     let settings_path = settings::edit_path(&room);
     let involvement = memberships::involvement(&state.pool, room.id, user.id)
         .await?
-        .unwrap_or_else(|| "mentions".to_owned());
-    let next = involvements::next_involvement(room.kind == "direct", &involvement);
+        .unwrap_or(crate::db::Involvement::Mentions);
+    let next = involvements::next_involvement(room.kind.is_direct(), involvement);
     let user_initials = render::initials(&user.name);
     let view = RoomPage {
-        involvement: &involvement,
-        next_involvement: next,
-        involvement_label: involvements::short_label(&involvement),
+        involvement: involvement.as_str(),
+        next_involvement: next.as_str(),
+        involvement_label: involvements::short_label(involvement),
         next_involvement_label: involvements::short_label(next),
         user_hue: crate::web::profiles::avatar_hue(user.id),
         user_initials: &user_initials,
@@ -375,7 +375,9 @@ pub async fn sidebar(
         user.id,
     );
     let list = rooms::for_sidebar(&state.pool, user.id).await?;
-    let (direct, shared): (Vec<_>, Vec<_>) = list.into_iter().partition(|r| r.kind == "direct");
+    let (direct, shared): (Vec<_>, Vec<_>) = list
+        .into_iter()
+        .partition(|r| r.kind == crate::db::RoomKind::Direct);
     let rooms_stream = state.signer.sign("rooms");
     let user_rooms_stream = state
         .signer

@@ -182,7 +182,9 @@ pub async fn catch_up(
         state.metrics.history_rejected();
         let positions = positions_now(history, &state.config.gid_app, user.id);
         let list = rooms::for_sidebar(&state.pool, user.id).await?;
-        let (direct, shared): (Vec<_>, Vec<_>) = list.into_iter().partition(|r| r.kind == "direct");
+        let (direct, shared): (Vec<_>, Vec<_>) = list
+            .into_iter()
+            .partition(|r| r.kind == crate::db::RoomKind::Direct);
         let people = crate::db::users::direct_placeholders(&state.pool, user.id).await?;
         let token = ctx.csrf_token();
         let nav = askama::Template::render(&SidebarNav {

@@ -63,7 +63,7 @@ pub async fn update(
     let user = match user_id {
         Some(user_id) => crate::db::users::find(&state.pool, user_id)
             .await?
-            .filter(|u| u.is_active() && u.role != "bot"),
+            .filter(|u| u.is_active() && u.role != crate::db::Role::Bot),
         None => None,
     };
     let Some(user) = user else {

@@ -22,13 +22,13 @@ use super::extract::{Admin, Id};
 use super::respond::found;
 use crate::broadcasts;
 use crate::db::bans::{self, Banned};
-use crate::db::rooms;
 use crate::db::users::Guard;
+use crate::db::{rooms, Status};
 use crate::pubsub::Control;
 use crate::state::{AppState, SharedState};
 
 /// The statuses a user can be given.
-pub const STATUSES: [&str; 3] = ["active", "deactivated", "banned"];
+pub const STATUSES: &[Status] = Status::ALL;
 
 /// What administrators are told when a change would leave no active administrator.
 pub const LAST_ADMINISTRATOR: &str =
@@ -71,24 +71,22 @@ pub fn close_session(state: &AppState, user_id: i64, token: &str) {
 /// 422 for a status outside [`STATUSES`], 404 for an unknown user or a bot, 422 for the last
 /// active administrator, database failures.
 pub async fn set_status(state: &AppState, user_id: i64, status: &str) -> Result<(), AppError> {
-    if !STATUSES.contains(&status) {
-        return Err(AppError::Unprocessable(format!(
-            "unknown status {status:?}"
-        )));
-    }
-    if status == "banned" {
+    let status: Status = status
+        .parse()
+        .map_err(|e: crate::db::kinds::UnknownWord| AppError::Unprocessable(e.to_string()))?;
+    if status == Status::Banned {
         return ban(state, user_id).await;
     }
-    if status == "active" {
+    if status == Status::Active {
         // Lifting a ban also lifts its address blocks.
         if bans::unban(&state.pool, user_id).await? {
             refresh_bans_present(state).await?;
         }
     }
     guard_error(crate::db::users::set_status(&state.pool, user_id, status).await?)?;
-    if status != "active" {
+    if status != Status::Active {
         disconnect(state, user_id);
-        tracing::info!(user_id, status, "user disabled");
+        tracing::info!(user_id, status = status.as_str(), "user disabled");
     }
     Ok(())
 }

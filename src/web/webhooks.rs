@@ -101,7 +101,7 @@ async fn queue(
     if members.is_empty() {
         return Ok(());
     }
-    let recipients = if room.kind == "direct" {
+    let recipients = if room.kind == crate::db::RoomKind::Direct {
         members
     } else {
         let mentioned = messages::mentionees(&state.pool, message).await?;
@@ -131,7 +131,7 @@ pub fn mentioned_bots(
         .filter(|bot| {
             mentioned
                 .iter()
-                .any(|m| m.id == bot.bot_id && m.role == "bot")
+                .any(|m| m.id == bot.bot_id && m.role == crate::db::Role::Bot)
         })
         .collect()
 }
@@ -297,7 +297,7 @@ async fn post_answer(
 ) -> anyhow::Result<()> {
     let bot = crate::db::users::find(&state.pool, delivery.bot_id)
         .await?
-        .filter(|u| u.is_active() && u.role == "bot")
+        .filter(|u| u.is_active() && u.role == crate::db::Role::Bot)
         .ok_or_else(|| anyhow::anyhow!("the bot is gone"))?;
     let room = rooms::find_for_member(&state.pool, delivery.room_id, bot.id)
         .await?
@@ -359,16 +359,18 @@ mod tests {
 
     #[test]
     fn only_mentioned_bots_are_reached() {
-        let mention = |id: i64, role: &str| messages::Mentionee {
+        let mention = |id: i64, role: crate::db::Role| messages::Mentionee {
             id,
             name: "x".into(),
-            role: role.into(),
+            role,
         };
         assert_eq!(
-            mentioned_bots(&[mention(5, "bot")], vec![bot("Helper")]).len(),
+            mentioned_bots(&[mention(5, crate::db::Role::Bot)], vec![bot("Helper")]).len(),
             1
         );
-        assert!(mentioned_bots(&[mention(6, "bot")], vec![bot("Helper")]).is_empty());
+        assert!(
+            mentioned_bots(&[mention(6, crate::db::Role::Bot)], vec![bot("Helper")]).is_empty()
+        );
         assert!(mentioned_bots(&[], vec![bot("Helper")]).is_empty());
     }
 

@@ -9,71 +9,17 @@
 // page gets it by broadcast. Each place is checked by its element's box and by the image having
 // loaded at 512 px. Screenshots at 1280×900 and 390×844 (sidebar open), light and dark.
 // Each step prints one line; "OK" at the end.
-import { spawn } from "node:child_process"
-import { createInterface } from "node:readline"
-import { mkdirSync, createWriteStream, readFileSync } from "node:fs"
-import { join } from "node:path"
-import { chromium } from "playwright-core"
+import { readFileSync } from "node:fs"
+import { args, out, shot, fail, check, start, newPage, signIn, connected, finish, SEEDED, base } from "./harness.mjs"
 
-const args = Object.fromEntries(
-  process.argv.slice(2).reduce((acc, a, i, all) => (a.startsWith("--") ? [...acc, [a.slice(2), all[i + 1]]] : acc), []),
-)
 const ROOM = 1
-const PASSWORD = "secret123456"
-const timeout = Number(args.timeout ?? 180)
-mkdirSync(args.artifacts, { recursive: true })
-mkdirSync(args.work, { recursive: true })
-const out = (...parts) => process.stdout.write(parts.join(" ") + "\n")
-let server = null
-let browser = null
-const pageErrors = []
 
-async function cleanup() {
-  if (browser) await browser.close().catch(() => {})
-  if (server) { server.child.kill("SIGTERM"); await server.exited }
-  browser = server = null
-}
-async function fail(why) { out("FAIL", why); await cleanup(); process.exit(1) }
-const check = async (ok, why) => { if (!ok) await fail(why) }
-setTimeout(() => fail(`timeout after ${timeout}s`), timeout * 1000).unref()
-
-const serverLog = createWriteStream(join(args.work, "hearth.log"), { flags: "a" })
-function startHearth() {
-  const env = { ...process.env, HEARTH_DATABASE: join(args.work, "hearth.sqlite3"), HEARTH_DATA_DIR: args.work,
-    HEARTH_SEED_USERS: "20", HEARTH_LOGIN_RATE_LIMIT: "0", HEARTH_LOG_JSON: "true", HEARTH_LOG_LEVEL: "info" }
-  delete env.HEARTH_ASSETS_DIR
-  const child = spawn(args.hearth, ["serve", "--bind", "127.0.0.1:0"], { cwd: args.work, env, stdio: ["ignore", "pipe", "pipe"] })
-  const exited = new Promise((resolve) => child.once("exit", resolve))
-  child.stderr.pipe(serverLog, { end: false })
-  const listening = new Promise((resolve, reject) => {
-    createInterface({ input: child.stdout }).on("line", (line) => {
-      serverLog.write(line + "\n")
-      try {
-        const entry = JSON.parse(line)
-        if (entry.fields?.message === "Hearth is listening") resolve(entry.fields.address)
-      } catch {}
-    })
-    exited.then((code) => reject(new Error(`hearth exited with ${code}`)))
-  })
-  return { child, exited, listening }
-}
-
-let base = null
-async function signIn(options, who, email) {
-  const context = await browser.newContext(options)
-  const page = await context.newPage()
-  page.on("pageerror", (error) => pageErrors.push(`${who}: ${error.message}`))
-  await page.goto(`${base}/session/new`)
-  await page.fill('input[name="email_address"]', email)
-  await page.fill('input[name="password"]', PASSWORD)
-  await Promise.all([page.waitForURL(/\/rooms\/\d+/), page.click('button[name="log_in"]')])
-  return page
-}
+// A new context with `options`, signed in as `email` (errors recorded under `who`).
+const signInAs = async (options, who, email) => signIn(await newPage(who, options.viewport, options), email)
 
 async function openRoom(page) {
   await page.goto(`${base}/rooms/${ROOM}`)
-  await page.waitForSelector('html[data-cable="connected"]', { state: "attached" })
-  await page.waitForSelector('turbo-cable-stream-source[connected]', { state: "attached" })
+  await connected(page)
 }
 
 // The box of `selector`'s last match and whether its image loaded at 512 px.
@@ -89,13 +35,10 @@ const near = (a, b) => Math.abs(a - b) <= 1
 const inside = (box, page) => box.x >= 0 && box.y >= 0 && box.x + box.width <= page.viewportSize().width && box.y + box.height <= page.viewportSize().height
 
 try {
-  server = startHearth()
-  base = `http://${await server.listening}`
-  browser = await chromium.launch({ executablePath: "/usr/bin/chromium",
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"] })
+  await start(SEEDED)
   const wide = { viewport: { width: 1280, height: 900 } }
-  const david = await signIn(wide, "david", "david@example.com")
-  const jason = await signIn(wide, "jason", "jason@example.com")
+  const david = await signInAs(wide, "david", "david@example.com")
+  const jason = await signInAs(wide, "jason", "jason@example.com")
   await openRoom(jason)
   await check(await jason.locator('#message-area .message[data-user-id="1"] .message__avatar svg').count() > 0, "David's messages show his initials before")
 
@@ -144,7 +87,7 @@ try {
   for (const scheme of ["light", "dark"]) {
     for (const viewport of [{ width: 1280, height: 900 }, { width: 390, height: 844 }]) {
       const narrow = viewport.width < 600
-      const page = await signIn({ viewport, colorScheme: scheme, isMobile: narrow, hasTouch: narrow }, `david-${scheme}-${viewport.width}`, "david@example.com")
+      const page = await signInAs({ viewport, colorScheme: scheme, isMobile: narrow, hasTouch: narrow }, `david-${scheme}-${viewport.width}`, "david@example.com")
       await openRoom(page)
       const msg = await avatarBox(page, '#message-area .message[data-user-id="1"] .message__avatar img.avatar__image--photo')
       const size = narrow ? 28 : 36
@@ -157,15 +100,12 @@ try {
       const side = await avatarBox(page, ".sidebar__me img.avatar__image--photo")
       await check(near(side.box.width, 32) && inside(side.box, page), `${scheme} ${viewport.width}: sidebar avatar ${JSON.stringify(side.box)}`)
       const name = `avatars-${viewport.width}x${viewport.height}-${scheme}.png`
-      await page.screenshot({ path: join(args.artifacts, name) })
+      await page.screenshot({ path: shot(name) })
       out("SCREENSHOT", name, JSON.stringify({ message: msg.box, sidebar: side.box }))
       await page.context().close()
     }
   }
-  await check(pageErrors.length === 0, `page errors: ${pageErrors.join("; ")}`)
-  out("NO-PAGE-ERRORS")
-  out("OK")
-  await cleanup()
+  await finish()
 } catch (error) {
   await fail(error.stack ?? String(error))
 }

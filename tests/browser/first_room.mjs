@@ -13,9 +13,8 @@
 // latest activity); Bea writes to Ada, and Ada's sidebar moves Bea's room to the top at once,
 // without a reload. The search page runs the app's scripts: a hit's time is in Ada's time zone
 // (Pacific/Auckland, emulated). Screenshots of the welcome and of the re-sorted sidebar.
-import { out, shot, fail, start, newPage, boxInView, finish } from "./harness.mjs"
+import { out, shot, fail, start, newPage, boxInView, finish, PASSWORD } from "./harness.mjs"
 
-const PASSWORD = "secret123456"
 const RULE = "#system_welcome .welcome__text { border-left: 9px solid rgb(1, 2, 3); padding-left: 11px; }"
 
 try {

@@ -1,7 +1,8 @@
 // What a browser scenario needs around its steps: its arguments (`--hearth PATH --work DIR
-// --artifacts DIR [--timeout SECONDS]`), Debian's Chromium, a `hearth serve` on a random port
-// with the scenario's environment, the `STEP detail…` lines, failing with the reason (closing
-// the browser and stopping the server), page errors and requests that leave the origin.
+// --artifacts DIR [--timeout SECONDS]`, plus the scenario's own), Debian's Chromium, `hearth
+// serve` processes with the scenario's environment (started, stopped, started again on the same
+// port), signing in through the form, the `STEP detail…` lines, failing with the reason (closing
+// the browser and stopping every server), page errors and requests that leave the origin.
 import { spawn } from "node:child_process"
 import { createInterface } from "node:readline"
 import { mkdirSync, createWriteStream } from "node:fs"
@@ -11,6 +12,17 @@ import { chromium } from "playwright-core"
 export const args = Object.fromEntries(
   process.argv.slice(2).reduce((acc, a, i, all) => (a.startsWith("--") ? [...acc, [a.slice(2), all[i + 1]]] : acc), []),
 )
+for (const required of ["hearth", "work", "artifacts"]) {
+  if (!args[required]) {
+    console.error(`missing --${required}`)
+    process.exit(2)
+  }
+}
+/** The seed's password (every seeded person has it) and its bot's key. */
+export const PASSWORD = "secret123456"
+export const BOT_KEY = "5-bNd3rB0tK3y7"
+/** The environment most scenarios add: the seed's 20 people and INFO logs. */
+export const SEEDED = { HEARTH_SEED_USERS: "20", HEARTH_LOG_LEVEL: "info" }
 const CHROMIUM = "/usr/bin/chromium"
 const FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"]
 mkdirSync(args.artifacts, { recursive: true })
@@ -19,50 +31,125 @@ mkdirSync(args.work, { recursive: true })
 export const out = (...parts) => process.stdout.write(parts.join(" ") + "\n")
 export const shot = (name) => join(args.artifacts, name)
 
-const state = { server: null, browser: null, base: null, pageErrors: [], foreign: [] }
+/** The server's base URL (`http://127.0.0.1:PORT`) once `start` resolved; the browser. */
+export let base = null
+export let browser = null
+/** The server `start` started. */
+export let server = null
+const servers = new Set()
+/** What pages threw (`who: message`): a scenario may drop ones it expects. */
+export const pageErrors = []
+const foreign = []
+const origins = []
+
+/** Lets pages reach `origin` (e.g. a proxy of the server) without it counting as foreign. */
+export const allowOrigin = (origin) => origins.push(origin, origin.replace("http:", "ws:"))
+const serverLog = createWriteStream(join(args.work, "hearth.log"), { flags: "a" })
+
+/** Closes the browser and stops every server still running. */
+export async function cleanup() {
+  if (browser) await browser.close().catch(() => {})
+  browser = null
+  for (const s of [...servers]) await stopHearth(s).catch(() => {})
+}
 
 export async function fail(why) {
   out("FAIL", why)
-  if (state.browser) await state.browser.close().catch(() => {})
-  if (state.server) state.server.kill("SIGTERM")
+  await cleanup()
   process.exit(1)
 }
-setTimeout(() => fail(`timeout after ${Number(args.timeout ?? 120)}s`), Number(args.timeout ?? 120) * 1000).unref()
+/** Fails with `why` unless `ok`. */
+export const check = async (ok, why) => {
+  if (!ok) await fail(why)
+}
+setTimeout(() => fail(`timeout after ${Number(args.timeout ?? 240)}s`), Number(args.timeout ?? 240) * 1000).unref()
 
-// Starts Chromium and `hearth serve` with `env` added to the environment; resolves to the
-// server's base URL once it logs that it is listening.
-export async function start(env = {}) {
-  state.browser = await chromium.launch({ executablePath: CHROMIUM, args: FLAGS })
-  const log = createWriteStream(join(args.work, "hearth.log"), { flags: "a" })
+// `hearth serve --bind BIND` from inside --work, with its database and data there and `env`
+// added; `--assets DIR` serves the page's scripts from DIR/js. Resolves `listening` to the
+// address it logs; `exited` to `{ code, signal }`.
+export function startHearth(bind = "127.0.0.1:0", env = {}) {
   const all = { ...process.env, HEARTH_DATABASE: join(args.work, "hearth.sqlite3"), HEARTH_DATA_DIR: args.work, HEARTH_LOGIN_RATE_LIMIT: "0", HEARTH_LOG_JSON: "true", ...env }
   delete all.HEARTH_ASSETS_DIR
-  const child = spawn(args.hearth, ["serve", "--bind", "127.0.0.1:0"], { cwd: args.work, env: all, stdio: ["ignore", "pipe", "pipe"] })
-  state.server = child
-  child.stderr.pipe(log)
-  const address = await new Promise((resolve, reject) => {
+  if (args.assets) all.HEARTH_ASSETS_DIR = args.assets
+  const child = spawn(args.hearth, ["serve", "--bind", bind], { cwd: args.work, env: all, stdio: ["ignore", "pipe", "pipe"] })
+  const exited = new Promise((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })))
+  const server = { child, exited }
+  servers.add(server)
+  exited.then(() => servers.delete(server))
+  child.stderr.pipe(serverLog, { end: false })
+  server.listening = new Promise((resolve, reject) => {
     createInterface({ input: child.stdout }).on("line", (line) => {
-      log.write(line + "\n")
+      serverLog.write(line + "\n")
       try {
         const entry = JSON.parse(line)
         if (entry.fields?.message === "Hearth is listening") resolve(entry.fields.address)
-      } catch {}
+      } catch {
+        // not a JSON log line
+      }
     })
-    child.once("exit", (code) => reject(new Error(`hearth exited with ${code}`)))
+    exited.then(({ code }) => reject(new Error(`hearth exited with ${code} before listening (see ${serverLog.path})`)))
   })
-  state.base = `http://${address}`
-  return state.base
+  return server
+}
+
+/** SIGTERM, then the exit. */
+export async function stopHearth(server) {
+  server.child.kill("SIGTERM")
+  return server.exited
+}
+
+// Starts Chromium and `hearth serve` with `env` added to the environment; resolves to the
+// server's base URL once it logs that it is listening (the server is `server`).
+export async function start(env = {}) {
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: FLAGS })
+  server = startHearth("127.0.0.1:0", env)
+  base = `http://${await server.listening}`
+  return base
+}
+
+/** Records `page`'s errors and its requests that leave `base`'s origin under `who`. */
+export function watch(page, who) {
+  page.on("pageerror", (e) => pageErrors.push(`${who}: ${e.message}`))
+  page.on("request", (r) => {
+    const url = r.url()
+    const ours = [base, base.replace("http:", "ws:"), "data:", ...origins]
+    if (!ours.some((origin) => url.startsWith(origin))) foreign.push(`${who}: ${url}`)
+  })
 }
 
 // A page in a new browser context, its errors and foreign requests recorded under `who`.
 export async function newPage(who, viewport = { width: 1280, height: 900 }, options = {}) {
-  const context = await state.browser.newContext({ viewport, ...options })
+  const context = await browser.newContext({ viewport, ...options })
   const page = await context.newPage()
-  page.on("pageerror", (e) => state.pageErrors.push(`${who}: ${e.message}`))
-  page.on("request", (r) => {
-    const url = r.url()
-    if (!url.startsWith(state.base) && !url.startsWith(state.base.replace("http:", "ws:")) && !url.startsWith("data:")) state.foreign.push(url)
-  })
+  watch(page, who)
   return page
+}
+
+// Signs `page` in as `email` through the sign-in form at `origin`; resolves once it landed
+// on a room.
+export async function signIn(page, email, origin = base) {
+  await page.goto(`${origin}/session/new`)
+  await page.fill('input[name="email_address"]', email)
+  await page.fill('input[name="password"]', PASSWORD)
+  await Promise.all([page.waitForURL(/\/rooms\/\d+$/), page.click('button[name="log_in"]')])
+  return page
+}
+
+// A new page of `context` (errors recorded under `who`), signed in as `email` at `origin`, then
+// on room `room` when one is given.
+export async function signedIn(context, who, email, room = null, origin = base) {
+  const page = await context.newPage()
+  watch(page, who)
+  await signIn(page, email, origin)
+  if (room !== null) await page.goto(`${origin}/rooms/${room}`)
+  return page
+}
+
+// The room page is live: the heartbeat subscription is connected and a stream source is
+// subscribed (`source` narrows which).
+export async function connected(page, source = "turbo-cable-stream-source[connected]") {
+  await page.waitForSelector('html[data-cable="connected"]', { state: "attached" })
+  await page.waitForSelector(source, { state: "attached" })
 }
 
 // The first `selector` on `page`, visible and inside the viewport's width: its box.
@@ -78,12 +165,33 @@ export async function boxInView(page, selector, what) {
   return box
 }
 
-// Ends the scenario: fails on page errors or foreign requests, else prints OK and exits 0.
+// Screenshots of `pages` (`[who, page]` pairs) side by side, with their names, into `file`
+// under --artifacts; resolves to its path.
+export async function sideBySide(pages, file) {
+  const shots = []
+  for (const [who, page] of pages) shots.push([who, (await page.screenshot()).toString("base64")])
+  const sheet = await browser.newPage({ viewport: { width: 1560, height: 660 } })
+  await sheet.setContent(
+    `<body style="margin:0;padding:10px;display:flex;gap:20px;background:#d4d4d8;font:14px sans-serif">` +
+      shots
+        .map(([who, png]) => `<figure style="margin:0"><figcaption style="padding:0 0 4px">${who}</figcaption>` +
+          `<img style="border:1px solid #71717a" src="data:image/png;base64,${png}"></figure>`)
+        .join("") +
+      `</body>`,
+  )
+  const path = shot(file)
+  await sheet.screenshot({ path, fullPage: true })
+  await sheet.close()
+  return path
+}
+
+// Ends the scenario: fails on page errors or foreign requests, else prints OK, stops the
+// browser and the servers and exits 0.
 export async function finish() {
-  if (state.pageErrors.length) await fail(`page errors: ${state.pageErrors.join("; ")}`)
-  if (state.foreign.length) await fail(`foreign requests: ${state.foreign.join(", ")}`)
+  if (pageErrors.length) await fail(`page errors: ${pageErrors.join("; ")}`)
+  if (foreign.length) await fail(`foreign requests: ${foreign.join(", ")}`)
+  out("NO-PAGE-ERRORS", "NO-FOREIGN-REQUESTS")
   out("OK")
-  await state.browser.close()
-  state.server.kill("SIGTERM")
+  await cleanup()
   process.exit(0)
 }

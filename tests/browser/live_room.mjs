@@ -26,129 +26,12 @@
 // 6. No page threw, and no request left the server's origin (no CDN).
 //
 // Prints one line per step; exits 0 with "OK" when every step was seen.
-import { spawn } from "node:child_process"
-import { createInterface } from "node:readline"
-import { mkdirSync, createWriteStream } from "node:fs"
-import { join } from "node:path"
-import { chromium } from "playwright-core"
+import { args, out, fail, start, startHearth, stopHearth, watch, signedIn, sideBySide, finish, SEEDED, BOT_KEY, browser, base, server } from "./harness.mjs"
 
-const args = Object.fromEntries(
-  process.argv.slice(2).reduce((acc, a, i, all) => (a.startsWith("--") ? [...acc, [a.slice(2), all[i + 1]]] : acc), []),
-)
-for (const required of ["hearth", "work", "artifacts"]) {
-  if (!args[required]) {
-    console.error(`missing --${required}`)
-    process.exit(2)
-  }
-}
-const CHROMIUM = "/usr/bin/chromium"
-const CHROMIUM_FLAGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-  "--no-first-run",
-]
-const PASSWORD = "secret123456"
-const BOT_KEY = "5-bNd3rB0tK3y7"
 const ROOM = 1
-const timeout = Number(args.timeout ?? 150)
 const nonce = Math.random().toString(36).slice(2, 8)
-mkdirSync(args.artifacts, { recursive: true })
-mkdirSync(args.work, { recursive: true })
 
-const out = (...parts) => process.stdout.write(parts.join(" ") + "\n")
-let server = null
-let browser = null
-const pageErrors = []
-const foreignRequests = []
-
-async function cleanup() {
-  if (browser) await browser.close().catch(() => {})
-  browser = null
-  if (server) await stopHearth(server).catch(() => {})
-  server = null
-}
-
-async function fail(why) {
-  out("FAIL", why)
-  await cleanup()
-  process.exit(1)
-}
-
-setTimeout(() => fail(`timeout after ${timeout}s`), timeout * 1000).unref()
-
-// --- the server ------------------------------------------------------------------------------
-
-const serverLog = createWriteStream(join(args.work, "hearth.log"), { flags: "a" })
-
-function startHearth(bind) {
-  const env = {
-    ...process.env,
-    HEARTH_DATABASE: join(args.work, "hearth.sqlite3"),
-    HEARTH_DATA_DIR: args.work,
-  }
-  delete env.HEARTH_ASSETS_DIR
-  if (args.assets) env.HEARTH_ASSETS_DIR = args.assets
-  const child = spawn(args.hearth, ["serve", "--bind", bind], {
-    cwd: args.work,
-    env: {
-      ...env,
-      HEARTH_SEED_USERS: "20",
-      HEARTH_LOGIN_RATE_LIMIT: "0",
-      HEARTH_LOG_JSON: "true",
-      HEARTH_LOG_LEVEL: "info",
-    },
-    stdio: ["ignore", "pipe", "pipe"],
-  })
-  const exited = new Promise((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })))
-  child.stderr.pipe(serverLog, { end: false })
-  const listening = new Promise((resolve, reject) => {
-    createInterface({ input: child.stdout }).on("line", (line) => {
-      serverLog.write(line + "\n")
-      try {
-        const entry = JSON.parse(line)
-        if (entry.fields?.message === "Hearth is listening") resolve(entry.fields.address)
-      } catch {
-        // not a JSON log line
-      }
-    })
-    exited.then(({ code }) => reject(new Error(`hearth exited with ${code} before listening (see ${serverLog.path})`)))
-  })
-  return { child, exited, listening }
-}
-
-async function stopHearth(s) {
-  s.child.kill("SIGTERM")
-  return s.exited
-}
-
-// --- pages -----------------------------------------------------------------------------------
-
-let base = null
-
-function watch(page, who) {
-  page.on("pageerror", (error) => pageErrors.push(`${who}: ${error.message}`))
-  page.on("request", (request) => {
-    const url = request.url()
-    if (!url.startsWith(base) && !url.startsWith(base.replace("http:", "ws:")) && !url.startsWith("data:")) {
-      foreignRequests.push(`${who}: ${url}`)
-    }
-  })
-}
-
-async function signIn(context, who, email) {
-  const page = await context.newPage()
-  watch(page, who)
-  await page.goto(`${base}/session/new`)
-  await page.fill('input[name="email_address"]', email)
-  await page.fill('input[name="password"]', PASSWORD)
-  await Promise.all([page.waitForURL(/\/rooms\/\d+$/), page.click('button[name="log_in"]')])
-  await page.goto(`${base}/rooms/${ROOM}`)
-  return page
-}
+const signIn = (context, who, email) => signedIn(context, who, email, ROOM)
 
 // The page is live: the heartbeat subscription is connected, the room's stream source is
 // subscribed, and the first catch-up has run.
@@ -161,35 +44,14 @@ async function live(page, refreshesAtLeast = 1) {
 const message = (page, text) => page.locator("#message-area .message", { hasText: text })
 const typingNotice = (page) => page.evaluate(() => document.getElementById("typing_notifications").textContent)
 
-async function sideBySide(pages, file) {
-  const shots = []
-  for (const [who, page] of pages) shots.push([who, (await page.screenshot()).toString("base64")])
-  const sheet = await browser.newPage({ viewport: { width: 1560, height: 660 } })
-  await sheet.setContent(
-    `<body style="margin:0;padding:10px;display:flex;gap:20px;background:#d4d4d8;font:14px sans-serif">` +
-      shots
-        .map(([who, png]) => `<figure style="margin:0"><figcaption style="padding:0 0 4px">${who}</figcaption>` +
-          `<img style="border:1px solid #71717a" src="data:image/png;base64,${png}"></figure>`)
-        .join("") +
-      `</body>`,
-  )
-  const path = join(args.artifacts, file)
-  await sheet.screenshot({ path, fullPage: true })
-  await sheet.close()
-  return path
-}
-
 // --- the scenario ----------------------------------------------------------------------------
 
 try {
-  server = startHearth("127.0.0.1:0")
-  const address = await server.listening
-  base = `http://${address}`
-  out("HEARTH", base)
-
   // launch() starts Chromium on a new, empty --user-data-dir of its own (removed at close);
   // each person gets an isolated context with its own cookies.
-  browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_FLAGS })
+  await start(SEEDED)
+  const address = base.slice("http://".length)
+  out("HEARTH", base)
   out("CHROMIUM", browser.version())
   const viewport = { width: 760, height: 600 }
   const davidContext = await browser.newContext({ viewport })
@@ -270,14 +132,12 @@ try {
 
   // A restart: both pages are told, reconnect by themselves and catch up.
   await stopHearth(server)
-  server = null
   await Promise.all([
     david.waitForSelector('html[data-cable="disconnected"]', { state: "attached" }),
     jason.waitForSelector('html[data-cable="disconnected"]', { state: "attached" }),
   ])
   out("DISCONNECTED", "server_restart")
-  server = startHearth(address)
-  await server.listening
+  await startHearth(address, SEEDED).listening
   const restarted = Date.now()
   out("RESTARTED", base)
   const awayText = `Posted while you were away (${nonce})`
@@ -381,12 +241,7 @@ try {
   await message(jason, plain).waitFor()
   out("NO-JS-POST")
 
-  if (pageErrors.length > 0) await fail(`page errors: ${pageErrors.join(" | ")}`)
-  if (foreignRequests.length > 0) await fail(`requests left the origin: ${foreignRequests.join(" | ")}`)
-  out("NO-PAGE-ERRORS", "NO-FOREIGN-REQUESTS")
-  await cleanup()
-  out("OK")
-  process.exit(0)
+  await finish()
 } catch (error) {
   await fail(error.stack ?? String(error))
 }

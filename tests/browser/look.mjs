@@ -18,91 +18,12 @@
 // 7. No page threw.
 //
 // Prints one line per step; exits 0 with "OK" when every step was seen.
-import { spawn } from "node:child_process"
-import { createInterface } from "node:readline"
-import { mkdirSync, createWriteStream } from "node:fs"
-import { join } from "node:path"
-import { chromium } from "playwright-core"
+import { out, shot, fail, start, newPage, signIn, finish, SEEDED, BOT_KEY, browser, base } from "./harness.mjs"
 
-const args = Object.fromEntries(
-  process.argv.slice(2).reduce((acc, a, i, all) => (a.startsWith("--") ? [...acc, [a.slice(2), all[i + 1]]] : acc), []),
-)
-for (const required of ["hearth", "work", "artifacts"]) {
-  if (!args[required]) {
-    console.error(`missing --${required}`)
-    process.exit(2)
-  }
-}
-const CHROMIUM = "/usr/bin/chromium"
-const CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-  "--disable-component-update", "--disable-sync", "--no-first-run"]
-const PASSWORD = "secret123456"
-const BOT_KEY = "5-bNd3rB0tK3y7"
-const timeout = Number(args.timeout ?? 150)
-mkdirSync(args.artifacts, { recursive: true })
-mkdirSync(args.work, { recursive: true })
-
-const out = (...parts) => process.stdout.write(parts.join(" ") + "\n")
-let server = null
-let browser = null
-const pageErrors = []
-
-async function cleanup() {
-  if (browser) await browser.close().catch(() => {})
-  browser = null
-  if (server) {
-    server.child.kill("SIGTERM")
-    await server.exited
-  }
-  server = null
-}
-
-async function fail(why) {
-  out("FAIL", why)
-  await cleanup()
-  process.exit(1)
-}
-
-setTimeout(() => fail(`timeout after ${timeout}s`), timeout * 1000).unref()
-
-const serverLog = createWriteStream(join(args.work, "hearth.log"), { flags: "a" })
-
-function startHearth(bind) {
-  const env = { ...process.env, HEARTH_DATABASE: join(args.work, "hearth.sqlite3"), HEARTH_DATA_DIR: args.work }
-  delete env.HEARTH_ASSETS_DIR
-  const child = spawn(args.hearth, ["serve", "--bind", bind], {
-    cwd: args.work,
-    env: { ...env, HEARTH_SEED_USERS: "20", HEARTH_LOGIN_RATE_LIMIT: "0", HEARTH_LOG_JSON: "true", HEARTH_LOG_LEVEL: "info" },
-    stdio: ["ignore", "pipe", "pipe"],
-  })
-  const exited = new Promise((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })))
-  child.stderr.pipe(serverLog, { end: false })
-  const listening = new Promise((resolve, reject) => {
-    createInterface({ input: child.stdout }).on("line", (line) => {
-      serverLog.write(line + "\n")
-      try {
-        const entry = JSON.parse(line)
-        if (entry.fields?.message === "Hearth is listening") resolve(entry.fields.address)
-      } catch {
-        // not a JSON log line
-      }
-    })
-    exited.then(({ code }) => reject(new Error(`hearth exited with ${code} before listening`)))
-  })
-  return { child, exited, listening }
-}
-
-let base = null
-
+// David, signed in, in a new context of `options`.
 async function signedInContext(options) {
-  const context = await browser.newContext(options)
-  const page = await context.newPage()
-  page.on("pageerror", (error) => pageErrors.push(error.message))
-  await page.goto(`${base}/session/new`)
-  await page.fill('input[name="email_address"]', "david@example.com")
-  await page.fill('input[name="password"]', PASSWORD)
-  await Promise.all([page.waitForURL(/\/rooms\/\d+$/), page.click('button[name="log_in"]')])
-  return { context, page }
+  const page = await signIn(await newPage("david", options.viewport, options), "david@example.com")
+  return { context: page.context(), page }
 }
 
 // Everything on the page that reaches past the right edge of the viewport (boxes of zero size
@@ -139,10 +60,8 @@ function luminance() {
 }
 
 try {
-  server = startHearth("127.0.0.1:0")
-  base = `http://${await server.listening}`
+  await start(SEEDED)
   out("HEARTH", base)
-  browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_FLAGS })
   out("CHROMIUM", browser.version())
 
   // A few messages in room 1, one long word among them.
@@ -168,7 +87,7 @@ try {
       for (const [name, path] of pages) {
         await page.goto(`${base}${path}`)
         if (name === "room") await page.waitForSelector("#shared_rooms li", { state: "attached" })
-        const file = join(args.artifacts, `look-${name}-${width}-${scheme}.png`)
+        const file = shot(`look-${name}-${width}-${scheme}.png`)
         await page.screenshot({ path: file })
         const light = await page.evaluate(luminance)
         if (scheme === "dark" && light > 0.2) await fail(`${name} at ${width} in the dark scheme has a light background (${light.toFixed(2)})`)
@@ -207,7 +126,7 @@ try {
     await page.click("[data-sidebar-toggle]")
     await page.waitForFunction(() => document.getElementById("sidebar").getBoundingClientRect().left >= 0)
     await page.waitForTimeout(300)
-    await page.screenshot({ path: join(args.artifacts, "look-room-390-sidebar-open.png") })
+    await page.screenshot({ path: shot("look-room-390-sidebar-open.png") })
     await page.keyboard.press("Escape")
     await page.waitForFunction(() => document.getElementById("sidebar").getBoundingClientRect().right <= 0)
     out("PHONE-SIDEBAR", "opens from the menu button, closes with Escape")
@@ -262,11 +181,7 @@ try {
     await context.close()
   }
 
-  if (pageErrors.length > 0) await fail(`page errors: ${pageErrors.join(" | ")}`)
-  out("NO-PAGE-ERRORS")
-  await cleanup()
-  out("OK")
-  process.exit(0)
+  await finish()
 } catch (error) {
   await fail(error.stack ?? String(error))
 }

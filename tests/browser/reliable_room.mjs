@@ -19,160 +19,13 @@
 // David's page never reloads (a marker set on its window stays), and no page throws.
 //
 // Prints one line per step; exits 0 with "OK" when every step was seen.
-import { spawn } from "node:child_process"
-import { createInterface } from "node:readline"
-import { mkdirSync, createWriteStream } from "node:fs"
-import { join } from "node:path"
-import { chromium } from "playwright-core"
 import { createServer, connect } from "node:net"
+import { out, fail, start, startHearth, stopHearth, watch, signIn, allowOrigin, finish, SEEDED, browser, server } from "./harness.mjs"
 
-const args = Object.fromEntries(
-  process.argv.slice(2).reduce((acc, a, i, all) => (a.startsWith("--") ? [...acc, [a.slice(2), all[i + 1]]] : acc), []),
-)
-for (const required of ["hearth", "work", "artifacts"]) {
-  if (!args[required]) {
-    console.error(`missing --${required}`)
-    process.exit(2)
-  }
-}
-const CHROMIUM = "/usr/bin/chromium"
-const CHROMIUM_FLAGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-  "--no-first-run",
-]
-const PASSWORD = "secret123456"
-const BOT_KEY = "5-bNd3rB0tK3y7"
 const ROOM = 1
-const timeout = Number(args.timeout ?? 150)
 const nonce = Math.random().toString(36).slice(2, 8)
-mkdirSync(args.artifacts, { recursive: true })
-mkdirSync(args.work, { recursive: true })
-
-const out = (...parts) => process.stdout.write(parts.join(" ") + "\n")
-let server = null
-let browser = null
-const pageErrors = []
-const foreignRequests = []
-
-async function cleanup() {
-  if (browser) await browser.close().catch(() => {})
-  browser = null
-  if (server) await stopHearth(server).catch(() => {})
-  server = null
-}
-
-async function fail(why) {
-  out("FAIL", why)
-  await cleanup()
-  process.exit(1)
-}
-
-setTimeout(() => fail(`timeout after ${timeout}s`), timeout * 1000).unref()
-
-// --- the server ------------------------------------------------------------------------------
-
-const serverLog = createWriteStream(join(args.work, "hearth.log"), { flags: "a" })
-
-function startHearth(bind) {
-  const env = {
-    ...process.env,
-    HEARTH_DATABASE: join(args.work, "hearth.sqlite3"),
-    HEARTH_DATA_DIR: args.work,
-  }
-  delete env.HEARTH_ASSETS_DIR
-  if (args.assets) env.HEARTH_ASSETS_DIR = args.assets
-  const child = spawn(args.hearth, ["serve", "--bind", bind], {
-    cwd: args.work,
-    env: {
-      ...env,
-      HEARTH_SEED_USERS: "20",
-      HEARTH_LOGIN_RATE_LIMIT: "0",
-      HEARTH_LOG_JSON: "true",
-      HEARTH_LOG_LEVEL: "info",
-    },
-    stdio: ["ignore", "pipe", "pipe"],
-  })
-  const exited = new Promise((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })))
-  child.stderr.pipe(serverLog, { end: false })
-  const listening = new Promise((resolve, reject) => {
-    createInterface({ input: child.stdout }).on("line", (line) => {
-      serverLog.write(line + "\n")
-      try {
-        const entry = JSON.parse(line)
-        if (entry.fields?.message === "Hearth is listening") resolve(entry.fields.address)
-      } catch {
-        // not a JSON log line
-      }
-    })
-    exited.then(({ code }) => reject(new Error(`hearth exited with ${code} before listening (see ${serverLog.path})`)))
-  })
-  return { child, exited, listening }
-}
-
-async function stopHearth(s) {
-  s.child.kill("SIGTERM")
-  return s.exited
-}
-
-// --- pages -----------------------------------------------------------------------------------
-
-let base = null
-
-function watch(page, who) {
-  page.on("pageerror", (error) => pageErrors.push(`${who}: ${error.message}`))
-  page.on("request", (request) => {
-    const url = request.url()
-    if (!url.startsWith(base) && !url.startsWith(base.replace("http:", "ws:")) && !url.startsWith("data:")) {
-      foreignRequests.push(`${who}: ${url}`)
-    }
-  })
-}
-
-async function signIn(context, who, email) {
-  const page = await context.newPage()
-  watch(page, who)
-  await page.goto(`${base}/session/new`)
-  await page.fill('input[name="email_address"]', email)
-  await page.fill('input[name="password"]', PASSWORD)
-  await Promise.all([page.waitForURL(/\/rooms\/\d+$/), page.click('button[name="log_in"]')])
-  await page.goto(`${base}/rooms/${ROOM}`)
-  return page
-}
-
-// The page is live: the heartbeat subscription is connected, the room's stream source is
-// subscribed, and the first catch-up has run.
-async function live(page, refreshesAtLeast = 1) {
-  await page.waitForSelector('html[data-cable="connected"]', { state: "attached" })
-  await page.waitForSelector('turbo-cable-stream-source[channel="RoomMessagesChannel"][connected]', { state: "attached" })
-  await page.waitForFunction((n) => Number(document.documentElement.dataset.refreshes) >= n, refreshesAtLeast)
-}
 
 const message = (page, text) => page.locator("#message-area .message", { hasText: text })
-const typingNotice = (page) => page.evaluate(() => document.getElementById("typing_notifications").textContent)
-
-async function sideBySide(pages, file) {
-  const shots = []
-  for (const [who, page] of pages) shots.push([who, (await page.screenshot()).toString("base64")])
-  const sheet = await browser.newPage({ viewport: { width: 1560, height: 660 } })
-  await sheet.setContent(
-    `<body style="margin:0;padding:10px;display:flex;gap:20px;background:#d4d4d8;font:14px sans-serif">` +
-      shots
-        .map(([who, png]) => `<figure style="margin:0"><figcaption style="padding:0 0 4px">${who}</figcaption>` +
-          `<img style="border:1px solid #71717a" src="data:image/png;base64,${png}"></figure>`)
-        .join("") +
-      `</body>`,
-  )
-  const path = join(args.artifacts, file)
-  await sheet.screenshot({ path, fullPage: true })
-  await sheet.close()
-  return path
-}
-
 
 // --- the proxy -------------------------------------------------------------------------------
 
@@ -232,10 +85,7 @@ async function signInAt(context, origin, who, email) {
   page.on("response", async (r) => {
     if (r.status() >= 400) out("HTTP", who, r.status(), r.request().method(), r.url(), (r.request().postData() ?? "").slice(0, 300), (await r.text().catch(() => "")).slice(0, 300))
   })
-  await page.goto(`${origin}/session/new`)
-  await page.fill('input[name="email_address"]', email)
-  await page.fill('input[name="password"]', PASSWORD)
-  await Promise.all([page.waitForURL(/\/rooms\/\d+$/), page.click('button[name="log_in"]')])
+  await signIn(page, email, origin)
   await page.goto(`${origin}/rooms/${ROOM}`)
   return page
 }
@@ -309,15 +159,13 @@ let jasonBase = null
 let proxy = null
 
 try {
-  server = startHearth("127.0.0.1:0")
-  const address = await server.listening
-  jasonBase = `http://${address}`
-  base = jasonBase
+  jasonBase = await start(SEEDED)
+  const address = jasonBase.slice("http://".length)
   proxy = await startProxy(address)
   const davidBase = `http://${proxy.address}`
+  allowOrigin(davidBase)
   out("HEARTH", jasonBase, "PROXY", davidBase)
 
-  browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_FLAGS })
   const viewport = { width: 760, height: 600 }
   const davidContext = await browser.newContext({ viewport })
   const jasonContext = await browser.newContext({ viewport })
@@ -346,8 +194,7 @@ try {
   proxy.down()
   await david.waitForSelector('html[data-cable="disconnected"]', { state: "attached" })
   await stopHearth(server)
-  server = startHearth(address)
-  await server.listening
+  await startHearth(address, SEEDED).listening
   out("RESTARTED")
   await settled(jason)
   const second = await actWhileAway(jason, "B", boosted)
@@ -378,12 +225,8 @@ try {
   })
   out("LIVE-AGAIN")
 
-  if (pageErrors.length > 0) await fail(`page errors: ${pageErrors.join(" | ")}`)
-  out("NO-PAGE-ERRORS")
   proxy.close()
-  await cleanup()
-  out("OK")
-  process.exit(0)
+  await finish()
 } catch (error) {
   await fail(error.stack ?? String(error))
 }

@@ -10,67 +10,11 @@
 // block highlighted by highlight.js and the mention chip; Jason's page marks the message
 // `message--mentioned`, David's does not. Boxes are checked, screenshots kept (1280×900 for
 // both, 390×844 for Jason). No page threw, and no request left the server's origin.
-import { spawn } from "node:child_process"
-import { createInterface } from "node:readline"
-import { mkdirSync, createWriteStream } from "node:fs"
-import { join } from "node:path"
-import { chromium } from "playwright-core"
+import { out, shot, fail, start, newPage, signIn as signInAt, finish, SEEDED, base } from "./harness.mjs"
 
-const args = Object.fromEntries(
-  process.argv.slice(2).reduce((acc, a, i, all) => (a.startsWith("--") ? [...acc, [a.slice(2), all[i + 1]]] : acc), []),
-)
-const CHROMIUM = "/usr/bin/chromium"
-const FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"]
-const PASSWORD = "secret123456"
-const timeout = Number(args.timeout ?? 120)
-mkdirSync(args.artifacts, { recursive: true })
-mkdirSync(args.work, { recursive: true })
-const out = (...parts) => process.stdout.write(parts.join(" ") + "\n")
-let server = null
-let browser = null
-const pageErrors = []
-const foreign = []
-
-async function fail(why) {
-  out("FAIL", why)
-  if (browser) await browser.close().catch(() => {})
-  if (server) server.kill("SIGTERM")
-  process.exit(1)
-}
-setTimeout(() => fail(`timeout after ${timeout}s`), timeout * 1000).unref()
-
-function startHearth() {
-  const log = createWriteStream(join(args.work, "hearth.log"), { flags: "a" })
-  const env = { ...process.env, HEARTH_DATABASE: join(args.work, "hearth.sqlite3"), HEARTH_DATA_DIR: args.work, HEARTH_SEED_USERS: "20", HEARTH_LOGIN_RATE_LIMIT: "0", HEARTH_LOG_JSON: "true" }
-  delete env.HEARTH_ASSETS_DIR
-  const child = spawn(args.hearth, ["serve", "--bind", "127.0.0.1:0"], { cwd: args.work, env, stdio: ["ignore", "pipe", "pipe"] })
-  child.stderr.pipe(log)
-  const listening = new Promise((resolve, reject) => {
-    createInterface({ input: child.stdout }).on("line", (line) => {
-      log.write(line + "\n")
-      try {
-        const entry = JSON.parse(line)
-        if (entry.fields?.message === "Hearth is listening") resolve(entry.fields.address)
-      } catch {}
-    })
-    child.once("exit", (code) => reject(new Error(`hearth exited with ${code}`)))
-  })
-  return { child, listening }
-}
-
-let base = null
+// `email` signed in, in a new context of `viewport`, on room 1 with its composer ready.
 async function signIn(who, email, viewport) {
-  const context = await browser.newContext({ viewport })
-  const page = await context.newPage()
-  page.on("pageerror", (e) => pageErrors.push(`${who}: ${e.message}`))
-  page.on("request", (r) => {
-    const url = r.url()
-    if (!url.startsWith(base) && !url.startsWith(base.replace("http:", "ws:")) && !url.startsWith("data:")) foreign.push(url)
-  })
-  await page.goto(`${base}/session/new`)
-  await page.fill('input[name="email_address"]', email)
-  await page.fill('input[name="password"]', PASSWORD)
-  await Promise.all([page.waitForURL(/\/rooms\/\d+$/), page.click('button[name="log_in"]')])
+  const page = await signInAt(await newPage(who, viewport), email)
   await page.goto(`${base}/rooms/1`)
   await page.waitForSelector('turbo-cable-stream-source[channel="RoomMessagesChannel"][connected]', { state: "attached" })
   await page.waitForSelector("trix-editor#message_body", { state: "visible" })
@@ -91,10 +35,7 @@ async function boxInView(page, scope, selector, what) {
 }
 
 try {
-  server = startHearth()
-  base = `http://${await server.listening}`
-  server = server.child
-  browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: FLAGS })
+  await start(SEEDED)
   const desktop = { width: 1280, height: 900 }
   const david = await signIn("david", "david@example.com", desktop)
   const jason = await signIn("jason", "jason@example.com", desktop)
@@ -110,7 +51,7 @@ try {
   const option = david.locator(".mention-picker__option", { hasText: "Jason" }).first()
   await option.waitFor({ state: "visible", timeout: 10000 }).catch(() => fail("the autocomplete did not list Jason"))
   await boxInView(david, david, ".mention-picker", "the autocomplete")
-  await david.screenshot({ path: join(args.artifacts, "rich-text-autocomplete.png") })
+  await david.screenshot({ path: shot("rich-text-autocomplete.png") })
   await david.keyboard.press("Enter")
   await david.locator("trix-editor#message_body figure[data-trix-content-type='application/vnd.campfire.mention']").waitFor({ state: "attached", timeout: 5000 }).catch(() => fail("no mention attachment in the editor"))
   out("AUTOCOMPLETE-INSERTED")
@@ -148,7 +89,7 @@ try {
   const cleared = await david.evaluate(() => document.getElementById("message_body").value)
   if (cleared !== "") await fail(`the composer kept ${cleared}`)
   out("COMPOSER-CLEARED")
-  await david.screenshot({ path: join(args.artifacts, "rich-text-david.png") })
+  await david.screenshot({ path: shot("rich-text-david.png") })
 
   // Editing keeps the rich text: the edit form's editor holds the bold word and the mention.
   const own = david.locator("#message-area .message[data-message-id]", { hasText: "bold" }).last()
@@ -175,19 +116,13 @@ try {
     if (mentioned !== (who === "jason")) await fail(`${who}: after the edit message--mentioned is ${mentioned}`)
   }
   out("EDITED-KEEPS-RICH-TEXT")
-  await jason.screenshot({ path: join(args.artifacts, "rich-text-jason.png") })
+  await jason.screenshot({ path: shot("rich-text-jason.png") })
   await jason.setViewportSize({ width: 390, height: 844 })
   await jason.locator("#message-area .message[data-message-id]", { hasText: "bold" }).last().scrollIntoViewIfNeeded()
-  await jason.screenshot({ path: join(args.artifacts, "rich-text-jason-mobile.png") })
+  await jason.screenshot({ path: shot("rich-text-jason-mobile.png") })
   out("SCREENSHOTS")
 
-  if (pageErrors.length) await fail(`page errors: ${pageErrors.join("; ")}`)
-  if (foreign.length) await fail(`foreign requests: ${foreign.join(" ")}`)
-  out("NO-PAGE-ERRORS NO-FOREIGN-REQUESTS")
-  await browser.close()
-  server.kill("SIGTERM")
-  out("OK")
-  process.exit(0)
+  await finish()
 } catch (e) {
   await fail(e.stack || String(e))
 }

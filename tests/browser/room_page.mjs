@@ -6,101 +6,19 @@
 // The main room (169 seeded messages over three days) is filled by the bot to 500. David
 // (administrator) reads it in Pacific/Auckland time, Jason (member) in UTC, both at 1280×900;
 // Kevin at 390×844. Each step prints one line; "OK" at the end when every step held.
-import { spawn } from "node:child_process"
-import { createInterface } from "node:readline"
-import { mkdirSync, createWriteStream } from "node:fs"
 import { join } from "node:path"
-import { chromium } from "playwright-core"
+import { args, out, fail, check, start as startScenario, startHearth, stopHearth, watch, signIn as signInAt, finish, pageErrors, PASSWORD, BOT_KEY, SEEDED, browser, base, server } from "./harness.mjs"
 
-const args = Object.fromEntries(
-  process.argv.slice(2).reduce((acc, a, i, all) => (a.startsWith("--") ? [...acc, [a.slice(2), all[i + 1]]] : acc), []),
-)
-for (const required of ["hearth", "work", "artifacts"]) {
-  if (!args[required]) {
-    console.error(`missing --${required}`)
-    process.exit(2)
-  }
-}
-const CHROMIUM = "/usr/bin/chromium"
-const CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-  "--disable-component-update", "--disable-sync", "--no-first-run"]
-const PASSWORD = "secret123456"
-const BOT_KEY = "5-bNd3rB0tK3y7"
 const ROOM = 1
 const ROOM_SIZE = 500
 const ZONE = "Pacific/Auckland"
-const timeout = Number(args.timeout ?? 240)
-mkdirSync(args.artifacts, { recursive: true })
-mkdirSync(args.work, { recursive: true })
-
-const out = (...parts) => process.stdout.write(parts.join(" ") + "\n")
-let server = null
-let browser = null
-const pageErrors = []
-
-async function cleanup() {
-  if (browser) await browser.close().catch(() => {})
-  browser = null
-  if (server) await stopHearth(server).catch(() => {})
-  server = null
-}
-
-async function fail(why) {
-  out("FAIL", why)
-  await cleanup()
-  process.exit(1)
-}
-const check = async (ok, why) => { if (!ok) await fail(why) }
-
-setTimeout(() => fail(`timeout after ${timeout}s`), timeout * 1000).unref()
-
-// --- the server ------------------------------------------------------------------------------
-
-const serverLog = createWriteStream(join(args.work, "hearth.log"), { flags: "a" })
-
-function startHearth(bind) {
-  const env = { ...process.env, HEARTH_DATABASE: join(args.work, "hearth.sqlite3"), HEARTH_DATA_DIR: args.work }
-  delete env.HEARTH_ASSETS_DIR
-  if (args.assets) env.HEARTH_ASSETS_DIR = args.assets
-  const child = spawn(args.hearth, ["serve", "--bind", bind], {
-    cwd: args.work,
-    env: { ...env, HEARTH_SEED_USERS: "20", HEARTH_LOGIN_RATE_LIMIT: "0", HEARTH_POST_RATE_LIMIT: "0", HEARTH_ROOM_RATE_LIMIT: "0", HEARTH_SEARCH_RATE_LIMIT: "0", HEARTH_LOG_JSON: "true", HEARTH_LOG_LEVEL: "info" },
-    stdio: ["ignore", "pipe", "pipe"],
-  })
-  const exited = new Promise((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })))
-  child.stderr.pipe(serverLog, { end: false })
-  const listening = new Promise((resolve, reject) => {
-    createInterface({ input: child.stdout }).on("line", (line) => {
-      serverLog.write(line + "\n")
-      try {
-        const entry = JSON.parse(line)
-        if (entry.fields?.message === "Hearth is listening") resolve(entry.fields.address)
-      } catch {
-        // not a JSON log line
-      }
-    })
-    exited.then(({ code }) => reject(new Error(`hearth exited with ${code} before listening`)))
-  })
-  return { child, exited, listening }
-}
-
-async function stopHearth(s) {
-  s.child.kill("SIGTERM")
-  return s.exited
-}
-
-// --- pages -----------------------------------------------------------------------------------
-
-let base = null
+const ENV = { ...SEEDED, HEARTH_POST_RATE_LIMIT: "0", HEARTH_ROOM_RATE_LIMIT: "0", HEARTH_SEARCH_RATE_LIMIT: "0" }
 
 async function signIn(context, who, email, path = `/rooms/${ROOM}`) {
   const page = await context.newPage()
-  page.on("pageerror", (error) => pageErrors.push(`${who}: ${error.message}`))
+  watch(page, who)
   page.on("console", (message) => { if (message.type() === "warning" || message.type() === "error") out("CONSOLE", who, message.text()) })
-  await page.goto(`${base}/session/new`)
-  await page.fill('input[name="email_address"]', email)
-  await page.fill('input[name="password"]', PASSWORD)
-  await Promise.all([page.waitForURL(/\/rooms\/\d+/), page.click('button[name="log_in"]')])
+  await signInAt(page, email)
   await page.goto(`${base}${path}`)
   return page
 }
@@ -193,9 +111,8 @@ async function openMenuInView(page, message, label) {
 // --- the scenario ----------------------------------------------------------------------------
 
 try {
-  server = startHearth("127.0.0.1:0")
-  const address = await server.listening
-  base = `http://${address}`
+  await startScenario(ENV)
+  const address = base.slice("http://".length)
   out("HEARTH", base)
 
   // The bot fills the room to 500 messages, 25 posts at a time.
@@ -207,7 +124,6 @@ try {
     if (answers.some((r) => r.status !== 201)) await fail(`filling answered ${answers.map((r) => r.status)}`)
   }
 
-  browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_FLAGS })
   out("CHROMIUM", browser.version())
   const wide = { width: 1280, height: 900 }
   const davidContext = await browser.newContext({ viewport: wide, timezoneId: ZONE })
@@ -426,14 +342,12 @@ try {
 
   // Disconnected: the composer is disabled after 5 s and enabled again after the catch-up.
   await stopHearth(server)
-  server = null
   await jason.waitForSelector("html.offline", { state: "attached", timeout: 15000 })
   await check(await jason.evaluate(() => document.querySelector("form.composer").inert && document.querySelector("form.composer button[type=submit]").disabled),
     "the composer is enabled while offline")
   out("COMPOSER-DISABLED-OFFLINE")
   const refreshes = await jason.evaluate(() => Number(document.documentElement.dataset.refreshes))
-  server = startHearth(address)
-  await server.listening
+  await startHearth(address, ENV).listening
   await live(jason, refreshes + 1)
   await jason.waitForFunction(() => !document.querySelector("form.composer").inert && !document.querySelector("form.composer button[type=submit]").disabled)
   await say(jason, "Back online")
@@ -461,11 +375,7 @@ try {
   await guestPage.locator("#message-area .message.message--highlighted", { hasText: "Filler message number 250 of" }).waitFor()
   out("SEARCH-NAMES-ROOM", href)
 
-  if (pageErrors.length > 0) await fail(`page errors: ${pageErrors.join(" | ")}`)
-  out("NO-PAGE-ERRORS")
-  await cleanup()
-  out("OK")
-  process.exit(0)
+  await finish()
 } catch (error) {
   await fail(error.stack ?? String(error))
 }

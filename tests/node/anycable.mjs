@@ -13,6 +13,7 @@
 //   REJECTED-HISTORY                  three posts while away: past the history's reach, the
 //                                     client is told (reject_history)
 import WS from "ws";
+import { session, meta, decode } from "./session.mjs";
 import { createCable } from "@anycable/core";
 
 const args = Object.fromEntries(
@@ -24,23 +25,7 @@ const out = (...parts) => process.stdout.write(parts.join(" ") + "\n");
 const fail = (why) => { out("FAIL", why); process.exit(1); };
 setTimeout(() => fail(`timeout after ${timeout}s`), timeout * 1000);
 
-const jar = new Map();
-const cookieHeader = () => [...jar].map(([k, v]) => `${k}=${v}`).join("; ");
-function keepCookies(res) {
-  for (const line of res.headers.getSetCookie()) {
-    const [pair] = line.split(";");
-    const i = pair.indexOf("=");
-    jar.set(pair.slice(0, i), pair.slice(i + 1));
-  }
-}
-async function http(path, init = {}) {
-  const res = await fetch(base + path, { redirect: "manual", ...init, headers: { Cookie: cookieHeader(), ...(init.headers ?? {}) } });
-  keepCookies(res);
-  return res;
-}
-const decode = (s) => s.replace(/&#x([0-9a-f]+);/gi, (_, h) => String.fromCharCode(parseInt(h, 16)))
-  .replace(/&#(\d+);/g, (_, d) => String.fromCharCode(Number(d))).replace(/&quot;/g, '"').replace(/&amp;/g, "&");
-const meta = (html, name) => decode(html.match(new RegExp(`<meta name="${name}" content="([^"]*)"`))[1]);
+const { cookieHeader, http } = session(base);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 async function until(check, what) {
   for (let i = 0; i < 200; i++) {

@@ -18,6 +18,7 @@
 //                 RECEIVED <client_message_id>    (resubscribed by the client on its own, and
 //                                                 live again: a post after the restart arrives)
 import WS from "ws";
+import { session, meta, decode } from "./session.mjs";
 
 const args = Object.fromEntries(
   process.argv.slice(2).reduce((acc, a, i, all) => (a.startsWith("--") ? [...acc, [a.slice(2), all[i + 1]]] : acc), []),
@@ -34,23 +35,7 @@ const out = (...parts) => process.stdout.write(parts.join(" ") + "\n");
 const fail = (why) => { out("FAIL", why); process.exit(1); };
 setTimeout(() => fail(`timeout after ${timeout}s`), timeout * 1000);
 
-const jar = new Map();
-const cookieHeader = () => [...jar].map(([k, v]) => `${k}=${v}`).join("; ");
-function keepCookies(res) {
-  for (const line of res.headers.getSetCookie()) {
-    const [pair] = line.split(";");
-    const i = pair.indexOf("=");
-    jar.set(pair.slice(0, i), pair.slice(i + 1));
-  }
-}
-async function http(path, init = {}) {
-  const res = await fetch(base + path, { redirect: "manual", ...init, headers: { Cookie: cookieHeader(), ...(init.headers ?? {}) } });
-  keepCookies(res);
-  return res;
-}
-const decode = (s) => s.replace(/&#x([0-9a-f]+);/gi, (_, h) => String.fromCharCode(parseInt(h, 16)))
-  .replace(/&#(\d+);/g, (_, d) => String.fromCharCode(Number(d))).replace(/&quot;/g, '"').replace(/&amp;/g, "&");
-const meta = (html, name) => decode(html.match(new RegExp(`<meta name="${name}" content="([^"]*)"`))[1]);
+const { jar, cookieHeader, http } = session(base);
 
 async function signIn() {
   const form = await (await http("/session/new")).text();

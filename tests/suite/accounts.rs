@@ -365,6 +365,14 @@ async fn administrators_list_people_change_roles_and_deactivate() {
         &token,
         &[
             ("PATCH", "/account/users/2", &[("user[role]", "bot")], 422),
+            // A word outside the set, or in another case, is the form's fault: 422, not 400.
+            (
+                "PATCH",
+                "/account/users/2",
+                &[("user[role]", "Administrator")],
+                422,
+            ),
+            ("PATCH", "/users/2", &[("user[status]", "asleep")], 422),
             (
                 "PATCH",
                 "/account/users/5",

@@ -515,9 +515,8 @@ async fn involvement_hides_a_room_and_brings_it_back() {
     assert_eq!(
         hearth::db::memberships::involvement(&server.state.pool, 2, 2)
             .await
-            .unwrap()
-            .as_deref(),
-        Some("everything")
+            .unwrap(),
+        Some(hearth::db::Involvement::Everything)
     );
     let r = send(
         &mut jason,

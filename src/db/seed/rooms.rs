@@ -1,6 +1,7 @@
 //! The seeded rooms, who belongs to them, and which memberships start unread.
 
 use super::{MAIN_ROOM_ID, MINUTE};
+use crate::db::{Involvement, RoomKind};
 
 /// How members of a room are chosen.
 #[derive(Clone, Copy)]
@@ -22,10 +23,10 @@ pub(super) struct RoomSeed {
     /// Key used by `seed/other_rooms.txt`.
     pub(super) key: &'static str,
     pub(super) name: Option<&'static str>,
-    pub(super) kind: &'static str,
+    pub(super) kind: RoomKind,
     pub(super) members: Members,
     /// Campfire: rooms default to `mentions`, direct rooms to `everything`.
-    pub(super) involvement: &'static str,
+    pub(super) involvement: Involvement,
     /// Offset of `created_at` from [`BASE_EPOCH_MS`](super::BASE_EPOCH_MS).
     pub(super) created_offset_ms: i64,
 }
@@ -35,54 +36,54 @@ pub(super) const ROOMS: [RoomSeed; 6] = [
         id: MAIN_ROOM_ID,
         key: "all-talk",
         name: Some("All Talk"),
-        kind: "open",
+        kind: RoomKind::Open,
         members: Members::Everyone,
-        involvement: "mentions",
+        involvement: Involvement::Mentions,
         created_offset_ms: 0,
     },
     RoomSeed {
         id: 2,
         key: "pets",
         name: Some("Pets"),
-        kind: "open",
+        kind: RoomKind::Open,
         members: Members::NotDeactivated,
-        involvement: "mentions",
+        involvement: Involvement::Mentions,
         created_offset_ms: 5 * MINUTE,
     },
     RoomSeed {
         id: 3,
         key: "hq",
         name: Some("HQ"),
-        kind: "open",
+        kind: RoomKind::Open,
         members: Members::NotDeactivated,
-        involvement: "mentions",
+        involvement: Involvement::Mentions,
         created_offset_ms: 6 * MINUTE,
     },
     RoomSeed {
         id: 4,
         key: "designers",
         name: Some("Designers"),
-        kind: "closed",
+        kind: RoomKind::Closed,
         members: Members::Only(&[1, 2, 3, 4]),
-        involvement: "mentions",
+        involvement: Involvement::Mentions,
         created_offset_ms: 7 * MINUTE,
     },
     RoomSeed {
         id: 5,
         key: "direct-jason",
         name: None,
-        kind: "direct",
+        kind: RoomKind::Direct,
         members: Members::Only(&[1, 2]),
-        involvement: "everything",
+        involvement: Involvement::Everything,
         created_offset_ms: 8 * MINUTE,
     },
     RoomSeed {
         id: 6,
         key: "direct-jz",
         name: None,
-        kind: "direct",
+        kind: RoomKind::Direct,
         members: Members::Only(&[1, 3]),
-        involvement: "everything",
+        involvement: Involvement::Everything,
         created_offset_ms: 9 * MINUTE,
     },
 ];

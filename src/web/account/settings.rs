@@ -88,7 +88,7 @@ pub async fn edit(
     let page = AccountPage {
         csrf_token: &token,
         settings: &settings,
-        administrator: user.role == "administrator",
+        administrator: user.role == crate::db::Role::Administrator,
         invite,
     };
     Ok((StatusCode::OK, Html(page.render()?)).into_response())

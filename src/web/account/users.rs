@@ -9,6 +9,7 @@ use axum::response::{Html, IntoResponse, Response};
 
 use crate::db::users::User;
 use crate::db::{accounts, users};
+use crate::db::{Role, Status};
 use crate::state::SharedState;
 use crate::web::error::AppError;
 use crate::web::extract::{Admin, AdminPage, Id};
@@ -16,7 +17,7 @@ use crate::web::respond::found;
 use crate::web::users::{disconnect, guard_error};
 
 /// The roles an administrator can give a person.
-pub const ROLES: [&str; 2] = ["member", "administrator"];
+pub const ROLES: [Role; 2] = [Role::Member, Role::Administrator];
 
 /// The people page (`templates/accounts/users/index.html`).
 #[derive(Template, Debug)]
@@ -49,7 +50,7 @@ pub async fn index(
 }
 
 /// `PATCH /account/users/{user_id}` with `user[role]` (`member` or `administrator`): 302 to
-/// `/account/users`. 400 for another role, 404 for an unknown user or a bot, 422 when it
+/// `/account/users`. 422 for another role, 404 for an unknown user or a bot, 422 when it
 /// would demote the last active administrator.
 pub async fn update(
     State(state): State<SharedState>,
@@ -57,9 +58,11 @@ pub async fn update(
     Id(user_id): Id,
 ) -> Result<Response, AppError> {
     let role = ctx.form.get("user[role]").unwrap_or("");
-    if !ROLES.contains(&role) {
-        return Err(AppError::Unprocessable(format!("unknown role {role:?}")));
-    }
+    let role = role
+        .parse::<Role>()
+        .ok()
+        .filter(|r| ROLES.contains(r))
+        .ok_or_else(|| AppError::Unprocessable(format!("unknown role {role:?}")))?;
     guard_error(users::set_role(&state.pool, user_id, role).await?)?;
     Ok(found("/account/users"))
 }
@@ -72,7 +75,7 @@ pub async fn destroy(
     _: Admin,
     Id(user_id): Id,
 ) -> Result<Response, AppError> {
-    guard_error(users::set_status(&state.pool, user_id, "deactivated").await?)?;
+    guard_error(users::set_status(&state.pool, user_id, Status::Deactivated).await?)?;
     disconnect(&state, user_id);
     Ok(found("/account/users"))
 }

@@ -8,6 +8,7 @@ use axum::Extension;
 
 use crate::db::memberships::{self, INVOLVEMENTS};
 use crate::db::rooms;
+use crate::db::Involvement;
 use crate::render::InvolvementPage;
 use crate::state::SharedState;
 use crate::web::context::Ctx;
@@ -16,40 +17,46 @@ use crate::web::extract::MemberRoom;
 use crate::web::respond::found;
 
 /// The bell's order in a shared room (Campfire's `SHARED_INVOLVEMENT_ORDER`).
-pub const SHARED_ORDER: [&str; 4] = ["mentions", "everything", "nothing", "invisible"];
+pub const SHARED_ORDER: [Involvement; 4] = [
+    Involvement::Mentions,
+    Involvement::Everything,
+    Involvement::Nothing,
+    Involvement::Invisible,
+];
 
 /// The bell's order in a direct room (Campfire's `DIRECT_INVOLVEMENT_ORDER`).
-pub const DIRECT_ORDER: [&str; 2] = ["everything", "nothing"];
+pub const DIRECT_ORDER: [Involvement; 2] = [Involvement::Everything, Involvement::Nothing];
 
 /// The involvement the room's bell moves to from `current`, as Campfire's
 /// `next_involvement_for` (`helpers/rooms/involvements_helper.rb`): shared rooms cycle
 /// mentions → everything → nothing → invisible → mentions, direct rooms everything ↔ nothing;
 /// a value outside the order starts it again.
-pub fn next_involvement(direct: bool, current: &str) -> &'static str {
-    let order: &[&'static str] = if direct { &DIRECT_ORDER } else { &SHARED_ORDER };
+pub fn next_involvement(direct: bool, current: Involvement) -> Involvement {
+    let order: &[Involvement] = if direct { &DIRECT_ORDER } else { &SHARED_ORDER };
     order
         .iter()
         .position(|v| *v == current)
         .and_then(|i| order.get(i + 1))
-        .unwrap_or(&order[0])
+        .copied()
+        .unwrap_or(order[0])
 }
 
 /// A short name of an involvement, for the bell's title.
-pub fn short_label(involvement: &str) -> &'static str {
+pub fn short_label(involvement: Involvement) -> &'static str {
     match involvement {
-        "invisible" => "Hidden from the sidebar, no notifications",
-        "nothing" => "No notifications",
-        "mentions" => "Notified of @mentions",
-        _ => "Notified of every message",
+        Involvement::Invisible => "Hidden from the sidebar, no notifications",
+        Involvement::Nothing => "No notifications",
+        Involvement::Mentions => "Notified of @mentions",
+        Involvement::Everything => "Notified of every message",
     }
 }
 
-fn label(involvement: &str) -> &'static str {
+fn label(involvement: Involvement) -> &'static str {
     match involvement {
-        "invisible" => "Hidden: leave the room (it stays reachable by link)",
-        "nothing" => "No notifications",
-        "mentions" => "Notify me of @mentions",
-        _ => "Notify me of everything",
+        Involvement::Invisible => "Hidden: leave the room (it stays reachable by link)",
+        Involvement::Nothing => "No notifications",
+        Involvement::Mentions => "Notify me of @mentions",
+        Involvement::Everything => "Notify me of everything",
     }
 }
 
@@ -71,10 +78,10 @@ pub async fn show(
         csrf_token: &token,
         room_id: room.id,
         room_name: &name,
-        involvement: &current,
+        involvement: current.as_str(),
         choices: INVOLVEMENTS
             .iter()
-            .map(|v| (*v, label(v), *v == current))
+            .map(|v| (v.as_str(), label(*v), *v == current))
             .collect(),
     };
     Ok(Html(askama::Template::render(&page)?).into_response())
@@ -89,13 +96,12 @@ pub async fn update(
     Extension(ctx): Extension<Ctx>,
     MemberRoom { user, room }: MemberRoom,
 ) -> Result<Response, AppError> {
-    let involvement = ctx.form.get("involvement").unwrap_or("");
-    if !INVOLVEMENTS.contains(&involvement) {
-        return Err(AppError::Unprocessable(format!(
-            "involvement must be one of {}",
-            INVOLVEMENTS.join(", ")
-        )));
-    }
+    let involvement: Involvement = ctx
+        .form
+        .get("involvement")
+        .unwrap_or("")
+        .parse()
+        .map_err(|e: crate::db::kinds::UnknownWord| AppError::Unprocessable(e.to_string()))?;
     let previous = memberships::set_involvement(&state.pool, room.id, user.id, involvement)
         .await?
         .ok_or(AppError::NotFound)?;
@@ -104,7 +110,7 @@ pub async fn update(
             &state.broadcaster,
             &room,
             user.id,
-            &previous,
+            previous,
             involvement,
             &entry,
         )?;
@@ -118,20 +124,18 @@ pub async fn update(
 #[cfg(test)]
 mod tests {
     use super::next_involvement;
+    use crate::db::Involvement::{Everything, Invisible, Mentions, Nothing};
 
     #[test]
     fn the_bell_cycles_as_campfires() {
-        let mut seen = vec!["mentions"];
+        let mut seen = vec![Mentions];
         for _ in 0..4 {
-            seen.push(next_involvement(false, seen.last().unwrap()));
+            seen.push(next_involvement(false, *seen.last().unwrap()));
         }
-        assert_eq!(
-            seen,
-            ["mentions", "everything", "nothing", "invisible", "mentions"]
-        );
-        assert_eq!(next_involvement(true, "everything"), "nothing");
-        assert_eq!(next_involvement(true, "nothing"), "everything");
-        assert_eq!(next_involvement(true, "mentions"), "everything");
-        assert_eq!(next_involvement(false, "bogus"), "mentions");
+        assert_eq!(seen, [Mentions, Everything, Nothing, Invisible, Mentions]);
+        assert_eq!(next_involvement(true, Everything), Nothing);
+        assert_eq!(next_involvement(true, Nothing), Everything);
+        assert_eq!(next_involvement(true, Mentions), Everything);
+        assert_eq!(next_involvement(true, Invisible), Everything);
     }
 }

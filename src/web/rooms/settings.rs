@@ -78,8 +78,8 @@ pub enum Scope {
 impl Scope {
     fn admits(self, room: &Room) -> bool {
         match self {
-            Self::Shared => room.kind != "direct",
-            Self::Direct => room.kind == "direct",
+            Self::Shared => room.kind != crate::db::RoomKind::Direct,
+            Self::Direct => room.kind == crate::db::RoomKind::Direct,
             Self::Any => true,
         }
     }
@@ -109,7 +109,7 @@ pub async fn find_room(
 /// direct room, every member (`Rooms::DirectsController#ensure_can_administer`). The caller
 /// has checked membership.
 pub async fn can_administer(state: &AppState, user: &User, room: &Room) -> Result<bool, AppError> {
-    if user.role == "administrator" || room.kind == "direct" {
+    if user.role == crate::db::Role::Administrator || room.kind == crate::db::RoomKind::Direct {
         return Ok(true);
     }
     Ok(rooms::creator_id(&state.pool, room.id).await? == Some(user.id))
@@ -117,10 +117,10 @@ pub async fn can_administer(state: &AppState, user: &User, room: &Room) -> Resul
 
 /// The settings page of a room: `/rooms/{opens|closeds|directs}/{id}/edit`.
 pub fn edit_path(room: &Room) -> String {
-    let plural = match room.kind.as_str() {
-        "closed" => "closeds",
-        "direct" => "directs",
-        _ => "opens",
+    let plural = match room.kind {
+        crate::db::RoomKind::Open => "opens",
+        crate::db::RoomKind::Closed => "closeds",
+        crate::db::RoomKind::Direct => "directs",
     };
     format!("/rooms/{plural}/{}/edit", room.id)
 }

@@ -24,10 +24,10 @@ pub enum Kind {
 
 impl Kind {
     /// The `rooms.kind` value.
-    pub fn as_str(self) -> &'static str {
+    pub fn room_kind(self) -> crate::db::RoomKind {
         match self {
-            Self::Open => "open",
-            Self::Closed => "closed",
+            Self::Open => crate::db::RoomKind::Open,
+            Self::Closed => crate::db::RoomKind::Closed,
         }
     }
 
@@ -52,7 +52,9 @@ pub async fn ensure_permission_to_create_rooms(
     user: &crate::db::users::User,
 ) -> Result<(), AppError> {
     let settings = state.account_settings.get(&state.pool).await?;
-    if settings.restrict_room_creation_to_administrators && user.role != "administrator" {
+    if settings.restrict_room_creation_to_administrators
+        && user.role != crate::db::Role::Administrator
+    {
         return Err(AppError::Forbidden);
     }
     Ok(())
@@ -105,7 +107,7 @@ pub async fn create(state: &AppState, ctx: &Ctx, kind: Kind) -> Result<Response,
     let (room, members) = memberships::create_room(
         &state.pool,
         &state.broadcaster,
-        kind.as_str(),
+        kind.room_kind(),
         &name,
         user.id,
         &member_ids,
@@ -194,7 +196,7 @@ pub async fn update(
         &state.pool,
         &state.broadcaster,
         room.id,
-        kind.as_str(),
+        kind.room_kind(),
         &name,
         user.id,
         &member_ids,
