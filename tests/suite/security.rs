@@ -823,3 +823,51 @@ async fn cable_input_quoted_in_warnings_cannot_forge_log_lines_or_flood_them() {
         assert!(line.len() < 2_000, "a {} byte log line", line.len());
     }
 }
+
+#[tokio::test]
+async fn a_user_id_is_never_handed_out_twice() {
+    let server = &TestServer::start().await;
+    let pool = &server.state.pool;
+    let sign_up = |n: u32| async move {
+        let mut v = server.client();
+        let page = v.get("/join/hRt7-Q2mK-9wXe").await;
+        let token = common::csrf_meta(&page.body);
+        let email = format!("reuse{n}@example.org");
+        let body = common::form(&[
+            ("user[name]", "Reuse"),
+            ("user[email_address]", email.as_str()),
+            ("user[password]", "a long enough password"),
+            ("authenticity_token", &token),
+        ]);
+        assert_eq!(
+            v.post_form("/join/hRt7-Q2mK-9wXe", &body, &[]).await.status,
+            302
+        );
+        sqlx::query_scalar::<_, i64>("SELECT id FROM users WHERE email_address = ?")
+            .bind(email)
+            .fetch_one(pool)
+            .await
+            .unwrap()
+    };
+    let first = sign_up(1).await;
+    // The newest user gone from the table (an operator's cleanup, a restore): its id stays
+    // spent, so a session, GlobalID or cable identifier naming it never names someone new.
+    for statement in [
+        "DELETE FROM sessions WHERE user_id = ?",
+        "DELETE FROM memberships WHERE user_id = ?",
+        "DELETE FROM push_subscriptions WHERE user_id = ?",
+    ] {
+        sqlx::query(statement)
+            .bind(first)
+            .execute(pool)
+            .await
+            .unwrap();
+    }
+    sqlx::query("DELETE FROM users WHERE id = ?")
+        .bind(first)
+        .execute(pool)
+        .await
+        .unwrap();
+    let second = sign_up(2).await;
+    assert!(second > first, "user id {first} was handed out again");
+}
