@@ -241,8 +241,9 @@ impl Connection {
     /// with everything else, and the wake-up it may owe is kept until
     /// [`Connection::wake_deferred`]. Returns whether it was queued. Until that call the writer
     /// sees neither this frame nor what is queued after it (broadcasts included), so the
-    /// caller — the connection's own task — must call `wake_deferred` before it waits for
-    /// anything. A task that answers several commands read together (a page's subscribe
+    /// caller — the connection's own task — calls `wake_deferred` as soon as it has nothing
+    /// more to answer at once (the cable reader: before it waits for the client's next frame).
+    /// A task that answers several commands read together (a page's subscribe
     /// commands) thus has its replies written in one vectored write instead of one each.
     /// (Reference engine: the same as `send`.)
     pub fn send_deferred(&self, frame: Frame) -> bool {

@@ -370,6 +370,8 @@ impl Outbox {
 
     /// Wakes the writer for frames whose push armed it: inside [`defer_wakes`] at the end of
     /// the pass, else through the writer thread's sweeper, else the connection's own task.
+    /// Inline: it is on every broadcast push that arms a writer.
+    #[inline]
     pub(crate) fn wake(self: &Arc<Self>) {
         let deferred = DEFERRED.with(|d| {
             let mut d = d.borrow_mut();
