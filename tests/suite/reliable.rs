@@ -389,6 +389,72 @@ async fn a_session_is_restored_by_its_sid_with_its_own_cookie_once() {
     );
 }
 
+/// Bad input to restores and history: a malformed `sid` (empty, not hex, too long, with junk,
+/// under another name) starts a fresh session and does not use the stored one up; a malformed
+/// `history` on a subscribe is ignored and the subscription works; a `history` request naming
+/// a stream the subscription does not have reads nothing of it.
+#[tokio::test]
+async fn malformed_restores_and_history_requests_are_ignored_and_read_no_other_stream() {
+    let server = TestServer::start().await;
+    let (mut david, csrf, id) = signed_in(&server, "david@example.com", "secret123456").await;
+    let (mut e, welcome) = ext(&server, &david, "").await;
+    let sid = welcome["sid"].as_str().unwrap().to_owned();
+    subscribed(&mut e, &id).await;
+    drop_socket(e).await;
+    for query in [
+        "?sid=".to_owned(),
+        format!("?sid={}", "z".repeat(32)),
+        format!("?sid={sid}{}", "0".repeat(40)),
+        format!("?sid={sid}%00"),
+        format!("?sid[]={sid}"),
+        format!("?xsid={sid}"),
+    ] {
+        let (_fresh, welcome) = ext(&server, &david, &query).await;
+        assert!(welcome.get("restored").is_none(), "{query}: {welcome}");
+        let fresh = welcome["sid"].as_str().unwrap();
+        assert!(fresh != sid && fresh.len() == 32, "{query}: {welcome}");
+    }
+    // None of them used the stored session up.
+    let (mut back, welcome) = ext(&server, &david, &format!("?sid={sid}")).await;
+    assert_eq!(welcome["restored"], true, "{welcome}");
+
+    // A history request for a stream the subscription does not have: nothing of it is read.
+    server.state.bus.publish("elsewhere", br#""not yours""#);
+    let foreign = serde_json::json!({"streams": {"elsewhere": {"epoch": server.state.history.epoch().to_string(), "offset": 0}}});
+    back.send_text(&history_cmd(&id, foreign)).await;
+    let answer = next_json(&mut back).await;
+    assert_eq!(
+        answer,
+        serde_json::json!({"type": "confirm_history", "identifier": id}),
+        "{answer}"
+    );
+
+    // A subscribe whose `history` is malformed: subscribed, no history answer, live posts.
+    for bad in [
+        serde_json::json!("yesterday"),
+        serde_json::json!({"since": -1}),
+        serde_json::json!({"streams": ["a"]}),
+    ] {
+        let (mut e, _) = ext(&server, &david, "").await;
+        let cmd = serde_json::json!({"command": "subscribe", "identifier": id, "history": bad});
+        e.send_text(&cmd.to_string()).await;
+        assert_eq!(
+            e.next_non_ping(T).await,
+            text(&common::confirm(&id)),
+            "{bad}"
+        );
+        assert_eq!(
+            e.next_non_ping(Duration::from_millis(300)).await,
+            None,
+            "{bad}"
+        );
+        let cid = format!("bad-history-{}", rand::random::<u32>());
+        assert_eq!(david.post_message(1, &cid, &cid, &csrf).await.status, 200);
+        let frame = next_json(&mut e).await;
+        assert!(frame["message"].as_str().unwrap().contains(&cid), "{frame}");
+    }
+}
+
 #[tokio::test]
 async fn an_expired_or_signed_out_session_is_not_restored() {
     let server = TestServer::start_with(|c| c.sessions_ttl = 1).await;

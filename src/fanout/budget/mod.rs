@@ -228,12 +228,24 @@ impl Charge {
     /// Adds `len` bytes to the account and the server; cuts off the heaviest holders when a
     /// budget is passed.
     pub(crate) fn add(&self, len: usize) {
-        let user = self.account.used.fetch_add(len, Ordering::Relaxed) + len;
-        let server = self.ledger.used.fetch_add(len, Ordering::Relaxed) + len;
+        // A writer's give-back may reach the sums just before the charge it gives back (the
+        // outbox counts a charge before it gets here): for that instant a sum reads below
+        // zero, wrapped. Wrapping arithmetic, and a wrapped sum is over no budget.
+        let user = self
+            .account
+            .used
+            .fetch_add(len, Ordering::Relaxed)
+            .wrapping_add(len);
+        let server = self
+            .ledger
+            .used
+            .fetch_add(len, Ordering::Relaxed)
+            .wrapping_add(len);
+        let past =
+            |sum: usize, budget: usize| budget > 0 && sum > budget && sum <= isize::MAX as usize;
         let budgets = &self.ledger.budgets;
-        let over =
-            (budgets.user_bytes > 0 && self.account.owner != NO_OWNER && user > budgets.user_bytes)
-                || (budgets.server_bytes > 0 && server > budgets.server_bytes);
+        let over = (self.account.owner != NO_OWNER && past(user, budgets.user_bytes))
+            || past(server, budgets.server_bytes);
         if over {
             self.ledger.shed(&self.account);
         }

@@ -130,3 +130,22 @@ fn long_frames_count_from_the_push_until_written() {
     a.release(f.len());
     assert_eq!(ledger.used(), 0);
 }
+
+/// A writer's give-back can reach the ledger just before the charge it gives back (the
+/// outbox counts a charge before the ledger does): for that instant the ledger reads below
+/// zero. That must neither overflow (a panic in a debug build: it killed a cable node's
+/// subscriber task and a connection's task in a chaos run) nor count as over budget (a
+/// spurious cut-off in a release build).
+#[test]
+fn a_give_back_that_overtakes_its_charge_neither_overflows_nor_cuts_anyone_off() {
+    let ledger = ledger(1000, 1000);
+    let o = outbox(1);
+    ledger.enter(&o, 7);
+    let charge = o.charge_of().expect("charged");
+    charge.sub(100);
+    charge.add(100);
+    assert_eq!(ledger.used(), 0);
+    assert_eq!(o.state(), State::Open);
+    charge.add(100);
+    assert_eq!(ledger.used(), 100);
+}
