@@ -600,7 +600,13 @@ async fn concurrent_posters_appends_arrive_in_id_order() {
 #[tokio::test]
 async fn subscriptions_read_together_are_confirmed_in_one_write() {
     use tokio::io::AsyncWriteExt;
-    let server = TestServer::start_with(|c| c.ping_interval = 3600).await;
+    // Hearth's own engine, also in the run with HEARTH_FANOUT=tokio-broadcast: the reference
+    // engine writes each frame through the WebSocket library's sink, one write a frame.
+    let server = TestServer::start_with(|c| {
+        c.ping_interval = 3600;
+        c.fanout = hearth::fanout::EngineKind::Queue;
+    })
+    .await;
     let (mut david, mut ws) = connect_as(&server, "david@example.com", "secret123456").await;
     let (_, page) = david.room(1).await;
     let signed = common::attr_after(
