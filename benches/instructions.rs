@@ -45,7 +45,7 @@ use gungraun::{
 };
 use hearth::fanout::{Connection, EngineKind, Fanout, QueueLimits, Variant};
 
-use common::{subscribe_cmd, Ws, WsEvent, PROTOCOLS};
+use common::{Ws, WsEvent, PROTOCOLS};
 
 const T: Duration = Duration::from_secs(120);
 const EMAIL: &str = "david@example.com";
@@ -214,16 +214,7 @@ async fn connect(s: &Served) -> Ws {
 /// its subscriptions are created before the socket opens), then reads the 4 confirmations.
 async fn subscribe_all(s: &Served, ws: &mut Ws) {
     use tokio::io::AsyncWriteExt;
-    let mut frames = Vec::new();
-    for id in &s.identifiers {
-        loadgen::ws::encode_client_frame(
-            true,
-            0x1,
-            subscribe_cmd(id).as_bytes(),
-            [0x12, 0x34, 0x56, 0x78],
-            &mut frames,
-        );
-    }
+    let frames = common::subscribe_frames(&s.identifiers);
     ws.stream.write_all(&frames).await.expect("subscribe");
     let mut confirmed = 0;
     while confirmed < s.identifiers.len() {

@@ -620,16 +620,7 @@ async fn subscriptions_read_together_are_confirmed_in_one_write() {
         r#"{"channel":"HeartbeatChannel"}"#.to_owned(),
         r#"{"channel":"UnreadRoomsChannel"}"#.to_owned(),
     ];
-    let mut frames = Vec::new();
-    for id in &identifiers {
-        loadgen::ws::encode_client_frame(
-            true,
-            0x1,
-            subscribe_cmd(id).as_bytes(),
-            [0x12, 0x34, 0x56, 0x78],
-            &mut frames,
-        );
-    }
+    let frames = common::subscribe_frames(&identifiers);
     let writes = |text: &str| crate::metrics::value(text, "hearth_fanout_write_calls_total");
     let before = writes(&crate::metrics::scrape(&server).await);
     ws.stream.write_all(&frames).await.expect("subscribe");

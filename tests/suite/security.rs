@@ -597,17 +597,9 @@ async fn room_creation_searches_boosts_and_sign_ups_have_limits_too() {
 
     let server = &server;
     let join = |n: u32| async move {
-        let mut v = server.client();
-        let page = v.get("/join/hRt7-Q2mK-9wXe").await;
-        let token = common::csrf_meta(&page.body);
-        let email = format!("joiner{n}@example.org");
-        let body = common::form(&[
-            ("user[name]", "Joiner"),
-            ("user[email_address]", email.as_str()),
-            ("user[password]", "a long enough password"),
-            ("authenticity_token", &token),
-        ]);
-        v.post_form("/join/hRt7-Q2mK-9wXe", &body, &[]).await.status
+        sign_up_with_the_join_code(server, "Joiner", &format!("joiner{n}@example.org"))
+            .await
+            .status
     };
     assert_eq!(join(1).await, 302);
     assert_eq!(join(2).await, 429);
@@ -829,18 +821,11 @@ async fn a_user_id_is_never_handed_out_twice() {
     let server = &TestServer::start().await;
     let pool = &server.state.pool;
     let sign_up = |n: u32| async move {
-        let mut v = server.client();
-        let page = v.get("/join/hRt7-Q2mK-9wXe").await;
-        let token = common::csrf_meta(&page.body);
         let email = format!("reuse{n}@example.org");
-        let body = common::form(&[
-            ("user[name]", "Reuse"),
-            ("user[email_address]", email.as_str()),
-            ("user[password]", "a long enough password"),
-            ("authenticity_token", &token),
-        ]);
         assert_eq!(
-            v.post_form("/join/hRt7-Q2mK-9wXe", &body, &[]).await.status,
+            sign_up_with_the_join_code(server, "Reuse", &email)
+                .await
+                .status,
             302
         );
         sqlx::query_scalar::<_, i64>("SELECT id FROM users WHERE email_address = ?")
@@ -870,4 +855,24 @@ async fn a_user_id_is_never_handed_out_twice() {
         .unwrap();
     let second = sign_up(2).await;
     assert!(second > first, "user id {first} was handed out again");
+}
+
+/// Signs a new person up through the seed's join link (`/join/<join code>`) with a fresh
+/// client: the form's page for its CSRF token, then the form with `name`, `email` and a valid
+/// password. The answer of the post (302 when the account was created).
+async fn sign_up_with_the_join_code(
+    server: &TestServer,
+    name: &str,
+    email: &str,
+) -> common::Response {
+    let mut v = server.client();
+    let page = v.get("/join/hRt7-Q2mK-9wXe").await;
+    let token = common::csrf_meta(&page.body);
+    let body = common::form(&[
+        ("user[name]", name),
+        ("user[email_address]", email),
+        ("user[password]", "a long enough password"),
+        ("authenticity_token", &token),
+    ]);
+    v.post_form("/join/hRt7-Q2mK-9wXe", &body, &[]).await
 }

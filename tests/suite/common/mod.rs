@@ -546,6 +546,22 @@ pub fn subscribe_cmd(identifier: &str) -> String {
     serde_json::json!({"command": "subscribe", "identifier": identifier}).to_string()
 }
 
+/// The masked client text frames of a subscribe command for each of `identifiers`, one after
+/// the other in one buffer: what a page's consumer sends in one write when its socket opens.
+pub fn subscribe_frames<S: AsRef<str>>(identifiers: &[S]) -> Vec<u8> {
+    let mut frames = Vec::new();
+    for id in identifiers {
+        loadgen::ws::encode_client_frame(
+            true,
+            0x1,
+            subscribe_cmd(id.as_ref()).as_bytes(),
+            [0x12, 0x34, 0x56, 0x78],
+            &mut frames,
+        );
+    }
+    frames
+}
+
 /// Rails' confirm frame for an identifier (the identifier written as a JSON string).
 pub fn confirm(identifier: &str) -> String {
     format!(
