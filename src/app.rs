@@ -462,7 +462,7 @@ async fn anycable_broadcast(
 /// Applies a node command from the bus to this node's sockets (every node runs this for
 /// every command, the sender's own included): the one place that closes a user's sockets and
 /// that starts the re-check of a user's room subscriptions.
-fn apply_control(state: &AppState, command: &Control) {
+fn apply_control(state: &SharedState, command: &Control) {
     match command {
         Control::Disconnect {
             user_id,
@@ -499,6 +499,20 @@ fn apply_control(state: &AppState, command: &Control) {
                 connections = signalled,
                 "access revoked"
             );
+        }
+        Control::Resync => {
+            let state = state.clone();
+            tokio::spawn(async move {
+                let frames = disconnect_frames(DisconnectReason::ServerRestart, true);
+                let spread = Duration::from_secs(state.config.drain_spread);
+                let closed =
+                    close_spread(&state, &frames, spread).await + state.cable.close_all(&frames);
+                tracing::warn!(
+                    connections = closed,
+                    spread_seconds = spread.as_secs(),
+                    "told every connection to reconnect and catch up"
+                );
+            });
         }
     }
 }

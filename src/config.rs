@@ -9,6 +9,9 @@ use std::path::PathBuf;
 
 use crate::fanout::{EngineKind, QueueBudgets, QueueLimits};
 
+/// The default of `--redis-log-limit`: about how many broadcasts the Redis broadcast log keeps.
+pub const DEFAULT_REDIS_LOG_LIMIT: usize = 10_000;
+
 /// Default largest accepted client message, in bytes (`--max-message-bytes`); a larger one,
 /// in one frame or in fragments, closes with 1009 (RFC 6455 §7.4.1).
 pub const MAX_MESSAGE_BYTES: usize = 1024 * 1024;
@@ -324,6 +327,13 @@ pub struct Config {
     /// `<prefix>:<broadcasting>` (none when empty).
     #[arg(long, env = "HEARTH_REDIS_CHANNEL_PREFIX", default_value = "")]
     pub redis_channel_prefix: String,
+
+    /// About how many broadcasts the Redis broadcast log keeps (`--pubsub redis`): how long a
+    /// node cut off from Redis can replay what it missed. A node cut off for longer tells its
+    /// clients to reconnect and catch up. A post to a room of N members writes N + 1 entries
+    /// (the room's and each member's unread mark).
+    #[arg(long, env = "HEARTH_REDIS_LOG_LIMIT", default_value_t = DEFAULT_REDIS_LOG_LIMIT)]
+    pub redis_log_limit: usize,
 
     /// AnyCable's `redis_channel`: the Redis channel whose publications (and remote
     /// disconnect commands) this node takes, as anycable-rails' broadcaster publishes them.

@@ -62,6 +62,13 @@ pub enum Control {
         /// The users, ascending, each once.
         user_ids: Vec<i64>,
     },
+    /// This node missed broadcasts it cannot replay (its Redis link was down longer than the
+    /// broadcast log reaches): every connection of this node is told to reconnect
+    /// (`server_restart`, reconnect allowed), spread over `--drain-spread`, so each client
+    /// catches up from its own positions (the room page's refresh and sidebar catch-up, an
+    /// `actioncable-v1-ext-json` client's restore and history) instead of silently lacking
+    /// them. This node's only: never sent to other nodes.
+    Resync,
 }
 
 /// Applies a [`Control`] to this node's sockets; set once with [`Bus::on_control`].

@@ -67,6 +67,10 @@ pub struct HistorySettings {
     pub ttl: Duration,
     /// The escaping of stream names in positioned frames.
     pub json: crate::rails::json::JsonEscaping,
+    /// Entries the broadcast log keeps, about (`--redis-log-limit`, [`LOG_LIMIT`] by default):
+    /// how far a node cut off from Redis can replay; past it the node's clients reconnect
+    /// ([`Control::Resync`]).
+    pub log_limit: usize,
 }
 
 /// Hearth's node-to-node control channel (under the channel prefix): revocations, as
@@ -570,6 +574,8 @@ impl Bus for RedisPubSub {
                     access_revoked_payload(&user_ids).as_bytes(),
                 );
             }
+            // Another node's gap is its own to resync.
+            Control::Resync => self.on_control.apply(&Control::Resync),
         }
     }
 
@@ -664,7 +670,7 @@ impl RedisPubSub {
             .arg(epoch_key)
             .arg(offsets_key)
             .arg(&self.marks_channel)
-            .arg(LOG_LIMIT)
+            .arg(self.history_settings.log_limit)
             .arg(&*crate::history::new_epoch())
             .arg(history_prefix)
             .arg(self.history_settings.limit)
@@ -976,8 +982,9 @@ async fn listen(
                     a.link.replayed_total.increment(done.replayed);
                 }
                 if done.gap {
-                    tracing::warn!("the log no longer holds everything this node missed: some broadcasts are lost here");
+                    tracing::warn!("the log no longer holds everything this node missed: its clients are told to reconnect and catch up");
                     a.link.gaps.increment(1);
+                    a.on_control.apply(&Control::Resync);
                 }
             }
             Err(e) => return Listen::Lost(e),

@@ -267,6 +267,7 @@ impl AppState {
                         limit: config.history_limit,
                         ttl: std::time::Duration::from_secs(config.history_ttl),
                         json,
+                        log_limit: config.redis_log_limit,
                     },
                 )?;
                 // Several nodes: positions are assigned and kept in Redis.

@@ -34,9 +34,10 @@ use std::collections::{HashSet, VecDeque};
 use super::RedisPubSub;
 use crate::history::Position;
 
-/// Entries the log keeps (about: `XADD … MAXLEN ~`). A node that was cut off for longer than
-/// this many broadcasts replays the newest of them and counts a gap.
-pub const LOG_LIMIT: usize = 10_000;
+/// Entries the log keeps by default (about: `XADD … MAXLEN ~`; `--redis-log-limit`). A node
+/// that was cut off for longer than this many broadcasts counts a gap and tells its clients
+/// to reconnect and catch up ([`crate::pubsub::Control::Resync`]).
+pub const LOG_LIMIT: usize = crate::config::DEFAULT_REDIS_LOG_LIMIT;
 
 /// Entries read per `XRANGE` when replaying.
 const REPLAY_PAGE: usize = 512;
@@ -245,15 +246,30 @@ impl Tracker {
             return Ok(Backfill::default());
         };
         let mut done = Backfill::default();
-        // An entry after the watermark was trimmed away: some broadcasts are lost here.
+        // An entry after the watermark was deleted or trimmed away: some broadcasts are lost
+        // here.
         let info: redis::RedisResult<Vec<redis::Value>> = redis::cmd("XINFO")
             .arg("STREAM")
             .arg(&adapter.log_key)
             .query_async(conn)
             .await;
         if let Ok(info) = info {
-            if let Some(deleted) = field(&info, "max-deleted-entry-id") {
-                if EntryId::parse(&deleted).is_some_and(|d| d > from) {
+            let id = |name| field(&info, name).and_then(|v| EntryId::parse(&v));
+            let number = |name| field(&info, name).and_then(|v| v.parse::<u64>().ok());
+            // `XDEL` records what it deleted; `MAXLEN` trimming does not (Redis 7: it only
+            // moves `recorded-first-entry-id`).
+            if id("max-deleted-entry-id").is_some_and(|d| d > from) {
+                done.gap = true;
+            }
+            // Something was trimmed (a log that Redis lost with a restart starts again with
+            // nothing trimmed: what was published meanwhile is all in it), and past the
+            // watermark: the log was empty when this node first read it, or the watermark's
+            // own entry is gone, so what followed it may be too.
+            let trimmed = number("entries-added") > number("length");
+            if let (true, Some(first)) = (trimmed, id("recorded-first-entry-id")) {
+                if from == EntryId::default()
+                    || (first > from && !still_holds(adapter, conn, from).await?)
+                {
                     done.gap = true;
                 }
             }
@@ -308,6 +324,21 @@ impl Tracker {
             }
         }
     }
+}
+
+/// Whether the log at `adapter` still holds the entry `id`.
+async fn still_holds(
+    adapter: &RedisPubSub,
+    conn: &mut redis::aio::MultiplexedConnection,
+    id: EntryId,
+) -> redis::RedisResult<bool> {
+    let found: Vec<(String, redis::Value)> = redis::cmd("XRANGE")
+        .arg(&adapter.log_key)
+        .arg(id.to_string())
+        .arg(id.to_string())
+        .query_async(conn)
+        .await?;
+    Ok(!found.is_empty())
 }
 
 /// What a replay did.

@@ -10,7 +10,7 @@ use crate::redis::{
 
 use std::time::Duration;
 
-use common::TestServer;
+use common::{TestServer, WsEvent};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::watch;
 
@@ -330,6 +330,45 @@ async fn a_node_cut_off_from_redis_replays_what_was_posted_meanwhile_once_and_in
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_cut_off_longer_than_the_log_reaches_tells_its_clients_to_reconnect() {
+    let (redis, port) = private_redis().await;
+    let proxy = Proxy::start(port).await;
+    // A log of about one entry: Redis trims it in whole nodes of 100 entries.
+    let nodes = app_and_cables(&redis.url(), &[&proxy.url()], |c| c.redis_log_limit = 1).await;
+    let (mut poster, signed, csrf) = member_of_room_1(&nodes[0], "david@example.com").await;
+    let id = room_identifier(&signed);
+    let mut reader = subscribed(&nodes[1], &poster, &id).await;
+    proxy.refuse(true);
+    wait_link(&nodes[1], false).await;
+    // Each post logs the room's broadcast and one unread mark per member: well past 100.
+    for i in 0..40 {
+        let cid = format!("gap-{i}");
+        assert_eq!(poster.post_message(1, &cid, &cid, &csrf).await.status, 200);
+    }
+    proxy.refuse(false);
+    wait_link(&nodes[1], true).await;
+    // What the log still holds may be replayed; then the client is told to reconnect (and its
+    // page catches up), instead of silently lacking the trimmed posts.
+    let deadline = tokio::time::Instant::now() + T;
+    let told = loop {
+        assert!(tokio::time::Instant::now() < deadline, "no disconnect came");
+        match reader.next_non_ping(T).await {
+            Some(WsEvent::Text(t)) if t.contains(r#""type":"disconnect""#) => break t,
+            Some(WsEvent::Text(_)) => {}
+            other => panic!("expected frames, then a disconnect: {other:?}"),
+        }
+    };
+    assert_eq!(
+        told,
+        r#"{"type":"disconnect","reason":"server_restart","reconnect":true}"#
+    );
+    assert_eq!(
+        metric(&nodes[1], "hearth_redis_replay_gaps_total").await,
+        Some(1.0)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn posts_during_a_redis_outage_are_kept_and_published_when_it_returns() {
     let (redis, port) = private_redis().await;
     let url = redis.url();
@@ -465,11 +504,11 @@ async fn positions_come_from_redis_so_another_cable_node_answers_history_in_the_
         .query_async(&mut conn)
         .await
         .unwrap();
-    assert!(offsets.iter().any(|s| s.ends_with("_unreads")), "{offsets:?}");
-    let kept: Vec<String> = keys("*hearth/h/*")
-        .query_async(&mut conn)
-        .await
-        .unwrap();
+    assert!(
+        offsets.iter().any(|s| s.ends_with("_unreads")),
+        "{offsets:?}"
+    );
+    let kept: Vec<String> = keys("*hearth/h/*").query_async(&mut conn).await.unwrap();
     assert!(kept.iter().any(|k| k.ends_with(":messages")), "{kept:?}");
     assert!(!kept.iter().any(|k| k.contains("_unreads")), "{kept:?}");
 }

@@ -537,7 +537,10 @@ async fn sidebar_catch_up(c: &mut Client, positions: &str) -> (String, String) {
         .get(&format!("/users/me/sidebar/catch_up?history={positions}"))
         .await;
     assert_eq!(r.status, 200, "{}", r.body);
-    let next = r.header("x-sidebar-history").expect("next positions").to_owned();
+    let next = r
+        .header("x-sidebar-history")
+        .expect("next positions")
+        .to_owned();
     (r.body, next)
 }
 
@@ -570,9 +573,17 @@ async fn a_missed_unread_mark_catches_up_as_the_list_rendered_from_the_database(
         .expect("room 1 in the list");
     assert!(entry.contains("room-link--unread"), "{entry}");
     // The next positions are the list's own, one notice further on the unread stream.
-    let offsets = |p: &str| -> Vec<u64> { p.split('.').skip(1).map(|n| n.parse().unwrap()).collect() };
-    assert_eq!(offsets(&next)[2], offsets(&positions)[2] + 1, "{positions} -> {next}");
-    assert!(body.contains(&format!("data-sidebar-history=\"{next}\"")), "{body}");
+    let offsets =
+        |p: &str| -> Vec<u64> { p.split('.').skip(1).map(|n| n.parse().unwrap()).collect() };
+    assert_eq!(
+        offsets(&next)[2],
+        offsets(&positions)[2] + 1,
+        "{positions} -> {next}"
+    );
+    assert!(
+        body.contains(&format!("data-sidebar-history=\"{next}\"")),
+        "{body}"
+    );
     let (body, again) = sidebar_catch_up(&mut david, &next).await;
     assert_eq!((body.trim(), again.as_str()), ("", next.as_str()));
 }
