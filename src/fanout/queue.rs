@@ -437,14 +437,14 @@ impl Outbox {
         // took and wrote it first would find nothing to give back, and the charge would stay
         // for the connection's life. A long frame here (lock-free ring or not); a short one
         // that spills in `spill`, under the overflow lock the writer takes to pop it.
-        let charge = frame.len().div_ceil(share);
+        // Nothing of it on a short frame's push into the ring: no load, no division.
         let precharged = len > 0 && self.budget.get().is_some();
-        if precharged && self.charge_budget(charge) {
+        if precharged && self.charge_budget(frame.len().div_ceil(share)) {
             // The budgets cut this very connection off: the frame is dropped with the rest.
             self.bytes.fetch_sub(len, Ordering::AcqRel);
             return (Push::Refused, false);
         }
-        let spill_charge = if precharged { 0 } else { charge };
+        let spill_charge = if precharged { None } else { Some(share) };
         let ring = self.ring();
         let spilled = if self.spilled.load(Ordering::SeqCst) {
             self.spill(ring, frame.clone(), spill_charge)
@@ -459,7 +459,7 @@ impl Outbox {
                 self.bytes.fetch_sub(len, Ordering::AcqRel);
             }
             if precharged {
-                self.uncharge(charge);
+                self.uncharge(frame.len().div_ceil(share));
             }
             return (self.overflow(), false);
         }
@@ -554,10 +554,10 @@ impl Outbox {
     }
 
     /// The slow path of a push: the ring was full or the overflow is in use. A frame that
-    /// goes into the overflow is charged `charge` bytes first (0: it was charged already),
-    /// under the lock the writer takes to pop it.
+    /// goes into the overflow is charged its share (`len / share`; `None`: it was charged
+    /// already) first, under the lock the writer takes to pop it.
     #[cold]
-    fn spill(&self, ring: &ArrayQueue<Bytes>, frame: Bytes, charge: usize) -> Spill {
+    fn spill(&self, ring: &ArrayQueue<Bytes>, frame: Bytes, share: Option<usize>) -> Spill {
         let mut over = self.overflow.lock();
         let frame = if self.spilled.load(Ordering::SeqCst) {
             frame
@@ -584,7 +584,7 @@ impl Outbox {
             over.last_spill = Some(Instant::now());
             self.spilled.store(true, Ordering::SeqCst);
         }
-        let over_budget = charge > 0 && self.count_charge(charge);
+        let over_budget = share.is_some_and(|share| self.count_charge(frame.len().div_ceil(share)));
         over.frames.push_back(frame);
         if over_budget {
             Spill::OverBudget
