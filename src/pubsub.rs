@@ -37,6 +37,7 @@ use crate::fanout::Fanout;
 use crate::history::{History, Position};
 use crate::metrics::Metrics;
 use crate::rails::json::{self, JsonEscaping};
+use crate::streams::Retention;
 
 /// A command every node applies to its own sockets (centrifuge's `Controller`), sent with
 /// [`Bus::control`].
@@ -147,8 +148,8 @@ pub trait Bus: Send + Sync + std::fmt::Debug {
 
 /// The in-process bus: every subscriber is a connection of this process; commands are
 /// applied here at once. With a [`History`], each broadcast on a stream that is not
-/// transient ([`crate::streams::is_transient`]) is appended to it first, and its position is
-/// stamped on the frames of the subscribers that asked for positions (`actioncable-v1-ext-json`):
+/// transient ([`crate::streams::retention`]) is appended to it first (an entry only where the
+/// stream keeps them), and its position is stamped on the frames of the subscribers that asked for positions (`actioncable-v1-ext-json`):
 /// this bus is where positions are assigned on a single node.
 #[derive(Debug)]
 pub struct LocalBus {
@@ -219,10 +220,15 @@ pub fn deliver(
     stream: &str,
     payload: &[u8],
 ) -> usize {
-    let Some(history) = history.filter(|_| !crate::streams::is_transient(stream)) else {
-        return fanout.broadcast(stream, payload);
-    };
-    let Some(position) = history.append(stream, &Bytes::copy_from_slice(payload)) else {
+    let position = history.and_then(|history| {
+        let now = crate::history::unix_now();
+        match crate::streams::retention(stream) {
+            Retention::Transient => None,
+            Retention::Position => history.append(stream, None, now),
+            Retention::Kept => history.append(stream, Some(&Bytes::copy_from_slice(payload)), now),
+        }
+    });
+    let Some(position) = position else {
         return fanout.broadcast(stream, payload);
     };
     deliver_at(fanout, json, stream, payload, &position)
@@ -265,16 +271,21 @@ impl Bus for LocalBus {
         let Some(history) = &self.history else {
             return self.fanout.broadcast_each(next, payload);
         };
-        let shared = Bytes::copy_from_slice(payload);
+        // One copy of the payload and one clock read for all the streams.
+        let mut shared: Option<Bytes> = None;
+        let now = crate::history::unix_now();
         let last: std::cell::RefCell<Option<Position>> = std::cell::RefCell::new(None);
         let mut appending = |stream: &mut String| {
             if !next(stream) {
                 return false;
             }
-            *last.borrow_mut() = if crate::streams::is_transient(stream) {
-                None
-            } else {
-                history.append(stream, &shared)
+            *last.borrow_mut() = match crate::streams::retention(stream) {
+                Retention::Transient => None,
+                Retention::Position => history.append(stream, None, now),
+                Retention::Kept => {
+                    let entry = shared.get_or_insert_with(|| Bytes::copy_from_slice(payload));
+                    history.append(stream, Some(entry), now)
+                }
             };
             true
         };

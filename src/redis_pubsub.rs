@@ -347,12 +347,19 @@ impl RedisPubSub {
         Arc::new(self.history.clone())
     }
 
-    /// The name a broadcast's history is kept under, or None for one without history (node
-    /// commands, remote disconnects, typing).
-    fn history_stream<'a>(&self, stream: &'a str) -> Option<&'a str> {
+    /// The name a broadcast's position is counted under and whether its entry is kept
+    /// ([`crate::streams::retention`]), or None for one without a position (node commands,
+    /// remote disconnects, typing).
+    fn history_stream<'a>(&self, stream: &'a str) -> Option<(&'a str, bool)> {
         let commands = stream == CONTROL_CHANNEL || stream.starts_with(INTERNAL_CHANNEL_PREFIX);
-        (self.history_settings.limit > 0 && !commands && !crate::streams::is_transient(stream))
-            .then_some(stream)
+        if self.history_settings.limit == 0 || commands {
+            return None;
+        }
+        match crate::streams::retention(stream) {
+            crate::streams::Retention::Transient => None,
+            crate::streams::Retention::Position => Some((stream, false)),
+            crate::streams::Retention::Kept => Some((stream, true)),
+        }
     }
 
     /// The user's internal channel name (`action_cable/<user's GlobalID param>`).
@@ -663,10 +670,12 @@ impl RedisPubSub {
             .arg(self.history_settings.limit)
             .arg(self.history_settings.ttl.as_secs().max(1));
         for o in batch {
+            let (stream, kept) = self.history_stream(&o.stream).unwrap_or(("", false));
             eval.arg(self.channel(&o.stream))
                 .arg(&o.payload[..])
                 .arg(if o.delivered_here { &self.node } else { "-" })
-                .arg(self.history_stream(&o.stream).unwrap_or(""));
+                .arg(stream)
+                .arg(if kept { "1" } else { "0" });
         }
         match tokio::time::timeout(COMMAND_TIMEOUT, eval.query_async(manager)).await {
             Ok(Ok(replies)) => Ok(replies),

@@ -21,10 +21,39 @@ pub fn user_rooms(app: &str, user_id: i64) -> String {
     format!("{}:rooms", global_id::to_gid_param(app, "User", user_id))
 }
 
-/// Whether broadcasts on `stream` are transient: kept in no history and given no position
-/// (typing notices: replaying one after a reconnect would show someone typing who stopped).
-pub fn is_transient(stream: &str) -> bool {
-    stream.starts_with("typing_notifications:")
+/// What the stream history ([`crate::history`]) keeps of a stream's broadcasts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Retention {
+    /// Nothing: no position, no entry (typing notices: replaying one after a reconnect would
+    /// show someone typing who stopped).
+    Transient,
+    /// A position on every broadcast but no entry (a user's unread and read marks,
+    /// `user_<id>_unreads` and `user_<id>_reads`): a reader that missed one learns it (the
+    /// history answers it as no longer covered) and renders the marks again from the
+    /// database, which holds them. One post sends one notice per member of its room, so
+    /// keeping them would cost the post path an entry per member.
+    Position,
+    /// A position and an entry, within `--history-limit` and `--history-ttl`.
+    Kept,
+}
+
+/// How much of `stream`'s broadcasts the history keeps (see [`Retention`]).
+pub fn retention(stream: &str) -> Retention {
+    if stream.starts_with("typing_notifications:") {
+        return Retention::Transient;
+    }
+    let marks = stream
+        .strip_prefix("user_")
+        .and_then(|rest| {
+            rest.strip_suffix("_unreads")
+                .or_else(|| rest.strip_suffix("_reads"))
+        })
+        .is_some_and(|id| id.parse::<i64>().is_ok());
+    if marks {
+        Retention::Position
+    } else {
+        Retention::Kept
+    }
 }
 
 /// `typing_notifications:<room gid param>` (`TypingNotificationsChannel.broadcast_to room`).
@@ -89,5 +118,22 @@ mod tests {
         write_unreads(&mut reused, -3);
         assert_eq!(reused, "user_-3_unreads");
         assert_eq!(reads(7), "user_7_reads");
+    }
+
+    #[test]
+    fn marks_keep_positions_only_and_typing_nothing() {
+        assert_eq!(retention(&unreads(7)), Retention::Position);
+        assert_eq!(retention(&reads(-3)), Retention::Position);
+        assert_eq!(retention("typing_notifications:abc"), Retention::Transient);
+        for kept in [
+            "Z2lkOi8vY2FtcGZpcmUvUm9vbXM6Ok9wZW4vMQ:messages",
+            "rooms",
+            "user_x_unreads",
+            "user__reads",
+            "user_7_unreads_more",
+            "my_user_7_unreads",
+        ] {
+            assert_eq!(retention(kept), Retention::Kept, "{kept}");
+        }
     }
 }

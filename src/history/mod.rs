@@ -107,10 +107,13 @@ pub trait History: Send + Sync + std::fmt::Debug {
     /// The current epoch.
     fn epoch(&self) -> Arc<str>;
 
-    /// Keeps `payload` as `stream`'s next entry and returns its position; None when the
+    /// Gives `stream`'s next broadcast its position and keeps `entry` (its payload) under it;
+    /// `entry` None gives the position only ([`crate::streams::Retention::Position`]: a later
+    /// read from before it answers [`Backlog::Gone`]). `now` is the broadcast's time, Unix
+    /// seconds ([`unix_now`], read once for the streams of one broadcast). None when the
     /// history is off (`--history-limit 0`). Called by the node that assigns positions (one
     /// node: every broadcast). Must not wait.
-    fn append(&self, stream: &str, payload: &Bytes) -> Option<Position>;
+    fn append(&self, stream: &str, entry: Option<&Bytes>, now: u64) -> Option<Position>;
 
     /// Keeps `payload` under a position assigned elsewhere (several nodes: the publication
     /// carried it). An entry at or before the stream's newest kept offset is ignored. Must not
@@ -163,13 +166,44 @@ const SHARDS: usize = 32;
 /// One stream's kept entries.
 #[derive(Debug, Default)]
 struct Kept {
-    /// The newest offset ever given (kept when the entries expire, so offsets never repeat).
+    /// The newest offset given (kept when the entries expire, so offsets never repeat).
     head: u64,
+    /// When the newest offset was given, Unix seconds: a stream idle past the time to live
+    /// is forgotten by [`MemoryHistory::sweep`].
+    last_at: u64,
     entries: VecDeque<Entry>,
 }
 
-/// One lock's share of the streams' histories, by stream name.
-type Shard = Mutex<HashMap<Arc<str>, Kept>>;
+/// One lock's share of the streams' histories.
+#[derive(Debug, Default)]
+struct Streams {
+    /// By stream name.
+    kept: HashMap<Arc<str>, Kept, foldhash::fast::RandomState>,
+    /// The highest head of a stream of this share that [`MemoryHistory::sweep`] forgot: a
+    /// stream begins its offsets after it, so a stream forgotten and broadcast to again never
+    /// gives an offset twice (a reader's old offset reads as [`Backlog::Gone`]), and
+    /// [`History::head`] of a stream not kept is this.
+    floor: u64,
+}
+
+impl Streams {
+    fn get_or_insert(&mut self, stream: &str) -> &mut Kept {
+        let floor = self.floor;
+        // Looked up first: the name is allocated only for a new stream.
+        if !self.kept.contains_key(stream) {
+            self.kept.insert(
+                Arc::from(stream),
+                Kept {
+                    head: floor,
+                    ..Kept::default()
+                },
+            );
+        }
+        self.kept.get_mut(stream).expect("inserted above")
+    }
+}
+
+type Shard = Mutex<Streams>;
 
 /// The in-memory history of one node: at most `limit` entries per stream, each for at most
 /// `ttl`; a random epoch drawn at start (a restart loses everything, and every position of
@@ -196,7 +230,7 @@ impl MemoryHistory {
         }
     }
 
-    fn shard(&self, stream: &str) -> &Mutex<HashMap<Arc<str>, Kept>> {
+    fn shard(&self, stream: &str) -> &Shard {
         use std::hash::BuildHasher;
         let i = (self.hasher.hash_one(stream) as usize) % SHARDS;
         &self.shards[i]
@@ -214,29 +248,45 @@ impl MemoryHistory {
         }
     }
 
-    /// Forgets the streams whose entries have all expired (their head stays valid: a later
-    /// read of an old offset then answers `Gone`, as it must). Run now and then.
+    /// Forgets the streams with no entry left and no broadcast within the time to live
+    /// (their shard's floor rises to their head, so their offsets never repeat: a later read
+    /// of an old offset answers `Gone`, as it must). Run now and then.
     pub fn sweep(&self) {
-        let now = unix_now();
+        self.sweep_at(unix_now());
+    }
+
+    /// [`Self::sweep`] at `now`, Unix seconds.
+    fn sweep_at(&self, now: u64) {
+        let oldest = now.saturating_sub(self.ttl.as_secs());
         for shard in self.shards.iter() {
-            let mut map = shard.lock();
-            for kept in map.values_mut() {
+            let mut streams = shard.lock();
+            let mut floor = streams.floor;
+            streams.kept.retain(|_, kept| {
                 self.trim(kept, now);
-            }
-            map.retain(|_, kept| !kept.entries.is_empty());
+                let keep = !kept.entries.is_empty() || kept.last_at >= oldest;
+                if !keep {
+                    floor = floor.max(kept.head);
+                }
+                keep
+            });
+            streams.floor = floor;
         }
     }
 
-    fn keep(&self, stream: &str, offset: Option<u64>, payload: &Bytes) -> Option<u64> {
+    /// Gives `stream` its next offset (or `offset`, assigned elsewhere, when it is past the
+    /// head) and keeps `payload` under it when there is one.
+    fn keep(
+        &self,
+        stream: &str,
+        offset: Option<u64>,
+        payload: Option<&Bytes>,
+        now: u64,
+    ) -> Option<u64> {
         if self.limit == 0 {
             return None;
         }
-        let now = unix_now();
-        let mut map = self.shard(stream).lock();
-        let kept = match map.get_mut(stream) {
-            Some(kept) => kept,
-            None => map.entry(Arc::from(stream)).or_default(),
-        };
+        let mut streams = self.shard(stream).lock();
+        let kept = streams.get_or_insert(stream);
         let offset = match offset {
             Some(offset) if offset <= kept.head => return None,
             Some(offset) => offset,
@@ -247,19 +297,27 @@ impl MemoryHistory {
             kept.entries.clear();
         }
         kept.head = offset;
-        kept.entries.push_back(Entry {
-            offset,
-            at: now,
-            payload: payload.clone(),
-        });
-        self.trim(kept, now);
+        kept.last_at = now;
+        if let Some(payload) = payload {
+            kept.entries.push_back(Entry {
+                offset,
+                at: now,
+                payload: payload.clone(),
+            });
+            self.trim(kept, now);
+        }
         Some(offset)
     }
 
     fn read_now(&self, stream: &str, since: &Since) -> Backlog {
-        let now = unix_now();
-        let mut map = self.shard(stream).lock();
-        let kept = map.get_mut(stream);
+        self.read_at(stream, since, unix_now())
+    }
+
+    /// [`Self::read_now`] at `now`, Unix seconds.
+    fn read_at(&self, stream: &str, since: &Since, now: u64) -> Backlog {
+        let mut streams = self.shard(stream).lock();
+        let floor = streams.floor;
+        let kept = streams.kept.get_mut(stream);
         match since {
             Since::Time(at) => {
                 let Some(kept) = kept else {
@@ -274,9 +332,10 @@ impl MemoryHistory {
                     return Backlog::Gone;
                 }
                 let Some(kept) = kept else {
-                    // Nothing was ever kept here since start (or it all expired and was swept:
-                    // then the reader's offset is > 0 and cannot be checked).
-                    return if *offset == 0 {
+                    // Not kept: never broadcast to since start, or forgotten by a sweep. A
+                    // reader at the floor (what `head` answered) lacks nothing; any other
+                    // offset cannot be checked.
+                    return if *offset == floor {
                         Backlog::Entries(Vec::new())
                     } else {
                         Backlog::Gone
@@ -309,8 +368,8 @@ impl History for MemoryHistory {
         self.epoch.clone()
     }
 
-    fn append(&self, stream: &str, payload: &Bytes) -> Option<Position> {
-        let offset = self.keep(stream, None, payload)?;
+    fn append(&self, stream: &str, entry: Option<&Bytes>, now: u64) -> Option<Position> {
+        let offset = self.keep(stream, None, entry, now)?;
         Some(Position {
             epoch: self.epoch.clone(),
             offset,
@@ -319,12 +378,13 @@ impl History for MemoryHistory {
 
     fn record(&self, stream: &str, position: &Position, payload: &Bytes) {
         if *position.epoch == *self.epoch {
-            self.keep(stream, Some(position.offset), payload);
+            self.keep(stream, Some(position.offset), Some(payload), unix_now());
         }
     }
 
     fn head(&self, stream: &str) -> Position {
-        let head = self.shard(stream).lock().get(stream).map_or(0, |k| k.head);
+        let streams = self.shard(stream).lock();
+        let head = streams.kept.get(stream).map_or(streams.floor, |k| k.head);
         Position {
             epoch: self.epoch.clone(),
             offset: head,
@@ -356,9 +416,9 @@ mod tests {
     fn offsets_grow_by_one_per_stream_and_reads_start_after_the_offset() {
         let h = MemoryHistory::new(100, Duration::from_secs(300));
         let p = Bytes::from_static(b"1");
-        assert_eq!(h.append("a", &p).map(|p| p.offset), Some(1));
-        assert_eq!(h.append("a", &p).map(|p| p.offset), Some(2));
-        assert_eq!(h.append("b", &p).map(|p| p.offset), Some(1));
+        assert_eq!(h.append("a", Some(&p), unix_now()).map(|p| p.offset), Some(1));
+        assert_eq!(h.append("a", Some(&p), unix_now()).map(|p| p.offset), Some(2));
+        assert_eq!(h.append("b", Some(&p), unix_now()).map(|p| p.offset), Some(1));
         assert_eq!(h.head("a").offset, 2);
         let epoch = h.epoch().to_string();
         let since = |offset| Since::Offset {
@@ -384,7 +444,7 @@ mod tests {
         let h = MemoryHistory::new(3, Duration::from_secs(300));
         let p = Bytes::from_static(b"1");
         for _ in 0..5 {
-            h.append("a", &p);
+            h.append("a", Some(&p), unix_now());
         }
         let epoch = h.epoch().to_string();
         let since = |offset| Since::Offset {
@@ -400,7 +460,7 @@ mod tests {
     #[test]
     fn off_gives_no_positions_and_records_follow_the_given_offsets() {
         let off = MemoryHistory::new(0, Duration::from_secs(300));
-        assert_eq!(off.append("a", &Bytes::new()), None);
+        assert_eq!(off.append("a", Some(&Bytes::new()), unix_now()), None);
         let h = MemoryHistory::new(10, Duration::from_secs(300));
         let at = |offset| Position {
             epoch: h.epoch(),
@@ -414,7 +474,51 @@ mod tests {
             offset: 4,
         };
         assert_eq!(offsets(&read(&h, "a", since)), [5, 6]);
-        assert_eq!(h.append("a", &Bytes::new()).map(|p| p.offset), Some(7));
+        assert_eq!(h.append("a", Some(&Bytes::new()), unix_now()).map(|p| p.offset), Some(7));
+    }
+
+    #[test]
+    fn a_stream_forgotten_by_a_sweep_never_gives_an_offset_twice() {
+        let h = MemoryHistory::new(100, Duration::from_secs(300));
+        let p = Bytes::from_static(b"1");
+        for _ in 0..3 {
+            h.append("a", Some(&p), 1_000);
+        }
+        let since = |offset| Since::Offset {
+            epoch: h.epoch().to_string(),
+            offset,
+        };
+        // Within the time to live the stream stays; past it, it is forgotten.
+        h.sweep_at(1_200);
+        assert_eq!(h.head("a").offset, 3);
+        h.sweep_at(1_301);
+        assert!(h.shard("a").lock().kept.get("a").is_none(), "forgotten");
+        // What `head` answers now is where the next offsets begin.
+        assert_eq!(h.head("a").offset, 3);
+        assert_eq!(h.append("a", Some(&p), 1_302).map(|p| p.offset), Some(4));
+        assert_eq!(h.read_at("a", &since(1), 1_302), Backlog::Gone);
+        assert_eq!(offsets(&h.read_at("a", &since(3), 1_302)), [4]);
+    }
+
+    #[test]
+    fn a_position_only_stream_counts_and_answers_gone_to_a_reader_that_missed_one() {
+        let h = MemoryHistory::new(100, Duration::from_secs(300));
+        assert_eq!(h.append("m", None, 1_000).map(|p| p.offset), Some(1));
+        assert_eq!(h.append("m", None, 1_000).map(|p| p.offset), Some(2));
+        assert_eq!(h.head("m").offset, 2);
+        let since = |offset| Since::Offset {
+            epoch: h.epoch().to_string(),
+            offset,
+        };
+        assert_eq!(offsets(&h.read_at("m", &since(2), 1_000)), Vec::<u64>::new());
+        assert_eq!(h.read_at("m", &since(1), 1_000), Backlog::Gone);
+        assert_eq!(h.read_at("m", &since(0), 1_000), Backlog::Gone);
+        assert_eq!(h.read_at("m", &since(3), 1_000), Backlog::Gone);
+        // Swept only once idle past the time to live, though it never holds an entry.
+        h.sweep_at(1_100);
+        assert_eq!(offsets(&h.read_at("m", &since(2), 1_100)), Vec::<u64>::new());
+        h.sweep_at(1_301);
+        assert_eq!(h.append("m", None, 1_302).map(|p| p.offset), Some(3));
     }
 
     #[test]

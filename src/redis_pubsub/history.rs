@@ -7,7 +7,8 @@
 //! - the **epoch** is `<prefix>:hearth/epoch` (set once by the first publish; a Redis that
 //!   lost its data starts a new one, so every older position reads as gone);
 //! - the **offset** is `HINCRBY <prefix>:hearth/offsets <stream> 1`: 1, 2, 3… per stream;
-//! - the **entry** goes to the Redis Stream `<prefix>:hearth/h/<stream>` under id
+//! - the **entry**, for a stream that keeps its entries ([`crate::streams::Retention`]), goes
+//!   to the Redis Stream `<prefix>:hearth/h/<stream>` under id
 //!   `<offset>-0` with its time (`t`, Unix seconds) and payload (`p`), capped at
 //!   `--history-limit` entries and expiring `--history-ttl` seconds after the stream's last
 //!   broadcast;
@@ -187,7 +188,7 @@ impl History for RedisHistory {
     }
 
     /// Positions are assigned in Redis, by the publish script: nothing here.
-    fn append(&self, _stream: &str, _payload: &Bytes) -> Option<Position> {
+    fn append(&self, _stream: &str, _entry: Option<&Bytes>, _now: u64) -> Option<Position> {
         None
     }
 

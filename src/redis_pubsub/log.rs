@@ -48,8 +48,9 @@ const DELIVERED_HERE_LIMIT: usize = 4096;
 /// KEYS: the log, the epoch, the offsets hash. ARGV[1] = the marker channel, ARGV[2] = the
 /// log's cap, ARGV[3] = an epoch to start with when there is none, ARGV[4] = the history keys'
 /// prefix, ARGV[5] = the history's cap per stream (0: no history), ARGV[6] = its time to live
-/// in seconds; then (channel, payload, skip, stream) per broadcast, `stream` empty for one
-/// without history. Returns `{id, receivers}` per broadcast.
+/// in seconds; then (channel, payload, skip, stream, kept) per broadcast, `stream` empty for
+/// one without a position, `kept` `1` when its entry is kept and `0` for a position only
+/// ([`crate::streams::Retention`]). Returns `{id, receivers}` per broadcast.
 pub const PUBLISH_SCRIPT: &str = r"
 local epoch = redis.call('GET', KEYS[2])
 if not epoch then
@@ -59,14 +60,16 @@ end
 local now = redis.call('TIME')[1]
 local keep = tonumber(ARGV[5])
 local out = {}
-for i = 7, #ARGV, 4 do
-  local channel, payload, skip, stream = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
+for i = 7, #ARGV, 5 do
+  local channel, payload, skip, stream, kept = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4]
   local offset = 0
   if stream ~= '' and keep > 0 then
     offset = redis.call('HINCRBY', KEYS[3], stream, 1)
-    local key = ARGV[4] .. stream
-    redis.call('XADD', key, 'MAXLEN', keep, offset .. '-0', 't', now, 'p', payload)
-    redis.call('EXPIRE', key, ARGV[6])
+    if kept == '1' then
+      local key = ARGV[4] .. stream
+      redis.call('XADD', key, 'MAXLEN', keep, offset .. '-0', 't', now, 'p', payload)
+      redis.call('EXPIRE', key, ARGV[6])
+    end
   end
   local id = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[2], '*', 'c', channel, 'p', payload, 's', skip, 'e', epoch, 'o', offset)
   redis.call('PUBLISH', ARGV[1], id .. ' ' .. skip .. ' ' .. epoch .. ' ' .. offset .. ' ' .. channel)

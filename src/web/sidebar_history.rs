@@ -9,15 +9,16 @@
 //!
 //! - when the history covers every stream since those positions: the room-list turbo-streams
 //!   it missed, as they were broadcast (Turbo drops a duplicate on `prepend`/`append`, so one
-//!   received live already is not doubled), and for each room whose unread mark changed
-//!   meanwhile, a `replace` of its entry rendered from the database now (the unread and read
-//!   notices of one room on two streams cannot be ordered by their offsets; the membership's
-//!   `unread_at` is the truth); the `X-Sidebar-History` header carries the positions to send
-//!   next time;
-//! - when it does not (a restart: another epoch; more missed than `--history-limit` keeps, or
-//!   older than `--history-ttl`): a `replace` of the whole list (`<nav id="sidebar_rooms">`)
-//!   rendered now, with fresh positions, and never a page reload. The frame's stream sources
-//!   stay subscribed.
+//!   received live already is not doubled); the `X-Sidebar-History` header carries the
+//!   positions to send next time;
+//! - when it does not: a `replace` of the whole list (`<nav id="sidebar_rooms">`) rendered
+//!   now, with fresh positions, and never a page reload. The frame's stream sources stay
+//!   subscribed. That is the answer after a restart (another epoch), when more was missed than
+//!   `--history-limit` keeps or older than `--history-ttl`, and whenever an unread or read
+//!   mark was missed: the marks' streams keep positions but no entries
+//!   ([`crate::streams::Retention::Position`]: a post sends one notice per member of its
+//!   room), and the memberships' `unread_at` in the database are the truth the list is
+//!   rendered from.
 //!
 //! The streams are the signed-in user's own: the parameter holds positions only, never a
 //! stream name. A malformed parameter is answered like positions the history no longer covers.
@@ -84,16 +85,6 @@ pub struct CatchUpQuery {
     pub history: Option<String>,
 }
 
-/// A room's notice, as the unread and read streams carry it (`{"roomId":…}` or
-/// `{"room_id":…}`, with `"mentioned":true` for a mention).
-#[derive(Debug, Deserialize)]
-struct Notice {
-    #[serde(rename = "roomId", alias = "room_id")]
-    room_id: i64,
-    #[serde(default)]
-    mentioned: bool,
-}
-
 /// `GET /users/me/sidebar/catch_up?history=<positions>`: see the module docs. Signed-in
 /// users only (401 otherwise); the answer is a turbo-stream, empty when nothing was missed.
 pub async fn catch_up(
@@ -106,7 +97,6 @@ pub async fn catch_up(
     let streams = sidebar_streams(&state.config.gid_app, user.id);
     let mut body = String::new();
     let mut heads = [0u64; 4];
-    let mut changed: Vec<(i64, bool)> = Vec::new();
     let mut covered = false;
     let mut replayed = 0;
     if let Some((epoch, offsets)) = q.history.as_deref().and_then(parse) {
@@ -123,44 +113,17 @@ pub async fn catch_up(
             heads[i] = entries.last().map_or(offsets[i], |e| e.offset);
             replayed += entries.len();
             for entry in entries {
-                if i < 2 {
-                    // A turbo-stream broadcast: one JSON string of HTML.
-                    match serde_json::from_slice::<String>(&entry.payload) {
-                        Ok(html) => body.push_str(&html),
-                        Err(_) => covered = false,
-                    }
-                } else {
-                    match serde_json::from_slice::<Notice>(&entry.payload) {
-                        Ok(n) => match changed.iter_mut().find(|(id, _)| *id == n.room_id) {
-                            Some((_, mentioned)) => *mentioned |= n.mentioned,
-                            None => changed.push((n.room_id, n.mentioned)),
-                        },
-                        Err(_) => covered = false,
-                    }
+                // A turbo-stream broadcast: one JSON string of HTML. (The marks' streams have
+                // no entries: a mark missed reads as not covered above.)
+                match serde_json::from_slice::<String>(&entry.payload) {
+                    Ok(html) => body.push_str(&html),
+                    Err(_) => covered = false,
                 }
             }
         }
     }
     let mut response = if covered {
         state.metrics.history_replayed(replayed);
-        for (room_id, mentioned) in changed {
-            let Some(entry) = rooms::sidebar_entry(&state.pool, room_id, user.id).await? else {
-                continue;
-            };
-            let mut html = render::sidebar_room(&entry)?;
-            if mentioned && entry.unread {
-                html = html.replacen(
-                    "class=\"room-link",
-                    "class=\"room-link room-link--attention",
-                    1,
-                );
-            }
-            body.push_str(&render::turbo_stream(
-                "replace",
-                &format!("list_rooms_{}_{}", entry.kind, entry.id),
-                Some(&html),
-            ));
-        }
         let next = format!(
             "{}.{}.{}.{}.{}",
             history.epoch(),

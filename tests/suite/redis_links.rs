@@ -447,4 +447,29 @@ async fn positions_come_from_redis_so_another_cable_node_answers_history_in_the_
         next_json(&mut other).await,
         serde_json::json!({"type": "reject_history", "identifier": id})
     );
+    // The members' unread marks got positions, but Redis keeps no entry of them: one per
+    // member per post would be most of what a post writes.
+    let mut conn = redis::Client::open(url.as_str())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let keys = |pattern: &'static str| redis::cmd("KEYS").arg(pattern).clone();
+    let hash: Vec<String> = keys("*hearth/offsets")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(hash.len(), 1, "{hash:?}");
+    let offsets: Vec<String> = redis::cmd("HKEYS")
+        .arg(&hash[0])
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert!(offsets.iter().any(|s| s.ends_with("_unreads")), "{offsets:?}");
+    let kept: Vec<String> = keys("*hearth/h/*")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert!(kept.iter().any(|k| k.ends_with(":messages")), "{kept:?}");
+    assert!(!kept.iter().any(|k| k.contains("_unreads")), "{kept:?}");
 }

@@ -530,3 +530,49 @@ async fn anycable_core_restores_its_session_and_catches_up_from_the_history() {
     // Restored twice, never subscribed again: one confirm_subscription in all.
     assert_eq!(out.matches("confirm_subscription").count(), 1, "{out}");
 }
+
+/// `GET /users/me/sidebar/catch_up` with `positions`: the answer's body and next positions.
+async fn sidebar_catch_up(c: &mut Client, positions: &str) -> (String, String) {
+    let r = c
+        .get(&format!("/users/me/sidebar/catch_up?history={positions}"))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let next = r.header("x-sidebar-history").expect("next positions").to_owned();
+    (r.body, next)
+}
+
+#[tokio::test]
+async fn a_missed_unread_mark_catches_up_as_the_list_rendered_from_the_database() {
+    let server = TestServer::start().await;
+    let (mut jason, csrf, _) = signed_in(&server, "jason@example.com", "secret123456").await;
+    let mut david = server.signed_in("david@example.com", "secret123456").await;
+    let sidebar = david.get("/users/me/sidebar").await.body;
+    let positions = common::attr_after(&sidebar, "data-sidebar-history=\"").unwrap();
+    // Nothing missed: an empty answer, the same positions.
+    let (body, next) = sidebar_catch_up(&mut david, &positions).await;
+    assert_eq!((body.trim(), next.as_str()), ("", positions.as_str()));
+    // Jason posts while David is away: David's unread mark of room 1 moved.
+    assert_eq!(
+        jason
+            .post_message(1, "while away", "away-1", &csrf)
+            .await
+            .status,
+        200
+    );
+    let (body, next) = sidebar_catch_up(&mut david, &positions).await;
+    assert!(
+        body.contains(r#"<turbo-stream action="replace" target="sidebar_rooms">"#),
+        "{body}"
+    );
+    let entry = body
+        .split("<li ")
+        .find(|li| li.contains(r#"data-room-id="1""#))
+        .expect("room 1 in the list");
+    assert!(entry.contains("room-link--unread"), "{entry}");
+    // The next positions are the list's own, one notice further on the unread stream.
+    let offsets = |p: &str| -> Vec<u64> { p.split('.').skip(1).map(|n| n.parse().unwrap()).collect() };
+    assert_eq!(offsets(&next)[2], offsets(&positions)[2] + 1, "{positions} -> {next}");
+    assert!(body.contains(&format!("data-sidebar-history=\"{next}\"")), "{body}");
+    let (body, again) = sidebar_catch_up(&mut david, &next).await;
+    assert_eq!((body.trim(), again.as_str()), ("", next.as_str()));
+}
