@@ -98,7 +98,7 @@ fn client_key(peer: IpAddr) -> IpAddr {
             let network = u128::from(v6) & (u128::MAX << 64);
             IpAddr::V6(Ipv6Addr::from(network))
         }
-        v4 => v4,
+        v4 @ IpAddr::V4(_) => v4,
     }
 }
 
