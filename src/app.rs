@@ -23,6 +23,7 @@ use crate::cable::protocol::{disconnect_frames, DisconnectReason};
 use crate::cable::Identity;
 use crate::config::{Config, Role};
 use crate::fanout::frame::Frame;
+use crate::peer_connections::{PeerConnections, PeerSlot};
 use crate::pubsub::Control;
 use crate::state::{AppState, SharedState};
 use crate::web::context::Ctx;
@@ -686,6 +687,7 @@ async fn accept(
 ) {
     let app = service(state.clone());
     let header_timeout = Duration::from_secs(state.config.header_timeout.max(1));
+    let peers = PeerConnections::new(state.config.max_connections_per_address);
     tokio::pin!(shutdown);
     loop {
         let (stream, peer) = tokio::select! {
@@ -699,6 +701,27 @@ async fn accept(
                 }
             },
             () = &mut shutdown => return,
+        };
+        // A trusted proxy (`--trusted-proxies`) carries many clients: it is not capped.
+        let trusted = state
+            .config
+            .trusted_proxies
+            .iter()
+            .any(|proxy| proxy.contains(peer.ip()));
+        let slot = if trusted {
+            Some(PeerSlot::uncounted())
+        } else {
+            peers.open(peer.ip())
+        };
+        let Some(slot) = slot else {
+            // Closed before a byte is read: the cheapest answer, and one an idle or
+            // half-sent connection cannot hold.
+            tracing::debug!(
+                limit = state.config.max_connections_per_address,
+                "connection refused: its address holds too many open connections"
+            );
+            drop(stream);
+            continue;
         };
         let _ = stream.set_nodelay(true);
         let app = app.clone();
@@ -716,6 +739,9 @@ async fn accept(
                 async move {
                     if request_line::too_long(request.uri(), max_line) {
                         return Ok(request_line::response());
+                    }
+                    if let Some(refused) = request_line::refused_head(&request) {
+                        return Ok(refused);
                     }
                     app.oneshot(request.map(axum::body::Body::new)).await
                 }
@@ -757,6 +783,7 @@ async fn accept(
                 tracing::debug!(error = %e, "HTTP connection ended with an error");
             }
             drop(done);
+            drop(slot);
         });
     }
 }

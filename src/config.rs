@@ -224,6 +224,18 @@ pub struct Config {
     #[arg(long, env = "HEARTH_MAX_REQUEST_LINE_BYTES", default_value_t = 8192)]
     pub max_request_line_bytes: usize,
 
+    /// Most open HTTP connections of one client address (an IPv6 client: its /64 network),
+    /// counted from the accept until the connection closes or becomes a `/cable` socket (those
+    /// are bounded by `--max-connections` and `--max-connections-per-user`); past it, a new
+    /// connection from that address is closed at once, before a byte is read. 0: no cap.
+    /// Behind a reverse proxy every client shares the proxy's address: raise it there.
+    #[arg(
+        long,
+        env = "HEARTH_MAX_CONNECTIONS_PER_ADDRESS",
+        default_value_t = 256
+    )]
+    pub max_connections_per_address: usize,
+
     /// Seconds a client has to send a request's whole body; a slower one gets 408.
     #[arg(long, env = "HEARTH_BODY_TIMEOUT", default_value_t = 30)]
     pub body_timeout: u64,

@@ -21,7 +21,7 @@
 //!    - [`history`]: stream positions (AnyCable's epoch and offset) and the bounded history
 //!      of each stream's broadcasts, read back after a reconnect.
 //! 2. Settings and leaf services: [`config`] (every setting, as a flag with an environment
-//!    variable and a default), [`net`] (IP ranges for trusted proxies), [`metrics`] (Prometheus
+//!    variable and a default), [`net`] (IP ranges for trusted proxies), [`peer_connections`] (open HTTP connections per client address), [`metrics`] (Prometheus
 //!    metrics at `/metrics`), [`rate_limit`] (the sign-in limit, token buckets), [`registry`]
 //!    (open connections by user and session), [`sessions`] (resumable cable sessions, by `sid`), [`presence`] (presence per connection, coalesced
 //!    into membership writes), [`assets`] (the room page's scripts, vendored and built into the
@@ -56,6 +56,7 @@ pub mod fanout;
 pub mod history;
 pub mod metrics;
 pub mod net;
+pub mod peer_connections;
 pub mod presence;
 pub mod pubsub;
 pub mod push;

@@ -452,7 +452,7 @@ impl Reader {
         };
         if let Err(e) = result {
             if self.may_warn() {
-                tracing::warn!(error = %e, "Could not execute command");
+                tracing::warn!(error = %loggable(&e.to_string()), "Could not execute command");
             }
         }
     }
@@ -514,7 +514,12 @@ impl Reader {
             Err(e) => {
                 // The app node is stopped or slow (a bounded wait), or the database failed:
                 // the client is told at once instead of waiting for a confirm forever.
-                tracing::warn!(error = %e, channel = loggable(&channel), "Subscription refused: the channel could not decide");
+                // The error may quote the client's identifier or parameters (an app node's answer).
+                tracing::warn!(
+                    error = %loggable(&e.to_string()),
+                    channel = loggable(&channel),
+                    "Subscription refused: the channel could not decide"
+                );
                 self.conn
                     .send_deferred(Frame::text(&protocol::reject(&identifier, escaping)));
                 return Ok(());
@@ -730,7 +735,9 @@ impl Reader {
             match self.channel_still_allowed(&sub.subscribed).await {
                 Ok(true) => {}
                 Ok(false) => revoked.push(identifier.clone()),
-                Err(e) => tracing::warn!(error = %e, "membership re-check failed"),
+                Err(e) => {
+                    tracing::warn!(error = %loggable(&e.to_string()), "membership re-check failed")
+                }
             }
         }
         for identifier in revoked {
@@ -745,11 +752,15 @@ impl Reader {
                 interest.unsubscribe(&self.conn, stream, &key);
             }
             if let Err(e) = self.channel_unsubscribed(&sub.subscribed).await {
-                tracing::warn!(error = %e, "unsubscribed failed");
+                tracing::warn!(error = %loggable(&e.to_string()), "unsubscribed failed");
             }
             self.conn
                 .send(Frame::text(&protocol::reject(&identifier, self.state.json)));
-            tracing::info!(user_id = self.user.id, %identifier, "subscription revoked");
+            tracing::info!(
+                user_id = self.user.id,
+                identifier = %loggable(&identifier),
+                "subscription revoked"
+            );
         }
     }
 
@@ -761,7 +772,7 @@ impl Reader {
                 self.state.bus.interest().remove(stream);
             }
             if let Err(e) = self.channel_unsubscribed(&sub.subscribed).await {
-                tracing::warn!(error = %e, "unsubscribed failed");
+                tracing::warn!(error = %loggable(&e.to_string()), "unsubscribed failed");
             }
         }
     }

@@ -254,6 +254,14 @@ pub(crate) struct Outbox {
     gates: OnceLock<Box<Gates>>,
 }
 
+#[cfg(test)]
+thread_local! {
+    /// Called by a push at the instant its frame became reachable by the writer (in the ring
+    /// or the overflow), before the push returns: a test plays a writer on another thread
+    /// there, deterministically.
+    pub(crate) static AFTER_PUSH: std::cell::Cell<Option<fn(&Outbox)>> = const { std::cell::Cell::new(None) };
+}
+
 /// Where [`Outbox::spill`] put a frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Spill {
@@ -261,6 +269,8 @@ enum Spill {
     Ring,
     /// Into the overflow.
     Overflow,
+    /// Into the overflow, and its charge passed a budget: shed (`budget.rs`).
+    OverBudget,
     /// Nowhere: the frame bound is reached.
     Full,
 }
@@ -423,41 +433,78 @@ impl Outbox {
         } else {
             self.bytes.load(Ordering::Relaxed)
         };
+        // A frame is charged to the budgets before the writer can reach it: a writer that
+        // took and wrote it first would find nothing to give back, and the charge would stay
+        // for the connection's life. A long frame here (lock-free ring or not); a short one
+        // that spills in `spill`, under the overflow lock the writer takes to pop it.
+        // Nothing of it on a short frame's push into the ring: no load, no division.
+        let precharged = len > 0 && self.budget.get().is_some();
+        if precharged && self.charge_budget(frame.len().div_ceil(share)) {
+            // The budgets cut this very connection off: the frame is dropped with the rest.
+            self.bytes.fetch_sub(len, Ordering::AcqRel);
+            return (Push::Refused, false);
+        }
+        let spill_charge = if precharged { None } else { Some(share) };
         let ring = self.ring();
         let spilled = if self.spilled.load(Ordering::SeqCst) {
-            self.spill(ring, frame.clone())
+            self.spill(ring, frame.clone(), spill_charge)
         } else {
             match ring.push(frame.clone()) {
                 Ok(()) => Spill::Ring,
-                Err(frame) => self.spill(ring, frame),
+                Err(frame) => self.spill(ring, frame, spill_charge),
             }
         };
         if spilled == Spill::Full {
             if len > 0 {
                 self.bytes.fetch_sub(len, Ordering::AcqRel);
             }
+            if precharged {
+                self.uncharge(frame.len().div_ceil(share));
+            }
             return (self.overflow(), false);
+        }
+        #[cfg(test)]
+        if let Some(hook) = AFTER_PUSH.with(std::cell::Cell::get) {
+            hook(self);
         }
         // A plain load first: while the writer is busy (armed), pushes skip the swap.
         let wake = !self.armed.load(Ordering::SeqCst) && !self.armed.swap(true, Ordering::SeqCst);
-        if (len > 0 || spilled == Spill::Overflow)
-            && self.charge_budget(frame.len().div_ceil(share))
-        {
+        if spilled == Spill::OverBudget && self.shed_budget() {
             // The budgets cut this very connection off: the frame is dropped with the rest.
             return (Push::Refused, wake);
         }
         (Push::Queued { bytes }, wake)
     }
 
-    /// Charges `len` bytes (a long frame, or one that spilled) to the user and server budgets,
+    /// Charges `len` bytes (a long frame, before it is queued) to the user and server budgets,
     /// when they are on; true when that cut this connection off (see `budget.rs`).
     #[cold]
     fn charge_budget(&self, len: usize) -> bool {
+        if self.count_charge(len) {
+            self.shed_budget()
+        } else {
+            false
+        }
+    }
+
+    /// Adds `len` bytes to this outbox's charge and its budgets without cutting anyone off;
+    /// true when a budget is now passed (then [`Outbox::shed_budget`], outside any lock of
+    /// this outbox: shedding may discard its frames).
+    fn count_charge(&self, len: usize) -> bool {
         let Some(budget) = self.budget.get() else {
             return false;
         };
         self.charged.fetch_add(len, Ordering::Relaxed);
-        budget.add(len);
+        budget.count(len)
+    }
+
+    /// Cuts the heaviest holders off until the budgets hold; true when that cut this
+    /// connection off.
+    #[cold]
+    fn shed_budget(&self) -> bool {
+        if let Some(budget) = self.budget.get() {
+            budget.shed();
+        }
         self.state.load(Ordering::Acquire) != State::Open as u8
     }
 
@@ -506,10 +553,11 @@ impl Outbox {
         self.transition(State::Open, State::TooSlow)
     }
 
-    /// The slow path of a push: the ring was full or the overflow is in use. Returns false
-    /// when the frame bound is reached.
+    /// The slow path of a push: the ring was full or the overflow is in use. A frame that
+    /// goes into the overflow is charged its share (`len / share`; `None`: it was charged
+    /// already) first, under the lock the writer takes to pop it.
     #[cold]
-    fn spill(&self, ring: &ArrayQueue<Bytes>, frame: Bytes) -> Spill {
+    fn spill(&self, ring: &ArrayQueue<Bytes>, frame: Bytes, share: Option<usize>) -> Spill {
         let mut over = self.overflow.lock();
         let frame = if self.spilled.load(Ordering::SeqCst) {
             frame
@@ -536,8 +584,13 @@ impl Outbox {
             over.last_spill = Some(Instant::now());
             self.spilled.store(true, Ordering::SeqCst);
         }
+        let over_budget = share.is_some_and(|share| self.count_charge(frame.len().div_ceil(share)));
         over.frames.push_back(frame);
-        Spill::Overflow
+        if over_budget {
+            Spill::OverBudget
+        } else {
+            Spill::Overflow
+        }
     }
 
     fn overflow(&self) -> Push {

@@ -17,10 +17,41 @@ pub const MAX_EMAIL_BYTES: usize = 254;
 /// 422 when missing, blank or longer than `max_chars`.
 pub fn required(form: &Form, name: &str, max_chars: usize) -> Result<String, AppError> {
     let value = form.get(name).unwrap_or("").trim();
-    if value.is_empty() {
+    if is_blank(value) {
         return Err(AppError::Unprocessable(format!("{name} can't be blank")));
     }
     optional(form, name, max_chars)
+}
+
+/// Whether `value` shows nothing: empty, or only whitespace and [`is_invisible`] characters.
+pub fn is_blank(value: &str) -> bool {
+    value.chars().all(|c| c.is_whitespace() || is_invisible(c))
+}
+
+/// Whether `c` shows nothing on its own although it is no whitespace: the fillers and
+/// zero-width characters (U+00AD soft hyphen, U+034F, U+115F, U+1160, U+17B4, U+17B5,
+/// U+180B–U+180F, U+200B–U+200F, U+2060–U+206F, U+3164 Hangul filler, U+FE00–U+FE0F
+/// variation selectors, U+FEFF, U+FFA0, U+1D173–U+1D17A, U+E0000–U+E0FFF tags): a required
+/// value made only of them and whitespace reads as blank (a name nobody can see).
+pub fn is_invisible(c: char) -> bool {
+    matches!(
+        c,
+        '\u{00AD}'
+            | '\u{034F}'
+            | '\u{115F}'
+            | '\u{1160}'
+            | '\u{17B4}'
+            | '\u{17B5}'
+            | '\u{180B}'..='\u{180F}'
+            | '\u{200B}'..='\u{200F}'
+            | '\u{2060}'..='\u{206F}'
+            | '\u{3164}'
+            | '\u{FE00}'..='\u{FE0F}'
+            | '\u{FEFF}'
+            | '\u{FFA0}'
+            | '\u{1D173}'..='\u{1D17A}'
+            | '\u{E0000}'..='\u{E0FFF}'
+    )
 }
 
 /// The trimmed value of `name`, possibly empty (at most `max_chars` characters).

@@ -7,10 +7,14 @@
 //! reads them (so a line that is still arriving, or one whose header block never ends, is
 //! answered as soon as it passes the limit), and [`too_long`] checks every request hyper
 //! parsed, the later ones of a kept-alive connection too.
+//!
+//! [`refused_head`] answers what no route should see: an HTTP/1.1 request without exactly
+//! one `Host` header (400, RFC 9112 §3.2) and the methods `TRACE` and `CONNECT` (405 with
+//! `Allow`, RFC 9110 §15.5.6), which Hearth never serves.
 
 use std::time::Duration;
 
-use axum::http::{header, HeaderValue, StatusCode, Uri};
+use axum::http::{header, HeaderValue, Method, StatusCode, Uri, Version};
 use axum::response::{IntoResponse, Response};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -91,11 +95,53 @@ pub fn too_long(uri: &Uri, max: usize) -> bool {
 /// The 414 answer of a request [`too_long`] refused (closing the connection), with the
 /// default security headers every answer has.
 pub fn response() -> Response {
-    let close = HeaderValue::from_static("close");
-    (
+    with_security_headers(
         StatusCode::URI_TOO_LONG,
+        (header::CONNECTION, HeaderValue::from_static("close")),
+        BODY,
+    )
+}
+
+/// The methods Hearth's routes answer, as a 405's `Allow` names them.
+pub const ALLOWED_METHODS: &str = "GET, HEAD, POST, PUT, PATCH, DELETE";
+
+/// The answer to a request head no route may see, if `request`'s is one: 400 for an HTTP/1.1
+/// request without a `Host` header or with more than one (RFC 9112 §3.2: "A server MUST
+/// respond with a 400 (Bad Request) status code to any HTTP/1.1 request message that lacks a
+/// Host header field and to any request message that contains more than one Host header
+/// field"), closing the connection; 405 with [`ALLOWED_METHODS`] in `Allow` for `TRACE` and
+/// `CONNECT`. Both carry the default security headers.
+pub fn refused_head<B>(request: &axum::http::Request<B>) -> Option<Response> {
+    let hosts = request.headers().get_all(header::HOST).iter().count();
+    let (status, extra, body) =
+        if hosts > 1 || (hosts == 0 && request.version() == Version::HTTP_11) {
+            (
+                StatusCode::BAD_REQUEST,
+                (header::CONNECTION, HeaderValue::from_static("close")),
+                "A request needs exactly one Host header.\n",
+            )
+        } else if request.method() == Method::TRACE || request.method() == Method::CONNECT {
+            (
+                StatusCode::METHOD_NOT_ALLOWED,
+                (header::ALLOW, HeaderValue::from_static(ALLOWED_METHODS)),
+                "Method not allowed.\n",
+            )
+        } else {
+            return None;
+        };
+    Some(with_security_headers(status, extra, body))
+}
+
+/// An answer made outside the router, with the default security headers every answer has.
+fn with_security_headers(
+    status: StatusCode,
+    extra: (header::HeaderName, HeaderValue),
+    body: &'static str,
+) -> Response {
+    (
+        status,
         [
-            (header::CONNECTION, close),
+            extra,
             (
                 header::X_FRAME_OPTIONS,
                 HeaderValue::from_static("SAMEORIGIN"),
@@ -109,7 +155,7 @@ pub fn response() -> Response {
                 HeaderValue::from_static("strict-origin-when-cross-origin"),
             ),
         ],
-        BODY,
+        body,
     )
         .into_response()
 }

@@ -15,6 +15,7 @@ const FLOORS: &[&[&str]] = &[
     &["rails", "rich_text", "db", "fanout", "history"],
     &[
         "net",
+        "peer_connections",
         "config",
         "metrics",
         "rate_limit",

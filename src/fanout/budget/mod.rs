@@ -227,7 +227,21 @@ fn heaviest(members: &[Arc<dyn Holder>]) -> Option<Arc<dyn Holder>> {
 impl Charge {
     /// Adds `len` bytes to the account and the server; cuts off the heaviest holders when a
     /// budget is passed.
+    #[cfg(test)]
     pub(crate) fn add(&self, len: usize) {
+        if self.count(len) {
+            self.shed();
+        }
+    }
+
+    /// Cuts off the heaviest holders until both budgets hold (nothing when they do).
+    pub(crate) fn shed(&self) {
+        self.ledger.shed(&self.account);
+    }
+
+    /// Adds `len` bytes to the account and the server; true when a budget is now passed (the
+    /// caller then calls [`Charge::shed`], outside any lock an outbox's discard takes).
+    pub(crate) fn count(&self, len: usize) -> bool {
         // A writer's give-back may reach the sums just before the charge it gives back (the
         // outbox counts a charge before it gets here): for that instant a sum reads below
         // zero, wrapped. Wrapping arithmetic, and a wrapped sum is over no budget.
@@ -244,11 +258,8 @@ impl Charge {
         let past =
             |sum: usize, budget: usize| budget > 0 && sum > budget && sum <= isize::MAX as usize;
         let budgets = &self.ledger.budgets;
-        let over = (self.account.owner != NO_OWNER && past(user, budgets.user_bytes))
-            || past(server, budgets.server_bytes);
-        if over {
-            self.ledger.shed(&self.account);
-        }
+        (self.account.owner != NO_OWNER && past(user, budgets.user_bytes))
+            || past(server, budgets.server_bytes)
     }
 
     /// Gives `len` bytes back.

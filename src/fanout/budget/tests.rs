@@ -149,3 +149,55 @@ fn a_give_back_that_overtakes_its_charge_neither_overflows_nor_cuts_anyone_off()
     charge.add(100);
     assert_eq!(ledger.used(), 100);
 }
+
+/// Plays the writer (another thread in the server) at the instant a push made its frame
+/// reachable, before the push returned: takes every queued frame and gives it back as written.
+fn write_everything(outbox: &Outbox) {
+    while let Some(frame) = outbox.pop() {
+        outbox.release(frame.len());
+    }
+}
+
+#[test]
+fn a_frame_written_before_its_push_returns_gives_its_whole_charge_back() {
+    // Before, a push charged the budgets after the frame was in the ring or the overflow: a
+    // writer that took and wrote it in between found nothing charged and gave nothing back,
+    // and the charge stayed for the connection's life (one more frame's worth each time),
+    // until the user's budget read as passed and cut a connection that keeps up.
+    let ledger = ledger(1 << 20, 1 << 20);
+    // 16 frames or 1,600 bytes: frames over 100 bytes are long (charged wherever they go).
+    let a = Arc::new(Outbox::new(
+        1,
+        QueueLimits {
+            max_frames: 16,
+            max_bytes: 1600,
+        },
+    ));
+    ledger.enter(&a, 7);
+    crate::fanout::queue::AFTER_PUSH.with(|h| h.set(Some(write_everything)));
+    let long = Bytes::from(vec![b'x'; 500]);
+    for _ in 0..3 {
+        assert!(matches!(a.push(&long), Push::Queued { .. }));
+    }
+    assert_eq!(
+        (a.charged(), ledger.used()),
+        (0, 0),
+        "a long frame's charge"
+    );
+    // A short frame that spills (the ring full) is charged too: the same instant.
+    crate::fanout::queue::AFTER_PUSH.with(|h| h.set(None));
+    let short = Bytes::from(vec![b'y'; 50]);
+    for _ in 0..RING_SLOTS {
+        assert!(matches!(a.push(&short), Push::Queued { .. }));
+    }
+    assert_eq!(ledger.used(), 0, "frames in the ring are not charged");
+    crate::fanout::queue::AFTER_PUSH.with(|h| h.set(Some(write_everything)));
+    assert!(matches!(a.push(&short), Push::Queued { .. }));
+    crate::fanout::queue::AFTER_PUSH.with(|h| h.set(None));
+    assert_eq!(
+        (a.charged(), ledger.used()),
+        (0, 0),
+        "a spilled frame's charge"
+    );
+    assert_eq!(a.state(), State::Open);
+}

@@ -28,7 +28,7 @@ pub const MAX_DIRECT_MEMBER_IDS: usize = 50;
 /// `room[name]`, trimmed. 422 when missing, blank or over [`MAX_NAME_CHARS`].
 pub fn room_name(form: &Form) -> Result<String, AppError> {
     let name = form.get("room[name]").unwrap_or("").trim();
-    if name.is_empty() {
+    if crate::web::fields::is_blank(name) {
         return Err(AppError::Unprocessable("room[name] can't be blank".into()));
     }
     crate::web::fields::refuse_unsafe_chars("room[name]", name)?;
