@@ -130,28 +130,6 @@ try {
     await page.keyboard.press("Escape")
     await page.waitForFunction(() => document.getElementById("sidebar").getBoundingClientRect().right <= 0)
     out("PHONE-SIDEBAR", "opens from the menu button, closes with Escape")
-    // The composer focused: Trix's toolbar takes a row above the editor, in the flow, and the
-    // newest message stays in view above it (it was covered by the toolbar).
-    await page.click("#composer trix-editor")
-    await page.waitForSelector("#composer trix-toolbar", { state: "visible" })
-    await page.waitForTimeout(300)
-    const focused = await page.evaluate(() => {
-      const box = (e) => e?.getBoundingClientRect().toJSON()
-      const messages = [...document.querySelectorAll("#message-area .message[data-message-id]")]
-      return {
-        toolbar: box(document.querySelector("#composer trix-toolbar")),
-        editor: box(document.querySelector("#composer trix-editor")),
-        area: box(document.getElementById("message-area")),
-        newest: box(messages[messages.length - 1]),
-      }
-    })
-    if (focused.toolbar.bottom > focused.editor.top + 1) await fail(`the toolbar overlaps the editor: ${JSON.stringify(focused)}`)
-    if (focused.toolbar.top < focused.area.bottom - 1) await fail(`the toolbar covers the message area: ${JSON.stringify(focused)}`)
-    if (focused.newest.bottom > focused.area.bottom + 1) await fail(`the newest message is below the fold: ${JSON.stringify(focused)}`)
-    if (focused.toolbar.right > 390 + 1) await fail(`the toolbar overflows: ${JSON.stringify(focused.toolbar)}`)
-    await page.screenshot({ path: shot("look-room-390-composer-focused.png") })
-    await page.evaluate(() => document.activeElement?.blur())
-    out("PHONE-COMPOSER-FOCUSED", `toolbar ${Math.round(focused.toolbar.height)} px above the editor, the newest message in view`)
     await page.setViewportSize({ width: 360, height: 740 })
     for (const [name, path] of [...pages, ["sign-in", "/session/new"], ["people", "/account/users"], ["bots", "/account/bots"],
       ["new-direct", "/rooms/directs/new"], ["new-room", "/rooms/closeds/new"], ["involvement", "/rooms/1/involvement"]]) {
