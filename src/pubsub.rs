@@ -156,8 +156,9 @@ pub trait Bus: Send + Sync + std::fmt::Debug {
 /// The in-process bus: every subscriber is a connection of this process; commands are
 /// applied here at once. With a [`History`], each broadcast on a stream that is not
 /// transient ([`crate::streams::retention`]) is appended to it first (an entry only where the
-/// stream keeps them), and its position is stamped on the frames of the subscribers that asked for positions (`actioncable-v1-ext-json`):
-/// this bus is where positions are assigned on a single node.
+/// stream keeps them), and its position is stamped on the frames of the subscribers that
+/// asked for positions (`actioncable-v1-ext-json`): this bus is where positions are assigned
+/// on a single node.
 #[derive(Debug)]
 pub struct LocalBus {
     fanout: Fanout,
@@ -228,17 +229,39 @@ pub fn deliver(
     payload: &[u8],
 ) -> usize {
     let position = history.and_then(|history| {
-        let now = crate::history::unix_now();
-        match crate::streams::retention(stream) {
-            Retention::Transient => None,
-            Retention::Position => history.append(stream, None, now),
-            Retention::Kept => history.append(stream, Some(&Bytes::copy_from_slice(payload)), now),
-        }
+        append(
+            history,
+            stream,
+            payload,
+            &mut None,
+            crate::history::unix_now(),
+        )
     });
     let Some(position) = position else {
         return fanout.broadcast(stream, payload);
     };
     deliver_at(fanout, json, stream, payload, &position)
+}
+
+/// Appends a broadcast of `payload` on `stream` at `now` (Unix seconds) to `history` as the
+/// stream's retention says ([`crate::streams::retention`]): nothing for a transient stream,
+/// a position only, or a position and an entry. The entry's bytes are copied into `shared`
+/// once and shared by every stream of one broadcast. Returns the position given, if any.
+fn append(
+    history: &dyn History,
+    stream: &str,
+    payload: &[u8],
+    shared: &mut Option<Bytes>,
+    now: u64,
+) -> Option<Position> {
+    match crate::streams::retention(stream) {
+        Retention::Transient => None,
+        Retention::Position => history.append(stream, None, now),
+        Retention::Kept => {
+            let entry = shared.get_or_insert_with(|| Bytes::copy_from_slice(payload));
+            history.append(stream, Some(entry), now)
+        }
+    }
 }
 
 /// Delivers `payload` on `stream` at `position` (assigned already: by [`deliver`], or by
@@ -286,14 +309,7 @@ impl Bus for LocalBus {
             if !next(stream) {
                 return false;
             }
-            *last.borrow_mut() = match crate::streams::retention(stream) {
-                Retention::Transient => None,
-                Retention::Position => history.append(stream, None, now),
-                Retention::Kept => {
-                    let entry = shared.get_or_insert_with(|| Bytes::copy_from_slice(payload));
-                    history.append(stream, Some(entry), now)
-                }
-            };
+            *last.borrow_mut() = append(history.as_ref(), stream, payload, &mut shared, now);
             true
         };
         let json = self.json;

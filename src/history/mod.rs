@@ -186,23 +186,6 @@ struct Streams {
     floor: u64,
 }
 
-impl Streams {
-    fn get_or_insert(&mut self, stream: &str) -> &mut Kept {
-        let floor = self.floor;
-        // Looked up first: the name is allocated only for a new stream.
-        if !self.kept.contains_key(stream) {
-            self.kept.insert(
-                Arc::from(stream),
-                Kept {
-                    head: floor,
-                    ..Kept::default()
-                },
-            );
-        }
-        self.kept.get_mut(stream).expect("inserted above")
-    }
-}
-
 type Shard = Mutex<Streams>;
 
 /// The in-memory history of one node: at most `limit` entries per stream, each for at most
@@ -285,8 +268,17 @@ impl MemoryHistory {
         if self.limit == 0 {
             return None;
         }
-        let mut streams = self.shard(stream).lock();
-        let kept = streams.get_or_insert(stream);
+        let mut guard = self.shard(stream).lock();
+        let streams = &mut *guard;
+        // Looked up first: the name is allocated only for a new stream, which begins after
+        // its shard's floor.
+        let kept = match streams.kept.get_mut(stream) {
+            Some(kept) => kept,
+            None => streams.kept.entry(Arc::from(stream)).or_insert(Kept {
+                head: streams.floor,
+                ..Kept::default()
+            }),
+        };
         let offset = match offset {
             Some(offset) if offset <= kept.head => return None,
             Some(offset) => offset,

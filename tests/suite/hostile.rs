@@ -35,6 +35,17 @@ async fn exchange(addr: SocketAddr, raw: &str, within: Duration) -> String {
 }
 
 /// The header `name` of a raw answer, if present (case-insensitive name).
+/// The whole answer to a well-formed `GET /up` on a connection of its own (empty when the
+/// server closed it unanswered).
+async fn up(addr: SocketAddr) -> String {
+    exchange(
+        addr,
+        "GET /up HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        Duration::from_secs(5),
+    )
+    .await
+}
+
 fn header<'a>(answer: &'a str, name: &str) -> Option<&'a str> {
     answer
         .split("\r\n\r\n")
@@ -68,12 +79,7 @@ async fn one_address_holds_at_most_its_cap_of_open_connections() {
     drop(idle.pop());
     let mut answer = String::new();
     for _ in 0..50 {
-        answer = exchange(
-            server.addr,
-            "GET /up HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
-            Duration::from_secs(5),
-        )
-        .await;
+        answer = up(server.addr).await;
         if !answer.is_empty() {
             break;
         }
@@ -90,12 +96,7 @@ async fn an_upgraded_cable_socket_gives_its_place_back() {
     let (_a, _ws_a) = common::connect_as(&server, DAVID, SECRET).await;
     let (_b, _ws_b) = common::connect_as(&server, JASON, SECRET).await;
     let (_c, _ws_c) = common::connect_as(&server, DAVID, SECRET).await;
-    let answer = exchange(
-        server.addr,
-        "GET /up HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
-        Duration::from_secs(5),
-    )
-    .await;
+    let answer = up(server.addr).await;
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer:?}");
 }
 
@@ -127,12 +128,7 @@ async fn an_http_1_1_request_without_exactly_one_host_is_400() {
         old.starts_with("HTTP/1.") && old.split(' ').nth(1) == Some("200"),
         "{old:?}"
     );
-    let ok = exchange(
-        server.addr,
-        "GET /up HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
-        within,
-    )
-    .await;
+    let ok = up(server.addr).await;
     assert!(ok.starts_with("HTTP/1.1 200"), "{ok:?}");
 }
 
@@ -198,43 +194,20 @@ async fn a_revoked_subscriptions_identifier_cannot_forge_a_log_line() {
 
 #[tokio::test]
 async fn a_name_of_invisible_characters_only_is_blank() {
-    let server = TestServer::start().await;
-    let mut c = server.signed_in(DAVID, SECRET).await;
-    let page = c.get("/users/me/profile").await;
-    let csrf = common::csrf_meta(&page.body);
-    // The Hangul filler, zero-width space and joiner, the byte-order mark, a soft hyphen: each
-    // shows nothing, so a name of them alone is a name nobody sees.
-    for blank in [
-        "\u{3164}",
-        "\u{200B}\u{200D}",
-        "\u{FEFF}",
-        " \u{00AD} ",
-        "\u{E0041}",
-    ] {
-        let body = common::form(&[
-            ("_method", "patch"),
-            ("user[name]", blank),
-            ("authenticity_token", &csrf),
-        ]);
-        let r = c.post_form("/users/me/profile", &body, &[]).await;
-        assert_eq!(r.status, 422, "{blank:?}");
-        let room = common::form(&[("room[name]", blank), ("authenticity_token", &csrf)]);
-        let r = c.post_form("/rooms/opens", &room, &[]).await;
-        assert_eq!(r.status, 422, "room {blank:?}");
-    }
-    let name: String = sqlx::query_scalar("SELECT name FROM users WHERE id = 1")
-        .fetch_one(&server.state.pool)
-        .await
-        .unwrap();
-    assert_eq!(name, "David");
-    // Beside visible text they stay (an emoji sequence's joiner).
-    let body = common::form(&[
-        ("_method", "patch"),
-        ("user[name]", "David \u{1F469}\u{200D}\u{1F4BB}"),
-        ("authenticity_token", &csrf),
-    ]);
-    let r = c.post_form("/users/me/profile", &body, &[]).await;
-    assert_eq!(r.status, 302, "{}", r.body);
+    // The Hangul filler, zero-width space and joiner, the byte-order mark, a soft hyphen, a
+    // tag character: each shows nothing, so a name of them alone is a name nobody sees. Beside
+    // visible text they stay (an emoji sequence's joiner).
+    crate::security::names_are_422_and_nothing_changes(
+        &[
+            "\u{3164}",
+            "\u{200B}\u{200D}",
+            "\u{FEFF}",
+            " \u{00AD} ",
+            "\u{E0041}",
+        ],
+        "David \u{1F469}\u{200D}\u{1F4BB}",
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -245,12 +218,7 @@ async fn a_trusted_proxy_is_not_capped() {
     })
     .await;
     let _idle: Vec<TcpStream> = idle_connections(server.addr, 3).await;
-    let answer = exchange(
-        server.addr,
-        "GET /up HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
-        Duration::from_secs(5),
-    )
-    .await;
+    let answer = up(server.addr).await;
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer:?}");
 }
 

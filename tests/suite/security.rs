@@ -607,22 +607,35 @@ async fn room_creation_searches_boosts_and_sign_ups_have_limits_too() {
 
 #[tokio::test]
 async fn names_with_nul_or_bidi_overrides_are_422_and_nothing_changes() {
+    // Right-to-left text itself is fine.
+    names_are_422_and_nothing_changes(
+        &[
+            "Dav\u{0}id",
+            "\u{202E}divaD",
+            "Da\u{2066}vid\u{2069}",
+            "a\u{7}b",
+        ],
+        "דוד",
+    )
+    .await;
+}
+
+/// Each of `refused` as David's name and as a new room's name is 422 and changes nothing;
+/// then `accepted` as his name is taken (302).
+pub(crate) async fn names_are_422_and_nothing_changes(refused: &[&str], accepted: &str) {
     let server = TestServer::start().await;
     let mut c = server.signed_in(DAVID, SECRET).await;
     let page = c.get("/users/me/profile").await;
     let csrf = common::csrf_meta(&page.body);
-    for bad in [
-        "Dav\u{0}id",
-        "\u{202E}divaD",
-        "Da\u{2066}vid\u{2069}",
-        "a\u{7}b",
-    ] {
-        let body = common::form(&[
+    let profile = |name: &str| {
+        common::form(&[
             ("_method", "patch"),
-            ("user[name]", bad),
+            ("user[name]", name),
             ("authenticity_token", &csrf),
-        ]);
-        let r = c.post_form("/users/me/profile", &body, &[]).await;
+        ])
+    };
+    for bad in refused {
+        let r = c.post_form("/users/me/profile", &profile(bad), &[]).await;
         assert_eq!(r.status, 422, "{bad:?}");
         let room = common::form(&[("room[name]", bad), ("authenticity_token", &csrf)]);
         let r = c.post_form("/rooms/opens", &room, &[]).await;
@@ -633,13 +646,9 @@ async fn names_with_nul_or_bidi_overrides_are_422_and_nothing_changes() {
         .await
         .unwrap();
     assert_eq!(name, "David");
-    // Right-to-left text itself is fine.
-    let body = common::form(&[
-        ("_method", "patch"),
-        ("user[name]", "דוד"),
-        ("authenticity_token", &csrf),
-    ]);
-    let r = c.post_form("/users/me/profile", &body, &[]).await;
+    let r = c
+        .post_form("/users/me/profile", &profile(accepted), &[])
+        .await;
     assert_eq!(r.status, 302, "{}", r.body);
 }
 
