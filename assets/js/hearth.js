@@ -1,14 +1,15 @@
 // The room page's behaviour. Turbo Drive and Turbo Streams come from turbo-rails (which also
-// defines <turbo-cable-stream-source>); this module adds the composer, typing notices,
-// presence, unread marks, rich message bodies, the list's look per reader (times, days,
-// threads), its paging, the message menu, pending posts, sounds, the catch-up after a
-// reconnect and the order of appended messages. Everything runs on one Action Cable
-// consumer, the one turbo-rails' stream sources use.
+// defines <turbo-cable-stream-source>); this module adds the composer and its toolbar's
+// button, typing notices, presence, unread marks, rich message bodies, the list's look per
+// reader (times, days, threads), its paging, the message menu, pending posts, sounds, the
+// catch-up after a reconnect and the order of appended messages. Everything runs on one
+// Action Cable consumer, the one turbo-rails' stream sources use.
 //
 // Each room page is set up on `turbo:load` and torn down before Turbo renders the next page;
 // so is the search page, whose results get the room's reading (see `setUpSearch`).
 import { Turbo, cable } from "@hotwired/turbo-rails"
 import { startComposer, startEditing } from "./composer.js"
+import { startToolbar } from "./toolbar.js"
 import { startTyping } from "./typing.js"
 import { startPresence } from "./presence.js"
 import { startConnection } from "./connection.js"
@@ -69,6 +70,7 @@ async function setUp() {
     startLightbox(context),
     startOrdering(context),
     startComposer(context),
+    startToolbar(context),
     startBodies(context),
     startEditing(context),
     startTyping(context),

@@ -216,6 +216,13 @@ export function startScrolling({ list }) {
   observer.observe(list, { childList: true })
   track()
 
+  // The area shrinks when the composer grows (its toolbar shown, a long draft) or a phone's
+  // keyboard opens: a reader at the bottom stays there, the newest message in view.
+  const resizes = new ResizeObserver(() => {
+    if (pinned) area.scrollTop = area.scrollHeight
+  })
+  resizes.observe(area)
+
   const unlisten = listen(
     [area, "scroll", scrolled, { passive: true }],
     [document, "turbo:before-stream-render", beforeStreamRender],
@@ -227,5 +234,6 @@ export function startScrolling({ list }) {
     unlisten()
     observer.disconnect()
     intersections.disconnect()
+    resizes.disconnect()
   }
 }

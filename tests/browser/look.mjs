@@ -11,6 +11,12 @@
 //    the page does not scroll sideways; the message column is at least 90 % of the width;
 //    the sidebar sits behind the menu button, which opens it; the nav's and the composer's
 //    controls are at least 44 px. At 1280 px the sidebar shows beside the messages.
+//    The composer's toolbar: on a phone it stays hidden when the editor has focus until its
+//    button (aria-expanded, aria-controls; Enter and Space toggle it) shows it, then sits
+//    above the editor in the flow: the newest message's box is inside the message area, in
+//    view, and does not meet the toolbar's; pressing Send (which takes the focus from the
+//    editor at mousedown) moves nothing, and the click posts. At 1280 px the toolbar shows on
+//    focus and the button is hidden. Screenshots of the focused composer, light and dark.
 // 4. In the dark scheme every page's background is dark, in the light one light.
 // 5. The room's bell cycles mentions → everything → nothing → invisible → mentions.
 // 6. /webmanifest is JSON with icons of 192 and 512 px that are PNGs of that size; Chromium
@@ -52,6 +58,39 @@ function overflow() {
     }
   }
   return { width, scrollWidth: document.documentElement.scrollWidth, offenders: offenders.slice(0, 8) }
+}
+
+// The boxes that matter with the composer focused and its toolbar shown, and whether the
+// newest message is drawn at its centre (in view, not covered).
+function composerBoxes() {
+  const box = (e) => e?.getBoundingClientRect().toJSON()
+  const messages = [...document.querySelectorAll("#message-area .message[data-message-id]")]
+  const newest = messages[messages.length - 1]
+  const n = newest.getBoundingClientRect()
+  const hit = document.elementFromPoint(n.left + n.width / 2, n.top + n.height / 2)
+  return {
+    toolbar: box(document.querySelector("#composer trix-toolbar")),
+    editor: box(document.querySelector("#composer trix-editor")),
+    send: box(document.querySelector("#composer button[type=submit]")),
+    area: box(document.getElementById("message-area")),
+    newest: box(newest),
+    newestText: newest.textContent.trim().replace(/\s+/g, " ").slice(0, 80),
+    newestDrawn: newest.contains(hit),
+    active: document.activeElement?.id ?? "",
+  }
+}
+
+const meets = (a, b) => a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1 && b.top < a.bottom - 1
+
+// The composer's toolbar on a phone, shown by its button, by element boxes.
+async function checkToolbarShown(page, what) {
+  const b = await page.evaluate(composerBoxes)
+  if (meets(b.newest, b.toolbar)) await fail(`${what}: the toolbar covers the newest message: ${JSON.stringify(b)}`)
+  if (b.toolbar.top < b.area.bottom - 1) await fail(`${what}: the toolbar reaches into the message area: ${JSON.stringify(b)}`)
+  if (b.newest.top < b.area.top - 1 || b.newest.bottom > b.area.bottom + 1 || !b.newestDrawn) await fail(`${what}: the newest message is not in view: ${JSON.stringify(b)}`)
+  if (b.toolbar.bottom > b.editor.top + 1) await fail(`${what}: the toolbar overlaps the editor: ${JSON.stringify(b)}`)
+  if (b.toolbar.right > page.viewportSize().width + 1) await fail(`${what}: the toolbar overflows: ${JSON.stringify(b.toolbar)}`)
+  return b
 }
 
 function luminance() {
@@ -97,6 +136,21 @@ try {
           if (o.scrollWidth > o.width || o.offenders.length > 0) await fail(`${name} at 390 px overflows: ${JSON.stringify(o)}`)
         }
         out("SCREENSHOT", file, `background luminance ${light.toFixed(2)}`)
+        if (name === "room") {
+          // The composer focused, its toolbar shown (on a phone by its button).
+          if (width === "390") await page.click("#composer .composer__format")
+          await page.click("#composer trix-editor")
+          await page.waitForSelector("#composer trix-toolbar", { state: "visible" })
+          await page.waitForTimeout(300)
+          const focused = shot(`look-room-${width}-${scheme}-composer.png`)
+          await page.screenshot({ path: focused })
+          if (width === "390") {
+            await checkToolbarShown(page, `${scheme} 390`)
+            const o = await page.evaluate(overflow)
+            if (o.scrollWidth > o.width || o.offenders.length > 0) await fail(`the room at 390 px with the toolbar overflows: ${JSON.stringify(o)}`)
+          }
+          out("SCREENSHOT", focused)
+        }
       }
       await context.close()
     }
@@ -130,6 +184,65 @@ try {
     await page.keyboard.press("Escape")
     await page.waitForFunction(() => document.getElementById("sidebar").getBoundingClientRect().right <= 0)
     out("PHONE-SIDEBAR", "opens from the menu button, closes with Escape")
+
+    // The toolbar behind its button.
+    const format = page.locator("#composer .composer__format")
+    const editor = page.locator("#composer trix-editor")
+    const toolbar = page.locator("#composer trix-toolbar")
+    await editor.click()
+    await page.waitForTimeout(200)
+    if (await toolbar.isVisible()) await fail("on a phone the toolbar shows on focus, before its button is pressed")
+    if ((await format.getAttribute("aria-expanded")) !== "false") await fail(`the button says aria-expanded=${await format.getAttribute("aria-expanded")} with the toolbar hidden`)
+    await format.click()
+    await toolbar.waitFor({ state: "visible", timeout: 5000 }).catch(() => fail("the button did not show the toolbar"))
+    const controls = await format.getAttribute("aria-controls")
+    const toolbarId = await toolbar.getAttribute("id")
+    if (!controls || controls !== toolbarId) await fail(`the button controls ${controls}, the toolbar is ${toolbarId}`)
+    if ((await format.getAttribute("aria-expanded")) !== "true") await fail("the button does not say aria-expanded=true with the toolbar shown")
+    await page.waitForTimeout(300)
+    const shown = await checkToolbarShown(page, "toolbar shown")
+    if (shown.active !== "message_body") await fail(`pressing the button took the focus from the editor to ${shown.active}`)
+    out("PHONE-TOOLBAR-SHOWN", `${Math.round(shown.toolbar.height)} px above the editor; the newest message ${Math.round(shown.newest.top)}–${Math.round(shown.newest.bottom)} in the area ${Math.round(shown.area.top)}–${Math.round(shown.area.bottom)}, the toolbar from ${Math.round(shown.toolbar.top)}`)
+
+    // Send after the editor loses focus: the mousedown takes the focus, nothing moves, the
+    // click lands on Send and posts; the new message shows above the toolbar.
+    await editor.pressSequentially("Sent from a phone", { delay: 10 })
+    await page.waitForTimeout(200)
+    const before = await page.evaluate(composerBoxes)
+    const [x, y] = [before.send.left + before.send.width / 2, before.send.top + before.send.height / 2]
+    await page.mouse.move(x, y)
+    await page.mouse.down()
+    await page.waitForTimeout(200)
+    const down = await page.evaluate(([x, y]) => ({
+      active: document.activeElement?.id ?? "",
+      send: document.querySelector("#composer button[type=submit]").getBoundingClientRect().toJSON(),
+      hit: !!document.elementFromPoint(x, y)?.closest("#composer button[type=submit]"),
+      toolbar: document.querySelector("#composer trix-toolbar").getBoundingClientRect().toJSON(),
+    }), [x, y])
+    if (down.active === "message_body") await fail("the mousedown on Send left the focus in the editor (the check would prove nothing)")
+    if (Math.abs(down.send.top - before.send.top) > 1 || Math.abs(down.send.left - before.send.left) > 1 || !down.hit) await fail(`Send moved when the editor lost focus: ${JSON.stringify(before.send)} → ${JSON.stringify(down.send)}`)
+    if (Math.abs(down.toolbar.top - before.toolbar.top) > 1 || down.toolbar.height < 1) await fail(`the toolbar moved when the editor lost focus: ${JSON.stringify(before.toolbar)} → ${JSON.stringify(down.toolbar)}`)
+    await page.mouse.up()
+    await page.locator("#message-area .message[data-message-id]:not(.message--pending)", { hasText: "Sent from a phone" }).last()
+      .waitFor({ state: "attached", timeout: 10000 }).catch(() => fail("the click on Send did not post"))
+    await page.waitForTimeout(500)
+    const posted = await checkToolbarShown(page, "after Send")
+    if (!posted.newestText.includes("Sent from a phone")) await fail(`the newest message is ${posted.newestText}`)
+    await page.screenshot({ path: shot("look-room-390-sent-with-toolbar.png") })
+    out("PHONE-SEND-AFTER-BLUR", "the layout held when the editor lost focus; the click posted, the post in view above the toolbar")
+
+    // The keyboard: Enter and Space on the button hide and show the toolbar.
+    await format.focus()
+    await page.keyboard.press("Enter")
+    await toolbar.waitFor({ state: "hidden", timeout: 5000 }).catch(() => fail("Enter on the button did not hide the toolbar"))
+    if ((await format.getAttribute("aria-expanded")) !== "false") await fail("hidden by Enter, the button says aria-expanded=true")
+    const closed = await page.evaluate(composerBoxes)
+    if (!closed.newestDrawn || closed.newest.bottom > closed.area.bottom + 1) await fail(`with the toolbar hidden again the newest message is not in view: ${JSON.stringify(closed)}`)
+    await page.keyboard.press(" ")
+    await toolbar.waitFor({ state: "visible", timeout: 5000 }).catch(() => fail("Space on the button did not show the toolbar"))
+    await page.keyboard.press(" ")
+    await toolbar.waitFor({ state: "hidden", timeout: 5000 }).catch(() => fail("Space on the button did not hide the toolbar"))
+    out("PHONE-TOOLBAR-KEYS", "Enter and Space toggle it, aria-expanded follows")
     await page.setViewportSize({ width: 360, height: 740 })
     for (const [name, path] of [...pages, ["sign-in", "/session/new"], ["people", "/account/users"], ["bots", "/account/bots"],
       ["new-direct", "/rooms/directs/new"], ["new-room", "/rooms/closeds/new"], ["involvement", "/rooms/1/involvement"]]) {
@@ -149,6 +262,11 @@ try {
     const area = await page.evaluate(() => document.getElementById("message-area").getBoundingClientRect().toJSON())
     if (sidebar.left < 0 || sidebar.width < 200 || area.left < sidebar.right - 1) await fail(`desktop sidebar ${JSON.stringify(sidebar)} area ${JSON.stringify(area)}`)
     out("DESKTOP-SIDEBAR", `${Math.round(sidebar.width)} px beside ${Math.round(area.width)} px of messages`)
+    // A desktop keeps the toolbar on focus, without the phone's button.
+    await page.click("#composer trix-editor")
+    await page.locator("#composer trix-toolbar").waitFor({ state: "visible", timeout: 5000 }).catch(() => fail("at 1280 px the toolbar does not show on focus"))
+    if (await page.locator("#composer .composer__format").isVisible()) await fail("at 1280 px the toolbar's button shows")
+    out("DESKTOP-TOOLBAR", "shown on focus, no button")
     const seen = [await page.getAttribute(".nav__bell", "data-involvement")]
     for (let i = 0; i < 4; i++) {
       const before = seen[seen.length - 1]

@@ -63,7 +63,10 @@ fn rich_text_links_bold_code_and_a_mention_the_mentioned_see_highlighted() {
 /// The look (`tests/browser/look.mjs`): screenshots of the room, profile, settings and search
 /// pages at 1280×900 and 390×844, light and dark, into `target/artifacts/browser/`; by element
 /// boxes at 390 and 360 px nothing overflows sideways, the message column is at least 90 % of
-/// the width, the sidebar is behind the menu button and touch targets are at least 44 px; the
+/// the width, the sidebar is behind the menu button and touch targets are at least 44 px; on a
+/// phone the composer's toolbar shows only by its button (aria-expanded, aria-controls, Enter
+/// and Space), above the editor without covering the newest message, and Send stays where it
+/// is when the editor loses focus (the click posts); a desktop shows the toolbar on focus; the
 /// dark pages' background is dark; the bell cycles as Campfire's; `/webmanifest` lists PNG
 /// icons of 192 and 512 px and Chromium registers the service worker.
 #[test]
@@ -75,8 +78,12 @@ fn the_look_at_desktop_and_phone_sizes_light_and_dark() {
         "PHONE-COLUMN",
         "PHONE-TARGETS",
         "PHONE-SIDEBAR",
+        "PHONE-TOOLBAR-SHOWN",
+        "PHONE-SEND-AFTER-BLUR",
+        "PHONE-TOOLBAR-KEYS",
         "NO-OVERFLOW-360",
         "DESKTOP-SIDEBAR",
+        "DESKTOP-TOOLBAR",
         "BELL mentions → everything → nothing → invisible → mentions",
         "MANIFEST",
         "SERVICE-WORKER",
