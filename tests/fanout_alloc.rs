@@ -333,3 +333,48 @@ fn broadcast_each_builds_one_frame_for_streams_that_share_an_identifier() {
     // The name buffer, the list of frames built, and the one frame.
     assert!(at_1000 <= 4, "{at_1000} allocations");
 }
+
+/// The most allocations any of several steady-state positioned broadcasts made to
+/// `subscribers` extended-protocol subscriptions, each with the gate that notes the last
+/// position sent (`Connection::track`).
+fn tracked_broadcast_allocations(subscribers: usize) -> u64 {
+    let fanout = Fanout::new(EngineKind::Queue, QueueLimits::default());
+    let mut variant = Variant::new(
+        "ext",
+        r#"{"identifier":"{\"channel\":\"C\"}","message":"#,
+        "}",
+    );
+    variant.positioned = true;
+    let conns: Vec<Connection> = (0..subscribers).map(|_| fanout.attach_detached()).collect();
+    for conn in &conns {
+        conn.track("room:1", &variant.key);
+        conn.subscribe("room:1", &variant);
+    }
+    let epoch: std::sync::Arc<str> = std::sync::Arc::from("epoch123");
+    let mut worst = 0;
+    for offset in 1..=8u64 {
+        let mut stamp = |_: &str| {
+            Some(hearth::fanout::Stamp {
+                suffix: bytes::Bytes::from_static(b",\"offset\":1}"),
+                epoch: epoch.clone(),
+                offset,
+            })
+        };
+        let (allocations, queued) =
+            count_allocations(|| fanout.broadcast_at("room:1", MESSAGE, &mut stamp));
+        assert_eq!(queued, subscribers);
+        assert_eq!(drain(&fanout, &conns), subscribers);
+        if offset > 3 {
+            worst = worst.max(allocations);
+        }
+    }
+    worst
+}
+
+#[test]
+fn a_tracked_positioned_broadcast_does_not_allocate_per_subscriber() {
+    assert_eq!(
+        tracked_broadcast_allocations(10),
+        tracked_broadcast_allocations(1000)
+    );
+}

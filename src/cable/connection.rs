@@ -532,6 +532,9 @@ impl Reader {
                 for stream in &subscribed.streams {
                     if hold {
                         self.conn.hold(stream, &variant.key);
+                    } else if variant.positioned {
+                        // Notes what it is sent live, so a later `history` repeats none of it.
+                        self.conn.track(stream, &variant.key);
                     }
                     interest.subscribe(&self.conn, stream, &variant);
                 }
@@ -588,9 +591,12 @@ impl Reader {
         let streams = sub.subscribed.streams.clone();
         let key = self.variant_key(identifier);
         self.held.retain(|held| held != identifier);
-        for stream in &streams {
-            self.conn.hold(stream, &key);
-        }
+        // Per stream: the last position the subscription was already sent (live, or by an
+        // earlier history answer): nothing at or before it is sent again.
+        let sent: Vec<_> = streams
+            .iter()
+            .map(|stream| self.conn.hold(stream, &key))
+            .collect();
         let history = self.state.history.clone();
         let json = self.state.json;
         let prefix = protocol::variant(identifier, json).prefix;
@@ -598,18 +604,33 @@ impl Reader {
         // Per stream: the last position the client has (its own, then each entry sent).
         let mut lasts: Vec<Option<(Arc<str>, u64)>> = Vec::with_capacity(streams.len());
         let mut gone = false;
-        for stream in &streams {
-            let (since, mut last) = match request.streams.iter().find(|(s, _, _)| s == stream) {
-                Some((_, epoch, offset)) => (
+        for (stream, sent) in streams.iter().zip(sent) {
+            let asked = request.streams.iter().find(|(s, _, _)| s == stream);
+            let (since, mut last) = match (asked, sent) {
+                // The client's own position, unless the subscription was sent past it.
+                (Some((_, epoch, offset)), sent)
+                    if sent
+                        .as_ref()
+                        .is_none_or(|(e, o)| **e != **epoch || offset >= o) =>
+                {
+                    (
+                        Since::Offset {
+                            epoch: epoch.clone(),
+                            offset: *offset,
+                        },
+                        Some((Arc::from(epoch.as_str()), *offset)),
+                    )
+                }
+                (asked, Some((epoch, offset))) if asked.is_some() || request.since > 0 => (
                     Since::Offset {
-                        epoch: epoch.clone(),
-                        offset: *offset,
+                        epoch: epoch.to_string(),
+                        offset,
                     },
-                    Some((Arc::from(epoch.as_str()), *offset)),
+                    Some((epoch, offset)),
                 ),
-                None if request.since > 0 => (Since::Time(request.since), None),
-                None => {
-                    lasts.push(None);
+                (None, None) if request.since > 0 => (Since::Time(request.since), None),
+                (_, sent) => {
+                    lasts.push(sent);
                     continue;
                 }
             };
@@ -645,7 +666,10 @@ impl Reader {
                 .send(Frame::text(&protocol::confirm_history(identifier, json)));
         }
         for (stream, last) in streams.iter().zip(lasts) {
-            self.conn.release(stream, &key, last);
+            // Rejected, nothing was sent: the floor stays what the subscription had (the
+            // client's claim may be past the head).
+            self.conn
+                .release(stream, &key, if gone { None } else { last });
         }
     }
 

@@ -273,8 +273,19 @@ impl Connection {
     /// [`Connection::release`]: call it before [`Connection::subscribe`], then send the
     /// subscription's history, then release. Holding past the connection's frame bound cuts
     /// it off as too slow. (Queue engine; the reference engine ignores positions and holds.)
-    pub fn hold(&self, stream: &str, variant_key: &str) {
-        self.conn.hold(stream, variant_key);
+    /// Returns the last position the subscription was sent (live, or by an earlier release):
+    /// a history answer sends only what comes after it.
+    pub fn hold(&self, stream: &str, variant_key: &str) -> Option<(Arc<str>, u64)> {
+        self.conn.hold(stream, variant_key)
+    }
+
+    /// Notes, from now on, the last position broadcast to `stream` for this connection's
+    /// positioned subscription `variant_key` (what [`Connection::hold`] returns later), and
+    /// drops a broadcast at or before it. Call it before [`Connection::subscribe`] for a
+    /// positioned subscription that is not held. (Queue engine; the reference engine ignores
+    /// it.)
+    pub fn track(&self, stream: &str, variant_key: &str) {
+        self.conn.track(stream, variant_key);
     }
 
     /// Ends [`Connection::hold`]: queues the held frames after `last` (the position the
@@ -856,8 +867,12 @@ impl Conn for QueueConn {
         }
     }
 
-    fn hold(&self, stream: &str, variant_key: &str) {
-        self.outbox.gates().hold(stream, variant_key);
+    fn hold(&self, stream: &str, variant_key: &str) -> Option<Mark> {
+        self.outbox.gates().hold(stream, variant_key)
+    }
+
+    fn track(&self, stream: &str, variant_key: &str) {
+        self.outbox.gates().track(stream, variant_key);
     }
 
     fn release(&self, stream: &str, variant_key: &str, last: Option<Mark>) {

@@ -11,16 +11,23 @@
 //!    key) pair is kept aside with its position, in order, instead of being queued.
 //! 2. The connection sends the history's entries itself.
 //! 3. [`Gates::release`] with the last position sent: the kept frames after it are queued, in
-//!    order, and the gate opens. It stays, as a floor, until a live frame past that position
-//!    arrives: a frame at or before it (assigned before the history was read, but broadcast
-//!    after; with several nodes, one the history's store had before this node's pub/sub link
-//!    brought it) is dropped, never sent twice.
+//!    order, and the gate opens. It stays, as a floor: a frame at or before the last position
+//!    sent (assigned before the history was read, but broadcast after; with several nodes, one
+//!    the history's store had before this node's pub/sub link brought it) is dropped, never
+//!    sent twice.
+//!
+//! An open gate notes the last position it let through, for as long as the subscription
+//! lasts (a positioned subscription that holds nothing gets one at its attach,
+//! [`Gates::track`]): a later history request on a live subscription starts after what the
+//! fan-out already sent it ([`Gates::hold`] returns that position), so nothing comes twice.
 //!
 //! Cost: an outbox without gates pays one atomic load per positioned broadcast it is given
 //! (`actioncable-v1-json` subscriptions, never positioned, pay nothing); an outbox with a
-//! gate takes its mutex for its positioned frames until the gate is gone. Only a held gate
+//! gate (every `actioncable-v1-ext-json` connection with a positioned subscription) takes its
+//! mutex for its positioned frames and looks its gate up among its own. Only a held gate
 //! allocates (the frames it keeps aside), and it keeps at most the outbox's frame bound: past
-//! it the connection is cut off as too slow, as a full outbox would be.
+//! it the connection is cut off as too slow, as a full outbox would be. Noting a position
+//! clones the broadcast's shared epoch (a reference count, no allocation).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -88,19 +95,42 @@ impl Gates {
         self.on.load(Ordering::Acquire)
     }
 
-    /// Starts holding `stream`'s frames for `key` (again, if a floor was left).
-    pub(crate) fn hold(&self, stream: &str, key: &str) {
+    /// Starts holding `stream`'s frames for `key` (again, if the gate was open). Returns the
+    /// last position the subscription was sent (live or by an earlier release), if any: a
+    /// history answer must start after it.
+    pub(crate) fn hold(&self, stream: &str, key: &str) -> Option<Mark> {
         let mut list = self.list.lock();
-        match list.iter_mut().find(|g| g.is(stream, key)) {
+        let last = match list.iter_mut().find(|g| g.is(stream, key)) {
             Some(gate) => {
                 gate.held.get_or_insert_with(Vec::new);
+                gate.last.clone()
             }
-            None => list.push(Gate {
+            None => {
+                list.push(Gate {
+                    stream: Arc::from(stream),
+                    key: Arc::from(key),
+                    held: Some(Vec::new()),
+                    last: None,
+                });
+                None
+            }
+        };
+        self.on.store(true, Ordering::Release);
+        last
+    }
+
+    /// Sets an open gate on `stream`'s `key` (none held): it only notes the last position
+    /// let through, so that a later history request sends nothing the subscription already
+    /// got. Call it before the attach of a positioned subscription that holds nothing.
+    pub(crate) fn track(&self, stream: &str, key: &str) {
+        let mut list = self.list.lock();
+        if !list.iter().any(|g| g.is(stream, key)) {
+            list.push(Gate {
                 stream: Arc::from(stream),
                 key: Arc::from(key),
-                held: Some(Vec::new()),
+                held: None,
                 last: None,
-            }),
+            });
         }
         self.on.store(true, Ordering::Release);
     }
@@ -133,15 +163,16 @@ impl Gates {
         if seen(Some((&stamp.epoch, stamp.offset)), gate.last.as_ref()) {
             return Pass::Skip;
         }
-        // Past the floor (or in another epoch): later frames come after it, the gate is done.
-        list.swap_remove(i);
-        self.on.store(!list.is_empty(), Ordering::Release);
+        // Past the floor (or in another epoch): noted as the last position sent (no
+        // allocation: the epoch is shared).
+        gate.last = Some((stamp.epoch.clone(), stamp.offset));
         Pass::Through
     }
 
     /// Ends the hold of `stream`'s `key`: gives `queue` the kept frames after `last` (the
-    /// position the subscription has: the last history entry sent, or the client's own), in
-    /// order, and leaves the last position given as the floor. Runs under the gates' lock, so
+    /// position the subscription has: the last history entry sent, or the client's own; None:
+    /// the last the gate let through), in order, and leaves the last position given as the
+    /// floor. Runs under the gates' lock, so
     /// a broadcast racing the release is queued after the kept frames.
     pub(crate) fn release(
         &self,
@@ -166,13 +197,7 @@ impl Gates {
                 last = at;
             }
         }
-        match last {
-            Some(last) => gate.last = Some(last),
-            None => {
-                list.swap_remove(i);
-                self.on.store(!list.is_empty(), Ordering::Release);
-            }
-        }
+        gate.last = last;
     }
 
     /// Drops `stream`'s gate for `key`, held frames and all (the subscription is gone).
@@ -226,11 +251,41 @@ mod tests {
             gates.check("s", "k", &frame(8), Some(&stamp("e", 8)), 100),
             Pass::Through
         );
-        assert!(!gates.any());
+        // The gate stays open and notes what it let through: nothing older comes after it,
+        // and a later hold says where a history answer must start.
+        assert!(gates.any());
         assert_eq!(
             gates.check("s", "k", &frame(3), Some(&stamp("e", 3)), 100),
-            Pass::Through
+            Pass::Skip
         );
+        assert_eq!(gates.hold("s", "k"), Some((Arc::from("e"), 8)));
+    }
+
+    #[test]
+    fn a_tracking_gate_notes_the_last_position_let_through_and_drops_older_ones() {
+        let gates = Gates::default();
+        gates.track("s", "k");
+        assert!(gates.any());
+        assert_eq!(gates.check("s", "k", &frame(0), None, 1), Pass::Through);
+        for n in 1..=3 {
+            let pass = gates.check("s", "k", &frame(n), Some(&stamp("e", n)), 1);
+            assert_eq!(pass, Pass::Through);
+        }
+        assert_eq!(
+            gates.check("s", "k", &frame(2), Some(&stamp("e", 2)), 1),
+            Pass::Skip
+        );
+        // Tracking again changes nothing; the hold starts after 3.
+        gates.track("s", "k");
+        assert_eq!(gates.hold("s", "k"), Some((Arc::from("e"), 3)));
+        assert_eq!(
+            gates.check("s", "k", &frame(4), Some(&stamp("e", 4)), 1),
+            Pass::Held
+        );
+        let mut out = Vec::new();
+        gates.release("s", "k", None, |f| out.push(f.clone()));
+        assert_eq!(out, [frame(4)]);
+        assert_eq!(gates.hold("s", "k"), Some((Arc::from("e"), 4)));
     }
 
     #[test]
@@ -247,13 +302,13 @@ mod tests {
             gates.check("s", "k", &frame(2), Some(&stamp("f", 2)), 1),
             Pass::Through
         );
-        assert!(!gates.any());
-        gates.hold("s", "k");
+        assert_eq!(gates.hold("s", "k"), Some((Arc::from("f"), 2)));
         gates.forget("s", "k");
         assert!(!gates.any());
-        // Released with nothing sent and nothing held: no floor is left.
-        gates.hold("s", "k");
+        // Released with nothing sent and nothing held: no floor, the gate stays open.
+        assert_eq!(gates.hold("s", "k"), None);
         gates.release("s", "k", None, |_| panic!("nothing held"));
-        assert!(!gates.any());
+        assert_eq!(gates.check("s", "k", &frame(1), None, 1), Pass::Through);
+        assert_eq!(gates.hold("s", "k"), None);
     }
 }

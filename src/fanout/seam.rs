@@ -101,9 +101,15 @@ pub(super) trait Conn: Send + Sync {
     /// Detaches from `stream` for `variant_key`.
     fn unsubscribe(&self, stream: &str, variant_key: &str);
 
-    /// Holds `stream`'s frames for `variant_key` (see `Connection::hold`). By default
-    /// nothing is held.
-    fn hold(&self, _stream: &str, _variant_key: &str) {}
+    /// Holds `stream`'s frames for `variant_key` (see `Connection::hold`) and returns the last
+    /// position sent. By default nothing is held and no position is known.
+    fn hold(&self, _stream: &str, _variant_key: &str) -> Option<(Arc<str>, u64)> {
+        None
+    }
+
+    /// Notes the last position sent for `variant_key` (see `Connection::track`). By default
+    /// nothing is noted.
+    fn track(&self, _stream: &str, _variant_key: &str) {}
 
     /// Ends a hold (see `Connection::release`). By default nothing was held.
     fn release(&self, _stream: &str, _variant_key: &str, _last: Option<(Arc<str>, u64)>) {}

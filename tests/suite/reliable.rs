@@ -143,36 +143,40 @@ async fn history_replays_after_an_offset_and_rejects_what_it_no_longer_holds() {
         r#"{"command":"history","identifier":"{\"channel\":\"Nope\"}","history":{"since":1}}"#,
     )
     .await;
-    // The client had offsets[1]: the history (2 entries) still joins up with it.
+    // Another tab, subscribed after the posts (the first got them live, and a history answer
+    // never repeats what a subscription was sent).
+    let (mut tab, _) = ext(&server, &c, "").await;
+    subscribed(&mut tab, &id).await;
     let had = |offset: u64| serde_json::json!({"streams": {stream.clone(): {"epoch": epoch.clone(), "offset": offset}}});
-    e.send_text(&history_cmd(&id, had(offsets[1]))).await;
+    // offsets[0]: offsets[1] was dropped, so the client would miss it.
+    tab.send_text(&history_cmd(&id, had(offsets[0]))).await;
+    let rejected = format!(
+        r#"{{"type":"reject_history","identifier":{}}}"#,
+        serde_json::to_string(&id).unwrap()
+    );
+    assert_eq!(tab.next_non_ping(T).await, text(&rejected));
+    // Another epoch (a restart): rejected; an offset past the head: rejected.
+    let other = serde_json::json!({"streams": {stream.clone(): {"epoch": "elsewhere", "offset": offsets[3]}}});
+    tab.send_text(&history_cmd(&id, other)).await;
+    assert_eq!(tab.next_non_ping(T).await, text(&rejected));
+    tab.send_text(&history_cmd(&id, had(offsets[3] + 5))).await;
+    assert_eq!(tab.next_non_ping(T).await, text(&rejected));
+    // The client had offsets[1]: the history (2 entries) still joins up with it.
+    tab.send_text(&history_cmd(&id, had(offsets[1]))).await;
     for expected in &offsets[2..] {
-        let frame = next_json(&mut e).await;
+        let frame = next_json(&mut tab).await;
         assert_eq!(frame["identifier"], id.as_str());
         assert_eq!(frame["offset"].as_u64(), Some(*expected), "{frame}");
         assert!(frame["message"].as_str().unwrap().contains("turbo-stream"));
     }
     assert_eq!(
-        next_json(&mut e).await,
+        next_json(&mut tab).await,
         serde_json::json!({"type": "confirm_history", "identifier": id})
     );
-    // offsets[0]: offsets[1] was dropped, so the client would miss it.
-    e.send_text(&history_cmd(&id, had(offsets[0]))).await;
-    let rejected = format!(
-        r#"{{"type":"reject_history","identifier":{}}}"#,
-        serde_json::to_string(&id).unwrap()
-    );
-    assert_eq!(e.next_non_ping(T).await, text(&rejected));
-    // Another epoch (a restart): rejected; an offset past the head: rejected.
-    let other = serde_json::json!({"streams": {stream.clone(): {"epoch": "elsewhere", "offset": offsets[3]}}});
-    e.send_text(&history_cmd(&id, other)).await;
-    assert_eq!(e.next_non_ping(T).await, text(&rejected));
-    e.send_text(&history_cmd(&id, had(offsets[3] + 5))).await;
-    assert_eq!(e.next_non_ping(T).await, text(&rejected));
     // Up to date: nothing to send, confirmed.
-    e.send_text(&history_cmd(&id, had(offsets[3]))).await;
+    tab.send_text(&history_cmd(&id, had(offsets[3]))).await;
     assert_eq!(
-        next_json(&mut e).await,
+        next_json(&mut tab).await,
         serde_json::json!({"type": "confirm_history", "identifier": id})
     );
     // A v1 client's `history` is an unknown command: nothing comes back.
@@ -180,6 +184,47 @@ async fn history_replays_after_an_offset_and_rejects_what_it_no_longer_holds() {
     subscribed(&mut v1, &id).await;
     v1.send_text(&history_cmd(&id, had(offsets[1]))).await;
     assert_eq!(v1.next_non_ping(Duration::from_millis(300)).await, None);
+}
+
+/// A live subscription's `history` command sends only what comes after what the subscription
+/// was already sent: nothing it received live comes again, whatever the client's offset or
+/// time.
+#[tokio::test]
+async fn a_live_subscriptions_history_sends_nothing_it_already_received() {
+    let server = TestServer::start().await;
+    let (mut c, csrf, id) = signed_in(&server, "david@example.com", "secret123456").await;
+    let (mut e, _) = ext(&server, &c, "").await;
+    subscribed(&mut e, &id).await;
+    let mut live = Vec::new();
+    let (mut epoch, mut stream) = (String::new(), String::new());
+    for i in 0..3 {
+        let cid = format!("live-{i}");
+        assert_eq!(c.post_message(1, &cid, &cid, &csrf).await.status, 200);
+        let frame = next_json(&mut e).await;
+        live.push(frame["offset"].as_u64().unwrap());
+        epoch = frame["epoch"].as_str().unwrap().to_owned();
+        stream = frame["stream_id"].as_str().unwrap().to_owned();
+    }
+    let confirmed = serde_json::json!({"type": "confirm_history", "identifier": id});
+    let since = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        - 60;
+    // An older offset of the same epoch, then only a time: the entries it asks for were all
+    // received live.
+    for asked in [
+        serde_json::json!({"streams": {stream.clone(): {"epoch": epoch.clone(), "offset": live[0]}}}),
+        serde_json::json!({"since": since}),
+    ] {
+        e.send_text(&history_cmd(&id, asked)).await;
+        assert_eq!(next_json(&mut e).await, confirmed);
+    }
+    // What follows comes once.
+    assert_eq!(c.post_message(1, "after", "after", &csrf).await.status, 200);
+    let frame = next_json(&mut e).await;
+    assert_eq!(frame["offset"].as_u64(), Some(live[2] + 1), "{frame}");
+    assert_eq!(e.next_non_ping(Duration::from_millis(300)).await, None);
 }
 
 #[tokio::test]
