@@ -58,7 +58,7 @@ pub async fn needs_first_run(pool: &SqlitePool) -> sqlx::Result<bool> {
 /// Gives the account a new join code (Campfire's `Account#reset_join_code`); returns it, or
 /// None when there is no account.
 pub async fn regenerate_join_code(pool: &SqlitePool) -> sqlx::Result<Option<String>> {
-    let _write = super::write_lock().await?;
+    let mut tx = super::Write::begin(pool, super::Access::Kept).await?;
     let code = new_join_code();
     let changed = sqlx::query(
         "UPDATE accounts SET join_code = ?, updated_at = ? \
@@ -66,9 +66,10 @@ pub async fn regenerate_join_code(pool: &SqlitePool) -> sqlx::Result<Option<Stri
     )
     .bind(&code)
     .bind(super::now_ms())
-    .execute(pool)
+    .execute(&mut *tx)
     .await?
     .rows_affected();
+    tx.commit().await?;
     Ok((changed > 0).then_some(code))
 }
 
@@ -144,7 +145,7 @@ pub async fn update(
     name: &str,
     restrict_room_creation: Option<bool>,
 ) -> sqlx::Result<bool> {
-    let _write = super::write_lock().await?;
+    let mut tx = super::Write::begin(pool, super::Access::Kept).await?;
     let changed = match restrict_room_creation {
         Some(restrict) => sqlx::query(
             "UPDATE accounts SET name = ?, \
@@ -154,7 +155,7 @@ pub async fn update(
         .bind(name)
         .bind(if restrict { "true" } else { "false" })
         .bind(super::now_ms())
-        .execute(pool)
+        .execute(&mut *tx)
         .await?
         .rows_affected(),
         None => sqlx::query(
@@ -162,26 +163,28 @@ pub async fn update(
         )
         .bind(name)
         .bind(super::now_ms())
-        .execute(pool)
+        .execute(&mut *tx)
         .await?
         .rows_affected(),
     };
+    tx.commit().await?;
     Ok(changed > 0)
 }
 
 /// Stores the account's custom styles (already sanitized; empty clears them). Returns false
 /// when there is no account.
 pub async fn set_custom_styles(pool: &SqlitePool, css: &str) -> sqlx::Result<bool> {
-    let _write = super::write_lock().await?;
+    let mut tx = super::Write::begin(pool, super::Access::Kept).await?;
     let changed = sqlx::query(
         "UPDATE accounts SET custom_styles = ?, updated_at = ? \
          WHERE id = (SELECT MIN(id) FROM accounts)",
     )
     .bind((!css.is_empty()).then_some(css))
     .bind(super::now_ms())
-    .execute(pool)
+    .execute(&mut *tx)
     .await?
     .rows_affected();
+    tx.commit().await?;
     Ok(changed > 0)
 }
 
@@ -247,9 +250,7 @@ pub async fn first_run(
     email_address: &str,
     password_digest: &str,
 ) -> sqlx::Result<Option<FirstRun>> {
-    let _write = super::write_lock().await?;
-    let _changed = super::generation::advance_on_drop();
-    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    let mut tx = super::Write::begin(pool, super::Access::Changed).await?;
     let taken: bool = sqlx::query_scalar(
         "SELECT EXISTS (SELECT 1 FROM accounts) OR EXISTS (SELECT 1 FROM users)",
     )

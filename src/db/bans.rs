@@ -90,9 +90,7 @@ pub enum Banned {
 
 /// Bans `user_id` in one transaction (see the module docs).
 pub async fn ban(pool: &SqlitePool, user_id: i64) -> sqlx::Result<Banned> {
-    let _write = super::write_lock().await?;
-    let _changed = super::generation::advance_on_drop();
-    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    let mut tx = super::Write::begin(pool, super::Access::Changed).await?;
     match guard_last_administrator(&mut tx, user_id).await? {
         Guard::Missing => return Ok(Banned::NotFound),
         Guard::LastAdministrator => return Ok(Banned::LastAdministrator),
@@ -142,9 +140,7 @@ pub async fn ban(pool: &SqlitePool, user_id: i64) -> sqlx::Result<Banned> {
 /// Lifts a ban (Campfire's `unban`): deletes the user's ban rows and makes the user active
 /// again. Returns false, changing nothing, when the user is not banned.
 pub async fn unban(pool: &SqlitePool, user_id: i64) -> sqlx::Result<bool> {
-    let _write = super::write_lock().await?;
-    let _changed = super::generation::advance_on_drop();
-    let mut tx = pool.begin().await?;
+    let mut tx = super::Write::begin(pool, super::Access::Changed).await?;
     let changed = sqlx::query(
         "UPDATE users SET status = 'active', updated_at = ? WHERE id = ? AND status = 'banned'",
     )

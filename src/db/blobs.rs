@@ -144,8 +144,8 @@ const BLOB_COLUMNS: &str =
 /// # Errors
 /// A database failure, or a duplicate key.
 pub async fn insert(pool: &SqlitePool, new: &NewBlob<'_>) -> sqlx::Result<Blob> {
-    let _write = super::write_lock().await?;
-    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+    let mut tx = super::Write::begin(pool, super::Access::Kept).await?;
+    let row = sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "INSERT INTO active_storage_blobs (key, filename, content_type, metadata, service_name, \
          byte_size, checksum, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING {BLOB_COLUMNS}"
     )))
@@ -157,8 +157,10 @@ pub async fn insert(pool: &SqlitePool, new: &NewBlob<'_>) -> sqlx::Result<Blob> 
     .bind(new.byte_size)
     .bind(new.checksum)
     .bind(rails_datetime(super::now_ms()))
-    .fetch_one(pool)
-    .await
+    .fetch_one(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(row)
 }
 
 /// The blob `id`.
@@ -188,13 +190,14 @@ pub async fn update_identity(
     content_type: Option<&str>,
     metadata: &str,
 ) -> sqlx::Result<()> {
-    let _write = super::write_lock().await?;
+    let mut tx = super::Write::begin(pool, super::Access::Kept).await?;
     sqlx::query("UPDATE active_storage_blobs SET content_type = ?, metadata = ? WHERE id = ?")
         .bind(content_type)
         .bind(metadata)
         .bind(id)
-        .execute(pool)
+        .execute(&mut *tx)
         .await?;
+    tx.commit().await?;
     Ok(())
 }
 
@@ -232,8 +235,7 @@ pub async fn attach_one(
     record_id: i64,
     blob_id: i64,
 ) -> sqlx::Result<Vec<i64>> {
-    let _write = super::write_lock().await?;
-    let mut tx = pool.begin().await?;
+    let mut tx = super::Write::begin(pool, super::Access::Kept).await?;
     let old: Vec<i64> = sqlx::query_scalar(
         "DELETE FROM active_storage_attachments WHERE record_type = ? AND record_id = ? AND name = ? \
          RETURNING blob_id",
@@ -255,16 +257,18 @@ pub async fn detach(
     record_type: &str,
     record_id: i64,
 ) -> sqlx::Result<Vec<i64>> {
-    let _write = super::write_lock().await?;
-    sqlx::query_scalar(
+    let mut tx = super::Write::begin(pool, super::Access::Kept).await?;
+    let row = sqlx::query_scalar(
         "DELETE FROM active_storage_attachments WHERE record_type = ? AND record_id = ? AND name = ? \
          RETURNING blob_id",
     )
     .bind(record_type)
     .bind(record_id)
     .bind(name)
-    .fetch_all(pool)
-    .await
+    .fetch_all(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(row)
 }
 
 /// The blob attached as `name` of a record.
@@ -359,8 +363,7 @@ pub async fn add_variant(
     digest: &str,
     image_blob_id: i64,
 ) -> sqlx::Result<bool> {
-    let _write = super::write_lock().await?;
-    let mut tx = pool.begin().await?;
+    let mut tx = super::Write::begin(pool, super::Access::Kept).await?;
     let exists: Option<i64> =
         sqlx::query_scalar("SELECT id FROM active_storage_blobs WHERE id = ?")
             .bind(blob_id)
@@ -427,8 +430,7 @@ pub async fn for_messages(
 /// Deletes blob `id` with its attachments, its variants and their images; returns the
 /// `(service_name, key)` of every deleted blob, whose files the caller removes.
 pub async fn delete(pool: &SqlitePool, id: i64) -> sqlx::Result<Vec<(String, String)>> {
-    let _write = super::write_lock().await?;
-    let mut tx = pool.begin().await?;
+    let mut tx = super::Write::begin(pool, super::Access::Kept).await?;
     let mut gone = Vec::new();
     let mut pending = vec![id];
     while let Some(blob_id) = pending.pop() {
@@ -472,8 +474,8 @@ pub async fn delete(pool: &SqlitePool, id: i64) -> sqlx::Result<Vec<(String, Str
 /// Variant images are not counted: they go with their source blob.
 pub async fn orphans(pool: &SqlitePool, unattached_before_ms: i64) -> sqlx::Result<Vec<i64>> {
     let mut ids: Vec<i64> = {
-        let _write = super::write_lock().await?;
-        sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+        let mut tx = super::Write::begin(pool, super::Access::Kept).await?;
+        let ids = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
             "DELETE FROM active_storage_attachments WHERE \
              (record_type = '{m}' AND record_id NOT IN (SELECT id FROM messages)) OR \
              (record_type = '{u}' AND record_id NOT IN (SELECT id FROM users)) OR \
@@ -482,8 +484,10 @@ pub async fn orphans(pool: &SqlitePool, unattached_before_ms: i64) -> sqlx::Resu
             u = record::USER,
             a = record::ACCOUNT
         )))
-        .fetch_all(pool)
-        .await?
+        .fetch_all(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        ids
     };
     let old: Vec<i64> = sqlx::query_scalar(
         "SELECT id FROM active_storage_blobs b WHERE created_at < ? AND \

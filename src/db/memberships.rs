@@ -14,7 +14,7 @@
 //! Member lists are passed to SQLite as one JSON array (`json_each`), so a room of a thousand
 //! members costs one statement, not a thousand.
 
-use sqlx::{Sqlite, SqlitePool, Transaction};
+use sqlx::{SqliteConnection, SqlitePool};
 
 use super::rooms::Room;
 use super::{Involvement, RoomKind};
@@ -65,15 +65,13 @@ fn parse_ids(json: &str) -> sqlx::Result<Vec<i64>> {
 /// Commits `tx`, then tells `observer` about `revoked` (when not empty): the one place every
 /// access change ends.
 async fn commit_and_tell(
-    tx: Transaction<'_, Sqlite>,
+    tx: super::Write,
     observer: &dyn MembershipObserver,
     revoked: &[i64],
 ) -> sqlx::Result<()> {
-    // Cached access answers go stale at the commit, before any connection is told to
-    // re-check (its re-check must not read them).
-    let stale = super::generation::advance_on_drop();
-    tx.commit().await?;
-    drop(stale);
+    // Cached access answers go stale at the commit (`Access::Changed`), before any connection
+    // is told to re-check (its re-check must not read them).
+    let _held = tx.commit().await?;
     if !revoked.is_empty() {
         let mut ids = revoked.to_vec();
         ids.sort_unstable();
@@ -84,40 +82,40 @@ async fn commit_and_tell(
 }
 
 /// The active users among `ids`, ascending (unknown, bot-less filtering is the caller's).
-async fn active_among(tx: &mut Transaction<'_, Sqlite>, ids: &[i64]) -> sqlx::Result<Vec<i64>> {
+async fn active_among(tx: &mut SqliteConnection, ids: &[i64]) -> sqlx::Result<Vec<i64>> {
     let json: String = sqlx::query_scalar(
         "SELECT json_group_array(id) FROM (SELECT id FROM users WHERE status = 'active' \
          AND id IN (SELECT value FROM json_each(?)) ORDER BY id)",
     )
     .bind(json_ids(ids))
-    .fetch_one(&mut **tx)
+    .fetch_one(&mut *tx)
     .await?;
     parse_ids(&json)
 }
 
-async fn all_active(tx: &mut Transaction<'_, Sqlite>) -> sqlx::Result<Vec<i64>> {
+async fn all_active(tx: &mut SqliteConnection) -> sqlx::Result<Vec<i64>> {
     let json: String = sqlx::query_scalar(
         "SELECT json_group_array(id) FROM \
          (SELECT id FROM users WHERE status = 'active' ORDER BY id)",
     )
-    .fetch_one(&mut **tx)
+    .fetch_one(&mut *tx)
     .await?;
     parse_ids(&json)
 }
 
-async fn members_of(tx: &mut Transaction<'_, Sqlite>, room_id: i64) -> sqlx::Result<Vec<i64>> {
+async fn members_of(tx: &mut SqliteConnection, room_id: i64) -> sqlx::Result<Vec<i64>> {
     let json: String = sqlx::query_scalar(
         "SELECT json_group_array(user_id) FROM \
          (SELECT user_id FROM memberships WHERE room_id = ? ORDER BY user_id)",
     )
     .bind(room_id)
-    .fetch_one(&mut **tx)
+    .fetch_one(&mut *tx)
     .await?;
     parse_ids(&json)
 }
 
 async fn grant(
-    tx: &mut Transaction<'_, Sqlite>,
+    tx: &mut SqliteConnection,
     room_id: i64,
     kind: RoomKind,
     user_ids: &[i64],
@@ -136,16 +134,12 @@ async fn grant(
     .bind(now)
     .bind(now)
     .bind(json_ids(user_ids))
-    .execute(&mut **tx)
+    .execute(&mut *tx)
     .await?;
     Ok(())
 }
 
-async fn revoke(
-    tx: &mut Transaction<'_, Sqlite>,
-    room_id: i64,
-    user_ids: &[i64],
-) -> sqlx::Result<()> {
+async fn revoke(tx: &mut SqliteConnection, room_id: i64, user_ids: &[i64]) -> sqlx::Result<()> {
     if user_ids.is_empty() {
         return Ok(());
     }
@@ -154,15 +148,15 @@ async fn revoke(
     )
     .bind(room_id)
     .bind(json_ids(user_ids))
-    .execute(&mut **tx)
+    .execute(&mut *tx)
     .await?;
     Ok(())
 }
 
-async fn find_room(tx: &mut Transaction<'_, Sqlite>, id: i64) -> sqlx::Result<Option<Room>> {
+async fn find_room(tx: &mut SqliteConnection, id: i64) -> sqlx::Result<Option<Room>> {
     sqlx::query_as("SELECT id, name, kind, updated_at FROM rooms WHERE id = ?")
         .bind(id)
-        .fetch_optional(&mut **tx)
+        .fetch_optional(&mut *tx)
         .await
 }
 
@@ -175,7 +169,7 @@ fn with(mut ids: Vec<i64>, id: i64) -> Vec<i64> {
 
 /// Moves a room to `target` members: grants the new, revokes the gone. Returns the revision.
 async fn revise_to(
-    tx: &mut Transaction<'_, Sqlite>,
+    tx: &mut SqliteConnection,
     room_id: i64,
     kind: RoomKind,
     target: &[i64],
@@ -215,8 +209,7 @@ pub async fn create_room(
     creator_id: i64,
     member_ids: &[i64],
 ) -> sqlx::Result<(Room, Vec<i64>)> {
-    let _write = super::write_lock().await?;
-    let mut tx = pool.begin().await?;
+    let mut tx = super::Write::begin(pool, super::Access::Changed).await?;
     let now = super::now_ms();
     let id: i64 = sqlx::query_scalar(
         "INSERT INTO rooms (name, kind, creator_id, created_at, updated_at) \
@@ -258,8 +251,7 @@ pub async fn update_room(
     actor_id: i64,
     member_ids: &[i64],
 ) -> sqlx::Result<Option<(Room, Revision)>> {
-    let _write = super::write_lock().await?;
-    let mut tx = pool.begin().await?;
+    let mut tx = super::Write::begin(pool, super::Access::Changed).await?;
     match find_room(&mut tx, room_id).await? {
         Some(room) if room.kind != RoomKind::Direct => {}
         _ => return Ok(None),
@@ -303,8 +295,7 @@ pub async fn revise(
     granted: &[i64],
     revoked: &[i64],
 ) -> sqlx::Result<Option<Revision>> {
-    let _write = super::write_lock().await?;
-    let mut tx = pool.begin().await?;
+    let mut tx = super::Write::begin(pool, super::Access::Changed).await?;
     let Some(room) = find_room(&mut tx, room_id).await? else {
         return Ok(None);
     };
@@ -335,8 +326,7 @@ pub async fn find_or_create_direct(
     creator_id: i64,
     user_ids: &[i64],
 ) -> sqlx::Result<(Room, Vec<i64>, bool)> {
-    let _write = super::write_lock().await?;
-    let mut tx = pool.begin().await?;
+    let mut tx = super::Write::begin(pool, super::Access::Changed).await?;
     let members = with(active_among(&mut tx, user_ids).await?, creator_id);
     let count = i64::try_from(members.len()).unwrap_or(i64::MAX);
     let existing: Option<i64> = sqlx::query_scalar(
@@ -387,8 +377,7 @@ pub async fn destroy_room(
     observer: &dyn MembershipObserver,
     room_id: i64,
 ) -> sqlx::Result<Option<(Room, Vec<i64>)>> {
-    let _write = super::write_lock().await?;
-    let mut tx = pool.begin().await?;
+    let mut tx = super::Write::begin(pool, super::Access::Changed).await?;
     let Some(room) = find_room(&mut tx, room_id).await? else {
         return Ok(None);
     };
@@ -411,8 +400,7 @@ pub async fn grant_open_rooms(
     observer: &dyn MembershipObserver,
     user_id: i64,
 ) -> sqlx::Result<u64> {
-    let _write = super::write_lock().await?;
-    let mut tx = pool.begin().await?;
+    let mut tx = super::Write::begin(pool, super::Access::Changed).await?;
     let now = super::now_ms();
     let created = sqlx::query(
         "INSERT INTO memberships (room_id, user_id, involvement, created_at, updated_at) \
@@ -455,8 +443,7 @@ pub async fn set_involvement(
     user_id: i64,
     involvement: Involvement,
 ) -> sqlx::Result<Option<Involvement>> {
-    let _write = super::write_lock().await?;
-    let mut tx = pool.begin().await?;
+    let mut tx = super::Write::begin(pool, super::Access::Kept).await?;
     let previous: Option<Involvement> =
         sqlx::query_scalar("SELECT involvement FROM memberships WHERE room_id = ? AND user_id = ?")
             .bind(room_id)

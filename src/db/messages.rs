@@ -886,11 +886,10 @@ async fn create_with_attachment<T>(
     blob_id: i64,
     committed: impl FnOnce(&Message, &[i64]) -> T,
 ) -> sqlx::Result<(Message, T)> {
-    let write = super::write_lock().await?;
+    // The message and its attachment commit together or not at all.
+    let mut tx = super::Write::begin(pool, super::Access::Kept).await?;
     let member_ids = cache.member_ids(pool, new.room_id).await?;
     let now = super::now_ms();
-    // The message and its attachment commit together or not at all.
-    let mut tx = pool.begin().await?;
     let id: i64 = sqlx::query_scalar(
         "INSERT INTO messages (room_id, creator_id, client_message_id, body, plain_text, created_at, updated_at) \
          VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
@@ -912,12 +911,12 @@ async fn create_with_attachment<T>(
         blob_id,
     )
     .await?;
-    tx.commit().await?;
+    let held = tx.commit().await?;
     let blob = super::blobs::find(pool, blob_id).await?;
     let mut message = Owned::of(new).into_message(id, now);
     message.attachment = blob.map(|blob| super::blobs::Attached { blob, thumb: None });
     let out = committed(&message, &member_ids);
-    drop(write);
+    drop(held);
     Ok((message, out))
 }
 
@@ -930,9 +929,8 @@ pub async fn update_body(
     body: &str,
     plain_text: &str,
 ) -> sqlx::Result<Option<Message>> {
-    let _write = super::write_lock().await?;
     // Its triggers write to the full-text index: see `begin_write`.
-    let mut tx = super::begin_write(pool).await?;
+    let mut tx = super::Write::begin(pool, super::Access::Kept).await?;
     let changed = sqlx::query(
         "UPDATE messages SET body = ?, plain_text = ?, updated_at = ? WHERE room_id = ? AND id = ?",
     )
@@ -944,7 +942,7 @@ pub async fn update_body(
     .execute(&mut *tx)
     .await?
     .rows_affected();
-    tx.commit().await?;
+    let _held = tx.commit().await?;
     if changed == 0 {
         return Ok(None);
     }
@@ -953,12 +951,11 @@ pub async fn update_body(
 
 /// Deletes a message (and its boosts); returns it as it was, or None when it does not exist.
 pub async fn delete(pool: &SqlitePool, room_id: i64, id: i64) -> sqlx::Result<Option<Message>> {
-    let _write = super::write_lock().await?;
+    // Its triggers write to the full-text index: see `begin_write`.
+    let mut tx = super::Write::begin(pool, super::Access::Kept).await?;
     let Some(message) = find(pool, room_id, id).await? else {
         return Ok(None);
     };
-    // Its triggers write to the full-text index: see `begin_write`.
-    let mut tx = super::begin_write(pool).await?;
     sqlx::query("DELETE FROM messages WHERE room_id = ? AND id = ?")
         .bind(room_id)
         .bind(id)
@@ -976,7 +973,7 @@ pub async fn boost(
     booster_name: &str,
     content: &str,
 ) -> sqlx::Result<Boost> {
-    let _write = super::write_lock().await?;
+    let mut tx = super::Write::begin(pool, super::Access::Kept).await?;
     let now = super::now_ms();
     let id: i64 = sqlx::query_scalar(
         "INSERT INTO boosts (message_id, booster_id, content, created_at, updated_at) VALUES (?, ?, ?, ?, ?) RETURNING id",
@@ -986,8 +983,9 @@ pub async fn boost(
     .bind(content)
     .bind(now)
     .bind(now)
-    .fetch_one(pool)
+    .fetch_one(&mut *tx)
     .await?;
+    tx.commit().await?;
     Ok(Boost {
         id,
         message_id,

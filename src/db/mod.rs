@@ -21,8 +21,10 @@ pub mod sessions;
 pub mod upkeep;
 pub mod users;
 pub mod webhooks;
+pub mod write;
 
 pub use kinds::{Involvement, Role, RoomKind, Status};
+pub use write::{Access, Write};
 
 use std::path::Path;
 use std::str::FromStr;

@@ -33,8 +33,7 @@ async fn record_at(
     keep: i64,
     now: i64,
 ) -> sqlx::Result<()> {
-    let _write = super::write_lock().await?;
-    let mut tx = pool.begin().await?;
+    let mut tx = super::Write::begin(pool, super::Access::Kept).await?;
     let newest: Option<i64> =
         sqlx::query_scalar("SELECT MAX(updated_at) FROM searches WHERE user_id = ?")
             .bind(user_id)
@@ -60,7 +59,7 @@ async fn record_at(
     .bind(keep)
     .execute(&mut *tx)
     .await?;
-    tx.commit().await
+    tx.commit().await.map(drop)
 }
 
 /// A user's recent searches, newest first (Campfire's `searches.ordered`).
@@ -75,11 +74,12 @@ pub async fn recent(pool: &SqlitePool, user_id: i64) -> sqlx::Result<Vec<Search>
 
 /// Forgets every recent search of a user.
 pub async fn clear(pool: &SqlitePool, user_id: i64) -> sqlx::Result<()> {
-    let _write = super::write_lock().await?;
+    let mut tx = super::Write::begin(pool, super::Access::Kept).await?;
     sqlx::query("DELETE FROM searches WHERE user_id = ?")
         .bind(user_id)
-        .execute(pool)
+        .execute(&mut *tx)
         .await?;
+    tx.commit().await?;
     Ok(())
 }
 

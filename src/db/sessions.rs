@@ -25,7 +25,7 @@ pub async fn start(
     ip_address: Option<&str>,
     user_agent: Option<&str>,
 ) -> sqlx::Result<String> {
-    let _write = super::write_lock().await?;
+    let mut tx = super::Write::begin(pool, super::Access::Kept).await?;
     let token = new_token();
     let now = super::now_ms();
     sqlx::query(
@@ -39,8 +39,9 @@ pub async fn start(
     .bind(now)
     .bind(now)
     .bind(now)
-    .execute(pool)
+    .execute(&mut *tx)
     .await?;
+    tx.commit().await?;
     Ok(token)
 }
 
@@ -97,22 +98,24 @@ pub async fn resume_with_activity(
 }
 
 async fn touch(pool: &SqlitePool, token: &str, now: i64) -> sqlx::Result<()> {
-    let _write = super::write_lock().await?;
+    let mut tx = super::Write::begin(pool, super::Access::Kept).await?;
     sqlx::query("UPDATE sessions SET last_active_at = ?, updated_at = ? WHERE token = ?")
         .bind(now)
         .bind(now)
         .bind(token)
-        .execute(pool)
+        .execute(&mut *tx)
         .await?;
+    tx.commit().await?;
     Ok(())
 }
 
 /// Destroys the session with this token; returns the user id it belonged to.
 pub async fn destroy(pool: &SqlitePool, token: &str) -> sqlx::Result<Option<i64>> {
-    let _write = super::write_lock().await?;
-    let _changed = super::generation::advance_on_drop();
-    sqlx::query_scalar("DELETE FROM sessions WHERE token = ? RETURNING user_id")
+    let mut tx = super::Write::begin(pool, super::Access::Changed).await?;
+    let user_id = sqlx::query_scalar("DELETE FROM sessions WHERE token = ? RETURNING user_id")
         .bind(token)
-        .fetch_optional(pool)
-        .await
+        .fetch_optional(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok(user_id)
 }

@@ -32,8 +32,7 @@ pub const CHANGES_KEPT: i64 = 100_000;
 /// A database failure ([`super::Busy`] when the database stays locked); nothing is indexed
 /// then and the next call retries.
 pub async fn index_batch(pool: &SqlitePool) -> sqlx::Result<u64> {
-    let _write = super::write_lock().await?;
-    let mut tx = pool.begin().await?;
+    let mut tx = super::Write::begin(pool, super::Access::Kept).await?;
     let through: i64 =
         sqlx::query_scalar("SELECT indexed_through FROM message_search_progress WHERE id = 1")
             .fetch_one(&mut *tx)
@@ -102,13 +101,14 @@ pub async fn index_messages(pool: &SqlitePool) -> sqlx::Result<u64> {
 /// # Errors
 /// A database failure.
 pub async fn prune_changes(pool: &SqlitePool) -> sqlx::Result<u64> {
-    let _write = super::write_lock().await?;
+    let mut tx = super::Write::begin(pool, super::Access::Kept).await?;
     let done = sqlx::query(
         "DELETE FROM message_changes WHERE id <= (SELECT MAX(id) FROM message_changes) - ?",
     )
     .bind(CHANGES_KEPT)
-    .execute(pool)
+    .execute(&mut *tx)
     .await?;
+    tx.commit().await?;
     Ok(done.rows_affected())
 }
 

@@ -184,9 +184,7 @@ async fn set_guarded(
     demotes: bool,
     ends_sessions: bool,
 ) -> sqlx::Result<Guard> {
-    let _write = super::write_lock().await?;
-    let _changed = super::generation::advance_on_drop();
-    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    let mut tx = super::Write::begin(pool, super::Access::Changed).await?;
     if demotes {
         let guard = guard_last_administrator(&mut tx, id).await?;
         if guard != Guard::Ok {
@@ -221,7 +219,7 @@ async fn set_guarded(
 
 /// Runs `sql` (an `UPDATE` of one person binding `value`, the time `now` and `id`) in `tx`.
 async fn update_person(
-    tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
+    tx: &mut sqlx::SqliteConnection,
     sql: &'static str,
     value: &str,
     now: i64,
@@ -231,7 +229,7 @@ async fn update_person(
         .bind(value)
         .bind(now)
         .bind(id)
-        .execute(&mut **tx)
+        .execute(&mut *tx)
         .await?;
     Ok(())
 }
@@ -268,26 +266,27 @@ pub async fn profile(pool: &SqlitePool, id: i64) -> sqlx::Result<Option<Profile>
 
 /// Sets a user's name and bio (Campfire's `Users::ProfilesController#update`).
 pub async fn update_profile(pool: &SqlitePool, id: i64, name: &str, bio: &str) -> sqlx::Result<()> {
-    let _write = super::write_lock().await?;
-    let _changed = super::generation::advance_on_drop();
+    let mut tx = super::Write::begin(pool, super::Access::Changed).await?;
     sqlx::query("UPDATE users SET name = ?, bio = ?, updated_at = ? WHERE id = ?")
         .bind(name)
         .bind(bio)
         .bind(super::now_ms())
         .bind(id)
-        .execute(pool)
+        .execute(&mut *tx)
         .await?;
+    tx.commit().await?;
     Ok(())
 }
 
 /// Sets a user's `updated_at` to now (after an avatar change, as Rails' `touch`).
 pub async fn touch(pool: &SqlitePool, id: i64) -> sqlx::Result<()> {
-    let _write = super::write_lock().await?;
+    let mut tx = super::Write::begin(pool, super::Access::Kept).await?;
     sqlx::query("UPDATE users SET updated_at = ? WHERE id = ?")
         .bind(super::now_ms())
         .bind(id)
-        .execute(pool)
+        .execute(&mut *tx)
         .await?;
+    tx.commit().await?;
     Ok(())
 }
 
@@ -347,9 +346,7 @@ pub async fn create_member(
     password_digest: &str,
 ) -> sqlx::Result<Option<i64>> {
     let email = email_address.trim().to_lowercase();
-    let _write = super::write_lock().await?;
-    let _changed = super::generation::advance_on_drop();
-    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    let mut tx = super::Write::begin(pool, super::Access::Changed).await?;
     let taken: bool =
         sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM users WHERE email_address = ?)")
             .bind(&email)
@@ -414,9 +411,7 @@ pub async fn bots(pool: &SqlitePool) -> sqlx::Result<Vec<Bot>> {
 /// `User.create_bot!`), in one transaction.
 pub async fn create_bot(pool: &SqlitePool, name: &str) -> sqlx::Result<Bot> {
     let token = new_bot_token();
-    let _write = super::write_lock().await?;
-    let _changed = super::generation::advance_on_drop();
-    let mut tx = pool.begin().await?;
+    let mut tx = super::Write::begin(pool, super::Access::Changed).await?;
     let id = insert_with_open_rooms(&mut tx, name, None, None, Role::Bot, Some(&token)).await?;
     tx.commit().await?;
     Ok(Bot {
@@ -459,15 +454,15 @@ async fn update_active_bot(
     value: &str,
     id: i64,
 ) -> sqlx::Result<bool> {
-    let _write = super::write_lock().await?;
-    let _changed = super::generation::advance_on_drop();
+    let mut tx = super::Write::begin(pool, super::Access::Changed).await?;
     let changed = sqlx::query(sql)
         .bind(value)
         .bind(super::now_ms())
         .bind(id)
-        .execute(pool)
+        .execute(&mut *tx)
         .await?
         .rows_affected();
+    tx.commit().await?;
     Ok(changed > 0)
 }
 
@@ -475,17 +470,17 @@ async fn update_active_bot(
 /// status becomes `deactivated` and its token is cleared, so its key no longer
 /// authenticates; its messages stay. Returns whether there was such a bot.
 pub async fn deactivate_bot(pool: &SqlitePool, id: i64) -> sqlx::Result<bool> {
-    let _write = super::write_lock().await?;
-    let _changed = super::generation::advance_on_drop();
+    let mut tx = super::Write::begin(pool, super::Access::Changed).await?;
     let changed = sqlx::query(
         "UPDATE users SET status = 'deactivated', bot_token = NULL, updated_at = ? \
          WHERE id = ? AND role = 'bot' AND status = 'active'",
     )
     .bind(super::now_ms())
     .bind(id)
-    .execute(pool)
+    .execute(&mut *tx)
     .await?
     .rows_affected();
+    tx.commit().await?;
     Ok(changed > 0)
 }
 
@@ -569,9 +564,7 @@ pub async fn update_credentials(
     keep_session: Option<&str>,
 ) -> sqlx::Result<CredentialsChange> {
     let email = email_address.map(|e| e.trim().to_lowercase());
-    let _write = super::write_lock().await?;
-    let _changed = super::generation::advance_on_drop();
-    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    let mut tx = super::Write::begin(pool, super::Access::Changed).await?;
     let now = super::now_ms();
     if let Some(email) = &email {
         let taken: bool = sqlx::query_scalar(
