@@ -24,7 +24,7 @@ pub mod webhooks;
 pub mod write;
 
 pub use kinds::{Involvement, Role, RoomKind, Status};
-pub use write::{Access, Write};
+pub use write::{Access, One, Write};
 
 use std::path::Path;
 use std::str::FromStr;

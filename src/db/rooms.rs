@@ -196,7 +196,7 @@ pub async fn member_ids(pool: &SqlitePool, room_id: i64) -> sqlx::Result<Vec<i64
 /// when the last was stale), `connected_at` now, `unread_at` cleared. Returns false when the
 /// user is not a member.
 pub async fn present(pool: &SqlitePool, room_id: i64, user_id: i64) -> sqlx::Result<bool> {
-    let mut tx = super::Write::begin(pool, super::Access::Kept).await?;
+    let one = super::One::begin(pool, super::Access::Kept).await?;
     let now = super::now_ms();
     let changed = sqlx::query(
         "UPDATE memberships SET \
@@ -209,17 +209,17 @@ pub async fn present(pool: &SqlitePool, room_id: i64, user_id: i64) -> sqlx::Res
     .bind(now)
     .bind(room_id)
     .bind(user_id)
-    .execute(&mut *tx)
+    .execute(&*one)
     .await?
     .rows_affected();
-    tx.commit().await?;
+    one.done();
     Ok(changed > 0)
 }
 
 /// Marks one connection gone (Campfire's `Membership#disconnected`): `connections - 1`, and
 /// `connected_at` cleared when none is left.
 pub async fn absent(pool: &SqlitePool, room_id: i64, user_id: i64) -> sqlx::Result<()> {
-    let mut tx = super::Write::begin(pool, super::Access::Kept).await?;
+    let one = super::One::begin(pool, super::Access::Kept).await?;
     sqlx::query(
         "UPDATE memberships SET \
            connections = MAX(connections - 1, 0), \
@@ -230,15 +230,15 @@ pub async fn absent(pool: &SqlitePool, room_id: i64, user_id: i64) -> sqlx::Resu
     .bind(super::now_ms())
     .bind(room_id)
     .bind(user_id)
-    .execute(&mut *tx)
+    .execute(&*one)
     .await?;
-    tx.commit().await?;
+    one.done();
     Ok(())
 }
 
 /// Keeps a membership connected (Campfire's `Membership#refresh_connection`).
 pub async fn refresh_connection(pool: &SqlitePool, room_id: i64, user_id: i64) -> sqlx::Result<()> {
-    let mut tx = super::Write::begin(pool, super::Access::Kept).await?;
+    let one = super::One::begin(pool, super::Access::Kept).await?;
     let now = super::now_ms();
     sqlx::query(
         "UPDATE memberships SET connected_at = ?, updated_at = ? WHERE room_id = ? AND user_id = ?",
@@ -247,9 +247,9 @@ pub async fn refresh_connection(pool: &SqlitePool, room_id: i64, user_id: i64) -
     .bind(now)
     .bind(room_id)
     .bind(user_id)
-    .execute(&mut *tx)
+    .execute(&*one)
     .await?;
-    tx.commit().await?;
+    one.done();
     Ok(())
 }
 
@@ -263,7 +263,7 @@ pub async fn set_presence(
     user_id: i64,
     connections: i64,
 ) -> sqlx::Result<bool> {
-    let mut tx = super::Write::begin(pool, super::Access::Kept).await?;
+    let one = super::One::begin(pool, super::Access::Kept).await?;
     let now = super::now_ms();
     let changed = if connections > 0 {
         sqlx::query(
@@ -275,7 +275,7 @@ pub async fn set_presence(
         .bind(now)
         .bind(room_id)
         .bind(user_id)
-        .execute(&mut *tx)
+        .execute(&*one)
         .await?
     } else {
         sqlx::query(
@@ -285,11 +285,11 @@ pub async fn set_presence(
         .bind(now)
         .bind(room_id)
         .bind(user_id)
-        .execute(&mut *tx)
+        .execute(&*one)
         .await?
     }
     .rows_affected();
-    tx.commit().await?;
+    one.done();
     Ok(changed > 0)
 }
 

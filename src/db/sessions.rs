@@ -25,7 +25,7 @@ pub async fn start(
     ip_address: Option<&str>,
     user_agent: Option<&str>,
 ) -> sqlx::Result<String> {
-    let mut tx = super::Write::begin(pool, super::Access::Kept).await?;
+    let one = super::One::begin(pool, super::Access::Kept).await?;
     let token = new_token();
     let now = super::now_ms();
     sqlx::query(
@@ -39,9 +39,9 @@ pub async fn start(
     .bind(now)
     .bind(now)
     .bind(now)
-    .execute(&mut *tx)
+    .execute(&*one)
     .await?;
-    tx.commit().await?;
+    one.done();
     Ok(token)
 }
 
@@ -98,14 +98,14 @@ pub async fn resume_with_activity(
 }
 
 async fn touch(pool: &SqlitePool, token: &str, now: i64) -> sqlx::Result<()> {
-    let mut tx = super::Write::begin(pool, super::Access::Kept).await?;
+    let one = super::One::begin(pool, super::Access::Kept).await?;
     sqlx::query("UPDATE sessions SET last_active_at = ?, updated_at = ? WHERE token = ?")
         .bind(now)
         .bind(now)
         .bind(token)
-        .execute(&mut *tx)
+        .execute(&*one)
         .await?;
-    tx.commit().await?;
+    one.done();
     Ok(())
 }
 

@@ -67,6 +67,49 @@ impl Write {
     }
 }
 
+/// A write of one statement: this process's write lock, and an armed access count, without a
+/// transaction. SQLite runs a lone statement as a transaction of its own (autocommit), so
+/// `BEGIN IMMEDIATE` and `COMMIT` around it would only add two round trips through the
+/// connection's worker thread (presence runs one on every connect). `&*one` is the executor
+/// (the pool); [`One::done`] ends it.
+#[derive(Debug)]
+#[must_use = "the statement runs while this is held"]
+pub struct One<'p> {
+    pool: &'p SqlitePool,
+    changed: Option<AdvanceOnDrop>,
+    lock: MutexGuard<'static, ()>,
+}
+
+impl<'p> One<'p> {
+    /// Takes the write lock and arms the access count for [`Access::Changed`].
+    ///
+    /// Errors: [`super::Busy`] when the lock is not free within [`super::LOCK_WAIT`].
+    pub async fn begin(pool: &'p SqlitePool, access: Access) -> sqlx::Result<Self> {
+        let lock = super::write_lock().await?;
+        let changed = (access == Access::Changed).then(generation::advance_on_drop);
+        Ok(Self {
+            pool,
+            changed,
+            lock,
+        })
+    }
+
+    /// Advances an armed access count; returns the lock, which the caller may drop at once.
+    pub fn done(self) -> Held {
+        let Self { lock, changed, .. } = self;
+        drop(changed);
+        Held(lock)
+    }
+}
+
+impl Deref for One<'_> {
+    type Target = SqlitePool;
+
+    fn deref(&self) -> &SqlitePool {
+        self.pool
+    }
+}
+
 impl Deref for Write {
     type Target = SqliteConnection;
 

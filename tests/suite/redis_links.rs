@@ -452,16 +452,25 @@ async fn positions_come_from_redis_so_another_cable_node_answers_history_in_the_
         stream = frame["stream_id"].as_str().expect("a stream").to_owned();
     }
     assert!(offsets.windows(2).all(|w| w[1] == w[0] + 1), "{offsets:?}");
-    // The client moves to the other cable node and asks what followed offsets[1].
+    // The client moves to the other cable node (a new connection there: `other` received every
+    // offset live, and a live subscription's history never repeats what it was sent).
     drop(first);
+    let mut moved = ext_subscribed(&nodes[2], &poster, &id).await;
     let had = |offset: u64| {
         serde_json::json!({"command": "history", "identifier": id, "history":
             {"streams": {stream.clone(): {"epoch": epoch.clone(), "offset": offset}}}})
         .to_string()
     };
-    other.send_text(&had(offsets[1])).await;
+    // offsets[0]: the history (2 per stream) no longer joins up: the client is told.
+    moved.send_text(&had(offsets[0])).await;
+    assert_eq!(
+        next_json(&mut moved).await,
+        serde_json::json!({"type": "reject_history", "identifier": id})
+    );
+    // What followed offsets[1] comes in the same numbering the first node stamped.
+    moved.send_text(&had(offsets[1])).await;
     for expected in &offsets[2..] {
-        let frame = next_json(&mut other).await;
+        let frame = next_json(&mut moved).await;
         assert_eq!(frame["offset"].as_u64(), Some(*expected), "{frame}");
         assert!(frame["message"]
             .as_str()
@@ -469,14 +478,14 @@ async fn positions_come_from_redis_so_another_cable_node_answers_history_in_the_
             .contains("turbo-stream"));
     }
     assert_eq!(
-        next_json(&mut other).await,
+        next_json(&mut moved).await,
         serde_json::json!({"type": "confirm_history", "identifier": id})
     );
-    // offsets[0]: the history (2 per stream) no longer joins up: the client is told.
-    other.send_text(&had(offsets[0])).await;
+    // The connection that received them live asks too: nothing again, only the confirmation.
+    other.send_text(&had(offsets[1])).await;
     assert_eq!(
         next_json(&mut other).await,
-        serde_json::json!({"type": "reject_history", "identifier": id})
+        serde_json::json!({"type": "confirm_history", "identifier": id})
     );
     // Another epoch (as after a Redis that lost its data) is gone too.
     let mut elsewhere = had(offsets[3]);
