@@ -152,12 +152,22 @@ export async function connected(page, source = "turbo-cable-stream-source[connec
   await page.waitForSelector(source, { state: "attached" })
 }
 
-// The first `selector` on `page`, visible and inside the viewport's width: its box.
+// The first `selector` on `page`, visible and inside the viewport's width: its box. A Turbo
+// stream may replace the element between the wait and the scroll (the sidebar's lists are
+// re-rendered whole); the box is then the replacement's, looked up again (3 tries).
 export async function boxInView(page, selector, what) {
   const el = page.locator(selector).first()
-  await el.waitFor({ state: "visible", timeout: 10000 }).catch(() => fail(`${what}: ${selector} not visible`))
-  await el.scrollIntoViewIfNeeded()
-  const box = await el.boundingBox()
+  let box = null
+  for (let attempt = 1; ; attempt++) {
+    await el.waitFor({ state: "visible", timeout: 10000 }).catch(() => fail(`${what}: ${selector} not visible`))
+    try {
+      await el.scrollIntoViewIfNeeded({ timeout: 5000 })
+      box = await el.boundingBox()
+      break
+    } catch (error) {
+      if (attempt >= 3 || !/not attached/.test(String(error))) throw error
+    }
+  }
   const vp = page.viewportSize()
   if (!box || box.width < 1 || box.height < 1 || box.x < 0 || box.x + box.width > vp.width + 1) {
     await fail(`${what}: box ${JSON.stringify(box)} outside ${JSON.stringify(vp)}`)
