@@ -431,16 +431,23 @@ impl Outbox {
             && !self.spilled.load(Ordering::SeqCst)
             && self.ring().push(frame.clone()).is_ok()
         {
-            #[cfg(test)]
-            if let Some(hook) = AFTER_PUSH.with(std::cell::Cell::get) {
-                hook(self);
-            }
-            let wake =
-                !self.armed.load(Ordering::SeqCst) && !self.armed.swap(true, Ordering::SeqCst);
+            let wake = self.arm();
             let bytes = self.bytes.load(Ordering::Relaxed);
             return (Push::Queued { bytes }, wake);
         }
         self.enqueue_slow(frame, share)
+    }
+
+    /// Arms the writer once a pushed frame is reachable by it; true when this push armed it
+    /// (and so owes the wake-up). A plain load first: while the writer is busy (armed),
+    /// pushes skip the swap.
+    #[inline(always)]
+    fn arm(&self) -> bool {
+        #[cfg(test)]
+        if let Some(hook) = AFTER_PUSH.with(std::cell::Cell::get) {
+            hook(self);
+        }
+        !self.armed.load(Ordering::SeqCst) && !self.armed.swap(true, Ordering::SeqCst)
     }
 
     /// [`Outbox::enqueue`] of a long frame, or of a short one that found the ring full or the
@@ -489,12 +496,7 @@ impl Outbox {
             }
             return (self.overflow(), false);
         }
-        #[cfg(test)]
-        if let Some(hook) = AFTER_PUSH.with(std::cell::Cell::get) {
-            hook(self);
-        }
-        // A plain load first: while the writer is busy (armed), pushes skip the swap.
-        let wake = !self.armed.load(Ordering::SeqCst) && !self.armed.swap(true, Ordering::SeqCst);
+        let wake = self.arm();
         if spilled == Spill::OverBudget && self.shed_budget() {
             // The budgets cut this very connection off: the frame is dropped with the rest.
             return (Push::Refused, wake);
