@@ -25,11 +25,16 @@ const SETPRIV: &str = "/usr/bin/setpriv";
 /// program made for it, as the tests may not use `unsafe`), so a test process that is killed
 /// (a timeout, a Ctrl-C, `SIGKILL`) leaves no server behind; `kill_on_drop` covers a test that
 /// ends. Without `setpriv`, the binary itself.
+///
+/// The binary is the one cargo built for the tests, or the one `HEARTH_TEST_BIN` names: a
+/// release build, or an earlier build for a same-run comparison (e.g. the stress test's
+/// figures before and after a change).
 pub fn hearth_command() -> Command {
-    let bin = env!("CARGO_BIN_EXE_hearth");
+    let built = env!("CARGO_BIN_EXE_hearth");
+    let bin = std::env::var_os("HEARTH_TEST_BIN").unwrap_or_else(|| built.into());
     if Path::new(SETPRIV).exists() {
         let mut command = Command::new(SETPRIV);
-        command.args(["--pdeathsig", "KILL", "--", bin]);
+        command.args(["--pdeathsig", "KILL", "--"]).arg(&bin);
         command
     } else {
         Command::new(bin)
