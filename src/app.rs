@@ -448,7 +448,10 @@ async fn anycable_broadcast(
                     StatusCode::CREATED
                 }
                 _ => {
-                    tracing::warn!(%identifier, "remote disconnect for an unknown identifier");
+                    tracing::warn!(
+                        identifier = %crate::loggable::loggable(&identifier),
+                        "remote disconnect for an unknown identifier"
+                    );
                     StatusCode::UNPROCESSABLE_ENTITY
                 }
             }

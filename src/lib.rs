@@ -20,6 +20,8 @@
 //!      vectored writes.
 //!    - [`history`]: stream positions (AnyCable's epoch and offset) and the bounded history
 //!      of each stream's broadcasts, read back after a reconnect.
+//!    - [`loggable`]: untrusted text (a client's command, a broadcast body's identifier) cut
+//!      and escaped before a log line quotes it.
 //! 2. Settings and leaf services: [`config`] (every setting, as a flag with an environment
 //!    variable and a default), [`net`] (IP ranges for trusted proxies), [`peer_connections`] (open HTTP connections per client address), [`metrics`] (Prometheus
 //!    metrics at `/metrics`), [`rate_limit`] (the sign-in limit, token buckets), [`registry`]
@@ -54,6 +56,7 @@ pub mod config;
 pub mod db;
 pub mod fanout;
 pub mod history;
+pub mod loggable;
 pub mod metrics;
 pub mod net;
 pub mod peer_connections;

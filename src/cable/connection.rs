@@ -51,6 +51,7 @@ use super::reader::{Inbound, MessageReader};
 use crate::db::users::User;
 use crate::fanout::frame::Frame;
 use crate::fanout::Connection;
+use crate::loggable::loggable;
 use crate::rate_limit::{Action, Client, TokenBucket};
 use crate::registry::Control;
 use crate::state::SharedState;
@@ -799,38 +800,5 @@ impl Reader {
                 tracing::warn!(error = %loggable(&e.to_string()), "unsubscribed failed");
             }
         }
-    }
-}
-
-/// Longest piece of client input a log line quotes, in characters.
-const LOGGED_INPUT_CHARS: usize = 120;
-
-/// Client input as a log line may quote it: at most [`LOGGED_INPUT_CHARS`] characters, control
-/// characters and quotes escaped (`\n`, `\u{1b}`), so a client can neither fill the log with
-/// 1 MiB identifiers nor forge log lines.
-fn loggable(input: &str) -> String {
-    let mut out: String = input
-        .chars()
-        .take(LOGGED_INPUT_CHARS)
-        .flat_map(char::escape_debug)
-        .collect();
-    if input.chars().nth(LOGGED_INPUT_CHARS).is_some() {
-        out.push_str(&format!("… ({} bytes)", input.len()));
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::loggable;
-
-    #[test]
-    fn client_input_is_cut_and_escaped_before_it_is_logged() {
-        assert_eq!(loggable("abc"), "abc");
-        assert_eq!(loggable("a\nb\u{1b}[31m"), "a\\nb\\u{1b}[31m");
-        let long = "Z".repeat(1_000_000);
-        let logged = loggable(&long);
-        assert!(logged.len() < 200, "{}", logged.len());
-        assert!(logged.ends_with("(1000000 bytes)"));
     }
 }

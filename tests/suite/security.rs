@@ -350,6 +350,48 @@ async fn a_broadcast_body_is_read_under_the_body_timeout() {
     assert_eq!(status, Some(408));
 }
 
+#[tokio::test]
+async fn a_remote_disconnect_for_an_unknown_identifier_cannot_forge_or_flood_log_lines() {
+    let (log, _capturing) = common::captured_log();
+    let server = TestServer::start().await;
+    let key = server.state.broadcast_key.clone();
+    let forged = "x\n2026-01-01T00:00:00Z  INFO hearth: FORGED admin signed in \u{1b}[31m";
+    let long = "Q".repeat(200_000);
+    for identifier in [forged.to_owned(), long] {
+        let body = serde_json::json!({
+            "command": "disconnect",
+            "payload": {"identifier": identifier, "reconnect": false}
+        })
+        .to_string();
+        let r = server
+            .client()
+            .request(
+                "POST",
+                "/_broadcast",
+                &[
+                    ("Authorization", &format!("Bearer {key}")),
+                    ("Content-Type", "application/json"),
+                ],
+                body.as_bytes(),
+            )
+            .await;
+        assert_eq!(r.status, 422);
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let text = String::from_utf8_lossy(&log.lock().unwrap()).into_owned();
+    assert!(
+        text.contains("remote disconnect for an unknown identifier"),
+        "nothing logged: {text}"
+    );
+    for line in text.lines() {
+        assert!(
+            !line.starts_with("2026-01-01") && !line.contains('\u{1b}'),
+            "a broadcast body forged a log line: {line:?}"
+        );
+        assert!(line.len() < 2_000, "a {} byte log line", line.len());
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Forwarded headers and transport security.
 
