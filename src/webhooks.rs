@@ -98,6 +98,7 @@ pub struct WebhookQueue {
     rx: Mutex<Option<mpsc::Receiver<Delivery>>>,
     client: Client<HttpsConnector<HttpConnector>, axum::body::Body>,
     counters: Counters,
+    present: crate::db::any_rows::AnyRows,
 }
 
 /// Why the webhook client could not be built (`--webhook-ca-file`).
@@ -192,7 +193,14 @@ impl WebhookQueue {
             rx: Mutex::new(Some(rx)),
             client,
             counters,
+            present: crate::db::any_rows::AnyRows::new(),
         })
+    }
+
+    /// Whether any webhook exists, as this server remembers it: pass it to
+    /// [`crate::db::webhooks::set`] and [`crate::db::webhooks::any`].
+    pub fn present(&self) -> &crate::db::any_rows::AnyRows {
+        &self.present
     }
 
     /// Queues a delivery without waiting; false (and counted as dropped) when the queue is

@@ -5,6 +5,7 @@
 //! Times are `i64` milliseconds since the Unix epoch, UTC ([`now_ms`]).
 
 pub mod accounts;
+pub mod any_rows;
 pub mod auth_cache;
 pub mod bans;
 pub mod blobs;

@@ -3,6 +3,7 @@
 
 use sqlx::SqlitePool;
 
+use super::any_rows::AnyRows;
 use super::now_ms;
 use super::rooms::CONNECTION_TTL_MS;
 
@@ -47,13 +48,17 @@ pub struct NewSubscription<'a> {
 }
 
 /// Stores the subscription, or refreshes the keys of the user's subscription with the same
-/// endpoint (Campfire's `find_or_create_by`); returns it.
+/// endpoint (Campfire's `find_or_create_by`); returns it. `present` (the server's answer to
+/// "is there any subscription", see [`recipients`]) is told afterwards. Deleting a
+/// subscription leaves `present` as it is: an answer of "some" that is no longer true costs
+/// [`recipients`] one query, never a push.
 pub async fn upsert(
     pool: &SqlitePool,
+    present: &AnyRows,
     new: &NewSubscription<'_>,
 ) -> sqlx::Result<PushSubscription> {
     let now = now_ms();
-    sqlx::query_as(concat!(
+    let stored = sqlx::query_as(concat!(
         "INSERT INTO push_subscriptions (user_id, endpoint, p256dh_key, auth_key, user_agent, created_at, updated_at) \
          VALUES (?, ?, ?, ?, ?, ?, ?) \
          ON CONFLICT (user_id, endpoint) DO UPDATE SET p256dh_key = excluded.p256dh_key, \
@@ -69,7 +74,9 @@ pub async fn upsert(
     .bind(now)
     .bind(now)
     .fetch_one(pool)
-    .await
+    .await;
+    present.changed();
+    stored
 }
 
 /// The user's subscriptions, newest first.
@@ -139,13 +146,23 @@ pub async fn delete(pool: &SqlitePool, id: i64) -> sqlx::Result<()> {
 /// `Room::MessagePusher`: members other than the creator whose membership is visible (not
 /// `invisible`) and disconnected (no connection within [`CONNECTION_TTL_MS`]), with
 /// involvement `everything`, or `mentions` when they are among `mentionee_ids`. Active users
-/// only.
+/// only. While `present` knows that no subscription exists at all (none was ever stored
+/// through [`upsert`] with it since it last looked), no query is made.
 pub async fn recipients(
     pool: &SqlitePool,
+    present: &AnyRows,
     room_id: i64,
     creator_id: i64,
     mentionee_ids: &[i64],
 ) -> sqlx::Result<Vec<PushSubscription>> {
+    let any = present.any(|| async {
+        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM push_subscriptions)")
+            .fetch_one(pool)
+            .await
+    });
+    if !any.await? {
+        return Ok(Vec::new());
+    }
     let mentioned = serde_json::to_string(mentionee_ids).unwrap_or_else(|_| "[]".into());
     sqlx::query_as(
         "SELECT s.id, s.user_id, s.endpoint, s.p256dh_key, s.auth_key, s.user_agent, s.created_at \

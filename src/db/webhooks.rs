@@ -3,6 +3,8 @@
 
 use sqlx::SqlitePool;
 
+use super::any_rows::AnyRows;
+
 /// The webhook URL of bot `bot_id`, if it has one.
 pub async fn url_for(pool: &SqlitePool, bot_id: i64) -> sqlx::Result<Option<String>> {
     sqlx::query_scalar("SELECT url FROM webhooks WHERE user_id = ?")
@@ -12,8 +14,21 @@ pub async fn url_for(pool: &SqlitePool, bot_id: i64) -> sqlx::Result<Option<Stri
 }
 
 /// Sets (or with `None` or an empty URL, removes) the webhook of bot `bot_id` (Campfire's
-/// `User::Bot#update_webhook_url!`). The caller checks that the URL is http(s).
-pub async fn set(pool: &SqlitePool, bot_id: i64, url: Option<&str>) -> sqlx::Result<()> {
+/// `User::Bot#update_webhook_url!`). The caller checks that the URL is http(s). `present`
+/// (the server's answer to "is there any webhook", see [`any`]) is told afterwards, also when
+/// the write failed.
+pub async fn set(
+    pool: &SqlitePool,
+    present: &AnyRows,
+    bot_id: i64,
+    url: Option<&str>,
+) -> sqlx::Result<()> {
+    let written = write(pool, bot_id, url).await;
+    present.changed();
+    written
+}
+
+async fn write(pool: &SqlitePool, bot_id: i64, url: Option<&str>) -> sqlx::Result<()> {
     let mut tx = super::Write::begin(pool, super::Access::Kept).await?;
     match url.filter(|u| !u.is_empty()) {
         Some(url) => {
@@ -73,9 +88,14 @@ pub async fn bots_in_room(
     .await
 }
 
-/// Whether any webhook exists (while none does, posts skip the recipient lookup).
-pub async fn any(pool: &SqlitePool) -> sqlx::Result<bool> {
-    sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM webhooks)")
-        .fetch_one(pool)
+/// Whether any webhook exists, as `present` remembers it since the last [`set`] (while none
+/// does, posts skip the recipient lookup).
+pub async fn any(pool: &SqlitePool, present: &AnyRows) -> sqlx::Result<bool> {
+    present
+        .any(|| async {
+            sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM webhooks)")
+                .fetch_one(pool)
+                .await
+        })
         .await
 }

@@ -26,6 +26,7 @@ use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use sqlx::SqlitePool;
 use tokio::sync::{mpsc, Semaphore};
+
 use web_push_native::jwt_simple::algorithms::{
     ECDSAP256KeyPairLike as _, ECDSAP256PublicKeyLike as _, ES256KeyPair,
 };
@@ -33,6 +34,7 @@ use web_push_native::p256;
 use web_push_native::{Auth, WebPushBuilder};
 
 use crate::config::Config;
+use crate::db::any_rows::AnyRows;
 use crate::db::push_subscriptions::{self, PushSubscription};
 use crate::metrics::Metrics;
 
@@ -415,6 +417,7 @@ pub struct Pusher {
     queue: mpsc::Sender<Job>,
     public_key: Arc<str>,
     outcomes: Arc<Outcomes>,
+    present: Arc<AnyRows>,
 }
 
 impl Pusher {
@@ -429,8 +432,10 @@ impl Pusher {
             .enable_http1()
             .build();
         let client: HttpsClient = Client::builder(TokioExecutor::new()).build(https);
+        let present = Arc::new(AnyRows::new());
         let worker = Worker {
             pool,
+            present: present.clone(),
             keys: Arc::new(keys),
             subject: config.vapid_subject.clone(),
             timeout: Duration::from_secs(config.push_timeout_seconds.max(1)),
@@ -443,7 +448,14 @@ impl Pusher {
             queue,
             public_key,
             outcomes,
+            present,
         }
+    }
+
+    /// Whether any push subscription exists, as this server remembers it: pass it to
+    /// [`push_subscriptions::upsert`], which tells it.
+    pub fn subscriptions_present(&self) -> &AnyRows {
+        &self.present
     }
 
     /// The VAPID public key (the page's `applicationServerKey`).
@@ -451,8 +463,12 @@ impl Pusher {
         &self.public_key
     }
 
-    /// Queues a job without waiting; a full queue drops it (counted as `dropped`).
+    /// Queues a job without waiting; a full queue drops it (counted as `dropped`). A
+    /// message's job is not even queued while no push subscription exists.
     pub fn enqueue(&self, job: Job) {
+        if job.only.is_none() && self.present.known() == Some(false) {
+            return;
+        }
         if self.queue.try_send(job).is_err() {
             self.outcomes.count(PushOutcome::Dropped);
             tracing::warn!("push queue full: a message's notifications were dropped");
@@ -462,6 +478,7 @@ impl Pusher {
 
 struct Worker {
     pool: SqlitePool,
+    present: Arc<AnyRows>,
     keys: Arc<VapidKeys>,
     subject: String,
     timeout: Duration,
@@ -479,6 +496,7 @@ impl Worker {
                 None => {
                     push_subscriptions::recipients(
                         &worker.pool,
+                        &worker.present,
                         job.room_id,
                         job.creator_id,
                         &job.mentionee_ids,

@@ -95,6 +95,7 @@ pub async fn create(
         .map(|v| v.chars().take(255).collect());
     let stored = push_subscriptions::upsert(
         &state.pool,
+        state.pusher.subscriptions_present(),
         &NewSubscription {
             user_id: user.id,
             endpoint: &endpoint,

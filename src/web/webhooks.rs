@@ -26,7 +26,6 @@
 //! seconds"; a 200 with any other content type is posted as a file, `attachment.<subtype>`
 //! (Campfire's `receive_attachment_reply_to`); anything else posts nothing.
 
-use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Weak};
 
 use serde_json::json;
@@ -42,15 +41,6 @@ use crate::db::users::User;
 use crate::db::webhooks::{self as store, Recipient};
 use crate::state::{AppState, SharedState};
 use crate::webhooks::{Delivery, DeliveryError, CONCURRENCY, ENDPOINT_TIMEOUT};
-
-/// Whether any webhook exists: unknown until the first post looks, then kept up to date by
-/// [`webhooks_changed`]. 0 unknown, 1 none, 2 some.
-static PRESENT: AtomicU8 = AtomicU8::new(0);
-
-/// Call after storing or removing a webhook URL.
-pub fn webhooks_changed() {
-    PRESENT.store(0, Ordering::SeqCst);
-}
 
 /// The layer after a person's post: hands what the handler stored ([`Posted`], in the
 /// response's extensions) to [`deliver_later`]. Other responses pass untouched.
@@ -69,7 +59,7 @@ pub async fn after_post(
 /// After `message` by `author` is stored in `room`: reaches the bots it should (see the
 /// module docs), off the post path.
 pub fn deliver_later(state: &SharedState, room: &Room, author: &User, message: &Message) {
-    if PRESENT.load(Ordering::Relaxed) == 1 {
+    if state.webhooks.present().known() == Some(false) {
         return;
     }
     start_worker(state);
@@ -90,12 +80,8 @@ async fn queue(
     author: &User,
     message: &Message,
 ) -> sqlx::Result<()> {
-    if PRESENT.load(Ordering::SeqCst) == 0 {
-        let any = store::any(&state.pool).await?;
-        PRESENT.store(if any { 2 } else { 1 }, Ordering::SeqCst);
-        if !any {
-            return Ok(());
-        }
+    if !store::any(&state.pool, state.webhooks.present()).await? {
+        return Ok(());
     }
     let members = store::bots_in_room(&state.pool, room.id, author.id).await?;
     if members.is_empty() {

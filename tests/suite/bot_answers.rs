@@ -235,3 +235,39 @@ fn tempfile_dir() -> std::path::PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
+
+/// Whether any webhook exists is remembered per server: a server without one, which skips
+/// its lookups, never makes another server of the same process skip its bots.
+#[tokio::test]
+async fn a_server_without_webhooks_never_stops_another_servers_bots() {
+    let (url, mut hits) =
+        common::webhooks::receiver((200, "text/plain", Vec::new()), Duration::ZERO, None).await;
+    let with = TestServer::start().await;
+    let mut david = signed_in(&with).await;
+    let (_bot, room) = bot_and_direct_room(&with, &mut david, &url).await;
+
+    let without = TestServer::start().await;
+    let mut other = signed_in(&without).await;
+    let (token, _) = other.room(1).await;
+    let r = other
+        .post_message(1, "nothing to deliver", "none-1", &token)
+        .await;
+    assert!(r.status < 400);
+    let deadline = std::time::Instant::now() + T;
+    while without.state.webhooks.present().known() != Some(false) {
+        assert!(std::time::Instant::now() < deadline, "never looked");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    let (token, _) = david.room(room).await;
+    let r = david
+        .post_message(room, "hello bot", "with-1", &token)
+        .await;
+    assert!(r.status < 400);
+    let (_, body) = tokio::time::timeout(T, hits.recv())
+        .await
+        .expect("the webhook of the server that has one")
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(v["message"]["body"]["plain"], "hello bot");
+}

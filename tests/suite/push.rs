@@ -354,6 +354,63 @@ async fn a_mention_and_a_dm_reach_exactly_the_members_campfire_pushes_to() {
     server.stop().await;
 }
 
+/// A server with no push subscription skips the recipients query of every post (it
+/// remembers that none exists); the first subscription must end that, so the next post
+/// pushes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscription_made_after_posts_found_none_is_pushed_to() {
+    let (addr, service) = start_service().await;
+    let server = TestServer::start_with(|c| c.push_allow_loopback = true).await;
+    *service.vapid_public.lock() = server.state.pusher.public_key().to_owned();
+    set_involvement(&server, 1, 1, "everything").await;
+    let (mut jason, _) = signed_in(&server, "jason@example.com", PASSWORD).await;
+    let (room_csrf, _) = jason.room(1).await;
+    let r = jason
+        .post_message(1, "Before", "push-late-1", &room_csrf)
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    // The first post's push job found no subscription (and the server remembered it).
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while server.state.pusher.subscriptions_present().known() != Some(false) {
+        assert!(tokio::time::Instant::now() < deadline, "never looked");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    let (mut david, csrf) = signed_in(&server, "david@example.com", PASSWORD).await;
+    let keys = BrowserKeys::new();
+    let endpoint = format!("http://{addr}/ok/david");
+    let r = subscribe(
+        &mut david,
+        &csrf,
+        &endpoint,
+        &keys.p256dh(),
+        &keys.auth_key(),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    service.keys.lock().push(("david".to_owned(), keys));
+    drop(david);
+
+    let r = jason
+        .post_message(1, "After", "push-late-2", &room_csrf)
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    wait_for(&service, 1).await;
+    let problems = service.problems.lock().clone();
+    assert!(problems.is_empty(), "{problems:#?}");
+    let got: Vec<String> = service
+        .received
+        .lock()
+        .iter()
+        .map(|r| {
+            let body = r.payload["options"]["body"].as_str().unwrap_or("");
+            format!("{}: {body}", r.who)
+        })
+        .collect();
+    assert_eq!(got, ["david: Jason: After"]);
+    server.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn subscriptions_refuse_bad_input_and_belong_to_their_user() {
     let server = TestServer::start().await;

@@ -72,8 +72,7 @@ fn webhook_url(ctx: &Ctx) -> Result<Option<String>, AppError> {
 }
 
 async fn set_webhook(state: &SharedState, bot_id: i64, url: &str) -> Result<(), AppError> {
-    crate::db::webhooks::set(&state.pool, bot_id, Some(url)).await?;
-    crate::web::webhooks::webhooks_changed();
+    crate::db::webhooks::set(&state.pool, state.webhooks.present(), bot_id, Some(url)).await?;
     Ok(())
 }
 
