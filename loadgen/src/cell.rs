@@ -299,7 +299,7 @@ pub async fn run_cell_with(
     let n = opts.n;
     let posters = opts.posters.max(1);
     let tokens = coord.tokens();
-    let run_tag = tokens.prefix()[2..tokens.prefix().len() - 1].to_owned();
+    let run_tag = tokens.run_tag().to_owned();
     let shared = Rc::new(Shared::new(n, posters, &tokens));
     let mut result = CellResult {
         target: target.name.clone(),
@@ -380,12 +380,11 @@ pub async fn run_cell_with(
         result.judge();
         return result;
     }
-    // Messages must reach every client that is ready and still connected when posting starts.
     if let Some(start) = &coord.start_file {
         phase("waiting for the start file");
         if !wait_for_file(start, coord.start_timeout).await {
             result.ready = conns.ready;
-            result.errors = conns.errors;
+            result.errors.extend(conns.errors);
             result.errors.push(format!(
                 "{} did not appear within {:?}; nothing posted",
                 start.display(),
@@ -395,6 +394,7 @@ pub async fn run_cell_with(
             return result;
         }
     }
+    // Messages must reach every client that is ready and still connected when posting starts.
     let conns = shared.conns.borrow().clone();
     let expected = conns.ready.saturating_sub(conns.disconnected);
     shared.tracker.borrow_mut().set_expected(expected as u32);

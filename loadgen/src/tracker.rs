@@ -50,6 +50,11 @@ impl TokenScheme {
         Self::new(&run)
     }
 
+    /// The run tag, `<run>` of `lg<run>x`.
+    pub fn run_tag(&self) -> &str {
+        &self.prefix[2..self.prefix.len() - 1]
+    }
+
     /// The searched prefix, `lg<run>x`.
     pub fn prefix(&self) -> &str {
         &self.prefix
@@ -555,6 +560,7 @@ mod tests {
     fn tokens_are_fixed_width_and_parse_back() {
         let t = TokenScheme::new("ab12");
         assert_eq!(t.token(42), "lgab12x00000042");
+        assert_eq!(t.run_tag(), "ab12");
         let tok = t.token(12_345_678);
         let after = &tok.as_bytes()[t.prefix().len()..];
         assert_eq!(TokenScheme::parse_seq(after), Some(12_345_678));
