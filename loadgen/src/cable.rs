@@ -21,7 +21,7 @@
 //! runtime, so the shared state below is `Rc` + `RefCell`/`Cell` without locks.
 
 use crate::endpoint::Endpoint;
-use crate::tracker::{Receipt, TokenScheme, Tracker};
+use crate::tracker::{ListenTracker, Receipt, TokenScheme, Tracker};
 use crate::ws::{self, Parse, OP_BINARY, OP_CLOSE, OP_CONTINUATION, OP_PING, OP_PONG, OP_TEXT};
 use memchr::memmem::Finder;
 use std::cell::{Cell, RefCell};
@@ -116,6 +116,8 @@ pub struct Shared {
     pub other_frames: Cell<u64>,
     /// WebSocket pings answered.
     pub pongs: Cell<u64>,
+    /// Listen-only accounting ([`Shared::listening`]): receipts go here instead of `tracker`.
+    pub listen: Option<RefCell<ListenTracker>>,
     ready_flags: RefCell<Vec<bool>>,
     finder: Finder<'static>,
     prefix_len: usize,
@@ -134,9 +136,20 @@ impl Shared {
             frames: Cell::new(0),
             other_frames: Cell::new(0),
             pongs: Cell::new(0),
+            listen: None,
             ready_flags: RefCell::new(vec![false; clients]),
             prefix_len: prefix.len(),
             finder: Finder::new(&prefix).into_owned(),
+        }
+    }
+
+    /// Shared state for `clients` listen-only client slots matching `tokens`: their receipts
+    /// are counted by a [`ListenTracker`] (sequence numbers below `max_seq`), since the posts
+    /// are made by another process.
+    pub fn listening(clients: usize, tokens: &TokenScheme, max_seq: u32) -> Self {
+        Self {
+            listen: Some(RefCell::new(ListenTracker::new(clients, max_seq))),
+            ..Self::new(clients, 1, tokens)
         }
     }
 
@@ -152,6 +165,10 @@ impl Shared {
             self.other_frames.set(self.other_frames.get() + 1);
             return;
         };
+        if let Some(listen) = &self.listen {
+            listen.borrow_mut().receipt(idx, seq, now);
+            return;
+        }
         let outcome = self
             .tracker
             .borrow_mut()

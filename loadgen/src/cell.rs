@@ -28,6 +28,9 @@ use crate::cable::{CableConfig, ClientProfile, ClientSet, Shared};
 use crate::campfire::{self, Prepared};
 use crate::endpoint::Endpoint;
 use crate::http::HttpConnection;
+use crate::multi::{
+    wait_for_file, write_json, Coordination, PostRecord, PostsRecord, ReadyRecord, WallClock,
+};
 use crate::procfs::{self, CpuSample, Proc};
 use crate::report::{CellResult, ServerStats};
 use crate::stats::rate;
@@ -278,9 +281,25 @@ pub async fn run_cell(
     rep: usize,
     phase: &dyn Fn(&str),
 ) -> CellResult {
+    run_cell_with(target, opts, rep, phase, &Coordination::default()).await
+}
+
+/// [`run_cell`] as the posting process of a run over several processes ([`crate::multi`]):
+/// tokens with `coord`'s run tag, the ready file written once the clients settled, the
+/// posting phase held until the start file exists, the posts file written after the drain.
+/// With `Coordination::default()` it is exactly [`run_cell`]. A start file that does not
+/// appear in time, or a file that cannot be written, is an error of the result.
+pub async fn run_cell_with(
+    target: &CellTarget,
+    opts: &CellOptions,
+    rep: usize,
+    phase: &dyn Fn(&str),
+    coord: &Coordination,
+) -> CellResult {
     let n = opts.n;
     let posters = opts.posters.max(1);
-    let tokens = TokenScheme::random();
+    let tokens = coord.tokens();
+    let run_tag = tokens.run_tag().to_owned();
     let shared = Rc::new(Shared::new(n, posters, &tokens));
     let mut result = CellResult {
         target: target.name.clone(),
@@ -316,6 +335,7 @@ pub async fn run_cell(
     }
 
     phase("connecting");
+    let clock = WallClock::now();
     let connect_start = Instant::now();
     let clients = ClientSet::spawn(
         n,
@@ -338,6 +358,19 @@ pub async fn run_cell(
         .last_ready
         .map(|t| t.duration_since(connect_start).as_secs_f64())
         .unwrap_or(0.0);
+    if let Some(path) = &coord.ready_file {
+        let ready = ReadyRecord {
+            n,
+            ready: conns.ready,
+            failed: n - conns.ready.min(n),
+            connect_secs: result.connect_secs,
+            connect_start_unix_us: clock.unix_us(connect_start),
+            last_ready_unix_us: conns.last_ready.map(|t| clock.unix_us(t)),
+        };
+        if let Err(e) = write_json(path, &ready) {
+            result.errors.push(format!("{e:#}"));
+        }
+    }
     if conns.ready == 0 {
         result.failed_connections = n;
         result.errors = conns.errors;
@@ -347,7 +380,22 @@ pub async fn run_cell(
         result.judge();
         return result;
     }
+    if let Some(start) = &coord.start_file {
+        phase("waiting for the start file");
+        if !wait_for_file(start, coord.start_timeout).await {
+            result.ready = conns.ready;
+            result.errors.extend(conns.errors);
+            result.errors.push(format!(
+                "{} did not appear within {:?}; nothing posted",
+                start.display(),
+                coord.start_timeout
+            ));
+            result.judge();
+            return result;
+        }
+    }
     // Messages must reach every client that is ready and still connected when posting starts.
+    let conns = shared.conns.borrow().clone();
     let expected = conns.ready.saturating_sub(conns.disconnected);
     shared.tracker.borrow_mut().set_expected(expected as u32);
     if !opts.settle.is_zero() {
@@ -403,6 +451,27 @@ pub async fn run_cell(
     let self_cpu1 = CpuSample::take(Proc::SelfProc);
     let conns = shared.conns.borrow().clone();
     clients.abort_all();
+    let mut file_errors = Vec::new();
+    if let Some(path) = &coord.posts_file {
+        let record = PostsRecord {
+            run_tag,
+            posts: shared
+                .tracker
+                .borrow()
+                .messages()
+                .map(|m| PostRecord {
+                    seq: m.seq,
+                    ok: m.posted,
+                    sent_unix_us: clock.unix_us(m.sent),
+                    receipts: m.receipts,
+                    last_receipt_unix_us: m.last_receipt.map(|t| clock.unix_us(t)),
+                })
+                .collect(),
+        };
+        if let Err(e) = write_json(path, &record) {
+            file_errors.push(format!("{e:#}"));
+        }
+    }
 
     let s = shared.tracker.borrow().summary();
     // Everything that never became ready: failed handshakes or subscriptions, and clients
@@ -480,8 +549,10 @@ pub async fn run_cell(
             opts.drain
         ));
     }
-    let mut errors = conns.errors;
+    let mut errors = std::mem::take(&mut result.errors);
+    errors.extend(conns.errors);
     errors.extend(ctx.errors.borrow().iter().cloned());
+    errors.extend(file_errors);
     result.errors = errors;
     result.judge();
     result

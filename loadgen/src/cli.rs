@@ -4,10 +4,11 @@
 //! (the results are still written), 1 on an error that stopped the run.
 
 use crate::campfire::{self, ExtraChannel, PrepareOptions};
-use crate::cell::{run_cell, CellOptions};
+use crate::cell::{run_cell_with, CellOptions};
 use crate::endpoint::Endpoint;
 use crate::fanout::{self, FanoutOptions};
 use crate::idle::{self, IdleOptions};
+use crate::multi::{self, Coordination};
 use crate::report::{render_table, summarize, CellResult, FloorFps};
 use crate::server::TargetSpec;
 use crate::sweep::{self, campfire_target, discover_pid, SweepOptions};
@@ -228,12 +229,61 @@ pub struct RunArgs {
     /// Append the JSON line to this file too.
     #[arg(long)]
     pub jsonl: Option<PathBuf>,
+    /// Several processes, one run: the token run tag shared by every process (1 to 16
+    /// lowercase letters and digits; default: a random one).
+    #[arg(long, value_parser = crate::multi::parse_run_tag)]
+    pub run_tag: Option<String>,
+    /// Write a JSON line here once every client is ready or failed (counts and the connect
+    /// phase's start and end in Unix µs).
+    #[arg(long)]
+    pub ready_file: Option<PathBuf>,
+    /// Wait for this file to exist (after the ready file) before posting, or, with
+    /// --listen-only, before waiting for the posts file.
+    #[arg(long)]
+    pub start_file: Option<PathBuf>,
+    /// Longest wait for --start-file.
+    #[arg(long, default_value = "300s", value_parser = parse_duration)]
+    pub start_timeout: Duration,
+    /// The posting process writes every post here after its drain (sequence number, answered
+    /// or not, sent at, its own clients' last receipt); --listen-only processes read it.
+    #[arg(long)]
+    pub posts_file: Option<PathBuf>,
+    /// Post nothing: hold --n clients, wait for --posts-file (at most --duration + --drain +
+    /// --settle + 60 s after the start file), then until every client holds each answered post
+    /// (at most --drain), and count per client and post what is held once, missing or
+    /// duplicated. Needs --run-tag and --posts-file. Prints one JSON line (exit 3 unless every
+    /// client was ready and nothing is missing or duplicated).
+    #[arg(long, requires_all = ["run_tag", "posts_file"])]
+    pub listen_only: bool,
     /// Login and subscription flags.
     #[command(flatten)]
     pub login: LoginArgs,
     /// Load shape flags.
     #[command(flatten)]
     pub load: LoadArgs,
+}
+
+impl RunArgs {
+    fn coordination(&self) -> Coordination {
+        Coordination {
+            run_tag: self.run_tag.clone(),
+            ready_file: self.ready_file.clone(),
+            start_file: self.start_file.clone(),
+            start_timeout: self.start_timeout,
+            posts_file: self.posts_file.clone(),
+        }
+    }
+}
+
+/// Appends `line` to the file at `path`.
+fn append_line(path: &std::path::Path, line: &str) -> Result<()> {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)?;
+    writeln!(f, "{line}")?;
+    Ok(())
 }
 
 /// `loadgen sweep`.
@@ -444,16 +494,25 @@ pub async fn run(cli: Cli) -> Result<i32> {
                 let node = Endpoint::parse(url)?;
                 target.cable.spread.push((node.cable(), node.origin()));
             }
-            let result = run_cell(&target, &opts, 0, &|p| eprintln!("{p}…")).await;
+            let coord = a.coordination();
+            if a.listen_only {
+                let r = multi::run_listen(&target, &opts, &coord, &|p| eprintln!("{p}…")).await?;
+                let line = serde_json::to_string(&r)?;
+                println!("{line}");
+                if let Some(path) = &a.jsonl {
+                    append_line(path, &line)?;
+                }
+                eprintln!("{}", multi::describe(&r));
+                for e in &r.errors {
+                    eprintln!("error: {e}");
+                }
+                return Ok(if r.ok { 0 } else { 3 });
+            }
+            let result = run_cell_with(&target, &opts, 0, &|p| eprintln!("{p}…"), &coord).await;
             let line = serde_json::to_string(&result)?;
             println!("{line}");
             if let Some(path) = &a.jsonl {
-                use std::io::Write;
-                let mut f = std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(path)?;
-                writeln!(f, "{line}")?;
+                append_line(path, &line)?;
             }
             eprintln!(
                 "{}",
@@ -628,5 +687,46 @@ mod tests {
         assert_eq!(a.targets.len(), 2);
         assert_eq!(a.load.window, 32);
         assert_eq!(a.login.users, 50);
+    }
+
+    #[test]
+    fn listen_only_needs_a_run_tag_and_a_posts_file() {
+        let base = [
+            "loadgen",
+            "run",
+            "--url",
+            "http://127.0.0.1:3000",
+            "--listen-only",
+        ];
+        assert!(Cli::try_parse_from(base).is_err());
+        assert!(Cli::try_parse_from(base.iter().chain(&["--run-tag", "ab12"])).is_err());
+        let cli = Cli::try_parse_from(base.iter().chain(&[
+            "--run-tag",
+            "ab12",
+            "--posts-file",
+            "posts.json",
+            "--start-file",
+            "go",
+        ]))
+        .unwrap();
+        let Command::Run(a) = cli.command else {
+            panic!("not a run")
+        };
+        assert!(a.listen_only);
+        let c = a.coordination();
+        assert_eq!(c.run_tag.as_deref(), Some("ab12"));
+        assert_eq!(c.start_file, Some(PathBuf::from("go")));
+        assert_eq!(c.start_timeout, Duration::from_secs(300));
+        assert!(Cli::try_parse_from(["loadgen", "run", "--url", "u", "--run-tag", "A!"]).is_err());
+        // Without the new flags a run is a lone process, as before.
+        let Command::Run(a) = Cli::try_parse_from(["loadgen", "run", "--url", "u"])
+            .unwrap()
+            .command
+        else {
+            panic!("not a run")
+        };
+        let c = a.coordination();
+        assert!(!a.listen_only && c.run_tag.is_none() && c.ready_file.is_none());
+        assert!(c.start_file.is_none() && c.posts_file.is_none());
     }
 }

@@ -15,7 +15,8 @@
 //! - measurement: [`tracker`] (per message and per client accounting), [`stats`]
 //!   (histograms), [`procfs`] (CPU, RSS, threads, pinning, port owners);
 //! - runs: [`cell`] (one N), [`server`] (managed servers), [`sweep`], [`idle`], [`fanout`],
-//!   [`selftest`] (the client's own receive capacity);
+//!   [`selftest`] (the client's own receive capacity), [`multi`] (one run over several
+//!   processes: one posts, the others listen);
 //! - output: [`report`] (JSON lines, medians, markdown), [`plot`] (SVG and PNG);
 //! - [`cli`]: the command line.
 //!
@@ -34,6 +35,7 @@ pub mod fanout;
 pub mod html;
 pub mod http;
 pub mod idle;
+pub mod multi;
 pub mod plot;
 pub mod procfs;
 pub mod report;

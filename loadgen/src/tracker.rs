@@ -50,6 +50,11 @@ impl TokenScheme {
         Self::new(&run)
     }
 
+    /// The run tag, `<run>` of `lg<run>x`.
+    pub fn run_tag(&self) -> &str {
+        &self.prefix[2..self.prefix.len() - 1]
+    }
+
     /// The searched prefix, `lg<run>x`.
     pub fn prefix(&self) -> &str {
         &self.prefix
@@ -90,6 +95,7 @@ struct Message {
     receipts: u32,
     state: PostState,
     complete: bool,
+    last: Option<Instant>,
 }
 
 const NONE: u32 = u32::MAX;
@@ -139,6 +145,21 @@ pub struct Tracker {
     first: Latency,
     all: Latency,
     each: Latency,
+}
+
+/// One message of a [`Tracker`], as [`Tracker::messages`] lists them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MessageRecord {
+    /// Its sequence number.
+    pub seq: u32,
+    /// When its post was sent.
+    pub sent: Instant,
+    /// Whether its post was answered with a valid response.
+    pub posted: bool,
+    /// Clients that received it (first receipts).
+    pub receipts: u32,
+    /// The latest first receipt by any client.
+    pub last_receipt: Option<Instant>,
 }
 
 /// A snapshot of a [`Tracker`]'s counters and latencies.
@@ -222,6 +243,7 @@ impl Tracker {
             receipts: 0,
             state: PostState::InFlight,
             complete: false,
+            last: None,
         });
         self.first_sent.get_or_insert(now);
         self.undelivered += 1;
@@ -298,6 +320,7 @@ impl Tracker {
         let latency = at.saturating_duration_since(m.sent);
         self.each.record(latency);
         m.receipts += 1;
+        m.last = Some(at);
         if m.receipts == 1 {
             self.first.record(latency);
         }
@@ -330,6 +353,21 @@ impl Tracker {
             .count()
     }
 
+    /// Every registered message in sequence order: when it was sent, whether its post was
+    /// answered with a valid response, how many clients have it and its last receipt so far.
+    pub fn messages(&self) -> impl Iterator<Item = MessageRecord> + '_ {
+        self.messages
+            .iter()
+            .enumerate()
+            .map(|(seq, m)| MessageRecord {
+                seq: seq as u32,
+                sent: m.sent,
+                posted: m.state == PostState::Posted,
+                receipts: m.receipts,
+                last_receipt: m.last,
+            })
+    }
+
     /// The counters and latency summaries so far.
     pub fn summary(&self) -> TrackerSummary {
         let complete = self
@@ -359,6 +397,161 @@ impl Tracker {
     }
 }
 
+/// Receipt accounting of a listen-only process (`loadgen run --listen-only`): its clients
+/// receive the posts another process makes, so no message is registered here. Per client, a
+/// bitset of the sequence numbers seen and one of those seen more than once; per sequence number, how many
+/// clients have it and its first and last receipt. Which posts every client must hold is
+/// learnt only at the end (the poster's posts file), and [`ListenTracker::check`] then counts
+/// each of them once per client: held, missing or duplicated.
+#[derive(Debug)]
+pub struct ListenTracker {
+    clients: Vec<ListenClient>,
+    seqs: Vec<SeqRecv>,
+    max_seq: u32,
+    unknown: u64,
+}
+
+#[derive(Debug, Clone, Default)]
+struct ListenClient {
+    seen: Vec<u64>,
+    /// Sequence numbers received more than once (allocated on the first duplicate).
+    repeated: Vec<u64>,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct SeqRecv {
+    receipts: u32,
+    duplicates: u32,
+    first: Option<Instant>,
+    last: Option<Instant>,
+}
+
+/// What every client of a listen-only process holds of a list of posts
+/// ([`ListenTracker::check`]).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ListenCheck {
+    /// Posts checked.
+    pub posts: u64,
+    /// Client slots (connected or not).
+    pub clients: u64,
+    /// posts × clients.
+    pub expected: u64,
+    /// Client × post pairs held (first receipts of the listed posts).
+    pub delivered: u64,
+    /// expected − delivered.
+    pub missing: u64,
+    /// Receipts of a listed post by a client that already had it.
+    pub duplicated: u64,
+    /// Clients that hold every listed post, each exactly once.
+    pub clients_complete: u64,
+    /// First receipts of sequence numbers that are not in the list (failed posts, or posts
+    /// the list does not name), and tokens past the tracker's range.
+    pub extra: u64,
+    /// Per listed post, in list order: its first and last receipt by any client here.
+    pub times: Vec<(Option<Instant>, Option<Instant>)>,
+}
+
+impl ListenTracker {
+    /// A tracker for `clients` client slots; sequence numbers at or above `max_seq` are
+    /// counted as unknown and not kept (memory stays bounded whatever a server sends).
+    pub fn new(clients: usize, max_seq: u32) -> Self {
+        Self {
+            clients: vec![ListenClient::default(); clients],
+            seqs: Vec::new(),
+            max_seq,
+            unknown: 0,
+        }
+    }
+
+    /// Records that `client` received post `seq` at `at`: [`Receipt::Counted`] for its first
+    /// receipt, [`Receipt::Duplicate`] for a repeat, [`Receipt::Unknown`] for a client slot or
+    /// sequence number out of range. (Never [`Receipt::Completed`]: completion is only known
+    /// against the list of posts.)
+    #[inline]
+    pub fn receipt(&mut self, client: usize, seq: u32, at: Instant) -> Receipt {
+        if seq >= self.max_seq {
+            self.unknown += 1;
+            return Receipt::Unknown;
+        }
+        let Some(c) = self.clients.get_mut(client) else {
+            self.unknown += 1;
+            return Receipt::Unknown;
+        };
+        let s = seq as usize;
+        if self.seqs.len() <= s {
+            self.seqs.resize(s + 1, SeqRecv::default());
+        }
+        let r = &mut self.seqs[s];
+        let (word, bit) = (s / 64, 1u64 << (s % 64));
+        if c.seen.len() <= word {
+            c.seen.resize(word + 1, 0);
+        }
+        if c.seen[word] & bit != 0 {
+            if c.repeated.len() <= word {
+                c.repeated.resize(word + 1, 0);
+            }
+            c.repeated[word] |= bit;
+            r.duplicates += 1;
+            return Receipt::Duplicate;
+        }
+        c.seen[word] |= bit;
+        r.receipts += 1;
+        r.first.get_or_insert(at);
+        r.last = Some(at);
+        Receipt::Counted
+    }
+
+    /// Client × post pairs of `posts` not yet held (0: every client has every post).
+    pub fn missing(&self, posts: &[u32]) -> u64 {
+        let n = self.clients.len() as u64;
+        posts
+            .iter()
+            .map(|&s| n - self.seqs.get(s as usize).map_or(0, |r| r.receipts as u64))
+            .sum()
+    }
+
+    /// Counts, for every client and every post of `posts` (sequence numbers, each listed
+    /// once), whether the client holds it once, not at all, or more than once.
+    pub fn check(&self, posts: &[u32]) -> ListenCheck {
+        let listed: std::collections::HashSet<u32> = posts.iter().copied().collect();
+        let mut out = ListenCheck {
+            posts: posts.len() as u64,
+            clients: self.clients.len() as u64,
+            expected: posts.len() as u64 * self.clients.len() as u64,
+            extra: self.unknown,
+            ..Default::default()
+        };
+        for &s in posts {
+            let r = self.seqs.get(s as usize).copied().unwrap_or_default();
+            out.delivered += r.receipts as u64;
+            out.duplicated += r.duplicates as u64;
+            out.times.push((r.first, r.last));
+        }
+        for (s, r) in self.seqs.iter().enumerate() {
+            if !listed.contains(&(s as u32)) {
+                out.extra += r.receipts as u64;
+            }
+        }
+        out.missing = out.expected - out.delivered;
+        out.clients_complete = self
+            .clients
+            .iter()
+            .filter(|c| {
+                posts
+                    .iter()
+                    .all(|&s| has_bit(&c.seen, s) && !has_bit(&c.repeated, s))
+            })
+            .count() as u64;
+        out
+    }
+}
+
+/// Whether bit `s` is set in `bits`.
+fn has_bit(bits: &[u64], s: u32) -> bool {
+    bits.get(s as usize / 64)
+        .is_some_and(|w| w & (1u64 << (s % 64)) != 0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -367,6 +560,7 @@ mod tests {
     fn tokens_are_fixed_width_and_parse_back() {
         let t = TokenScheme::new("ab12");
         assert_eq!(t.token(42), "lgab12x00000042");
+        assert_eq!(t.run_tag(), "ab12");
         let tok = t.token(12_345_678);
         let after = &tok.as_bytes()[t.prefix().len()..];
         assert_eq!(TokenScheme::parse_seq(after), Some(12_345_678));
@@ -431,5 +625,71 @@ mod tests {
         assert_eq!(s.out_of_order, 1);
         assert_eq!(s.divergent_clients, 1);
         assert_eq!(s.duplicates, 0);
+    }
+
+    #[test]
+    fn a_listener_counts_each_listed_post_once_per_client() {
+        let t0 = Instant::now();
+        let at = |ms| t0 + Duration::from_millis(ms);
+        let mut t = ListenTracker::new(3, 1000);
+        // Posts 0 and 2 are listed; 1 failed (its frame still arrived once); 5000 is out of range.
+        for c in 0..3 {
+            assert_eq!(t.receipt(c, 0, at(1 + c as u64)), Receipt::Counted);
+        }
+        assert_eq!(t.receipt(0, 2, at(10)), Receipt::Counted);
+        assert_eq!(t.receipt(1, 2, at(12)), Receipt::Counted);
+        assert_eq!(t.missing(&[0, 2]), 1, "client 2 lacks post 2");
+        assert_eq!(t.receipt(1, 2, at(13)), Receipt::Duplicate);
+        assert_eq!(t.receipt(0, 1, at(5)), Receipt::Counted);
+        assert_eq!(t.receipt(0, 5000, at(5)), Receipt::Unknown);
+        assert_eq!(t.receipt(7, 0, at(5)), Receipt::Unknown, "no such client");
+        let c = t.check(&[0, 2]);
+        assert_eq!((c.posts, c.clients, c.expected), (2, 3, 6));
+        assert_eq!((c.delivered, c.missing, c.duplicated), (5, 1, 1));
+        assert_eq!(
+            c.clients_complete, 1,
+            "client 0 only: 1 repeated post 2, 2 lacks it"
+        );
+        assert_eq!(c.extra, 3, "post 1's receipt, seq 5000, client 7");
+        assert_eq!(
+            c.times,
+            vec![(Some(at(1)), Some(at(3))), (Some(at(10)), Some(at(12)))]
+        );
+        assert_eq!(t.receipt(2, 2, at(20)), Receipt::Counted);
+        assert_eq!(t.missing(&[0, 2]), 0);
+        let c = t.check(&[0, 2]);
+        assert_eq!((c.missing, c.clients_complete), (0, 2));
+    }
+
+    #[test]
+    fn a_listener_with_no_receipts_misses_everything() {
+        let t = ListenTracker::new(4, 1000);
+        let c = t.check(&[0, 1, 2]);
+        assert_eq!((c.expected, c.delivered, c.missing), (12, 0, 12));
+        assert_eq!(c.clients_complete, 0);
+        assert_eq!(t.check(&[]).clients_complete, 4, "nothing to hold");
+        assert_eq!(c.times, vec![(None, None); 3]);
+    }
+
+    #[test]
+    fn messages_list_send_times_and_last_receipts() {
+        let t0 = Instant::now();
+        let mut t = Tracker::new(2, 2, 1);
+        let a = t.register(0, t0);
+        let b = t.register(0, t0);
+        t.post_result(a, Ok(Duration::from_millis(1)));
+        t.post_result(b, Err(()));
+        t.receipt(0, a, t0 + Duration::from_millis(2), 1);
+        t.receipt(1, a, t0 + Duration::from_millis(4), 1);
+        t.receipt(1, a, t0 + Duration::from_millis(9), 1);
+        let m: Vec<_> = t.messages().collect();
+        assert_eq!(m.len(), 2);
+        assert_eq!((m[0].seq, m[0].posted, m[0].receipts), (0, true, 2));
+        assert_eq!(
+            m[0].last_receipt,
+            Some(t0 + Duration::from_millis(4)),
+            "a duplicate is not a receipt"
+        );
+        assert_eq!((m[1].posted, m[1].last_receipt), (false, None));
     }
 }

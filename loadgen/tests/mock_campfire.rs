@@ -9,8 +9,9 @@
 
 use base64::Engine;
 use loadgen::campfire::{self, ExtraChannel, PrepareOptions};
-use loadgen::cell::{run_cell, CellOptions};
+use loadgen::cell::{run_cell, run_cell_with, CellOptions};
 use loadgen::endpoint::Endpoint;
+use loadgen::multi::{self, Coordination, ListenResult, PostsRecord};
 use loadgen::sweep::campfire_target;
 use loadgen::ws;
 use std::collections::HashMap;
@@ -617,4 +618,132 @@ fn fanout_only_uses_the_trigger_url() {
     assert!(r.posted > 0);
     assert_eq!(r.receipts, r.posted * 10);
     assert!(r.mean_frame_bytes > 64.0);
+}
+
+/// A poster process (`run_cell_with`) and a listen-only one (`multi::run_listen`) against the
+/// same mock, coordinated through the ready, start and posts files as separate processes are:
+/// returns the poster's result, the listener's and the posts file.
+fn poster_and_listener(
+    cfg: MockConfig,
+    listeners: usize,
+) -> (loadgen::report::CellResult, ListenResult, PostsRecord) {
+    let url = start_mock(cfg);
+    let dir = std::env::temp_dir().join(format!(
+        "loadgen-listen-{}-{}",
+        std::process::id(),
+        listeners
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let coord = |ready: &str| Coordination {
+        run_tag: Some("mock1".into()),
+        ready_file: Some(dir.join(ready)),
+        start_file: Some(dir.join("go")),
+        start_timeout: Duration::from_secs(20),
+        posts_file: Some(dir.join("posts.json")),
+    };
+    let (poster_coord, listen_coord) = (coord("ready-1.json"), coord("ready-2.json"));
+    let (r, l) = block_on(async {
+        let base = Endpoint::parse(&url).unwrap();
+        let prepared = Rc::new(campfire::prepare(&base, &prepare_opts(3)).await.unwrap());
+        let target = campfire_target("mock", &base, prepared, 16 * 1024, None);
+        let mut opts = cell_opts(4);
+        opts.rate = Some(20.0);
+        opts.drain = Duration::from_millis(500);
+        let mut listen_opts = cell_opts(listeners);
+        listen_opts.drain = Duration::from_millis(500);
+        let starter = async {
+            while !(dir.join("ready-1.json").exists() && dir.join("ready-2.json").exists()) {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            std::fs::write(dir.join("go"), "").unwrap();
+        };
+        let (r, l, ()) = tokio::join!(
+            run_cell_with(&target, &opts, 0, &|_| {}, &poster_coord),
+            multi::run_listen(&target, &listen_opts, &listen_coord, &|_| {}),
+            starter
+        );
+        (r, l.unwrap())
+    });
+    let posts: PostsRecord = serde_json::from_str(
+        std::fs::read_to_string(dir.join("posts.json"))
+            .unwrap()
+            .trim(),
+    )
+    .unwrap();
+    let ready: multi::ReadyRecord = serde_json::from_str(
+        std::fs::read_to_string(dir.join("ready-2.json"))
+            .unwrap()
+            .trim(),
+    )
+    .unwrap();
+    assert_eq!((ready.n, ready.ready), (listeners, l.ready));
+    std::fs::remove_dir_all(&dir).unwrap();
+    (r, l, posts)
+}
+
+#[test]
+fn a_listener_process_checks_every_post_on_every_client() {
+    let (r, l, posts) = poster_and_listener(MockConfig::default(), 6);
+    assert!(r.ok, "{r:#?}");
+    assert!(l.ok, "{l:#?}");
+    assert_eq!(posts.run_tag, "mock1");
+    assert_eq!(posts.posts.len() as u64, r.posted);
+    assert!(posts.posts.iter().all(|p| p.ok && p.receipts == 4));
+    assert!(r.posted > 0);
+    assert_eq!((l.n, l.ready, l.failed), (6, 6, 0));
+    assert_eq!(l.posts, r.posted);
+    assert_eq!(l.seqs, posts.answered());
+    assert_eq!(
+        (l.expected, l.delivered, l.missing),
+        (r.posted * 6, r.posted * 6, 0)
+    );
+    assert_eq!((l.duplicated, l.clients_complete, l.extra), (0, 6, 0));
+    assert_eq!(l.sent_unix_us.len(), l.seqs.len());
+    for ((s, f), last) in l
+        .sent_unix_us
+        .iter()
+        .zip(&l.first_receipt_unix_us)
+        .zip(&l.last_receipt_unix_us)
+    {
+        let (f, last) = (f.unwrap(), last.unwrap());
+        assert!(*s <= f && f <= last, "sent {s} ≤ first {f} ≤ last {last}");
+    }
+    // The listener's clients' frames carry the unread notices too.
+    assert!(l.frames >= 2 * l.delivered);
+}
+
+#[test]
+fn a_listener_process_counts_duplicates_and_missing_posts() {
+    let (r, l, _) = poster_and_listener(
+        MockConfig {
+            duplicate: true,
+            ..Default::default()
+        },
+        3,
+    );
+    assert!(!r.ok);
+    assert!(!l.ok);
+    assert_eq!(l.missing, 0);
+    assert_eq!(
+        l.duplicated,
+        l.posts * 3,
+        "every post twice to every client"
+    );
+    assert_eq!(l.clients_complete, 0);
+
+    let (r, l, posts) = poster_and_listener(
+        MockConfig {
+            drop_some: true,
+            ..Default::default()
+        },
+        5,
+    );
+    assert!(!r.ok);
+    assert!(!l.ok);
+    let dropped = posts.posts.iter().filter(|p| p.receipts == 0).count() as u64;
+    assert!(dropped > 0, "every 5th post is never broadcast: {posts:?}");
+    assert_eq!(l.missing, dropped * 5);
+    assert_eq!(l.delivered, (l.posts - dropped) * 5);
+    assert_eq!(l.clients_complete, 0);
 }
