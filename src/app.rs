@@ -589,12 +589,28 @@ pub struct Server {
     background: bool,
 }
 
+/// The listen queue the server asks for (`listen(2)`'s backlog; the kernel caps it at
+/// `net.core.somaxconn`): room for a connect storm, every client of a restarted node coming
+/// back at once, where a plain bind's 128 overflowed (SYNs dropped, clients retrying after
+/// a second or more).
+pub const LISTEN_BACKLOG: u32 = 4096;
+
+/// A listener on `addr` (address reuse on, as a plain bind sets it) with [`LISTEN_BACKLOG`].
+fn listen(addr: std::net::SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(LISTEN_BACKLOG)
+}
+
 impl Server {
     /// Binds `config.bind` and builds the state.
     pub async fn bind(config: Config) -> anyhow::Result<Self> {
-        let listener = TcpListener::bind(config.bind)
-            .await
-            .with_context(|| format!("binding {}", config.bind))?;
+        let listener = listen(config.bind).with_context(|| format!("binding {}", config.bind))?;
         let state = AppState::build(config).await?;
         let weak = std::sync::Arc::downgrade(&state);
         state.bus.on_control(Box::new(move |command| {

@@ -1209,3 +1209,33 @@ async fn one_tab_hidden_and_closed_never_overrides_another_open_tab() {
     }
     assert!(gone, "the last tab's close marks David gone");
 }
+
+/// A connect storm (every client of a restarted node at once) fits the listen queue: the
+/// listener asks for a backlog of `hearth::app::LISTEN_BACKLOG` (the kernel caps it at
+/// `net.core.somaxconn`), not the 128 a plain bind gets, which overflowed under 20,000
+/// reconnecting clients.
+#[tokio::test]
+async fn the_listener_takes_a_backlog_for_connect_storms() {
+    let server = TestServer::start().await;
+    let somaxconn: u32 = std::fs::read_to_string("/proc/sys/net/core/somaxconn")
+        .expect("somaxconn")
+        .trim()
+        .parse()
+        .unwrap();
+    let out = std::process::Command::new("ss")
+        .args(["-ltnH", &format!("sport = :{}", server.addr.port())])
+        .output()
+        .expect("ss (iproute2) runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    // LISTEN  <Recv-Q>  <Send-Q = the backlog>  <local address> ...
+    let backlog: u32 = text
+        .split_whitespace()
+        .nth(2)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no listener in {text:?}"));
+    assert_eq!(
+        backlog,
+        hearth::app::LISTEN_BACKLOG.min(somaxconn),
+        "{text}"
+    );
+}
