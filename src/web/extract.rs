@@ -1,6 +1,7 @@
 //! Extractors that resolve what a route's path names, scoped to the signed-in user.
 //!
-//! [`Admin`] is Campfire's `ensure_can_administer` ([`AdminPage`] for the pages it guards); [`Id`] a path's one numeric id, 404 for
+//! [`Admin`] is Campfire's `ensure_can_administer` ([`AdminPage`] for the pages it guards);
+//! [`SignedInPage`] a page only a signed-in user sees (`require_authentication`); [`Id`] a path's one numeric id, 404 for
 //! anything else. [`MemberRoom`] is Campfire's `RoomScoped` concern (`@room = Current.user.rooms.find(
 //! params[:room_id])`): a room is found only among the user's own, so a room the user is not
 //! in answers exactly like one that does not exist (404).
@@ -63,6 +64,33 @@ impl<S: Send + Sync> FromRequestParts<S> for AdminPage {
         ctx.require_administrator()
             .map_err(IntoResponse::into_response)?;
         Ok(Self(ctx.clone()))
+    }
+}
+
+/// The page request of a signed-in user: its [`Ctx`] and that user, for a page a browser
+/// opens, so a signed-out visitor is sent to sign in.
+///
+/// Rejection: 302 to `/session/new` without a signed-in user.
+#[derive(Clone, Debug)]
+pub struct SignedInPage {
+    /// The request's context.
+    pub ctx: Ctx,
+    /// The signed-in user (`Current.user`).
+    pub user: User,
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for SignedInPage {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        let ctx = parts.extensions.get::<Ctx>();
+        let Some((ctx, user)) = ctx.and_then(|ctx| Some((ctx, ctx.user.as_ref()?))) else {
+            return Err(found("/session/new"));
+        };
+        Ok(Self {
+            user: user.clone(),
+            ctx: ctx.clone(),
+        })
     }
 }
 
