@@ -198,6 +198,39 @@ impl FromRequestParts<SharedState> for MemberMessage {
     }
 }
 
+/// The message of the path's `{message_id}` in the member's room of `{room_id}`, when the
+/// signed-in user may change it: its creator or an administrator (Campfire's
+/// `ensure_can_administer` on `MessagesController#edit`, `update` and `destroy`).
+///
+/// Rejections: those of [`MemberRoom`]; 404 for a malformed id or a message not in the room;
+/// 403 for someone else's message and a user who is no administrator.
+#[derive(Clone, Debug)]
+pub struct EditableMessage {
+    /// The room, found among the user's memberships.
+    pub room: Room,
+    /// The message.
+    pub message: Message,
+}
+
+impl FromRequestParts<SharedState> for EditableMessage {
+    type Rejection = AppError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &SharedState,
+    ) -> Result<Self, Self::Rejection> {
+        let (user, room) = member_room(parts, state, Lookup::Fresh).await?;
+        let id = parse_id(&path_param(parts, state, "message_id").await?)?;
+        let message = messages::find(&state.pool, room.id, id)
+            .await?
+            .ok_or(AppError::NotFound)?;
+        if message.creator_id != user.id && user.role != crate::db::Role::Administrator {
+            return Err(AppError::Forbidden);
+        }
+        Ok(Self { room, message })
+    }
+}
+
 /// The signed-in user of the request, else 401.
 fn signed_in_user(parts: &Parts) -> Result<User, AppError> {
     parts
