@@ -74,12 +74,12 @@ pub async fn recent(pool: &SqlitePool, user_id: i64) -> sqlx::Result<Vec<Search>
 
 /// Forgets every recent search of a user.
 pub async fn clear(pool: &SqlitePool, user_id: i64) -> sqlx::Result<()> {
-    let mut tx = super::Write::begin(pool, super::Access::Kept).await?;
+    let one = super::One::begin(pool, super::Access::Kept).await?;
     sqlx::query("DELETE FROM searches WHERE user_id = ?")
         .bind(user_id)
-        .execute(&mut *tx)
+        .execute(&*one)
         .await?;
-    tx.commit().await?;
+    one.done();
     Ok(())
 }
 
