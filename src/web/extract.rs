@@ -219,7 +219,7 @@ impl FromRequestParts<SharedState> for EditableMessage {
         parts: &mut Parts,
         state: &SharedState,
     ) -> Result<Self, Self::Rejection> {
-        let (user, room) = member_room(parts, state, Lookup::Fresh).await?;
+        let MemberRoom { user, room } = MemberRoom::from_request_parts(parts, state).await?;
         let id = parse_id(&path_param(parts, state, "message_id").await?)?;
         let message = messages::find(&state.pool, room.id, id)
             .await?
