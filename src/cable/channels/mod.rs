@@ -104,8 +104,14 @@ pub async fn subscribe(
     Ok(match channel {
         "Turbo::StreamsChannel" => turbo_streams::subscribe(ctx, params),
         "RoomMessagesChannel" => room_messages::subscribe(ctx, params).await?,
-        "PresenceChannel" => presence::subscribe(ctx, params).await?,
-        "TypingNotificationsChannel" => typing_notifications::subscribe(ctx, params).await?,
+        "PresenceChannel" => match member_room(ctx, params).await? {
+            Some(room) => presence::subscribe(ctx, room).await?,
+            None => Outcome::Reject,
+        },
+        "TypingNotificationsChannel" => match member_room(ctx, params).await? {
+            Some(room) => typing_notifications::subscribe(ctx, room),
+            None => Outcome::Reject,
+        },
         "UnreadRoomsChannel" => unread_rooms::subscribe(ctx),
         "ReadRoomsChannel" => read_rooms::subscribe(ctx),
         "HeartbeatChannel" => heartbeat::subscribe(),
@@ -181,7 +187,8 @@ pub fn room_id_param(params: &Map<String, Value>) -> Option<i64> {
     }
 }
 
-/// The room named by `room_id` when the user is a member of it.
+/// The room named by `room_id` when the user is a member of it: the rooms `PresenceChannel`
+/// and `TypingNotificationsChannel` subscribe to (a non-member is rejected).
 pub(crate) async fn member_room(
     ctx: ChannelContext<'_>,
     params: &Map<String, Value>,
