@@ -100,7 +100,7 @@ pub struct Extended {
 /// for an `actioncable-v1-ext-json` connection.
 pub async fn run(
     state: SharedState,
-    host: Arc<dyn ChannelHost>,
+    host: Arc<ChannelHost>,
     stream: TcpStream,
     leftover: Bytes,
     user: Option<User>,
@@ -242,7 +242,7 @@ pub async fn run(
 struct Reader {
     state: SharedState,
     /// Where the channels run (here, or on the app node).
-    host: Arc<dyn ChannelHost>,
+    host: Arc<ChannelHost>,
     user: User,
     conn: Connection,
     control: Control,

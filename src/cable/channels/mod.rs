@@ -12,9 +12,9 @@
 //! | `ReadRoomsChannel` `{}` | `user_<id>_reads` | — |
 //! | `HeartbeatChannel` `{}` | none | — |
 //!
-//! Where they run is a [`host::ChannelHost`], chosen once at start: here ([`host::LocalHost`]),
-//! or, on a cable node (`--role cable`), on the app node for the channels that need the
-//! database ([`remote::RemoteHost`]).
+//! Where they run is a [`host::ChannelHost`], chosen once at start: here
+//! ([`host::ChannelHost::here`]), or, on a cable node (`--role cable`), on the app node for the
+//! channels that need the database ([`remote`]).
 
 pub mod heartbeat;
 pub mod host;
