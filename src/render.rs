@@ -526,20 +526,8 @@ pub struct Sidebar<'a> {
     pub rooms_stream: &'a str,
     /// The signed name of `<user gid>:rooms`.
     pub user_rooms_stream: &'a str,
-    /// The user's id.
-    pub user_id: i64,
-    /// Open and closed rooms.
-    pub shared: Vec<SidebarRoom>,
-    /// Direct rooms.
-    pub direct: Vec<SidebarRoom>,
-    /// The sidebar streams' positions when the list was read (`data-sidebar-history`, see
-    /// `crate::web::sidebar_history`).
-    pub history: &'a str,
-    /// People without a direct room with the user yet, `(id, first name)`: one click starts
-    /// one (`db::users::direct_placeholders`).
-    pub people: Vec<(i64, String)>,
-    /// The masked authenticity token of the people's forms.
-    pub csrf_token: &'a str,
+    /// The room list inside the frame.
+    pub nav: SidebarNav<'a>,
 }
 
 /// The sidebar's room list alone (`<nav id="sidebar_rooms">`, the `users/_sidebar_nav`
@@ -554,11 +542,13 @@ pub struct SidebarNav<'a> {
     pub shared: Vec<SidebarRoom>,
     /// Direct rooms.
     pub direct: Vec<SidebarRoom>,
-    /// As [`Sidebar::history`].
+    /// The sidebar streams' positions when the list was read (`data-sidebar-history`, see
+    /// `crate::web::sidebar_history`).
     pub history: &'a str,
-    /// As [`Sidebar::people`].
+    /// People without a direct room with the user yet, `(id, first name)`: one click starts
+    /// one (`db::users::direct_placeholders`).
     pub people: Vec<(i64, String)>,
-    /// As [`Sidebar::csrf_token`].
+    /// The masked authenticity token of the people's forms.
     pub csrf_token: &'a str,
 }
 
