@@ -414,10 +414,8 @@ pub struct RoomForm<'a> {
     pub name: Option<&'a str>,
     /// The longest name accepted, in characters.
     pub max_name_chars: usize,
-    /// Whether the form offers people to pick (closed and direct rooms).
-    pub pick_people: bool,
-    /// Whether the room holds everyone (open rooms).
-    pub everyone: bool,
+    /// The room's kind: an open room holds everyone, the others offer people to pick.
+    pub kind: crate::db::RoomKind,
     /// The people offered.
     pub people: Vec<Person>,
     /// The signed-in user (always a member; the box is shown checked and disabled).
