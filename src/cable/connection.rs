@@ -44,7 +44,8 @@ use bytes::Bytes;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use super::channels::host::{ChannelHost, Who};
+use super::channels::host::ChannelHost;
+use super::channels::Who;
 use super::channels::{self, Outcome, Subscribed};
 use super::protocol::{self, close_code, Command, DisconnectReason};
 use super::reader::{Inbound, MessageReader};

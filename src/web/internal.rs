@@ -10,7 +10,8 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 
 use crate::app_link::Op;
-use crate::cable::channels::host::{ChannelHost, Who};
+use crate::cable::channels::host::ChannelHost;
+use crate::cable::channels::Who;
 use crate::cable::channels::remote::{
     IdentifyRequest, IdentifyResponse, PerformRequest, StillAllowedRequest, SubscribeRequest,
     UnsubscribedRequest,

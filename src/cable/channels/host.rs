@@ -15,20 +15,10 @@ use std::sync::Arc;
 use futures_util::future::BoxFuture;
 use serde_json::{Map, Value};
 
-use super::{remote, ChannelContext, Outcome, Subscribed};
+use super::{remote, ChannelContext, Outcome, Subscribed, Who};
 use crate::app_link::AppLink;
 use crate::db::users::User;
 use crate::state::SharedState;
-
-/// Who a channel call is for: the connection's user and its id (unique across the nodes that
-/// share an app node: presence is kept per connection).
-#[derive(Clone, Copy, Debug)]
-pub struct Who<'a> {
-    /// The connection's user (`current_user`).
-    pub user: &'a User,
-    /// The connection's id.
-    pub connection_id: u64,
-}
 
 /// Where channels run (see the module docs): this node's state, and on a cable node the
 /// link to its app node.

@@ -119,6 +119,16 @@ pub async fn subscribe(
     })
 }
 
+/// Who a channel call is for: the connection's user and its id (unique across the nodes that
+/// share an app node: presence is kept per connection).
+#[derive(Clone, Copy, Debug)]
+pub struct Who<'a> {
+    /// The connection's user (`current_user`).
+    pub user: &'a User,
+    /// The connection's id.
+    pub connection_id: u64,
+}
+
 /// Runs a channel's `unsubscribed` (on `unsubscribe` and when the connection closes).
 pub async fn unsubscribed(ctx: ChannelContext<'_>, sub: &Subscribed) -> anyhow::Result<()> {
     if let Channel::Presence(room) = &sub.channel {

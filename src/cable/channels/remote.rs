@@ -23,8 +23,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::host::Who;
-use super::{Channel, Outcome, Subscribed};
+use super::{Channel, Outcome, Subscribed, Who};
 use crate::app_link::AppLink;
 use crate::db::users::User;
 
