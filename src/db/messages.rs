@@ -966,7 +966,7 @@ pub async fn boost(
     booster_name: &str,
     content: &str,
 ) -> sqlx::Result<Boost> {
-    let mut tx = super::Write::begin(pool, super::Access::Kept).await?;
+    let one = super::One::begin(pool, super::Access::Kept).await?;
     let now = super::now_ms();
     let id: i64 = sqlx::query_scalar(
         "INSERT INTO boosts (message_id, booster_id, content, created_at, updated_at) VALUES (?, ?, ?, ?, ?) RETURNING id",
@@ -976,9 +976,9 @@ pub async fn boost(
     .bind(content)
     .bind(now)
     .bind(now)
-    .fetch_one(&mut *tx)
+    .fetch_one(&*one)
     .await?;
-    tx.commit().await?;
+    one.done();
     Ok(Boost {
         id,
         message_id,
