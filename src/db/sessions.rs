@@ -103,11 +103,11 @@ async fn touch(pool: &SqlitePool, token: &str, now: i64) -> sqlx::Result<()> {
 
 /// Destroys the session with this token; returns the user id it belonged to.
 pub async fn destroy(pool: &SqlitePool, token: &str) -> sqlx::Result<Option<i64>> {
-    let mut tx = super::Write::begin(pool, super::Access::Changed).await?;
+    let one = super::One::begin(pool, super::Access::Changed).await?;
     let user_id = sqlx::query_scalar("DELETE FROM sessions WHERE token = ? RETURNING user_id")
         .bind(token)
-        .fetch_optional(&mut *tx)
+        .fetch_optional(&*one)
         .await?;
-    tx.commit().await?;
+    one.done();
     Ok(user_id)
 }
