@@ -79,9 +79,7 @@ async fn own_message(
     path: (&str, &str, &str),
 ) -> Result<Result<(Room, Message), Response>, AppError> {
     Ok(match bot_message(state, path).await? {
-        Ok((bot, _, message)) if message.creator_id != bot.id => {
-            Err(head(StatusCode::FORBIDDEN))
-        }
+        Ok((bot, _, message)) if message.creator_id != bot.id => Err(head(StatusCode::FORBIDDEN)),
         Ok((_, room, message)) => Ok((room, message)),
         Err(answer) => Err(answer),
     })

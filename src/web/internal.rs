@@ -11,11 +11,11 @@ use axum::Json;
 
 use crate::app_link::Op;
 use crate::cable::channels::host::ChannelHost;
-use crate::cable::channels::Who;
 use crate::cable::channels::remote::{
     IdentifyRequest, IdentifyResponse, PerformRequest, StillAllowedRequest, SubscribeRequest,
     UnsubscribedRequest,
 };
+use crate::cable::channels::Who;
 use crate::state::SharedState;
 
 /// The route, to mount beside the app's own (it needs no cookies, session or CSRF).

@@ -453,9 +453,14 @@ pub async fn edit_body(
     format: Option<&str>,
 ) -> Result<Option<String>, AppError> {
     let body = body_from_form(state, room.id, text, format).await?;
-    let Some(updated) =
-        messages::update_body(&state.pool, room.id, message_id, &body.html, &body.plain_text)
-            .await?
+    let Some(updated) = messages::update_body(
+        &state.pool,
+        room.id,
+        message_id,
+        &body.html,
+        &body.plain_text,
+    )
+    .await?
     else {
         return Ok(None);
     };

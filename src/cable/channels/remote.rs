@@ -158,7 +158,8 @@ pub async fn subscribe(
     channel: &str,
     params: Map<String, Value>,
 ) -> anyhow::Result<Outcome> {
-    let key = subscribe_cacheable(channel).then(|| format!("subscribe:{}:{identifier}", who.user.id));
+    let key =
+        subscribe_cacheable(channel).then(|| format!("subscribe:{}:{identifier}", who.user.id));
     let request = SubscribeRequest {
         connection_id: link.connection_key(who.connection_id),
         user: who.user.clone(),
