@@ -14,7 +14,7 @@ pub async fn url_for(pool: &SqlitePool, bot_id: i64) -> sqlx::Result<Option<Stri
 /// Sets (or with `None` or an empty URL, removes) the webhook of bot `bot_id` (Campfire's
 /// `User::Bot#update_webhook_url!`). The caller checks that the URL is http(s).
 pub async fn set(pool: &SqlitePool, bot_id: i64, url: Option<&str>) -> sqlx::Result<()> {
-    let one = super::One::begin(pool, super::Access::Kept).await?;
+    let mut tx = super::Write::begin(pool, super::Access::Kept).await?;
     match url.filter(|u| !u.is_empty()) {
         Some(url) => {
             let now = super::now_ms();
@@ -26,17 +26,17 @@ pub async fn set(pool: &SqlitePool, bot_id: i64, url: Option<&str>) -> sqlx::Res
             .bind(url)
             .bind(now)
             .bind(now)
-            .execute(&*one)
+            .execute(&mut *tx)
             .await?;
         }
         None => {
             sqlx::query("DELETE FROM webhooks WHERE user_id = ?")
                 .bind(bot_id)
-                .execute(&*one)
+                .execute(&mut *tx)
                 .await?;
         }
     }
-    one.done();
+    tx.commit().await?;
     Ok(())
 }
 
