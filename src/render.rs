@@ -414,10 +414,8 @@ pub struct RoomForm<'a> {
     pub name: Option<&'a str>,
     /// The longest name accepted, in characters.
     pub max_name_chars: usize,
-    /// Whether the form offers people to pick (closed and direct rooms).
-    pub pick_people: bool,
-    /// Whether the room holds everyone (open rooms).
-    pub everyone: bool,
+    /// The room's kind: an open room holds everyone, the others offer people to pick.
+    pub kind: crate::db::RoomKind,
     /// The people offered.
     pub people: Vec<Person>,
     /// The signed-in user (always a member; the box is shown checked and disabled).
@@ -526,20 +524,8 @@ pub struct Sidebar<'a> {
     pub rooms_stream: &'a str,
     /// The signed name of `<user gid>:rooms`.
     pub user_rooms_stream: &'a str,
-    /// The user's id.
-    pub user_id: i64,
-    /// Open and closed rooms.
-    pub shared: Vec<SidebarRoom>,
-    /// Direct rooms.
-    pub direct: Vec<SidebarRoom>,
-    /// The sidebar streams' positions when the list was read (`data-sidebar-history`, see
-    /// `crate::web::sidebar_history`).
-    pub history: &'a str,
-    /// People without a direct room with the user yet, `(id, first name)`: one click starts
-    /// one (`db::users::direct_placeholders`).
-    pub people: Vec<(i64, String)>,
-    /// The masked authenticity token of the people's forms.
-    pub csrf_token: &'a str,
+    /// The room list inside the frame.
+    pub nav: SidebarNav<'a>,
 }
 
 /// The sidebar's room list alone (`<nav id="sidebar_rooms">`, the `users/_sidebar_nav`
@@ -554,11 +540,13 @@ pub struct SidebarNav<'a> {
     pub shared: Vec<SidebarRoom>,
     /// Direct rooms.
     pub direct: Vec<SidebarRoom>,
-    /// As [`Sidebar::history`].
+    /// The sidebar streams' positions when the list was read (`data-sidebar-history`, see
+    /// `crate::web::sidebar_history`).
     pub history: &'a str,
-    /// As [`Sidebar::people`].
+    /// People without a direct room with the user yet, `(id, first name)`: one click starts
+    /// one (`db::users::direct_placeholders`).
     pub people: Vec<(i64, String)>,
-    /// As [`Sidebar::csrf_token`].
+    /// The masked authenticity token of the people's forms.
     pub csrf_token: &'a str,
 }
 

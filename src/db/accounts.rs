@@ -58,18 +58,16 @@ pub async fn needs_first_run(pool: &SqlitePool) -> sqlx::Result<bool> {
 /// Gives the account a new join code (Campfire's `Account#reset_join_code`); returns it, or
 /// None when there is no account.
 pub async fn regenerate_join_code(pool: &SqlitePool) -> sqlx::Result<Option<String>> {
-    let mut tx = super::Write::begin(pool, super::Access::Kept).await?;
     let code = new_join_code();
-    let changed = sqlx::query(
-        "UPDATE accounts SET join_code = ?, updated_at = ? \
-         WHERE id = (SELECT MIN(id) FROM accounts)",
-    )
-    .bind(&code)
-    .bind(super::now_ms())
-    .execute(&mut *tx)
-    .await?
-    .rows_affected();
-    tx.commit().await?;
+    let changed = super::One::execute(pool, super::Access::Kept, |now| {
+        sqlx::query(
+            "UPDATE accounts SET join_code = ?, updated_at = ? \
+             WHERE id = (SELECT MIN(id) FROM accounts)",
+        )
+        .bind(&code)
+        .bind(now)
+    })
+    .await?;
     Ok((changed > 0).then_some(code))
 }
 
@@ -145,8 +143,7 @@ pub async fn update(
     name: &str,
     restrict_room_creation: Option<bool>,
 ) -> sqlx::Result<bool> {
-    let mut tx = super::Write::begin(pool, super::Access::Kept).await?;
-    let changed = match restrict_room_creation {
+    let changed = super::One::execute(pool, super::Access::Kept, |now| match restrict_room_creation {
         Some(restrict) => sqlx::query(
             "UPDATE accounts SET name = ?, \
              settings = json_set(settings, '$.restrict_room_creation_to_administrators', json(?)), \
@@ -154,37 +151,29 @@ pub async fn update(
         )
         .bind(name)
         .bind(if restrict { "true" } else { "false" })
-        .bind(super::now_ms())
-        .execute(&mut *tx)
-        .await?
-        .rows_affected(),
+        .bind(now),
         None => sqlx::query(
             "UPDATE accounts SET name = ?, updated_at = ? WHERE id = (SELECT MIN(id) FROM accounts)",
         )
         .bind(name)
-        .bind(super::now_ms())
-        .execute(&mut *tx)
-        .await?
-        .rows_affected(),
-    };
-    tx.commit().await?;
+        .bind(now),
+    })
+    .await?;
     Ok(changed > 0)
 }
 
 /// Stores the account's custom styles (already sanitized; empty clears them). Returns false
 /// when there is no account.
 pub async fn set_custom_styles(pool: &SqlitePool, css: &str) -> sqlx::Result<bool> {
-    let mut tx = super::Write::begin(pool, super::Access::Kept).await?;
-    let changed = sqlx::query(
-        "UPDATE accounts SET custom_styles = ?, updated_at = ? \
-         WHERE id = (SELECT MIN(id) FROM accounts)",
-    )
-    .bind((!css.is_empty()).then_some(css))
-    .bind(super::now_ms())
-    .execute(&mut *tx)
-    .await?
-    .rows_affected();
-    tx.commit().await?;
+    let changed = super::One::execute(pool, super::Access::Kept, |now| {
+        sqlx::query(
+            "UPDATE accounts SET custom_styles = ?, updated_at = ? \
+             WHERE id = (SELECT MIN(id) FROM accounts)",
+        )
+        .bind((!css.is_empty()).then_some(css))
+        .bind(now)
+    })
+    .await?;
     Ok(changed > 0)
 }
 

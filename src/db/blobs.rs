@@ -144,7 +144,7 @@ const BLOB_COLUMNS: &str =
 /// # Errors
 /// A database failure, or a duplicate key.
 pub async fn insert(pool: &SqlitePool, new: &NewBlob<'_>) -> sqlx::Result<Blob> {
-    let mut tx = super::Write::begin(pool, super::Access::Kept).await?;
+    let one = super::One::begin(pool, super::Access::Kept).await?;
     let row = sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "INSERT INTO active_storage_blobs (key, filename, content_type, metadata, service_name, \
          byte_size, checksum, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING {BLOB_COLUMNS}"
@@ -157,9 +157,9 @@ pub async fn insert(pool: &SqlitePool, new: &NewBlob<'_>) -> sqlx::Result<Blob> 
     .bind(new.byte_size)
     .bind(new.checksum)
     .bind(rails_datetime(super::now_ms()))
-    .fetch_one(&mut *tx)
+    .fetch_one(&*one)
     .await?;
-    tx.commit().await?;
+    one.done();
     Ok(row)
 }
 
@@ -190,14 +190,14 @@ pub async fn update_identity(
     content_type: Option<&str>,
     metadata: &str,
 ) -> sqlx::Result<()> {
-    let mut tx = super::Write::begin(pool, super::Access::Kept).await?;
+    let one = super::One::begin(pool, super::Access::Kept).await?;
     sqlx::query("UPDATE active_storage_blobs SET content_type = ?, metadata = ? WHERE id = ?")
         .bind(content_type)
         .bind(metadata)
         .bind(id)
-        .execute(&mut *tx)
+        .execute(&*one)
         .await?;
-    tx.commit().await?;
+    one.done();
     Ok(())
 }
 
@@ -236,15 +236,7 @@ pub async fn attach_one(
     blob_id: i64,
 ) -> sqlx::Result<Vec<i64>> {
     let mut tx = super::Write::begin(pool, super::Access::Kept).await?;
-    let old: Vec<i64> = sqlx::query_scalar(
-        "DELETE FROM active_storage_attachments WHERE record_type = ? AND record_id = ? AND name = ? \
-         RETURNING blob_id",
-    )
-    .bind(record_type)
-    .bind(record_id)
-    .bind(name)
-    .fetch_all(&mut *tx)
-    .await?;
+    let old = detach_in(&mut *tx, name, record_type, record_id).await?;
     attach(&mut *tx, name, record_type, record_id, blob_id).await?;
     tx.commit().await?;
     Ok(old)
@@ -257,18 +249,32 @@ pub async fn detach(
     record_type: &str,
     record_id: i64,
 ) -> sqlx::Result<Vec<i64>> {
-    let mut tx = super::Write::begin(pool, super::Access::Kept).await?;
-    let row = sqlx::query_scalar(
+    let one = super::One::begin(pool, super::Access::Kept).await?;
+    let old = detach_in(&*one, name, record_type, record_id).await?;
+    one.done();
+    Ok(old)
+}
+
+/// Deletes the attachments `name` of a record, in an open transaction (or on a pool); returns
+/// the blob ids that were attached.
+async fn detach_in<'e, E>(
+    executor: E,
+    name: &str,
+    record_type: &str,
+    record_id: i64,
+) -> sqlx::Result<Vec<i64>>
+where
+    E: sqlx::Executor<'e, Database = sqlx::Sqlite>,
+{
+    sqlx::query_scalar(
         "DELETE FROM active_storage_attachments WHERE record_type = ? AND record_id = ? AND name = ? \
          RETURNING blob_id",
     )
     .bind(record_type)
     .bind(record_id)
     .bind(name)
-    .fetch_all(&mut *tx)
-    .await?;
-    tx.commit().await?;
-    Ok(row)
+    .fetch_all(executor)
+    .await
 }
 
 /// The blob attached as `name` of a record.
@@ -474,7 +480,7 @@ pub async fn delete(pool: &SqlitePool, id: i64) -> sqlx::Result<Vec<(String, Str
 /// Variant images are not counted: they go with their source blob.
 pub async fn orphans(pool: &SqlitePool, unattached_before_ms: i64) -> sqlx::Result<Vec<i64>> {
     let mut ids: Vec<i64> = {
-        let mut tx = super::Write::begin(pool, super::Access::Kept).await?;
+        let one = super::One::begin(pool, super::Access::Kept).await?;
         let ids = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
             "DELETE FROM active_storage_attachments WHERE \
              (record_type = '{m}' AND record_id NOT IN (SELECT id FROM messages)) OR \
@@ -484,9 +490,9 @@ pub async fn orphans(pool: &SqlitePool, unattached_before_ms: i64) -> sqlx::Resu
             u = record::USER,
             a = record::ACCOUNT
         )))
-        .fetch_all(&mut *tx)
+        .fetch_all(&*one)
         .await?;
-        tx.commit().await?;
+        one.done();
         ids
     };
     let old: Vec<i64> = sqlx::query_scalar(

@@ -20,12 +20,9 @@ pub async fn find(pool: &SqlitePool, message_id: i64, id: i64) -> sqlx::Result<O
 
 /// Deletes boost `id`; returns whether a row went.
 pub async fn delete(pool: &SqlitePool, id: i64) -> sqlx::Result<bool> {
-    let mut tx = super::Write::begin(pool, super::Access::Kept).await?;
-    let gone = sqlx::query("DELETE FROM boosts WHERE id = ?")
-        .bind(id)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
-    tx.commit().await?;
+    let gone = super::One::execute(pool, super::Access::Kept, |_| {
+        sqlx::query("DELETE FROM boosts WHERE id = ?").bind(id)
+    })
+    .await?;
     Ok(gone > 0)
 }

@@ -64,8 +64,10 @@ pub struct Boost {
     pub content: String,
 }
 
+/// A message row as [`select!`] reads it (and a search of messages), before its boosts and
+/// files are added.
 #[derive(sqlx::FromRow)]
-struct Row {
+pub(super) struct Row {
     id: i64,
     room_id: i64,
     creator_id: i64,
@@ -725,19 +727,35 @@ fn copy_error(e: &sqlx::Error) -> sqlx::Error {
     }
 }
 
-/// `INSERT … VALUES (…), (…) … RETURNING id, client_message_id` for `n` rows.
-fn insert_sql(n: usize) -> String {
+/// The insert of `news`, stamped `now`: `INSERT … VALUES (…), (…) … RETURNING id,
+/// client_message_id`, one row each, with their values bound. One statement text per group
+/// size, each prepared once per connection (sqlx's cache).
+fn insert<'q>(
+    news: &'q [Owned],
+    now: i64,
+) -> sqlx::query::QueryAs<'q, sqlx::Sqlite, (i64, String), sqlx::sqlite::SqliteArguments> {
     let mut sql = String::from(
         "INSERT INTO messages (room_id, creator_id, client_message_id, body, plain_text, created_at, updated_at) VALUES ",
     );
-    for i in 0..n {
+    for i in 0..news.len() {
         if i > 0 {
             sql.push_str(", ");
         }
         sql.push_str("(?, ?, ?, ?, ?, ?, ?)");
     }
     sql.push_str(" RETURNING id, client_message_id");
-    sql
+    let mut insert = sqlx::query_as(sqlx::AssertSqlSafe(sql));
+    for new in news {
+        insert = insert
+            .bind(new.room_id)
+            .bind(new.creator_id)
+            .bind(new.client_message_id.as_str())
+            .bind(new.body.as_str())
+            .bind(new.plain_text.as_deref())
+            .bind(now)
+            .bind(now);
+    }
+    insert
 }
 
 /// Commits `group` (under the write lock) and answers each post, in the order of the ids.
@@ -777,20 +795,7 @@ async fn commit_group(
     };
     // Stamped under the write lock, so posts commit in the order of their timestamps.
     let now = super::now_ms();
-    let sql = insert_sql(news.len());
-    // One statement text per group size, each prepared once per connection (sqlx's cache).
-    let mut insert = sqlx::query_as::<_, (i64, String)>(sqlx::AssertSqlSafe(sql));
-    for new in &news {
-        insert = insert
-            .bind(new.room_id)
-            .bind(new.creator_id)
-            .bind(new.client_message_id.as_str())
-            .bind(new.body.as_str())
-            .bind(new.plain_text.as_deref())
-            .bind(now)
-            .bind(now);
-    }
-    let result = insert.fetch_all(pool).await;
+    let result = insert(&news, now).fetch_all(pool).await;
     let group = news.into_iter().zip(finishes);
     match result {
         Ok(rows) => {
@@ -842,21 +847,9 @@ async fn commit_group(
             // alone, so that only that one fails.
             let (news, finishes): (Vec<Owned>, Vec<Finish>) = group.into_iter().unzip();
             let mut answers = Vec::with_capacity(news.len());
-            for new in &news {
+            for new in news.chunks(1) {
                 let now = super::now_ms();
-                let inserted = sqlx::query_scalar::<_, i64>(
-                    "INSERT INTO messages (room_id, creator_id, client_message_id, body, plain_text, created_at, updated_at) \
-                     VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
-                )
-                .bind(new.room_id)
-                .bind(new.creator_id)
-                .bind(new.client_message_id.as_str())
-                .bind(new.body.as_str())
-                .bind(new.plain_text.as_deref())
-                .bind(now)
-                .bind(now)
-                .fetch_one(pool)
-                .await;
+                let inserted = insert(new, now).fetch_one(pool).await.map(|(id, _)| id);
                 answers.push((inserted, now));
             }
             for ((new, finish), (inserted, now)) in news.into_iter().zip(finishes).zip(answers) {
@@ -973,7 +966,7 @@ pub async fn boost(
     booster_name: &str,
     content: &str,
 ) -> sqlx::Result<Boost> {
-    let mut tx = super::Write::begin(pool, super::Access::Kept).await?;
+    let one = super::One::begin(pool, super::Access::Kept).await?;
     let now = super::now_ms();
     let id: i64 = sqlx::query_scalar(
         "INSERT INTO boosts (message_id, booster_id, content, created_at, updated_at) VALUES (?, ?, ?, ?, ?) RETURNING id",
@@ -983,9 +976,9 @@ pub async fn boost(
     .bind(content)
     .bind(now)
     .bind(now)
-    .fetch_one(&mut *tx)
+    .fetch_one(&*one)
     .await?;
-    tx.commit().await?;
+    one.done();
     Ok(Boost {
         id,
         message_id,

@@ -196,60 +196,54 @@ pub async fn member_ids(pool: &SqlitePool, room_id: i64) -> sqlx::Result<Vec<i64
 /// when the last was stale), `connected_at` now, `unread_at` cleared. Returns false when the
 /// user is not a member.
 pub async fn present(pool: &SqlitePool, room_id: i64, user_id: i64) -> sqlx::Result<bool> {
-    let one = super::One::begin(pool, super::Access::Kept).await?;
-    let now = super::now_ms();
-    let changed = sqlx::query(
-        "UPDATE memberships SET \
-           connections = CASE WHEN connected_at IS NOT NULL AND connected_at >= ? THEN connections + 1 ELSE 1 END, \
-           connected_at = ?, unread_at = NULL, updated_at = ? \
-         WHERE room_id = ? AND user_id = ?",
-    )
-    .bind(now - CONNECTION_TTL_MS)
-    .bind(now)
-    .bind(now)
-    .bind(room_id)
-    .bind(user_id)
-    .execute(&*one)
-    .await?
-    .rows_affected();
-    one.done();
+    let changed = super::One::execute(pool, super::Access::Kept, |now| {
+        sqlx::query(
+            "UPDATE memberships SET \
+               connections = CASE WHEN connected_at IS NOT NULL AND connected_at >= ? THEN connections + 1 ELSE 1 END, \
+               connected_at = ?, unread_at = NULL, updated_at = ? \
+             WHERE room_id = ? AND user_id = ?",
+        )
+        .bind(now - CONNECTION_TTL_MS)
+        .bind(now)
+        .bind(now)
+        .bind(room_id)
+        .bind(user_id)
+    })
+    .await?;
     Ok(changed > 0)
 }
 
 /// Marks one connection gone (Campfire's `Membership#disconnected`): `connections - 1`, and
 /// `connected_at` cleared when none is left.
 pub async fn absent(pool: &SqlitePool, room_id: i64, user_id: i64) -> sqlx::Result<()> {
-    let one = super::One::begin(pool, super::Access::Kept).await?;
-    sqlx::query(
-        "UPDATE memberships SET \
-           connections = MAX(connections - 1, 0), \
-           connected_at = CASE WHEN connections - 1 < 1 THEN NULL ELSE connected_at END, \
-           updated_at = ? \
-         WHERE room_id = ? AND user_id = ?",
-    )
-    .bind(super::now_ms())
-    .bind(room_id)
-    .bind(user_id)
-    .execute(&*one)
+    super::One::execute(pool, super::Access::Kept, |now| {
+        sqlx::query(
+            "UPDATE memberships SET \
+               connections = MAX(connections - 1, 0), \
+               connected_at = CASE WHEN connections - 1 < 1 THEN NULL ELSE connected_at END, \
+               updated_at = ? \
+             WHERE room_id = ? AND user_id = ?",
+        )
+        .bind(now)
+        .bind(room_id)
+        .bind(user_id)
+    })
     .await?;
-    one.done();
     Ok(())
 }
 
 /// Keeps a membership connected (Campfire's `Membership#refresh_connection`).
 pub async fn refresh_connection(pool: &SqlitePool, room_id: i64, user_id: i64) -> sqlx::Result<()> {
-    let one = super::One::begin(pool, super::Access::Kept).await?;
-    let now = super::now_ms();
-    sqlx::query(
-        "UPDATE memberships SET connected_at = ?, updated_at = ? WHERE room_id = ? AND user_id = ?",
-    )
-    .bind(now)
-    .bind(now)
-    .bind(room_id)
-    .bind(user_id)
-    .execute(&*one)
+    super::One::execute(pool, super::Access::Kept, |now| {
+        sqlx::query(
+            "UPDATE memberships SET connected_at = ?, updated_at = ? WHERE room_id = ? AND user_id = ?",
+        )
+        .bind(now)
+        .bind(now)
+        .bind(room_id)
+        .bind(user_id)
+    })
     .await?;
-    one.done();
     Ok(())
 }
 
@@ -263,33 +257,28 @@ pub async fn set_presence(
     user_id: i64,
     connections: i64,
 ) -> sqlx::Result<bool> {
-    let one = super::One::begin(pool, super::Access::Kept).await?;
-    let now = super::now_ms();
-    let changed = if connections > 0 {
-        sqlx::query(
-            "UPDATE memberships SET connections = ?, connected_at = ?, unread_at = NULL, \
-             updated_at = ? WHERE room_id = ? AND user_id = ?",
-        )
-        .bind(connections)
-        .bind(now)
-        .bind(now)
-        .bind(room_id)
-        .bind(user_id)
-        .execute(&*one)
-        .await?
-    } else {
-        sqlx::query(
-            "UPDATE memberships SET connections = 0, connected_at = NULL, updated_at = ? \
-             WHERE room_id = ? AND user_id = ?",
-        )
-        .bind(now)
-        .bind(room_id)
-        .bind(user_id)
-        .execute(&*one)
-        .await?
-    }
-    .rows_affected();
-    one.done();
+    let changed = super::One::execute(pool, super::Access::Kept, |now| {
+        if connections > 0 {
+            sqlx::query(
+                "UPDATE memberships SET connections = ?, connected_at = ?, unread_at = NULL, \
+                 updated_at = ? WHERE room_id = ? AND user_id = ?",
+            )
+            .bind(connections)
+            .bind(now)
+            .bind(now)
+            .bind(room_id)
+            .bind(user_id)
+        } else {
+            sqlx::query(
+                "UPDATE memberships SET connections = 0, connected_at = NULL, updated_at = ? \
+                 WHERE room_id = ? AND user_id = ?",
+            )
+            .bind(now)
+            .bind(room_id)
+            .bind(user_id)
+        }
+    })
+    .await?;
     Ok(changed > 0)
 }
 

@@ -74,12 +74,12 @@ pub async fn recent(pool: &SqlitePool, user_id: i64) -> sqlx::Result<Vec<Search>
 
 /// Forgets every recent search of a user.
 pub async fn clear(pool: &SqlitePool, user_id: i64) -> sqlx::Result<()> {
-    let mut tx = super::Write::begin(pool, super::Access::Kept).await?;
+    let one = super::One::begin(pool, super::Access::Kept).await?;
     sqlx::query("DELETE FROM searches WHERE user_id = ?")
         .bind(user_id)
-        .execute(&mut *tx)
+        .execute(&*one)
         .await?;
-    tx.commit().await?;
+    one.done();
     Ok(())
 }
 
@@ -129,10 +129,9 @@ pub async fn messages(
             other?;
         }
     }
-    type Row = (i64, i64, i64, String, String, String, i64, i64);
-    let rows: Vec<Row> = sqlx::query_as(
-        "SELECT m.id, m.room_id, m.creator_id, u.name, m.client_message_id, m.body, \
-         m.created_at, m.updated_at FROM message_search_index s \
+    let rows: Vec<super::messages::Row> = sqlx::query_as(
+        "SELECT m.id, m.room_id, m.creator_id, u.name AS creator_name, m.client_message_id, \
+         m.body, m.created_at, m.updated_at FROM message_search_index s \
          JOIN messages m ON m.id = s.rowid \
          JOIN memberships ms ON ms.room_id = m.room_id AND ms.user_id = ? \
          JOIN users u ON u.id = m.creator_id \
@@ -144,35 +143,7 @@ pub async fn messages(
     .bind(limit)
     .fetch_all(pool)
     .await?;
-    let mut found: Vec<Message> = rows
-        .into_iter()
-        .map(
-            |(
-                id,
-                room_id,
-                creator_id,
-                creator_name,
-                client_message_id,
-                body,
-                created_at,
-                updated_at,
-            )| {
-                Message {
-                    id,
-                    room_id,
-                    creator_id,
-                    creator_name,
-                    client_message_id,
-                    body,
-                    created_at,
-                    updated_at,
-                    boosts: Vec::new(),
-                    attachment: None,
-                    creator_avatar: None,
-                }
-            },
-        )
-        .collect();
+    let mut found: Vec<Message> = rows.into_iter().map(Message::from).collect();
     super::messages::with_files(pool, &mut found).await?;
     Ok(found)
 }

@@ -61,23 +61,15 @@ pub async fn resume_with_activity(
     pool: &SqlitePool,
     token: &str,
 ) -> sqlx::Result<Option<(User, i64)>> {
-    let row: Option<(i64, i64, String, Option<String>, super::Role, super::Status)> =
-        sqlx::query_as(
-            "SELECT s.last_active_at, u.id, u.name, u.email_address, u.role, u.status \
+    let row: Option<super::users::UserRowWith<i64>> = sqlx::query_as(
+        "SELECT u.id, u.name, u.email_address, u.role, u.status, s.last_active_at \
          FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.token = ?",
-        )
-        .bind(token)
-        .fetch_optional(pool)
-        .await?;
-    let Some((mut last_active_at, id, name, email_address, role, status)) = row else {
+    )
+    .bind(token)
+    .fetch_optional(pool)
+    .await?;
+    let Some((user, mut last_active_at)) = row.map(super::users::split_extra) else {
         return Ok(None);
-    };
-    let user = User {
-        id,
-        name,
-        email_address,
-        role,
-        status,
     };
     if !user.is_active() {
         return Ok(None);
@@ -111,11 +103,11 @@ async fn touch(pool: &SqlitePool, token: &str, now: i64) -> sqlx::Result<()> {
 
 /// Destroys the session with this token; returns the user id it belonged to.
 pub async fn destroy(pool: &SqlitePool, token: &str) -> sqlx::Result<Option<i64>> {
-    let mut tx = super::Write::begin(pool, super::Access::Changed).await?;
+    let one = super::One::begin(pool, super::Access::Changed).await?;
     let user_id = sqlx::query_scalar("DELETE FROM sessions WHERE token = ? RETURNING user_id")
         .bind(token)
-        .fetch_optional(&mut *tx)
+        .fetch_optional(&*one)
         .await?;
-    tx.commit().await?;
+    one.done();
     Ok(user_id)
 }

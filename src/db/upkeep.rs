@@ -101,14 +101,14 @@ pub async fn index_messages(pool: &SqlitePool) -> sqlx::Result<u64> {
 /// # Errors
 /// A database failure.
 pub async fn prune_changes(pool: &SqlitePool) -> sqlx::Result<u64> {
-    let mut tx = super::Write::begin(pool, super::Access::Kept).await?;
+    let one = super::One::begin(pool, super::Access::Kept).await?;
     let done = sqlx::query(
         "DELETE FROM message_changes WHERE id <= (SELECT MAX(id) FROM message_changes) - ?",
     )
     .bind(CHANGES_KEPT)
-    .execute(&mut *tx)
+    .execute(&*one)
     .await?;
-    tx.commit().await?;
+    one.done();
     Ok(done.rows_affected())
 }
 

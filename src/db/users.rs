@@ -27,8 +27,12 @@ impl User {
     }
 }
 
+/// A user row (`id, name, email_address, role, status`) plus one more column `T`: a password
+/// digest, bot token or bio ([`UserRowWithSecret`]), or a session's `last_active_at`.
+pub(super) type UserRowWith<T> = (i64, String, Option<String>, Role, Status, T);
+
 /// A user row plus one optional text column (password digest, bot token or bio).
-type UserRowWithSecret = (i64, String, Option<String>, Role, Status, Option<String>);
+type UserRowWithSecret = UserRowWith<Option<String>>;
 
 /// Finds a user by id.
 pub async fn find(pool: &SqlitePool, id: i64) -> sqlx::Result<Option<User>> {
@@ -52,12 +56,12 @@ pub async fn find_active_for_login(
     .fetch_optional(pool)
     .await?;
     Ok(row
-        .map(split_secret)
+        .map(split_extra)
         .and_then(|(user, digest)| Some((user, digest?))))
 }
 
-/// A [`UserRowWithSecret`] as the user and the extra column.
-fn split_secret(row: UserRowWithSecret) -> (User, Option<String>) {
+/// A [`UserRowWith`] as the user and the extra column.
+pub(super) fn split_extra<T>(row: UserRowWith<T>) -> (User, T) {
     let (id, name, email_address, role, status, secret) = row;
     let user = User {
         id,
@@ -85,7 +89,7 @@ pub async fn authenticate_bot(pool: &SqlitePool, bot_key: &str) -> sqlx::Result<
     .bind(id)
     .fetch_optional(pool)
     .await?
-    .map(split_secret);
+    .map(split_extra);
     Ok(candidate.and_then(|(user, stored)| {
         let stored = stored?;
         let equal: bool = subtle::ConstantTimeEq::ct_eq(stored.as_bytes(), token.as_bytes()).into();
@@ -266,27 +270,25 @@ pub async fn profile(pool: &SqlitePool, id: i64) -> sqlx::Result<Option<Profile>
 
 /// Sets a user's name and bio (Campfire's `Users::ProfilesController#update`).
 pub async fn update_profile(pool: &SqlitePool, id: i64, name: &str, bio: &str) -> sqlx::Result<()> {
-    let mut tx = super::Write::begin(pool, super::Access::Changed).await?;
-    sqlx::query("UPDATE users SET name = ?, bio = ?, updated_at = ? WHERE id = ?")
-        .bind(name)
-        .bind(bio)
-        .bind(super::now_ms())
-        .bind(id)
-        .execute(&mut *tx)
-        .await?;
-    tx.commit().await?;
+    super::One::execute(pool, super::Access::Changed, |now| {
+        sqlx::query("UPDATE users SET name = ?, bio = ?, updated_at = ? WHERE id = ?")
+            .bind(name)
+            .bind(bio)
+            .bind(now)
+            .bind(id)
+    })
+    .await?;
     Ok(())
 }
 
 /// Sets a user's `updated_at` to now (after an avatar change, as Rails' `touch`).
 pub async fn touch(pool: &SqlitePool, id: i64) -> sqlx::Result<()> {
-    let mut tx = super::Write::begin(pool, super::Access::Kept).await?;
-    sqlx::query("UPDATE users SET updated_at = ? WHERE id = ?")
-        .bind(super::now_ms())
-        .bind(id)
-        .execute(&mut *tx)
-        .await?;
-    tx.commit().await?;
+    super::One::execute(pool, super::Access::Kept, |now| {
+        sqlx::query("UPDATE users SET updated_at = ? WHERE id = ?")
+            .bind(now)
+            .bind(id)
+    })
+    .await?;
     Ok(())
 }
 
@@ -426,7 +428,7 @@ pub async fn rename_bot(pool: &SqlitePool, id: i64, name: &str) -> sqlx::Result<
     update_active_bot(
         pool,
         "UPDATE users SET name = ?, updated_at = ? WHERE id = ? AND role = 'bot' AND status = 'active'",
-        name,
+        Some(name),
         id,
     )
     .await
@@ -439,30 +441,25 @@ pub async fn reset_bot_token(pool: &SqlitePool, id: i64) -> sqlx::Result<Option<
     let changed = update_active_bot(
         pool,
         "UPDATE users SET bot_token = ?, updated_at = ? WHERE id = ? AND role = 'bot' AND status = 'active'",
-        &token,
+        Some(&token),
         id,
     )
     .await?;
     Ok(changed.then_some(token))
 }
 
-/// Runs `sql` (an `UPDATE` of one active bot binding `value`, the time and `id`) under the
+/// Runs `sql` (an `UPDATE` of one active bot binding `value`, None for NULL, the time and `id`) under the
 /// write lock; returns whether it changed a row.
 async fn update_active_bot(
     pool: &SqlitePool,
     sql: &'static str,
-    value: &str,
+    value: Option<&str>,
     id: i64,
 ) -> sqlx::Result<bool> {
-    let mut tx = super::Write::begin(pool, super::Access::Changed).await?;
-    let changed = sqlx::query(sql)
-        .bind(value)
-        .bind(super::now_ms())
-        .bind(id)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
-    tx.commit().await?;
+    let changed = super::One::execute(pool, super::Access::Changed, |now| {
+        sqlx::query(sql).bind(value).bind(now).bind(id)
+    })
+    .await?;
     Ok(changed > 0)
 }
 
@@ -470,18 +467,14 @@ async fn update_active_bot(
 /// status becomes `deactivated` and its token is cleared, so its key no longer
 /// authenticates; its messages stay. Returns whether there was such a bot.
 pub async fn deactivate_bot(pool: &SqlitePool, id: i64) -> sqlx::Result<bool> {
-    let mut tx = super::Write::begin(pool, super::Access::Changed).await?;
-    let changed = sqlx::query(
-        "UPDATE users SET status = 'deactivated', bot_token = NULL, updated_at = ? \
+    update_active_bot(
+        pool,
+        "UPDATE users SET status = 'deactivated', bot_token = ?, updated_at = ? \
          WHERE id = ? AND role = 'bot' AND status = 'active'",
+        None,
+        id,
     )
-    .bind(super::now_ms())
-    .bind(id)
-    .execute(&mut *tx)
-    .await?
-    .rows_affected();
-    tx.commit().await?;
-    Ok(changed > 0)
+    .await
 }
 
 /// Every active user as `(id, name)`, ordered by name (Campfire's `User.active.ordered`): the

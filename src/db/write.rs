@@ -7,6 +7,8 @@
 
 use std::ops::{Deref, DerefMut};
 
+use sqlx::query::Query;
+use sqlx::sqlite::SqliteArguments;
 use sqlx::{Sqlite, SqliteConnection, SqlitePool, Transaction};
 use tokio::sync::MutexGuard;
 
@@ -92,6 +94,24 @@ impl<'p> One<'p> {
             changed,
             lock,
         })
+    }
+
+    /// The whole of a one-statement write: takes the lock ([`One::begin`]), runs the
+    /// statement `statement` builds from the time (milliseconds since the Unix epoch, taken
+    /// under the lock, so writes are stamped in the order they commit) and ends the write
+    /// ([`One::done`]). Returns the rows the statement changed.
+    ///
+    /// Errors: those of [`One::begin`]; the statement's.
+    pub async fn execute<'q>(
+        pool: &'p SqlitePool,
+        access: Access,
+        statement: impl FnOnce(i64) -> Query<'q, Sqlite, SqliteArguments>,
+    ) -> sqlx::Result<u64> {
+        let one = Self::begin(pool, access).await?;
+        let query = statement(super::now_ms());
+        let changed = query.execute(&*one).await?.rows_affected();
+        one.done();
+        Ok(changed)
     }
 
     /// Advances an armed access count; returns the lock, which the caller may drop at once.

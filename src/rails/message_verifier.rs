@@ -175,11 +175,15 @@ impl MessageVerifier {
     /// Output is ASCII: `4·⌈len/3⌉` base64 characters, `--`, then 40 (SHA1) or 64 (SHA256)
     /// lowercase hex characters. Source: `MessageVerifier#generate` with `url_safe: false`.
     pub fn generate(&self, data: &[u8]) -> String {
-        let encoded = STANDARD.encode(data);
+        self.signed(&STANDARD.encode(data))
+    }
+
+    /// The token of already-encoded data: `encoded + "--" + hex_hmac(encoded)`.
+    fn signed(&self, encoded: &str) -> String {
         let mut buf = [0u8; 64];
         let hex = self.mac.hex_digest(encoded.as_bytes(), &mut buf);
         let mut token = String::with_capacity(encoded.len() + 2 + hex.len());
-        token.push_str(&encoded);
+        token.push_str(encoded);
         token.push_str("--");
         // `hex` holds only ASCII hex digits.
         token.extend(hex.iter().map(|&b| char::from(b)));
@@ -191,14 +195,7 @@ impl MessageVerifier {
     /// sit in a URL path unescaped. [`MessageVerifier::verify`] reads both forms. Source:
     /// `ActiveSupport::Messages::Codec#encode` (Rails 7.1+).
     pub fn generate_url_safe(&self, data: &[u8]) -> String {
-        let encoded = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(data);
-        let mut buf = [0u8; 64];
-        let hex = self.mac.hex_digest(encoded.as_bytes(), &mut buf);
-        let mut token = String::with_capacity(encoded.len() + 2 + hex.len());
-        token.push_str(&encoded);
-        token.push_str("--");
-        token.extend(hex.iter().map(|&b| char::from(b)));
-        token
+        self.signed(&base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(data))
     }
 
     /// Checks `token` and returns the data bytes it carries (base64-decoded, not deserialized).

@@ -98,7 +98,10 @@ pub fn nests_deeper_than(html: &str, limit: usize) -> bool {
     false
 }
 
-/// The tags a body may hold: Campfire's `ContentFilters::SanitizeTags::ALLOWED_TAGS` (Rails'
+/// The heading elements, `h1` to `h6`: allowed ([`ALLOWED_TAGS`]) and blocks ([`BLOCKS`]).
+const HEADINGS: &[&str] = &["h1", "h2", "h3", "h4", "h5", "h6"];
+
+/// The tags a body may hold besides the [`HEADINGS`]: Campfire's `ContentFilters::SanitizeTags::ALLOWED_TAGS` (Rails'
 /// safe list without `img`, plus Action Text's attachment, `figure` and `figcaption`).
 const ALLOWED_TAGS: &[&str] = &[
     "a",
@@ -118,12 +121,6 @@ const ALLOWED_TAGS: &[&str] = &[
     "dl",
     "dt",
     "em",
-    "h1",
-    "h2",
-    "h3",
-    "h4",
-    "h5",
-    "h6",
     "hr",
     "i",
     "ins",
@@ -147,17 +144,11 @@ const ALLOWED_TAGS: &[&str] = &[
     "figcaption",
 ];
 
-/// Block elements: their end is a line break in the plain text.
+/// Block elements besides the [`HEADINGS`]: their end is a line break in the plain text.
 const BLOCKS: &[&str] = &[
     "div",
     "p",
     "li",
-    "h1",
-    "h2",
-    "h3",
-    "h4",
-    "h5",
-    "h6",
     "blockquote",
     "pre",
     "dd",
@@ -165,6 +156,11 @@ const BLOCKS: &[&str] = &[
     "figcaption",
     "address",
 ];
+
+/// Whether `tag` ends with a line break in the plain text: a heading or one of [`BLOCKS`].
+fn is_block(tag: &str) -> bool {
+    HEADINGS.contains(&tag) || BLOCKS.contains(&tag)
+}
 
 /// Elements without an end tag.
 const VOID: &[&str] = &["br", "hr"];
@@ -279,7 +275,7 @@ fn sanitizer() -> &'static ammonia::Builder<'static> {
     static BUILDER: std::sync::LazyLock<ammonia::Builder<'static>> =
         std::sync::LazyLock::new(|| {
             let mut b = ammonia::Builder::empty();
-            b.tags(ALLOWED_TAGS.iter().copied().collect())
+            b.tags(ALLOWED_TAGS.iter().chain(HEADINGS).copied().collect())
                 .clean_content_tags(["script", "style"].into_iter().collect())
                 .generic_attributes(["title", "lang"].into_iter().collect())
                 .tag_attributes(HashMap::from([
@@ -552,8 +548,7 @@ impl Writer {
             self.html.push_str("</");
             self.html.push_str(&t);
             self.html.push('>');
-            if BLOCKS.contains(&t.as_str()) && !self.plain.is_empty() && !self.plain.ends_with('\n')
-            {
+            if is_block(&t) && !self.plain.is_empty() && !self.plain.ends_with('\n') {
                 self.plain.push('\n');
             }
         }

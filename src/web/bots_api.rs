@@ -22,7 +22,7 @@ use serde::Deserialize;
 use super::context::Ctx;
 use super::error::AppError;
 use super::extract::parse_id;
-use super::messages::body_from_form;
+use super::messages::edit_body;
 use crate::broadcasts;
 use crate::db::boosts;
 use crate::db::messages::{self, Message};
@@ -54,18 +54,35 @@ async fn bot_and_room(
     }
 }
 
-/// The message `message_id` of `room`, or a bare 404.
-async fn message_in(
+/// The bot of `bot_key`, its room `room_id` and the message `message_id` there (see
+/// [`bot_and_room`]); a bare 404 for a malformed or unknown message.
+async fn bot_message(
     state: &SharedState,
-    room: &Room,
-    message_id: &str,
-) -> Result<Result<Message, Response>, AppError> {
+    (room_id, bot_key, message_id): (&str, &str, &str),
+) -> Result<Result<(User, Room, Message), Response>, AppError> {
+    let (bot, room) = match bot_and_room(state, room_id, bot_key).await? {
+        Ok(found) => found,
+        Err(answer) => return Ok(Err(answer)),
+    };
     let Ok(id) = parse_id(message_id) else {
         return Ok(Err(head(StatusCode::NOT_FOUND)));
     };
-    Ok(messages::find(&state.pool, room.id, id)
-        .await?
-        .ok_or_else(|| head(StatusCode::NOT_FOUND)))
+    Ok(match messages::find(&state.pool, room.id, id).await? {
+        Some(message) => Ok((bot, room, message)),
+        None => Err(head(StatusCode::NOT_FOUND)),
+    })
+}
+
+/// [`bot_message`] when the bot wrote the message; a bare 403 for another's.
+async fn own_message(
+    state: &SharedState,
+    path: (&str, &str, &str),
+) -> Result<Result<(Room, Message), Response>, AppError> {
+    Ok(match bot_message(state, path).await? {
+        Ok((bot, _, message)) if message.creator_id != bot.id => Err(head(StatusCode::FORBIDDEN)),
+        Ok((_, room, message)) => Ok((room, message)),
+        Err(answer) => Err(answer),
+    })
 }
 
 /// Unwraps the inner result of a lookup or returns its bare answer.
@@ -214,25 +231,15 @@ pub async fn update(
     Extension(ctx): Extension<Ctx>,
     Path((room_id, bot_key, message_id)): Path<(String, String, String)>,
 ) -> Result<Response, AppError> {
-    let (bot, room) = or_answer!(bot_and_room(&state, &room_id, &bot_key).await?);
-    let message = or_answer!(message_in(&state, &room, &message_id).await?);
-    if message.creator_id != bot.id {
-        return Ok(head(StatusCode::FORBIDDEN));
-    }
+    let path = (room_id.as_str(), bot_key.as_str(), message_id.as_str());
+    let (room, message) = or_answer!(own_message(&state, path).await?);
     let text = body_text(&ctx)?;
-    let body = body_from_form(&state, room.id, text, None).await?;
-    let Some(updated) = messages::update_body(
-        &state.pool,
-        room.id,
-        message.id,
-        &body.html,
-        &body.plain_text,
-    )
-    .await?
-    else {
+    if edit_body(&state, &room, message.id, text, None)
+        .await?
+        .is_none()
+    {
         return Ok(head(StatusCode::NOT_FOUND));
-    };
-    broadcasts::message_updated(&state.broadcaster, &state.storage.verifier, &room, &updated)?;
+    }
     Ok(head(StatusCode::NO_CONTENT))
 }
 
@@ -242,11 +249,8 @@ pub async fn destroy(
     State(state): State<SharedState>,
     Path((room_id, bot_key, message_id)): Path<(String, String, String)>,
 ) -> Result<Response, AppError> {
-    let (bot, room) = or_answer!(bot_and_room(&state, &room_id, &bot_key).await?);
-    let message = or_answer!(message_in(&state, &room, &message_id).await?);
-    if message.creator_id != bot.id {
-        return Ok(head(StatusCode::FORBIDDEN));
-    }
+    let path = (room_id.as_str(), bot_key.as_str(), message_id.as_str());
+    let (room, message) = or_answer!(own_message(&state, path).await?);
     let Some(removed) = messages::delete(&state.pool, room.id, message.id).await? else {
         return Ok(head(StatusCode::NOT_FOUND));
     };
@@ -264,8 +268,8 @@ pub async fn create_boost(
     Extension(ctx): Extension<Ctx>,
     Path((room_id, bot_key, message_id)): Path<(String, String, String)>,
 ) -> Result<Response, AppError> {
-    let (bot, room) = or_answer!(bot_and_room(&state, &room_id, &bot_key).await?);
-    let message = or_answer!(message_in(&state, &room, &message_id).await?);
+    let path = (room_id.as_str(), bot_key.as_str(), message_id.as_str());
+    let (bot, room, message) = or_answer!(bot_message(&state, path).await?);
     let content = body_text(&ctx)?.trim();
     if content.is_empty() || content.chars().count() > 16 {
         return Err(AppError::Unprocessable(
@@ -284,8 +288,8 @@ pub async fn destroy_boost(
     State(state): State<SharedState>,
     Path((room_id, bot_key, message_id, boost_id)): Path<(String, String, String, String)>,
 ) -> Result<Response, AppError> {
-    let (bot, room) = or_answer!(bot_and_room(&state, &room_id, &bot_key).await?);
-    let message = or_answer!(message_in(&state, &room, &message_id).await?);
+    let path = (room_id.as_str(), bot_key.as_str(), message_id.as_str());
+    let (bot, room, message) = or_answer!(bot_message(&state, path).await?);
     let Ok(boost_id) = parse_id(&boost_id) else {
         return Ok(head(StatusCode::NOT_FOUND));
     };

@@ -1,6 +1,7 @@
 //! Extractors that resolve what a route's path names, scoped to the signed-in user.
 //!
-//! [`Admin`] is Campfire's `ensure_can_administer` ([`AdminPage`] for the pages it guards); [`Id`] a path's one numeric id, 404 for
+//! [`Admin`] is Campfire's `ensure_can_administer` ([`AdminPage`] for the pages it guards);
+//! [`SignedInPage`] a page only a signed-in user sees (`require_authentication`); [`Id`] a path's one numeric id, 404 for
 //! anything else. [`MemberRoom`] is Campfire's `RoomScoped` concern (`@room = Current.user.rooms.find(
 //! params[:room_id])`): a room is found only among the user's own, so a room the user is not
 //! in answers exactly like one that does not exist (404).
@@ -63,6 +64,33 @@ impl<S: Send + Sync> FromRequestParts<S> for AdminPage {
         ctx.require_administrator()
             .map_err(IntoResponse::into_response)?;
         Ok(Self(ctx.clone()))
+    }
+}
+
+/// The page request of a signed-in user: its [`Ctx`] and that user, for a page a browser
+/// opens, so a signed-out visitor is sent to sign in.
+///
+/// Rejection: 302 to `/session/new` without a signed-in user.
+#[derive(Clone, Debug)]
+pub struct SignedInPage {
+    /// The request's context.
+    pub ctx: Ctx,
+    /// The signed-in user (`Current.user`).
+    pub user: User,
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for SignedInPage {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        let ctx = parts.extensions.get::<Ctx>();
+        let Some((ctx, user)) = ctx.and_then(|ctx| Some((ctx, ctx.user.as_ref()?))) else {
+            return Err(found("/session/new"));
+        };
+        Ok(Self {
+            user: user.clone(),
+            ctx: ctx.clone(),
+        })
     }
 }
 
@@ -167,6 +195,39 @@ impl FromRequestParts<SharedState> for MemberMessage {
             message,
             room,
         })
+    }
+}
+
+/// The message of the path's `{message_id}` in the member's room of `{room_id}`, when the
+/// signed-in user may change it: its creator or an administrator (Campfire's
+/// `ensure_can_administer` on `MessagesController#edit`, `update` and `destroy`).
+///
+/// Rejections: those of [`MemberRoom`]; 404 for a malformed id or a message not in the room;
+/// 403 for someone else's message and a user who is no administrator.
+#[derive(Clone, Debug)]
+pub struct EditableMessage {
+    /// The room, found among the user's memberships.
+    pub room: Room,
+    /// The message.
+    pub message: Message,
+}
+
+impl FromRequestParts<SharedState> for EditableMessage {
+    type Rejection = AppError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &SharedState,
+    ) -> Result<Self, Self::Rejection> {
+        let MemberRoom { user, room } = MemberRoom::from_request_parts(parts, state).await?;
+        let id = parse_id(&path_param(parts, state, "message_id").await?)?;
+        let message = messages::find(&state.pool, room.id, id)
+            .await?
+            .ok_or(AppError::NotFound)?;
+        if message.creator_id != user.id && user.role != crate::db::Role::Administrator {
+            return Err(AppError::Forbidden);
+        }
+        Ok(Self { room, message })
     }
 }
 

@@ -11,7 +11,7 @@ use axum::Extension;
 
 use super::context::Ctx;
 use super::error::AppError;
-use super::extract::{parse_id, CachedMemberRoom, MemberMessage, MemberRoom};
+use super::extract::{parse_id, CachedMemberRoom, EditableMessage, MemberMessage};
 use super::files;
 use super::respond::stream_or_back;
 use crate::broadcasts;
@@ -439,20 +439,37 @@ pub async fn create_by_bot(
     Ok(response)
 }
 
-/// The message an edit form, `PATCH` or `DELETE` names in the member's room (404 otherwise), when the user is
-/// its creator or an administrator (403 otherwise).
-async fn editable_message(
+/// Replaces the body of message `message_id` of `room` with `text` (read as `format`, as for a
+/// post) and broadcasts the `replace`: the broadcast's `<turbo-stream>` HTML, or None when the
+/// message is gone. The edit of a member's form and of a bot's raw body alike.
+///
+/// # Errors
+/// Those of [`body_from_form`]; a database or rendering failure.
+pub async fn edit_body(
     state: &SharedState,
-    member: &MemberRoom,
-    message_id: &str,
-) -> Result<messages::Message, AppError> {
-    let message = messages::find(&state.pool, member.room.id, parse_id(message_id)?)
-        .await?
-        .ok_or(AppError::NotFound)?;
-    if message.creator_id != member.user.id && member.user.role != crate::db::Role::Administrator {
-        return Err(AppError::Forbidden);
-    }
-    Ok(message)
+    room: &Room,
+    message_id: i64,
+    text: &str,
+    format: Option<&str>,
+) -> Result<Option<String>, AppError> {
+    let body = body_from_form(state, room.id, text, format).await?;
+    let Some(updated) = messages::update_body(
+        &state.pool,
+        room.id,
+        message_id,
+        &body.html,
+        &body.plain_text,
+    )
+    .await?
+    else {
+        return Ok(None);
+    };
+    Ok(Some(broadcasts::message_updated(
+        &state.broadcaster,
+        &state.storage.verifier,
+        room,
+        &updated,
+    )?))
 }
 
 /// `GET /rooms/{room_id}/messages/{id}/edit`: the edit form of a message (Campfire's
@@ -462,12 +479,9 @@ async fn editable_message(
 /// targets: Turbo swaps it into the message in place, a page without JavaScript shows it alone.
 /// The form `PATCH`es the message (see [`update`]).
 pub async fn edit(
-    State(state): State<SharedState>,
     Extension(ctx): Extension<Ctx>,
-    member: MemberRoom,
-    Path((_, message_id)): Path<(String, String)>,
+    EditableMessage { message, .. }: EditableMessage,
 ) -> Result<Response, AppError> {
-    let message = editable_message(&state, &member, &message_id).await?;
     let token = ctx.csrf_token();
     let text = rich_text::html_escape(&rich_text::plain_text(&message.body));
     let trix_html = rich_text::to_trix_html(&message.body);
@@ -486,25 +500,14 @@ pub async fn edit(
 pub async fn update(
     State(state): State<SharedState>,
     Extension(ctx): Extension<Ctx>,
-    member: MemberRoom,
-    Path((_, message_id)): Path<(String, String)>,
+    EditableMessage { room, message }: EditableMessage,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
-    let message = editable_message(&state, &member, &message_id).await?;
-    let room = member.room;
     let text = ctx.form.get("message[body]").unwrap_or("");
-    let body = body_from_form(&state, room.id, text, ctx.form.get(BODY_FORMAT_FIELD)).await?;
-    let updated = messages::update_body(
-        &state.pool,
-        room.id,
-        message.id,
-        &body.html,
-        &body.plain_text,
-    )
-    .await?
-    .ok_or(AppError::NotFound)?;
-    let html =
-        broadcasts::message_updated(&state.broadcaster, &state.storage.verifier, &room, &updated)?;
+    let format = ctx.form.get(BODY_FORMAT_FIELD);
+    let html = edit_body(&state, &room, message.id, text, format)
+        .await?
+        .ok_or(AppError::NotFound)?;
     Ok(stream_or_back(&headers, html, room.id))
 }
 
@@ -512,12 +515,9 @@ pub async fn update(
 /// broadcasts a `remove`.
 pub async fn destroy(
     State(state): State<SharedState>,
-    member: MemberRoom,
-    Path((_, message_id)): Path<(String, String)>,
+    EditableMessage { room, message }: EditableMessage,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
-    let message = editable_message(&state, &member, &message_id).await?;
-    let room = member.room;
     let removed = messages::delete(&state.pool, room.id, message.id)
         .await?
         .ok_or(AppError::NotFound)?;

@@ -17,7 +17,7 @@ use axum::Extension;
 
 use super::context::Ctx;
 use super::error::AppError;
-use super::extract::parse_id;
+use super::extract::{parse_id, SignedInPage};
 use super::fields::{self, MAX_BIO_CHARS, MAX_NAME_CHARS};
 use super::links::{origin, transfer_link, ShareLink};
 use super::respond::found;
@@ -104,13 +104,10 @@ pub const MIN_PASSWORD_BYTES: usize = 8;
 /// form otherwise); 404 for an unknown id.
 pub async fn show(
     State(state): State<SharedState>,
-    Extension(ctx): Extension<Ctx>,
+    SignedInPage { ctx, user: viewer }: SignedInPage,
     headers: HeaderMap,
     Path(user_id): Path<String>,
 ) -> Result<Response, AppError> {
-    let Some(viewer) = &ctx.user else {
-        return Ok(found("/session/new"));
-    };
     let profile = users::profile(&state.pool, parse_id(&user_id)?)
         .await?
         .ok_or(AppError::NotFound)?;
@@ -142,12 +139,9 @@ pub async fn show(
 /// otherwise).
 pub async fn edit(
     State(state): State<SharedState>,
-    Extension(ctx): Extension<Ctx>,
+    SignedInPage { ctx, user }: SignedInPage,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
-    let Some(user) = &ctx.user else {
-        return Ok(found("/session/new"));
-    };
     let profile = users::profile(&state.pool, user.id)
         .await?
         .ok_or(AppError::Unauthorized)?;

@@ -22,7 +22,7 @@ use crate::push::{self, Job, Notification};
 use crate::state::SharedState;
 use crate::web::context::Ctx;
 use crate::web::error::AppError;
-use crate::web::extract::Id;
+use crate::web::extract::{Id, SignedInPage};
 use crate::web::respond::found;
 
 const LIST: &str = "/users/me/push_subscriptions";
@@ -49,12 +49,9 @@ fn wants_json(headers: &HeaderMap) -> bool {
 /// `GET /users/me/push_subscriptions`.
 pub async fn index(
     State(state): State<SharedState>,
-    Extension(ctx): Extension<Ctx>,
+    SignedInPage { ctx, user }: SignedInPage,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
-    let Some(user) = &ctx.user else {
-        return Ok(found("/session/new"));
-    };
     let list = push_subscriptions::for_user(&state.pool, user.id).await?;
     if wants_json(&headers) {
         let body = serde_json::json!({

@@ -23,7 +23,7 @@ use super::extract::{parse_id, MemberRoom};
 use super::respond::{found, TURBO_STREAM};
 use super::sessions;
 use crate::db::{memberships, messages, rooms};
-use crate::render::{self, RoomPage, Sidebar};
+use crate::render::{self, RoomPage, Sidebar, SidebarNav};
 use crate::state::SharedState;
 use crate::streams;
 
@@ -387,12 +387,14 @@ pub async fn sidebar(
     let view = Sidebar {
         rooms_stream: &rooms_stream,
         user_rooms_stream: &user_rooms_stream,
-        user_id: user.id,
-        shared,
-        direct,
-        history: &history,
-        people,
-        csrf_token: &token,
+        nav: SidebarNav {
+            user_id: user.id,
+            shared,
+            direct,
+            history: &history,
+            people,
+            csrf_token: &token,
+        },
     };
     let html = askama::Template::render(&view)?;
     Ok(Html(html).into_response())

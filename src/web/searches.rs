@@ -13,6 +13,7 @@ use serde::Deserialize;
 
 use super::context::Ctx;
 use super::error::AppError;
+use super::extract::SignedInPage;
 use super::respond::found;
 use crate::db::rooms;
 use crate::db::searches::{self, Search};
@@ -94,12 +95,9 @@ pub fn clean_query(raw: &str) -> Result<String, AppError> {
 /// oversize query.
 pub async fn index(
     State(state): State<SharedState>,
-    Extension(ctx): Extension<Ctx>,
+    SignedInPage { ctx, user }: SignedInPage,
     Query(params): Query<SearchQuery>,
 ) -> Result<Response, AppError> {
-    let Some(user) = &ctx.user else {
-        return Ok(found("/session/new"));
-    };
     let query = clean_query(params.q.as_deref().unwrap_or(""))?;
     let results = if query.is_empty() {
         Vec::new()

@@ -12,9 +12,9 @@
 //! | `ReadRoomsChannel` `{}` | `user_<id>_reads` | — |
 //! | `HeartbeatChannel` `{}` | none | — |
 //!
-//! Where they run is a [`host::ChannelHost`], chosen once at start: here ([`host::LocalHost`]),
-//! or, on a cable node (`--role cable`), on the app node for the channels that need the
-//! database ([`remote::RemoteHost`]).
+//! Where they run is a [`host::ChannelHost`], chosen once at start: here
+//! ([`host::ChannelHost::here`]), or, on a cable node (`--role cable`), on the app node for the
+//! channels that need the database ([`remote`]).
 
 pub mod heartbeat;
 pub mod host;
@@ -104,13 +104,29 @@ pub async fn subscribe(
     Ok(match channel {
         "Turbo::StreamsChannel" => turbo_streams::subscribe(ctx, params),
         "RoomMessagesChannel" => room_messages::subscribe(ctx, params).await?,
-        "PresenceChannel" => presence::subscribe(ctx, params).await?,
-        "TypingNotificationsChannel" => typing_notifications::subscribe(ctx, params).await?,
+        "PresenceChannel" => match member_room(ctx, params).await? {
+            Some(room) => presence::subscribe(ctx, room).await?,
+            None => Outcome::Reject,
+        },
+        "TypingNotificationsChannel" => match member_room(ctx, params).await? {
+            Some(room) => typing_notifications::subscribe(ctx, room),
+            None => Outcome::Reject,
+        },
         "UnreadRoomsChannel" => unread_rooms::subscribe(ctx),
         "ReadRoomsChannel" => read_rooms::subscribe(ctx),
         "HeartbeatChannel" => heartbeat::subscribe(),
         _ => Outcome::UnknownChannel,
     })
+}
+
+/// Who a channel call is for: the connection's user and its id (unique across the nodes that
+/// share an app node: presence is kept per connection).
+#[derive(Clone, Copy, Debug)]
+pub struct Who<'a> {
+    /// The connection's user (`current_user`).
+    pub user: &'a User,
+    /// The connection's id.
+    pub connection_id: u64,
 }
 
 /// Runs a channel's `unsubscribed` (on `unsubscribe` and when the connection closes).
@@ -181,7 +197,8 @@ pub fn room_id_param(params: &Map<String, Value>) -> Option<i64> {
     }
 }
 
-/// The room named by `room_id` when the user is a member of it.
+/// The room named by `room_id` when the user is a member of it: the rooms `PresenceChannel`
+/// and `TypingNotificationsChannel` subscribe to (a non-member is rejected).
 pub(crate) async fn member_room(
     ctx: ChannelContext<'_>,
     params: &Map<String, Value>,

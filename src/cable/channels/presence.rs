@@ -8,19 +8,11 @@
 //! count twice, nor override another open, visible tab (Campfire counts each action on the
 //! shared `connections` column).
 
-use serde_json::{Map, Value};
-
-use super::{member_room, Channel, ChannelContext, Outcome, Subscribed};
+use super::{Channel, ChannelContext, Outcome, Subscribed};
 use crate::db::rooms::Room;
 
-/// `subscribed`.
-pub async fn subscribe(
-    ctx: ChannelContext<'_>,
-    params: &Map<String, Value>,
-) -> anyhow::Result<Outcome> {
-    let Some(room) = member_room(ctx, params).await? else {
-        return Ok(Outcome::Reject);
-    };
+/// `subscribed` for a member of `room` (the caller rejects others, [`super::member_room`]).
+pub async fn subscribe(ctx: ChannelContext<'_>, room: Room) -> anyhow::Result<Outcome> {
     ctx.presence
         .subscribed(room.id, ctx.user.id, ctx.connection_id)
         .await?;

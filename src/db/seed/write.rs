@@ -1,5 +1,6 @@
 //! Writing the plan: multi-row inserts on the seed transaction's connection.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use anyhow::Context as _;
@@ -52,59 +53,85 @@ async fn insert_users(
     generated_digest: &Arc<str>,
 ) -> anyhow::Result<()> {
     const COLUMNS: usize = 10;
-    let mut query = users_insert();
-    query.push_values(
-        NAMED_USERS.iter().zip(named_digests),
-        |mut row, (user, digest)| {
-            let created_at = BASE_EPOCH_MS + NAMED_USERS_OFFSET_MS + user.id * MINUTE;
-            row.push_bind(user.id)
-                .push_bind(user.name)
-                .push_bind(user.email)
-                .push_bind(digest.as_deref())
-                .push_bind(user.role)
-                .push_bind(user.status)
-                .push_bind(user.bio)
-                .push_bind(user.bot_token)
-                .push_bind(created_at)
-                .push_bind(created_at);
-        },
-    );
-    query
-        .build()
-        .execute(&mut *conn)
-        .await
-        .context("cannot insert the named users")?;
+    let named: Vec<UserRow<'_>> = NAMED_USERS
+        .iter()
+        .zip(named_digests)
+        .map(|(user, digest)| UserRow {
+            id: user.id,
+            name: user.name.into(),
+            email: user.email.map(Into::into),
+            digest: digest.as_deref(),
+            role: user.role,
+            status: user.status,
+            bio: user.bio,
+            bot_token: user.bot_token,
+            created_at: BASE_EPOCH_MS + NAMED_USERS_OFFSET_MS + user.id * MINUTE,
+        })
+        .collect();
+    insert_user_rows(conn, &named, "named users").await?;
 
     let indexes: Vec<usize> = (1..=plan.generated_users).collect();
     for chunk in indexes.chunks(MAX_BIND_PARAMETERS / COLUMNS) {
-        let mut query = users_insert();
-        query.push_values(chunk, |mut row, &i| {
-            let created_at = generated_user_created_at(i);
-            row.push_bind(FIRST_GENERATED_USER_ID + i as i64 - 1)
-                .push_bind(format!("User {i}"))
-                .push_bind(format!("user{i}@example.com"))
-                .push_bind(Arc::clone(generated_digest))
-                .push_bind(crate::db::Role::Member)
-                .push_bind(crate::db::Status::Active)
-                .push_bind(None::<&str>)
-                .push_bind(None::<&str>)
-                .push_bind(created_at)
-                .push_bind(created_at);
-        });
-        query
-            .build()
-            .execute(&mut *conn)
-            .await
-            .context("cannot insert the generated users")?;
+        let generated: Vec<UserRow<'_>> = chunk
+            .iter()
+            .map(|&i| UserRow {
+                id: FIRST_GENERATED_USER_ID + i as i64 - 1,
+                name: format!("User {i}").into(),
+                email: Some(format!("user{i}@example.com").into()),
+                digest: Some(generated_digest),
+                role: crate::db::Role::Member,
+                status: crate::db::Status::Active,
+                bio: None,
+                bot_token: None,
+                created_at: generated_user_created_at(i),
+            })
+            .collect();
+        insert_user_rows(conn, &generated, "generated users").await?;
     }
     Ok(())
 }
 
-fn users_insert() -> QueryBuilder<Sqlite> {
-    QueryBuilder::new(
+/// One `users` row as the seed writes it (its `updated_at` is its `created_at`).
+struct UserRow<'a> {
+    id: i64,
+    name: Cow<'a, str>,
+    email: Option<Cow<'a, str>>,
+    digest: Option<&'a str>,
+    role: crate::db::Role,
+    status: crate::db::Status,
+    bio: Option<&'a str>,
+    bot_token: Option<&'a str>,
+    created_at: i64,
+}
+
+/// Inserts `rows` in one multi-row statement; `what` names them in the error.
+async fn insert_user_rows(
+    conn: &mut SqliteConnection,
+    rows: &[UserRow<'_>],
+    what: &str,
+) -> anyhow::Result<()> {
+    let mut query: QueryBuilder<Sqlite> = QueryBuilder::new(
         "INSERT INTO users (id, name, email_address, password_digest, role, status, bio, \
          bot_token, created_at, updated_at) ",
-    )
+    );
+    query.push_values(rows, |mut row, user| {
+        row.push_bind(user.id)
+            .push_bind(user.name.as_ref())
+            .push_bind(user.email.as_deref())
+            .push_bind(user.digest)
+            .push_bind(user.role)
+            .push_bind(user.status)
+            .push_bind(user.bio)
+            .push_bind(user.bot_token)
+            .push_bind(user.created_at)
+            .push_bind(user.created_at);
+    });
+    query
+        .build()
+        .execute(&mut *conn)
+        .await
+        .with_context(|| format!("cannot insert the {what}"))?;
+    Ok(())
 }
 
 /// Rooms; `updated_at` is the newest message's time (Campfire's `belongs_to :room, touch: true`).

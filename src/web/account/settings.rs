@@ -17,13 +17,12 @@ use askama::Template;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
-use axum::Extension;
 
 use crate::db::accounts;
 use crate::state::SharedState;
 use crate::web::context::Ctx;
 use crate::web::error::AppError;
-use crate::web::extract::{Admin, AdminPage};
+use crate::web::extract::{Admin, AdminPage, SignedInPage};
 use crate::web::fields::{self, MAX_NAME_CHARS};
 use crate::web::links::{origin, ShareLink};
 use crate::web::page::{sanitize_css, MAX_CUSTOM_STYLES_BYTES};
@@ -76,12 +75,9 @@ pub async fn invite_link(
 /// `GET /account/edit` (see the module docs); 302 to the sign-in form when signed out.
 pub async fn edit(
     State(state): State<SharedState>,
-    Extension(ctx): Extension<Ctx>,
+    SignedInPage { ctx, user }: SignedInPage,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
-    let Some(user) = &ctx.user else {
-        return Ok(found("/session/new"));
-    };
     let settings = state.account_settings.get(&state.pool).await?;
     let invite = invite_link(&state, &ctx, &headers).await?;
     let token = ctx.csrf_token();

@@ -4,15 +4,17 @@
 //! [`Closeds`] (a chosen member list). The flow they share with each other is in
 //! [`super::shared`].
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::response::Response;
 use axum::routing::get;
 use axum::{Extension, Router};
 
+use super::settings::SharedRoom;
 use super::shared::{self, Kind};
 use crate::state::SharedState;
 use crate::web::context::Ctx;
 use crate::web::error::AppError;
+use crate::web::respond::found;
 
 /// A kind of shared room, as a type: its [`Kind`] and the path segment of its routes.
 pub trait RoomsOfKind: Send + Sync + 'static {
@@ -70,29 +72,26 @@ pub async fn create<K: RoomsOfKind>(
     shared::create(&state, &ctx, K::KIND).await
 }
 
-/// `GET <path>/{id}` (see [`shared::show`]), the same for both kinds.
-pub async fn show(
-    State(state): State<SharedState>,
-    Extension(ctx): Extension<Ctx>,
-    Path(id): Path<String>,
-) -> Result<Response, AppError> {
-    shared::show(&state, &ctx, &id).await
+/// `GET <path>/{id}`: redirects to the room page (members; others: 302 to `/`), the same for
+/// both kinds.
+pub async fn show(SharedRoom { room, .. }: SharedRoom) -> Response {
+    found(&format!("/rooms/{}", room.id))
 }
 
 /// `GET <path>/{id}/edit` (see [`shared::edit_page`]).
 pub async fn edit<K: RoomsOfKind>(
     State(state): State<SharedState>,
     Extension(ctx): Extension<Ctx>,
-    Path(id): Path<String>,
+    room: SharedRoom,
 ) -> Result<Response, AppError> {
-    shared::edit_page(&state, &ctx, &id, K::KIND).await
+    shared::edit_page(&state, &ctx, room, K::KIND).await
 }
 
 /// `PATCH`/`PUT <path>/{id}` (see [`shared::update`]).
 pub async fn update<K: RoomsOfKind>(
     State(state): State<SharedState>,
     Extension(ctx): Extension<Ctx>,
-    Path(id): Path<String>,
+    room: SharedRoom,
 ) -> Result<Response, AppError> {
-    shared::update(&state, &ctx, &id, K::KIND).await
+    shared::update(&state, &ctx, room, K::KIND).await
 }

@@ -3,7 +3,8 @@
 //! administer a room (`User#can_administer?`), the room form page, and
 //! `DELETE /rooms/{room_id}` (`RoomsController#destroy`).
 
-use axum::extract::{Path, State};
+use axum::extract::{FromRequestParts, Path, State};
+use axum::http::request::Parts;
 use axum::response::{Html, IntoResponse, Response};
 use axum::Extension;
 
@@ -103,6 +104,44 @@ pub async fn find_room(
     Ok(rooms::find_for_member(&state.pool, id, user.id)
         .await?
         .filter(|room| scope.admits(room)))
+}
+
+/// An open or closed room of the path's `{room_id}`, found as [`find_room`] finds it in
+/// [`Scope::Shared`], with the signed-in user: what the shared rooms' `show`, `edit` and
+/// `update` act on.
+///
+/// Rejections: 401 without a signed-in user; 404 for a malformed id; 302 to `/` for a room the
+/// user is not in and a direct room ([`not_found_or_inaccessible`]); 500 when the database
+/// fails.
+#[derive(Clone, Debug)]
+pub struct SharedRoom {
+    /// The signed-in user.
+    pub user: User,
+    /// The room, among the user's own.
+    pub room: Room,
+}
+
+impl FromRequestParts<SharedState> for SharedRoom {
+    type Rejection = Response;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &SharedState,
+    ) -> Result<Self, Self::Rejection> {
+        let user = parts
+            .extensions
+            .get::<Ctx>()
+            .and_then(|ctx| ctx.user.clone())
+            .ok_or_else(|| AppError::Unauthorized.into_response())?;
+        let Path(raw_id) = Path::<String>::from_request_parts(parts, state)
+            .await
+            .map_err(|_| AppError::NotFound.into_response())?;
+        match find_room(state, &user, &raw_id, Scope::Shared).await {
+            Ok(Some(room)) => Ok(Self { user, room }),
+            Ok(None) => Err(not_found_or_inaccessible()),
+            Err(e) => Err(e.into_response()),
+        }
+    }
 }
 
 /// Campfire's `User#can_administer?(room)`: administrators and the room's creator; for a

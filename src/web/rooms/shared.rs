@@ -5,7 +5,7 @@
 
 use axum::response::Response;
 
-use super::settings::{self, Scope};
+use super::settings::{self, SharedRoom};
 use crate::db::memberships;
 use crate::render::RoomForm;
 use crate::state::AppState;
@@ -81,8 +81,7 @@ pub async fn new_page(state: &AppState, ctx: &Ctx, kind: Kind) -> Result<Respons
         method: "post",
         name: Some(DEFAULT_ROOM_NAME),
         max_name_chars: settings::MAX_NAME_CHARS,
-        pick_people: kind == Kind::Closed,
-        everyone: kind == Kind::Open,
+        kind: kind.room_kind(),
         people,
         user_id: user.id,
         editable: true,
@@ -117,34 +116,19 @@ pub async fn create(state: &AppState, ctx: &Ctx, kind: Kind) -> Result<Response,
     Ok(found(&format!("/rooms/{}", room.id)))
 }
 
-/// `GET /rooms/{opens|closeds}/{id}`: redirects to the room page (members; others: 302 to `/`).
-pub async fn show(state: &AppState, ctx: &Ctx, raw_id: &str) -> Result<Response, AppError> {
-    let user = ctx.require_user()?;
-    Ok(
-        match settings::find_room(state, user, raw_id, Scope::Shared).await? {
-            Some(room) => found(&format!("/rooms/{}", room.id)),
-            None => settings::not_found_or_inaccessible(),
-        },
-    )
-}
-
 /// `GET /rooms/{opens|closeds}/{id}/edit`: the room's settings for its members (the form can
 /// be submitted by those who may administer it); a direct room or a non-member: 302 to `/`.
 pub async fn edit_page(
     state: &AppState,
     ctx: &Ctx,
-    raw_id: &str,
+    SharedRoom { user, room }: SharedRoom,
     kind: Kind,
 ) -> Result<Response, AppError> {
-    let user = ctx.require_user()?;
-    let Some(room) = settings::find_room(state, user, raw_id, Scope::Shared).await? else {
-        return Ok(settings::not_found_or_inaccessible());
-    };
-    let editable = settings::can_administer(state, user, &room).await?;
+    let editable = settings::can_administer(state, &user, &room).await?;
     let people = match kind {
         Kind::Closed => {
             let members = crate::db::rooms::member_ids(&state.pool, room.id).await?;
-            settings::people(state, user, &members).await?
+            settings::people(state, &user, &members).await?
         }
         Kind::Open => Vec::new(),
     };
@@ -159,8 +143,7 @@ pub async fn edit_page(
         method: "patch",
         name: Some(room.display_name()),
         max_name_chars: settings::MAX_NAME_CHARS,
-        pick_people: kind == Kind::Closed,
-        everyone: kind == Kind::Open,
+        kind: kind.room_kind(),
         people,
         user_id: user.id,
         editable,
@@ -177,14 +160,10 @@ pub async fn edit_page(
 pub async fn update(
     state: &AppState,
     ctx: &Ctx,
-    raw_id: &str,
+    SharedRoom { user, room }: SharedRoom,
     kind: Kind,
 ) -> Result<Response, AppError> {
-    let user = ctx.require_user()?;
-    let Some(room) = settings::find_room(state, user, raw_id, Scope::Shared).await? else {
-        return Ok(settings::not_found_or_inaccessible());
-    };
-    if !settings::can_administer(state, user, &room).await? {
+    if !settings::can_administer(state, &user, &room).await? {
         return Err(AppError::Forbidden);
     }
     let name = settings::room_name(&ctx.form)?;
