@@ -17,7 +17,8 @@ use tower::ServiceExt as _;
 
 use tokio::sync::Semaphore;
 
-use crate::cable::channels::host::ChannelHost;
+use crate::cable::channels::host::{ChannelHost, LocalHost};
+use crate::cable::channels::remote::RemoteHost;
 use crate::cable::protocol::{disconnect_frames, DisconnectReason};
 use crate::cable::Identity;
 use crate::config::{Config, Role};
@@ -73,7 +74,11 @@ fn routes_by_role(state: SharedState) -> axum::Router {
         );
     }
     // The channel host, chosen once: the app node's (a cable node), or this node's.
-    let host = ChannelHost::for_node(state.clone());
+    let local = LocalHost::new(state.clone());
+    let host: Arc<dyn ChannelHost> = match &state.app_link {
+        Some(link) => RemoteHost::new(link.clone(), local),
+        None => local,
+    };
     let cable_state = CableState {
         state: state.clone(),
         host,
@@ -392,7 +397,7 @@ async fn cable(
 #[derive(Clone, Debug)]
 struct CableState {
     state: SharedState,
-    host: Arc<ChannelHost>,
+    host: Arc<dyn ChannelHost>,
 }
 
 /// `POST /_broadcast`: AnyCable's HTTP broadcast API. Needs `Authorization: Bearer <key>`

@@ -44,8 +44,7 @@ use bytes::Bytes;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use super::channels::host::ChannelHost;
-use super::channels::Who;
+use super::channels::host::{ChannelHost, Who};
 use super::channels::{self, Outcome, Subscribed};
 use super::protocol::{self, close_code, Command, DisconnectReason};
 use super::reader::{Inbound, MessageReader};
@@ -102,7 +101,7 @@ pub struct Extended {
 /// for an `actioncable-v1-ext-json` connection.
 pub async fn run(
     state: SharedState,
-    host: Arc<ChannelHost>,
+    host: Arc<dyn ChannelHost>,
     stream: TcpStream,
     leftover: Bytes,
     user: Option<User>,
@@ -244,7 +243,7 @@ pub async fn run(
 struct Reader {
     state: SharedState,
     /// Where the channels run (here, or on the app node).
-    host: Arc<ChannelHost>,
+    host: Arc<dyn ChannelHost>,
     user: User,
     conn: Connection,
     control: Control,

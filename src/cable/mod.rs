@@ -132,7 +132,7 @@ pub fn requested_sid(request: &Request<Body>) -> Option<String> {
 /// `config.max_connections_per_user` sockets of the same user, 429 with `Retry-After`.
 pub async fn upgrade(
     state: SharedState,
-    host: std::sync::Arc<channels::host::ChannelHost>,
+    host: std::sync::Arc<dyn channels::host::ChannelHost>,
     mut request: Request<Body>,
     identity: Identity,
 ) -> Response {

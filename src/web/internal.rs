@@ -1,7 +1,7 @@
 //! The app node's internal endpoint for cable nodes: `POST /_internal/cable/<op>` with
 //! `Authorization: Bearer <key derived from secret_key_base>` (see [`crate::app_link`]); the
 //! operations are [`crate::cable::channels::remote`]'s, matched as [`Op`]s and answered by a
-//! [`ChannelHost::here`] (the same host a `--role all` node runs its channels on). Without the key
+//! [`LocalHost`] (the same host a `--role all` node runs its channels on). Without the key
 //! every call gets 404, as if the route did not exist.
 
 use axum::extract::{Path, State};
@@ -10,12 +10,11 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 
 use crate::app_link::Op;
-use crate::cable::channels::host::ChannelHost;
+use crate::cable::channels::host::{ChannelHost as _, LocalHost, Who};
 use crate::cable::channels::remote::{
     IdentifyRequest, IdentifyResponse, PerformRequest, StillAllowedRequest, SubscribeRequest,
     UnsubscribedRequest,
 };
-use crate::cable::channels::Who;
 use crate::state::SharedState;
 
 /// The route, to mount beside the app's own (it needs no cookies, session or CSRF).
@@ -54,7 +53,7 @@ async fn answer(state: &SharedState, op: &str, body: &[u8]) -> anyhow::Result<Re
         return Ok(StatusCode::NOT_FOUND.into_response());
     };
     // The cable node's channels run here, on this node's host.
-    let host = ChannelHost::here(state.clone());
+    let host = LocalHost::new(state.clone());
     let who = |user, connection_id| Who {
         user,
         connection_id,

@@ -12,9 +12,9 @@
 //! | `ReadRoomsChannel` `{}` | `user_<id>_reads` | — |
 //! | `HeartbeatChannel` `{}` | none | — |
 //!
-//! Where they run is a [`host::ChannelHost`], chosen once at start: here
-//! ([`host::ChannelHost::here`]), or, on a cable node (`--role cable`), on the app node for the
-//! channels that need the database ([`remote`]).
+//! Where they run is a [`host::ChannelHost`], chosen once at start: here ([`host::LocalHost`]),
+//! or, on a cable node (`--role cable`), on the app node for the channels that need the
+//! database ([`remote::RemoteHost`]).
 
 pub mod heartbeat;
 pub mod host;
@@ -117,16 +117,6 @@ pub async fn subscribe(
         "HeartbeatChannel" => heartbeat::subscribe(),
         _ => Outcome::UnknownChannel,
     })
-}
-
-/// Who a channel call is for: the connection's user and its id (unique across the nodes that
-/// share an app node: presence is kept per connection).
-#[derive(Clone, Copy, Debug)]
-pub struct Who<'a> {
-    /// The connection's user (`current_user`).
-    pub user: &'a User,
-    /// The connection's id.
-    pub connection_id: u64,
 }
 
 /// Runs a channel's `unsubscribed` (on `unsubscribe` and when the connection closes).

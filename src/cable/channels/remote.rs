@@ -1,4 +1,4 @@
-//! Channels on a cable node (`--role cable`): the calls its [`super::host::ChannelHost`] makes, the operations it asks the app
+//! Channels on a cable node (`--role cable`): [`RemoteHost`], the operations it asks the app
 //! node for, and the app node's side of them (`POST /_internal/cable/<op>`, see [`crate::app_link`]).
 //!
 //! Every operation is an [`crate::app_link::Op`]; its request type names it and its answer
@@ -23,7 +23,12 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::{Channel, Outcome, Subscribed, Who};
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+
+use super::host::{ChannelHost, LocalHost, Who};
+use super::{Channel, Outcome, Subscribed};
 use crate::app_link::AppLink;
 use crate::db::users::User;
 
@@ -137,79 +142,117 @@ pub fn unsubscribed_needs_app(sub: &Subscribed) -> bool {
     matches!(sub.channel, Channel::Presence(_))
 }
 
-/// Asks the app node who holds `session_token` (cached by session).
-pub async fn identify(link: &AppLink, session_token: &str) -> anyhow::Result<Option<User>> {
-    let key = format!(
-        "identify:{}",
-        crate::registry::session_digest(session_token)
-    );
-    let request = IdentifyRequest {
-        session_token: session_token.to_owned(),
-    };
-    Ok(link.call(Some(&key), &request).await?.user)
+/// A cable node's [`ChannelHost`]: the channels that need the database run on the app node
+/// (answers cached as the table above says); the others run here.
+#[derive(Debug)]
+pub struct RemoteHost {
+    link: Arc<AppLink>,
+    local: Arc<LocalHost>,
 }
 
-/// Asks the app node to decide a subscribe of a channel that [`needs_app`] (cached by user
-/// and identifier when [`subscribe_cacheable`]).
-pub async fn subscribe(
-    link: &AppLink,
-    who: Who<'_>,
-    identifier: &str,
-    channel: &str,
-    params: Map<String, Value>,
-) -> anyhow::Result<Outcome> {
-    let key =
-        subscribe_cacheable(channel).then(|| format!("subscribe:{}:{identifier}", who.user.id));
-    let request = SubscribeRequest {
-        connection_id: link.connection_key(who.connection_id),
-        user: who.user.clone(),
-        channel: channel.to_owned(),
-        params,
-    };
-    link.call(key.as_deref(), &request).await
-}
-
-/// Asks the app node to run an action; one past its rate is dropped here, without asking.
-pub async fn perform(
-    link: &AppLink,
-    who: Who<'_>,
-    sub: &Subscribed,
-    action: &str,
-    within_rate: bool,
-) -> anyhow::Result<bool> {
-    if !within_rate {
-        return Ok(true);
+impl RemoteHost {
+    /// The host asking the app node over `link`, running the channels that need no database
+    /// on `local`.
+    pub fn new(link: Arc<AppLink>, local: Arc<LocalHost>) -> Arc<Self> {
+        Arc::new(Self { link, local })
     }
-    let request = PerformRequest {
-        connection_id: link.connection_key(who.connection_id),
-        user: who.user.clone(),
-        subscribed: sub.clone(),
-        action: action.to_owned(),
-    };
-    link.call(None, &request).await
 }
 
-/// Asks the app node to run the `unsubscribed` of a subscription that
-/// [`unsubscribed_needs_app`].
-pub async fn unsubscribed(link: &AppLink, who: Who<'_>, sub: &Subscribed) -> anyhow::Result<()> {
-    let request = UnsubscribedRequest {
-        connection_id: link.connection_key(who.connection_id),
-        user: who.user.clone(),
-        subscribed: sub.clone(),
-    };
-    link.call(None, &request).await?;
-    Ok(())
-}
-
-/// Asks the app node whether a room-scoped subscription is still allowed; a user-scoped one
-/// always is, without asking.
-pub async fn still_allowed(link: &AppLink, who: Who<'_>, sub: &Subscribed) -> anyhow::Result<bool> {
-    if super::scoped_room(sub).is_none() {
-        return Ok(true);
+impl ChannelHost for RemoteHost {
+    fn identify<'a>(
+        &'a self,
+        session_token: &'a str,
+    ) -> BoxFuture<'a, anyhow::Result<Option<User>>> {
+        Box::pin(async move {
+            let key = format!(
+                "identify:{}",
+                crate::registry::session_digest(session_token)
+            );
+            let request = IdentifyRequest {
+                session_token: session_token.to_owned(),
+            };
+            Ok(self.link.call(Some(&key), &request).await?.user)
+        })
     }
-    let request = StillAllowedRequest {
-        user: who.user.clone(),
-        subscribed: sub.clone(),
-    };
-    link.call(None, &request).await
+
+    fn subscribe<'a>(
+        &'a self,
+        who: Who<'a>,
+        identifier: &'a str,
+        channel: &'a str,
+        params: Map<String, Value>,
+    ) -> BoxFuture<'a, anyhow::Result<Outcome>> {
+        if !needs_app(channel) {
+            return self.local.subscribe(who, identifier, channel, params);
+        }
+        Box::pin(async move {
+            let key = subscribe_cacheable(channel)
+                .then(|| format!("subscribe:{}:{identifier}", who.user.id));
+            let request = SubscribeRequest {
+                connection_id: self.link.connection_key(who.connection_id),
+                user: who.user.clone(),
+                channel: channel.to_owned(),
+                params,
+            };
+            self.link.call(key.as_deref(), &request).await
+        })
+    }
+
+    fn perform<'a>(
+        &'a self,
+        who: Who<'a>,
+        sub: &'a Subscribed,
+        action: &'a str,
+        within_rate: bool,
+    ) -> BoxFuture<'a, anyhow::Result<bool>> {
+        Box::pin(async move {
+            // An action past its rate is dropped here, without asking the app node.
+            if !within_rate {
+                return Ok(true);
+            }
+            let request = PerformRequest {
+                connection_id: self.link.connection_key(who.connection_id),
+                user: who.user.clone(),
+                subscribed: sub.clone(),
+                action: action.to_owned(),
+            };
+            self.link.call(None, &request).await
+        })
+    }
+
+    fn unsubscribed<'a>(
+        &'a self,
+        who: Who<'a>,
+        sub: &'a Subscribed,
+    ) -> BoxFuture<'a, anyhow::Result<()>> {
+        if !unsubscribed_needs_app(sub) {
+            return self.local.unsubscribed(who, sub);
+        }
+        Box::pin(async move {
+            let request = UnsubscribedRequest {
+                connection_id: self.link.connection_key(who.connection_id),
+                user: who.user.clone(),
+                subscribed: sub.clone(),
+            };
+            self.link.call(None, &request).await?;
+            Ok(())
+        })
+    }
+
+    fn still_allowed<'a>(
+        &'a self,
+        who: Who<'a>,
+        sub: &'a Subscribed,
+    ) -> BoxFuture<'a, anyhow::Result<bool>> {
+        Box::pin(async move {
+            if super::scoped_room(sub).is_none() {
+                return Ok(true);
+            }
+            let request = StillAllowedRequest {
+                user: who.user.clone(),
+                subscribed: sub.clone(),
+            };
+            self.link.call(None, &request).await
+        })
+    }
 }
