@@ -560,9 +560,8 @@ async fn a_stock_reconnect_across_a_redis_restart_gets_every_post_from_its_catch
     assert_eq!(david.post_message(1, &body, &cid, &csrf).await.status, 200);
     assert_eq!(posts_in(&next_text(&mut reader).await), vec![0]);
     let (_, page) = jason.room(1).await;
-    let cursor = common::attr_after(&page, "data-refresh-room-cursor-value=\"")
-        .expect("the page's cursor")
-        .to_owned();
+    let cursor =
+        common::attr_after(&page, "data-refresh-room-cursor-value=\"").expect("the page's cursor");
 
     drop(reader);
     drop(redis);
