@@ -543,14 +543,15 @@ fn posts_in(text: &str) -> Vec<u32> {
 /// The stock room page's reconnect to a cable node across a Redis restart (the chaos run's
 /// faults): Jason's socket drops; Redis dies; David posts; Jason's page reconnects to the
 /// cable node while its link is down (confirmed at once) and catches up over HTTP from the
-/// app node's database; David posts again; Redis comes back empty; David posts once more.
+/// app node's database; David posts again; Redis comes back empty, and the app node publishes
+/// what it kept into it before the cable node's link is back; David posts once more.
 /// Every post is on Jason's page (catch-up or live), none comes twice over the socket, in
 /// order: no span falls between the catch-up and the live stream.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stock_reconnect_across_a_redis_restart_gets_every_post_from_its_catch_up_or_live() {
     let (redis, port) = private_redis().await;
-    let url = redis.url();
-    let nodes = app_and_cable(&url, &url).await;
+    let proxy = Proxy::start(port).await;
+    let nodes = app_and_cable(&redis.url(), &proxy.url()).await;
     let (mut david, signed, csrf) = member_of_room_1(&nodes[0], "david@example.com").await;
     let (mut jason, _, _) = member_of_room_1(&nodes[0], "jason@example.com").await;
     let id = room_identifier(&signed);
@@ -580,10 +581,22 @@ async fn a_stock_reconnect_across_a_redis_restart_gets_every_post_from_its_catch
     let mut page: Vec<u32> = posts_in(&caught.body);
     let (body, cid) = post(3);
     assert_eq!(david.post_message(1, &body, &cid, &csrf).await.status, 200);
+    // The cable node's link comes back only after the app node has published what it kept
+    // into the empty Redis: only the log's replay brings it.
+    proxy.refuse(true);
     let _redis = PrivateRedis::start(port).expect("redis-server restarts");
     _redis.wait_ready().await;
-    wait_link(&nodes[1], true).await;
     wait_link(&nodes[0], true).await;
+    let deadline = tokio::time::Instant::now() + T;
+    while metric(&nodes[0], "hearth_redis_publish_pending").await != Some(0.0) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "kept posts never published"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    proxy.refuse(false);
+    wait_link(&nodes[1], true).await;
     let (body, cid) = post(4);
     assert_eq!(david.post_message(1, &body, &cid, &csrf).await.status, 200);
     let mut live = Vec::new();
