@@ -11,18 +11,26 @@
 // so nothing falls between the catch-up and the live stream; Turbo drops duplicates on
 // append (and ordering.js puts every append in its place).
 //
+// A catch-up that fails (no answer, a server error such as the 503 of a busy database, a
+// timeout, a rate limit) is asked again while the page stays connected: after the answer's
+// Retry-After, else 1 s, doubling to 30 s. Without that, a page whose one catch-up failed
+// would lack what was posted while it was away for as long as its socket stays up. A new
+// connect starts over; a refusal (400, 403, 404) is not asked again.
+//
 // The sidebar catches up at the same time, from its own positions (sidebar_catch_up.js), once
 // every stream source of the page is subscribed again.
 //
 // <html> carries data-cable="connected|disconnected" and the `offline` class after 5 s
 // disconnected; data-refreshes counts completed catch-ups. A tab that was hidden for more than
 // a minute also catches up when shown.
-import { listen } from "./util.js"
+import { listen, worthRetrying, retryAfterMs } from "./util.js"
 import { catchUpSidebar } from "./sidebar_catch_up.js"
 
 const OFFLINE_AFTER_MS = 5_000
 const STALE_AFTER_HIDDEN_MS = 60_000
 const STREAM_WAIT_MS = 5_000
+const RETRY_FIRST_MS = 1_000
+const RETRY_MAX_MS = 30_000
 
 export function startConnection({ consumer, Turbo, list }) {
   const root = document.documentElement
@@ -31,13 +39,16 @@ export function startConnection({ consumer, Turbo, list }) {
   let offlineTimer = null
   let hiddenAt = null
   let stopped = false
+  // Per catch-up ("room", "sidebar"): its pending retry and the run it belongs to (a newer
+  // run, from a new connect, makes an older one stop).
+  const retries = { room: { timer: null, run: 0 }, sidebar: { timer: null, run: 0 } }
 
   const subscription = consumer.subscriptions.create({ channel: "HeartbeatChannel" }, {
     connected() {
       clearTimeout(offlineTimer)
       root.dataset.cable = "connected"
       root.classList.remove("offline")
-      streamConnected().then(() => Promise.all([refresh("connection"), catchUpSidebar(Turbo)]))
+      streamConnected().then(() => catchUpAll("connection"))
     },
     disconnected() {
       root.dataset.cable = "disconnected"
@@ -45,6 +56,27 @@ export function startConnection({ consumer, Turbo, list }) {
       offlineTimer = setTimeout(() => root.classList.add("offline"), OFFLINE_AFTER_MS)
     },
   })
+
+  function catchUpAll(reason) {
+    return Promise.all([persist("room", () => refresh(reason)), persist("sidebar", () => catchUpSidebar(Turbo))])
+  }
+
+  // Runs `attempt` and, while it fails worth retrying and the page stays connected, again.
+  async function persist(name, attempt) {
+    const state = retries[name]
+    clearTimeout(state.timer)
+    const run = ++state.run
+    let wait = RETRY_FIRST_MS
+    for (;;) {
+      const failed = await attempt()
+      if (!failed || stopped || run !== state.run) return
+      if (root.dataset.cable !== "connected") return // the next connect catches up
+      const delay = failed.after ?? wait
+      wait = Math.min(wait * 2, RETRY_MAX_MS)
+      await new Promise((resolve) => { state.timer = setTimeout(resolve, delay) })
+      if (stopped || run !== state.run) return
+    }
+  }
 
   function streamConnected() {
     return Promise.all([...document.querySelectorAll("turbo-cable-stream-source")].map(sourceConnected))
@@ -64,24 +96,27 @@ export function startConnection({ consumer, Turbo, list }) {
     })
   }
 
+  // One catch-up of the room's messages: null when done (or refused for good), else
+  // `{ retry: true, after }` (the answer's Retry-After in ms, or null).
   async function refresh(reason) {
-    if (stopped) return
+    if (stopped) return null
     let html, next
     try {
       const response = await fetch(`${url}?cursor=${cursor}&reason=${reason}`, {
         headers: { Accept: "text/vnd.turbo-stream.html" },
         credentials: "same-origin",
       })
-      if (!response.ok) return
+      if (!response.ok) return worthRetrying(response.status) ? { retry: true, after: retryAfterMs(response) } : null
       next = Number(response.headers.get("X-Refresh-Cursor"))
       html = await response.text()
     } catch {
-      return // the server went away again: the next connect catches up
+      return { retry: true, after: null } // the server went away: try again, or the next connect does
     }
-    if (stopped) return
+    if (stopped) return null
     if (html.trim() !== "") Turbo.renderStreamMessage(html)
     if (next > cursor) cursor = next
     root.dataset.refreshes = String((Number(root.dataset.refreshes) || 0) + 1)
+    return null
   }
 
   function visibilityChange() {
@@ -89,8 +124,7 @@ export function startConnection({ consumer, Turbo, list }) {
       hiddenAt = Date.now()
     } else if (hiddenAt !== null) {
       if (Date.now() - hiddenAt > STALE_AFTER_HIDDEN_MS) {
-        refresh("visible")
-        catchUpSidebar(Turbo)
+        catchUpAll("visible")
       }
       hiddenAt = null
     }
@@ -99,6 +133,8 @@ export function startConnection({ consumer, Turbo, list }) {
   const unlisten = listen([document, "visibilitychange", visibilityChange])
   return () => {
     stopped = true
+    clearTimeout(retries.room.timer)
+    clearTimeout(retries.sidebar.timer)
     unlisten()
     clearTimeout(offlineTimer)
     subscription.unsubscribe()

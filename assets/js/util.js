@@ -18,3 +18,16 @@ export function listen(...specs) {
     for (const [target, type, handler, options] of specs) target.removeEventListener(type, handler, options)
   }
 }
+
+// A catch-up's failure worth asking again about: no answer at all (`null`: the network or the
+// server went away), a server error (a busy database answers 503), a timeout or a rate limit.
+// Not a refusal (400, 403, 404): asking again would change nothing.
+export function worthRetrying(status) {
+  return status === null || status >= 500 || status === 408 || status === 429
+}
+
+// The milliseconds an answer's Retry-After asks for (its delta-seconds form), or null.
+export function retryAfterMs(response) {
+  const seconds = Number(response?.headers.get("Retry-After"))
+  return Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : null
+}

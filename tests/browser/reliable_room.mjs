@@ -16,6 +16,8 @@
 //    does the same again. David's network comes back: the room's catch-up (durable positions
 //    in SQLite) and the sidebar's (the history's epoch changed: the list is rendered again)
 //    bring it all, once.
+// 3. A failed catch-up: David's network drops again; Jason posts; the page's first catch-up
+//    after the reconnect is answered 503; the page tries again and shows the post.
 // David's page never reloads (a marker set on its window stays), and no page throws.
 //
 // Prints one line per step; exits 0 with "OK" when every step was seen.
@@ -224,6 +226,26 @@ try {
     await fail(`the live post did not reach David: jason ${await state(jason)}, david ${await state(david)}`)
   })
   out("LIVE-AGAIN")
+
+  // 3. The catch-up after a reconnect fails once (the server answers 503, as a busy database
+  // makes it): the page tries again while it stays connected, instead of lacking what was
+  // posted while it was away until some later reconnect.
+  let refused = 0
+  await david.route(/\/rooms\/\d+\/refresh\?/, async (route) => {
+    if (refused++ === 0) await route.fulfill({ status: 503, headers: { "Retry-After": "1" }, body: "Busy" })
+    else await route.continue()
+  })
+  proxy.down()
+  await david.waitForSelector('html[data-cable="disconnected"]', { state: "attached" })
+  const away = `Posted while David's catch-up fails (${nonce})`
+  await jason.fill("#message_body", away)
+  await jason.press("#message_body", "Enter")
+  await message(jason, away).waitFor()
+  proxy.up()
+  await message(david, away).waitFor({ timeout: 20_000 }).catch(() => fail(`a failed catch-up was not tried again (refresh requests: ${refused})`))
+  if (refused < 2) await fail(`the catch-up was asked ${refused} times`)
+  if ((await david.evaluate(() => window.__notReloaded)) !== nonce) await fail("David's page reloaded")
+  out("CAUGHT-UP-AFTER-A-FAILED-CATCH-UP", `refresh asked ${refused} times`)
 
   proxy.close()
   await finish()

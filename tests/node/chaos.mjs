@@ -73,10 +73,17 @@ class Seen {
     this.live = [];          // every seq delivered over the socket, in arrival order
     this.page = new Set();   // stock clients: the page's message elements (Turbo drops duplicates)
     this.connects = 0;
+    this.connected = false;  // the socket is up (a failed catch-up is asked again meanwhile)
     this.catchUps = 0;
     this.reloads = 0;        // catch-ups answered with a reload (too much missed)
+    this.failedTries = 0;    // catch-up requests that failed (and were asked again while connected)
     this.rejected = 0;       // reject_history frames (ext-json)
     this.restored = 0;
+    this.events = [];        // what happened to this client, with the time since posting began
+  }
+  note(what) {
+    const t = ((Date.now() - (globalThis.postingStarted ?? Date.now())) / 1000).toFixed(1);
+    this.events.push(`${t}s ${what}${this.live.length ? ` (live last ${this.live[this.live.length - 1]})` : ""}`);
   }
 }
 
@@ -102,25 +109,62 @@ AC.adapters.WebSocket = class extends WS {
 
 /// The room page's catch-up (assets/js/connection.js): GET refresh?cursor=, appends kept once
 /// by element id; a `refresh` action (too much missed) reloads the page: its messages, its
-/// cursor.
+/// cursor. A failure worth retrying (no answer, 5xx, 408, 429) is asked again while the client
+/// stays connected, after the answer's Retry-After or 1 s doubling to 30 s; a new connect
+/// starts over.
 function catchUp(s, seen) {
   let cursor = s.cursor;
-  return async () => {
+  let run = 0;
+  const once = async () => {
     try {
       const res = await s.http(`${s.refreshUrl}?cursor=${cursor}&reason=connection`, { headers: { Accept: "text/vnd.turbo-stream.html" } });
-      if (!res.ok) return;
+      if (!res.ok) {
+        seen.note(`catch-up answered ${res.status}`);
+        seen.failedTries += 1;
+        const retry = res.status >= 500 || res.status === 408 || res.status === 429;
+        const after = Number(res.headers.get("Retry-After"));
+        return retry ? { after: after > 0 ? after * 1000 : null } : null;
+      }
       let next = Number(res.headers.get("X-Refresh-Cursor"));
       let html = await res.text();
       if (html.includes('action="refresh"')) {
         seen.reloads += 1;
         html = await (await s.http("/rooms/1")).text();
         next = Number(decode(html.match(/data-refresh-room-cursor-value="([^"]*)"/)?.[1] ?? "0")) || 0;
+        // The reloaded page shows its last page; what is older is there by scrolling back
+        // (GET /rooms/1/messages?before=<oldest id>), as a reader would.
+        let older = html;
+        for (let pages = 0; pages < 50; pages++) {
+          const ids = [...older.matchAll(/data-message-id="(\d+)"/g)].map((m) => Number(m[1]));
+          if (ids.length === 0) break;
+          const page = await s.http(`/rooms/1/messages?before=${Math.min(...ids)}`);
+          if (page.status !== 200) break;
+          older = await page.text();
+          html += older;
+        }
       }
-      for (const seq of seqsIn(html)) seen.page.add(seq);
+      const got = seqsIn(html);
+      for (const seq of got) seen.page.add(seq);
+      seen.note(`catch-up ${res.status} cursor ${cursor}->${next} got ${got.length ? `${Math.min(...got)}-${Math.max(...got)}` : "none"}`);
       if (next > cursor) cursor = next;
       seen.catchUps += 1;
-    } catch {
-      // the server went away again: the next connect catches up
+      return null;
+    } catch (e) {
+      seen.note(`catch-up failed ${e}`);
+      seen.failedTries += 1;
+      return { after: null }; // the server went away: try again, or the next connect does
+    }
+  };
+  return async () => {
+    const mine = ++run;
+    let wait = 1000;
+    for (;;) {
+      const failed = await once();
+      if (!failed || mine !== run || !seen.connected) return;
+      const delay = failed.after ?? wait;
+      wait = Math.min(wait * 2, 30_000);
+      await sleep(delay);
+      if (mine !== run || !seen.connected) return;
     }
   };
 }
@@ -134,7 +178,8 @@ function stock(i) {
   const consumer = AC.createConsumer(() => `${cables[attempt++ % cables.length]}/cable?client=${i}`);
   const refresh = catchUp(s, seen);
   consumer.subscriptions.create({ channel: "RoomMessagesChannel", signed_stream_name: s.signed }, {
-    connected() { seen.connects += 1; refresh(); },
+    connected() { seen.connects += 1; seen.connected = true; seen.note("confirmed"); refresh(); },
+    disconnected() { seen.connected = false; seen.note("disconnected"); },
     received(data) {
       for (const seq of seqsIn(typeof data === "string" ? data : JSON.stringify(data))) {
         seen.live.push(seq);
@@ -156,7 +201,7 @@ function ext(i) {
       super(u, protocols, options);
       sockets.set(i, this);
       this.on("message", (data) => {
-        if (data.includes('"reject_history"')) { seen.rejected += 1; refresh(); }
+        if (data.includes('"reject_history"')) { seen.rejected += 1; seen.note("reject_history"); refresh(); }
       });
     }
   }
@@ -166,7 +211,8 @@ function ext(i) {
     websocketOptions: { headers: { Cookie: s.cookie() }, origin: new URL(url).origin.replace(/^ws/, "http") },
     logLevel: "error",
   });
-  cable.on("connect", (ev) => { seen.connects += 1; if (ev.restored) seen.restored += 1; });
+  cable.on("connect", (ev) => { seen.connects += 1; seen.connected = true; if (ev.restored) seen.restored += 1; seen.note(ev.restored ? "restored" : "connected"); });
+  cable.on("disconnect", () => { seen.connected = false; seen.note("disconnected"); });
   const channel = cable.subscribeTo("RoomMessagesChannel", { signed_stream_name: s.signed });
   channel.on("message", (message) => {
     for (const seq of seqsIn(typeof message === "string" ? message : JSON.stringify(message))) {
@@ -193,9 +239,11 @@ await sleep(1000);
 const poster = sessions[0];
 const accepted = [];
 let postErrors = 0;
+const postedAt = []; // "<seq>@<seconds since posting began, when answered>"
 let seq = 0;
 let posting = true;
 const started = Date.now();
+globalThis.postingStarted = started;
 out("POSTING", DURATION, "s at", RATE, "/s");
 const postLoop = (async () => {
   while (posting) {
@@ -206,7 +254,7 @@ const postLoop = (async () => {
     // One post at a time, so the server's order is the sequence's (what "in order" checks).
     try {
       const res = await poster.http("/rooms/1/messages", { method: "POST", body, headers: { Accept: "text/vnd.turbo-stream.html" } });
-      if (res.status === 200) accepted.push(n); else postErrors += 1;
+      if (res.status === 200) { accepted.push(n); postedAt.push(`${n}@${((Date.now() - started) / 1000).toFixed(1)}`); } else postErrors += 1;
       await res.arrayBuffer();
     } catch {
       postErrors += 1;
@@ -259,7 +307,7 @@ function check(c) {
 const rows = {};
 for (const c of clients) {
   const k = c.seen.kind;
-  const r = (rows[k] ??= { kind: k, clients: 0, complete: 0, missing: 0, duplicated: 0, outOfOrder: 0, clientsWithMissing: 0, clientsWithDuplicates: 0, clientsOutOfOrder: 0, connects: 0, catchUps: 0, reloads: 0, rejectedHistory: 0, restored: 0 });
+  const r = (rows[k] ??= { kind: k, clients: 0, complete: 0, missing: 0, duplicated: 0, outOfOrder: 0, clientsWithMissing: 0, clientsWithDuplicates: 0, clientsOutOfOrder: 0, connects: 0, catchUps: 0, reloads: 0, failedTries: 0, rejectedHistory: 0, restored: 0 });
   const v = check(c);
   r.clients += 1;
   if (v.missing === 0 && v.duplicated === 0 && v.outOfOrder === 0) r.complete += 1;
@@ -272,6 +320,7 @@ for (const c of clients) {
   r.connects += c.seen.connects;
   r.catchUps += c.seen.catchUps;
   r.reloads += c.seen.reloads;
+  r.failedTries += c.seen.failedTries;
   r.rejectedHistory += c.seen.rejected;
   r.restored += c.seen.restored;
 }
@@ -288,13 +337,15 @@ const shown = {};
 clients.forEach((c, i) => {
   const v = check(c);
   shown[c.seen.kind] ??= 0;
-  if ((v.missing || v.duplicated || v.outOfOrder) && shown[c.seen.kind]++ < 4) {
+  if ((v.missing || v.duplicated || v.outOfOrder) && shown[c.seen.kind]++ < 8) {
     const missing = want.filter((n) => !c.seen.page.has(n));
     out("DETAIL", `client ${i} ${c.seen.kind}`, `missing ${ranges(missing)}`, `dup ${v.duplicated}`, `disorder ${v.outOfOrder}`,
       `connects ${c.seen.connects} catch-ups ${c.seen.catchUps} reloads ${c.seen.reloads} rejected ${c.seen.rejected} restored ${c.seen.restored}`,
       `live tail ${c.seen.live.slice(-12).join(",")}`);
+    out("EVENTS", `client ${i}`, c.seen.events.join(" | "));
   }
 });
+out("POSTED", postedAt.join(" "));
 const result = { clients: N, ready: N - notReady, posted: accepted.length, postErrors, resets, seconds: DURATION, rows: Object.values(rows) };
 out("RESULT", JSON.stringify(result));
 const ok = result.rows.every((r) => r.complete === r.clients) && notReady === 0;

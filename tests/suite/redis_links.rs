@@ -521,3 +521,100 @@ async fn positions_come_from_redis_so_another_cable_node_answers_history_in_the_
     assert!(kept.iter().any(|k| k.ends_with(":messages")), "{kept:?}");
     assert!(!kept.iter().any(|k| k.contains("_unreads")), "{kept:?}");
 }
+
+/// The posts a frame or a catch-up's HTML names (`message_link-r<n>`), each once, in order.
+fn posts_in(text: &str) -> Vec<u32> {
+    text.match_indices("message_link-r")
+        .filter_map(|(i, m)| {
+            let digits: String = text[i + m.len()..]
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
+            digits.parse().ok()
+        })
+        .fold(Vec::new(), |mut seen, n| {
+            if !seen.contains(&n) {
+                seen.push(n);
+            }
+            seen
+        })
+}
+
+/// The stock room page's reconnect to a cable node across a Redis restart (the chaos run's
+/// faults): Jason's socket drops; Redis dies; David posts; Jason's page reconnects to the
+/// cable node while its link is down (confirmed at once) and catches up over HTTP from the
+/// app node's database; David posts again; Redis comes back empty, and the app node publishes
+/// what it kept into it before the cable node's link is back; David posts once more.
+/// Every post is on Jason's page (catch-up or live), none comes twice over the socket, in
+/// order: no span falls between the catch-up and the live stream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stock_reconnect_across_a_redis_restart_gets_every_post_from_its_catch_up_or_live() {
+    let (redis, port) = private_redis().await;
+    let proxy = Proxy::start(port).await;
+    let nodes = app_and_cable(&redis.url(), &proxy.url()).await;
+    let (mut david, signed, csrf) = member_of_room_1(&nodes[0], "david@example.com").await;
+    let (mut jason, _, _) = member_of_room_1(&nodes[0], "jason@example.com").await;
+    let id = room_identifier(&signed);
+    let post = |n: u32| (format!("link r{n}"), format!("link-r{n}"));
+    let mut reader = subscribed(&nodes[1], &jason, &id).await;
+    let (body, cid) = post(0);
+    assert_eq!(david.post_message(1, &body, &cid, &csrf).await.status, 200);
+    assert_eq!(posts_in(&next_text(&mut reader).await), vec![0]);
+    let (_, page) = jason.room(1).await;
+    let cursor =
+        common::attr_after(&page, "data-refresh-room-cursor-value=\"").expect("the page's cursor");
+
+    drop(reader);
+    drop(redis);
+    wait_link(&nodes[1], false).await;
+    for n in 1..=2 {
+        let (body, cid) = post(n);
+        assert_eq!(david.post_message(1, &body, &cid, &csrf).await.status, 200);
+    }
+    let mut reader = subscribed(&nodes[1], &jason, &id).await;
+    let caught = jason
+        .get(&format!(
+            "/rooms/1/refresh?cursor={cursor}&reason=connection"
+        ))
+        .await;
+    assert_eq!(caught.status, 200);
+    let mut page: Vec<u32> = posts_in(&caught.body);
+    let (body, cid) = post(3);
+    assert_eq!(david.post_message(1, &body, &cid, &csrf).await.status, 200);
+    // The cable node's link comes back only after the app node has published what it kept
+    // into the empty Redis: only the log's replay brings it.
+    proxy.refuse(true);
+    let _redis = PrivateRedis::start(port).expect("redis-server restarts");
+    _redis.wait_ready().await;
+    wait_link(&nodes[0], true).await;
+    let deadline = tokio::time::Instant::now() + T;
+    while metric(&nodes[0], "hearth_redis_publish_pending").await != Some(0.0) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "kept posts never published"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    proxy.refuse(false);
+    wait_link(&nodes[1], true).await;
+    let (body, cid) = post(4);
+    assert_eq!(david.post_message(1, &body, &cid, &csrf).await.status, 200);
+    let mut live = Vec::new();
+    while !live.contains(&4) {
+        live.extend(posts_in(&next_text(&mut reader).await));
+    }
+    nothing_more(&mut reader).await;
+    let mut sorted = live.clone();
+    sorted.sort_unstable();
+    sorted.dedup();
+    assert_eq!(sorted, live, "live frames twice or out of order: {live:?}");
+    page.extend(&live);
+    page.sort_unstable();
+    page.dedup();
+    assert_eq!(
+        page,
+        vec![1, 2, 3, 4],
+        "caught up {:?}, live {live:?}",
+        posts_in(&caught.body)
+    );
+}

@@ -632,3 +632,194 @@ async fn a_missed_unread_mark_catches_up_as_the_list_rendered_from_the_database(
     let (body, again) = sidebar_catch_up(&mut david, &next).await;
     assert_eq!((body.trim(), again.as_str()), ("", next.as_str()));
 }
+
+/// Hostile `history` requests on a live subscription, each answered exactly: offsets that are
+/// not a JSON integer of `u64` (negative, a string, a fraction, `1e300`, `2^64`, null), a
+/// position without its epoch, a `since` that is negative, a string or a fraction, more than
+/// 64 streams are ignored (no frame, as Rails ignores an unknown command); an offset past the
+/// head (`u64::MAX`) or another epoch is `reject_history`; a `since` far in the future
+/// confirms and sends nothing; a request for a subscription the connection does not hold,
+/// or for an identifier whose stream is not signed (its subscribe rejected), is ignored. The
+/// subscription then gets the next post once, at the next offset.
+#[tokio::test]
+async fn hostile_history_requests_are_ignored_or_rejected_exactly() {
+    let server = TestServer::start().await;
+    let (mut david, csrf, id) = signed_in(&server, "david@example.com", "secret123456").await;
+    let (mut e, _) = ext(&server, &david, "").await;
+    subscribed(&mut e, &id).await;
+    assert_eq!(
+        david
+            .post_message(1, "hostile 1", "hostile-1", &csrf)
+            .await
+            .status,
+        200
+    );
+    let live = next_json(&mut e).await;
+    let stream = live["stream_id"].as_str().unwrap().to_owned();
+    let epoch = live["epoch"].as_str().unwrap().to_owned();
+    let offset = live["offset"].as_u64().unwrap();
+    let quiet = Duration::from_millis(300);
+    let id_json = serde_json::to_string(&id).unwrap();
+    let stream_json = serde_json::to_string(&stream).unwrap();
+    let position = |value: &str| format!(r#"{{"streams":{{{stream_json}:{value}}}}}"#);
+    let many: serde_json::Map<String, serde_json::Value> = (0..65)
+        .map(|i| {
+            let s = if i == 0 {
+                stream.clone()
+            } else {
+                format!("s{i}")
+            };
+            (s, serde_json::json!({"epoch": epoch, "offset": 0}))
+        })
+        .collect();
+    let ignored = [
+        position(&format!(r#"{{"epoch":"{epoch}","offset":-1}}"#)),
+        position(&format!(r#"{{"epoch":"{epoch}","offset":"1"}}"#)),
+        position(&format!(r#"{{"epoch":"{epoch}","offset":1.5}}"#)),
+        position(&format!(r#"{{"epoch":"{epoch}","offset":1e300}}"#)),
+        position(&format!(
+            r#"{{"epoch":"{epoch}","offset":18446744073709551616}}"#
+        )),
+        position(&format!(r#"{{"epoch":"{epoch}","offset":null}}"#)),
+        position(r#"{"offset":0}"#),
+        position(r#"{"epoch":7,"offset":0}"#),
+        position("[0]"),
+        r#"{"since":-5}"#.to_owned(),
+        r#"{"since":"yesterday"}"#.to_owned(),
+        r#"{"since":1.5}"#.to_owned(),
+        r"{}".to_owned(),
+        r"null".to_owned(),
+        serde_json::json!({ "streams": many }).to_string(),
+    ];
+    for history in &ignored {
+        let cmd = format!(r#"{{"command":"history","identifier":{id_json},"history":{history}}}"#);
+        e.send_text(&cmd).await;
+        assert_eq!(e.next_non_ping(quiet).await, None, "{history}");
+    }
+    let reject = serde_json::json!({"type": "reject_history", "identifier": id});
+    for history in [
+        position(&format!(r#"{{"epoch":"{epoch}","offset":{}}}"#, u64::MAX)),
+        position(r#"{"epoch":"another","offset":0}"#),
+    ] {
+        let cmd = format!(r#"{{"command":"history","identifier":{id_json},"history":{history}}}"#);
+        e.send_text(&cmd).await;
+        assert_eq!(next_json(&mut e).await, reject, "{history}");
+        assert_eq!(e.next_non_ping(quiet).await, None, "{history}");
+    }
+    // A time far in the future: nothing is that recent.
+    e.send_text(&history_cmd(&id, serde_json::json!({ "since": u64::MAX })))
+        .await;
+    assert_eq!(
+        next_json(&mut e).await,
+        serde_json::json!({"type": "confirm_history", "identifier": id})
+    );
+    assert_eq!(e.next_non_ping(quiet).await, None);
+
+    // Not this connection's subscription: another room's identifier, never subscribed.
+    let valid = serde_json::json!({"streams": {&stream: {"epoch": &epoch, "offset": 0}}});
+    let other = room_identifier("never-subscribed");
+    e.send_text(&history_cmd(&other, &valid)).await;
+    assert_eq!(e.next_non_ping(quiet).await, None);
+    // An unsigned stream name: its subscribe is rejected, its history ignored.
+    let unsigned =
+        serde_json::json!({"channel": "RoomMessagesChannel", "signed_stream_name": stream})
+            .to_string();
+    e.send_text(&subscribe_cmd(&unsigned)).await;
+    assert_eq!(
+        next_json(&mut e).await,
+        serde_json::json!({"identifier": unsigned, "type": "reject_subscription"})
+    );
+    e.send_text(&history_cmd(&unsigned, &valid)).await;
+    assert_eq!(e.next_non_ping(quiet).await, None);
+
+    // The subscription is as it was: the next post once, at the next offset.
+    assert_eq!(
+        david
+            .post_message(1, "hostile 2", "hostile-2", &csrf)
+            .await
+            .status,
+        200
+    );
+    let next = next_json(&mut e).await;
+    assert!(
+        next["message"].as_str().unwrap().contains("hostile-2"),
+        "{next}"
+    );
+    assert_eq!(next["epoch"], epoch.as_str());
+    assert_eq!(next["offset"].as_u64(), Some(offset + 1), "{next}");
+    assert_eq!(e.next_non_ping(quiet).await, None);
+}
+
+/// A tampered `sid` (one hex digit changed) names no session: the exact fresh welcome, no
+/// subscription comes back, and the session it was forged from is still David's to restore.
+/// Jason with David's `sid` gets a fresh session of his own: a `history` for David's
+/// subscription on it is ignored (it holds none), and nothing of David's room reaches it.
+#[tokio::test]
+async fn a_tampered_or_another_users_sid_starts_a_fresh_session_with_exact_frames() {
+    let server = TestServer::start().await;
+    let (mut david, csrf, id) = signed_in(&server, "david@example.com", "secret123456").await;
+    let (jason, _, _) = signed_in(&server, "jason@example.com", "secret123456").await;
+    let quiet = Duration::from_millis(300);
+    let fresh_welcome = |raw: &str, not: &str| {
+        let welcome: serde_json::Value = serde_json::from_str(raw).unwrap();
+        let sid = welcome["sid"].as_str().unwrap().to_owned();
+        assert_eq!(raw, format!(r#"{{"type":"welcome","sid":"{sid}"}}"#));
+        assert!(
+            sid != not && sid.len() == 32 && sid.bytes().all(|b| b.is_ascii_hexdigit()),
+            "{raw}"
+        );
+        sid
+    };
+
+    let (mut e, welcome) = ext(&server, &david, "").await;
+    let sid = welcome["sid"].as_str().unwrap().to_owned();
+    subscribed(&mut e, &id).await;
+    drop_socket(e).await;
+    let last = sid.chars().last().unwrap();
+    let tampered = format!("{}{}", &sid[..31], if last == '0' { '1' } else { '0' });
+    let (mut t, raw) = ext_raw(&server, &david, &format!("?sid={tampered}")).await;
+    fresh_welcome(&raw, &sid);
+    assert_eq!(t.next_non_ping(quiet).await, None);
+    assert_eq!(
+        david
+            .post_message(1, "tampered", "tampered-1", &csrf)
+            .await
+            .status,
+        200
+    );
+    assert_eq!(
+        t.next_non_ping(quiet).await,
+        None,
+        "a tampered sid restored a subscription"
+    );
+    drop(t);
+    // The session it was forged from is untouched.
+    let (back, welcome) = ext(&server, &david, &format!("?sid={sid}")).await;
+    let new_sid = welcome["sid"].as_str().unwrap().to_owned();
+    assert_eq!(
+        welcome,
+        serde_json::json!({"type": "welcome", "sid": new_sid, "restored": true, "restored_ids": [id]})
+    );
+    drop_socket(back).await;
+
+    // Jason with David's (new) sid and his own cookie.
+    let (mut stolen, raw) = ext_raw(&server, &jason, &format!("?sid={new_sid}")).await;
+    fresh_welcome(&raw, &new_sid);
+    let epoch = server.state.history.epoch().to_string();
+    let stream = "Z2lkOi8vY2FtcGZpcmUvUm9vbXM6Ok9wZW4vMQ:messages";
+    stolen
+        .send_text(&history_cmd(
+            &id,
+            serde_json::json!({"streams": {stream: {"epoch": epoch, "offset": 0}}}),
+        ))
+        .await;
+    assert_eq!(stolen.next_non_ping(quiet).await, None);
+    assert_eq!(
+        david
+            .post_message(1, "not for jason", "stolen-1", &csrf)
+            .await
+            .status,
+        200
+    );
+    assert_eq!(stolen.next_non_ping(quiet).await, None);
+}
