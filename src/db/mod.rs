@@ -120,16 +120,8 @@ pub fn unused_pool() -> anyhow::Result<SqlitePool> {
     Ok(SqlitePool::connect_lazy("sqlite::memory:")?)
 }
 
-/// How much of the database file each connection reads through a memory map
-/// (`PRAGMA mmap_size`), in bytes. Every commit makes the pool's other connections drop their
-/// page caches (WAL mode), so the next statement on each reads its pages again; mapped, a
-/// page that is in the OS's page cache costs no `pread` and no copy (the server CPU per post
-/// before and after: docs/performance.md, "Server CPU per post").
-pub const MMAP_BYTES: u64 = 256 << 20;
-
 /// Opens (creating when missing) the database at `path`, with WAL, `synchronous=NORMAL`,
-/// foreign keys, [`BUSY_TIMEOUT`] and [`MMAP_BYTES`] mapped, and applies every pending
-/// migration.
+/// foreign keys and [`BUSY_TIMEOUT`], and applies every pending migration.
 ///
 /// Errors: the file cannot be created or opened, or a migration fails.
 pub async fn open(path: &Path) -> anyhow::Result<SqlitePool> {
@@ -146,8 +138,7 @@ pub async fn open(path: &Path) -> anyhow::Result<SqlitePool> {
         .foreign_keys(true)
         .busy_timeout(BUSY_TIMEOUT)
         // Commits never checkpoint; [`spawn_checkpointer`] does it off the request path.
-        .pragma("wal_autocheckpoint", "0")
-        .pragma("mmap_size", MMAP_BYTES.to_string());
+        .pragma("wal_autocheckpoint", "0");
     let pool = SqlitePoolOptions::new()
         .max_connections(8)
         .min_connections(1)
@@ -442,27 +433,6 @@ mod ids_are_never_reused {
             .await
             .expect("check");
         assert!(broken.is_empty(), "{broken:?}");
-        pool.close().await;
-        let _ = std::fs::remove_dir_all(dir);
-    }
-}
-
-#[cfg(test)]
-mod pragmas {
-    #[tokio::test]
-    async fn every_connection_maps_the_database_file() {
-        let (pool, dir, _serial) = super::test_pool().await;
-        // Two connections at once: the pragma is each connection's own.
-        let mut a = pool.acquire().await.expect("a");
-        let mut b = pool.acquire().await.expect("b");
-        for conn in [&mut a, &mut b] {
-            let mapped: i64 = sqlx::query_scalar("PRAGMA mmap_size")
-                .fetch_one(&mut **conn)
-                .await
-                .expect("mmap_size");
-            assert_eq!(mapped as u64, super::MMAP_BYTES);
-        }
-        drop((a, b));
         pool.close().await;
         let _ = std::fs::remove_dir_all(dir);
     }
