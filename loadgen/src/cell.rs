@@ -26,11 +26,11 @@
 
 use crate::cable::{CableConfig, ClientProfile, ClientSet, Shared};
 use crate::campfire::{self, Prepared};
-use crate::endpoint::Endpoint;
-use crate::http::HttpConnection;
-use crate::multi::{
+use crate::coordination::{
     wait_for_file, write_json, Coordination, PostRecord, PostsRecord, ReadyRecord, WallClock,
 };
+use crate::endpoint::Endpoint;
+use crate::http::HttpConnection;
 use crate::procfs::{self, CpuSample, Proc};
 use crate::report::{CellResult, ServerStats};
 use crate::stats::rate;

@@ -5,10 +5,11 @@
 
 use crate::campfire::{self, ExtraChannel, PrepareOptions};
 use crate::cell::{run_cell_with, CellOptions};
+use crate::coordination::Coordination;
 use crate::endpoint::Endpoint;
 use crate::fanout::{self, FanoutOptions};
 use crate::idle::{self, IdleOptions};
-use crate::multi::{self, Coordination};
+use crate::multi;
 use crate::report::{render_table, summarize, CellResult, FloorFps};
 use crate::server::TargetSpec;
 use crate::sweep::{self, campfire_target, discover_pid, SweepOptions};
@@ -231,7 +232,7 @@ pub struct RunArgs {
     pub jsonl: Option<PathBuf>,
     /// Several processes, one run: the token run tag shared by every process (1 to 16
     /// lowercase letters and digits; default: a random one).
-    #[arg(long, value_parser = crate::multi::parse_run_tag)]
+    #[arg(long, value_parser = crate::coordination::parse_run_tag)]
     pub run_tag: Option<String>,
     /// Write a JSON line here once every client is ready or failed (counts and the connect
     /// phase's start and end in Unix µs).

@@ -30,6 +30,7 @@ pub mod campfire;
 pub mod cell;
 pub mod cli;
 pub mod cookies;
+pub mod coordination;
 pub mod endpoint;
 pub mod fanout;
 pub mod html;

@@ -10,8 +10,9 @@
 use base64::Engine;
 use loadgen::campfire::{self, ExtraChannel, PrepareOptions};
 use loadgen::cell::{run_cell, run_cell_with, CellOptions};
+use loadgen::coordination::{self, Coordination, PostsRecord};
 use loadgen::endpoint::Endpoint;
-use loadgen::multi::{self, Coordination, ListenResult, PostsRecord};
+use loadgen::multi::{self, ListenResult};
 use loadgen::sweep::campfire_target;
 use loadgen::ws;
 use std::collections::HashMap;
@@ -671,7 +672,7 @@ fn poster_and_listener(
             .trim(),
     )
     .unwrap();
-    let ready: multi::ReadyRecord = serde_json::from_str(
+    let ready: coordination::ReadyRecord = serde_json::from_str(
         std::fs::read_to_string(dir.join("ready-2.json"))
             .unwrap()
             .trim(),
