@@ -520,8 +520,9 @@ pub struct NewMessage<'a> {
 /// message.
 ///
 /// **Group commit**: the posts that arrive while a commit runs wait in `commits` and go into
-/// the next transaction together: one multi-row `INSERT … RETURNING` (one statement, one hop
-/// to SQLite's worker thread and one WAL commit for all of them, at most
+/// the next transaction together: one multi-row `INSERT … RETURNING` (one statement, run on
+/// the committing task's own thread, [`super::inline::Inline`], and one WAL commit for all of
+/// them, at most
 /// [`GROUP_COMMIT_MAX`]). Each post is still answered only after its own commit. One of the
 /// waiting posts' tasks does the commit for all (the first to find none running; when it is
 /// done it hands the next group to a task still waiting, so no post serves the others for
@@ -581,6 +582,9 @@ pub async fn create_then<T: Send + 'static>(
     // This task commits the next group (its own post among the first); when it ends, also
     // when its future is dropped, the lead goes to a post still waiting.
     let handoff = Handoff(commits);
+    // The insert runs on this thread and does not yield: first let the tasks that are ready
+    // (posts already read) queue theirs, so that they join this group.
+    tokio::task::yield_now().await;
     let write = super::write_lock().await;
     let group: Vec<Pending> = {
         let mut queue = commits.queue.lock();
@@ -610,6 +614,8 @@ pub const GROUP_COMMIT_MAX: usize = 64;
 #[derive(Debug, Default)]
 pub struct GroupCommit {
     queue: parking_lot::Mutex<Queue>,
+    /// The connection the groups are inserted on.
+    inline: super::inline::Inline,
     transactions: std::sync::atomic::AtomicU64,
     posts: std::sync::atomic::AtomicU64,
 }
@@ -727,13 +733,15 @@ fn copy_error(e: &sqlx::Error) -> sqlx::Error {
     }
 }
 
-/// The insert of `news`, stamped `now`: `INSERT … VALUES (…), (…) … RETURNING id,
-/// client_message_id`, one row each, with their values bound. One statement text per group
-/// size, each prepared once per connection (sqlx's cache).
-fn insert<'q>(
-    news: &'q [Owned],
+/// The insert of `news`, stamped `now`, on the post path's own connection
+/// ([`super::inline::Inline`], on the calling thread): `INSERT … VALUES (…), (…) … RETURNING
+/// id, client_message_id`, one row each, with their values bound; one statement (atomic in
+/// autocommit). One statement text per group size, each prepared once per connection.
+fn insert(
+    conn: &rusqlite::Connection,
+    news: &[Owned],
     now: i64,
-) -> sqlx::query::QueryAs<'q, sqlx::Sqlite, (i64, String), sqlx::sqlite::SqliteArguments> {
+) -> rusqlite::Result<Vec<(i64, String)>> {
     let mut sql = String::from(
         "INSERT INTO messages (room_id, creator_id, client_message_id, body, plain_text, created_at, updated_at) VALUES ",
     );
@@ -744,18 +752,21 @@ fn insert<'q>(
         sql.push_str("(?, ?, ?, ?, ?, ?, ?)");
     }
     sql.push_str(" RETURNING id, client_message_id");
-    let mut insert = sqlx::query_as(sqlx::AssertSqlSafe(sql));
+    let mut statement = conn.prepare_cached(&sql)?;
+    let mut values: Vec<&dyn rusqlite::ToSql> = Vec::with_capacity(news.len() * 7);
     for new in news {
-        insert = insert
-            .bind(new.room_id)
-            .bind(new.creator_id)
-            .bind(new.client_message_id.as_str())
-            .bind(new.body.as_str())
-            .bind(new.plain_text.as_deref())
-            .bind(now)
-            .bind(now);
+        values.extend_from_slice(&[
+            &new.room_id,
+            &new.creator_id,
+            &new.client_message_id,
+            &new.body,
+            &new.plain_text,
+            &now,
+            &now,
+        ]);
     }
-    insert
+    let rows = statement.query_map(values.as_slice(), |row| Ok((row.get(0)?, row.get(1)?)))?;
+    rows.collect()
 }
 
 /// Commits `group` (under the write lock) and answers each post, in the order of the ids.
@@ -795,7 +806,7 @@ async fn commit_group(
     };
     // Stamped under the write lock, so posts commit in the order of their timestamps.
     let now = super::now_ms();
-    let result = insert(&news, now).fetch_all(pool).await;
+    let result = commits.inline.run(pool, |c| insert(c, &news, now)).await;
     let group = news.into_iter().zip(finishes);
     match result {
         Ok(rows) => {
@@ -849,7 +860,15 @@ async fn commit_group(
             let mut answers = Vec::with_capacity(news.len());
             for new in news.chunks(1) {
                 let now = super::now_ms();
-                let inserted = insert(new, now).fetch_one(pool).await.map(|(id, _)| id);
+                let inserted = commits
+                    .inline
+                    .run(pool, |c| insert(c, new, now))
+                    .await
+                    .and_then(|rows| {
+                        rows.first()
+                            .map(|(id, _)| *id)
+                            .ok_or(sqlx::Error::RowNotFound)
+                    });
                 answers.push((inserted, now));
             }
             for ((new, finish), (inserted, now)) in news.into_iter().zip(finishes).zip(answers) {

@@ -11,6 +11,7 @@ pub mod bans;
 pub mod blobs;
 pub mod boosts;
 pub mod generation;
+pub mod inline;
 pub mod kinds;
 pub mod memberships;
 pub mod messages;
