@@ -11,9 +11,9 @@
 //! It is used under this process's write lock ([`super::write_lock`]), so it never competes
 //! with the pool's writers; another process holding SQLite's lock (a backup, the `sqlite3`
 //! shell) makes SQLite answer `SQLITE_BUSY` at once (no busy handler: it would sleep on the
-//! runtime's thread), and [`Inline::run`] retries after an asynchronous sleep until
-//! [`super::BUSY_TIMEOUT`] has passed, then fails with [`super::Busy`], as the pool's busy
-//! handler does.
+//! runtime's thread), and [`Inline::run`] retries after asynchronous sleeps until the
+//! caller's deadline, then fails with [`super::Busy`], as the pool's busy handler does after
+//! [`super::BUSY_TIMEOUT`].
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -47,17 +47,19 @@ const MAX_BUSY_PAUSE: Duration = Duration::from_millis(50);
 
 impl Inline {
     /// Runs `statement` on this connection, on the calling thread (opening the connection to
-    /// `pool`'s file first if needed). `statement` may run again after `SQLITE_BUSY`, so it
-    /// must be one atomic statement or transaction of its own.
+    /// `pool`'s file first if needed). `statement` may run again after `SQLITE_BUSY`, until
+    /// `deadline` (it runs at least once), so it must be one atomic statement or transaction
+    /// of its own.
     ///
-    /// Errors: [`super::Busy`] when SQLite stayed locked by another process for
-    /// [`super::BUSY_TIMEOUT`]; the connection could not be opened; the statement's own
+    /// Errors: [`super::Busy`] when SQLite stayed locked by another process until `deadline`;
+    /// the connection could not be opened; the statement's own
     /// failure, as a [`sqlx::Error::Database`] with SQLite's extended result code (a unique
     /// index's `SQLITE_CONSTRAINT_UNIQUE` reads as
     /// [`sqlx::error::DatabaseError::is_unique_violation`]).
     pub async fn run<T>(
         &self,
         pool: &SqlitePool,
+        deadline: Instant,
         mut statement: impl FnMut(&rusqlite::Connection) -> rusqlite::Result<T>,
     ) -> sqlx::Result<T> {
         let started = Instant::now();
@@ -75,11 +77,12 @@ impl Inline {
             };
             match result {
                 Err(e) if is_busy(&e) => {
-                    let waited = started.elapsed();
-                    if waited >= super::BUSY_TIMEOUT {
+                    let now = Instant::now();
+                    if now >= deadline {
+                        let waited = now.duration_since(started);
                         return Err(sqlx::Error::Database(Box::new(super::Busy::new(waited))));
                     }
-                    tokio::time::sleep(pause.min(super::BUSY_TIMEOUT - waited)).await;
+                    tokio::time::sleep(pause.min(deadline - now)).await;
                     pause = (pause * 2).min(MAX_BUSY_PAUSE);
                 }
                 other => return other.map_err(to_sqlx),
@@ -187,6 +190,11 @@ mod tests {
         }
     }
 
+    /// A deadline as far off as the pool's busy handler waits.
+    fn soon() -> Instant {
+        Instant::now() + super::super::BUSY_TIMEOUT
+    }
+
     async fn pool() -> (Dir, SqlitePool) {
         let (pool, dir, _serial) = super::super::test_pool().await;
         (Dir(dir), pool)
@@ -197,7 +205,7 @@ mod tests {
         let (_dir, pool) = pool().await;
         let inline = Inline::default();
         let n = inline
-            .run(&pool, |c| {
+            .run(&pool, soon(), |c| {
                 c.execute(
                     "INSERT INTO accounts (name, join_code, created_at, updated_at) VALUES ('Inline', 'abc', 1, 1)",
                     [],
@@ -212,7 +220,7 @@ mod tests {
             .unwrap();
         assert_eq!(name, "Inline");
         let fk: i64 = inline
-            .run(&pool, |c| {
+            .run(&pool, soon(), |c| {
                 c.query_row("PRAGMA foreign_keys", [], |r| r.get(0))
             })
             .await
@@ -225,19 +233,23 @@ mod tests {
         let (_dir, pool) = pool().await;
         let inline = Inline::default();
         let e = inline
-            .run(&pool, |c| c.execute("INSERT INTO nowhere VALUES (1)", []))
+            .run(&pool, soon(), |c| {
+                c.execute("INSERT INTO nowhere VALUES (1)", [])
+            })
             .await
             .unwrap_err();
         let db = e.as_database_error().expect("a database error");
         assert!(!db.is_unique_violation());
         assert_eq!(db.code().as_deref(), Some("1"), "SQLITE_ERROR");
         inline
-            .run(&pool, |c| c.execute("CREATE TABLE u (k TEXT UNIQUE)", []))
+            .run(&pool, soon(), |c| {
+                c.execute("CREATE TABLE u (k TEXT UNIQUE)", [])
+            })
             .await
             .unwrap();
         let twice = |c: &rusqlite::Connection| c.execute("INSERT INTO u VALUES ('k')", []);
-        inline.run(&pool, twice).await.unwrap();
-        let e = inline.run(&pool, twice).await.unwrap_err();
+        inline.run(&pool, soon(), twice).await.unwrap();
+        let e = inline.run(&pool, soon(), twice).await.unwrap_err();
         assert!(e.as_database_error().unwrap().is_unique_violation(), "{e}");
         assert!(!super::super::is_busy(&e));
     }
@@ -250,7 +262,7 @@ mod tests {
         let inline = Inline::default();
         let started = Instant::now();
         let e = inline
-            .run(&pool, |c| c.execute("CREATE TABLE t (x)", []))
+            .run(&pool, soon(), |c| c.execute("CREATE TABLE t (x)", []))
             .await
             .unwrap_err();
         let waited = started.elapsed();
@@ -264,7 +276,7 @@ mod tests {
         });
         let started = Instant::now();
         inline
-            .run(&pool, |c| c.execute("CREATE TABLE t (x)", []))
+            .run(&pool, soon(), |c| c.execute("CREATE TABLE t (x)", []))
             .await
             .unwrap();
         assert!(started.elapsed() >= Duration::from_millis(100));

@@ -567,6 +567,7 @@ pub async fn create_then<T: Send + 'static>(
             }));
         }),
         lead: Some(lead_tx),
+        queued: std::time::Instant::now(),
     };
     let leads = {
         let mut queue = commits.queue.lock();
@@ -585,7 +586,17 @@ pub async fn create_then<T: Send + 'static>(
     // The insert runs on this thread and does not yield: first let the tasks that are ready
     // (posts already read) queue theirs, so that they join this group.
     tokio::task::yield_now().await;
-    let write = super::write_lock().await;
+    // Every post waits at most WRITE_WAIT from when it was queued, however many groups are
+    // ahead of it: the group's deadline is its oldest post's (the front of the queue).
+    let deadline = commits
+        .queue
+        .lock()
+        .pending
+        .first()
+        .map_or_else(std::time::Instant::now, |p| p.queued)
+        + super::WRITE_WAIT;
+    let write =
+        super::write_lock_until(deadline.min(std::time::Instant::now() + super::LOCK_WAIT)).await;
     let group: Vec<Pending> = {
         let mut queue = commits.queue.lock();
         let n = queue.pending.len().min(GROUP_COMMIT_MAX);
@@ -593,12 +604,12 @@ pub async fn create_then<T: Send + 'static>(
     };
     match write {
         Ok(write) => {
-            commit_group(pool, cache, commits, group).await;
+            commit_group(pool, cache, commits, group, deadline).await;
             drop(write);
         }
-        Err(e) => {
+        Err(_) => {
             for p in group {
-                (p.finish)(Err(copy_error(&e)), &[]);
+                (p.finish)(Err(busy_since(p.queued)), &[]);
             }
         }
     }
@@ -657,6 +668,8 @@ struct Pending {
     finish: Finish,
     /// Tells the post's own task to commit the next group.
     lead: Option<tokio::sync::oneshot::Sender<()>>,
+    /// When it was queued: it waits at most [`super::WRITE_WAIT`] from then.
+    queued: std::time::Instant,
 }
 
 /// A [`NewMessage`] without an attachment, owned.
@@ -726,11 +739,12 @@ fn gone() -> sqlx::Error {
 
 /// A copy of `e` for each post of a group that fails together.
 fn copy_error(e: &sqlx::Error) -> sqlx::Error {
-    if super::is_busy(e) {
-        sqlx::Error::Database(Box::new(super::Busy::new(super::LOCK_WAIT)))
-    } else {
-        sqlx::Error::Protocol(e.to_string())
-    }
+    sqlx::Error::Protocol(e.to_string())
+}
+
+/// [`super::Busy`] for a post queued at `queued`, with its own wait.
+fn busy_since(queued: std::time::Instant) -> sqlx::Error {
+    sqlx::Error::Database(Box::new(super::Busy::new(queued.elapsed())))
 }
 
 /// The insert of `news`, stamped `now`, on the post path's own connection
@@ -769,19 +783,29 @@ fn insert(
     rows.collect()
 }
 
-/// Commits `group` (under the write lock) and answers each post, in the order of the ids.
+/// Commits `group` (under the write lock) and answers each post, in the order of the ids;
+/// gives up at `deadline` (the posts still waiting for SQLite fail with [`super::Busy`]).
 async fn commit_group(
     pool: &SqlitePool,
     cache: &super::auth_cache::AuthCache,
     commits: &GroupCommit,
     group: Vec<Pending>,
+    deadline: std::time::Instant,
 ) {
     if group.is_empty() {
         return;
     }
     // Only the posts' data is borrowed across the awaits below (their answers are not `Sync`).
-    let (news, finishes): (Vec<Owned>, Vec<Finish>) =
-        group.into_iter().map(|p| (p.new, p.finish)).unzip();
+    let (news, answers): (Vec<Owned>, Vec<(Finish, std::time::Instant)>) = group
+        .into_iter()
+        .map(|p| (p.new, (p.finish, p.queued)))
+        .unzip();
+    if std::time::Instant::now() >= deadline {
+        for (finish, queued) in answers {
+            finish(Err(busy_since(queued)), &[]);
+        }
+        return;
+    }
     // The members of each room the group posts to, read under the write lock.
     let mut members: Vec<(i64, std::sync::Arc<[i64]>)> = Vec::new();
     for new in &news {
@@ -791,7 +815,7 @@ async fn commit_group(
         match cache.member_ids(pool, new.room_id).await {
             Ok(ids) => members.push((new.room_id, ids)),
             Err(e) => {
-                for finish in finishes {
+                for (finish, _) in answers {
                     finish(Err(copy_error(&e)), &[]);
                 }
                 return;
@@ -804,20 +828,26 @@ async fn commit_group(
             .find(|(r, _)| *r == room)
             .map_or(&[][..], |(_, ids)| &ids[..])
     };
+    let committed = |posts: u64| {
+        commits
+            .transactions
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        commits
+            .posts
+            .fetch_add(posts, std::sync::atomic::Ordering::Relaxed);
+    };
     // Stamped under the write lock, so posts commit in the order of their timestamps.
     let now = super::now_ms();
-    let result = commits.inline.run(pool, |c| insert(c, &news, now)).await;
-    let group = news.into_iter().zip(finishes);
+    let result = commits
+        .inline
+        .run(pool, deadline, |c| insert(c, &news, now))
+        .await;
+    let group = news.into_iter().zip(answers);
     match result {
         Ok(rows) => {
-            commits
-                .transactions
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            commits
-                .posts
-                .fetch_add(rows.len() as u64, std::sync::atomic::Ordering::Relaxed);
+            committed(rows.len() as u64);
             let mut stored: Vec<(i64, Owned, Finish)> = group
-                .filter_map(|(new, finish)| {
+                .filter_map(|(new, (finish, _))| {
                     let id = rows
                         .iter()
                         .find(|(_, cid)| *cid == new.client_message_id)
@@ -837,52 +867,41 @@ async fn commit_group(
                 finish(Ok(new.into_message(id, now)), members_of(room));
             }
         }
+        Err(e) if super::is_busy(&e) => {
+            // Locked from outside until the deadline: each post fails with its own wait.
+            for (_, (finish, queued)) in group {
+                finish(Err(busy_since(queued)), &[]);
+            }
+        }
         Err(e) if group.len() == 1 => {
-            if let Some((_, finish)) = group.into_iter().next() {
+            if let Some((_, (finish, _))) = group.into_iter().next() {
                 finish(Err(e), &[]);
             }
         }
-        Err(e)
-            if !e
-                .as_database_error()
-                .is_some_and(|d| d.is_unique_violation()) =>
-        {
-            // Busy or failed: the whole group fails at once (each post waits one bounded time).
-            for (_, finish) in group {
-                finish(Err(copy_error(&e)), &[]);
-            }
-        }
         Err(_) => {
-            let group: Vec<(Owned, Finish)> = group.collect();
-            // One post of the group failed the statement (a taken client message id): each
-            // alone, so that only that one fails.
-            let (news, finishes): (Vec<Owned>, Vec<Finish>) = group.into_iter().unzip();
-            let mut answers = Vec::with_capacity(news.len());
-            for new in news.chunks(1) {
+            // One post of the group failed the statement (a taken client message id, a room
+            // deleted meanwhile): each alone, answered at its own commit, so that only that
+            // one fails.
+            for (new, (finish, queued)) in group {
                 let now = super::now_ms();
                 let inserted = commits
                     .inline
-                    .run(pool, |c| insert(c, new, now))
+                    .run(pool, deadline, |c| {
+                        insert(c, std::slice::from_ref(&new), now)
+                    })
                     .await
                     .and_then(|rows| {
                         rows.first()
                             .map(|(id, _)| *id)
                             .ok_or(sqlx::Error::RowNotFound)
                     });
-                answers.push((inserted, now));
-            }
-            for ((new, finish), (inserted, now)) in news.into_iter().zip(finishes).zip(answers) {
                 match inserted {
                     Ok(id) => {
-                        commits
-                            .transactions
-                            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        commits
-                            .posts
-                            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        committed(1);
                         let room = new.room_id;
                         finish(Ok(new.into_message(id, now)), members_of(room));
                     }
+                    Err(e) if super::is_busy(&e) => finish(Err(busy_since(queued)), &[]),
                     Err(e) => finish(Err(e), &[]),
                 }
             }

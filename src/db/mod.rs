@@ -312,6 +312,19 @@ pub(crate) async fn write_lock() -> sqlx::Result<tokio::sync::MutexGuard<'static
     }
 }
 
+/// [`write_lock`] with its own bound: [`Busy`] when the lock is not free by `deadline`.
+pub(crate) async fn write_lock_until(
+    deadline: std::time::Instant,
+) -> sqlx::Result<tokio::sync::MutexGuard<'static, ()>> {
+    let started = std::time::Instant::now();
+    match tokio::time::timeout_at(deadline.into(), WRITE_LOCK.lock()).await {
+        Ok(guard) => Ok(guard),
+        Err(_) => Err(sqlx::Error::Database(Box::new(Busy::new(
+            started.elapsed(),
+        )))),
+    }
+}
+
 /// Begins a write transaction (`BEGIN IMMEDIATE`) on a connection whose schema is current, for
 /// writes whose statements reach the full-text index (migration 0006) through triggers: hold
 /// [`write_lock`] first, then commit.

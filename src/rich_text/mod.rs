@@ -50,7 +50,9 @@ pub const MAX_BODY_BYTES: usize = 64 * 1024;
 pub const MAX_NESTING: usize = 64;
 
 /// Whether `html` nests elements deeper than `limit`, counted the way a parser opens them: a
-/// start tag opens an element unless it is void (`br`, `img`, …) or self-closed; an end tag
+/// start tag opens an element unless it is void (`br`, `img`, …); a trailing `/` closes
+/// nothing (`<div/>` opens a `div`: HTML ignores the self-closing flag on its own elements,
+/// <https://html.spec.whatwg.org/#start-tags>); an end tag
 /// closes the innermost open element of its name (and those inside it), and one naming no open
 /// element closes nothing. Comments are skipped. A cheap scan (it stops at the first level past
 /// `limit`), run before the sanitizer.
@@ -86,9 +88,7 @@ pub fn nests_deeper_than(html: &str, limit: usize) -> bool {
             if let Some(k) = open.iter().rposition(|n| *n == name) {
                 open.truncate(k);
             }
-        } else if !VOID.contains(&name.as_str())
-            && !end.is_some_and(|e| e > 0 && rest[e - 1] == b'/')
-        {
+        } else if !VOID.contains(&name.as_str()) {
             open.push(name);
             if open.len() > limit {
                 return true;

@@ -121,8 +121,9 @@ fn client_message_id(given: Option<&str>) -> Result<String, AppError> {
 ///
 /// # Errors
 /// 422 for a `client_message_id` that already names another message (the unique index of
-/// migration 0008); a database failure (nothing stored); a render failure (stored, not
-/// broadcast).
+/// migration 0008); 404 when the room was deleted after the member check (a foreign key
+/// failed; nothing stored); a database failure (nothing stored); a render failure (stored,
+/// not broadcast).
 pub async fn post_message(
     state: &AppState,
     room: &Room,
@@ -160,14 +161,13 @@ pub async fn post_message(
         },
     )
     .await
-    .map_err(|e| {
-        if e.as_database_error()
-            .is_some_and(|d| d.is_unique_violation())
-        {
+    .map_err(|e| match e.as_database_error() {
+        Some(d) if d.is_unique_violation() => {
             AppError::Unprocessable(CLIENT_MESSAGE_ID_TAKEN.into())
-        } else {
-            AppError::from(e)
         }
+        // The room (or the author) was deleted after the member check: nothing to post to.
+        Some(d) if d.is_foreign_key_violation() => AppError::NotFound,
+        _ => AppError::from(e),
     })?;
     queue_pushes(state, room, author, &message, body);
     Ok((message, appended?))

@@ -125,3 +125,57 @@ async fn a_taken_client_message_id_fails_only_its_own_post_in_a_group() {
     assert!(messages::count(&state.pool, 1).await.unwrap() >= 5);
     server.stop().await;
 }
+
+#[tokio::test]
+async fn a_post_to_a_room_deleted_meanwhile_fails_alone_and_its_group_is_stored() {
+    let server = TestServer::start().await;
+    let state = server.state.clone();
+    // Fills the member cache, so the posts below share one group (see above).
+    messages::create_then(
+        &state.pool,
+        &state.auth_cache,
+        &state.commits,
+        &new("gone-warm", "<div>first</div>"),
+        |_, _| (),
+    )
+    .await
+    .expect("stored");
+    let cids: Vec<String> = (0..16).map(|i| format!("gone-{i}")).collect();
+    let posts = cids.iter().enumerate().map(|(i, cid)| {
+        let state = state.clone();
+        async move {
+            // The eighth post is to a room that no longer exists (deleted after its member
+            // check): its foreign key fails.
+            let room_id = if i == 7 { 999_999 } else { 1 };
+            let post = NewMessage {
+                room_id,
+                ..new(cid, "<div>hello</div>")
+            };
+            messages::create_then(
+                &state.pool,
+                &state.auth_cache,
+                &state.commits,
+                &post,
+                |_, _| (),
+            )
+            .await
+        }
+    });
+    let results = futures_util::future::join_all(posts).await;
+    for (i, result) in results.iter().enumerate() {
+        if i == 7 {
+            let e = result
+                .as_ref()
+                .expect_err("a post to a deleted room is refused");
+            assert!(
+                e.as_database_error()
+                    .is_some_and(|d| d.is_foreign_key_violation()),
+                "{e}"
+            );
+        } else {
+            let (message, ()) = result.as_ref().expect("the rest of the group is stored");
+            assert!(messages::in_room(&state.pool, 1, message.id).await.unwrap());
+        }
+    }
+    server.stop().await;
+}

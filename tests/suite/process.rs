@@ -384,12 +384,14 @@ async fn queued_posts_wait_one_bounded_time_for_a_database_locked_from_outside()
     let (cookies, csrf) = signed_in_poster(&hearth).await;
     let mut outside = outside_connection(&dir).await;
 
-    // A lock held past the bound: every post fails within it, with 503 and Retry-After.
+    // A lock held past the bound: every post fails within it, with 503 and Retry-After, also
+    // when there are more posts than one group takes (150: three groups, which used to wait
+    // one bound each in turn, up to 14 s).
     sqlx::query("BEGIN IMMEDIATE")
         .execute(&mut outside)
         .await
         .unwrap();
-    let posts: Vec<_> = (0..6)
+    let posts: Vec<_> = (0..150)
         .map(|i| {
             let (cookies, body) = (cookies.clone(), post_body(&format!("locked-{i}"), &csrf));
             tokio::spawn(async move { timed_post(hearth.addr, &cookies, &body).await })
@@ -401,7 +403,7 @@ async fn queued_posts_wait_one_bounded_time_for_a_database_locked_from_outside()
     }
     sqlx::query("ROLLBACK").execute(&mut outside).await.unwrap();
     let times: Vec<_> = answers.iter().map(|a| a.2).collect();
-    eprintln!("six posts against a held lock: {answers:?}");
+    eprintln!("150 posts against a held lock: {times:?}");
     for (status, retry_after, elapsed) in &answers {
         assert_eq!(*status, 503, "{answers:?}");
         assert!(retry_after.is_some(), "no Retry-After: {answers:?}");
