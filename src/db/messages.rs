@@ -739,7 +739,11 @@ fn gone() -> sqlx::Error {
 
 /// A copy of `e` for each post of a group that fails together.
 fn copy_error(e: &sqlx::Error) -> sqlx::Error {
-    sqlx::Error::Protocol(e.to_string())
+    if super::is_busy(e) {
+        sqlx::Error::Database(Box::new(super::Busy::new(super::LOCK_WAIT)))
+    } else {
+        sqlx::Error::Protocol(e.to_string())
+    }
 }
 
 /// [`super::Busy`] for a post queued at `queued`, with its own wait.
