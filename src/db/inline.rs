@@ -34,9 +34,9 @@ impl std::fmt::Debug for Inline {
     }
 }
 
-/// How many statement texts the connection keeps prepared (one per group size of the post
-/// insert, at most [`super::messages::GROUP_COMMIT_MAX`], and a few more).
-const CACHED_STATEMENTS: usize = super::messages::GROUP_COMMIT_MAX + 8;
+/// How many statement texts the connection keeps prepared: one per group size of the post
+/// insert (its largest group is checked to be smaller where it is defined) and a few more.
+pub const CACHED_STATEMENTS: usize = 72;
 
 /// The first wait after `SQLITE_BUSY`, in [`Inline::run`]; each next one doubles, up to
 /// [`MAX_BUSY_PAUSE`].

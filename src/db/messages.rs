@@ -620,6 +620,9 @@ pub async fn create_then<T: Send + 'static>(
 /// Most posts one group commit takes ([`create_then`]); more wait for the next.
 pub const GROUP_COMMIT_MAX: usize = 64;
 
+// Every group size's insert stays prepared on the inline connection.
+const _: () = assert!(GROUP_COMMIT_MAX < super::inline::CACHED_STATEMENTS);
+
 /// The posts waiting for the next group commit of [`create_then`] (one per database), and
 /// how many transactions and posts it has committed.
 #[derive(Debug, Default)]
