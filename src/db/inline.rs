@@ -66,14 +66,14 @@ impl Inline {
         let mut pause = FIRST_BUSY_PAUSE;
         loop {
             let result = {
-                let mut conn = self.conn.lock();
-                if conn.is_none() {
-                    *conn = Some(open(pool).map_err(to_sqlx)?);
-                }
-                let Some(conn) = conn.as_ref() else {
-                    unreachable!("opened above");
+                let mut kept = self.conn.lock();
+                let conn = match kept.take() {
+                    Some(conn) => conn,
+                    None => open(pool).map_err(to_sqlx)?,
                 };
-                statement(conn)
+                let result = statement(&conn);
+                *kept = Some(conn);
+                result
             };
             match result {
                 Err(e) if is_busy(&e) => {
