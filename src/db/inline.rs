@@ -12,7 +12,7 @@
 //! with the pool's writers; another process holding SQLite's lock (a backup, the `sqlite3`
 //! shell) makes SQLite answer `SQLITE_BUSY` at once (no busy handler: it would sleep on the
 //! runtime's thread), and [`Inline::run`] retries after asynchronous sleeps until the
-//! caller's deadline, then fails with [`super::Busy`], as the pool's busy handler does after
+//! caller's deadline, then fails with [`super::busy`], as the pool's busy handler does after
 //! [`super::BUSY_TIMEOUT`].
 
 use std::path::PathBuf;
@@ -51,11 +51,9 @@ impl Inline {
     /// `deadline` (it runs at least once), so it must be one atomic statement or transaction
     /// of its own.
     ///
-    /// Errors: [`super::Busy`] when SQLite stayed locked by another process until `deadline`;
-    /// the connection could not be opened; the statement's own
-    /// failure, as a [`sqlx::Error::Database`] with SQLite's extended result code (a unique
-    /// index's `SQLITE_CONSTRAINT_UNIQUE` reads as
-    /// [`sqlx::error::DatabaseError::is_unique_violation`]).
+    /// Errors: [`super::busy`] when SQLite stayed locked by another process until `deadline`;
+    /// the connection could not be opened; the statement's own failure, as a
+    /// [`super::Failure`] with SQLite's extended result code.
     pub async fn run<T>(
         &self,
         pool: &SqlitePool,
@@ -80,7 +78,7 @@ impl Inline {
                     let now = Instant::now();
                     if now >= deadline {
                         let waited = now.duration_since(started);
-                        return Err(sqlx::Error::Database(Box::new(super::Busy::new(waited))));
+                        return Err(super::busy(waited));
                     }
                     tokio::time::sleep(pause.min(deadline - now)).await;
                     pause = (pause * 2).min(MAX_BUSY_PAUSE);
@@ -115,65 +113,17 @@ fn is_busy(e: &rusqlite::Error) -> bool {
     )
 }
 
-/// `e` as the pool's errors read: SQLite's failures as [`Failure`], anything else (a column of
-/// an unexpected type) as a protocol error.
+/// `e` as the pool's errors read: SQLite's failures as [`super::Failure`], anything else (a
+/// column of an unexpected type) as a protocol error.
 fn to_sqlx(e: rusqlite::Error) -> sqlx::Error {
     match e {
-        rusqlite::Error::SqliteFailure(code, message) => sqlx::Error::Database(Box::new(Failure {
-            extended_code: code.extended_code,
-            message: message.unwrap_or_else(|| code.to_string()),
-        })),
-        other => sqlx::Error::Protocol(other.to_string()),
-    }
-}
-
-/// A failure SQLite reported on the [`Inline`] connection: its extended result code
-/// (<https://sqlite.org/rescode.html>) and message.
-#[derive(Debug, thiserror::Error)]
-#[error("{message}")]
-pub struct Failure {
-    extended_code: i32,
-    message: String,
-}
-
-/// `SQLITE_CONSTRAINT_UNIQUE` and `SQLITE_CONSTRAINT_PRIMARYKEY`.
-const UNIQUE: [i32; 2] = [2067, 1555];
-/// `SQLITE_CONSTRAINT_FOREIGNKEY`.
-const FOREIGN_KEY: i32 = 787;
-/// `SQLITE_CONSTRAINT_NOTNULL`.
-const NOT_NULL: i32 = 1299;
-/// `SQLITE_CONSTRAINT_CHECK`.
-const CHECK: i32 = 275;
-
-impl sqlx::error::DatabaseError for Failure {
-    fn message(&self) -> &str {
-        &self.message
-    }
-
-    fn code(&self) -> Option<std::borrow::Cow<'_, str>> {
-        Some(std::borrow::Cow::Owned(self.extended_code.to_string()))
-    }
-
-    fn as_error(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
-        self
-    }
-
-    fn as_error_mut(&mut self) -> &mut (dyn std::error::Error + Send + Sync + 'static) {
-        self
-    }
-
-    fn into_error(self: Box<Self>) -> Box<dyn std::error::Error + Send + Sync + 'static> {
-        self
-    }
-
-    fn kind(&self) -> sqlx::error::ErrorKind {
-        match self.extended_code {
-            c if UNIQUE.contains(&c) => sqlx::error::ErrorKind::UniqueViolation,
-            FOREIGN_KEY => sqlx::error::ErrorKind::ForeignKeyViolation,
-            NOT_NULL => sqlx::error::ErrorKind::NotNullViolation,
-            CHECK => sqlx::error::ErrorKind::CheckViolation,
-            _ => sqlx::error::ErrorKind::Other,
+        rusqlite::Error::SqliteFailure(code, message) => {
+            sqlx::Error::Database(Box::new(super::Failure::new(
+                code.extended_code,
+                message.unwrap_or_else(|| code.to_string()),
+            )))
         }
+        other => sqlx::Error::Protocol(other.to_string()),
     }
 }
 

@@ -544,7 +544,7 @@ pub struct NewMessage<'a> {
 /// unread notices in one pass, so that each member's connection writes both at once.
 ///
 /// # Errors
-/// Reading the members failed, or the insert did ([`super::Busy`] past the write wait);
+/// Reading the members failed, or the insert did ([`super::busy`] past the write wait);
 /// nothing is stored then.
 pub async fn create_then<T: Send + 'static>(
     pool: &SqlitePool,
@@ -743,15 +743,15 @@ fn gone() -> sqlx::Error {
 /// A copy of `e` for each post of a group that fails together.
 fn copy_error(e: &sqlx::Error) -> sqlx::Error {
     if super::is_busy(e) {
-        sqlx::Error::Database(Box::new(super::Busy::new(super::LOCK_WAIT)))
+        super::busy(super::LOCK_WAIT)
     } else {
         sqlx::Error::Protocol(e.to_string())
     }
 }
 
-/// [`super::Busy`] for a post queued at `queued`, with its own wait.
+/// [`super::busy`] for a post queued at `queued`, with its own wait.
 fn busy_since(queued: std::time::Instant) -> sqlx::Error {
-    sqlx::Error::Database(Box::new(super::Busy::new(queued.elapsed())))
+    super::busy(queued.elapsed())
 }
 
 /// The insert of `news`, stamped `now`, on the post path's own connection
@@ -791,7 +791,7 @@ fn insert(
 }
 
 /// Commits `group` (under the write lock) and answers each post, in the order of the ids;
-/// gives up at `deadline` (the posts still waiting for SQLite fail with [`super::Busy`]).
+/// gives up at `deadline` (the posts still waiting for SQLite fail with [`super::busy`]).
 async fn commit_group(
     pool: &SqlitePool,
     cache: &super::auth_cache::AuthCache,

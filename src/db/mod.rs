@@ -40,47 +40,69 @@ use sqlx::{Connection as _, SqliteConnection, SqlitePool};
 /// The longest a write waits for the database, in total: first for this process's write
 /// lock ([`write_lock`], at most [`LOCK_WAIT`]), then for SQLite's lock held by another
 /// process (the busy handler, at most [`BUSY_TIMEOUT`]). However many writes are queued, each
-/// succeeds or fails with [`Busy`] within this bound (Rails' default busy timeout is also 5 s).
+/// succeeds or fails with [`busy`] within this bound (Rails' default busy timeout is also 5 s).
 pub const WRITE_WAIT: Duration = Duration::from_secs(5);
 
 /// How long SQLite's busy handler waits for a lock held by another connection or process
 /// before `SQLITE_BUSY`; the part of [`WRITE_WAIT`] left after [`LOCK_WAIT`].
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// How long a write waits in this process's queue ([`write_lock`]) before [`Busy`].
+/// How long a write waits in this process's queue ([`write_lock`]) before [`busy`].
 pub const LOCK_WAIT: Duration = Duration::from_secs(3);
 
 /// `SQLITE_BUSY`, the primary result code of every "database is locked" error.
 pub const SQLITE_BUSY: i32 = 5;
 
-/// The database stayed locked for the whole [`WRITE_WAIT`]: another process (a backup, the
-/// `sqlite3` shell, a migration) holds SQLite's write lock. Travels as a
-/// [`sqlx::Error::Database`] with SQLite's code `5` (`SQLITE_BUSY`), so callers returning
-/// `sqlx::Result` pass it on unchanged; [`is_busy`] recognizes it and SQLite's own.
+/// The error of a write that found the database locked for the whole of its wait (`waited`,
+/// at most [`WRITE_WAIT`]): another process (a backup, the `sqlite3` shell, a migration) holds
+/// SQLite's write lock. A [`Failure`] with SQLite's code `5` (`SQLITE_BUSY`) and the message
+/// "database is locked (waited N ms for the write lock)", so callers returning `sqlx::Result`
+/// pass it on unchanged; [`is_busy`] recognizes it and SQLite's own.
+pub fn busy(waited: Duration) -> sqlx::Error {
+    let waited_ms = u64::try_from(waited.as_millis()).unwrap_or(u64::MAX);
+    sqlx::Error::Database(Box::new(Failure {
+        extended_code: SQLITE_BUSY,
+        message: format!("database is locked (waited {waited_ms} ms for the write lock)"),
+    }))
+}
+
+/// A failure SQLite reported, or [`busy`]: SQLite's extended result code
+/// (<https://sqlite.org/rescode.html>) and its message. A unique index's
+/// `SQLITE_CONSTRAINT_UNIQUE` reads as [`sqlx::error::DatabaseError::is_unique_violation`], a
+/// foreign key's as `is_foreign_key_violation`, as sqlx's own SQLite errors do.
 #[derive(Debug, thiserror::Error)]
-#[error("database is locked (waited {waited_ms} ms for the write lock)")]
-pub struct Busy {
-    waited_ms: u64,
+#[error("{message}")]
+pub struct Failure {
+    extended_code: i32,
     message: String,
 }
 
-impl Busy {
-    fn new(waited: Duration) -> Self {
-        let waited_ms = u64::try_from(waited.as_millis()).unwrap_or(u64::MAX);
+impl Failure {
+    /// A failure with SQLite's extended result code `extended_code` and `message`.
+    pub fn new(extended_code: i32, message: String) -> Self {
         Self {
-            waited_ms,
-            message: format!("database is locked (waited {waited_ms} ms for the write lock)"),
+            extended_code,
+            message,
         }
     }
 }
 
-impl sqlx::error::DatabaseError for Busy {
+/// `SQLITE_CONSTRAINT_UNIQUE` and `SQLITE_CONSTRAINT_PRIMARYKEY`.
+const UNIQUE: [i32; 2] = [2067, 1555];
+/// `SQLITE_CONSTRAINT_FOREIGNKEY`.
+const FOREIGN_KEY: i32 = 787;
+/// `SQLITE_CONSTRAINT_NOTNULL`.
+const NOT_NULL: i32 = 1299;
+/// `SQLITE_CONSTRAINT_CHECK`.
+const CHECK: i32 = 275;
+
+impl sqlx::error::DatabaseError for Failure {
     fn message(&self) -> &str {
         &self.message
     }
 
     fn code(&self) -> Option<std::borrow::Cow<'_, str>> {
-        Some(std::borrow::Cow::Borrowed("5"))
+        Some(std::borrow::Cow::Owned(self.extended_code.to_string()))
     }
 
     fn as_error(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
@@ -96,11 +118,17 @@ impl sqlx::error::DatabaseError for Busy {
     }
 
     fn kind(&self) -> sqlx::error::ErrorKind {
-        sqlx::error::ErrorKind::Other
+        match self.extended_code {
+            c if UNIQUE.contains(&c) => sqlx::error::ErrorKind::UniqueViolation,
+            FOREIGN_KEY => sqlx::error::ErrorKind::ForeignKeyViolation,
+            NOT_NULL => sqlx::error::ErrorKind::NotNullViolation,
+            CHECK => sqlx::error::ErrorKind::CheckViolation,
+            _ => sqlx::error::ErrorKind::Other,
+        }
     }
 }
 
-/// Whether `error` means the database was locked past the wait: [`Busy`], or SQLite's
+/// Whether `error` means the database was locked past the wait: [`busy`], or SQLite's
 /// `SQLITE_BUSY` and its extended codes (`SQLITE_BUSY_SNAPSHOT` = 517, …; the primary code is
 /// the low byte), or `SQLITE_LOCKED` (6).
 pub fn is_busy(error: &sqlx::Error) -> bool {
@@ -302,26 +330,21 @@ static WRITE_LOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 /// Takes the process-wide write lock (see [`WRITE_LOCK`]); hold the guard for the whole write
 /// transaction.
 ///
-/// Errors: [`Busy`] (as a `sqlx::Error`, see [`is_busy`]) when the lock is not free within
+/// Errors: [`busy`] (as a `sqlx::Error`, see [`is_busy`]) when the lock is not free within
 /// [`LOCK_WAIT`]: the writes ahead are themselves stuck on a database locked from outside, and
 /// waiting behind each of them in turn would add their waits up.
 pub(crate) async fn write_lock() -> sqlx::Result<tokio::sync::MutexGuard<'static, ()>> {
-    match tokio::time::timeout(LOCK_WAIT, WRITE_LOCK.lock()).await {
-        Ok(guard) => Ok(guard),
-        Err(_) => Err(sqlx::Error::Database(Box::new(Busy::new(LOCK_WAIT)))),
-    }
+    write_lock_until(std::time::Instant::now() + LOCK_WAIT).await
 }
 
-/// [`write_lock`] with its own bound: [`Busy`] when the lock is not free by `deadline`.
+/// [`write_lock`] with its own bound: [`busy`] when the lock is not free by `deadline`.
 pub(crate) async fn write_lock_until(
     deadline: std::time::Instant,
 ) -> sqlx::Result<tokio::sync::MutexGuard<'static, ()>> {
     let started = std::time::Instant::now();
     match tokio::time::timeout_at(deadline.into(), WRITE_LOCK.lock()).await {
         Ok(guard) => Ok(guard),
-        Err(_) => Err(sqlx::Error::Database(Box::new(Busy::new(
-            started.elapsed(),
-        )))),
+        Err(_) => Err(busy(started.elapsed())),
     }
 }
 
@@ -348,7 +371,7 @@ pub(crate) async fn write_lock_until(
 /// `BEGIN IMMEDIATE` holds the database's write lock, so no other process can change the
 /// schema again before the commit.
 ///
-/// Errors: [`Busy`]-class `SQLITE_BUSY` when another process holds the write lock past
+/// Errors: [`busy`]-class `SQLITE_BUSY` when another process holds the write lock past
 /// [`BUSY_TIMEOUT`], or any other database failure.
 pub(crate) async fn begin_write(
     pool: &SqlitePool,

@@ -29,7 +29,7 @@ pub const CHANGES_KEPT: i64 = 100_000;
 /// how many were indexed (0: the index is complete).
 ///
 /// # Errors
-/// A database failure ([`super::Busy`] when the database stays locked); nothing is indexed
+/// A database failure ([`super::busy`] when the database stays locked); nothing is indexed
 /// then and the next call retries.
 pub async fn index_batch(pool: &SqlitePool) -> sqlx::Result<u64> {
     let mut tx = super::Write::begin(pool, super::Access::Kept).await?;

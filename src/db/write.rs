@@ -47,7 +47,7 @@ impl Write {
     /// Takes the write lock, arms the access count for [`Access::Changed`], and begins the
     /// transaction.
     ///
-    /// Errors: [`super::Busy`] when the lock is not free within [`super::LOCK_WAIT`]; SQLite's
+    /// Errors: [`super::busy`] when the lock is not free within [`super::LOCK_WAIT`]; SQLite's
     /// `SQLITE_BUSY` when another process holds the database past [`super::BUSY_TIMEOUT`];
     /// any other database failure.
     pub async fn begin(pool: &SqlitePool, access: Access) -> sqlx::Result<Self> {
@@ -85,7 +85,7 @@ pub struct One<'p> {
 impl<'p> One<'p> {
     /// Takes the write lock and arms the access count for [`Access::Changed`].
     ///
-    /// Errors: [`super::Busy`] when the lock is not free within [`super::LOCK_WAIT`].
+    /// Errors: [`super::busy`] when the lock is not free within [`super::LOCK_WAIT`].
     pub async fn begin(pool: &'p SqlitePool, access: Access) -> sqlx::Result<Self> {
         let lock = super::write_lock().await?;
         let changed = (access == Access::Changed).then(generation::advance_on_drop);

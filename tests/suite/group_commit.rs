@@ -22,6 +22,19 @@ fn new<'a>(cid: &'a str, body: &'a str) -> NewMessage<'a> {
     }
 }
 
+/// Posts one message (client message id `cid`) to room 1, which fills the room's member cache.
+async fn fill_member_cache(state: &hearth::state::AppState, cid: &str) {
+    messages::create_then(
+        &state.pool,
+        &state.auth_cache,
+        &state.commits,
+        &new(cid, "<div>first</div>"),
+        |_, _| (),
+    )
+    .await
+    .expect("stored");
+}
+
 #[tokio::test]
 async fn concurrent_posts_share_transactions_and_are_announced_in_id_order() {
     let server = TestServer::start().await;
@@ -32,15 +45,7 @@ async fn concurrent_posts_share_transactions_and_are_announced_in_id_order() {
     // A first post fills the room's member cache: the group below meets no query that waits
     // (the insert itself runs on the committing task's thread, without a hand-off), so its
     // posts share a transaction only because the committing task lets the others queue first.
-    messages::create_then(
-        &state.pool,
-        &state.auth_cache,
-        &state.commits,
-        &new("group-warm", "<div>first</div>"),
-        |_, _| (),
-    )
-    .await
-    .expect("stored");
+    fill_member_cache(&state, "group-warm").await;
     let before = state.commits.transactions();
     let posts = cids.iter().map(|cid| {
         let announced = announced.clone();
@@ -130,16 +135,8 @@ async fn a_taken_client_message_id_fails_only_its_own_post_in_a_group() {
 async fn a_post_to_a_room_deleted_meanwhile_fails_alone_and_its_group_is_stored() {
     let server = TestServer::start().await;
     let state = server.state.clone();
-    // Fills the member cache, so the posts below share one group (see above).
-    messages::create_then(
-        &state.pool,
-        &state.auth_cache,
-        &state.commits,
-        &new("gone-warm", "<div>first</div>"),
-        |_, _| (),
-    )
-    .await
-    .expect("stored");
+    // So that the posts below share one group (see above).
+    fill_member_cache(&state, "gone-warm").await;
     let cids: Vec<String> = (0..16).map(|i| format!("gone-{i}")).collect();
     let posts = cids.iter().enumerate().map(|(i, cid)| {
         let state = state.clone();
