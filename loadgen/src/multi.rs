@@ -89,7 +89,8 @@ pub struct ListenResult {
     pub first_receipt_unix_us: Vec<Option<u64>>,
     /// Per post: its last receipt by a client of this process, Unix µs.
     pub last_receipt_unix_us: Vec<Option<u64>>,
-    /// Data frames received by ready clients from the start gate to the end.
+    /// Data frames received by ready clients from the ready record to the end: a post can reach
+    /// them before this process sees the start file, and its receipts count either way.
     pub frames: u64,
     /// This process's CPU % of one core from the start gate to the end.
     pub loadgen_cpu_percent: f64,
@@ -168,6 +169,7 @@ pub async fn run_listen(
     if let Some(path) = &coord.ready_file {
         write_json(path, &ready_record(&result))?;
     }
+    let frames0 = shared.frames.get();
     let mut errors = Vec::new();
     if let Some(start) = &coord.start_file {
         phase("waiting for the start file");
@@ -180,7 +182,6 @@ pub async fn run_listen(
         }
     }
     let cpu0 = CpuSample::take(Proc::SelfProc);
-    let frames0 = shared.frames.get();
 
     phase("listening");
     let posts_wait = opts.duration + opts.drain + opts.settle + POSTS_FILE_SLACK;

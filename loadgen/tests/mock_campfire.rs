@@ -623,10 +623,13 @@ fn fanout_only_uses_the_trigger_url() {
 
 /// A poster process (`run_cell_with`) and a listen-only one (`multi::run_listen`) against the
 /// same mock, coordinated through the ready, start and posts files as separate processes are:
-/// returns the poster's result, the listener's and the posts file.
+/// returns the poster's result, the listener's and the posts file. The listener's start file
+/// appears `listener_late` after the poster's, as when a separate process polls for it after
+/// the first posts went out.
 fn poster_and_listener(
     cfg: MockConfig,
     listeners: usize,
+    listener_late: Duration,
 ) -> (loadgen::report::CellResult, ListenResult, PostsRecord) {
     let url = start_mock(cfg);
     let dir = std::env::temp_dir().join(format!(
@@ -636,14 +639,17 @@ fn poster_and_listener(
     ));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let coord = |ready: &str| Coordination {
+    let coord = |ready: &str, go: &str| Coordination {
         run_tag: Some("mock1".into()),
         ready_file: Some(dir.join(ready)),
-        start_file: Some(dir.join("go")),
+        start_file: Some(dir.join(go)),
         start_timeout: Duration::from_secs(20),
         posts_file: Some(dir.join("posts.json")),
     };
-    let (poster_coord, listen_coord) = (coord("ready-1.json"), coord("ready-2.json"));
+    let (poster_coord, listen_coord) = (
+        coord("ready-1.json", "go"),
+        coord("ready-2.json", "go-listen"),
+    );
     let (r, l) = block_on(async {
         let base = Endpoint::parse(&url).unwrap();
         let prepared = Rc::new(campfire::prepare(&base, &prepare_opts(3)).await.unwrap());
@@ -658,6 +664,8 @@ fn poster_and_listener(
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
             std::fs::write(dir.join("go"), "").unwrap();
+            tokio::time::sleep(listener_late).await;
+            std::fs::write(dir.join("go-listen"), "").unwrap();
         };
         let (r, l, ()) = tokio::join!(
             run_cell_with(&target, &opts, 0, &|_| {}, &poster_coord),
@@ -685,7 +693,8 @@ fn poster_and_listener(
 
 #[test]
 fn a_listener_process_checks_every_post_on_every_client() {
-    let (r, l, posts) = poster_and_listener(MockConfig::default(), 6);
+    // The listener sees its start file after the poster's first posts (20/s) reached its clients.
+    let (r, l, posts) = poster_and_listener(MockConfig::default(), 6, Duration::from_millis(250));
     assert!(r.ok, "{r:#?}");
     assert!(l.ok, "{l:#?}");
     assert_eq!(posts.run_tag, "mock1");
@@ -710,7 +719,8 @@ fn a_listener_process_checks_every_post_on_every_client() {
         let (f, last) = (f.unwrap(), last.unwrap());
         assert!(*s <= f && f <= last, "sent {s} ≤ first {f} ≤ last {last}");
     }
-    // The listener's clients' frames carry the unread notices too.
+    // The listener's clients' frames carry the unread notices too, those of the posts that
+    // arrived before it saw its start file among them.
     assert!(l.frames >= 2 * l.delivered);
 }
 
@@ -722,6 +732,7 @@ fn a_listener_process_counts_duplicates_and_missing_posts() {
             ..Default::default()
         },
         3,
+        Duration::ZERO,
     );
     assert!(!r.ok);
     assert!(!l.ok);
@@ -739,6 +750,7 @@ fn a_listener_process_counts_duplicates_and_missing_posts() {
             ..Default::default()
         },
         5,
+        Duration::ZERO,
     );
     assert!(!r.ok);
     assert!(!l.ok);
