@@ -10,6 +10,13 @@
 //!   subscriber taking it, for both engines in one run. For the reference engine that is the
 //!   channel `send` plus each receiver's `recv`, the way a tokio-broadcast hub is usually
 //!   measured; for the default engine it is the broadcast plus each outbox being drained.
+//! - `unreads_1000/{no-history,history,history-by-name}`: one post's unread notice
+//!   (`{"roomId":1}`) to each of 1,000 members' own `user_<id>_unreads` stream through the
+//!   in-process bus (`Bus::publish_each`), each member one subscribed connection, plus every
+//!   outbox being drained: without a stream history, with the server's (which gives each of
+//!   those streams its next position in a table by user id), and with those streams in the
+//!   history's map by name as any other stream. The differences are what the positions cost
+//!   per member.
 //!
 //! Run: `cargo bench --bench fanout --features test-support,reference-engine -- --warm-up-time 1
 //! --measurement-time 3` (`test-support` is required; without `reference-engine` the
@@ -20,6 +27,9 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use hearth::fanout::{Connection, EngineKind, Fanout, QueueLimits, Variant};
+use hearth::history::MemoryHistory;
+use hearth::pubsub::{Bus, LocalBus};
+use hearth::rails::json::JsonEscaping;
 
 const STREAM: &str = "Z2lkOi8vY2FtcGZpcmUvUm9vbS8x:messages";
 
@@ -104,5 +114,74 @@ fn broadcast_1000(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, enqueue_per_subscriber, broadcast_1000);
+fn unreads_1000(c: &mut Criterion) {
+    const N: i64 = 1_000;
+    let notice = br#"{"roomId":1}"#;
+    let mut group = c.benchmark_group("unreads_1000");
+    group.throughput(Throughput::Elements(N as u64));
+    for name in ["no-history", "history", "history-by-name"] {
+        let fanout = Fanout::new(EngineKind::Queue, QueueLimits::default());
+        let history = || {
+            MemoryHistory::new(
+                hearth::history::DEFAULT_LIMIT,
+                Duration::from_secs(hearth::history::DEFAULT_TTL_SECONDS),
+            )
+        };
+        let bus = match name {
+            "history" => LocalBus::with_history(
+                fanout.clone(),
+                std::sync::Arc::new(history().with_numbered(&hearth::streams::MARKS)),
+                JsonEscaping::default(),
+            ),
+            "history-by-name" => LocalBus::with_history(
+                fanout.clone(),
+                std::sync::Arc::new(history()),
+                JsonEscaping::default(),
+            ),
+            _ => LocalBus::new(fanout.clone()),
+        };
+        let conns: Vec<Connection> = (1..=N)
+            .map(|id| {
+                let conn = fanout.attach_detached();
+                let identifier = r#"{"channel":"UnreadRoomsChannel"}"#;
+                let variant = Variant::new(
+                    identifier,
+                    r#"{"identifier":"{\"channel\":\"UnreadRoomsChannel\"}","message":"#,
+                    "}",
+                );
+                conn.subscribe(&hearth::streams::unreads(id), &variant);
+                conn
+            })
+            .collect();
+        let post = || {
+            let mut members = 1..=N;
+            bus.publish_each(
+                &mut |stream| match members.next() {
+                    Some(id) => {
+                        hearth::streams::write_unreads(stream, id);
+                        true
+                    }
+                    None => false,
+                },
+                black_box(notice),
+            )
+        };
+        post();
+        drain(&fanout, &conns);
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                black_box(post());
+                drain(&fanout, &conns)
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(
+    benches,
+    enqueue_per_subscriber,
+    broadcast_1000,
+    unreads_1000
+);
 criterion_main!(benches);

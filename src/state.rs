@@ -230,10 +230,13 @@ impl AppState {
             escape_js_separators: config.escape_js_separators,
         };
         let metrics = Arc::new(Metrics::new());
-        let memory_history = Arc::new(crate::history::MemoryHistory::new(
-            config.history_limit,
-            std::time::Duration::from_secs(config.history_ttl),
-        ));
+        let memory_history = Arc::new(
+            crate::history::MemoryHistory::new(
+                config.history_limit,
+                std::time::Duration::from_secs(config.history_ttl),
+            )
+            .with_numbered(&crate::streams::MARKS),
+        );
         let mut history: Arc<dyn crate::history::History> = memory_history.clone();
         let swept = Arc::downgrade(&memory_history);
         tokio::spawn(async move {

@@ -5,6 +5,7 @@
 //! the same names.
 
 use crate::db::rooms::Room;
+use crate::history::Numbered;
 use crate::rails::global_id;
 
 /// `<room gid param>:messages`, the stream of a room's message list
@@ -37,18 +38,31 @@ pub enum Retention {
     Kept,
 }
 
+/// The streams of a user's unread and read marks, `user_<id>_unreads` ([`unreads`]) and
+/// `user_<id>_reads` ([`reads`]): [`Retention::Position`], and the families the in-memory
+/// history keeps in its tables by id ([`crate::history::MemoryHistory::with_numbered`]).
+pub const MARKS: [Numbered; 2] = [
+    Numbered {
+        prefix: "user_",
+        suffix: "_unreads",
+    },
+    Numbered {
+        prefix: "user_",
+        suffix: "_reads",
+    },
+];
+
 /// How much of `stream`'s broadcasts the history keeps (see [`Retention`]).
 pub fn retention(stream: &str) -> Retention {
     if stream.starts_with("typing_notifications:") {
         return Retention::Transient;
     }
-    let marks = stream
-        .strip_prefix("user_")
-        .and_then(|rest| {
-            rest.strip_suffix("_unreads")
-                .or_else(|| rest.strip_suffix("_reads"))
-        })
-        .is_some_and(|id| id.parse::<i64>().is_ok());
+    let marks = MARKS.iter().any(|family| {
+        stream
+            .strip_prefix(family.prefix)
+            .and_then(|rest| rest.strip_suffix(family.suffix))
+            .is_some_and(|id| id.parse::<i64>().is_ok())
+    });
     if marks {
         Retention::Position
     } else {

@@ -40,7 +40,8 @@
 //! long as the history still holds offset 1.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
@@ -163,6 +164,57 @@ pub fn new_epoch() -> Arc<str> {
 /// Number of shards of [`MemoryHistory`]'s stream map.
 const SHARDS: usize = 32;
 
+/// A family of numbered streams, `<prefix><id><suffix>` with `id` in decimal (a user's unread
+/// marks, `user_<id>_unreads`), that a [`MemoryHistory`] built [`MemoryHistory::with_numbered`]
+/// gives positions only: it never keeps an entry of their broadcasts, so a reader that missed
+/// one reads [`Backlog::Gone`]. Their heads live in a table indexed by the id (8 bytes each, no
+/// lock, no name kept), since one post gives one to each member of its room.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Numbered {
+    /// What the name begins with (`user_`).
+    pub prefix: &'static str,
+    /// What the name ends with (`_unreads`).
+    pub suffix: &'static str,
+}
+
+impl Numbered {
+    /// The id of `stream` when it is of this family and spells its id the one way
+    /// [`itoa`]/`to_string` do (ASCII digits, no sign, no leading zero): `user_05_unreads` is
+    /// another stream than `user_5_unreads`, so it is not given id 5.
+    pub fn id(&self, stream: &str) -> Option<u64> {
+        let digits = stream
+            .strip_prefix(self.prefix)?
+            .strip_suffix(self.suffix)?;
+        let canonical = !digits.is_empty()
+            && digits.bytes().all(|b| b.is_ascii_digit())
+            && (digits == "0" || !digits.starts_with('0'));
+        canonical.then(|| digits.parse().ok()).flatten()
+    }
+}
+
+/// Ids per chunk of a numbered family's table (8 KiB of heads, allocated on its first id).
+const NUMBERED_CHUNK: usize = 1024;
+/// Chunks of a numbered family's table: ids below `NUMBERED_CHUNK × NUMBERED_CHUNKS` (2²⁰) are
+/// in it; a stream of a larger id is kept in the stream map as any other.
+const NUMBERED_CHUNKS: usize = 1024;
+
+/// One numbered family's heads, by id.
+#[derive(Debug)]
+struct NumberedHeads {
+    family: Numbered,
+    chunks: Box<[OnceLock<Box<[AtomicU64]>>]>,
+}
+
+/// Where a stream's head is.
+enum Slot<'a> {
+    /// In the stream map (not of a numbered family, or its id is past the table).
+    Map,
+    /// In a numbered table chunk not allocated yet: offset 0, nothing given.
+    Unset,
+    /// In a numbered table.
+    Head(&'a AtomicU64),
+}
+
 /// One stream's kept entries.
 #[derive(Debug, Default)]
 struct Kept {
@@ -198,6 +250,7 @@ pub struct MemoryHistory {
     ttl: Duration,
     shards: Box<[Shard]>,
     hasher: foldhash::fast::RandomState,
+    numbered: Box<[NumberedHeads]>,
 }
 
 impl MemoryHistory {
@@ -210,7 +263,47 @@ impl MemoryHistory {
             ttl,
             shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
             hasher: foldhash::fast::RandomState::default(),
+            numbered: Box::default(),
         }
+    }
+
+    /// This history with `families` of numbered streams kept as positions only, in tables
+    /// by id (see [`Numbered`]). A family's streams are never forgotten by [`Self::sweep`]:
+    /// a head costs 8 bytes, and up to 2²⁰ ids per family are in the table.
+    pub fn with_numbered(mut self, families: &[Numbered]) -> Self {
+        self.numbered = families
+            .iter()
+            .map(|&family| NumberedHeads {
+                family,
+                chunks: (0..NUMBERED_CHUNKS).map(|_| OnceLock::new()).collect(),
+            })
+            .collect();
+        self
+    }
+
+    /// Where `stream`'s head is; a numbered table's chunk is allocated when `create`.
+    fn slot(&self, stream: &str, create: bool) -> Slot<'_> {
+        for heads in self.numbered.iter() {
+            let Some(id) = heads.family.id(stream) else {
+                continue;
+            };
+            let Ok(id) = usize::try_from(id) else {
+                return Slot::Map;
+            };
+            let Some(chunk) = heads.chunks.get(id / NUMBERED_CHUNK) else {
+                return Slot::Map;
+            };
+            let chunk = if create {
+                chunk.get_or_init(|| (0..NUMBERED_CHUNK).map(|_| AtomicU64::new(0)).collect())
+            } else {
+                match chunk.get() {
+                    Some(chunk) => chunk,
+                    None => return Slot::Unset,
+                }
+            };
+            return Slot::Head(&chunk[id % NUMBERED_CHUNK]);
+        }
+        Slot::Map
     }
 
     fn shard(&self, stream: &str) -> &Shard {
@@ -268,6 +361,15 @@ impl MemoryHistory {
         if self.limit == 0 {
             return None;
         }
+        if let Slot::Head(head) = self.slot(stream, true) {
+            // A position only, whatever the payload.
+            return match offset {
+                None => Some(head.fetch_add(1, Ordering::Relaxed) + 1),
+                Some(offset) => {
+                    (head.fetch_max(offset, Ordering::Relaxed) < offset).then_some(offset)
+                }
+            };
+        }
         let mut guard = self.shard(stream).lock();
         let streams = &mut *guard;
         // Looked up first: the name is allocated only for a new stream, which begins after
@@ -307,6 +409,21 @@ impl MemoryHistory {
 
     /// [`Self::read_now`] at `now`, Unix seconds.
     fn read_at(&self, stream: &str, since: &Since, now: u64) -> Backlog {
+        let head = match self.slot(stream, false) {
+            Slot::Map => None,
+            Slot::Unset => Some(0),
+            Slot::Head(head) => Some(head.load(Ordering::Relaxed)),
+        };
+        if let Some(head) = head {
+            // Positions only: nothing is behind the head.
+            return match since {
+                Since::Time(_) => Backlog::Entries(Vec::new()),
+                Since::Offset { epoch, offset } if **epoch == *self.epoch && *offset == head => {
+                    Backlog::Entries(Vec::new())
+                }
+                Since::Offset { .. } => Backlog::Gone,
+            };
+        }
         let mut streams = self.shard(stream).lock();
         let floor = streams.floor;
         let kept = streams.kept.get_mut(stream);
@@ -375,8 +492,14 @@ impl History for MemoryHistory {
     }
 
     fn head(&self, stream: &str) -> Position {
-        let streams = self.shard(stream).lock();
-        let head = streams.kept.get(stream).map_or(streams.floor, |k| k.head);
+        let head = match self.slot(stream, false) {
+            Slot::Unset => 0,
+            Slot::Head(head) => head.load(Ordering::Relaxed),
+            Slot::Map => {
+                let streams = self.shard(stream).lock();
+                streams.kept.get(stream).map_or(streams.floor, |k| k.head)
+            }
+        };
         Position {
             epoch: self.epoch.clone(),
             offset: head,
@@ -530,6 +653,122 @@ mod tests {
         );
         h.sweep_at(1_301);
         assert_eq!(h.append("m", None, 1_302).map(|p| p.offset), Some(3));
+    }
+
+    const UNREADS: Numbered = Numbered {
+        prefix: "user_",
+        suffix: "_unreads",
+    };
+
+    #[test]
+    fn numbered_ids_are_spelled_one_way() {
+        assert_eq!(UNREADS.id("user_5_unreads"), Some(5));
+        assert_eq!(UNREADS.id("user_0_unreads"), Some(0));
+        assert_eq!(UNREADS.id("user_1048576_unreads"), Some(1 << 20));
+        for other in [
+            "user_05_unreads",
+            "user_-3_unreads",
+            "user_+3_unreads",
+            "user__unreads",
+            "user_5_reads",
+            "user_5x_unreads",
+            "user_99999999999999999999_unreads",
+            "Z2lk:messages",
+        ] {
+            assert_eq!(UNREADS.id(other), None, "{other}");
+        }
+    }
+
+    /// The answers of `h` to one script of position-only appends, heads and reads on `stream`.
+    fn script(h: &MemoryHistory, stream: &str) -> Vec<String> {
+        let mut seen = Vec::new();
+        let epoch = h.epoch();
+        let since = |offset| Since::Offset {
+            epoch: epoch.to_string(),
+            offset,
+        };
+        let look = |seen: &mut Vec<String>| {
+            seen.push(format!("head {}", h.head(stream).offset));
+            for offset in 0..5 {
+                let read = h.read_at(stream, &since(offset), 1_000);
+                seen.push(format!("{offset}: {read:?}"));
+            }
+            seen.push(format!(
+                "time {:?}",
+                h.read_at(stream, &Since::Time(0), 1_000)
+            ));
+            let other = Since::Offset {
+                epoch: "other".into(),
+                offset: h.head(stream).offset,
+            };
+            seen.push(format!("other {:?}", h.read_at(stream, &other, 1_000)));
+        };
+        look(&mut seen);
+        for _ in 0..3 {
+            let given = h.append(stream, None, 1_000).map(|p| p.offset);
+            seen.push(format!("{given:?}"));
+            look(&mut seen);
+        }
+        seen
+    }
+
+    #[test]
+    fn a_numbered_stream_answers_as_a_position_only_stream_of_the_map() {
+        let by_name = MemoryHistory::new(100, Duration::from_secs(300));
+        let numbered = MemoryHistory::new(100, Duration::from_secs(300)).with_numbered(&[UNREADS]);
+        let stream = "user_1025_unreads";
+        let answers = script(&numbered, stream);
+        assert_eq!(answers, script(&by_name, stream));
+        assert!(
+            answers.contains(&"2: Entries([])".to_owned()),
+            "{answers:?}"
+        );
+        // It is in the table, not the map.
+        assert!(numbered.shards.iter().all(|s| s.lock().kept.is_empty()));
+        // Positions given elsewhere move the head forward only; a payload is never kept.
+        let at = |offset| Position {
+            epoch: numbered.epoch(),
+            offset,
+        };
+        let p = Bytes::from_static(b"1");
+        let mut heads = Vec::new();
+        for offset in [2, 5, 5, 4] {
+            numbered.record(stream, &at(offset), &p);
+            heads.push(numbered.head(stream).offset);
+        }
+        assert_eq!(heads, [3, 5, 5, 5]);
+        assert_eq!(
+            numbered.append(stream, Some(&p), 1_000).map(|p| p.offset),
+            Some(6)
+        );
+        let since = |offset| Since::Offset {
+            epoch: numbered.epoch().to_string(),
+            offset,
+        };
+        assert_eq!(numbered.read_at(stream, &since(5), 1_000), Backlog::Gone);
+        assert_eq!(
+            numbered.read_at(stream, &since(6), 1_000),
+            Backlog::Entries(Vec::new())
+        );
+    }
+
+    #[test]
+    fn numbered_streams_off_the_table_or_misspelt_are_kept_by_name() {
+        let h = MemoryHistory::new(100, Duration::from_secs(300)).with_numbered(&[UNREADS]);
+        let p = Bytes::from_static(b"1");
+        for stream in ["user_1048576_unreads", "user_05_unreads"] {
+            assert_eq!(h.append(stream, Some(&p), 1_000).map(|p| p.offset), Some(1));
+            assert_eq!(h.head(stream).offset, 1);
+        }
+        assert_eq!(h.head("user_5_unreads").offset, 0, "not user_05's");
+        assert_eq!(
+            h.append("user_5_unreads", None, 1_000).map(|p| p.offset),
+            Some(1)
+        );
+        let kept: usize = h.shards.iter().map(|s| s.lock().kept.len()).sum();
+        assert_eq!(kept, 2);
+        let off = MemoryHistory::new(0, Duration::from_secs(300)).with_numbered(&[UNREADS]);
+        assert_eq!(off.append("user_5_unreads", None, 1_000), None);
     }
 
     #[test]
