@@ -270,6 +270,7 @@ impl MemoryHistory {
     /// This history with `families` of numbered streams kept as positions only, in tables
     /// by id (see [`Numbered`]). A family's streams are never forgotten by [`Self::sweep`]:
     /// a head costs 8 bytes, and up to 2²⁰ ids per family are in the table.
+    #[must_use]
     pub fn with_numbered(mut self, families: &[Numbered]) -> Self {
         self.numbered = families
             .iter()
