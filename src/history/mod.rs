@@ -112,8 +112,9 @@ pub trait History: Send + Sync + std::fmt::Debug {
     /// `entry` None gives the position only ([`crate::streams::Retention::Position`]: a later
     /// read from before it answers [`Backlog::Gone`]). `now` is the broadcast's time, Unix
     /// seconds ([`unix_now`], read once for the streams of one broadcast). None when the
-    /// history is off (`--history-limit 0`). Called by the node that assigns positions (one
-    /// node: every broadcast). Must not wait.
+    /// history is off (`--history-limit 0`) or the stream's head is at `u64::MAX` (no offset
+    /// after it). Called by the node that assigns positions (one node: every broadcast). Must
+    /// not wait.
     fn append(&self, stream: &str, entry: Option<&Bytes>, now: u64) -> Option<Position>;
 
     /// Keeps `payload` under a position assigned elsewhere (several nodes: the publication
@@ -365,7 +366,11 @@ impl MemoryHistory {
         if let Slot::Head(head) = self.slot(stream, true) {
             // A position only, whatever the payload.
             return match offset {
-                None => Some(head.fetch_add(1, Ordering::Relaxed) + 1),
+                // No offset past u64::MAX: the stream gives no more positions.
+                None => head
+                    .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |h| h.checked_add(1))
+                    .ok()
+                    .map(|h| h + 1),
                 Some(offset) => {
                     (head.fetch_max(offset, Ordering::Relaxed) < offset).then_some(offset)
                 }
@@ -385,7 +390,7 @@ impl MemoryHistory {
         let offset = match offset {
             Some(offset) if offset <= kept.head => return None,
             Some(offset) => offset,
-            None => kept.head + 1,
+            None => kept.head.checked_add(1)?,
         };
         if offset != kept.head + 1 {
             // A gap (several nodes: this one missed some): what is kept no longer joins up.
@@ -751,6 +756,57 @@ mod tests {
             numbered.read_at(stream, &since(6), 1_000),
             Backlog::Entries(Vec::new())
         );
+    }
+
+    #[test]
+    fn a_stream_at_the_last_offset_gives_no_more_positions() {
+        let numbered = MemoryHistory::new(100, Duration::from_secs(300)).with_numbered(&[UNREADS]);
+        let by_name = MemoryHistory::new(100, Duration::from_secs(300));
+        for h in [&numbered, &by_name] {
+            let last = Position {
+                epoch: h.epoch(),
+                offset: u64::MAX,
+            };
+            h.record("user_5_unreads", &last, &Bytes::new());
+            assert_eq!(h.append("user_5_unreads", None, 1_000), None);
+            assert_eq!(h.head("user_5_unreads").offset, u64::MAX);
+        }
+    }
+
+    #[test]
+    fn numbered_heads_outlive_a_sweep_and_concurrent_appends_share_out_the_offsets() {
+        let h = MemoryHistory::new(100, Duration::from_secs(300)).with_numbered(&[UNREADS]);
+        h.append("user_5_unreads", None, 1_000);
+        h.append("Z2lk:messages", None, 1_000);
+        h.sweep_at(1_301);
+        assert_eq!(h.head("user_5_unreads").offset, 1);
+        let since = Since::Offset {
+            epoch: h.epoch().to_string(),
+            offset: 1,
+        };
+        assert_eq!(
+            h.read_at("user_5_unreads", &since, 1_301),
+            Backlog::Entries(Vec::new())
+        );
+        let mut given: Vec<u64> = std::thread::scope(|s| {
+            let threads: Vec<_> = (0..8)
+                .map(|_| {
+                    s.spawn(|| {
+                        (0..10_000)
+                            .filter_map(|_| h.append("user_7_unreads", None, 1_000))
+                            .map(|p| p.offset)
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            threads
+                .into_iter()
+                .flat_map(|t| t.join().unwrap())
+                .collect()
+        });
+        given.sort_unstable();
+        assert_eq!(given, (1..=80_000).collect::<Vec<u64>>());
+        assert_eq!(h.head("user_7_unreads").offset, 80_000);
     }
 
     #[test]
