@@ -258,3 +258,48 @@ fn relative_hrefs_that_browsers_read_as_another_host_are_cut() {
         );
     }
 }
+
+#[test]
+fn a_fresh_body_renders_as_it_would_from_the_database() {
+    let sgids = ids();
+    let room = people(&sgids, &[(2, "Jason <J>"), (3, "Ann & \"Bo\"")]);
+    let jason = sgids.sign("User", 2, ATTACHABLE_PURPOSE);
+    let ann = sgids.sign("User", 3, ATTACHABLE_PURPOSE);
+    let outsider = sgids.sign("User", 9, ATTACHABLE_PURPOSE);
+    let typed = [
+        "hello",
+        " a\nb & c ",
+        "say \"hi\" & it's <b>\r\ncafé ☕",
+        "<script>alert(1)</script>",
+        "see https://example.com/a?b=1&c=2. and http://x.io/'q'",
+        "mailto:a@b.c www.example.com/path (https://example.com/x)",
+        "tabs\tand\u{a0}nbsp &amp; &lt;already&gt; &#39;",
+        "/play tada",
+        "🎉🎉",
+        "line\n\n\nafter blank lines\n",
+        "<a href=\"javascript:alert(1)\">x</a> <img src=x onerror=alert(1)>",
+        "",
+    ];
+    let edited = [
+        format!("<div>hey {} and {}</div>", trix_mention(&jason, "Jason"), trix_mention(&outsider, "Out")),
+        format!("<div>{} {}</div>", trix_mention(&ann, "Ann"), trix_mention(&ann, "Ann")),
+        "<div><strong>bold</strong> <em>it</em> <del>gone</del><br>next</div>".to_owned(),
+        "<h1>Title</h1><ul><li>one</li><li>two <a href=\"https://example.com\">link</a></li></ul>".to_owned(),
+        "<pre>code https://not.linked &lt;x&gt;</pre><blockquote cite=\"x\">quote https://linked.example</blockquote>".to_owned(),
+        "<div>unclosed <b>bold <i>both</div> after".to_owned(),
+        "<div onclick=\"x()\" style=\"color:red\" title=\"t &quot; t\">attrs</div>".to_owned(),
+        "<a href=\"/rooms/1\">here</a> <a href=\"//evil.example\">there</a> <a href=\"/\\\\evil\">back</a>".to_owned(),
+        "<a href=\"https://example.com\" rel=\"nofollow\" target=\"_self\">rel</a>".to_owned(),
+        "<!-- comment --><style>p{}</style><div>&nbsp;&amp;&lt;&gt;&quot;&#39;&#x1F600;</div>".to_owned(),
+        "<table><tr><td>cell</td></tr></table><figure><img src=x></figure>".to_owned(),
+        format!("<action-text-attachment sgid=\"{jason}\" content-type=\"{MENTION_CONTENT_TYPE}\" content=\"&lt;b&gt;x&lt;/b&gt;\"></action-text-attachment>"),
+        "<div>a<br/>b<br>c<hr>d</div>".to_owned(),
+    ];
+    let bodies = typed
+        .iter()
+        .map(|t| from_plain_text(t))
+        .chain(edited.iter().map(|h| sanitize(h).finish(&room)));
+    for body in bodies {
+        assert_eq!(render_fresh(&body), render(&body.html), "{}", body.html);
+    }
+}
