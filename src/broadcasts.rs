@@ -37,8 +37,7 @@ use crate::streams;
 /// Broadcasts a new message: the `append` to the room's stream, then `{"roomId":…}` to every
 /// member's unread stream ([`message_appended`] then [`message_unreads`]), as one delivery
 /// pass ([`Broadcaster::one_pass`]: a member's connection writes both frames at once).
-/// Returns the `append` (the poster's own turbo-stream answer). `shown` is the message's body as
-/// drawn ([`render::message_shown`]).
+/// Returns the `append` (the poster's own turbo-stream answer).
 ///
 /// # Errors
 /// The message partial failed to render; nothing was broadcast.
@@ -47,11 +46,10 @@ pub fn message_created(
     urls: &ActiveStorageVerifier,
     room: &Room,
     message: &Message,
-    shown: (String, Vec<i64>),
     member_ids: &[i64],
 ) -> Result<String, askama::Error> {
     b.one_pass(|| {
-        let html = message_appended(b, urls, room, message, shown)?;
+        let html = message_appended(b, urls, room, message)?;
         message_unreads(b, room, member_ids);
         Ok(html)
     })
@@ -61,8 +59,7 @@ pub fn message_created(
 /// `broadcast_append_to room, :messages`) and returns it. Called at the message's commit,
 /// under the write lock ([`crate::db::messages::create_then`]), so a room's appends go out in
 /// the order of the messages' ids. The call's duration is recorded as
-/// `hearth_broadcast_duration_seconds`. `shown` is the message's body as drawn
-/// ([`render::message_shown`]).
+/// `hearth_broadcast_duration_seconds`.
 ///
 /// # Errors
 /// The message partial failed to render; nothing was broadcast.
@@ -71,13 +68,12 @@ pub fn message_appended(
     urls: &ActiveStorageVerifier,
     room: &Room,
     message: &Message,
-    shown: (String, Vec<i64>),
 ) -> Result<String, askama::Error> {
     let started = std::time::Instant::now();
     let html = render::turbo_stream(
         "append",
         &room.messages_target(),
-        Some(&render::message_shown(message, shown, urls)?),
+        Some(&render::message(message, urls)?),
     );
     b.broadcast_string(&streams::room_messages(b.gid_app(), room), &html);
     b.record_duration(started.elapsed());
@@ -111,7 +107,7 @@ pub fn mentioned(b: &Broadcaster, room_id: i64, mentionee_ids: &[i64]) {
 }
 
 /// Broadcasts an edited message: a `replace` of its element. Returns the turbo-stream (the
-/// editor's own answer). `shown` is the message's body as drawn ([`render::message_shown`]).
+/// editor's own answer).
 ///
 /// # Errors
 /// The message partial failed to render; nothing was broadcast.
@@ -120,12 +116,11 @@ pub fn message_updated(
     urls: &ActiveStorageVerifier,
     room: &Room,
     message: &Message,
-    shown: (String, Vec<i64>),
 ) -> Result<String, askama::Error> {
     let html = render::turbo_stream(
         "replace",
         &message.dom_id(),
-        Some(&render::message_shown(message, shown, urls)?),
+        Some(&render::message(message, urls)?),
     );
     b.broadcast_string(&streams::room_messages(b.gid_app(), room), &html);
     Ok(html)
@@ -402,10 +397,6 @@ mod tests {
         }
     }
 
-    fn shown() -> (String, Vec<i64>) {
-        crate::rich_text::render(&message().body)
-    }
-
     fn urls() -> ActiveStorageVerifier {
         ActiveStorageVerifier::from_secret_key_base(b"test", crate::rails::KdfDigest::Sha256)
     }
@@ -413,8 +404,7 @@ mod tests {
     #[test]
     fn a_new_message_goes_to_the_room_then_to_each_members_unreads() {
         let (recorder, b) = broadcaster();
-        let html =
-            message_created(&b, &urls(), &room(), &message(), shown(), &[2, 3]).expect("renders");
+        let html = message_created(&b, &urls(), &room(), &message(), &[2, 3]).expect("renders");
         assert!(html.starts_with(
             "<turbo-stream action=\"append\" target=\"messages_rooms_open_1\"><template>"
         ));
@@ -431,7 +421,7 @@ mod tests {
     #[test]
     fn edits_and_deletes_target_the_messages_element() {
         let (recorder, b) = broadcaster();
-        let replaced = message_updated(&b, &urls(), &room(), &message(), shown()).expect("renders");
+        let replaced = message_updated(&b, &urls(), &room(), &message()).expect("renders");
         assert!(replaced.starts_with("<turbo-stream action=\"replace\" target=\"message_c-7\">"));
         let removed = message_removed(&b, &room(), &message());
         assert_eq!(

@@ -147,22 +147,8 @@ impl std::fmt::Debug for MessagePartial<'_> {
 /// # Errors
 /// The template failed to render (askama's error).
 pub fn message(m: &Message, urls: &ActiveStorageVerifier) -> Result<String, askama::Error> {
-    message_shown(m, crate::rich_text::render(&m.body), urls)
-}
-
-/// [`message`] with its body already drawn: `shown` is the body's HTML and the ids of the
-/// people it mentions, as [`crate::rich_text::render`] (or, for a body this process has just
-/// built, [`crate::rich_text::render_fresh`]) returns them for `m.body`.
-///
-/// # Errors
-/// The template failed to render (askama's error).
-pub fn message_shown(
-    m: &Message,
-    shown: (String, Vec<i64>),
-    urls: &ActiveStorageVerifier,
-) -> Result<String, askama::Error> {
     let initials = initials(&m.creator_name);
-    let (body, mentioned) = shown;
+    let (body, mentioned) = crate::rich_text::render(&m.body);
     let mentionee_ids = mentioned
         .iter()
         .map(i64::to_string)

@@ -364,21 +364,6 @@ pub fn render(html: &str) -> (String, Vec<i64>) {
     (body.html, ids)
 }
 
-/// [`render`] of a body this process has just built ([`from_plain_text`], [`Draft::finish`]),
-/// without the sanitizer's second pass: such a body is already allowlisted and balanced (escaped
-/// text, or the sanitizer's own output written again by the walk), and the walk writes every
-/// token itself, so the result is [`render`]'s (held over a corpus of typed and editor bodies by
-/// `rich_text::tests::a_fresh_body_renders_as_it_would_from_the_database`). The post and the edit
-/// use it; a body read from the database goes through [`render`]. Saves a post the sanitizer's
-/// parse of its body (`docs/bench/journal.md`, "The post's body rendered once").
-pub fn render_fresh(body: &Body) -> (String, Vec<i64>) {
-    let shown = walk(&body.html, &mut Mode::Render);
-    let mut seen = HashSet::new();
-    let mut ids = shown.mentionee_ids;
-    ids.retain(|id| seen.insert(*id));
-    (shown.html, ids)
-}
-
 /// The plain text of a stored body: text with block ends and `<br>` as line breaks, mentions
 /// as `@Name`, character references decoded, trimmed (Action Text's `to_plain_text`, roughly).
 pub fn plain_text(html: &str) -> String {
@@ -534,17 +519,7 @@ impl Writer {
         }
         self.html.push('<');
         self.html.push_str(name);
-        // A link's `target` and `rel` (the sanitizer's) go last, in that order, however the
-        // sanitizer placed them: a body drawn again is drawn the same.
-        let mut attrs: Vec<_> = tag.attrs.iter().collect();
-        if name == "a" {
-            attrs.sort_by_key(|a| match &*a.name.local {
-                "target" => 1,
-                "rel" => 2,
-                _ => 0,
-            });
-        }
-        for a in attrs {
+        for a in &tag.attrs {
             self.html.push(' ');
             self.html.push_str(&a.name.local);
             self.html.push_str("=\"");

@@ -570,7 +570,6 @@ pub fn spawn_processing(state: SharedState, room: Room, message_id: i64, blob: B
                     &state.storage.verifier,
                     &room,
                     &message,
-                    crate::rich_text::render(&message.body),
                 ) {
                     tracing::warn!(error = %e, "broadcasting a processed file failed");
                 }

@@ -146,8 +146,6 @@ pub async fn post_message(
         attachment_blob_id: attachment.map(|b| b.id),
         creator_avatar: state.storage.avatars.get(&state.pool, author.id).await?,
     };
-    // The body was built here: drawn without the sanitizer's second pass, before the write lock.
-    let shown = rich_text::render_fresh(body);
     let (broadcaster, urls, at) = (
         state.broadcaster.clone(),
         state.storage.verifier.clone(),
@@ -159,7 +157,7 @@ pub async fn post_message(
         &state.commits,
         &new,
         move |message, member_ids| {
-            broadcasts::message_created(&broadcaster, &urls, &at, message, shown, member_ids)
+            broadcasts::message_created(&broadcaster, &urls, &at, message, member_ids)
         },
     )
     .await
@@ -471,7 +469,6 @@ pub async fn edit_body(
         &state.storage.verifier,
         room,
         &updated,
-        rich_text::render_fresh(&body),
     )?))
 }
 
