@@ -258,3 +258,27 @@ fn relative_hrefs_that_browsers_read_as_another_host_are_cut() {
         );
     }
 }
+
+#[test]
+fn a_stored_body_the_sanitizer_reshaped_is_drawn_through_it_again() {
+    // Cut elements (section, nav, article, button, object, font) leave their children where a
+    // browser's parser moves them: the stored form, drawn as it is, would let a list item close
+    // the message's own elements and put the rest of the body outside the message.
+    for html in [
+        "<ul><li>A<div><div><div><div><section><li>B</li></section></div></div></div></div></li></ul><h1>SPOOF</h1><a href='https://evil.example/'>click</a>",
+        "<ul><li>A<div><nav><li>B</li></nav></div></li></ul><h1>SPOOF</h1>",
+        "<dl><dd>A<div><article><dd>B</dd></article></div></dd></dl><h1>SPOOF</h1>",
+        "<p>A<button><p>B</p></button>C</p>",
+        "<a href=https://a.example>A<object><a href=https://b.example>B</a></object>C</a>",
+        "<h1>A<font><h2>B</h2></font>C</h1>",
+    ] {
+        let body = sanitize(html).finish(&HashMap::new());
+        let (page, _) = render(&body.html);
+        assert_eq!(render(&page).0, page, "the page's form is what a parser makes of it: {html}");
+        assert_ne!(
+            walk(&body.html, &mut Mode::Render).html,
+            page,
+            "the stored form alone is not: {html}"
+        );
+    }
+}
