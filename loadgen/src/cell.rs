@@ -27,14 +27,15 @@
 use crate::cable::{CableConfig, ClientProfile, ClientSet, Shared};
 use crate::campfire::{self, Prepared};
 use crate::coordination::{
-    wait_for_file, write_json, Coordination, PostRecord, PostsRecord, ReadyRecord, WallClock,
+    timeline_text, wait_for_file, write_json, Coordination, MonoClock, PostRecord, PostsRecord,
+    ReadyRecord, WallClock,
 };
 use crate::endpoint::Endpoint;
 use crate::http::HttpConnection;
 use crate::procfs::{self, CpuSample, Proc};
 use crate::report::{CellResult, ServerStats};
 use crate::stats::rate;
-use crate::tracker::TokenScheme;
+use crate::tracker::{TokenScheme, Wire};
 use bytes::Bytes;
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -181,6 +182,7 @@ async fn poster(p: usize, ctx: Rc<PosterCtx>) {
         let sent = Instant::now();
         let seq = ctx.shared.tracker.borrow_mut().register(p, sent);
         let token = ctx.tokens.token(seq);
+        let mut wire = Wire::default();
         let outcome: Result<(), String> = match &ctx.target {
             PostTarget::Campfire { prepared, .. } => {
                 let body = campfire::message_body(&token, ctx.opts.body_bytes);
@@ -194,13 +196,19 @@ async fn poster(p: usize, ctx: Rc<PosterCtx>) {
                     )
                     .await
                 {
-                    Ok(resp) => campfire::validate_post_response(
-                        resp.status,
-                        resp.content_type.as_deref(),
-                        &resp.body,
-                        &prepared.messages_target,
-                        &token,
-                    ),
+                    Ok(resp) => {
+                        wire = Wire {
+                            wrote: resp.wrote,
+                            first_byte: resp.first_byte,
+                        };
+                        campfire::validate_post_response(
+                            resp.status,
+                            resp.content_type.as_deref(),
+                            &resp.body,
+                            &prepared.messages_target,
+                            &token,
+                        )
+                    }
                     Err(e) => Err(e.to_string()),
                 }
             }
@@ -210,7 +218,13 @@ async fn poster(p: usize, ctx: Rc<PosterCtx>) {
                     .post_raw(&url.path, cookie.as_deref(), "application/json", body)
                     .await
                 {
-                    Ok(resp) if (200..300).contains(&resp.status) => Ok(()),
+                    Ok(resp) if (200..300).contains(&resp.status) => {
+                        wire = Wire {
+                            wrote: resp.wrote,
+                            first_byte: resp.first_byte,
+                        };
+                        Ok(())
+                    }
                     Ok(resp) => Err(format!(
                         "trigger answered {}: {}",
                         resp.status,
@@ -224,7 +238,10 @@ async fn poster(p: usize, ctx: Rc<PosterCtx>) {
         match outcome {
             Ok(()) => {
                 consecutive_errors = 0;
-                ctx.shared.tracker.borrow_mut().post_result(seq, Ok(rtt));
+                ctx.shared
+                    .tracker
+                    .borrow_mut()
+                    .post_result_on_wire(seq, Ok(rtt), wire);
             }
             Err(e) => {
                 ctx.shared.tracker.borrow_mut().post_result(seq, Err(()));
@@ -470,6 +487,17 @@ pub async fn run_cell_with(
         };
         if let Err(e) = write_json(path, &record) {
             file_errors.push(format!("{e:#}"));
+        }
+    }
+    if let Some(path) = &coord.timeline_file {
+        match MonoClock::now() {
+            Some(mono) => {
+                let text = timeline_text(&mono, shared.tracker.borrow().messages());
+                if let Err(e) = std::fs::write(path, text) {
+                    file_errors.push(format!("timeline {}: {e}", path.display()));
+                }
+            }
+            None => file_errors.push("timeline: CLOCK_MONOTONIC cannot be read".into()),
         }
     }
 

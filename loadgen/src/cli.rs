@@ -249,6 +249,12 @@ pub struct RunArgs {
     /// or not, sent at, its own clients' last receipt); --listen-only processes read it.
     #[arg(long)]
     pub posts_file: Option<PathBuf>,
+    /// Write the posts' timeline here after the drain: one line per post, when it was sent,
+    /// its request written, its answer's first byte read, the answer checked, and its first
+    /// and last receipt, in nanoseconds of CLOCK_MONOTONIC (the clock of `perf record -k
+    /// CLOCK_MONOTONIC`), to line a post's steps up with the scheduler's events.
+    #[arg(long)]
+    pub timeline: Option<PathBuf>,
     /// Post nothing: hold --n clients, wait for --posts-file (at most --duration + --drain +
     /// --settle + 60 s after the start file), then until every client holds each answered post
     /// (at most --drain), and count per client and post what is held once, missing or
@@ -272,6 +278,7 @@ impl RunArgs {
             start_file: self.start_file.clone(),
             start_timeout: self.start_timeout,
             posts_file: self.posts_file.clone(),
+            timeline_file: self.timeline.clone(),
         }
     }
 }

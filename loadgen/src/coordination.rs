@@ -1,8 +1,9 @@
 //! The files several loadgen processes of one run share (see [`crate::multi`] for the run):
 //! the run tag, the ready, start and posts files and their records, written by renaming a
-//! complete temporary file so a reader never sees half of one.
+//! complete temporary file so a reader never sees half of one; and one process's own timeline
+//! of its posts ([`timeline_text`]).
 
-use crate::tracker::TokenScheme;
+use crate::tracker::{MessageRecord, TokenScheme};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -22,6 +23,8 @@ pub struct Coordination {
     pub start_timeout: Duration,
     /// Where the poster writes (and listeners read) the [`PostsRecord`].
     pub posts_file: Option<PathBuf>,
+    /// Where to write the posts' timeline ([`timeline_text`]) after the drain.
+    pub timeline_file: Option<PathBuf>,
 }
 
 impl Default for Coordination {
@@ -32,6 +35,7 @@ impl Default for Coordination {
             start_file: None,
             start_timeout: Duration::from_secs(300),
             posts_file: None,
+            timeline_file: None,
         }
     }
 }
@@ -90,6 +94,64 @@ impl WallClock {
                 .saturating_sub(self.instant.duration_since(at).as_micros() as u64),
         }
     }
+}
+
+/// An [`Instant`] paired with `CLOCK_MONOTONIC` at the same moment, to express instants in the
+/// clock `perf record -k CLOCK_MONOTONIC` stamps its events with (nanoseconds since boot, less
+/// time suspended), so a post's steps on the loadgen line up with the scheduler's events.
+#[derive(Debug, Clone, Copy)]
+pub struct MonoClock {
+    instant: Instant,
+    mono_ns: i128,
+}
+
+impl MonoClock {
+    /// Now; `None` if `clock_gettime(CLOCK_MONOTONIC)` fails.
+    pub fn now() -> Option<Self> {
+        let instant = Instant::now();
+        let ts = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC).ok()?;
+        Some(Self {
+            instant,
+            mono_ns: i128::from(ts.tv_sec()) * 1_000_000_000 + i128::from(ts.tv_nsec()),
+        })
+    }
+
+    /// `at` in nanoseconds of `CLOCK_MONOTONIC`.
+    pub fn ns(&self, at: Instant) -> i128 {
+        match at.checked_duration_since(self.instant) {
+            Some(d) => self.mono_ns + d.as_nanos() as i128,
+            None => self.mono_ns - self.instant.duration_since(at).as_nanos() as i128,
+        }
+    }
+}
+
+/// The posts' timeline, `--timeline`: a `#` header line, then one line per post in sequence
+/// order, `seq sent wrote first_byte answered first_receipt last_receipt`, each time in
+/// nanoseconds of `CLOCK_MONOTONIC` ([`MonoClock`]), `-` where it did not happen. `sent` is
+/// the poster's start (where the latency columns start), `wrote` the last write of the
+/// request to the socket, `first_byte` the first read of its answer, `answered` the answer
+/// read and checked (where `post` ends), `first_receipt` / `last_receipt` the first and the
+/// latest client to read the message (`→first`, `→all` when every client has it).
+pub fn timeline_text(clock: &MonoClock, posts: impl Iterator<Item = MessageRecord>) -> String {
+    use std::fmt::Write;
+    let mut out = String::from(
+        "# seq sent wrote first_byte answered first_receipt last_receipt (CLOCK_MONOTONIC ns)\n",
+    );
+    let t = |at: Option<Instant>| at.map_or_else(|| "-".to_owned(), |at| clock.ns(at).to_string());
+    for m in posts {
+        let _ = writeln!(
+            out,
+            "{} {} {} {} {} {} {}",
+            m.seq,
+            clock.ns(m.sent),
+            t(m.wrote),
+            t(m.first_byte),
+            t(m.answered),
+            t(m.first_receipt),
+            t(m.last_receipt)
+        );
+    }
+    out
 }
 
 /// What a process writes to its ready file.
@@ -190,6 +252,61 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(c.tokens().token(3), "lgab12x00000003");
+    }
+
+    #[test]
+    fn the_monotonic_clock_maps_instants_both_ways_and_is_the_kernels() {
+        let c = MonoClock::now().unwrap();
+        let later = c.instant + Duration::from_micros(1500);
+        assert_eq!(c.ns(later), c.mono_ns + 1_500_000);
+        if let Some(earlier) = c.instant.checked_sub(Duration::from_nanos(250)) {
+            assert_eq!(c.ns(earlier), c.mono_ns - 250);
+        }
+        // The same clock as the kernel's, read again: now is after the pairing, by less than
+        // a second.
+        let again = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC).unwrap();
+        let again = i128::from(again.tv_sec()) * 1_000_000_000 + i128::from(again.tv_nsec());
+        assert!(again >= c.mono_ns && again - c.mono_ns < 1_000_000_000);
+    }
+
+    #[test]
+    fn a_timeline_line_holds_each_step_of_a_post_and_dashes_for_what_did_not_happen() {
+        use crate::tracker::{Tracker, Wire};
+        let c = MonoClock::now().unwrap();
+        let t0 = c.instant;
+        let at = |us: u64| t0 + Duration::from_micros(us);
+        let mut tracker = Tracker::new(2, 2, 1);
+        let posted = tracker.register(0, at(0));
+        let failed = tracker.register(0, at(10));
+        tracker.post_result_on_wire(
+            posted,
+            Ok(Duration::from_micros(900)),
+            Wire {
+                wrote: Some(at(120)),
+                first_byte: Some(at(860)),
+            },
+        );
+        tracker.post_result(failed, Err(()));
+        tracker.receipt(1, posted, at(950), 10);
+        tracker.receipt(0, posted, at(1400), 10);
+        let text = timeline_text(&c, tracker.messages());
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].starts_with("# seq sent wrote first_byte answered"));
+        let ns = |us: i128| (c.mono_ns + us * 1000).to_string();
+        assert_eq!(
+            lines[1],
+            format!(
+                "0 {} {} {} {} {} {}",
+                ns(0),
+                ns(120),
+                ns(860),
+                ns(900),
+                ns(950),
+                ns(1400)
+            )
+        );
+        assert_eq!(lines[2], format!("1 {} - - - - -", ns(10)));
+        assert_eq!(lines.len(), 3);
     }
 
     #[test]

@@ -15,7 +15,14 @@ use hyper::client::conn::http1::SendRequest;
 use hyper::header::{HeaderValue, CONTENT_TYPE, COOKIE, HOST, SET_COOKIE};
 use hyper::{Method, Request};
 use hyper_util::rt::TokioIo;
+use std::cell::Cell;
 use std::fmt;
+use std::io;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll};
+use std::time::Instant;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
 /// A response with its body read completely.
@@ -31,6 +38,10 @@ pub struct Response {
     pub location: Option<String>,
     /// The body.
     pub body: Bytes,
+    /// When the request's last write to the socket returned.
+    pub wrote: Option<Instant>,
+    /// When the first bytes of the answer were read (after that write).
+    pub first_byte: Option<Instant>,
 }
 
 impl Response {
@@ -70,6 +81,7 @@ pub struct HttpConnection {
     sender: Option<SendRequest<Full<Bytes>>>,
     /// Connections opened so far (1 when keep-alive held throughout).
     pub connects: u64,
+    stamps: Rc<Stamps>,
 }
 
 impl fmt::Debug for HttpConnection {
@@ -89,6 +101,7 @@ impl HttpConnection {
             endpoint: endpoint.clone(),
             sender: None,
             connects: 0,
+            stamps: Rc::default(),
         }
     }
 
@@ -97,9 +110,12 @@ impl HttpConnection {
             .await
             .map_err(|e| format!("connect {}: {e}", self.endpoint.authority()))?;
         let _ = stream.set_nodelay(true);
-        let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-            .await
-            .map_err(|e| e.to_string())?;
+        let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(Stamped {
+            stream,
+            stamps: self.stamps.clone(),
+        }))
+        .await
+        .map_err(|e| e.to_string())?;
         tokio::task::spawn_local(async move {
             let _ = conn.await;
         });
@@ -219,6 +235,8 @@ impl HttpConnection {
             self.sender = None;
             self.open().await?;
         }
+        self.stamps.wrote.set(None);
+        self.stamps.first_byte.set(None);
         let sender = self.sender.as_mut().ok_or("no connection")?;
         if let Err(e) = sender.ready().await {
             self.sender = None;
@@ -259,7 +277,79 @@ impl HttpConnection {
             content_type,
             location,
             body,
+            wrote: self.stamps.wrote.get(),
+            first_byte: self.stamps.first_byte.get(),
         })
+    }
+}
+
+/// When a connection last wrote and first read after that write (see [`Response::wrote`]).
+#[derive(Debug, Default)]
+struct Stamps {
+    wrote: Cell<Option<Instant>>,
+    first_byte: Cell<Option<Instant>>,
+}
+
+/// The connection's socket, stamping [`Stamps`] as hyper writes and reads it.
+struct Stamped {
+    stream: TcpStream,
+    stamps: Rc<Stamps>,
+}
+
+impl Stamped {
+    fn wrote<T>(&self, r: Poll<io::Result<T>>) -> Poll<io::Result<T>> {
+        if let Poll::Ready(Ok(_)) = &r {
+            self.stamps.wrote.set(Some(Instant::now()));
+            self.stamps.first_byte.set(None);
+        }
+        r
+    }
+}
+
+impl AsyncRead for Stamped {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        let r = Pin::new(&mut self.stream).poll_read(cx, buf);
+        if buf.filled().len() > before && self.stamps.first_byte.get().is_none() {
+            self.stamps.first_byte.set(Some(Instant::now()));
+        }
+        r
+    }
+}
+
+impl AsyncWrite for Stamped {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let r = Pin::new(&mut self.stream).poll_write(cx, buf);
+        self.wrote(r)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let r = Pin::new(&mut self.stream).poll_write_vectored(cx, bufs);
+        self.wrote(r)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.stream).poll_shutdown(cx)
     }
 }
 
@@ -309,5 +399,56 @@ mod tests {
             "message%5Bbody%5D=hi+there+%26+%3Cb%3E&authenticity_token=a%2Bb%2Fc%3D%3D"
         );
         assert_eq!(form_urlencode(&[("k", "é")]), "k=%C3%A9");
+    }
+
+    /// A server that reads a request, waits, then answers: the answer's first byte is read
+    /// at least the wait after the request was written, and each request of a kept-alive
+    /// connection gets stamps of its own.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_response_carries_when_its_request_left_and_its_answer_came_back() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let wait = std::time::Duration::from_millis(30);
+        tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.unwrap();
+            let mut buf = vec![0u8; 4096];
+            for _ in 0..2 {
+                let mut got = Vec::new();
+                while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                    let n = s.read(&mut buf).await.unwrap();
+                    assert!(n > 0);
+                    got.extend_from_slice(&buf[..n]);
+                }
+                tokio::time::sleep(wait).await;
+                s.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+                    .await
+                    .unwrap();
+            }
+        });
+        let local = tokio::task::LocalSet::new();
+        local
+            .run_until(async move {
+                let endpoint = Endpoint::parse(&format!("http://{addr}")).unwrap();
+                let mut conn = HttpConnection::new(&endpoint);
+                let mut jar = CookieJar::default();
+                let mut last_first_byte = None;
+                for _ in 0..2 {
+                    let before = Instant::now();
+                    let resp = conn.get("/", &mut jar, "*/*").await.unwrap();
+                    let after = Instant::now();
+                    assert_eq!(&resp.body[..], b"ok");
+                    let (wrote, first) = (resp.wrote.unwrap(), resp.first_byte.unwrap());
+                    assert!(
+                        before <= wrote && first <= after,
+                        "{before:?} {wrote:?} {first:?}"
+                    );
+                    assert!(first.duration_since(wrote) >= wait);
+                    assert!(last_first_byte < Some(wrote));
+                    last_first_byte = Some(first);
+                }
+                assert_eq!(conn.connects, 1);
+            })
+            .await;
     }
 }

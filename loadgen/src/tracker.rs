@@ -96,6 +96,19 @@ struct Message {
     state: PostState,
     complete: bool,
     last: Option<Instant>,
+    first: Option<Instant>,
+    answered: Option<Instant>,
+    wire: Wire,
+}
+
+/// When a post's request left and its answer came back, as its HTTP connection saw them
+/// ([`crate::http::Response::wrote`], [`crate::http::Response::first_byte`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Wire {
+    /// The request's last write to the socket.
+    pub wrote: Option<Instant>,
+    /// The first read of the answer.
+    pub first_byte: Option<Instant>,
 }
 
 const NONE: u32 = u32::MAX;
@@ -160,6 +173,14 @@ pub struct MessageRecord {
     pub receipts: u32,
     /// The latest first receipt by any client.
     pub last_receipt: Option<Instant>,
+    /// The first client's receipt.
+    pub first_receipt: Option<Instant>,
+    /// When its valid answer was read and checked.
+    pub answered: Option<Instant>,
+    /// When the request's last write to the socket returned.
+    pub wrote: Option<Instant>,
+    /// When the first bytes of its answer were read.
+    pub first_byte: Option<Instant>,
 }
 
 /// A snapshot of a [`Tracker`]'s counters and latencies.
@@ -244,6 +265,9 @@ impl Tracker {
             state: PostState::InFlight,
             complete: false,
             last: None,
+            first: None,
+            answered: None,
+            wire: Wire::default(),
         });
         self.first_sent.get_or_insert(now);
         self.undelivered += 1;
@@ -253,11 +277,18 @@ impl Tracker {
     /// Records a post's outcome: `Ok(round trip)` for a valid response, `Err(())` for a failure
     /// (the message then no longer counts as undelivered).
     pub fn post_result(&mut self, seq: u32, result: Result<Duration, ()>) {
+        self.post_result_on_wire(seq, result, Wire::default());
+    }
+
+    /// [`Tracker::post_result`], with when the request left and its answer came back.
+    pub fn post_result_on_wire(&mut self, seq: u32, result: Result<Duration, ()>, wire: Wire) {
         let Some(m) = self.messages.get_mut(seq as usize) else {
             return;
         };
+        m.wire = wire;
         match result {
             Ok(rtt) => {
+                m.answered = Some(m.sent + rtt);
                 m.state = PostState::Posted;
                 self.posted += 1;
                 self.post.record(rtt);
@@ -322,6 +353,7 @@ impl Tracker {
         m.receipts += 1;
         m.last = Some(at);
         if m.receipts == 1 {
+            m.first = Some(at);
             self.first.record(latency);
         }
         if m.receipts == self.expected && !m.complete {
@@ -365,6 +397,10 @@ impl Tracker {
                 posted: m.state == PostState::Posted,
                 receipts: m.receipts,
                 last_receipt: m.last,
+                first_receipt: m.first,
+                answered: m.answered,
+                wrote: m.wire.wrote,
+                first_byte: m.wire.first_byte,
             })
     }
 

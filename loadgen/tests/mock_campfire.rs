@@ -480,6 +480,50 @@ fn paced_mode_never_exceeds_the_rate() {
 }
 
 #[test]
+fn a_paced_cell_writes_each_posts_steps_in_order_on_the_monotonic_clock() {
+    let url = start_mock(MockConfig::default());
+    let path = std::env::temp_dir().join(format!("loadgen-timeline-{}.txt", std::process::id()));
+    let t0 = std::time::Instant::now();
+    let r = block_on(async {
+        let base = Endpoint::parse(&url).unwrap();
+        let prepared = Rc::new(campfire::prepare(&base, &prepare_opts(5)).await.unwrap());
+        let target = campfire_target("mock", &base, prepared, 16 * 1024, None);
+        let mut opts = cell_opts(5);
+        opts.rate = Some(40.0);
+        let coord = Coordination {
+            timeline_file: Some(path.clone()),
+            ..Default::default()
+        };
+        run_cell_with(&target, &opts, 0, &|_| {}, &coord).await
+    });
+    let t1 = std::time::Instant::now();
+    assert!(r.ok, "{r:#?}");
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let mut lines = text.lines();
+    assert!(lines
+        .next()
+        .unwrap()
+        .starts_with("# seq sent wrote first_byte answered"));
+    let rows: Vec<Vec<i128>> = lines
+        .map(|l| l.split(' ').map(|f| f.parse().unwrap()).collect())
+        .collect();
+    assert_eq!(rows.len() as u64, r.posted);
+    // The file's instants were paired with the clock once, ours again: 1 ms of slack.
+    let clock = coordination::MonoClock::now().unwrap();
+    let (lo, hi) = (clock.ns(t0) - 1_000_000, clock.ns(t1) + 1_000_000);
+    for (i, row) in rows.iter().enumerate() {
+        let [seq, sent, wrote, first_byte, answered, first, last] = row[..] else {
+            panic!("line {i}: {row:?}");
+        };
+        assert_eq!(seq, i as i128);
+        // Every step happened, in this order, within this test's run.
+        assert!(lo < sent && sent <= wrote && wrote <= first_byte && first_byte <= answered);
+        assert!(sent <= first && first <= last && last < hi, "{row:?}");
+    }
+}
+
+#[test]
 fn duplicates_are_caught() {
     let r = run_against(
         MockConfig {
@@ -645,6 +689,7 @@ fn poster_and_listener(
         start_file: Some(dir.join(go)),
         start_timeout: Duration::from_secs(20),
         posts_file: Some(dir.join("posts.json")),
+        timeline_file: None,
     };
     let (poster_coord, listen_coord) = (
         coord("ready-1.json", "go"),
