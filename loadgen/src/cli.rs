@@ -252,8 +252,9 @@ pub struct RunArgs {
     /// Write the posts' timeline here after the drain: one line per post, when it was sent,
     /// its request written, its answer's first byte read, the answer checked, and its first
     /// and last receipt, in nanoseconds of CLOCK_MONOTONIC (the clock of `perf record -k
-    /// CLOCK_MONOTONIC`), to line a post's steps up with the scheduler's events.
-    #[arg(long)]
+    /// CLOCK_MONOTONIC`), to line a post's steps up with the scheduler's events. Not with
+    /// --listen-only (a listener posts nothing).
+    #[arg(long, conflicts_with = "listen_only")]
     pub timeline: Option<PathBuf>,
     /// Post nothing: hold --n clients, wait for --posts-file (at most --duration + --drain +
     /// --settle + 60 s after the start file), then until every client holds each answered post
@@ -736,5 +737,23 @@ mod tests {
         let c = a.coordination();
         assert!(!a.listen_only && c.run_tag.is_none() && c.ready_file.is_none());
         assert!(c.start_file.is_none() && c.posts_file.is_none());
+        assert!(c.timeline_file.is_none());
+    }
+
+    #[test]
+    fn a_timeline_is_for_a_posting_run_only() {
+        let run = ["loadgen", "run", "--url", "u", "--timeline", "t.txt"];
+        let Command::Run(a) = Cli::try_parse_from(run).unwrap().command else {
+            panic!("not a run")
+        };
+        assert_eq!(a.coordination().timeline_file, Some(PathBuf::from("t.txt")));
+        let listen = [
+            "--listen-only",
+            "--run-tag",
+            "ab12",
+            "--posts-file",
+            "p.json",
+        ];
+        assert!(Cli::try_parse_from(run.iter().chain(&listen)).is_err());
     }
 }

@@ -127,7 +127,8 @@ impl MonoClock {
 
 /// The posts' timeline, `--timeline`: a `#` header line, then one line per post in sequence
 /// order, `seq sent wrote first_byte answered first_receipt last_receipt`, each time in
-/// nanoseconds of `CLOCK_MONOTONIC` ([`MonoClock`]), `-` where it did not happen. `sent` is
+/// nanoseconds of `CLOCK_MONOTONIC` ([`MonoClock`]), `-` for a step that did not happen and
+/// for the wire steps and the answer of a post that failed (refused or not answered). `sent` is
 /// the poster's start (where the latency columns start), `wrote` the last write of the
 /// request to the socket, `first_byte` the first read of its answer, `answered` the answer
 /// read and checked (where `post` ends), `first_receipt` / `last_receipt` the first and the
@@ -262,11 +263,20 @@ mod tests {
         if let Some(earlier) = c.instant.checked_sub(Duration::from_nanos(250)) {
             assert_eq!(c.ns(earlier), c.mono_ns - 250);
         }
-        // The same clock as the kernel's, read again: now is after the pairing, by less than
-        // a second.
-        let again = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC).unwrap();
-        let again = i128::from(again.tv_sec()) * 1_000_000_000 + i128::from(again.tv_nsec());
-        assert!(again >= c.mono_ns && again - c.mono_ns < 1_000_000_000);
+        // `Instant` and CLOCK_MONOTONIC run together: 20 ms later, an instant read between two
+        // reads of the kernel's clock maps between them (1 ms of slack for the pairing).
+        std::thread::sleep(Duration::from_millis(20));
+        let mono = || {
+            let t = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC).unwrap();
+            i128::from(t.tv_sec()) * 1_000_000_000 + i128::from(t.tv_nsec())
+        };
+        let (before, at, after) = (mono(), Instant::now(), mono());
+        assert!(before - c.mono_ns >= 20_000_000);
+        let mapped = c.ns(at);
+        assert!(
+            before - 1_000_000 <= mapped && mapped <= after + 1_000_000,
+            "{before} ≤ {mapped} ≤ {after}"
+        );
     }
 
     #[test]

@@ -386,7 +386,9 @@ impl Tracker {
     }
 
     /// Every registered message in sequence order: when it was sent, whether its post was
-    /// answered with a valid response, how many clients have it and its last receipt so far.
+    /// answered with a valid response, how many clients have it, its first and last receipt
+    /// so far, and when its request was written, its answer's first byte read and its answer
+    /// checked ([`MessageRecord`]).
     pub fn messages(&self) -> impl Iterator<Item = MessageRecord> + '_ {
         self.messages
             .iter()
