@@ -144,6 +144,14 @@ impl PosterCtx {
     }
 }
 
+/// When a post's request left and its answer came back, for the timeline.
+fn wire_of(resp: &crate::http::Response) -> Wire {
+    Wire {
+        wrote: resp.wrote,
+        first_byte: resp.first_byte,
+    }
+}
+
 async fn poster(p: usize, ctx: Rc<PosterCtx>) {
     let (endpoint, mut jar, csrf) = match &ctx.target {
         PostTarget::Campfire { base, prepared } => {
@@ -197,10 +205,7 @@ async fn poster(p: usize, ctx: Rc<PosterCtx>) {
                     .await
                 {
                     Ok(resp) => {
-                        wire = Wire {
-                            wrote: resp.wrote,
-                            first_byte: resp.first_byte,
-                        };
+                        wire = wire_of(&resp);
                         campfire::validate_post_response(
                             resp.status,
                             resp.content_type.as_deref(),
@@ -219,10 +224,7 @@ async fn poster(p: usize, ctx: Rc<PosterCtx>) {
                     .await
                 {
                     Ok(resp) if (200..300).contains(&resp.status) => {
-                        wire = Wire {
-                            wrote: resp.wrote,
-                            first_byte: resp.first_byte,
-                        };
+                        wire = wire_of(&resp);
                         Ok(())
                     }
                     Ok(resp) => Err(format!(
