@@ -84,17 +84,7 @@ pub fn message_appended(
 /// unread notice of a new message).
 pub fn message_unreads(b: &Broadcaster, room: &Room, member_ids: &[i64]) {
     let unread = format!("{{\"roomId\":{}}}", room.id);
-    let mut members = member_ids.iter();
-    b.broadcast_each(
-        &mut |stream| match members.next() {
-            Some(id) => {
-                streams::write_unreads(stream, *id);
-                true
-            }
-            None => false,
-        },
-        unread.as_bytes(),
-    );
+    b.broadcast_numbered(&streams::UNREADS, member_ids, unread.as_bytes());
 }
 
 /// Broadcasts `{"roomId":<room id>,"mentioned":true}` to the unread stream of each member a

@@ -34,7 +34,7 @@ use bytes::Bytes;
 
 use crate::fanout::interest::Interest;
 use crate::fanout::Fanout;
-use crate::history::{History, Position};
+use crate::history::{History, Numbered, Position};
 use crate::metrics::Metrics;
 use crate::rails::json::{self, JsonEscaping};
 use crate::streams::Retention;
@@ -117,6 +117,18 @@ pub trait Bus: Send + Sync + std::fmt::Debug {
             reached += self.publish(&stream, payload);
         }
         reached
+    }
+
+    /// Delivers `payload` to the stream of `family` for each of `ids`, in turn (a post's
+    /// unread notice to `user_<id>_unreads` of each member of its room): the same as
+    /// [`Bus::publish_each`] over their names ([`Numbered::write`]), which is the default. A
+    /// bus that assigns positions gives them by id ([`History::append_numbered`]) instead of
+    /// parsing each name back. Returns how many local connections it was queued for, in all.
+    fn publish_numbered(&self, family: &Numbered, ids: &[i64], payload: &[u8]) -> usize {
+        self.publish_each(
+            &mut numbered_names(family, &mut ids.iter().copied()),
+            payload,
+        )
     }
 
     /// Sends `command` to every node, this one included (at once here; through the link
@@ -276,6 +288,20 @@ pub fn deliver_at(
     fanout.broadcast_at(stream, payload, &mut |s| Some(stamp(s, position, json)))
 }
 
+/// The `next` of [`Fanout::broadcast_each`] that writes `family`'s stream of each of `ids`.
+fn numbered_names<'a>(
+    family: &'a Numbered,
+    ids: &'a mut dyn Iterator<Item = i64>,
+) -> impl FnMut(&mut String) -> bool + 'a {
+    move |stream| match ids.next() {
+        Some(id) => {
+            family.write(stream, id);
+            true
+        }
+        None => false,
+    }
+}
+
 /// The positioned suffix of a broadcast on `stream` at `position`, with the position for the
 /// held subscriptions that compare it ([`crate::fanout::Connection::hold`]).
 fn stamp(stream: &str, position: &Position, json: JsonEscaping) -> crate::fanout::Stamp {
@@ -316,6 +342,46 @@ impl Bus for LocalBus {
         self.fanout
             .broadcast_each_at(&mut appending, payload, &mut |s| {
                 last.borrow().as_ref().map(|p| stamp(s, p, json))
+            })
+    }
+
+    /// Positions by id: a table's atomic add per member (no name parsed, no lock), the epoch
+    /// read once and only for the stamp of a stream with positioned subscribers. A family of
+    /// another retention than [`Retention::Position`] goes the way of
+    /// [`Bus::publish_each`].
+    fn publish_numbered(&self, family: &Numbered, ids: &[i64], payload: &[u8]) -> usize {
+        let Some(history) = self.history.as_deref() else {
+            return self.fanout.broadcast_each(
+                &mut numbered_names(family, &mut ids.iter().copied()),
+                payload,
+            );
+        };
+        if !crate::streams::MARKS.contains(family) {
+            return self.publish_each(
+                &mut numbered_names(family, &mut ids.iter().copied()),
+                payload,
+            );
+        }
+        let now = crate::history::unix_now();
+        let offset: std::cell::Cell<Option<u64>> = std::cell::Cell::new(None);
+        let mut ids = ids.iter();
+        let mut appending = |stream: &mut String| {
+            let Some(&id) = ids.next() else {
+                return false;
+            };
+            family.write(stream, id);
+            offset.set(history.append_numbered(family, id, stream, now));
+            true
+        };
+        let json = self.json;
+        let epoch: OnceLock<Arc<str>> = OnceLock::new();
+        self.fanout
+            .broadcast_each_at(&mut appending, payload, &mut |stream| {
+                let position = Position {
+                    epoch: epoch.get_or_init(|| history.epoch()).clone(),
+                    offset: offset.get()?,
+                };
+                Some(stamp(stream, &position, json))
             })
     }
 
@@ -393,6 +459,12 @@ impl Broadcaster {
         payload: &[u8],
     ) -> usize {
         self.sink.publish_each(next, payload)
+    }
+
+    /// Sends `payload` to the stream of `family` for each of `ids` ([`Bus::publish_numbered`]:
+    /// a post's unread notice to each member of its room).
+    pub fn broadcast_numbered(&self, family: &Numbered, ids: &[i64], payload: &[u8]) -> usize {
+        self.sink.publish_numbered(family, ids, payload)
     }
 
     /// Sends `text` as a JSON string (ActiveSupport escaping), as turbo-rails'

@@ -41,16 +41,19 @@ pub enum Retention {
 /// The streams of a user's unread and read marks, `user_<id>_unreads` ([`unreads`]) and
 /// `user_<id>_reads` ([`reads`]): [`Retention::Position`], and the families the in-memory
 /// history keeps in its tables by id ([`crate::history::MemoryHistory::with_numbered`]).
-pub const MARKS: [Numbered; 2] = [
-    Numbered {
-        prefix: "user_",
-        suffix: "_unreads",
-    },
-    Numbered {
-        prefix: "user_",
-        suffix: "_reads",
-    },
-];
+pub const MARKS: [Numbered; 2] = [UNREADS, READS];
+
+/// The family of a user's unread stream, `user_<id>_unreads` ([`unreads`]).
+pub const UNREADS: Numbered = Numbered {
+    prefix: "user_",
+    suffix: "_unreads",
+};
+
+/// The family of a user's read stream, `user_<id>_reads` ([`reads`]).
+pub const READS: Numbered = Numbered {
+    prefix: "user_",
+    suffix: "_reads",
+};
 
 /// How much of `stream`'s broadcasts the history keeps (see [`Retention`]).
 pub fn retention(stream: &str) -> Retention {
@@ -97,12 +100,7 @@ pub fn unreads(user_id: i64) -> String {
 /// [`unreads`], for a loop over a room's members that reuses one buffer (no allocation per
 /// member on the post path).
 pub fn write_unreads(name: &mut String, user_id: i64) {
-    name.clear();
-    name.push_str("user_");
-    // itoa: the post path writes one of these per member of the room (a thousand for a big
-    // room), and `fmt`'s machinery cost more than the rest of the name.
-    name.push_str(itoa::Buffer::new().format(user_id));
-    name.push_str("_unreads");
+    UNREADS.write(name, user_id);
 }
 
 /// `user_<id>_reads` (`ReadRoomsChannel`).

@@ -117,6 +117,16 @@ pub trait History: Send + Sync + std::fmt::Debug {
     /// not wait.
     fn append(&self, stream: &str, entry: Option<&Bytes>, now: u64) -> Option<Position>;
 
+    /// [`History::append`] of a position only (no entry) to `stream`, the stream of `family`
+    /// for `id` ([`Numbered::write`] wrote it), without parsing the name back: one post gives
+    /// one to each member of its room. Returns the offset, in the epoch [`History::epoch`]
+    /// answers (a history whose epoch can change under a call must override this to keep the
+    /// two together). By default `append(stream, None, now)`'s offset.
+    fn append_numbered(&self, family: &Numbered, id: i64, stream: &str, now: u64) -> Option<u64> {
+        let _ = (family, id);
+        self.append(stream, None, now).map(|p| p.offset)
+    }
+
     /// Keeps `payload` under a position assigned elsewhere (several nodes: the publication
     /// carried it). An entry at or before the stream's newest kept offset is ignored. Must not
     /// wait.
@@ -191,6 +201,25 @@ impl Numbered {
             && (digits == "0" || !digits.starts_with('0'));
         canonical.then(|| digits.parse().ok()).flatten()
     }
+
+    /// Writes the stream of `id`, `<prefix><id><suffix>`, into `name`, replacing what it
+    /// held (the one spelling [`Numbered::id`] reads back). A loop over a room's members
+    /// reuses one buffer: no allocation per member on the post path.
+    pub fn write(&self, name: &mut String, id: i64) {
+        name.clear();
+        name.push_str(self.prefix);
+        // itoa: the post path writes one of these per member of the room (a thousand for a
+        // big room), and `fmt`'s machinery cost more than the rest of the name.
+        name.push_str(itoa::Buffer::new().format(id));
+        name.push_str(self.suffix);
+    }
+}
+
+/// The offset after `head`'s, taken (None at `u64::MAX`: the stream gives no more positions).
+fn next_offset(head: &AtomicU64) -> Option<u64> {
+    head.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |h| h.checked_add(1))
+        .ok()
+        .map(|h| h + 1)
 }
 
 /// Ids per chunk of a numbered family's table (8 KiB of heads, allocated on its first id).
@@ -308,6 +337,16 @@ impl MemoryHistory {
         Slot::Map
     }
 
+    /// The head of `family`'s stream of `id` in its table (its chunk allocated), or None when
+    /// the family has no table here or the id is past it (or negative).
+    fn numbered_head(&self, family: &Numbered, id: i64) -> Option<&AtomicU64> {
+        let heads = self.numbered.iter().find(|h| h.family == *family)?;
+        let id = usize::try_from(id).ok()?;
+        let chunk = heads.chunks.get(id / NUMBERED_CHUNK)?;
+        let chunk = chunk.get_or_init(|| (0..NUMBERED_CHUNK).map(|_| AtomicU64::new(0)).collect());
+        Some(&chunk[id % NUMBERED_CHUNK])
+    }
+
     fn shard(&self, stream: &str) -> &Shard {
         use std::hash::BuildHasher;
         let i = (self.hasher.hash_one(stream) as usize) % SHARDS;
@@ -366,11 +405,7 @@ impl MemoryHistory {
         if let Slot::Head(head) = self.slot(stream, true) {
             // A position only, whatever the payload.
             return match offset {
-                // No offset past u64::MAX: the stream gives no more positions.
-                None => head
-                    .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |h| h.checked_add(1))
-                    .ok()
-                    .map(|h| h + 1),
+                None => next_offset(head),
                 Some(offset) => {
                     (head.fetch_max(offset, Ordering::Relaxed) < offset).then_some(offset)
                 }
@@ -489,6 +524,18 @@ impl History for MemoryHistory {
             epoch: self.epoch.clone(),
             offset,
         })
+    }
+
+    /// An atomic add in the family's table when it has one here and `id` is in it (no name
+    /// parsed, no lock); else [`History::append`] by name.
+    fn append_numbered(&self, family: &Numbered, id: i64, stream: &str, now: u64) -> Option<u64> {
+        if self.limit == 0 {
+            return None;
+        }
+        match self.numbered_head(family, id) {
+            Some(head) => next_offset(head),
+            None => self.keep(stream, None, None, now),
+        }
     }
 
     fn record(&self, stream: &str, position: &Position, payload: &Bytes) {
@@ -756,6 +803,48 @@ mod tests {
             numbered.read_at(stream, &since(6), 1_000),
             Backlog::Entries(Vec::new())
         );
+    }
+
+    #[test]
+    fn appends_by_id_and_by_name_share_one_head() {
+        let numbered = MemoryHistory::new(100, Duration::from_secs(300)).with_numbered(&[UNREADS]);
+        let by_name = MemoryHistory::new(100, Duration::from_secs(300));
+        let mut name = String::from("left over");
+        // In the table, past it, and negative (spelt with its sign, so by name only).
+        for id in [0, 5, 1025, 1 << 20, -3] {
+            UNREADS.write(&mut name, id);
+            assert_eq!(name, format!("user_{id}_unreads"));
+            for h in [&numbered, &by_name] {
+                let mut given = Vec::new();
+                for turn in 0..4 {
+                    given.push(match turn % 2 {
+                        0 => h.append_numbered(&UNREADS, id, &name, 1_000),
+                        _ => h.append(&name, None, 1_000).map(|p| p.offset),
+                    });
+                }
+                assert_eq!(given, [Some(1), Some(2), Some(3), Some(4)], "{name}");
+                assert_eq!(h.head(&name).offset, 4, "{name}");
+            }
+        }
+        // The table holds the ids it covers, the map the rest.
+        let mapped: usize = numbered.shards.iter().map(|s| s.lock().kept.len()).sum();
+        assert_eq!(mapped, 2);
+        // At the last offset: no more; history off: none at all.
+        let last = Position {
+            epoch: numbered.epoch(),
+            offset: u64::MAX,
+        };
+        numbered.record("user_9_unreads", &last, &Bytes::new());
+        assert_eq!(
+            numbered.append_numbered(&UNREADS, 9, "user_9_unreads", 1_000),
+            None
+        );
+        let off = MemoryHistory::new(0, Duration::from_secs(300)).with_numbered(&[UNREADS]);
+        assert_eq!(
+            off.append_numbered(&UNREADS, 9, "user_9_unreads", 1_000),
+            None
+        );
+        assert_eq!(off.head("user_9_unreads").offset, 0);
     }
 
     #[test]

@@ -111,6 +111,53 @@ async fn the_extended_protocol_adds_a_sid_and_positions_and_v1_frames_stay_rails
     assert_eq!(e.next_non_ping(Duration::from_millis(300)).await, None);
 }
 
+/// A post's unread notice on `user_<id>_unreads` (given its position by user id, with no
+/// name parsed): an extended subscriber gets its own stream's name and consecutive offsets
+/// after the sidebar's, each post once; a v1 subscriber of the same stream gets Rails' frame.
+#[tokio::test]
+async fn unread_notices_carry_each_members_own_stream_and_offsets() {
+    let server = TestServer::start().await;
+    let (mut jason, csrf, _) = signed_in(&server, "jason@example.com", "secret123456").await;
+    let mut david = server.signed_in("david@example.com", "secret123456").await;
+    let sidebar = david.get("/users/me/sidebar").await.body;
+    let positions = common::attr_after(&sidebar, "data-sidebar-history=\"").unwrap();
+    let had: u64 = positions.split('.').nth(3).unwrap().parse().unwrap();
+    let unreads = r#"{"channel":"UnreadRoomsChannel"}"#;
+    let mut v1 = common::connect_with(&server, &david).await;
+    subscribed(&mut v1, unreads).await;
+    let (mut e, _) = ext(&server, &david, "").await;
+    subscribed(&mut e, unreads).await;
+    for round in 1..=2 {
+        let posted = jason
+            .post_message(1, "unread", &format!("unread-{round}"), &csrf)
+            .await;
+        assert_eq!(posted.status, 200);
+        assert_eq!(
+            v1.next_non_ping(T).await,
+            text(r#"{"identifier":"{\"channel\":\"UnreadRoomsChannel\"}","message":{"roomId":1}}"#)
+        );
+        let frame = next_json(&mut e).await;
+        assert_eq!(
+            frame["message"],
+            serde_json::json!({"roomId": 1}),
+            "{frame}"
+        );
+        let stream = frame["stream_id"].as_str().unwrap();
+        assert!(
+            stream.starts_with("user_") && stream.ends_with("_unreads"),
+            "{frame}"
+        );
+        assert_ne!(stream, "user_0_unreads");
+        assert_eq!(frame["offset"].as_u64(), Some(had + round), "{frame}");
+        assert_eq!(
+            frame["epoch"].as_str(),
+            positions.split('.').next(),
+            "{frame}"
+        );
+    }
+    assert_eq!(e.next_non_ping(Duration::from_millis(300)).await, None);
+}
+
 #[tokio::test]
 async fn history_replays_after_an_offset_and_rejects_what_it_no_longer_holds() {
     let server = TestServer::start_with(|c| c.history_limit = 2).await;
