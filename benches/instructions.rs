@@ -13,6 +13,11 @@
 //!   subscribers, plus each subscriber's outbox drained.
 //! - `fanout::enqueue_1` / `fanout::enqueue_1000`: the broadcast alone into 1 and 1,000
 //!   outboxes; (enqueue_1000 − enqueue_1) ÷ 999 is the enqueue cost per subscriber.
+//! - `unread::unreads_1007_by_id`: one post's unread notices in the sweep's room, 1,007
+//!   members of whom 50 have a subscribed connection (the N = 50 cell), through the in-process
+//!   bus with the server's history, as the server sends them (positions by user id), plus the
+//!   50 outboxes drained; `unread::unreads_1007_by_name`: the same notices by stream name
+//!   (each name parsed back for its retention and its id), as the server sent them before.
 //!
 //! Only the operation is counted: the benchmark runs Callgrind with instrumentation off
 //! (`--instr-atstart=no`) and turns it on for the operation alone with Callgrind's client
@@ -44,6 +49,9 @@ use gungraun::{
     library_benchmark, library_benchmark_group, main, Callgrind, EntryPoint, LibraryBenchmarkConfig,
 };
 use hearth::fanout::{Connection, EngineKind, Fanout, QueueLimits, Variant};
+use hearth::history::MemoryHistory;
+use hearth::pubsub::{Broadcaster, Bus, LocalBus};
+use hearth::rails::json::JsonEscaping;
 
 use common::{Ws, WsEvent, PROTOCOLS};
 
@@ -362,12 +370,124 @@ fn enqueue(s: Subscribers) -> Subscribers {
     s
 }
 
+/// The sweep's room: 1,007 members, of whom the N = 50 cell's 50 are connected.
+const MEMBERS: i64 = 1_007;
+/// Every `MEMBERS / SUBSCRIBED`-th member has a connection subscribed to its unread stream.
+const SUBSCRIBED: i64 = 50;
+
+struct Unreads {
+    bus: std::sync::Arc<LocalBus>,
+    broadcaster: Broadcaster,
+    fanout: Fanout,
+    conns: Vec<Connection>,
+    members: Vec<i64>,
+}
+
+/// An in-process bus with the server's history (the marks' positions in tables by id), the
+/// room's members, and a subscribed `UnreadRoomsChannel` connection for 50 of them, warmed up
+/// (every outbox's ring allocated, every table chunk in place).
+fn unreads() -> Unreads {
+    let fanout = Fanout::new(EngineKind::Queue, QueueLimits::default());
+    let history = MemoryHistory::new(
+        hearth::history::DEFAULT_LIMIT,
+        Duration::from_secs(hearth::history::DEFAULT_TTL_SECONDS),
+    )
+    .with_numbered(&hearth::streams::MARKS);
+    let json = JsonEscaping::default();
+    let bus = std::sync::Arc::new(LocalBus::with_history(
+        fanout.clone(),
+        std::sync::Arc::new(history),
+        json,
+    ));
+    let broadcaster = Broadcaster::with_sink(
+        bus.clone(),
+        json,
+        "campfire",
+        std::sync::Arc::new(hearth::metrics::Metrics::new()),
+    );
+    let variant = Variant::new(
+        r#"{"channel":"UnreadRoomsChannel"}"#,
+        r#"{"identifier":"{\"channel\":\"UnreadRoomsChannel\"}","message":"#,
+        "}",
+    );
+    let members: Vec<i64> = (1..=MEMBERS).collect();
+    let conns: Vec<Connection> = members
+        .iter()
+        .filter(|id| *id % (MEMBERS / SUBSCRIBED) == 0)
+        .take(SUBSCRIBED as usize)
+        .map(|&id| {
+            let conn = fanout.attach_detached();
+            conn.subscribe(&hearth::streams::unreads(id), &variant);
+            conn
+        })
+        .collect();
+    let u = Unreads {
+        bus,
+        broadcaster,
+        fanout,
+        conns,
+        members,
+    };
+    for _ in 0..2 {
+        assert_eq!(unreads_by_id(&u), SUBSCRIBED as usize);
+        assert_eq!(unreads_by_name(&u), SUBSCRIBED as usize);
+    }
+    u
+}
+
+fn drain_unreads(u: &Unreads) -> usize {
+    u.conns.iter().map(|c| u.fanout.drain_detached(c)).sum()
+}
+
+/// A post's notices as the server sends them ([`hearth::broadcasts::message_unreads`]:
+/// positions by id), drained.
+fn unreads_by_id(u: &Unreads) -> usize {
+    u.broadcaster.broadcast_numbered(
+        &hearth::streams::UNREADS,
+        black_box(&u.members),
+        black_box(br#"{"roomId":1}"#),
+    );
+    drain_unreads(u)
+}
+
+/// The same notices by name (`Bus::publish_each`: each name parsed back for its retention and
+/// its id), drained: what the server did before positions by id.
+fn unreads_by_name(u: &Unreads) -> usize {
+    let mut members = black_box(&u.members).iter();
+    u.bus.publish_each(
+        &mut |stream| match members.next() {
+            Some(&id) => {
+                hearth::streams::write_unreads(stream, id);
+                true
+            }
+            None => false,
+        },
+        black_box(br#"{"roomId":1}"#),
+    );
+    drain_unreads(u)
+}
+
+#[library_benchmark]
+#[bench::unreads_1007_by_id(setup = unreads)]
+fn unreads_by_id_counted(u: Unreads) -> Unreads {
+    counted(|| black_box(unreads_by_id(&u)));
+    u
+}
+
+#[library_benchmark]
+#[bench::unreads_1007_by_name(setup = unreads)]
+fn unreads_by_name_counted(u: Unreads) -> Unreads {
+    counted(|| black_box(unreads_by_name(&u)));
+    u
+}
+
 library_benchmark_group!(name = post; benchmarks = one_post);
+library_benchmark_group!(name = unread; benchmarks = unreads_by_id_counted, unreads_by_name_counted);
 library_benchmark_group!(name = connect; benchmarks = connect_4);
 library_benchmark_group!(name = fanout; benchmarks = broadcast, enqueue);
 
 main!(
     config = LibraryBenchmarkConfig::default()
         .tool(Callgrind::with_args(["--instr-atstart=no"]).entry_point(EntryPoint::None));
-    library_benchmark_groups = post, connect, fanout
+    library_benchmark_groups = post, connect, fanout, unread
 );
