@@ -345,18 +345,14 @@ impl Bus for LocalBus {
             })
     }
 
-    /// Positions by id: a table's atomic add per member (no name parsed, no lock), the epoch
-    /// read once and only for the stamp of a stream with positioned subscribers. A family of
-    /// another retention than [`Retention::Position`] goes the way of
+    /// Positions by id: a table's atomic add per member (no name, no lock), the epoch read
+    /// once and only for the stamp of a stream with positioned subscribers; the engine names
+    /// and looks up only the members' streams it holds ([`Fanout::broadcast_numbered_at`]).
+    /// A family of another retention than [`Retention::Position`] goes the way of
     /// [`Bus::publish_each`].
     fn publish_numbered(&self, family: &Numbered, ids: &[i64], payload: &[u8]) -> usize {
-        let Some(history) = self.history.as_deref() else {
-            return self.fanout.broadcast_each(
-                &mut numbered_names(family, &mut ids.iter().copied()),
-                payload,
-            );
-        };
-        if !crate::streams::MARKS.contains(family) {
+        let history = self.history.as_deref();
+        if history.is_some() && !crate::streams::MARKS.contains(family) {
             return self.publish_each(
                 &mut numbered_names(family, &mut ids.iter().copied()),
                 payload,
@@ -365,18 +361,18 @@ impl Bus for LocalBus {
         let now = crate::history::unix_now();
         let offset: std::cell::Cell<Option<u64>> = std::cell::Cell::new(None);
         let mut ids = ids.iter();
-        let mut appending = |stream: &mut String| {
-            let Some(&id) = ids.next() else {
-                return false;
-            };
-            family.write(stream, id);
-            offset.set(history.append_numbered(family, id, stream, now));
-            true
+        let mut appending = || {
+            let id = *ids.next()?;
+            if let Some(history) = history {
+                offset.set(history.append_numbered(family, id, now));
+            }
+            Some(id)
         };
         let json = self.json;
         let epoch: OnceLock<Arc<str>> = OnceLock::new();
         self.fanout
-            .broadcast_each_at(&mut appending, payload, &mut |stream| {
+            .broadcast_numbered_at(family, &mut appending, payload, &mut |stream| {
+                let history = history?;
                 let position = Position {
                     epoch: epoch.get_or_init(|| history.epoch()).clone(),
                     offset: offset.get()?,

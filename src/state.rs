@@ -223,7 +223,8 @@ impl AppState {
             config.queue_limits(),
             config.writer_threads,
             config.queue_budgets(),
-        );
+        )
+        .with_numbered(&crate::streams::MARKS);
         fanout.start();
         let json = JsonEscaping {
             escape_html_entities: true,

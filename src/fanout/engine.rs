@@ -36,6 +36,7 @@ use super::runtime::WriterRuntime;
 use super::seam::{Conn, Engine};
 use super::stats::{Enqueued, Stats, StatsSnapshot};
 use super::{next_connection_id, writer, EngineKind, QueueLimits, Stamp, Variant};
+use crate::history::Numbered;
 
 /// The fan-out engine: cheap to clone (an `Arc` inside), `Send + Sync`.
 ///
@@ -166,6 +167,38 @@ impl Fanout {
         positioned: super::PositionedSuffix<'_>,
     ) -> usize {
         self.engine.broadcast_each_at(next, message, positioned)
+    }
+
+    /// [`Fanout::broadcast_each_at`] to the stream of `family` for each id `next` gives, in
+    /// turn (None: no more): a post's unread notice to `user_<id>_unreads` of each member of
+    /// its room. An engine built [`Fanout::with_numbered`] for `family` names and looks up
+    /// only the streams it holds (one bit per id), so members with no subscriber here cost a
+    /// load each; otherwise each stream is written ([`Numbered::write`]) and looked up.
+    /// `next` is called for every id all the same (the caller gives each stream its
+    /// position there), and `positioned` right after the `next` of its stream.
+    pub fn broadcast_numbered_at(
+        &self,
+        family: &Numbered,
+        next: &mut dyn FnMut() -> Option<i64>,
+        message: &[u8],
+        positioned: super::PositionedSuffix<'_>,
+    ) -> usize {
+        self.engine
+            .broadcast_numbered_at(family, next, message, positioned)
+    }
+
+    /// This engine, keeping for each of `families` which of their streams its index holds, by
+    /// id ([`Fanout::broadcast_numbered_at`]). Call it on a new engine, before it is cloned
+    /// or any connection attaches.
+    ///
+    /// # Panics
+    /// The engine is shared already (a clone of this `Fanout` or a connection holds it).
+    #[must_use]
+    pub fn with_numbered(mut self, families: &[Numbered]) -> Self {
+        Arc::get_mut(&mut self.engine)
+            .expect("Fanout::with_numbered on a new engine, before it is shared")
+            .numbered(families);
+        self
     }
 
     /// Sends one pre-encoded frame to every attached connection (Action Cable's ping every
@@ -413,7 +446,7 @@ impl QueueEngine {
         let ledger = Arc::new(Ledger::new(budgets, stats.clone()));
         Self {
             limits,
-            index: Index::new(),
+            index: Index::with_numbered(&[]),
             registry: Registry::new(),
             stats,
             writer_threads,
@@ -541,6 +574,39 @@ impl QueueEngine {
                 }
             }
         }
+    }
+
+    /// One stream's share of a broadcast to several streams with positions
+    /// ([`Engine::broadcast_each_at`]): a positioned group's frame is the stream's own (its
+    /// position differs from stream to stream, asked of `positioned` at most once); any other
+    /// group's frame is shared, through `built`, with every stream's group of the same
+    /// variant (the unread notices of a room's members: one frame for all of them).
+    fn push_each_at(
+        &self,
+        stream: &str,
+        entry: &StreamEntry,
+        message: &[u8],
+        positioned: super::PositionedSuffix<'_>,
+        built: &mut Vec<(Variant, Bytes)>,
+        totals: &mut Enqueued,
+    ) {
+        let mut stamp: Option<Option<Stamp>> = None;
+        let frame_for = |v: &Variant| {
+            if v.positioned {
+                if let Some(stamp) = stamp.get_or_insert_with(|| positioned(stream)) {
+                    let frame = Frame::text_parts(&[&v.prefix, message, &stamp.suffix]).0;
+                    return (frame, Some(stamp.clone()));
+                }
+            }
+            let same = |b: &Variant| b.key == v.key && b.prefix == v.prefix && b.suffix == v.suffix;
+            if let Some((_, frame)) = built.iter().find(|(b, _)| same(b)) {
+                return (frame.clone(), None);
+            }
+            let frame = Frame::text_parts(&[&v.prefix, message, &v.suffix]).0;
+            built.push((v.clone(), frame.clone()));
+            (frame, None)
+        };
+        self.push_to_groups(stream, entry, frame_for, totals);
     }
 
     /// Whether `member`'s gate lets `frame` be queued now (false: kept aside, dropped as sent
@@ -688,8 +754,6 @@ impl Engine for QueueEngine {
         positioned: super::PositionedSuffix<'_>,
     ) -> usize {
         let mut stream = String::with_capacity(32);
-        // As `broadcast_each`, but a positioned group's frame is the stream's own (its
-        // position differs from stream to stream).
         let mut built: Vec<(Variant, Bytes)> = Vec::new();
         let mut streams = 0;
         let mut totals = Enqueued::default();
@@ -698,28 +762,59 @@ impl Engine for QueueEngine {
             let Some(entry) = self.index.get(&stream) else {
                 continue;
             };
-            let mut stamp: Option<Option<Stamp>> = None;
-            let frame_for = |v: &Variant| {
-                if v.positioned {
-                    if let Some(stamp) = stamp.get_or_insert_with(|| positioned(&stream)) {
-                        let frame = Frame::text_parts(&[&v.prefix, message, &stamp.suffix]).0;
-                        return (frame, Some(stamp.clone()));
-                    }
-                }
-                let same =
-                    |b: &Variant| b.key == v.key && b.prefix == v.prefix && b.suffix == v.suffix;
-                if let Some((_, frame)) = built.iter().find(|(b, _)| same(b)) {
-                    return (frame.clone(), None);
-                }
-                let frame = Frame::text_parts(&[&v.prefix, message, &v.suffix]).0;
-                built.push((v.clone(), frame.clone()));
-                (frame, None)
-            };
-            self.push_to_groups(&stream, &entry, frame_for, &mut totals);
+            self.push_each_at(
+                &stream,
+                &entry,
+                message,
+                positioned,
+                &mut built,
+                &mut totals,
+            );
         }
         self.stats.broadcasts(streams);
         self.stats.enqueued(&totals);
         totals.frames as usize
+    }
+
+    fn broadcast_numbered_at(
+        &self,
+        family: &Numbered,
+        next: &mut dyn FnMut() -> Option<i64>,
+        message: &[u8],
+        positioned: super::PositionedSuffix<'_>,
+    ) -> usize {
+        // As `broadcast_each_at`, but a stream the index surely does not hold (its id's bit
+        // unset) is neither named nor looked up.
+        let held = self.index.numbered(family);
+        let mut stream = String::with_capacity(32);
+        let mut built: Vec<(Variant, Bytes)> = Vec::new();
+        let mut streams = 0;
+        let mut totals = Enqueued::default();
+        while let Some(id) = next() {
+            streams += 1;
+            if held.is_some_and(|held| !held.may_hold(id)) {
+                continue;
+            }
+            family.write(&mut stream, id);
+            let Some(entry) = self.index.get(&stream) else {
+                continue;
+            };
+            self.push_each_at(
+                &stream,
+                &entry,
+                message,
+                positioned,
+                &mut built,
+                &mut totals,
+            );
+        }
+        self.stats.broadcasts(streams);
+        self.stats.enqueued(&totals);
+        totals.frames as usize
+    }
+
+    fn numbered(&mut self, families: &[Numbered]) {
+        self.index = Index::with_numbered(families);
     }
 
     fn send_all(&self, frame: &Frame) -> usize {

@@ -23,8 +23,10 @@ use std::sync::Arc;
 use foldhash::fast::RandomState;
 use parking_lot::RwLock;
 
+use super::numbered::{Bits, Filter};
 use super::queue::Outbox;
 use super::Variant;
+use crate::history::Numbered;
 
 /// Number of shards of the stream map (a power of two).
 const SHARDS: usize = 64;
@@ -40,6 +42,8 @@ type Shard = RwLock<HashMap<Arc<str>, Arc<StreamEntry>, RandomState>>;
 pub(crate) struct Index {
     shards: Box<[Shard]>,
     hasher: RandomState,
+    /// Which streams of the numbered families it was given it holds, by id.
+    numbered: Filter,
 }
 
 /// The subscribers of one stream.
@@ -123,13 +127,28 @@ pub(crate) enum Subscribed {
 }
 
 impl Index {
+    #[cfg(test)]
     pub(crate) fn new() -> Self {
+        Self::with_numbered(&[])
+    }
+
+    /// An empty index that keeps, for each of `families`, which of their streams it holds by
+    /// id ([`Index::numbered`]).
+    pub(crate) fn with_numbered(families: &[Numbered]) -> Self {
         Self {
             shards: (0..SHARDS)
                 .map(|_| RwLock::new(HashMap::with_hasher(RandomState::default())))
                 .collect(),
             hasher: RandomState::default(),
+            numbered: Filter::new(families),
         }
+    }
+
+    /// Which of `family`'s streams this index holds, by id; None when it was not given the
+    /// family (then every stream must be looked up by name).
+    #[inline]
+    pub(crate) fn numbered(&self, family: &Numbered) -> Option<&Bits> {
+        self.numbered.family(family)
     }
 
     fn shard(&self, stream: &str) -> &Shard {
@@ -166,6 +185,7 @@ impl Index {
                         None => {
                             let name: Arc<str> = Arc::from(stream);
                             let entry = Arc::new(StreamEntry::default());
+                            self.numbered.added(stream);
                             map.insert(name.clone(), entry.clone());
                             (name, entry, true)
                         }
@@ -230,6 +250,7 @@ impl Index {
         if groups.list.is_empty() && !groups.dead && current {
             groups.dead = true;
             map.remove(stream);
+            self.numbered.removed(stream);
             return Some(true);
         }
         Some(false)

@@ -73,6 +73,7 @@ pub mod frame;
 mod gate;
 mod index;
 pub mod interest;
+mod numbered;
 mod queue;
 #[cfg(feature = "reference-engine")]
 mod reference;

@@ -13,6 +13,7 @@ use tokio::sync::Notify;
 use super::frame::Frame;
 use super::stats::StatsSnapshot;
 use super::{EngineKind, Variant};
+use crate::history::Numbered;
 
 /// What an engine does behind `Fanout`; each method is the `Fanout` method of the same name.
 pub(super) trait Engine: Send + Sync {
@@ -61,6 +62,29 @@ pub(super) trait Engine: Send + Sync {
     ) -> usize {
         self.broadcast_each(next, message)
     }
+
+    /// [`Engine::broadcast_each_at`] to the stream of `family` for each id `next` gives (see
+    /// `Fanout::broadcast_numbered_at`). By default each stream is named and looked up.
+    fn broadcast_numbered_at(
+        &self,
+        family: &Numbered,
+        next: &mut dyn FnMut() -> Option<i64>,
+        message: &[u8],
+        positioned: super::PositionedSuffix<'_>,
+    ) -> usize {
+        let mut named = |stream: &mut String| match next() {
+            Some(id) => {
+                family.write(stream, id);
+                true
+            }
+            None => false,
+        };
+        self.broadcast_each_at(&mut named, message, positioned)
+    }
+
+    /// Keeps, for each of `families`, which of their streams the index holds, by id (see
+    /// `Fanout::with_numbered`). By default nothing is kept.
+    fn numbered(&mut self, _families: &[Numbered]) {}
 
     /// Queues `frame` to every attached connection; returns how many it reached.
     fn send_all(&self, frame: &Frame) -> usize;

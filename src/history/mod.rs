@@ -117,14 +117,15 @@ pub trait History: Send + Sync + std::fmt::Debug {
     /// not wait.
     fn append(&self, stream: &str, entry: Option<&Bytes>, now: u64) -> Option<Position>;
 
-    /// [`History::append`] of a position only (no entry) to `stream`, the stream of `family`
-    /// for `id` ([`Numbered::write`] wrote it), without parsing the name back: one post gives
-    /// one to each member of its room. Returns the offset, in the epoch [`History::epoch`]
-    /// answers (a history whose epoch can change under a call must override this to keep the
-    /// two together). By default `append(stream, None, now)`'s offset.
-    fn append_numbered(&self, family: &Numbered, id: i64, stream: &str, now: u64) -> Option<u64> {
-        let _ = (family, id);
-        self.append(stream, None, now).map(|p| p.offset)
+    /// [`History::append`] of a position only (no entry) to the stream of `family` for `id`,
+    /// without its name where the history can (one post gives one to each member of its
+    /// room). Returns the offset, in the epoch [`History::epoch`] answers (a history whose
+    /// epoch can change under a call must override this to keep the two together). By
+    /// default the name is written ([`Numbered::write`]) and appended to.
+    fn append_numbered(&self, family: &Numbered, id: i64, now: u64) -> Option<u64> {
+        let mut stream = String::new();
+        family.write(&mut stream, id);
+        self.append(&stream, None, now).map(|p| p.offset)
     }
 
     /// Keeps `payload` under a position assigned elsewhere (several nodes: the publication
@@ -526,15 +527,19 @@ impl History for MemoryHistory {
         })
     }
 
-    /// An atomic add in the family's table when it has one here and `id` is in it (no name
-    /// parsed, no lock); else [`History::append`] by name.
-    fn append_numbered(&self, family: &Numbered, id: i64, stream: &str, now: u64) -> Option<u64> {
+    /// An atomic add in the family's table when it has one here and `id` is in it (no name,
+    /// no lock); else [`History::append`] by name.
+    fn append_numbered(&self, family: &Numbered, id: i64, now: u64) -> Option<u64> {
         if self.limit == 0 {
             return None;
         }
         match self.numbered_head(family, id) {
             Some(head) => next_offset(head),
-            None => self.keep(stream, None, None, now),
+            None => {
+                let mut stream = String::new();
+                family.write(&mut stream, id);
+                self.keep(&stream, None, None, now)
+            }
         }
     }
 
@@ -818,7 +823,7 @@ mod tests {
                 let mut given = Vec::new();
                 for turn in 0..4 {
                     given.push(match turn % 2 {
-                        0 => h.append_numbered(&UNREADS, id, &name, 1_000),
+                        0 => h.append_numbered(&UNREADS, id, 1_000),
                         _ => h.append(&name, None, 1_000).map(|p| p.offset),
                     });
                 }
@@ -835,15 +840,9 @@ mod tests {
             offset: u64::MAX,
         };
         numbered.record("user_9_unreads", &last, &Bytes::new());
-        assert_eq!(
-            numbered.append_numbered(&UNREADS, 9, "user_9_unreads", 1_000),
-            None
-        );
+        assert_eq!(numbered.append_numbered(&UNREADS, 9, 1_000), None);
         let off = MemoryHistory::new(0, Duration::from_secs(300)).with_numbered(&[UNREADS]);
-        assert_eq!(
-            off.append_numbered(&UNREADS, 9, "user_9_unreads", 1_000),
-            None
-        );
+        assert_eq!(off.append_numbered(&UNREADS, 9, 1_000), None);
         assert_eq!(off.head("user_9_unreads").offset, 0);
     }
 

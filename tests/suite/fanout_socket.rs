@@ -10,7 +10,10 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use hearth::fanout::frame::{Frame, OPCODE_CLOSE, OPCODE_TEXT};
-use hearth::fanout::{Connection, EngineKind, Fanout, QueueLimits, Variant, TOO_SLOW_MESSAGE};
+use hearth::fanout::{
+    Connection, EngineKind, Fanout, QueueLimits, Stamp, Variant, TOO_SLOW_MESSAGE,
+};
+use hearth::history::Numbered;
 
 /// Bounds roomy enough for the bursts these tests queue faster than any writer drains them
 /// (the default bound is sized for chat traffic, not for 300 broadcasts in a tight loop).
@@ -538,5 +541,94 @@ async fn a_pass_costs_one_writev_per_connection_on_the_writer_threads() {
         }
         let writes = fanout.stats().write_syscalls - before;
         assert_eq!(writes, N as u64, "round {round}: one writev per connection");
+    }
+}
+
+/// A broadcast to a numbered family's stream of each member (a post's unread notices): every
+/// subscribed member gets it once, a positioned one with its own stream's stamp; members who
+/// left (or never came) get nothing; `next` is asked for every id and the stamp only for the
+/// positioned subscriber's stream. The same with the engine's bits by id
+/// (`Fanout::with_numbered`) and without, where every stream is looked up by name (the queue
+/// engine's: the reference engine names every stream and ignores positions).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_numbered_broadcast_reaches_each_subscribed_member_once() {
+    const FAMILY: Numbered = hearth::streams::UNREADS;
+    for (kind, with_bits) in ENGINES.into_iter().flat_map(|k| [(k, true), (k, false)]) {
+        let fanout = Fanout::with_writer_threads(kind, roomy(), 1);
+        let fanout = if with_bits {
+            fanout.with_numbered(&[FAMILY])
+        } else {
+            fanout
+        };
+        let plain = variant("u");
+        let mut positioned = variant("p");
+        positioned.positioned = true;
+        // Members 3 (positioned), 7 (left and came back), 12 (left), 65,536 (another chunk
+        // of bits), 2^20 (past the table) and -1 (negative: looked up by name).
+        let subscribed = [3i64, 7, 12, 65_536, 1 << 20, -1];
+        let mut pairs = Vec::new();
+        for id in subscribed {
+            let p = connect(&fanout).await;
+            let v = if id == 3 { &positioned } else { &plain };
+            p.conn.subscribe(&hearth::streams::unreads(id), v);
+            p.conn.subscribe("end", &plain);
+            pairs.push((id, p));
+        }
+        for (id, p) in &pairs {
+            if *id == 7 || *id == 12 {
+                p.conn.unsubscribe(&hearth::streams::unreads(*id), "u");
+            }
+        }
+        pairs[1]
+            .1
+            .conn
+            .subscribe(&hearth::streams::unreads(7), &plain);
+        let ids: Vec<i64> = (-1..=20).chain([65_536, 1 << 20]).collect();
+        let mut asked = 0;
+        let mut stamped = Vec::new();
+        let mut remaining = ids.iter();
+        let reached = fanout.broadcast_numbered_at(
+            &FAMILY,
+            &mut || {
+                asked += 1;
+                remaining.next().copied()
+            },
+            b"n",
+            &mut |stream| {
+                stamped.push(stream.to_owned());
+                Some(Stamp {
+                    suffix: Bytes::from(format!(",\"stream_id\":\"{stream}\"}}")),
+                    epoch: "e".into(),
+                    offset: 1,
+                })
+            },
+        );
+        fanout.broadcast("end", b"end");
+        let case = format!("bits {with_bits}");
+        assert_eq!(asked, ids.len() + 1, "{case}: every id asked, then the end");
+        assert_eq!(reached, 5, "{case}");
+        assert_eq!(stamped, ["user_3_unreads"], "{case}");
+        for (id, p) in &mut pairs {
+            let first = read_text(&mut p.client).await;
+            if *id == 12 {
+                assert_eq!(first, wrapped(&plain, b"end"), "{case}: 12 left");
+                continue;
+            }
+            let expected = match *id {
+                3 => [
+                    &positioned.prefix[..],
+                    b"n",
+                    b",\"stream_id\":\"user_3_unreads\"}",
+                ]
+                .concat(),
+                _ => wrapped(&plain, b"n"),
+            };
+            assert_eq!(first, expected, "{case}: member {id}");
+            assert_eq!(
+                read_text(&mut p.client).await,
+                wrapped(&plain, b"end"),
+                "{case}: member {id} once"
+            );
+        }
     }
 }
