@@ -383,11 +383,13 @@ struct Unreads {
     members: Vec<i64>,
 }
 
-/// An in-process bus with the server's history (the marks' positions in tables by id), the
-/// room's members, and a subscribed `UnreadRoomsChannel` connection for 50 of them, warmed up
-/// (every outbox's ring allocated, every table chunk in place).
+/// An in-process bus with the server's history (the marks' positions in tables by id) and
+/// engine (which of the marks' streams it holds, by id), the room's members, and a subscribed
+/// `UnreadRoomsChannel` connection for 50 of them, warmed up (every outbox's ring allocated,
+/// every table chunk in place).
 fn unreads() -> Unreads {
-    let fanout = Fanout::new(EngineKind::Queue, QueueLimits::default());
+    let fanout = Fanout::new(EngineKind::Queue, QueueLimits::default())
+        .with_numbered(&hearth::streams::MARKS);
     let history = MemoryHistory::new(
         hearth::history::DEFAULT_LIMIT,
         Duration::from_secs(hearth::history::DEFAULT_TTL_SECONDS),
