@@ -345,8 +345,9 @@ impl Bus for LocalBus {
             })
     }
 
-    /// Positions by id: a table's atomic add per member (no name, no lock), the epoch read
-    /// once and only for the stamp of a stream with positioned subscribers; the engine names
+    /// Positions by id, given first for every member ([`History::append_numbered`]: a
+    /// table's atomic add each, no name, no lock), the epoch read once and only for the stamp
+    /// of a stream with positioned subscribers; the engine names
     /// and looks up only the members' streams it holds ([`Fanout::broadcast_numbered_at`]).
     /// A family of another retention than [`Retention::Position`] goes the way of
     /// [`Bus::publish_each`].
@@ -358,24 +359,27 @@ impl Bus for LocalBus {
                 payload,
             );
         }
-        let now = crate::history::unix_now();
-        let offset: std::cell::Cell<Option<u64>> = std::cell::Cell::new(None);
+        let mut offsets = Vec::new();
+        if let Some(history) = history {
+            offsets.reserve_exact(ids.len());
+            history.append_numbered(family, ids, crate::history::unix_now(), &mut offsets);
+        }
+        let offset: std::cell::Cell<u64> = std::cell::Cell::new(0);
         let mut ids = ids.iter();
-        let mut appending = || {
+        let mut offsets = offsets.into_iter();
+        let mut next_id = || {
             let id = *ids.next()?;
-            if let Some(history) = history {
-                offset.set(history.append_numbered(family, id, now));
-            }
+            offset.set(offsets.next().unwrap_or(0));
             Some(id)
         };
         let json = self.json;
         let epoch: OnceLock<Arc<str>> = OnceLock::new();
         self.fanout
-            .broadcast_numbered_at(family, &mut appending, payload, &mut |stream| {
+            .broadcast_numbered_at(family, &mut next_id, payload, &mut |stream| {
                 let history = history?;
                 let position = Position {
                     epoch: epoch.get_or_init(|| history.epoch()).clone(),
-                    offset: offset.get()?,
+                    offset: Some(offset.get()).filter(|&o| o > 0)?,
                 };
                 Some(stamp(stream, &position, json))
             })

@@ -117,15 +117,18 @@ pub trait History: Send + Sync + std::fmt::Debug {
     /// not wait.
     fn append(&self, stream: &str, entry: Option<&Bytes>, now: u64) -> Option<Position>;
 
-    /// [`History::append`] of a position only (no entry) to the stream of `family` for `id`,
-    /// without its name where the history can (one post gives one to each member of its
-    /// room). Returns the offset, in the epoch [`History::epoch`] answers (a history whose
-    /// epoch can change under a call must override this to keep the two together). By
-    /// default the name is written ([`Numbered::write`]) and appended to.
-    fn append_numbered(&self, family: &Numbered, id: i64, now: u64) -> Option<u64> {
+    /// [`History::append`] of a position only (no entry) to the stream of `family` for each
+    /// of `ids`, in turn, without their names where the history can (one post gives one to
+    /// each member of its room): pushes each stream's offset to `offsets` (0: none given),
+    /// in the epoch [`History::epoch`] answers (a history whose epoch can change under a call
+    /// must override this to keep the two together). By default each name is written
+    /// ([`Numbered::write`]) and appended to.
+    fn append_numbered(&self, family: &Numbered, ids: &[i64], now: u64, offsets: &mut Vec<u64>) {
         let mut stream = String::new();
-        family.write(&mut stream, id);
-        self.append(&stream, None, now).map(|p| p.offset)
+        offsets.extend(ids.iter().map(|&id| {
+            family.write(&mut stream, id);
+            self.append(&stream, None, now).map_or(0, |p| p.offset)
+        }));
     }
 
     /// Keeps `payload` under a position assigned elsewhere (several nodes: the publication
@@ -236,6 +239,18 @@ struct NumberedHeads {
     chunks: Box<[OnceLock<Box<[AtomicU64]>>]>,
 }
 
+impl NumberedHeads {
+    /// The head of the family's stream of `id` (its chunk allocated), or None when the id is
+    /// past the table (or negative).
+    #[inline]
+    fn head(&self, id: i64) -> Option<&AtomicU64> {
+        let id = usize::try_from(id).ok()?;
+        let chunk = self.chunks.get(id / NUMBERED_CHUNK)?;
+        let chunk = chunk.get_or_init(|| (0..NUMBERED_CHUNK).map(|_| AtomicU64::new(0)).collect());
+        Some(&chunk[id % NUMBERED_CHUNK])
+    }
+}
+
 /// Where a stream's head is.
 enum Slot<'a> {
     /// In the stream map (not of a numbered family, or its id is past the table).
@@ -336,16 +351,6 @@ impl MemoryHistory {
             return Slot::Head(&chunk[id % NUMBERED_CHUNK]);
         }
         Slot::Map
-    }
-
-    /// The head of `family`'s stream of `id` in its table (its chunk allocated), or None when
-    /// the family has no table here or the id is past it (or negative).
-    fn numbered_head(&self, family: &Numbered, id: i64) -> Option<&AtomicU64> {
-        let heads = self.numbered.iter().find(|h| h.family == *family)?;
-        let id = usize::try_from(id).ok()?;
-        let chunk = heads.chunks.get(id / NUMBERED_CHUNK)?;
-        let chunk = chunk.get_or_init(|| (0..NUMBERED_CHUNK).map(|_| AtomicU64::new(0)).collect());
-        Some(&chunk[id % NUMBERED_CHUNK])
     }
 
     fn shard(&self, stream: &str) -> &Shard {
@@ -527,20 +532,25 @@ impl History for MemoryHistory {
         })
     }
 
-    /// An atomic add in the family's table when it has one here and `id` is in it (no name,
-    /// no lock); else [`History::append`] by name.
-    fn append_numbered(&self, family: &Numbered, id: i64, now: u64) -> Option<u64> {
+    /// The family's table looked up once; then an atomic add per id in it (no name, no lock),
+    /// [`History::append`] by name for the rest.
+    fn append_numbered(&self, family: &Numbered, ids: &[i64], now: u64, offsets: &mut Vec<u64>) {
         if self.limit == 0 {
-            return None;
+            offsets.resize(offsets.len() + ids.len(), 0);
+            return;
         }
-        match self.numbered_head(family, id) {
-            Some(head) => next_offset(head),
-            None => {
-                let mut stream = String::new();
-                family.write(&mut stream, id);
-                self.keep(&stream, None, None, now)
-            }
-        }
+        let heads = self.numbered.iter().find(|h| h.family == *family);
+        let mut stream = String::new();
+        offsets.extend(ids.iter().map(|&id| {
+            let offset = match heads.and_then(|heads| heads.head(id)) {
+                Some(head) => next_offset(head),
+                None => {
+                    family.write(&mut stream, id);
+                    self.keep(&stream, None, None, now)
+                }
+            };
+            offset.unwrap_or(0)
+        }));
     }
 
     fn record(&self, stream: &str, position: &Position, payload: &Bytes) {
@@ -822,15 +832,19 @@ mod tests {
             for h in [&numbered, &by_name] {
                 let mut given = Vec::new();
                 for turn in 0..4 {
-                    given.push(match turn % 2 {
-                        0 => h.append_numbered(&UNREADS, id, 1_000),
-                        _ => h.append(&name, None, 1_000).map(|p| p.offset),
-                    });
+                    match turn % 2 {
+                        0 => h.append_numbered(&UNREADS, &[id], 1_000, &mut given),
+                        _ => given.extend(h.append(&name, None, 1_000).map(|p| p.offset)),
+                    }
                 }
-                assert_eq!(given, [Some(1), Some(2), Some(3), Some(4)], "{name}");
+                assert_eq!(given, [1, 2, 3, 4], "{name}");
                 assert_eq!(h.head(&name).offset, 4, "{name}");
             }
         }
+        // Several ids in one call, each its own stream, in order.
+        let mut given = vec![9];
+        numbered.append_numbered(&UNREADS, &[5, 6, 5, 1 << 20], 1_000, &mut given);
+        assert_eq!(given, [9, 5, 1, 6, 5]);
         // The table holds the ids it covers, the map the rest.
         let mapped: usize = numbered.shards.iter().map(|s| s.lock().kept.len()).sum();
         assert_eq!(mapped, 2);
@@ -840,9 +854,11 @@ mod tests {
             offset: u64::MAX,
         };
         numbered.record("user_9_unreads", &last, &Bytes::new());
-        assert_eq!(numbered.append_numbered(&UNREADS, 9, 1_000), None);
+        let mut given = Vec::new();
+        numbered.append_numbered(&UNREADS, &[9], 1_000, &mut given);
         let off = MemoryHistory::new(0, Duration::from_secs(300)).with_numbered(&[UNREADS]);
-        assert_eq!(off.append_numbered(&UNREADS, 9, 1_000), None);
+        off.append_numbered(&UNREADS, &[9, 10], 1_000, &mut given);
+        assert_eq!(given, [0, 0, 0]);
         assert_eq!(off.head("user_9_unreads").offset, 0);
     }
 
