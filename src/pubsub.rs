@@ -347,10 +347,9 @@ impl Bus for LocalBus {
 
     /// Positions by id, given first for every member ([`History::append_numbered`]: a
     /// table's atomic add each, no name, no lock), the epoch read once and only for the stamp
-    /// of a stream with positioned subscribers; the engine names
-    /// and looks up only the members' streams it holds ([`Fanout::broadcast_numbered_at`]).
-    /// A family of another retention than [`Retention::Position`] goes the way of
-    /// [`Bus::publish_each`].
+    /// of a stream with positioned subscribers; the engine names and looks up only the
+    /// members' streams it holds ([`Fanout::broadcast_numbered_at`]). A family of another
+    /// retention than [`Retention::Position`] goes the way of [`Bus::publish_each`].
     fn publish_numbered(&self, family: &Numbered, ids: &[i64], payload: &[u8]) -> usize {
         let history = self.history.as_deref();
         if history.is_some() && !crate::streams::MARKS.contains(family) {
