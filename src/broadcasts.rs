@@ -34,10 +34,14 @@ use crate::rails::ActiveStorageVerifier;
 use crate::render;
 use crate::streams;
 
-/// Broadcasts a new message: the `append` to the room's stream, then `{"roomId":…}` to every
-/// member's unread stream ([`message_appended`] then [`message_unreads`]), as one delivery
-/// pass ([`Broadcaster::one_pass`]: a member's connection writes both frames at once).
-/// Returns the `append` (the poster's own turbo-stream answer).
+/// Broadcasts a new message: the `append` to the room's stream, `{"roomId":…}` to every
+/// member's unread stream, then `{"roomId":…,"mentioned":true}` to the unread stream of each
+/// of `mentionee_ids` ([`message_appended`], [`message_unreads`], [`mentioned`]), as one
+/// delivery pass ([`Broadcaster::one_pass`]: a member's connection writes its frames at once).
+/// Called at the message's commit, under the write lock, so every notice on a user's unread
+/// stream is given its position and queued in one order (an extended client's gate drops a
+/// frame whose position comes after one it was sent already). Returns the `append` (the
+/// poster's own turbo-stream answer).
 ///
 /// # Errors
 /// The message partial failed to render; nothing was broadcast.
@@ -47,10 +51,12 @@ pub fn message_created(
     room: &Room,
     message: &Message,
     member_ids: &[i64],
+    mentionee_ids: &[i64],
 ) -> Result<String, askama::Error> {
     b.one_pass(|| {
         let html = message_appended(b, urls, room, message)?;
         message_unreads(b, room, member_ids);
+        mentioned(b, room.id, mentionee_ids);
         Ok(html)
     })
 }
@@ -88,7 +94,10 @@ pub fn message_unreads(b: &Broadcaster, room: &Room, member_ids: &[i64]) {
 }
 
 /// Broadcasts `{"roomId":<room id>,"mentioned":true}` to the unread stream of each member a
-/// new message mentions: the sidebar marks the room for attention (bold and a dot).
+/// new message mentions: the sidebar marks the room for attention (bold and a dot). Part of
+/// [`message_created`], at the commit: sent on its own, outside the write lock, a notice could
+/// take a position on a user's unread stream before a concurrent post's notice and be queued
+/// first.
 pub fn mentioned(b: &Broadcaster, room_id: i64, mentionee_ids: &[i64]) {
     let notice = format!("{{\"roomId\":{room_id},\"mentioned\":true}}");
     for id in mentionee_ids {
@@ -394,7 +403,8 @@ mod tests {
     #[test]
     fn a_new_message_goes_to_the_room_then_to_each_members_unreads() {
         let (recorder, b) = broadcaster();
-        let html = message_created(&b, &urls(), &room(), &message(), &[2, 3]).expect("renders");
+        let html =
+            message_created(&b, &urls(), &room(), &message(), &[2, 3], &[]).expect("renders");
         assert!(html.starts_with(
             "<turbo-stream action=\"append\" target=\"messages_rooms_open_1\"><template>"
         ));
@@ -406,6 +416,26 @@ mod tests {
         assert!(!sent[0].1.contains('<'));
         assert_eq!(sent[1], ("user_2_unreads".into(), "{\"roomId\":1}".into()));
         assert_eq!(sent[2], ("user_3_unreads".into(), "{\"roomId\":1}".into()));
+    }
+
+    #[test]
+    fn a_new_messages_mentions_go_out_in_its_pass_after_the_unread_notices() {
+        let (recorder, b) = broadcaster();
+        message_created(&b, &urls(), &room(), &message(), &[2, 3], &[3]).expect("renders");
+        let sent = recorder.0.lock().expect("not poisoned").clone();
+        let streams: Vec<(&str, &str)> = sent
+            .iter()
+            .skip(1)
+            .map(|(s, p)| (s.as_str(), p.as_str()))
+            .collect();
+        assert_eq!(
+            streams,
+            [
+                ("user_2_unreads", "{\"roomId\":1}"),
+                ("user_3_unreads", "{\"roomId\":1}"),
+                ("user_3_unreads", "{\"roomId\":1,\"mentioned\":true}"),
+            ]
+        );
     }
 
     #[test]

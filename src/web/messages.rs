@@ -146,10 +146,17 @@ pub async fn post_message(
         attachment_blob_id: attachment.map(|b| b.id),
         creator_avatar: state.storage.avatars.get(&state.pool, author.id).await?,
     };
-    let (broadcaster, urls, at) = (
+    let mentioned: Vec<i64> = body
+        .mentionee_ids
+        .iter()
+        .copied()
+        .filter(|id| *id != author.id)
+        .collect();
+    let (broadcaster, urls, at, notified) = (
         state.broadcaster.clone(),
         state.storage.verifier.clone(),
         room.clone(),
+        mentioned.clone(),
     );
     let (message, appended) = messages::create_then(
         &state.pool,
@@ -157,7 +164,7 @@ pub async fn post_message(
         &state.commits,
         &new,
         move |message, member_ids| {
-            broadcasts::message_created(&broadcaster, &urls, &at, message, member_ids)
+            broadcasts::message_created(&broadcaster, &urls, &at, message, member_ids, &notified)
         },
     )
     .await
@@ -169,20 +176,21 @@ pub async fn post_message(
         Some(d) if d.is_foreign_key_violation() => AppError::NotFound,
         _ => AppError::from(e),
     })?;
-    queue_pushes(state, room, author, &message, body);
+    queue_pushes(state, room, author, &message, body, mentioned);
     Ok((message, appended?))
 }
 
 /// Queues the web pushes of a new message (Campfire's `Room::MessagePusher`, run by its
-/// `Room::PushMessageJob`) without waiting for them, and tells each person it mentions on their
-/// unread stream (`{"roomId":…,"mentioned":true}`: the sidebar's attention dot). The push
-/// worker finds the recipients ([`crate::push`]).
+/// `Room::PushMessageJob`) without waiting for them; `mentioned` are the people it mentions
+/// but its author (told on their unread stream at the commit, [`broadcasts::message_created`]).
+/// The push worker finds the recipients ([`crate::push`]).
 fn queue_pushes(
     state: &AppState,
     room: &Room,
     author: &User,
     message: &messages::Message,
     body: &rich_text::Body,
+    mentioned: Vec<i64>,
 ) {
     let notification = crate::push::Notification::for_message(
         room.display_name(),
@@ -191,13 +199,6 @@ fn queue_pushes(
         &body.plain_text,
         format!("/rooms/{}/@{}", room.id, message.id),
     );
-    let mentioned: Vec<i64> = body
-        .mentionee_ids
-        .iter()
-        .copied()
-        .filter(|id| *id != author.id)
-        .collect();
-    broadcasts::mentioned(&state.broadcaster, room.id, &mentioned);
     state.pusher.enqueue(crate::push::Job {
         room_id: room.id,
         creator_id: author.id,

@@ -553,8 +553,8 @@ async fn a_pass_costs_one_writev_per_connection_on_the_writer_threads() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_numbered_broadcast_reaches_each_subscribed_member_once() {
     const FAMILY: Numbered = hearth::streams::UNREADS;
-    for (kind, with_bits) in ENGINES.into_iter().flat_map(|k| [(k, true), (k, false)]) {
-        let fanout = Fanout::with_writer_threads(kind, roomy(), 1);
+    for with_bits in [true, false] {
+        let fanout = Fanout::with_writer_threads(EngineKind::Queue, roomy(), 1);
         let fanout = if with_bits {
             fanout.with_numbered(&[FAMILY])
         } else {

@@ -158,6 +158,94 @@ async fn unread_notices_carry_each_members_own_stream_and_offsets() {
     assert_eq!(e.next_non_ping(Duration::from_millis(300)).await, None);
 }
 
+/// Posts that mention a user, from several posters at once, among posts that do not: every
+/// notice on the user's unread stream (each post's, each mention's) reaches an extended
+/// subscriber once, at consecutive offsets in order. (A mention's notice once went out after
+/// the commit, outside the write lock, and could take its offset while a concurrent post's
+/// notices were being given theirs, be queued first and make the gate drop the post's; that
+/// race needs seconds of load to show, so the order is held deterministically by
+/// `broadcasts::tests::a_new_messages_mentions_go_out_in_its_pass_after_the_unread_notices`.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_mentions_and_posts_keep_an_unread_stream_in_order() {
+    const POSTS: usize = 40;
+    let server = TestServer::start().await;
+    let mut david = server.signed_in("david@example.com", "secret123456").await;
+    let sidebar = david.get("/users/me/sidebar").await.body;
+    let positions = common::attr_after(&sidebar, "data-sidebar-history=\"").unwrap();
+    let had: u64 = positions.split('.').nth(3).unwrap().parse().unwrap();
+    let (mut e, _) = ext(&server, &david, "").await;
+    subscribed(&mut e, r#"{"channel":"UnreadRoomsChannel"}"#).await;
+    let users = david.get("/autocompletable/users?query=David").await.body;
+    let list: serde_json::Value = serde_json::from_str(&users).unwrap();
+    let sgid = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|u| u["value"] == 1)
+        .unwrap()["sgid"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // The attachment as Trix serializes the composer's mention.
+    let attachment = serde_json::json!({
+        "content": "<span class=\"mention\">@David</span>",
+        "contentType": "application/vnd.campfire.mention",
+        "sgid": sgid,
+    });
+    let mention = format!(
+        "<div>hi <figure data-trix-attachment=\"{}\" data-trix-content-type=\"application/vnd.campfire.mention\" class=\"attachment attachment--content\"><span class=\"mention\">@David</span><figcaption class=\"attachment__caption\"></figcaption></figure></div>",
+        hearth::rich_text::html_escape(&attachment.to_string())
+    );
+    let mut posters = Vec::new();
+    for (k, email) in ["jason@example.com", "jz@example.com", "kevin@example.com"]
+        .into_iter()
+        .enumerate()
+    {
+        let (mut c, csrf, _) = signed_in(&server, email, "secret123456").await;
+        let mention = mention.clone();
+        posters.push(tokio::spawn(async move {
+            for i in 0..POSTS {
+                let body = match i % 2 {
+                    0 => "<div>plain</div>",
+                    _ => mention.as_str(),
+                };
+                let b = common::form(&[
+                    ("message[body]", body),
+                    ("message[body_format]", "html"),
+                    ("message[client_message_id]", &format!("p{k}-{i}")),
+                    ("authenticity_token", &csrf),
+                ]);
+                let r = c.post_form("/rooms/1/messages", &b, &[]).await;
+                assert!(
+                    r.status == 302 || r.status == 200,
+                    "{} {}",
+                    r.status,
+                    r.body
+                );
+            }
+        }));
+    }
+    for p in posters {
+        p.await.unwrap();
+    }
+    // Each post's notice and each mention's: 3 × (40 + 20).
+    let expected = 3 * (POSTS + POSTS / 2);
+    let mut offsets = Vec::new();
+    let mut mentions = 0;
+    while offsets.len() < expected {
+        let Some(WsEvent::Text(frame)) = e.next_non_ping(T).await else {
+            panic!("{} of {expected} notices: {offsets:?}", offsets.len())
+        };
+        let frame: serde_json::Value = serde_json::from_str(&frame).unwrap();
+        mentions += usize::from(frame["message"]["mentioned"] == true);
+        offsets.push(frame["offset"].as_u64().unwrap());
+    }
+    assert_eq!(e.next_non_ping(Duration::from_millis(300)).await, None);
+    assert_eq!(mentions, 3 * POSTS / 2);
+    let consecutive: Vec<u64> = (had + 1..=had + expected as u64).collect();
+    assert_eq!(offsets, consecutive);
+}
+
 #[tokio::test]
 async fn history_replays_after_an_offset_and_rejects_what_it_no_longer_holds() {
     let server = TestServer::start_with(|c| c.history_limit = 2).await;
