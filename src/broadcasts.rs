@@ -99,6 +99,9 @@ pub fn message_unreads(b: &Broadcaster, room: &Room, member_ids: &[i64]) {
 /// take a position on a user's unread stream before a concurrent post's notice and be queued
 /// first.
 pub fn mentioned(b: &Broadcaster, room_id: i64, mentionee_ids: &[i64]) {
+    if mentionee_ids.is_empty() {
+        return;
+    }
     let notice = format!("{{\"roomId\":{room_id},\"mentioned\":true}}");
     for id in mentionee_ids {
         b.broadcast(&streams::unreads(*id), notice.as_bytes());
