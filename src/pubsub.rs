@@ -125,10 +125,8 @@ pub trait Bus: Send + Sync + std::fmt::Debug {
     /// bus that assigns positions gives them by id ([`History::append_numbered`]) instead of
     /// parsing each name back. Returns how many local connections it was queued for, in all.
     fn publish_numbered(&self, family: &Numbered, ids: &[i64], payload: &[u8]) -> usize {
-        self.publish_each(
-            &mut numbered_names(family, &mut ids.iter().copied()),
-            payload,
-        )
+        let mut ids = ids.iter().copied();
+        self.publish_each(&mut family.names(move || ids.next()), payload)
     }
 
     /// Sends `command` to every node, this one included (at once here; through the link
@@ -288,20 +286,6 @@ pub fn deliver_at(
     fanout.broadcast_at(stream, payload, &mut |s| Some(stamp(s, position, json)))
 }
 
-/// The `next` of [`Fanout::broadcast_each`] that writes `family`'s stream of each of `ids`.
-fn numbered_names<'a>(
-    family: &'a Numbered,
-    ids: &'a mut dyn Iterator<Item = i64>,
-) -> impl FnMut(&mut String) -> bool + 'a {
-    move |stream| match ids.next() {
-        Some(id) => {
-            family.write(stream, id);
-            true
-        }
-        None => false,
-    }
-}
-
 /// The positioned suffix of a broadcast on `stream` at `position`, with the position for the
 /// held subscriptions that compare it ([`crate::fanout::Connection::hold`]).
 fn stamp(stream: &str, position: &Position, json: JsonEscaping) -> crate::fanout::Stamp {
@@ -353,10 +337,8 @@ impl Bus for LocalBus {
     fn publish_numbered(&self, family: &Numbered, ids: &[i64], payload: &[u8]) -> usize {
         let history = self.history.as_deref();
         if history.is_some() && !crate::streams::MARKS.contains(family) {
-            return self.publish_each(
-                &mut numbered_names(family, &mut ids.iter().copied()),
-                payload,
-            );
+            let mut ids = ids.iter().copied();
+            return self.publish_each(&mut family.names(move || ids.next()), payload);
         }
         let mut offsets = Vec::new();
         if let Some(history) = history {

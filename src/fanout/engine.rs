@@ -578,6 +578,43 @@ impl QueueEngine {
         }
     }
 
+    /// The loop of a broadcast to several streams with positions
+    /// ([`Engine::broadcast_each_at`], [`Engine::broadcast_numbered_at`]): `next` writes the
+    /// next stream's name into the buffer and answers `Some(true)`, answers `Some(false)` for
+    /// a stream the index surely does not hold (counted, not looked up), and None when there
+    /// is none left. Returns the subscriptions it was queued to.
+    fn each_stream_at(
+        &self,
+        mut next: impl FnMut(&mut String) -> Option<bool>,
+        message: &[u8],
+        positioned: super::PositionedSuffix<'_>,
+    ) -> usize {
+        let mut stream = String::with_capacity(32);
+        let mut built: Vec<(Variant, Bytes)> = Vec::new();
+        let mut streams = 0;
+        let mut totals = Enqueued::default();
+        while let Some(named) = next(&mut stream) {
+            streams += 1;
+            if !named {
+                continue;
+            }
+            let Some(entry) = self.index.get(&stream) else {
+                continue;
+            };
+            self.push_each_at(
+                &stream,
+                &entry,
+                message,
+                positioned,
+                &mut built,
+                &mut totals,
+            );
+        }
+        self.stats.broadcasts(streams);
+        self.stats.enqueued(&totals);
+        totals.frames as usize
+    }
+
     /// One stream's share of a broadcast to several streams with positions
     /// ([`Engine::broadcast_each_at`]): a positioned group's frame is the stream's own (its
     /// position differs from stream to stream, asked of `positioned` at most once); any other
@@ -755,27 +792,7 @@ impl Engine for QueueEngine {
         message: &[u8],
         positioned: super::PositionedSuffix<'_>,
     ) -> usize {
-        let mut stream = String::with_capacity(32);
-        let mut built: Vec<(Variant, Bytes)> = Vec::new();
-        let mut streams = 0;
-        let mut totals = Enqueued::default();
-        while next(&mut stream) {
-            streams += 1;
-            let Some(entry) = self.index.get(&stream) else {
-                continue;
-            };
-            self.push_each_at(
-                &stream,
-                &entry,
-                message,
-                positioned,
-                &mut built,
-                &mut totals,
-            );
-        }
-        self.stats.broadcasts(streams);
-        self.stats.enqueued(&totals);
-        totals.frames as usize
+        self.each_stream_at(|stream| next(stream).then_some(true), message, positioned)
     }
 
     fn broadcast_numbered_at(
@@ -785,34 +802,18 @@ impl Engine for QueueEngine {
         message: &[u8],
         positioned: super::PositionedSuffix<'_>,
     ) -> usize {
-        // As `broadcast_each_at`, but a stream the index surely does not hold (its id's bit
-        // unset) is neither named nor looked up.
+        // A stream the index surely does not hold (its id's bit unset) is neither named nor
+        // looked up.
         let held = self.index.numbered(family);
-        let mut stream = String::with_capacity(32);
-        let mut built: Vec<(Variant, Bytes)> = Vec::new();
-        let mut streams = 0;
-        let mut totals = Enqueued::default();
-        while let Some(id) = next() {
-            streams += 1;
+        let next_stream = |stream: &mut String| {
+            let id = next()?;
             if held.is_some_and(|held| !held.may_hold(id)) {
-                continue;
+                return Some(false);
             }
-            family.write(&mut stream, id);
-            let Some(entry) = self.index.get(&stream) else {
-                continue;
-            };
-            self.push_each_at(
-                &stream,
-                &entry,
-                message,
-                positioned,
-                &mut built,
-                &mut totals,
-            );
-        }
-        self.stats.broadcasts(streams);
-        self.stats.enqueued(&totals);
-        totals.frames as usize
+            family.write(stream, id);
+            Some(true)
+        };
+        self.each_stream_at(next_stream, message, positioned)
     }
 
     fn numbered(&mut self, families: &[Numbered]) {

@@ -72,14 +72,7 @@ pub(super) trait Engine: Send + Sync {
         message: &[u8],
         positioned: super::PositionedSuffix<'_>,
     ) -> usize {
-        let mut named = |stream: &mut String| match next() {
-            Some(id) => {
-                family.write(stream, id);
-                true
-            }
-            None => false,
-        };
-        self.broadcast_each_at(&mut named, message, positioned)
+        self.broadcast_each_at(&mut family.names(next), message, positioned)
     }
 
     /// Keeps, for each of `families`, which of their streams the index holds, by id (see

@@ -217,6 +217,22 @@ impl Numbered {
         name.push_str(itoa::Buffer::new().format(id));
         name.push_str(self.suffix);
     }
+
+    /// The `next` of a broadcast to several streams by name (`Fanout::broadcast_each`,
+    /// `Bus::publish_each`): writes the stream of each id `ids` gives ([`Numbered::write`])
+    /// into the buffer it is handed and answers true, or false once `ids` gives None.
+    pub fn names<'a>(
+        &'a self,
+        mut ids: impl FnMut() -> Option<i64> + 'a,
+    ) -> impl FnMut(&mut String) -> bool + 'a {
+        move |name| match ids() {
+            Some(id) => {
+                self.write(name, id);
+                true
+            }
+            None => false,
+        }
+    }
 }
 
 /// The offset after `head`'s, taken (None at `u64::MAX`: the stream gives no more positions).

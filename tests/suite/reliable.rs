@@ -65,6 +65,15 @@ async fn subscribed(ws: &mut Ws, id: &str) {
     assert_eq!(ws.next_non_ping(T).await, text(&common::confirm(id)));
 }
 
+/// The sidebar's positions as its list renders them now (`data-sidebar-history`,
+/// `<epoch>.<rooms>.<own rooms>.<unreads>.<reads>`) and the unread stream's offset in them.
+async fn sidebar_positions(c: &mut Client) -> (String, u64) {
+    let sidebar = c.get("/users/me/sidebar").await.body;
+    let positions = common::attr_after(&sidebar, "data-sidebar-history=\"").unwrap();
+    let unreads = positions.split('.').nth(3).unwrap().parse().unwrap();
+    (positions, unreads)
+}
+
 fn history_cmd(id: &str, history: impl serde::Serialize) -> String {
     serde_json::json!({"command": "history", "identifier": id, "history": history}).to_string()
 }
@@ -119,9 +128,7 @@ async fn unread_notices_carry_each_members_own_stream_and_offsets() {
     let server = TestServer::start().await;
     let (mut jason, csrf, _) = signed_in(&server, "jason@example.com", "secret123456").await;
     let mut david = server.signed_in("david@example.com", "secret123456").await;
-    let sidebar = david.get("/users/me/sidebar").await.body;
-    let positions = common::attr_after(&sidebar, "data-sidebar-history=\"").unwrap();
-    let had: u64 = positions.split('.').nth(3).unwrap().parse().unwrap();
+    let (positions, had) = sidebar_positions(&mut david).await;
     let unreads = r#"{"channel":"UnreadRoomsChannel"}"#;
     let mut v1 = common::connect_with(&server, &david).await;
     subscribed(&mut v1, unreads).await;
@@ -170,31 +177,13 @@ async fn concurrent_mentions_and_posts_keep_an_unread_stream_in_order() {
     const POSTS: usize = 40;
     let server = TestServer::start().await;
     let mut david = server.signed_in("david@example.com", "secret123456").await;
-    let sidebar = david.get("/users/me/sidebar").await.body;
-    let positions = common::attr_after(&sidebar, "data-sidebar-history=\"").unwrap();
-    let had: u64 = positions.split('.').nth(3).unwrap().parse().unwrap();
+    let (_, had) = sidebar_positions(&mut david).await;
     let (mut e, _) = ext(&server, &david, "").await;
     subscribed(&mut e, r#"{"channel":"UnreadRoomsChannel"}"#).await;
-    let users = david.get("/autocompletable/users?query=David").await.body;
-    let list: serde_json::Value = serde_json::from_str(&users).unwrap();
-    let sgid = list
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|u| u["value"] == 1)
-        .unwrap()["sgid"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    // The attachment as Trix serializes the composer's mention.
-    let attachment = serde_json::json!({
-        "content": "<span class=\"mention\">@David</span>",
-        "contentType": "application/vnd.campfire.mention",
-        "sgid": sgid,
-    });
+    let sgid = crate::rich_text::sgid_of(&mut david, "David", 1).await;
     let mention = format!(
-        "<div>hi <figure data-trix-attachment=\"{}\" data-trix-content-type=\"application/vnd.campfire.mention\" class=\"attachment attachment--content\"><span class=\"mention\">@David</span><figcaption class=\"attachment__caption\"></figcaption></figure></div>",
-        hearth::rich_text::html_escape(&attachment.to_string())
+        "<div>hi {}</div>",
+        crate::rich_text::trix_mention(&sgid, "David")
     );
     let mut posters = Vec::new();
     for (k, email) in ["jason@example.com", "jz@example.com", "kevin@example.com"]
@@ -729,8 +718,7 @@ async fn a_missed_unread_mark_catches_up_as_the_list_rendered_from_the_database(
     let server = TestServer::start().await;
     let (mut jason, csrf, _) = signed_in(&server, "jason@example.com", "secret123456").await;
     let mut david = server.signed_in("david@example.com", "secret123456").await;
-    let sidebar = david.get("/users/me/sidebar").await.body;
-    let positions = common::attr_after(&sidebar, "data-sidebar-history=\"").unwrap();
+    let (positions, _) = sidebar_positions(&mut david).await;
     // Nothing missed: an empty answer, the same positions.
     let (body, next) = sidebar_catch_up(&mut david, &positions).await;
     assert_eq!((body.trim(), next.as_str()), ("", positions.as_str()));

@@ -34,7 +34,7 @@ async fn post_html(
 }
 
 /// The sgids `GET /autocompletable/users` gives for `query` (everyone of the account), by id.
-async fn sgid_of(c: &mut common::Client, query: &str, id: i64) -> String {
+pub(crate) async fn sgid_of(c: &mut common::Client, query: &str, id: i64) -> String {
     let r = c
         .get(&format!("/autocompletable/users?query={query}"))
         .await;
@@ -51,7 +51,7 @@ async fn sgid_of(c: &mut common::Client, query: &str, id: i64) -> String {
 }
 
 /// A mention as Trix serializes the attachment the composer inserts.
-fn trix_mention(sgid: &str, label: &str) -> String {
+pub(crate) fn trix_mention(sgid: &str, label: &str) -> String {
     let json = serde_json::json!({
         "content": format!("<span class=\"mention\" onclick=\"steal()\">@{label}</span>"),
         "contentType": MENTION,
