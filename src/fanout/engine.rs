@@ -424,6 +424,9 @@ struct QueueConn {
     engine: Arc<QueueEngine>,
     outbox: Arc<Outbox>,
     subs: Mutex<Subscriptions>,
+    /// Set by the first `finish()`: the rest of it runs once.
+    finishing: AtomicBool,
+    /// Set when `finish()` is over (counted out and detached): what `closed()` waits for.
     done: AtomicBool,
     done_notify: Notify,
     /// No socket and no writer task (`attach_detached`): close and abort finish at once.
@@ -496,6 +499,7 @@ impl QueueEngine {
             engine: self.clone(),
             outbox: Arc::new(Outbox::new(next_connection_id(), self.limits)),
             subs: Mutex::default(),
+            finishing: AtomicBool::new(false),
             done: AtomicBool::new(false),
             done_notify: Notify::new(),
             detached,
@@ -869,7 +873,7 @@ impl QueueConn {
 
     /// The connection's writer has ended: detach it everywhere and wake `closed()` waiters.
     fn finish(&self) {
-        if self.done.swap(true, Ordering::AcqRel) {
+        if self.finishing.swap(true, Ordering::AcqRel) {
             return;
         }
         self.outbox.mark_ended();
@@ -884,6 +888,8 @@ impl QueueConn {
             ledger.leave(&*self.outbox);
         }
         self.engine.stats.connection_closed();
+        // Only now: whoever `closed()` wakes, or finds ended, sees the connection counted out.
+        self.done.store(true, Ordering::Release);
         self.done_notify.notify_waiters();
     }
 }
@@ -1003,7 +1009,7 @@ impl Conn for QueueConn {
     }
 
     fn is_closed(&self) -> bool {
-        self.outbox.state() != State::Open || self.done.load(Ordering::Acquire)
+        self.outbox.state() != State::Open || self.finishing.load(Ordering::Acquire)
     }
 
     fn done_signal(&self) -> (&AtomicBool, &Notify) {

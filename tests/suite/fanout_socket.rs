@@ -411,6 +411,30 @@ async fn send_all_reaches_every_connection() {
     }
 }
 
+/// `closed()` resolves only once the connection is counted out: the writer's thread ends it
+/// (the socket's EOF reaches the peer first), and a waiter that found it ended while that
+/// thread was still counting it out read it as still connected (seen once in CI).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closed_resolves_after_the_connection_is_counted_out() {
+    for kind in ENGINES {
+        let fanout = Fanout::new(kind, roomy());
+        for round in 0..1000 {
+            let mut p = connect(&fanout).await;
+            p.conn.subscribe("s", &variant("v"));
+            p.conn.close(&[Frame::close(1000, "")]);
+            assert!(read_frame(&mut p.client).await.is_some());
+            assert_eq!(read_frame(&mut p.client).await, None, "{kind:?}");
+            p.conn.closed().await;
+            let stats = fanout.stats();
+            assert_eq!(
+                (stats.connections, stats.subscriptions),
+                (0, 0),
+                "{kind:?}, round {round}"
+            );
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn abort_stops_the_writer_and_detaches() {
     for kind in ENGINES {
