@@ -140,6 +140,21 @@ pub fn is_busy(error: &sqlx::Error) -> bool {
         .is_some_and(|code| matches!(code & 0xff, SQLITE_BUSY | 6))
 }
 
+/// Whether `error` is SQLite's `SQLITE_SCHEMA` (17): another process changed the schema while
+/// a statement was compiled, more often than SQLite compiles it again on its own (once while
+/// compiling, 50 times while running).
+pub(crate) fn is_schema_changed(error: &sqlx::Error) -> bool {
+    let sqlx::Error::Database(db) = error else {
+        return false;
+    };
+    db.code()
+        .and_then(|c| c.parse::<i32>().ok())
+        .is_some_and(|code| code & 0xff == SQLITE_SCHEMA)
+}
+
+/// `SQLITE_SCHEMA`, the result code of "database schema has changed".
+const SQLITE_SCHEMA: i32 = 17;
+
 /// A pool that opens no file and no connection until used: the stand-in of a cable node
 /// (`--role cable`), which asks its app node instead of querying.
 ///
@@ -378,6 +393,25 @@ pub(crate) async fn begin_write(
 ) -> sqlx::Result<sqlx::Transaction<'static, sqlx::Sqlite>> {
     // One round trip: SQLite runs both statements, the second compiled after the first ran.
     pool.begin_with("BEGIN IMMEDIATE; SELECT 1 FROM sqlite_schema LIMIT 1")
+        .await
+}
+
+/// Begins a read transaction on a connection whose schema is current, for reads of the
+/// full-text index (`message_search_index`, migration 0006).
+///
+/// A statement that reads an FTS5 table connects it on the connection's schema, and FTS5 then
+/// reads its own configuration with a statement of its own. When another process changes the
+/// schema between the two (a `CREATE TABLE` from the `sqlite3` shell, a bulk import), the
+/// connect fails with `SQLITE_SCHEMA` ("vtable constructor failed") and SQLite does not retry
+/// it. Here the `SELECT` on `sqlite_schema` starts the read (its snapshot) and reads the schema
+/// again if it is stale; every statement of the transaction then sees that one schema.
+///
+/// Errors: any database failure.
+pub(crate) async fn begin_read(
+    pool: &SqlitePool,
+) -> sqlx::Result<sqlx::Transaction<'static, sqlx::Sqlite>> {
+    // One round trip, as in `begin_write`; a deferred `BEGIN` takes no lock until the `SELECT`.
+    pool.begin_with("BEGIN; SELECT 1 FROM sqlite_schema LIMIT 1")
         .await
 }
 

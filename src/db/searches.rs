@@ -111,7 +111,12 @@ pub fn match_expression(text: &str) -> Option<String> {
 ///
 /// Indexes the messages not yet indexed first ([`super::upkeep::index_messages`]), so every
 /// message committed before the search can be found; when the database is locked from outside
-/// past the write wait, searches the index as it is instead.
+/// past the write wait, searches the index as it is instead. A search that meets another
+/// process's schema change ([`super::is_schema_changed`]) is run again, up to
+/// [`SCHEMA_ATTEMPTS`] times in all.
+///
+/// # Errors
+/// A database failure, `SQLITE_SCHEMA` included once the attempts are spent.
 pub async fn messages(
     pool: &SqlitePool,
     user_id: i64,
@@ -121,6 +126,25 @@ pub async fn messages(
     let Some(expression) = match_expression(text) else {
         return Ok(Vec::new());
     };
+    let mut attempt = 1;
+    loop {
+        match search(pool, user_id, &expression, limit).await {
+            Err(e) if super::is_schema_changed(&e) && attempt < SCHEMA_ATTEMPTS => attempt += 1,
+            done => return done,
+        }
+    }
+}
+
+/// How many times [`messages`] runs a search that meets a schema change.
+pub const SCHEMA_ATTEMPTS: u32 = 3;
+
+/// One attempt of [`messages`] for the full-text `expression`.
+async fn search(
+    pool: &SqlitePool,
+    user_id: i64,
+    expression: &str,
+    limit: i64,
+) -> sqlx::Result<Vec<Message>> {
     match super::upkeep::index_messages(pool).await {
         Err(e) if super::is_busy(&e) => {
             tracing::debug!("search indexing postponed: database locked");
@@ -129,6 +153,8 @@ pub async fn messages(
             other?;
         }
     }
+    // The full-text table is read on the schema this transaction read (see `begin_read`).
+    let mut read = super::begin_read(pool).await?;
     let rows: Vec<super::messages::Row> = sqlx::query_as(
         "SELECT m.id, m.room_id, m.creator_id, u.name AS creator_name, m.client_message_id, \
          m.body, m.created_at, m.updated_at FROM message_search_index s \
@@ -141,8 +167,9 @@ pub async fn messages(
     .bind(user_id)
     .bind(expression)
     .bind(limit)
-    .fetch_all(pool)
+    .fetch_all(&mut *read)
     .await?;
+    read.commit().await?;
     let mut found: Vec<Message> = rows.into_iter().map(Message::from).collect();
     super::messages::with_files(pool, &mut found).await?;
     Ok(found)
