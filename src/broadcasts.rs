@@ -36,7 +36,7 @@ use crate::streams;
 
 /// Broadcasts a new message: the `append` to the room's stream, `{"roomId":…}` to every
 /// member's unread stream, then `{"roomId":…,"mentioned":true}` to the unread stream of each
-/// of `mentionee_ids` ([`message_appended`], [`message_unreads`], [`mentioned`]), as one
+/// of `mentionee_ids` ([`message_appended`], [`message_unreads`], `mentioned`), as one
 /// delivery pass ([`Broadcaster::one_pass`]: a member's connection writes its frames at once).
 /// Called at the message's commit, under the write lock, so every notice on a user's unread
 /// stream is given its position and queued in one order (an extended client's gate drops a
@@ -94,11 +94,11 @@ pub fn message_unreads(b: &Broadcaster, room: &Room, member_ids: &[i64]) {
 }
 
 /// Broadcasts `{"roomId":<room id>,"mentioned":true}` to the unread stream of each member a
-/// new message mentions: the sidebar marks the room for attention (bold and a dot). Part of
-/// [`message_created`], at the commit: sent on its own, outside the write lock, a notice could
-/// take a position on a user's unread stream before a concurrent post's notice and be queued
-/// first.
-pub fn mentioned(b: &Broadcaster, room_id: i64, mentionee_ids: &[i64]) {
+/// new message mentions: the sidebar marks the room for attention (bold and a dot). Only part
+/// of [`message_created`], at the commit: sent on its own, outside the write lock, a notice
+/// could take a position on a user's unread stream before a concurrent post's notice and be
+/// queued first.
+fn mentioned(b: &Broadcaster, room_id: i64, mentionee_ids: &[i64]) {
     if mentionee_ids.is_empty() {
         return;
     }

@@ -132,28 +132,27 @@ impl sqlx::error::DatabaseError for Failure {
 /// `SQLITE_BUSY` and its extended codes (`SQLITE_BUSY_SNAPSHOT` = 517, …; the primary code is
 /// the low byte), or `SQLITE_LOCKED` (6).
 pub fn is_busy(error: &sqlx::Error) -> bool {
-    let sqlx::Error::Database(db) = error else {
-        return false;
-    };
-    db.code()
-        .and_then(|c| c.parse::<i32>().ok())
-        .is_some_and(|code| matches!(code & 0xff, SQLITE_BUSY | 6))
+    primary_code(error).is_some_and(|code| matches!(code, SQLITE_BUSY | 6))
 }
 
 /// Whether `error` is SQLite's `SQLITE_SCHEMA` (17): another process changed the schema while
 /// a statement was compiled, more often than SQLite compiles it again on its own (once while
 /// compiling, 50 times while running).
 pub(crate) fn is_schema_changed(error: &sqlx::Error) -> bool {
-    let sqlx::Error::Database(db) = error else {
-        return false;
-    };
-    db.code()
-        .and_then(|c| c.parse::<i32>().ok())
-        .is_some_and(|code| code & 0xff == SQLITE_SCHEMA)
+    primary_code(error) == Some(SQLITE_SCHEMA)
 }
 
 /// `SQLITE_SCHEMA`, the result code of "database schema has changed".
 const SQLITE_SCHEMA: i32 = 17;
+
+/// The primary SQLite result code of a database error (the low byte of an extended code), or
+/// None for any other error.
+fn primary_code(error: &sqlx::Error) -> Option<i32> {
+    let sqlx::Error::Database(db) = error else {
+        return None;
+    };
+    db.code()?.parse::<i32>().ok().map(|code| code & 0xff)
+}
 
 /// A pool that opens no file and no connection until used: the stand-in of a cable node
 /// (`--role cable`), which asks its app node instead of querying.
