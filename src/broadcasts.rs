@@ -41,7 +41,7 @@ use crate::streams;
 /// Called at the message's commit, under the write lock, so every notice on a user's unread
 /// stream is given its position and queued in one order (an extended client's gate drops a
 /// frame whose position comes after one it was sent already). Returns the `append` (the
-/// poster's own turbo-stream answer).
+/// poster's own turbo-stream answer). `shown` is its body as drawn ([`render::message_shown`]).
 ///
 /// # Errors
 /// The message partial failed to render; nothing was broadcast.
@@ -50,11 +50,12 @@ pub fn message_created(
     urls: &ActiveStorageVerifier,
     room: &Room,
     message: &Message,
+    shown: (String, Vec<i64>),
     member_ids: &[i64],
     mentionee_ids: &[i64],
 ) -> Result<String, askama::Error> {
     b.one_pass(|| {
-        let html = message_appended(b, urls, room, message)?;
+        let html = message_appended(b, urls, room, message, shown)?;
         message_unreads(b, room, member_ids);
         mentioned(b, room.id, mentionee_ids);
         Ok(html)
@@ -65,7 +66,8 @@ pub fn message_created(
 /// `broadcast_append_to room, :messages`) and returns it. Called at the message's commit,
 /// under the write lock ([`crate::db::messages::create_then`]), so a room's appends go out in
 /// the order of the messages' ids. The call's duration is recorded as
-/// `hearth_broadcast_duration_seconds`.
+/// `hearth_broadcast_duration_seconds`. `shown` is the message's body as drawn
+/// ([`render::message_shown`]).
 ///
 /// # Errors
 /// The message partial failed to render; nothing was broadcast.
@@ -74,12 +76,13 @@ pub fn message_appended(
     urls: &ActiveStorageVerifier,
     room: &Room,
     message: &Message,
+    shown: (String, Vec<i64>),
 ) -> Result<String, askama::Error> {
     let started = std::time::Instant::now();
     let html = render::turbo_stream(
         "append",
         &room.messages_target(),
-        Some(&render::message(message, urls)?),
+        Some(&render::message_shown(message, shown, urls)?),
     );
     b.broadcast_string(&streams::room_messages(b.gid_app(), room), &html);
     b.record_duration(started.elapsed());
@@ -383,6 +386,10 @@ mod tests {
         }
     }
 
+    fn shown() -> (String, Vec<i64>) {
+        crate::rich_text::render(&message().body)
+    }
+
     fn message() -> Message {
         Message {
             id: 7,
@@ -406,8 +413,8 @@ mod tests {
     #[test]
     fn a_new_message_goes_to_the_room_then_to_each_members_unreads() {
         let (recorder, b) = broadcaster();
-        let html =
-            message_created(&b, &urls(), &room(), &message(), &[2, 3], &[]).expect("renders");
+        let html = message_created(&b, &urls(), &room(), &message(), shown(), &[2, 3], &[])
+            .expect("renders");
         assert!(html.starts_with(
             "<turbo-stream action=\"append\" target=\"messages_rooms_open_1\"><template>"
         ));
@@ -424,7 +431,7 @@ mod tests {
     #[test]
     fn a_new_messages_mentions_go_out_in_its_pass_after_the_unread_notices() {
         let (recorder, b) = broadcaster();
-        message_created(&b, &urls(), &room(), &message(), &[2, 3], &[3]).expect("renders");
+        message_created(&b, &urls(), &room(), &message(), shown(), &[2, 3], &[3]).expect("renders");
         let sent = recorder.0.lock().expect("not poisoned").clone();
         let streams: Vec<(&str, &str)> = sent
             .iter()

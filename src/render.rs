@@ -147,8 +147,22 @@ impl std::fmt::Debug for MessagePartial<'_> {
 /// # Errors
 /// The template failed to render (askama's error).
 pub fn message(m: &Message, urls: &ActiveStorageVerifier) -> Result<String, askama::Error> {
+    message_shown(m, crate::rich_text::render(&m.body), urls)
+}
+
+/// [`message`] with its body already drawn: `shown` is the body's HTML and the ids of the
+/// people it mentions, as [`crate::rich_text::render`] returns them for `m.body` (or
+/// [`crate::rich_text::Body::shown`] for the body a post has just built).
+///
+/// # Errors
+/// The template failed to render (askama's error).
+pub fn message_shown(
+    m: &Message,
+    shown: (String, Vec<i64>),
+    urls: &ActiveStorageVerifier,
+) -> Result<String, askama::Error> {
     let initials = initials(&m.creator_name);
-    let (body, mentioned) = crate::rich_text::render(&m.body);
+    let (body, mentioned) = shown;
     let mentionee_ids = mentioned
         .iter()
         .map(i64::to_string)

@@ -2,8 +2,17 @@
 //! scheme followed by `//`, or `www.`, up to whitespace, `<`, `"` or a no-break space, with
 //! trailing punctuation and unbalanced closing brackets left out of the link.
 
-/// The schemes that are linked (a subset of `rails_autolink`'s list: the ones a chat posts).
-const SCHEMES: &[&str] = &["http://", "https://", "ftp://", "mailto:"];
+/// The schemes that are linked: `rails_autolink`'s list less `ftp://`, which the sanitizer's
+/// allowlist cuts (a typed `ftp://` link became an `<a>` without `href`) and browsers no
+/// longer open.
+const SCHEMES: &[&str] = &["http://", "https://", "mailto:"];
+
+/// Whether `text` holds anything [`find`] could start a link at (a scheme of [`SCHEMES`] or
+/// `www.`, in any case), however it is cut into pieces.
+pub(super) fn may_link(text: &str) -> bool {
+    let lower = text.to_ascii_lowercase();
+    SCHEMES.iter().any(|s| lower.contains(s)) || lower.contains("www.")
+}
 
 /// The byte ranges of the URLs in `text`, in order, not overlapping.
 pub(super) fn find(text: &str) -> Vec<(usize, usize)> {

@@ -184,9 +184,40 @@ pub struct Body {
     pub plain_text: String,
     /// The ids of the people it mentions, in order of first mention, each once.
     pub mentionee_ids: Vec<i64>,
+    /// Whether [`from_plain_text`] built it from text without a link: escaped text and `<br>`
+    /// in one `<div>`, which the sanitizer keeps as it is, so [`Body::shown`] draws it without
+    /// a second pass.
+    typed: bool,
 }
 
 impl Body {
+    /// A body with nothing in it (a file's message without text).
+    pub fn empty() -> Self {
+        Self {
+            html: String::new(),
+            plain_text: String::new(),
+            mentionee_ids: Vec::new(),
+            typed: false,
+        }
+    }
+
+    /// This body as a message shows it, as [`render`] draws it from the database: its HTML
+    /// and the ids of the people it mentions. A typed body without links ([`from_plain_text`])
+    /// is only walked: escaped text and `<br>` hold nothing the sanitizer would cut or reshape,
+    /// and nothing the walk could link (held equal to [`render`] by
+    /// `rich_text::tests::a_typed_body_is_shown_as_render_draws_it`). Every other body, the
+    /// editor's HTML included, goes through the sanitizer again, whose output is the shape a
+    /// browser keeps (`docs/bench/journal.md`, "The post's body drawn without a second
+    /// sanitize").
+    pub fn shown(&self) -> (String, Vec<i64>) {
+        if self.typed {
+            let shown = walk(&self.html, &mut Mode::Render);
+            (shown.html, shown.mentionee_ids)
+        } else {
+            render(&self.html)
+        }
+    }
+
     /// Whether nothing is left to show: no text and no mention (refused like an empty post).
     pub fn is_blank(&self) -> bool {
         self.plain_text.trim().is_empty() && self.mentionee_ids.is_empty()
@@ -214,13 +245,18 @@ fn push_escaped(out: &mut String, text: &str) {
 }
 
 /// Escaped `text` with its URLs as links (`<a href="…" target="_blank" rel="noopener noreferrer">`).
+/// A URL the sanitizer would take the `href` off ([`keeps_href`]) stays text.
 fn push_linked(out: &mut String, text: &str) {
     let mut at = 0;
     for (start, end) in autolink::find(text) {
-        push_escaped(out, &text[at..start]);
         let url = &text[start..end];
+        let href = autolink::href(url);
+        if !keeps_href(&href) {
+            continue;
+        }
+        push_escaped(out, &text[at..start]);
         out.push_str("<a href=\"");
-        push_escaped(out, &autolink::href(url));
+        push_escaped(out, &href);
         out.push_str("\" target=\"_blank\" rel=\"noopener noreferrer\">");
         push_escaped(out, url);
         out.push_str("</a>");
@@ -233,6 +269,12 @@ fn push_linked(out: &mut String, text: &str) {
 /// Rails would store), lines joined with `<br>`, inside one `<div>` (the shape of an Action
 /// Text body), URLs linked. Holds no mentions.
 pub fn from_plain_text(text: &str) -> Body {
+    // An HTML parser drops NUL from text (the page would not show what was stored).
+    let text = if text.contains('\0') {
+        std::borrow::Cow::Owned(text.replace('\0', ""))
+    } else {
+        std::borrow::Cow::Borrowed(text)
+    };
     let text = text.trim();
     let mut html = String::with_capacity(text.len() + 16);
     html.push_str("<div>");
@@ -250,8 +292,19 @@ pub fn from_plain_text(text: &str) -> Body {
         html,
         plain_text: plain,
         mentionee_ids: Vec::new(),
+        typed: !autolink::may_link(text),
     }
 }
+
+/// Whether the sanitizer keeps `href` on a link: an absolute URL of an allowed scheme, as the
+/// `url` crate parses it (ammonia's test). A URL it fails (`http://a.example:99999`, say)
+/// would become a link without a target.
+fn keeps_href(href: &str) -> bool {
+    ammonia::Url::parse(href).is_ok_and(|u| LINK_SCHEMES.contains(&u.scheme()))
+}
+
+/// The URL schemes a link may have (the sanitizer's allowlist).
+const LINK_SCHEMES: [&str; 3] = ["http", "https", "mailto"];
 
 /// A relative URL as kept in a link: as given, unless a browser would read it as another host's
 /// (`//host`, and `/\host` or `\\host` since browsers read `\` as `/` and drop tabs and
@@ -294,7 +347,7 @@ fn sanitizer() -> &'static ammonia::Builder<'static> {
                         HashSet::from(["data-trix-attachment", "data-trix-content-type"]),
                     ),
                 ]))
-                .url_schemes(["http", "https", "mailto"].into_iter().collect())
+                .url_schemes(LINK_SCHEMES.into_iter().collect())
                 .url_relative(ammonia::UrlRelative::Custom(Box::new(same_host_relative)))
                 .link_rel(Some("noopener noreferrer"))
                 .set_tag_attribute_value("a", "target", "_blank")
@@ -437,6 +490,7 @@ fn walk(html: &str, mode: &mut Mode<'_>) -> Body {
         plain_text: w.plain.trim().to_owned(),
         html: w.html,
         mentionee_ids: w.mentions,
+        typed: false,
     }
 }
 

@@ -282,3 +282,141 @@ fn a_stored_body_the_sanitizer_reshaped_is_drawn_through_it_again() {
         );
     }
 }
+
+#[test]
+fn a_typed_body_is_shown_as_render_draws_it() {
+    // A typed body without links is only walked when a post shows it; from the database it goes
+    // through the sanitizer again. The two must draw the same, whatever was typed.
+    let long = "word ".repeat(2_000);
+    for text in [
+        "hello",
+        "  two\nlines\r\nand a third  ",
+        "<script>alert(1)</script> & \"quotes\" 'apostrophes' </div></div><h1>x</h1>",
+        "see https://example.com/a?b=1&c=\"2\"<x> and http://x.example/'y' then www.example.org.",
+        "javascript:alert(1) data:text/html,<b>x</b> ftp://files.example/x mailto:a@b.example",
+        "&amp; &lt; &#60; &#x3c; &nbsp; &bogus; &",
+        "émoji 😀 ✔ — right-to-left \u{202e}abc \u{2028} line \u{2029} paragraph",
+        "tab\tand\u{0}nul and \u{feff}bom",
+        "@Someone not a mention <action-text-attachment sgid=\"x\"></action-text-attachment>",
+        "<a href=\"https://evil.example\">link</a> <img src=x onerror=alert(1)>",
+        "HTTPS://UPPER.example/Path MAILTO:x@y.example http:// https://a.example/\\evil",
+        "https://a.example/javascript:alert(1) https://a.example/?q=<script>&r='x' www.example.com/(a)b).",
+        long.as_str(),
+    ] {
+        let body = from_plain_text(text);
+        assert_eq!(body.shown(), render(&body.html), "{text:?}");
+    }
+    // And texts made of the pieces above, shuffled by a fixed xorshift.
+    let pieces = [
+        "<",
+        ">",
+        "&",
+        "\"",
+        "'",
+        " ",
+        "\n",
+        "http://",
+        "https://",
+        "mailto:",
+        "www.",
+        "a.example",
+        "/",
+        "?",
+        "=",
+        "(",
+        ")",
+        ".",
+        ",",
+        "#",
+        "&amp;",
+        "<b>",
+        "</div>",
+        "\u{0}",
+        "\u{2028}",
+        "é",
+        "😀",
+        "\t",
+        "javascript:",
+        "@",
+        ":",
+    ];
+    let mut state = 0x2545_f491_4f6c_dd1d_u64;
+    for _ in 0..3_000 {
+        let mut text = String::new();
+        for _ in 0..(state % 24) {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            text.push_str(pieces[(state % pieces.len() as u64) as usize]);
+        }
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        let body = from_plain_text(&text);
+        assert_eq!(body.shown(), render(&body.html), "{text:?}");
+    }
+}
+
+#[test]
+fn an_editor_body_is_shown_through_the_sanitizer_again() {
+    let body = sanitize("<ul><li>A<div><nav><li>B</li></nav></div></li></ul><h1>SPOOF</h1>")
+        .finish(&HashMap::new());
+    assert_eq!(body.shown(), render(&body.html));
+    assert_ne!(body.shown().0, walk(&body.html, &mut Mode::Render).html);
+}
+
+#[test]
+fn typed_text_links_only_what_the_sanitizer_keeps() {
+    // `ftp://` was linked and then cut by the sanitizer: an `<a>` without `href` on the page.
+    let body = from_plain_text("get ftp://files.example/x or https://files.example/x");
+    assert!(
+        !body.html.contains("ftp://files.example/x\""),
+        "{}",
+        body.html
+    );
+    assert!(
+        body.html.contains("<a href=\"https://files.example/x\""),
+        "{}",
+        body.html
+    );
+    assert!(
+        !render(&body.html).0.contains("<a target"),
+        "{}",
+        render(&body.html).0
+    );
+    // Nor a URL that does not parse (a port out of range).
+    let body = from_plain_text("see http://a.example:99999/x and www.example.com");
+    assert!(
+        !body.html.contains("href=\"http://a.example:99999"),
+        "{}",
+        body.html
+    );
+    assert!(
+        body.html.contains("<a href=\"http://www.example.com\""),
+        "{}",
+        body.html
+    );
+    assert!(
+        !render(&body.html).0.contains("<a target"),
+        "{}",
+        render(&body.html).0
+    );
+}
+
+#[test]
+fn typed_text_loses_its_nul_characters_as_a_page_would() {
+    let body = from_plain_text("a\u{0}b\u{0}\nwww.\u{0}example.com");
+    assert_eq!(body.plain_text, "ab\nwww.example.com");
+    assert!(!body.html.contains('\u{0}'), "{:?}", body.html);
+    assert_eq!(body.shown(), render(&body.html));
+}
+
+#[test]
+fn only_a_typed_body_without_links_skips_the_second_pass() {
+    assert!(from_plain_text("loadgen abc <b>&amp;</b> \"x\"").typed);
+    assert!(!from_plain_text("see WWW.example.com").typed);
+    assert!(!from_plain_text("hTtPs:// alone").typed);
+    assert!(!from_plain_text("mailto:").typed);
+    assert!(!sanitize("<div>plain</div>").finish(&HashMap::new()).typed);
+    assert!(!Body::empty().typed);
+}

@@ -152,6 +152,8 @@ pub async fn post_message(
         .copied()
         .filter(|id| *id != author.id)
         .collect();
+    // Drawn before the write lock: the partial needs only the message's id and time from it.
+    let shown = body.shown();
     let (broadcaster, urls, at, notified) = (
         state.broadcaster.clone(),
         state.storage.verifier.clone(),
@@ -164,7 +166,15 @@ pub async fn post_message(
         &state.commits,
         &new,
         move |message, member_ids| {
-            broadcasts::message_created(&broadcaster, &urls, &at, message, member_ids, &notified)
+            broadcasts::message_created(
+                &broadcaster,
+                &urls,
+                &at,
+                message,
+                shown,
+                member_ids,
+                &notified,
+            )
         },
     )
     .await
@@ -218,11 +228,7 @@ async fn body_with_file(
     has_file: bool,
 ) -> Result<rich_text::Body, AppError> {
     if has_file && text.trim().is_empty() {
-        return Ok(rich_text::Body {
-            html: String::new(),
-            plain_text: String::new(),
-            mentionee_ids: Vec::new(),
-        });
+        return Ok(rich_text::Body::empty());
     }
     body_from_form(state, room_id, text, format).await
 }
