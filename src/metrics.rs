@@ -30,6 +30,7 @@
 //! | `hearth_sqlite_wal_bytes` | gauge | size of the SQLite `-wal` file at the last checkpoint, in bytes |
 //! | `hearth_sqlite_checkpoint_lag_frames` | gauge | WAL frames the last passive checkpoint could not copy back (pinned by a reader's snapshot, or written since) |
 //! | `hearth_sqlite_checkpoint_age_seconds` | gauge | seconds since a checkpoint last copied the whole WAL |
+//! | `hearth_sqlite_wal_truncations_total` | counter | `-wal` files truncated after a complete checkpoint (only past `db::WAL_TRUNCATE_BYTES`) |
 //! | `hearth_webhook_deliveries_total{outcome}` | counter | bot webhook deliveries: `delivered` (answered 2xx), `failed` (no answer after the retries, or a non-2xx answer), `timed_out`, `dropped` (queue full) |
 //! | `hearth_push_deliveries_total{result}` | counter | web push requests by outcome (`crate::push`): `sent` (2xx), `retried` (429/5xx/no answer, tried again), `gone` (404/410: the subscription deleted), `failed` (given up), `dropped` (the push queue was full) |
 //! | `hearth_webhook_retries_total` | counter | webhook attempts repeated after a connection failure or a 5xx answer |
@@ -119,6 +120,7 @@ pub struct Metrics {
     wal_bytes: Gauge,
     checkpoint_lag: Gauge,
     checkpoint_age: Gauge,
+    wal_truncations: Counter,
 }
 
 fn metadata() -> Metadata<'static> {
@@ -292,6 +294,13 @@ const SERIES: &[(&str, Kind, Option<Unit>, &str)] = &[
         "Seconds since a checkpoint last copied the whole WAL.",
     ),
     (
+        "hearth_sqlite_wal_truncations_total",
+        Kind::Counter,
+        None,
+        "WAL files truncated after a checkpoint copied every frame (only those grown past \
+         64 MiB, as a long reader lets them).",
+    ),
+    (
         "hearth_webhook_deliveries_total",
         Kind::Counter,
         None,
@@ -398,6 +407,7 @@ impl Metrics {
             wal_bytes: gauge("hearth_sqlite_wal_bytes"),
             checkpoint_lag: gauge("hearth_sqlite_checkpoint_lag_frames"),
             checkpoint_age: gauge("hearth_sqlite_checkpoint_age_seconds"),
+            wal_truncations: counter("hearth_sqlite_wal_truncations_total"),
             handle,
             recorder,
         }
@@ -553,6 +563,7 @@ impl Metrics {
         self.wal_bytes.set(self.wal.wal_bytes() as f64);
         self.checkpoint_lag.set(self.wal.lag_frames() as f64);
         self.checkpoint_age.set(self.wal.seconds_since_complete());
+        self.wal_truncations.absolute(self.wal.truncations());
         self.upkeep();
         self.handle.render()
     }

@@ -195,12 +195,21 @@ pub async fn open(path: &Path) -> anyhow::Result<SqlitePool> {
 pub const CHECKPOINT_INTERVAL: Duration = Duration::from_secs(1);
 
 /// Past this size, and only once a passive checkpoint has copied every frame, the checkpointer
-/// truncates the WAL file (`wal_checkpoint(TRUNCATE)`), in bytes.
-pub const WAL_TRUNCATE_BYTES: u64 = 4 * 1024 * 1024;
+/// truncates the WAL file (`wal_checkpoint(TRUNCATE)`), in bytes: 64 MiB. Below it, the file
+/// is kept and written over from its start (`wal_checkpoint(RESTART)`, see
+/// [`spawn_checkpointer_with`]).
+///
+/// A truncated WAL has no pages in the kernel's cache: every frame written until the file is
+/// as long again allocates a page of the cache and a block of the file system, which was half
+/// of a post's insert when the file was truncated at 4 MiB (at 400 posts/s a second's frames
+/// are about 7 MB, so it was truncated every second). Only a WAL that a second of posts cannot
+/// explain, one a long reader let grow, is truncated.
+pub const WAL_TRUNCATE_BYTES: u64 = 64 * 1024 * 1024;
 
-/// How long a `TRUNCATE` checkpoint may wait for a reader or writer before giving up; it holds
-/// this process's write lock meanwhile, so this is the most it delays a post.
-pub const TRUNCATE_WAIT: Duration = Duration::from_millis(100);
+/// How long a blocking (`RESTART` or `TRUNCATE`) checkpoint may wait for a reader or writer
+/// before giving up; it holds this process's write lock meanwhile, so this is the most it
+/// delays a post.
+pub const BLOCKING_CHECKPOINT_WAIT: Duration = Duration::from_millis(100);
 
 /// What the checkpointer last saw, for `/metrics`: shared between [`spawn_checkpointer_with`]
 /// and [`crate::metrics::Metrics`]. Plain atomics, updated once per [`CHECKPOINT_INTERVAL`].
@@ -250,11 +259,15 @@ pub fn spawn_checkpointer(pool: SqlitePool) -> tokio::task::JoinHandle<()> {
 /// SQLite's automatic checkpoint runs inside the commit that crosses the threshold, so one
 /// unlucky post pays for copying and syncing a thousand pages. With automatic checkpoints off
 /// (see [`open`]) this task does the same work between requests. A passive checkpoint never
-/// waits for readers or writers. The blocking kind (`TRUNCATE`, which resets the file) runs
-/// only when it can finish at once: when the passive one just copied every frame (no reader's
-/// snapshot pins the WAL) and the file has grown past [`WAL_TRUNCATE_BYTES`]; it takes this
-/// process's write lock only if it is free, on its own connection whose busy handler gives up
-/// after [`TRUNCATE_WAIT`]. So a long reader (an open read transaction, a backup) lets the WAL
+/// waits for readers or writers, but under a steady stream of posts it never leaves the WAL
+/// wholly copied either (frames are appended while it copies), and SQLite writes the WAL from
+/// its start again only when it is: without more, the file grows by every frame, each on a new
+/// page. So when the passive checkpoint copied every frame it saw (no reader's snapshot pins
+/// the WAL), a blocking one follows that can finish at once: `RESTART` (the frames written
+/// since are copied, and the next commit writes from the file's start), or `TRUNCATE` (the
+/// same, the file emptied) when the file has grown past [`WAL_TRUNCATE_BYTES`]. It waits its
+/// turn for this process's write lock for at most [`BLOCKING_CHECKPOINT_WAIT`], and runs on its
+/// own connection whose busy handler gives up after as long. So a long reader (an open read transaction, a backup) lets the WAL
 /// grow (watch `hearth_sqlite_wal_bytes`) but never stalls posts.
 pub fn spawn_checkpointer_with(
     pool: SqlitePool,
@@ -267,8 +280,11 @@ pub fn spawn_checkpointer_with(
             p.push("-wal");
             std::path::PathBuf::from(p)
         };
-        let truncate_options = (*options).clone().busy_timeout(TRUNCATE_WAIT);
-        let mut truncator: Option<SqliteConnection> = None;
+        let blocking_options = (*options).clone().busy_timeout(BLOCKING_CHECKPOINT_WAIT);
+        let mut blocking: Option<SqliteConnection> = None;
+        // The WAL's length in frames when a blocking checkpoint last left it to be written
+        // over: until a commit does, the passive checkpoint sees the same wholly copied WAL.
+        let mut restarted_at: Option<i64> = None;
         let mut ticker = tokio::time::interval(CHECKPOINT_INTERVAL);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -296,38 +312,48 @@ pub fn spawn_checkpointer_with(
                 continue;
             }
             stats.last_complete_ms.store(now_ms(), Ordering::Relaxed);
-            if wal_bytes <= WAL_TRUNCATE_BYTES {
+            if log_frames == 0 || restarted_at == Some(log_frames) {
+                // Nothing written since the last restart.
                 continue;
             }
-            let Ok(_write) = WRITE_LOCK.try_lock() else {
+            let truncate = wal_bytes > WAL_TRUNCATE_BYTES;
+            // Posts hold the lock often, so wait for it (in their queue) rather than try once.
+            let Ok(_write) =
+                write_lock_until(std::time::Instant::now() + BLOCKING_CHECKPOINT_WAIT).await
+            else {
                 continue;
             };
-            if truncator.is_none() {
-                match SqliteConnection::connect_with(&truncate_options).await {
-                    Ok(conn) => truncator = Some(conn),
+            if blocking.is_none() {
+                match SqliteConnection::connect_with(&blocking_options).await {
+                    Ok(conn) => blocking = Some(conn),
                     Err(e) => {
                         tracing::warn!(error = %e, "checkpoint connection failed");
                         continue;
                     }
                 }
             }
-            let Some(conn) = truncator.as_mut() else {
+            let Some(conn) = blocking.as_mut() else {
                 continue;
             };
-            let truncated: sqlx::Result<(i64, i64, i64)> =
-                sqlx::query_as("PRAGMA wal_checkpoint(TRUNCATE)")
-                    .fetch_one(&mut *conn)
-                    .await;
-            match truncated {
-                Ok((0, _, _)) => {
+            let pragma = if truncate {
+                "PRAGMA wal_checkpoint(TRUNCATE)"
+            } else {
+                "PRAGMA wal_checkpoint(RESTART)"
+            };
+            let restarted: sqlx::Result<(i64, i64, i64)> =
+                sqlx::query_as(pragma).fetch_one(&mut *conn).await;
+            match restarted {
+                Ok((0, _, _)) if truncate => {
+                    restarted_at = None;
                     stats.truncations.fetch_add(1, Ordering::Relaxed);
                     stats.wal_bytes.store(
                         std::fs::metadata(&wal_path).map(|m| m.len()).unwrap_or(0),
                         Ordering::Relaxed,
                     );
                 }
-                Ok(_) => tracing::debug!("truncating checkpoint skipped: database busy"),
-                Err(e) => tracing::debug!(error = %e, "truncating checkpoint failed"),
+                Ok((0, log, _)) => restarted_at = Some(log),
+                Ok(_) => tracing::debug!(pragma, "blocking checkpoint skipped: database busy"),
+                Err(e) => tracing::debug!(pragma, error = %e, "blocking checkpoint failed"),
             }
         }
     })

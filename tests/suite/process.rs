@@ -451,11 +451,11 @@ async fn a_reader_pinning_a_growing_wal_never_stalls_posts() {
         .fetch_one(&mut reader)
         .await
         .unwrap();
-    // Meanwhile the WAL grows past 64 MiB (a bulk import by another program; into an existing
-    // table, so that the schema does not change under the server).
+    // Meanwhile the WAL grows past 64 MiB, the truncation threshold (a bulk import by another
+    // program; into an existing table, so that the schema does not change under the server).
     let mut writer = outside_connection(&dir).await;
     sqlx::query("BEGIN").execute(&mut writer).await.unwrap();
-    for _ in 0..72 {
+    for _ in 0..80 {
         sqlx::query(
             "INSERT INTO searches (user_id, query, created_at, updated_at) \
              VALUES (1, hex(randomblob(524288)), 0, 0)",
@@ -492,7 +492,7 @@ async fn a_reader_pinning_a_growing_wal_never_stalls_posts() {
     let mut c = hearth.client();
     let m = c.get("/metrics").await.body;
     assert!(
-        metric(&m, "hearth_sqlite_wal_bytes") > 64.0 * 1024.0 * 1024.0,
+        metric(&m, "hearth_sqlite_wal_bytes") > 72.0 * 1024.0 * 1024.0,
         "{m}"
     );
     assert!(metric(&m, "hearth_sqlite_checkpoint_lag_frames") > 0.0);
@@ -514,6 +514,88 @@ async fn a_reader_pinning_a_growing_wal_never_stalls_posts() {
     assert!(
         truncated,
         "the WAL was not truncated after the reader ended"
+    );
+}
+
+/// Regression: under a steady stream of posts the passive checkpoint never found the WAL wholly
+/// copied (posts append while it copies), so SQLite never wrote it from its start again: the
+/// file grew by every frame, each on a new page, until the checkpointer truncated it. Now a
+/// blocking checkpoint follows a complete passive one: the file stays as long as the frames of
+/// about one interval, written over, and is never truncated.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn under_steady_posts_the_wal_is_written_over_from_its_start() {
+    let dir = common::temp_dir("steady-wal");
+    let hearth = Hearth::start(&dir, &[]).await;
+    let (cookies, csrf) = signed_in_poster(&hearth).await;
+    // Posts, one after another, for eight checkpoint intervals.
+    let started = std::time::Instant::now();
+    let mut posts = 0u64;
+    while started.elapsed() < Duration::from_secs(8) {
+        let (status, _, _) = timed_post(
+            hearth.addr,
+            &cookies,
+            &post_body(&format!("steady-{posts}"), &csrf),
+        )
+        .await;
+        assert_eq!(status, 302, "{}", hearth.log());
+        posts += 1;
+    }
+    let m = hearth.client().get("/metrics").await.body;
+    // Each post's commit writes at least three frames of 4,120 bytes (the message row, its
+    // index entries, the room): a WAL that kept them all would hold that much; one written
+    // over each second holds about an eighth of it.
+    let all_frames = posts as f64 * 3.0 * 4120.0;
+    let wal = metric(&m, "hearth_sqlite_wal_bytes");
+    assert!(
+        wal < all_frames / 2.0,
+        "{posts} posts, a WAL of {wal} bytes: it kept every frame\n{m}"
+    );
+    assert_eq!(metric(&m, "hearth_sqlite_wal_truncations_total"), 0.0, "{m}");
+}
+
+/// Regression: the checkpointer truncated every WAL past 4 MiB, which a second of posts at
+/// 400/s exceeds, so that every later frame was written to a new page of the file (half of a
+/// post's insert). A WAL of a busy second's size stays for the next commits to write over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wal_of_a_busy_second_is_written_over_not_truncated() {
+    let dir = common::temp_dir("busy-wal");
+    let hearth = Hearth::start(&dir, &[]).await;
+    // 16 MiB of frames in one transaction (another program's, into an existing table).
+    let mut writer = outside_connection(&dir).await;
+    sqlx::query("BEGIN").execute(&mut writer).await.unwrap();
+    for _ in 0..16 {
+        sqlx::query(
+            "INSERT INTO searches (user_id, query, created_at, updated_at) \
+             VALUES (1, hex(randomblob(524288)), 0, 0)",
+        )
+        .execute(&mut writer)
+        .await
+        .unwrap();
+    }
+    sqlx::query("COMMIT").execute(&mut writer).await.unwrap();
+    drop(writer);
+
+    // A checkpoint copies every frame back; the file keeps its length, and nothing is truncated.
+    let mut c = hearth.client();
+    let mut copied = None;
+    for _ in 0..50 {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let m = c.get("/metrics").await.body;
+        if metric(&m, "hearth_sqlite_checkpoint_lag_frames") == 0.0
+            && metric(&m, "hearth_sqlite_checkpoint_age_seconds") > 0.0
+        {
+            copied = Some(m);
+            break;
+        }
+    }
+    let m = copied.expect("no checkpoint copied the WAL back");
+    // One more interval, in which a truncating checkpointer would have acted.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let m2 = c.get("/metrics").await.body;
+    assert_eq!(metric(&m2, "hearth_sqlite_wal_truncations_total"), 0.0, "{m}\n{m2}");
+    assert!(
+        metric(&m2, "hearth_sqlite_wal_bytes") > 16.0 * 1024.0 * 1024.0,
+        "{m2}"
     );
 }
 
