@@ -206,6 +206,13 @@ pub const CHECKPOINT_INTERVAL: Duration = Duration::from_secs(1);
 /// explain, one a long reader let grow, is truncated.
 pub const WAL_TRUNCATE_BYTES: u64 = 64 * 1024 * 1024;
 
+/// Frames in the WAL (4 KiB each) past which the checkpointer makes sure the next commit writes
+/// the WAL from its start (`wal_checkpoint(RESTART)`, see [`spawn_checkpointer_with`]): 4 MiB,
+/// about 120 posts in a second. Below it, a passive checkpoint usually finds no commit under
+/// way and SQLite starts over by itself, and the blocking checkpoint's few milliseconds with
+/// the write lock held are not worth a post's wait.
+pub const RESTART_FRAMES: i64 = 1000;
+
 /// How long a blocking (`RESTART` or `TRUNCATE`) checkpoint may wait for a reader or writer
 /// before giving up; it holds this process's write lock meanwhile, so this is the most it
 /// delays a post.
@@ -264,8 +271,9 @@ pub fn spawn_checkpointer(pool: SqlitePool) -> tokio::task::JoinHandle<()> {
 /// its start again only when it is: without more, the file grows by every frame, each on a new
 /// page. So when the passive checkpoint copied every frame it saw (no reader's snapshot pins
 /// the WAL), a blocking one follows that can finish at once: `RESTART` (the frames written
-/// since are copied, and the next commit writes from the file's start), or `TRUNCATE` (the
-/// same, the file emptied) when the file has grown past [`WAL_TRUNCATE_BYTES`]. It waits its
+/// since are copied, and the next commit writes from the file's start) when more than
+/// [`RESTART_FRAMES`] were written since the last, or `TRUNCATE` (the same, the file emptied)
+/// when the file has grown past [`WAL_TRUNCATE_BYTES`]. It waits its
 /// turn for this process's write lock for at most [`BLOCKING_CHECKPOINT_WAIT`], and runs on its
 /// own connection whose busy handler gives up after as long. So a long reader (an open read transaction, a backup) lets the WAL
 /// grow (watch `hearth_sqlite_wal_bytes`) but never stalls posts.
@@ -312,11 +320,12 @@ pub fn spawn_checkpointer_with(
                 continue;
             }
             stats.last_complete_ms.store(now_ms(), Ordering::Relaxed);
-            if log_frames == 0 || restarted_at == Some(log_frames) {
-                // Nothing written since the last restart.
+            let truncate = wal_bytes > WAL_TRUNCATE_BYTES;
+            if !truncate && (log_frames < RESTART_FRAMES || restarted_at == Some(log_frames)) {
+                // Few frames (SQLite starts over by itself between commits), or none written
+                // since the last restart.
                 continue;
             }
-            let truncate = wal_bytes > WAL_TRUNCATE_BYTES;
             // Posts hold the lock often, so wait for it (in their queue) rather than try once.
             let Ok(_write) =
                 write_lock_until(std::time::Instant::now() + BLOCKING_CHECKPOINT_WAIT).await
