@@ -213,9 +213,11 @@ pub const WAL_TRUNCATE_BYTES: u64 = 64 * 1024 * 1024;
 /// the write lock held are not worth a post's wait.
 pub const RESTART_FRAMES: i64 = 1000;
 
-/// How long a blocking (`RESTART` or `TRUNCATE`) checkpoint may wait for a reader or writer
-/// before giving up; it holds this process's write lock meanwhile, so this is the most it
-/// delays a post.
+/// How long a blocking (`RESTART` or `TRUNCATE`) checkpoint may wait for this process's write
+/// lock, and then for a reader or writer, before giving up. It holds the lock meanwhile, so a
+/// post waits at most this plus the checkpoint's own work: copying the frames written since the
+/// passive checkpoint (a few milliseconds under load), and for `TRUNCATE` emptying the file
+/// (170 ms measured for a 245 MB WAL).
 pub const BLOCKING_CHECKPOINT_WAIT: Duration = Duration::from_millis(100);
 
 /// What the checkpointer last saw, for `/metrics`: shared between [`spawn_checkpointer_with`]
