@@ -202,7 +202,7 @@ pub const CHECKPOINT_INTERVAL: Duration = Duration::from_secs(1);
 /// A truncated WAL has no pages in the kernel's cache: every frame written until the file is
 /// as long again allocates a page of the cache and a block of the file system, which was half
 /// of a post's insert when the file was truncated at 4 MiB (at 400 posts/s a second's frames
-/// are about 7 MB, so it was truncated every second). Only a WAL that a second of posts cannot
+/// are about 14 MB, so it was truncated every second). Only a WAL that a second of posts cannot
 /// explain, one a long reader let grow, is truncated.
 pub const WAL_TRUNCATE_BYTES: u64 = 64 * 1024 * 1024;
 
@@ -275,10 +275,10 @@ pub fn spawn_checkpointer(pool: SqlitePool) -> tokio::task::JoinHandle<()> {
 /// the WAL), a blocking one follows that can finish at once: `RESTART` (the frames written
 /// since are copied, and the next commit writes from the file's start) when more than
 /// [`RESTART_FRAMES`] were written since the last, or `TRUNCATE` (the same, the file emptied)
-/// when the file has grown past [`WAL_TRUNCATE_BYTES`]. It waits its
-/// turn for this process's write lock for at most [`BLOCKING_CHECKPOINT_WAIT`], and runs on its
-/// own connection whose busy handler gives up after as long. So a long reader (an open read transaction, a backup) lets the WAL
-/// grow (watch `hearth_sqlite_wal_bytes`) but never stalls posts.
+/// when the file has grown past [`WAL_TRUNCATE_BYTES`]. It waits its turn for this process's
+/// write lock for at most [`BLOCKING_CHECKPOINT_WAIT`], and runs on its own connection whose
+/// busy handler gives up after as long. So a long reader (an open read transaction, a backup)
+/// lets the WAL grow (watch `hearth_sqlite_wal_bytes`) but never stalls posts.
 pub fn spawn_checkpointer_with(
     pool: SqlitePool,
     stats: Arc<WalStats>,
