@@ -31,6 +31,7 @@
 //! | `hearth_sqlite_checkpoint_lag_frames` | gauge | WAL frames the last passive checkpoint could not copy back (pinned by a reader's snapshot, or written since) |
 //! | `hearth_sqlite_checkpoint_age_seconds` | gauge | seconds since a checkpoint last copied the whole WAL |
 //! | `hearth_sqlite_wal_truncations_total` | counter | `-wal` files truncated after a complete checkpoint (only past `db::WAL_TRUNCATE_BYTES`) |
+//! | `hearth_sqlite_wal_restarts_total` | counter | blocking checkpoints that left the `-wal` file to be written over from its start (`db::RESTART_FRAMES`) |
 //! | `hearth_webhook_deliveries_total{outcome}` | counter | bot webhook deliveries: `delivered` (answered 2xx), `failed` (no answer after the retries, or a non-2xx answer), `timed_out`, `dropped` (queue full) |
 //! | `hearth_push_deliveries_total{result}` | counter | web push requests by outcome (`crate::push`): `sent` (2xx), `retried` (429/5xx/no answer, tried again), `gone` (404/410: the subscription deleted), `failed` (given up), `dropped` (the push queue was full) |
 //! | `hearth_webhook_retries_total` | counter | webhook attempts repeated after a connection failure or a 5xx answer |
@@ -121,6 +122,7 @@ pub struct Metrics {
     checkpoint_lag: Gauge,
     checkpoint_age: Gauge,
     wal_truncations: Counter,
+    wal_restarts: Counter,
 }
 
 fn metadata() -> Metadata<'static> {
@@ -301,6 +303,13 @@ const SERIES: &[(&str, Kind, Option<Unit>, &str)] = &[
          64 MiB, as a long reader lets them).",
     ),
     (
+        "hearth_sqlite_wal_restarts_total",
+        Kind::Counter,
+        None,
+        "Blocking checkpoints that left the WAL to be written over from its start (under \
+         steady writes, about one a second).",
+    ),
+    (
         "hearth_webhook_deliveries_total",
         Kind::Counter,
         None,
@@ -408,6 +417,7 @@ impl Metrics {
             checkpoint_lag: gauge("hearth_sqlite_checkpoint_lag_frames"),
             checkpoint_age: gauge("hearth_sqlite_checkpoint_age_seconds"),
             wal_truncations: counter("hearth_sqlite_wal_truncations_total"),
+            wal_restarts: counter("hearth_sqlite_wal_restarts_total"),
             handle,
             recorder,
         }
@@ -564,6 +574,7 @@ impl Metrics {
         self.checkpoint_lag.set(self.wal.lag_frames() as f64);
         self.checkpoint_age.set(self.wal.seconds_since_complete());
         self.wal_truncations.absolute(self.wal.truncations());
+        self.wal_restarts.absolute(self.wal.restarts());
         self.upkeep();
         self.handle.render()
     }

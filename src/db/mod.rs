@@ -228,6 +228,7 @@ pub struct WalStats {
     lag_frames: AtomicU64,
     last_complete_ms: AtomicI64,
     truncations: AtomicU64,
+    restarts: AtomicU64,
 }
 
 impl WalStats {
@@ -254,6 +255,12 @@ impl WalStats {
     /// `TRUNCATE` checkpoints done.
     pub fn truncations(&self) -> u64 {
         self.truncations.load(Ordering::Relaxed)
+    }
+
+    /// `RESTART` checkpoints done: each left the WAL for the next commit to write over from
+    /// its start.
+    pub fn restarts(&self) -> u64 {
+        self.restarts.load(Ordering::Relaxed)
     }
 }
 
@@ -362,7 +369,10 @@ pub fn spawn_checkpointer_with(
                         Ordering::Relaxed,
                     );
                 }
-                Ok((0, log, _)) => restarted_at = Some(log),
+                Ok((0, log, _)) => {
+                    restarted_at = Some(log);
+                    stats.restarts.fetch_add(1, Ordering::Relaxed);
+                }
                 Ok(_) => tracing::debug!(pragma, "blocking checkpoint skipped: database busy"),
                 Err(e) => tracing::debug!(pragma, error = %e, "blocking checkpoint failed"),
             }

@@ -555,6 +555,7 @@ async fn under_steady_posts_the_wal_is_written_over_from_its_start() {
         0.0,
         "{m}"
     );
+    assert!(metric(&m, "hearth_sqlite_wal_restarts_total") >= 1.0, "{m}");
 }
 
 /// Regression: the checkpointer truncated every WAL past 4 MiB, which a second of posts at
