@@ -43,10 +43,20 @@ try {
 
   const editor = david.locator("trix-editor#message_body")
   await editor.click()
+  // Each toggle of bold waits for the editor to have taken the keys before it and the toggle
+  // itself: under load Trix can apply a key's input after a later shortcut.
+  const boldIs = (on) => david.waitForFunction(([want]) => {
+    const button = document.querySelector('trix-toolbar button[data-trix-attribute="bold"]')
+    return button && button.classList.contains("trix-active") === want
+  }, [on], { timeout: 5000 }).catch(() => fail(`bold did not turn ${on ? "on" : "off"}`))
   await editor.pressSequentially("see https://example.com/page and ", { delay: 10 })
+  await david.waitForFunction(() => document.querySelector("trix-editor#message_body").textContent.includes("page and"), null, { timeout: 5000 })
   await david.keyboard.press("Control+B")
+  await boldIs(true)
   await editor.pressSequentially("bold", { delay: 10 })
+  await david.locator("trix-editor#message_body strong", { hasText: "bold" }).waitFor({ state: "attached", timeout: 5000 }).catch(() => fail("the editor has no bold \"bold\""))
   await david.keyboard.press("Control+B")
+  await boldIs(false)
   await editor.pressSequentially(" hi @Jas", { delay: 30 })
   const option = david.locator(".mention-picker__option", { hasText: "Jason" }).first()
   await option.waitFor({ state: "visible", timeout: 10000 }).catch(() => fail("the autocomplete did not list Jason"))
