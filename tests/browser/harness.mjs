@@ -163,7 +163,8 @@ export async function boxInView(page, selector, what) {
     try {
       await el.scrollIntoViewIfNeeded({ timeout: 5000 })
       box = await el.boundingBox()
-      break
+      // Null: replaced right after the scroll (seen once under load); look it up again.
+      if (box || attempt >= 3) break
     } catch (error) {
       if (attempt >= 3 || !/not attached/.test(String(error))) throw error
     }
