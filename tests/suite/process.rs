@@ -438,6 +438,24 @@ fn metric(text: &str, name: &str) -> f64 {
         .unwrap_or_else(|| panic!("{name} not in /metrics"))
 }
 
+/// Another program's bulk import: `mib` MiB of text (each 512 KiB of random bytes as hex) into
+/// the existing `searches` table, in one transaction, so that the WAL grows by about that much
+/// without a schema change under the server.
+async fn bulk_import(dir: &Path, mib: usize) {
+    let mut writer = outside_connection(dir).await;
+    sqlx::query("BEGIN").execute(&mut writer).await.unwrap();
+    for _ in 0..mib {
+        sqlx::query(
+            "INSERT INTO searches (user_id, query, created_at, updated_at) \
+             VALUES (1, hex(randomblob(524288)), 0, 0)",
+        )
+        .execute(&mut writer)
+        .await
+        .unwrap();
+    }
+    sqlx::query("COMMIT").execute(&mut writer).await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reader_pinning_a_growing_wal_never_stalls_posts() {
     let dir = common::temp_dir("pinned");
@@ -453,18 +471,7 @@ async fn a_reader_pinning_a_growing_wal_never_stalls_posts() {
         .unwrap();
     // Meanwhile the WAL grows past 64 MiB, the truncation threshold (a bulk import by another
     // program; into an existing table, so that the schema does not change under the server).
-    let mut writer = outside_connection(&dir).await;
-    sqlx::query("BEGIN").execute(&mut writer).await.unwrap();
-    for _ in 0..80 {
-        sqlx::query(
-            "INSERT INTO searches (user_id, query, created_at, updated_at) \
-             VALUES (1, hex(randomblob(524288)), 0, 0)",
-        )
-        .execute(&mut writer)
-        .await
-        .unwrap();
-    }
-    sqlx::query("COMMIT").execute(&mut writer).await.unwrap();
+    bulk_import(&dir, 80).await;
     tokio::time::sleep(Duration::from_millis(1500)).await;
 
     // Posts for a few checkpoint intervals: none waits for the checkpointer.
@@ -566,19 +573,7 @@ async fn a_wal_of_a_busy_second_is_written_over_not_truncated() {
     let dir = common::temp_dir("busy-wal");
     let hearth = Hearth::start(&dir, &[]).await;
     // 16 MiB of frames in one transaction (another program's, into an existing table).
-    let mut writer = outside_connection(&dir).await;
-    sqlx::query("BEGIN").execute(&mut writer).await.unwrap();
-    for _ in 0..16 {
-        sqlx::query(
-            "INSERT INTO searches (user_id, query, created_at, updated_at) \
-             VALUES (1, hex(randomblob(524288)), 0, 0)",
-        )
-        .execute(&mut writer)
-        .await
-        .unwrap();
-    }
-    sqlx::query("COMMIT").execute(&mut writer).await.unwrap();
-    drop(writer);
+    bulk_import(&dir, 16).await;
 
     // A checkpoint copies every frame back; the file keeps its length, and nothing is truncated.
     let mut c = hearth.client();
