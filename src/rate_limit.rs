@@ -34,8 +34,15 @@ impl RateLimiter {
     /// Records an attempt from `ip` at `now`; false when the attempt is over the limit (and
     /// then it is not counted).
     pub fn allow(&self, ip: IpAddr, now: Instant) -> bool {
+        self.attempt(ip, now).is_ok()
+    }
+
+    /// Records an attempt from `ip` at `now`, as [`Self::allow`]; when it is over the limit,
+    /// `Err` with how long until the oldest counted attempt leaves the window (at most the
+    /// window: what a `Retry-After` should say).
+    pub fn attempt(&self, ip: IpAddr, now: Instant) -> Result<(), Duration> {
         if self.limit == 0 {
-            return true;
+            return Ok(());
         }
         let mut attempts = self.attempts.lock();
         if attempts.len() > 10_000 {
@@ -50,10 +57,11 @@ impl RateLimiter {
             q.pop_front();
         }
         if q.len() >= self.limit as usize {
-            return false;
+            let oldest = q.front().copied().unwrap_or(now);
+            return Err(self.window.saturating_sub(now.duration_since(oldest)));
         }
         q.push_back(now);
-        true
+        Ok(())
     }
 }
 
@@ -226,6 +234,25 @@ mod tests {
         assert!(!limiter.allow(ip, t0 + Duration::from_secs(1)));
         assert!(limiter.allow(other, t0));
         assert!(limiter.allow(ip, t0 + WINDOW));
+    }
+
+    #[test]
+    fn a_refused_attempt_says_when_the_oldest_leaves_the_window() {
+        let limiter = RateLimiter::new(2, WINDOW);
+        let ip: IpAddr = "10.0.0.1".parse().unwrap();
+        let t0 = Instant::now();
+        assert_eq!(limiter.attempt(ip, t0), Ok(()));
+        assert_eq!(limiter.attempt(ip, t0 + Duration::from_secs(30)), Ok(()));
+        assert_eq!(
+            limiter.attempt(ip, t0 + Duration::from_secs(50)),
+            Err(WINDOW - Duration::from_secs(50))
+        );
+        // The refused attempt was not counted: the first slot frees at t0 + WINDOW.
+        assert_eq!(limiter.attempt(ip, t0 + WINDOW), Ok(()));
+        assert_eq!(
+            limiter.attempt(ip, t0 + WINDOW),
+            Err(Duration::from_secs(30))
+        );
     }
 
     #[test]

@@ -33,7 +33,7 @@ pub struct AppState {
     pub pool: SqlitePool,
     /// Session and membership answers kept for `--auth-cache-seconds` (or until an access
     /// change in this process).
-    pub auth_cache: AuthCache,
+    pub auth_cache: std::sync::Arc<AuthCache>,
     /// The posts waiting for the next group commit ([`crate::db::messages::create_then`]).
     pub commits: crate::db::messages::GroupCommit,
     /// The fan-out engine (cable connections attach to it).
@@ -294,7 +294,9 @@ impl AppState {
         )?;
         let state = Self {
             pool,
-            auth_cache: AuthCache::new(std::time::Duration::from_secs(config.auth_cache_seconds)),
+            auth_cache: std::sync::Arc::new(AuthCache::new(std::time::Duration::from_secs(
+                config.auth_cache_seconds,
+            ))),
             commits: crate::db::messages::GroupCommit::default(),
             broadcaster,
             bus,

@@ -476,7 +476,8 @@ pub async fn create(
     client_message_id: &str,
     body: &str,
 ) -> sqlx::Result<Message> {
-    let uncached = super::auth_cache::AuthCache::new(std::time::Duration::ZERO);
+    let uncached =
+        std::sync::Arc::new(super::auth_cache::AuthCache::new(std::time::Duration::ZERO));
     let new = NewMessage {
         room_id,
         creator_id,
@@ -523,10 +524,11 @@ pub struct NewMessage<'a> {
 /// the next transaction together: one multi-row `INSERT … RETURNING` (one statement, run on
 /// the committing task's own thread, [`super::inline::Inline`], and one WAL commit for all of
 /// them, at most
-/// [`GROUP_COMMIT_MAX`]). Each post is still answered only after its own commit. One of the
-/// waiting posts' tasks does the commit for all (the first to find none running; when it is
-/// done it hands the next group to a task still waiting, so no post serves the others for
-/// longer than one group). A group whose statement fails (a taken `client_message_id`) is
+/// [`GROUP_COMMIT_MAX`]). Each post is still answered only after its own commit. The groups
+/// are committed by a task of their own, spawned by the first post to find none running and
+/// ending when the queue is empty: a post whose request is dropped (its client gave up) stays
+/// queued and is stored all the same, and never holds up or takes down the posts queued with
+/// it or after it. A group whose statement fails (a taken `client_message_id`) is
 /// inserted again one post at a time, so only the offending post fails. A post with an
 /// attachment commits alone (its blob is attached in the same transaction).
 ///
@@ -548,7 +550,7 @@ pub struct NewMessage<'a> {
 /// nothing is stored then.
 pub async fn create_then<T: Send + 'static>(
     pool: &SqlitePool,
-    cache: &super::auth_cache::AuthCache,
+    cache: &std::sync::Arc<super::auth_cache::AuthCache>,
     commits: &GroupCommit,
     new: &NewMessage<'_>,
     committed: impl FnOnce(&Message, &[i64]) -> T + Send + 'static,
@@ -556,8 +558,7 @@ pub async fn create_then<T: Send + 'static>(
     if let Some(blob_id) = new.attachment_blob_id {
         return create_with_attachment(pool, cache, new, blob_id, committed).await;
     }
-    let (done_tx, mut done) = tokio::sync::oneshot::channel();
-    let (lead_tx, mut lead) = tokio::sync::oneshot::channel();
+    let (done_tx, done) = tokio::sync::oneshot::channel();
     let pending = Pending {
         new: Owned::of(new),
         finish: Box::new(move |result, member_ids| {
@@ -566,55 +567,83 @@ pub async fn create_then<T: Send + 'static>(
                 (message, out)
             }));
         }),
-        lead: Some(lead_tx),
         queued: std::time::Instant::now(),
     };
     let leads = {
-        let mut queue = commits.queue.lock();
+        let mut queue = commits.shared.queue.lock();
         queue.pending.push(pending);
         !std::mem::replace(&mut queue.leading, true)
     };
-    if !leads {
-        tokio::select! {
-            result = &mut done => return result.unwrap_or_else(|_| Err(gone())),
-            led = &mut lead => if led.is_err() { return done.await.unwrap_or_else(|_| Err(gone())) },
-        }
+    if leads {
+        tokio::spawn(commit_groups(pool.clone(), cache.clone(), commits.clone()));
     }
-    // This task commits the next group (its own post among the first); when it ends, also
-    // when its future is dropped, the lead goes to a post still waiting.
-    let handoff = Handoff(commits);
-    // The insert runs on this thread and does not yield: first let the tasks that are ready
-    // (posts already read) queue theirs, so that they join this group.
-    tokio::task::yield_now().await;
-    // Every post waits at most WRITE_WAIT from when it was queued, however many groups are
-    // ahead of it: the group's deadline is its oldest post's (the front of the queue).
-    let deadline = commits
-        .queue
-        .lock()
-        .pending
-        .first()
-        .map_or_else(std::time::Instant::now, |p| p.queued)
-        + super::WRITE_WAIT;
-    let write =
-        super::write_lock_until(deadline.min(std::time::Instant::now() + super::LOCK_WAIT)).await;
-    let group: Vec<Pending> = {
-        let mut queue = commits.queue.lock();
-        let n = queue.pending.len().min(GROUP_COMMIT_MAX);
-        queue.pending.drain(..n).collect()
-    };
-    match write {
-        Ok(write) => {
-            commit_group(pool, cache, commits, group, deadline).await;
-            drop(write);
-        }
-        Err(_) => {
-            for p in group {
-                (p.finish)(Err(busy_since(p.queued)), &[]);
+    done.await.unwrap_or_else(|_| Err(gone()))
+}
+
+/// The committing task of [`create_then`]: commits the queued posts group by group until the
+/// queue is empty, then ends (the next post to arrive spawns another).
+async fn commit_groups(
+    pool: SqlitePool,
+    cache: std::sync::Arc<super::auth_cache::AuthCache>,
+    commits: GroupCommit,
+) {
+    // Should this task end early (the runtime shutting down), the next post leads.
+    struct Ends<'a> {
+        commits: &'a GroupCommit,
+        done: bool,
+    }
+    impl Drop for Ends<'_> {
+        fn drop(&mut self) {
+            if !self.done {
+                self.commits.shared.queue.lock().leading = false;
             }
         }
     }
-    drop(handoff);
-    done.await.unwrap_or_else(|_| Err(gone()))
+    let mut ends = Ends {
+        commits: &commits,
+        done: false,
+    };
+    loop {
+        // The insert runs on this thread and does not yield: first let the tasks that are
+        // ready (posts already read) queue theirs, so that they join this group.
+        tokio::task::yield_now().await;
+        // Every post waits at most WRITE_WAIT from when it was queued, however many groups
+        // are ahead of it: the group's deadline is its oldest post's (the front of the queue).
+        let deadline = commits
+            .shared
+            .queue
+            .lock()
+            .pending
+            .first()
+            .map_or_else(std::time::Instant::now, |p| p.queued)
+            + super::WRITE_WAIT;
+        let write =
+            super::write_lock_until(deadline.min(std::time::Instant::now() + super::LOCK_WAIT))
+                .await;
+        let group: Vec<Pending> = {
+            let mut queue = commits.shared.queue.lock();
+            let n = queue.pending.len().min(GROUP_COMMIT_MAX);
+            queue.pending.drain(..n).collect()
+        };
+        match write {
+            Ok(write) => {
+                commit_group(&pool, &cache, &commits, group, deadline).await;
+                drop(write);
+            }
+            Err(_) => {
+                for p in group {
+                    (p.finish)(Err(busy_since(p.queued)), &[]);
+                }
+            }
+        }
+        let mut queue = commits.shared.queue.lock();
+        if queue.pending.is_empty() {
+            // Under the queue's lock: a post queued from now on finds no one leading.
+            queue.leading = false;
+            ends.done = true;
+            return;
+        }
+    }
 }
 
 /// Most posts one group commit takes ([`create_then`]); more wait for the next.
@@ -624,9 +653,14 @@ pub const GROUP_COMMIT_MAX: usize = 64;
 const _: () = assert!(GROUP_COMMIT_MAX < super::inline::CACHED_STATEMENTS);
 
 /// The posts waiting for the next group commit of [`create_then`] (one per database), and
-/// how many transactions and posts it has committed.
-#[derive(Debug, Default)]
+/// how many transactions and posts it has committed. A handle: clones share the queue.
+#[derive(Clone, Debug, Default)]
 pub struct GroupCommit {
+    shared: std::sync::Arc<Shared>,
+}
+
+#[derive(Debug, Default)]
+struct Shared {
     queue: parking_lot::Mutex<Queue>,
     /// The connection the groups are inserted on.
     inline: super::inline::Inline,
@@ -637,19 +671,21 @@ pub struct GroupCommit {
 impl GroupCommit {
     /// Transactions committed so far (one per group).
     pub fn transactions(&self) -> u64 {
-        self.transactions.load(std::sync::atomic::Ordering::Relaxed)
+        self.shared
+            .transactions
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Posts committed so far (through groups).
     pub fn posts(&self) -> u64 {
-        self.posts.load(std::sync::atomic::Ordering::Relaxed)
+        self.shared.posts.load(std::sync::atomic::Ordering::Relaxed)
     }
 }
 
 #[derive(Default)]
 struct Queue {
     pending: Vec<Pending>,
-    /// Whether a task is committing (or about to commit) a group.
+    /// Whether the committing task ([`commit_groups`]) is running.
     leading: bool,
 }
 
@@ -669,8 +705,6 @@ type Finish = Box<dyn FnOnce(sqlx::Result<Message>, &[i64]) + Send>;
 struct Pending {
     new: Owned,
     finish: Finish,
-    /// Tells the post's own task to commit the next group.
-    lead: Option<tokio::sync::oneshot::Sender<()>>,
     /// When it was queued: it waits at most [`super::WRITE_WAIT`] from then.
     queued: std::time::Instant,
 }
@@ -713,26 +747,6 @@ impl Owned {
             attachment: None,
             creator_avatar: self.creator_avatar,
         }
-    }
-}
-
-/// Hands the lead to the first waiting post whose task is still there, or gives it up.
-struct Handoff<'a>(&'a GroupCommit);
-
-impl Drop for Handoff<'_> {
-    fn drop(&mut self) {
-        let mut queue = self.0.queue.lock();
-        let mut next = 0;
-        while next < queue.pending.len() {
-            if let Some(lead) = queue.pending[next].lead.take() {
-                if lead.send(()).is_ok() {
-                    return;
-                }
-            }
-            next += 1;
-        }
-        // Nobody is waiting (a post whose task is gone stays queued for the next leader).
-        queue.leading = false;
     }
 }
 
@@ -837,15 +851,18 @@ async fn commit_group(
     };
     let committed = |posts: u64| {
         commits
+            .shared
             .transactions
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         commits
+            .shared
             .posts
             .fetch_add(posts, std::sync::atomic::Ordering::Relaxed);
     };
     // Stamped under the write lock, so posts commit in the order of their timestamps.
     let now = super::now_ms();
     let result = commits
+        .shared
         .inline
         .run(pool, deadline, |c| insert(c, &news, now))
         .await;
@@ -892,6 +909,7 @@ async fn commit_group(
             for (new, (finish, queued)) in group {
                 let now = super::now_ms();
                 let inserted = commits
+                    .shared
                     .inline
                     .run(pool, deadline, |c| {
                         insert(c, std::slice::from_ref(&new), now)

@@ -95,14 +95,13 @@ pub async fn create(
         .unwrap_or("")
         .trim()
         .to_owned();
-    if !state.login_limiter.allow(ctx.ip, Instant::now()) {
+    if let Err(wait) = state.login_limiter.attempt(ctx.ip, Instant::now()) {
         let alert = "Too many sign-in attempts. Try again later.";
-        return Ok(sign_in_page(
-            &ctx,
-            StatusCode::TOO_MANY_REQUESTS,
-            Some(alert),
-            &email,
-        ));
+        let mut page = sign_in_page(&ctx, StatusCode::TOO_MANY_REQUESTS, Some(alert), &email);
+        // Whole seconds, rounded up and at least 1, as the other limits' 429s say it.
+        let secs = wait.as_secs_f64().ceil().max(1.0) as u64;
+        page.headers_mut().insert(header::RETRY_AFTER, secs.into());
+        return Ok(page);
     }
     let password = ctx.form.get("password").unwrap_or("").to_owned();
     let found = if password.is_empty() || password.len() > MAX_PASSWORD_BYTES {

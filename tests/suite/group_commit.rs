@@ -176,3 +176,101 @@ async fn a_post_to_a_room_deleted_meanwhile_fails_alone_and_its_group_is_stored(
     }
     server.stop().await;
 }
+
+/// Counts room 1's messages whose client message id starts with `prefix`.
+async fn stored_with_prefix(state: &hearth::state::AppState, prefix: &str) -> i64 {
+    sqlx::query_scalar("SELECT COUNT(*) FROM messages WHERE client_message_id LIKE ? || '%'")
+        .bind(prefix)
+        .fetch_one(&state.pool)
+        .await
+        .unwrap()
+}
+
+/// Spawns a post of `cid` to room 1; the task answers what `create_then` answered.
+fn spawn_post(
+    state: &Arc<hearth::state::AppState>,
+    cid: String,
+) -> tokio::task::JoinHandle<Result<i64, String>> {
+    let state = state.clone();
+    tokio::spawn(async move {
+        messages::create_then(
+            &state.pool,
+            &state.auth_cache,
+            &state.commits,
+            &new(&cid, "<div>queued</div>"),
+            |_, _| (),
+        )
+        .await
+        .map(|(message, ())| message.id)
+        .map_err(|e| e.to_string())
+    })
+}
+
+#[tokio::test]
+async fn posts_whose_requests_were_dropped_never_stop_the_posts_after_them() {
+    // Regression: 70 posts queued behind a held write lock, whose requests were then dropped
+    // (their clients gave up), left the queue without a committing task; the next post
+    // committed 64 of them as a group, handed the lead to itself and waited for ever, and so
+    // did every post after it.
+    let server = TestServer::start().await;
+    let state = server.state.clone();
+    fill_member_cache(&state, "warm-dropped").await;
+    let held = hearth::db::Write::begin(&state.pool, hearth::db::Access::Kept)
+        .await
+        .unwrap();
+    let dropped: Vec<_> = (0..70)
+        .map(|i| spawn_post(&state, format!("dropped-{i}")))
+        .collect();
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    for post in &dropped {
+        post.abort();
+    }
+    for post in dropped {
+        let _ = post.await;
+    }
+    drop(held);
+    for cid in ["after-1", "after-2"] {
+        let answered = tokio::time::timeout(
+            std::time::Duration::from_secs(10),
+            spawn_post(&state, cid.into()),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("{cid} was never answered"))
+        .unwrap();
+        assert!(answered.is_ok(), "{cid}: {answered:?}");
+    }
+    // The dropped posts were stored all the same: their clients gave up, not the server.
+    assert_eq!(stored_with_prefix(&state, "dropped-").await, 70);
+    assert_eq!(stored_with_prefix(&state, "after-").await, 2);
+}
+
+#[tokio::test]
+async fn a_post_whose_request_is_dropped_mid_commit_takes_none_of_its_group_down() {
+    // Regression: the first post's task committed its group itself, so when its request was
+    // dropped while SQLite was locked from outside, the other 29 posts of the group failed
+    // with "attempted to communicate with a crashed background worker" and none was stored.
+    use sqlx::ConnectOptions;
+    let server = TestServer::start().await;
+    let state = server.state.clone();
+    fill_member_cache(&state, "warm-mid").await;
+    let mut outside = state.pool.connect_options().connect().await.unwrap();
+    sqlx::query("BEGIN IMMEDIATE")
+        .execute(&mut outside)
+        .await
+        .unwrap();
+    let posts: Vec<_> = (0..30)
+        .map(|i| spawn_post(&state, format!("mid-{i}")))
+        .collect();
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    posts[0].abort();
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    sqlx::query("ROLLBACK").execute(&mut outside).await.unwrap();
+    for (i, post) in posts.into_iter().enumerate().skip(1) {
+        let answered = tokio::time::timeout(std::time::Duration::from_secs(10), post)
+            .await
+            .unwrap_or_else(|_| panic!("post {i} was never answered"))
+            .unwrap();
+        assert!(answered.is_ok(), "post {i}: {answered:?}");
+    }
+    assert_eq!(stored_with_prefix(&state, "mid-").await, 30);
+}
