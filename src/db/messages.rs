@@ -587,7 +587,8 @@ async fn commit_groups(
     cache: std::sync::Arc<super::auth_cache::AuthCache>,
     commits: GroupCommit,
 ) {
-    // Should this task end early (the runtime shutting down), the next post leads.
+    // Should this task end early (a panic in a post's `committed`, the runtime shutting down),
+    // the next post to arrive spawns another, which commits what is still queued.
     struct Ends<'a> {
         commits: &'a GroupCommit,
         done: bool,
