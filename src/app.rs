@@ -168,7 +168,7 @@ async fn limit_requests(
     {
         Ok(()) => next.run(request).await,
         Err(wait) => {
-            let secs = wait.as_secs_f64().ceil().max(1.0) as u64;
+            let secs = crate::rate_limit::retry_after_secs(wait);
             tracing::info!(
                 ?action,
                 ?client,

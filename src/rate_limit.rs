@@ -10,6 +10,12 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
+/// A wait as a `Retry-After` value (RFC 9110 §10.2.3, delay-seconds): whole seconds, rounded
+/// up, at least 1 (a client told 0 would retry at once and be refused again).
+pub fn retry_after_secs(wait: Duration) -> u64 {
+    wait.as_secs_f64().ceil().max(1.0) as u64
+}
+
 /// The window of the login limit (Campfire: 3 minutes).
 pub const WINDOW: Duration = Duration::from_secs(180);
 
@@ -234,6 +240,13 @@ mod tests {
         assert!(!limiter.allow(ip, t0 + Duration::from_secs(1)));
         assert!(limiter.allow(other, t0));
         assert!(limiter.allow(ip, t0 + WINDOW));
+    }
+
+    #[test]
+    fn retry_after_is_whole_seconds_rounded_up_and_never_zero() {
+        assert_eq!(retry_after_secs(Duration::ZERO), 1);
+        assert_eq!(retry_after_secs(Duration::from_millis(1200)), 2);
+        assert_eq!(retry_after_secs(Duration::from_secs(3)), 3);
     }
 
     #[test]

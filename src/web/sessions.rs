@@ -98,8 +98,7 @@ pub async fn create(
     if let Err(wait) = state.login_limiter.attempt(ctx.ip, Instant::now()) {
         let alert = "Too many sign-in attempts. Try again later.";
         let mut page = sign_in_page(&ctx, StatusCode::TOO_MANY_REQUESTS, Some(alert), &email);
-        // Whole seconds, rounded up and at least 1, as the other limits' 429s say it.
-        let secs = wait.as_secs_f64().ceil().max(1.0) as u64;
+        let secs = crate::rate_limit::retry_after_secs(wait);
         page.headers_mut().insert(header::RETRY_AFTER, secs.into());
         return Ok(page);
     }

@@ -186,6 +186,18 @@ async fn stored_with_prefix(state: &hearth::state::AppState, prefix: &str) -> i6
         .unwrap()
 }
 
+/// What `post` answered, waiting at most 10 s; panics, naming it `what`, when it was never
+/// answered.
+async fn answered(
+    post: tokio::task::JoinHandle<Result<i64, String>>,
+    what: &str,
+) -> Result<i64, String> {
+    tokio::time::timeout(std::time::Duration::from_secs(10), post)
+        .await
+        .unwrap_or_else(|_| panic!("{what} was never answered"))
+        .unwrap()
+}
+
 /// Spawns a post of `cid` to room 1; the task answers what `create_then` answered.
 fn spawn_post(
     state: &Arc<hearth::state::AppState>,
@@ -230,14 +242,8 @@ async fn posts_whose_requests_were_dropped_never_stop_the_posts_after_them() {
     }
     drop(held);
     for cid in ["after-1", "after-2"] {
-        let answered = tokio::time::timeout(
-            std::time::Duration::from_secs(10),
-            spawn_post(&state, cid.into()),
-        )
-        .await
-        .unwrap_or_else(|_| panic!("{cid} was never answered"))
-        .unwrap();
-        assert!(answered.is_ok(), "{cid}: {answered:?}");
+        let answer = answered(spawn_post(&state, cid.into()), cid).await;
+        assert!(answer.is_ok(), "{cid}: {answer:?}");
     }
     // The dropped posts were stored all the same: their clients gave up, not the server.
     assert_eq!(stored_with_prefix(&state, "dropped-").await, 70);
@@ -266,11 +272,8 @@ async fn a_post_whose_request_is_dropped_mid_commit_takes_none_of_its_group_down
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     sqlx::query("ROLLBACK").execute(&mut outside).await.unwrap();
     for (i, post) in posts.into_iter().enumerate().skip(1) {
-        let answered = tokio::time::timeout(std::time::Duration::from_secs(10), post)
-            .await
-            .unwrap_or_else(|_| panic!("post {i} was never answered"))
-            .unwrap();
-        assert!(answered.is_ok(), "post {i}: {answered:?}");
+        let answer = answered(post, &format!("post {i}")).await;
+        assert!(answer.is_ok(), "post {i}: {answer:?}");
     }
     assert_eq!(stored_with_prefix(&state, "mid-").await, 30);
 }

@@ -583,11 +583,7 @@ async fn posting_past_the_limit_is_429_with_retry_after_and_stores_nothing() {
     }
     let r = c.post_message(1, "flood", "flood-3", &csrf).await;
     assert_eq!(r.status, 429);
-    let retry: u64 = r
-        .header("retry-after")
-        .expect("Retry-After")
-        .parse()
-        .unwrap();
+    let retry = r.retry_after();
     assert!((1..=20).contains(&retry), "{retry}");
     let stored: i64 =
         sqlx::query_scalar("SELECT COUNT(*) FROM messages WHERE client_message_id LIKE 'flood-%'")

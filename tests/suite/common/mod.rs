@@ -132,6 +132,13 @@ impl Response {
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
             .map(|(_, v)| v.as_str())
     }
+    /// The `Retry-After` header's seconds; panics when it is missing or not a number.
+    pub fn retry_after(&self) -> u64 {
+        self.header("retry-after")
+            .expect("a Retry-After header")
+            .parse()
+            .expect("Retry-After in seconds")
+    }
     pub fn headers_named(&self, name: &str) -> Vec<&str> {
         self.headers
             .iter()
