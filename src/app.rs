@@ -305,8 +305,10 @@ async fn up(
 }
 
 /// `GET /cable` on a cable node: verifies the session cookie here, asks the app node who
-/// holds the session (answers cached for `--auth-cache-seconds`), then upgrades as
-/// [`crate::cable::upgrade`]. 503 while the app node cannot answer.
+/// holds the session (answers cached for `--auth-cache-seconds`, except for a restore, whose
+/// session is looked up afresh and whose rooms are re-checked:
+/// [`crate::cable::verify_restore`]), then upgrades as [`crate::cable::upgrade`]. 503 while
+/// the app node cannot answer.
 async fn cable_via_app(
     axum::extract::State(CableState { state, host }): axum::extract::State<CableState>,
     request: axum::extract::Request,
@@ -327,26 +329,11 @@ async fn cable_via_app(
         .into_iter()
         .find(|(name, _)| name == SESSION_COOKIE)
         .and_then(|(_, value)| state.cookies.verify(SESSION_COOKIE, &value));
-    // A restored extended-protocol session needs no identification: its sid and the cookie's
-    // session token (verified here) are enough, and the app node is not asked.
-    let restored = crate::cable::requested_sid(&request)
-        .and_then(|sid| state.sessions.take(&sid, token.as_deref()));
-    if let Some(stored) = restored {
-        return crate::cable::upgrade(
-            state,
-            host,
-            request,
-            Identity {
-                user: Some(stored.user.clone()),
-                session_token: stored.session_token.clone(),
-                secure,
-                restored: Some(stored),
-            },
-        )
-        .await;
-    }
+    // A restored extended-protocol session is identified too, afresh (nothing cached about
+    // the session is trusted: it may have ended while its socket was away).
+    let stored = crate::cable::take_stored(&state, &request, token.as_deref());
     let user = match &token {
-        Some(token) => match host.identify(token).await {
+        Some(token) => match host.identify(token, stored.is_some()).await {
             Ok(user) => user,
             Err(e) => {
                 tracing::warn!(error = %e, "cannot identify a cable connection: app node unreachable");
@@ -360,6 +347,10 @@ async fn cable_via_app(
         },
         None => None,
     };
+    let restored = match stored {
+        Some(stored) => crate::cable::verify_restore(host.as_ref(), user.as_ref(), stored).await,
+        None => None,
+    };
     let session_token = token.filter(|_| user.is_some());
     crate::cable::upgrade(
         state,
@@ -369,19 +360,22 @@ async fn cable_via_app(
             user,
             session_token,
             secure,
-            restored: None,
+            restored,
         },
     )
     .await
 }
 
 /// `GET /cable`: hands the request and who it is (from the request context the web layer
-/// built out of its cookies) to [`crate::cable::upgrade`].
+/// built out of its cookies) to [`crate::cable::upgrade`]. A restore (`?sid=` naming a stored
+/// session of the cookie's session) looks the session up again, uncached, and re-checks its
+/// rooms ([`crate::cable::verify_restore`]); 503 when the database cannot answer.
 async fn cable(
     axum::extract::State(CableState { state, host }): axum::extract::State<CableState>,
     request: axum::extract::Request,
 ) -> axum::response::Response {
-    let identity = match request.extensions().get::<Ctx>() {
+    use axum::response::IntoResponse as _;
+    let mut identity = match request.extensions().get::<Ctx>() {
         Some(ctx) => Identity {
             user: ctx.user.clone(),
             session_token: ctx.session_token.clone(),
@@ -390,6 +384,25 @@ async fn cable(
         },
         None => Identity::default(),
     };
+    let token = identity.session_token.clone();
+    if let Some((stored, token)) =
+        crate::cable::take_stored(&state, &request, token.as_deref()).zip(token.as_deref())
+    {
+        identity.user = match host.identify(token, true).await {
+            Ok(user) => user,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot identify a restored cable session");
+                return (
+                    axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                    [(axum::http::header::RETRY_AFTER, "2")],
+                    "Service unavailable",
+                )
+                    .into_response();
+            }
+        };
+        identity.restored =
+            crate::cable::verify_restore(host.as_ref(), identity.user.as_ref(), stored).await;
+    }
     crate::cable::upgrade(state, host, request, identity).await
 }
 
@@ -485,6 +498,20 @@ fn apply_control(state: &SharedState, command: &Control) {
                 link.forget_user(*user_id);
             }
             tracing::debug!(user_id, connections = closed, "remote disconnect");
+        }
+        Control::SessionsEnded {
+            user_id,
+            session_sha256,
+        } => {
+            // Whether or not this node holds a socket of the user: nothing it kept of those
+            // sessions may bring them back (a restore, a cached identification).
+            crate::db::generation::advance();
+            state
+                .sessions
+                .forget_user(*user_id, session_sha256.as_deref());
+            if let Some(link) = &state.app_link {
+                link.forget_user(*user_id);
+            }
         }
         Control::AccessRevoked { user_ids } => {
             // Lookups cached before the revocation (this node's, and a cable node's answers

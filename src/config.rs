@@ -196,8 +196,8 @@ pub struct Config {
     pub history_ttl: u64,
 
     /// How long an `actioncable-v1-ext-json` session can be restored after its socket closed,
-    /// in seconds (`?sid=`: no re-identification, no re-subscription); 0 turns restores off
-    /// (AnyCable's `--sessions_ttl`).
+    /// in seconds (`?sid=`: no re-subscription; the session is identified again and its rooms
+    /// re-checked); 0 turns restores off (AnyCable's `--sessions_ttl`).
     #[arg(long, env = "HEARTH_SESSIONS_TTL", default_value_t = 300)]
     pub sessions_ttl: u64,
 

@@ -9,7 +9,8 @@
 //! - **broadcasts** ([`Bus::publish`], [`Bus::publish_each`]): Action Cable's
 //!   `ActionCable.server.broadcast(broadcasting, message)`;
 //! - **node-to-node commands** ([`Bus::control`] with a [`Control`]): "close this user's (or
-//!   this session's) sockets" and "these users lost access to rooms", applied by every node
+//!   this session's) sockets", "forget what was kept of this user's (or this session's)
+//!   connections" and "these users lost access to rooms", applied by every node
 //!   (this one included) to its own sockets, by the handler set with [`Bus::on_control`];
 //! - **the local interest count** ([`Bus::interest`]): the only way a connection attaches or
 //!   detaches a stream, so the Redis adapter `SUBSCRIBE`s a stream's first local subscriber
@@ -54,6 +55,17 @@ pub enum Control {
         session_sha256: Option<String>,
         /// Whether the client may reconnect.
         reconnect: bool,
+    },
+    /// A user's sessions ended (all of them, or one: sign-out, deactivation, a ban, a
+    /// password change, a remote disconnect): every node forgets what it kept of them (the
+    /// `actioncable-v1-ext-json` sessions it could restore, a cable node's cached answers
+    /// about the user), whether or not it holds a socket of the user. Sent with every
+    /// [`Control::Disconnect`] (which reaches only the nodes holding the user's sockets).
+    SessionsEnded {
+        /// The user.
+        user_id: i64,
+        /// Only the session whose token has this SHA-256 (lowercase hex); None for all.
+        session_sha256: Option<String>,
     },
     /// These users lost access to rooms (a membership revoked, a room closed to them or
     /// destroyed): their connections re-check their room subscriptions and drop those no

@@ -17,7 +17,9 @@
 //!   and dropped. `action_cable/<connection identifier>` carries remote disconnects
 //!   (`{"type":"disconnect","reconnect":…}`, Rails' `RemoteConnections` and
 //!   `Connection::InternalChannel`); the control channel carries revocations
-//!   (`{"type":"access_revoked","user_ids":[…]}`). Both become a [`Control`] handed to the
+//!   (`{"type":"access_revoked","user_ids":[…]}`) and ended sessions
+//!   (`{"type":"sessions_ended",…}`, sent with every remote disconnect, so that the nodes
+//!   holding no socket of the user forget what they kept of its sessions too). Both become a [`Control`] handed to the
 //!   handler set with [`Bus::on_control`]: [`Bus::control`] publishes, and every node applies
 //!   what it receives, the sender included.
 //! - **Local delivery** comes back through the node's own subscription, as in Rails. While the
@@ -73,8 +75,9 @@ pub struct HistorySettings {
     pub log_limit: usize,
 }
 
-/// Hearth's node-to-node control channel (under the channel prefix): revocations, as
-/// `{"type":"access_revoked","user_ids":[…]}`.
+/// Hearth's node-to-node control channel (under the channel prefix), which every node
+/// listens to: revocations, as `{"type":"access_revoked","user_ids":[…]}`, and ended sessions,
+/// as `{"type":"sessions_ended","user_id":<id>,"session_sha256":"<hex>"|null}`.
 pub const CONTROL_CHANNEL: &str = "hearth/control";
 
 /// Prefix of a connection's internal channel (`action_cable/<connection identifier>`, Rails'
@@ -521,11 +524,32 @@ fn access_revoked_payload(user_ids: &[i64]) -> String {
     serde_json::json!({"type": "access_revoked", "user_ids": user_ids}).to_string()
 }
 
+/// The control channel's payload of a [`Control::SessionsEnded`].
+fn sessions_ended_payload(user_id: i64, session_sha256: Option<&str>) -> String {
+    serde_json::json!({
+        "type": "sessions_ended",
+        "user_id": user_id,
+        "session_sha256": session_sha256,
+    })
+    .to_string()
+}
+
 /// Parses a control channel message; None for anything else.
 fn parse_control(payload: &[u8]) -> Option<Control> {
     let value: serde_json::Value = serde_json::from_slice(payload).ok()?;
-    if value.get("type")?.as_str()? != "access_revoked" {
-        return None;
+    match value.get("type")?.as_str()? {
+        "access_revoked" => {}
+        "sessions_ended" => {
+            let session_sha256 = match value.get("session_sha256") {
+                None | Some(serde_json::Value::Null) => None,
+                Some(digest) => Some(digest.as_str()?.to_owned()),
+            };
+            return Some(Control::SessionsEnded {
+                user_id: value.get("user_id")?.as_i64()?,
+                session_sha256,
+            });
+        }
+        _ => return None,
     }
     let user_ids = value
         .get("user_ids")?
@@ -560,6 +584,12 @@ impl Bus for RedisPubSub {
             } => {
                 // Rails' `remote_connections.where(current_user:).disconnect`, on the user's
                 // internal channel, so Rails' own nodes understand it too.
+                // Only the nodes holding the user's sockets listen there: every node hears
+                // that the sessions ended on the control channel.
+                self.publish(
+                    CONTROL_CHANNEL,
+                    sessions_ended_payload(user_id, session_sha256.as_deref()).as_bytes(),
+                );
                 let disconnect = RemoteDisconnect {
                     identifier: connection_identifier(&self.gid_app, user_id),
                     reconnect,
@@ -567,6 +597,15 @@ impl Bus for RedisPubSub {
                 };
                 let name = internal_channel(&disconnect.identifier);
                 self.publish(&name, disconnect.payload().as_bytes());
+            }
+            Control::SessionsEnded {
+                user_id,
+                session_sha256,
+            } => {
+                self.publish(
+                    CONTROL_CHANNEL,
+                    sessions_ended_payload(user_id, session_sha256.as_deref()).as_bytes(),
+                );
             }
             Control::AccessRevoked { user_ids } => {
                 self.publish(
@@ -1100,5 +1139,33 @@ mod tests {
             RemoteDisconnect::parse("x", with_session.payload().as_bytes()),
             Some(with_session)
         );
+    }
+
+    #[test]
+    fn control_channel_payloads() {
+        for (user_id, digest) in [(7, None), (8, Some("00ff"))] {
+            assert_eq!(
+                parse_control(sessions_ended_payload(user_id, digest).as_bytes()),
+                Some(Control::SessionsEnded {
+                    user_id,
+                    session_sha256: digest.map(str::to_owned),
+                })
+            );
+        }
+        assert_eq!(
+            parse_control(access_revoked_payload(&[1, 2]).as_bytes()),
+            Some(Control::AccessRevoked {
+                user_ids: vec![1, 2]
+            })
+        );
+        for bad in [
+            &br#"{"type":"sessions_ended"}"#[..],
+            br#"{"type":"sessions_ended","user_id":"7"}"#,
+            br#"{"type":"sessions_ended","user_id":7,"session_sha256":1}"#,
+            br#"{"type":"other","user_id":7}"#,
+            b"nope",
+        ] {
+            assert_eq!(parse_control(bad), None);
+        }
     }
 }

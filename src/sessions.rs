@@ -6,9 +6,13 @@
 //!
 //! A stored session is taken once (a restore gives a new `sid`), only by a request whose own
 //! session cookie holds the same session token (a `sid` alone restores nothing), and only
-//! within its time to live. Signing out, a ban or a deactivation
-//! ([`SessionStore::forget_user`]) and a revoked membership forget the user's stored sessions,
-//! so a restore never brings back what a fresh connection would be refused.
+//! within its time to live. A restore is an identification all the same: the cable layer
+//! looks the session up again, uncached, and re-checks every room subscription before giving
+//! anything back (`crate::cable::verify_restore`), so a restore never brings back what a fresh
+//! connection and subscribe would be refused. Every node forgets the stored sessions of a
+//! user whose sessions ended (sign-out, deactivation, a ban, a password change:
+//! [`SessionStore::forget_user`], on the bus' `SessionsEnded`, which every node hears, holding
+//! a socket of the user or not) or who lost a room ([`SessionStore::forget_users`]).
 //!
 //! The subscriptions are kept as the cable layer serialized them (identifier, JSON of what the
 //! channel resolved): this module does not know channels.

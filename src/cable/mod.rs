@@ -106,9 +106,74 @@ pub struct Identity {
     /// Whether the request came over TLS (directly or per `X-Forwarded-Proto`): the scheme the
     /// Origin check expects.
     pub secure: bool,
-    /// The extended-protocol session `?sid=` restores, already taken from the store (a cable
-    /// node takes it before asking its app node who the cookie is, and then does not ask).
+    /// The extended-protocol session `?sid=` restores, taken from the store and verified
+    /// ([`take_stored`], then [`verify_restore`] with `user` identified afresh).
     pub restored: Option<crate::sessions::StoredSession>,
+}
+
+/// Takes the extended-protocol session a `/cable` request asks to restore (`?sid=`, see
+/// [`requested_sid`]) from the store, when it was opened with `session_token` (the request's
+/// own verified session cookie) and has not expired; None otherwise. The attempt uses the
+/// stored session up whatever comes of it: a restore is then refused or granted by
+/// [`verify_restore`], and a refused one leaves nothing behind.
+pub fn take_stored(
+    state: &AppState,
+    request: &Request<Body>,
+    session_token: Option<&str>,
+) -> Option<crate::sessions::StoredSession> {
+    let sid = requested_sid(request)?;
+    state.sessions.take(&sid, session_token)
+}
+
+/// A restore is an identification: what of `stored` may be given back to `user`, the user the
+/// session's token identifies now (looked up afresh, [`channels::host::ChannelHost::identify`]
+/// with `fresh`: an ended session, a deactivated or banned user, a password changed since
+/// give None). None when nobody or another user holds the session now (the connection is then
+/// the fresh connect of `user`); else the session, its user the one just identified, with only
+/// the subscriptions the channels still allow: each room-scoped one is asked of the host
+/// ([`channels::host::ChannelHost::still_allowed`], as after a revocation; a room the user
+/// left, or one the host cannot answer for, is dropped), so the client subscribes to it again
+/// and gets what a fresh subscribe gets. Runs once per restore, never per broadcast.
+pub async fn verify_restore(
+    host: &dyn channels::host::ChannelHost,
+    user: Option<&User>,
+    stored: crate::sessions::StoredSession,
+) -> Option<crate::sessions::StoredSession> {
+    let user = user.filter(|u| u.id == stored.user.id)?;
+    let who = channels::host::Who {
+        user,
+        connection_id: 0,
+    };
+    let checks = stored
+        .subscriptions
+        .into_iter()
+        .map(|(identifier, json)| async move {
+            let subscribed: channels::Subscribed = serde_json::from_str(&json).ok()?;
+            if channels::scoped_room(&subscribed).is_some() {
+                match host.still_allowed(who, &subscribed).await {
+                    Ok(true) => {}
+                    Ok(false) => return None,
+                    Err(e) => {
+                        tracing::warn!(
+                            error = %crate::loggable::loggable(&e.to_string()),
+                            "restored subscription dropped: its room could not be re-checked"
+                        );
+                        return None;
+                    }
+                }
+            }
+            Some((identifier, json))
+        });
+    let subscriptions = futures_util::future::join_all(checks)
+        .await
+        .into_iter()
+        .flatten()
+        .collect();
+    Some(crate::sessions::StoredSession {
+        user: user.clone(),
+        session_token: stored.session_token,
+        subscriptions,
+    })
 }
 
 /// The `sid` query parameter of a `/cable` request (the session an `@anycable/core` client
@@ -190,27 +255,10 @@ pub async fn upgrade(
     };
     let protocol = pick_protocol(headers);
     let mut identity = identity;
-    let extended = (protocol == Some(protocol::EXT_PROTOCOL)).then(|| {
-        let restored = identity.restored.take().or_else(|| {
-            let sid = requested_sid(&request)?;
-            let stored = state
-                .sessions
-                .take(&sid, identity.session_token.as_deref())?;
-            // The cookie's user now must be the session's (a signed-out cookie restores nothing).
-            identity
-                .user
-                .as_ref()
-                .filter(|u| u.id == stored.user.id)
-                .map(|_| stored)
-        });
-        if let Some(stored) = &restored {
-            identity.user = Some(stored.user.clone());
-            identity.session_token.clone_from(&stored.session_token);
-        }
-        connection::Extended {
-            sid: crate::sessions::new_sid(),
-            restored,
-        }
+    let extended = (protocol == Some(protocol::EXT_PROTOCOL)).then(|| connection::Extended {
+        sid: crate::sessions::new_sid(),
+        // Verified by the caller: its user is `identity.user`, identified afresh.
+        restored: identity.restored.take(),
     });
     let on_upgrade = hyper::upgrade::on(&mut request);
     tokio::spawn(async move {

@@ -62,7 +62,7 @@ async fn answer(state: &SharedState, op: &str, body: &[u8]) -> anyhow::Result<Re
         Op::Hello => Json(true).into_response(),
         Op::Identify => {
             let request: IdentifyRequest = serde_json::from_slice(body)?;
-            let user = host.identify(&request.session_token).await?;
+            let user = host.identify(&request.session_token, request.fresh).await?;
             Json(IdentifyResponse { user }).into_response()
         }
         Op::Subscribe => {

@@ -645,7 +645,7 @@ async fn rails_clients_reconnect_to_the_surviving_cable_node() {
 use common::forms::submit;
 
 /// Creates a closed room of David and `member` through `node` and returns its id.
-async fn closed_room_with(node: &TestServer, david: &mut Client, member: i64) -> i64 {
+pub(crate) async fn closed_room_with(node: &TestServer, david: &mut Client, member: i64) -> i64 {
     let member = member.to_string();
     let r = submit(
         david,
@@ -663,7 +663,7 @@ async fn closed_room_with(node: &TestServer, david: &mut Client, member: i64) ->
 }
 
 /// `RoomMessagesChannel`'s identifier of room `room_id` and its stream name.
-async fn room_messages_of(node: &TestServer, room_id: i64) -> (String, String) {
+pub(crate) async fn room_messages_of(node: &TestServer, room_id: i64) -> (String, String) {
     let room = hearth::db::rooms::find(&node.state.pool, room_id)
         .await
         .expect("query")

@@ -32,10 +32,13 @@ pub struct Who<'a> {
 /// Where channels run (see the module docs).
 pub trait ChannelHost: Send + Sync + std::fmt::Debug {
     /// The active user of a session token (`ApplicationCable::Connection#connect`); None for
-    /// an unknown, ended or deactivated session.
+    /// an unknown, ended or deactivated session. `fresh`: no cached answer is used (a
+    /// restored session's identification: the session may have ended since anything about it
+    /// was cached).
     fn identify<'a>(
         &'a self,
         session_token: &'a str,
+        fresh: bool,
     ) -> BoxFuture<'a, anyhow::Result<Option<User>>>;
 
     /// A channel's `subscribed` for `channel` with `params` (`identifier` is the whole
@@ -103,13 +106,15 @@ impl ChannelHost for LocalHost {
     fn identify<'a>(
         &'a self,
         session_token: &'a str,
+        fresh: bool,
     ) -> BoxFuture<'a, anyhow::Result<Option<User>>> {
         Box::pin(async move {
-            Ok(self
-                .state
-                .auth_cache
-                .resume(&self.state.pool, session_token)
-                .await?)
+            let pool = &self.state.pool;
+            Ok(if fresh {
+                crate::db::sessions::resume(pool, session_token).await?
+            } else {
+                self.state.auth_cache.resume(pool, session_token).await?
+            })
         })
     }
 

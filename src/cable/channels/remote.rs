@@ -7,7 +7,7 @@
 //! | `Op` (path) | body | answer | cached on the cable node |
 //! |---|---|---|---|
 //! | `Hello` (`hello`) | `HelloRequest` | `true` | never (the key check at start and `/up`) |
-//! | `Identify` (`identify`) | [`IdentifyRequest`] | [`IdentifyResponse`] | yes, by session |
+//! | `Identify` (`identify`) | [`IdentifyRequest`] | [`IdentifyResponse`] | yes, by session, but never for a restore (`fresh`) |
 //! | `Subscribe` (`subscribe`) | [`SubscribeRequest`] | [`super::Outcome`] | `RoomMessagesChannel`, `TypingNotificationsChannel` (membership checks) |
 //! | `Perform` (`perform`) | [`PerformRequest`] | `bool` (handled) | never |
 //! | `Unsubscribed` (`unsubscribed`) | [`UnsubscribedRequest`] | `true` | never |
@@ -71,6 +71,10 @@ pub struct StillAllowedRequest {
 pub struct IdentifyRequest {
     /// The session token from the verified `session_token` cookie.
     pub session_token: String,
+    /// Whether the app node must look the session up instead of answering from its cache (a
+    /// restored session's identification); false when absent.
+    #[serde(default)]
+    pub fresh: bool,
 }
 
 /// The active user of a session, or None (unknown, expired or deactivated).
@@ -162,6 +166,7 @@ impl ChannelHost for RemoteHost {
     fn identify<'a>(
         &'a self,
         session_token: &'a str,
+        fresh: bool,
     ) -> BoxFuture<'a, anyhow::Result<Option<User>>> {
         Box::pin(async move {
             let key = format!(
@@ -170,8 +175,11 @@ impl ChannelHost for RemoteHost {
             );
             let request = IdentifyRequest {
                 session_token: session_token.to_owned(),
+                fresh,
             };
-            Ok(self.link.call(Some(&key), &request).await?.user)
+            // A fresh answer is never taken from the cache.
+            let key = (!fresh).then_some(key);
+            Ok(self.link.call(key.as_deref(), &request).await?.user)
         })
     }
 
