@@ -331,7 +331,7 @@ async fn cable_via_app(
         .and_then(|(_, value)| state.cookies.verify(SESSION_COOKIE, &value));
     // A restored extended-protocol session is identified too, afresh (nothing cached about
     // the session is trusted: it may have ended while its socket was away).
-    let stored = crate::cable::take_stored(&state, &request, token.as_deref());
+    let stored = crate::cable::take_stored(&state.sessions, &request, token.as_deref());
     let user = match &token {
         Some(token) => match host.identify(token, stored.is_some()).await {
             Ok(user) => user,
@@ -386,7 +386,7 @@ async fn cable(
     };
     let token = identity.session_token.clone();
     if let Some((stored, token)) =
-        crate::cable::take_stored(&state, &request, token.as_deref()).zip(token.as_deref())
+        crate::cable::take_stored(&state.sessions, &request, token.as_deref()).zip(token.as_deref())
     {
         identity.user = match host.identify(token, true).await {
             Ok(user) => user,

@@ -117,12 +117,12 @@ pub struct Identity {
 /// stored session up whatever comes of it: a restore is then refused or granted by
 /// [`verify_restore`], and a refused one leaves nothing behind.
 pub fn take_stored(
-    state: &AppState,
+    sessions: &crate::sessions::SessionStore,
     request: &Request<Body>,
     session_token: Option<&str>,
 ) -> Option<crate::sessions::StoredSession> {
     let sid = requested_sid(request)?;
-    state.sessions.take(&sid, session_token)
+    sessions.take(&sid, session_token)
 }
 
 /// A restore is an identification: what of `stored` may be given back to `user`, the user the
