@@ -85,10 +85,11 @@ async fn wrong_current_passwords_and_sign_ins_share_the_sign_in_limit_of_the_add
 }
 
 #[tokio::test]
-async fn ten_wrong_current_passwords_close_the_sign_in_form_of_the_address() {
+async fn wrong_current_passwords_alone_close_the_sign_in_form_of_the_address() {
     let server = TestServer::start_with(|c| c.login_rate_limit = 10).await;
     let mut david = server.signed_in(DAVID, SECRET).await;
     let token = csrf(&mut david, "/users/me/profile").await;
+    // The sign-in of this session and nine wrong current passwords: ten attempts.
     for _ in 0..9 {
         let r = send(
             &mut david,
