@@ -110,8 +110,9 @@ fn routes_by_role(state: SharedState) -> axum::Router {
         .layer(axum::middleware::map_response(security_headers))
 }
 
-/// The [`crate::rate_limit::Action`] a request is, if any: posting, creating a room,
-/// searching, boosting, signing up (by method and path, after the `_method` override).
+/// The [`crate::rate_limit::Action`] a request is, if any: posting, editing, creating a room,
+/// searching, boosting, signing up, creating a push subscription, sending a test notification
+/// (by method and path, after the `_method` override).
 fn limited_action(
     method: &axum::http::Method,
     uri: &axum::http::Uri,
@@ -136,6 +137,14 @@ fn limited_action(
             Some(Action::Boost)
         }
         (&Method::POST, ["join", _]) => Some(Action::Join),
+        (
+            &Method::PATCH | &Method::PUT,
+            ["rooms", _, "messages", _] | ["rooms", _, _, "messages", _],
+        ) => Some(Action::Edit),
+        (&Method::POST, ["users", "me", "push_subscriptions"]) => Some(Action::PushSubscription),
+        (&Method::POST, ["users", "me", "push_subscriptions", _, "test_notifications"]) => {
+            Some(Action::TestNotification)
+        }
         _ => None,
     }
 }

@@ -25,6 +25,14 @@ pub const MAX_SUBSCRIPTIONS: usize = 64;
 /// every place.
 pub const MAX_CONNECTIONS_PER_USER: usize = 100;
 
+/// Default most bytes one user's uploaded files may take together
+/// (`--max-storage-bytes-per-user`): 10 GiB, a hundred files of the largest size
+/// (`--max-upload-bytes`); a member who posts a few photos a day takes years to reach it. It
+/// bounds what one account (a hostile member, a bot gone wrong) can put on the server's disk:
+/// a full disk stops the database for everyone, a quota stops one uploader with a message
+/// saying why.
+pub const MAX_STORAGE_BYTES_PER_USER: u64 = 10 * 1024 * 1024 * 1024;
+
 /// Default largest subscription identifier, in bytes (`--max-identifier-bytes`). Campfire's
 /// identifiers, a signed stream name included, are a few hundred bytes.
 pub const MAX_IDENTIFIER_BYTES: usize = 1024;
@@ -152,6 +160,29 @@ pub struct Config {
     #[arg(long, env = "HEARTH_JOIN_RATE_LIMIT", default_value_t = 30)]
     pub join_rate_limit: u32,
 
+    /// Message edits one user (or one bot key's address) may make per minute, in bursts of up
+    /// to as many; past it 429 with `Retry-After`. 0 disables the limit.
+    #[arg(long, env = "HEARTH_EDIT_RATE_LIMIT", default_value_t = 120)]
+    pub edit_rate_limit: u32,
+
+    /// Web push subscriptions one user may create (or refresh) per hour; past it 429 with
+    /// `Retry-After`. 0 disables the limit.
+    #[arg(
+        long,
+        env = "HEARTH_PUSH_SUBSCRIPTION_RATE_LIMIT",
+        default_value_t = 20
+    )]
+    pub push_subscription_rate_limit: u32,
+
+    /// Test notifications one user may send per hour; past it 429 with `Retry-After`. 0
+    /// disables the limit.
+    #[arg(
+        long,
+        env = "HEARTH_TEST_NOTIFICATION_RATE_LIMIT",
+        default_value_t = 20
+    )]
+    pub test_notification_rate_limit: u32,
+
     /// Origins allowed to open /cable besides the same origin as the Host header
     /// (comma-separated, exact match).
     #[arg(long, env = "HEARTH_ALLOWED_ORIGINS", value_delimiter = ',')]
@@ -270,6 +301,17 @@ pub struct Config {
     /// is refused with 413 before anything is stored.
     #[arg(long, env = "HEARTH_MAX_UPLOAD_BYTES", default_value_t = 100 * 1024 * 1024)]
     pub max_upload_bytes: u64,
+
+    /// Bytes the files one user uploaded may take together (attached or not yet; thumbnails
+    /// and other variants not counted); an upload that does not fit is refused with 413
+    /// saying the quota and how much is used, and nothing of it is kept. Deleting files (a
+    /// message's file goes with the message) makes room. 0: no quota.
+    #[arg(
+        long,
+        env = "HEARTH_MAX_STORAGE_BYTES_PER_USER",
+        default_value_t = MAX_STORAGE_BYTES_PER_USER
+    )]
+    pub max_storage_bytes_per_user: u64,
 
     /// Root directory of Active Storage's disk service (files at `<root>/ab/cd/<key>`, as
     /// Rails' `Disk` service lays them out); default: the data directory.
@@ -520,6 +562,17 @@ impl Config {
                 self.join_rate_limit,
                 Duration::from_secs(3600),
             ),
+            (Action::Edit, self.edit_rate_limit, minute),
+            (
+                Action::PushSubscription,
+                self.push_subscription_rate_limit,
+                Duration::from_secs(3600),
+            ),
+            (
+                Action::TestNotification,
+                self.test_notification_rate_limit,
+                Duration::from_secs(3600),
+            ),
         ])
     }
 
@@ -551,6 +604,9 @@ impl Config {
         config.search_rate_limit = 0;
         config.boost_rate_limit = 0;
         config.join_rate_limit = 0;
+        config.edit_rate_limit = 0;
+        config.push_subscription_rate_limit = 0;
+        config.test_notification_rate_limit = 0;
         config.seed_users = 20;
         config.assets_dir = None;
         config.drain_spread = 0;

@@ -1,8 +1,8 @@
 //! A per-IP sliding-window rate limit for login attempts (Campfire's `SessionsController`:
 //! `rate_limit to: 10, within: 3.minutes, only: :create`), [`TokenBucket`], the limit of
 //! a cable connection's client actions (typing, presence) and of presence writes, and
-//! [`RequestLimits`], the per-user limits of posting, room creation, searches, boosts and
-//! sign-ups.
+//! [`RequestLimits`], the per-user limits of posting, editing, room creation, searches, boosts,
+//! push subscriptions, test notifications and sign-ups.
 
 use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
@@ -146,6 +146,15 @@ pub enum Action {
     Boost,
     /// Signing up through the join link (`POST /join/{code}`), counted per address.
     Join,
+    /// Editing a message (`PATCH`/`PUT /rooms/{id}/messages/{id}`, a bot's
+    /// `PATCH`/`PUT /rooms/{id}/{bot_key}/messages/{id}`): each edit broadcasts a `replace`.
+    Edit,
+    /// Creating (or refreshing) a web push subscription (`POST /users/me/push_subscriptions`).
+    PushSubscription,
+    /// Sending a test notification
+    /// (`POST /users/me/push_subscriptions/{id}/test_notifications`): each one is a request
+    /// to a push service.
+    TestNotification,
     /// A typing notice (`TypingNotificationsChannel`'s `start`/`stop`), counted per user over
     /// all of the user's cable connections on this node.
     Typing,

@@ -64,9 +64,11 @@ pub struct AppState {
     pub sgids: SignedGlobalIds,
     /// ActiveSupport's JSON escaping settings for frames.
     pub json: JsonEscaping,
-    /// The login rate limit.
+    /// The login rate limit, per client address: sign-ins and password challenges (an
+    /// e-mail or password change) together.
     pub login_limiter: RateLimiter,
-    /// Per-user limits of posting, room creation, searches, boosts and sign-ups.
+    /// Per-user limits of posting, editing, room creation, searches, boosts, push
+    /// subscriptions, test notifications and sign-ups.
     pub request_limits: crate::rate_limit::RequestLimits,
     /// Open cable connections by user and session.
     pub cable: Registry,

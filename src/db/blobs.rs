@@ -139,6 +139,75 @@ pub fn rails_datetime(ms: i64) -> String {
 const BLOB_COLUMNS: &str =
     "id, key, filename, content_type, metadata, service_name, byte_size, checksum, created_at";
 
+/// The metadata key naming the user who uploaded a blob (Hearth's; Rails ignores it).
+pub const UPLOADER_KEY: &str = "hearth_uploader_id";
+
+/// The uploader of a blob's row in SQL: its metadata's [`UPLOADER_KEY`], NULL when the
+/// metadata is not JSON. Spelled as migration 0017's index spells it, so that the quota's
+/// sum reads the index instead of every blob.
+fn uploader_sql() -> String {
+    format!("(CASE WHEN json_valid(metadata) THEN json_extract(metadata, '$.{UPLOADER_KEY}') END)")
+}
+
+/// The bytes of the blobs `user_id` uploaded (their metadata's [`UPLOADER_KEY`]), attached or
+/// not yet; variants (thumbnails, avatar squares) name no uploader and are not counted.
+///
+/// # Errors
+/// A database failure.
+pub async fn uploaded_bytes(pool: &SqlitePool, user_id: i64) -> sqlx::Result<u64> {
+    let sum: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+        "SELECT COALESCE(SUM(byte_size), 0) FROM active_storage_blobs WHERE {} = ?",
+        uploader_sql()
+    )))
+    .bind(user_id)
+    .fetch_one(pool)
+    .await?;
+    Ok(u64::try_from(sum).unwrap_or(0))
+}
+
+/// Inserts `new`, a blob uploaded by `uploader` (its metadata names them), unless the bytes
+/// `uploader` has uploaded ([`uploaded_bytes`]) and its `byte_size` together exceed `quota`
+/// bytes: `Ok(blob)`, or `Err(bytes already uploaded)` with nothing inserted. The sum and the
+/// insert are one statement under the write lock, so uploads finishing at once cannot pass
+/// the quota together.
+///
+/// # Errors
+/// A database failure, or a duplicate key.
+pub async fn insert_within_quota(
+    pool: &SqlitePool,
+    new: &NewBlob<'_>,
+    uploader: i64,
+    quota: u64,
+) -> sqlx::Result<Result<Blob, u64>> {
+    let one = super::One::begin(pool, super::Access::Kept).await?;
+    let row: Option<Blob> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "INSERT INTO active_storage_blobs (key, filename, content_type, metadata, service_name, \
+         byte_size, checksum, created_at) SELECT ?, ?, ?, ?, ?, ?, ?, ? WHERE \
+         (SELECT COALESCE(SUM(byte_size), 0) FROM active_storage_blobs WHERE {} = ?) + ? <= ? \
+         RETURNING {BLOB_COLUMNS}",
+        uploader_sql()
+    )))
+    .bind(new.key)
+    .bind(new.filename)
+    .bind(new.content_type)
+    .bind(new.metadata)
+    .bind(new.service_name)
+    .bind(new.byte_size)
+    .bind(new.checksum)
+    .bind(rails_datetime(super::now_ms()))
+    .bind(uploader)
+    .bind(new.byte_size)
+    .bind(i64::try_from(quota).unwrap_or(i64::MAX))
+    .fetch_optional(&*one)
+    .await?;
+    let answer = match row {
+        Some(blob) => Ok(blob),
+        None => Err(uploaded_bytes(&one, uploader).await?),
+    };
+    one.done();
+    Ok(answer)
+}
+
 /// Inserts a blob; returns it.
 ///
 /// # Errors
@@ -523,4 +592,71 @@ pub async fn count(pool: &SqlitePool) -> sqlx::Result<i64> {
     sqlx::query_scalar("SELECT COUNT(*) FROM active_storage_blobs")
         .fetch_one(pool)
         .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Inserts a blob of `byte_size` bytes uploaded by `uploader` under `quota`.
+    async fn insert_as(
+        pool: &SqlitePool,
+        key: &str,
+        uploader: i64,
+        byte_size: i64,
+        quota: u64,
+    ) -> Result<Blob, u64> {
+        let metadata = serde_json::json!({ UPLOADER_KEY: uploader }).to_string();
+        let new = NewBlob {
+            key,
+            filename: "f.bin",
+            content_type: None,
+            metadata: &metadata,
+            service_name: "local",
+            byte_size,
+            checksum: None,
+        };
+        insert_within_quota(pool, &new, uploader, quota)
+            .await
+            .expect("insert")
+    }
+
+    #[tokio::test]
+    async fn the_quota_counts_each_uploaders_blobs_and_reads_the_index() {
+        let (pool, dir, _serial) = crate::db::test_pool().await;
+        assert!(insert_as(&pool, "a1", 1, 600, 1000).await.is_ok());
+        assert!(insert_as(&pool, "b1", 2, 900, 1000).await.is_ok());
+        // A blob whose metadata is no JSON (another writer's) names no uploader.
+        sqlx::query(
+            "INSERT INTO active_storage_blobs (key, filename, metadata, service_name, byte_size, \
+             created_at) VALUES ('x', 'x', 'not json', 'local', 5000, '')",
+        )
+        .execute(&pool)
+        .await
+        .unwrap();
+        assert_eq!(
+            insert_as(&pool, "a2", 1, 401, 1000).await,
+            Err(600),
+            "past the quota: nothing inserted"
+        );
+        assert!(insert_as(&pool, "a3", 1, 400, 1000).await.is_ok());
+        assert_eq!(uploaded_bytes(&pool, 1).await.unwrap(), 1000);
+        assert_eq!(uploaded_bytes(&pool, 2).await.unwrap(), 900);
+        assert!(find_by_key(&pool, "a2").await.unwrap().is_none());
+        let plan: Vec<(i64, i64, i64, String)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "EXPLAIN QUERY PLAN SELECT COALESCE(SUM(byte_size), 0) FROM active_storage_blobs \
+             WHERE {} = 1",
+            uploader_sql()
+        )))
+        .fetch_all(&pool)
+        .await
+        .unwrap();
+        assert!(
+            plan.iter()
+                .any(|(_, _, _, d)| d.contains("index_active_storage_blobs_on_uploader")),
+            "{plan:?}"
+        );
+        pool.close().await;
+        let _ = std::fs::remove_dir_all(dir);
+    }
 }

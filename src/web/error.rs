@@ -39,6 +39,23 @@ pub enum AppError {
     /// 429: login rate limit reached.
     #[error("too many requests")]
     TooManyRequests,
+    /// 429 with `Retry-After` (whole seconds, [`crate::rate_limit::retry_after_secs`]): an
+    /// attempt over its limit, which may be tried again after this wait (a password challenge
+    /// past the sign-in limit).
+    #[error("rate limited for {0:?}")]
+    RateLimited(std::time::Duration),
+    /// 413: a file that does not fit in its uploader's storage quota
+    /// (`--max-storage-bytes-per-user`); the page says the quota and how much is used.
+    #[error("storage quota: {used} of {quota} bytes used")]
+    OverQuota {
+        /// The quota, in bytes.
+        quota: u64,
+        /// The bytes the user's files take, in bytes.
+        used: u64,
+        /// The file's size in bytes, when it was declared (a direct upload's `byte_size`);
+        /// None for a streamed file, cut at the bytes left.
+        size: Option<u64>,
+    },
     /// 503 with `Retry-After`: the database stayed locked (by another process) for the whole
     /// bounded write wait ([`crate::db::WRITE_WAIT`]); the request changed nothing.
     #[error("database busy")]
@@ -72,10 +89,10 @@ impl AppError {
             Self::BadRequest(_) => StatusCode::BAD_REQUEST,
             Self::Unauthorized => StatusCode::UNAUTHORIZED,
             Self::Forbidden => StatusCode::FORBIDDEN,
-            Self::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::PayloadTooLarge | Self::OverQuota { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Self::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             Self::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
-            Self::TooManyRequests => StatusCode::TOO_MANY_REQUESTS,
+            Self::TooManyRequests | Self::RateLimited(_) => StatusCode::TOO_MANY_REQUESTS,
             Self::Busy => StatusCode::SERVICE_UNAVAILABLE,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -103,6 +120,16 @@ impl IntoResponse for AppError {
             ),
             Self::Unprocessable(why) => ("Unprocessable", why.clone()),
             Self::TooManyRequests => ("Too many requests", "Try again later.".into()),
+            Self::RateLimited(wait) => (
+                "Too many attempts",
+                format!(
+                    "Try again in {} seconds.",
+                    crate::rate_limit::retry_after_secs(*wait)
+                ),
+            ),
+            Self::OverQuota { quota, used, size } => {
+                ("Storage quota reached", over_quota(*quota, *used, *size))
+            }
             Self::Busy => (
                 "Busy",
                 "The database is busy. Please try again in a moment.".into(),
@@ -125,6 +152,51 @@ impl IntoResponse for AppError {
                 axum::http::HeaderValue::from_static(RETRY_AFTER_SECS),
             );
         }
+        if let Self::RateLimited(wait) = self {
+            response.headers_mut().insert(
+                axum::http::header::RETRY_AFTER,
+                crate::rate_limit::retry_after_secs(wait).into(),
+            );
+        }
         response
+    }
+}
+
+/// The text of an [`AppError::OverQuota`] page: the quota, what the user's files take and
+/// the file that does not fit, in sizes for people with the exact bytes beside them.
+fn over_quota(quota: u64, used: u64, size: Option<u64>) -> String {
+    let amount = |bytes: u64| {
+        let human = crate::storage::human_size(i64::try_from(bytes).unwrap_or(i64::MAX));
+        format!("{human} ({bytes} bytes)")
+    };
+    let left = quota.saturating_sub(used);
+    let file = match size {
+        Some(size) => format!("this file of {} does not fit", amount(size)),
+        None if left == 0 => "there is no room left".to_owned(),
+        None => format!("this file is larger than the {} left", amount(left)),
+    };
+    format!(
+        "Your files take {} of your storage quota of {}, and {file}. Delete some of your files \
+         (a message's file goes with the message) to make room.",
+        amount(used),
+        amount(quota)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_over_quota_page_says_the_quota_what_is_used_and_the_file() {
+        let text = over_quota(2 * 1024 * 1024, 1536 * 1024, Some(600 * 1024));
+        assert_eq!(
+            text,
+            "Your files take 1.5 MB (1572864 bytes) of your storage quota of 2 MB (2097152 \
+             bytes), and this file of 600 KB (614400 bytes) does not fit. Delete some of your \
+             files (a message's file goes with the message) to make room."
+        );
+        assert!(over_quota(1000, 400, None).contains("larger than the 600 Bytes (600 bytes) left"));
+        assert!(over_quota(1000, 1200, None).contains("there is no room left"));
     }
 }

@@ -2,7 +2,7 @@
 //!
 //! | route | answer |
 //! |---|---|
-//! | `POST /rails/active_storage/direct_uploads` | JSON blob with `signed_id` and `direct_upload: {url, headers}` (signed in; 413 past `--max-upload-bytes`, 429 past the upload rate) |
+//! | `POST /rails/active_storage/direct_uploads` | JSON blob with `signed_id` and `direct_upload: {url, headers}` (signed in; 413 past `--max-upload-bytes` or past the uploader's storage quota by the declared `byte_size`, 429 past the upload rate) |
 //! | `PUT /rails/active_storage/disk/{encoded_token}` | stores the upload: 204; 422 for a size, type or checksum other than declared, 404 for a bad token |
 //! | `GET /rails/active_storage/disk/{encoded_key}/{*filename}` | the bytes, for 5 minutes after the URL was made |
 //! | `GET /rails/active_storage/blobs/redirect/{signed_id}/{*filename}` (and `/blobs/{signed_id}/…`) | 302 to a disk URL, for those who may read the blob (404 otherwise) |
@@ -25,6 +25,7 @@ use serde::Deserialize;
 
 use super::context::Ctx;
 use super::error::AppError;
+use super::quota;
 use crate::broadcasts;
 use crate::db::blobs::{self, record, Blob};
 use crate::db::rooms::Room;
@@ -36,7 +37,7 @@ use crate::storage::disk::UploadError;
 use crate::storage::{self, identify, process};
 
 /// The metadata key naming the user who uploaded a blob (Hearth's; Rails ignores it).
-pub const UPLOADER_KEY: &str = "hearth_uploader_id";
+pub use crate::db::blobs::UPLOADER_KEY;
 
 /// `--max-upload-bytes` plus room for a multipart form's other fields and boundaries.
 const MULTIPART_OVERHEAD: u64 = 64 * 1024;
@@ -144,8 +145,9 @@ pub async fn create_direct_upload(
         .filter(|t| !t.is_empty() && t.len() <= 255 && t.bytes().all(|c| c.is_ascii_graphic()));
     let metadata = serde_json::json!({ UPLOADER_KEY: user.id }).to_string();
     let key = storage::new_key();
-    let blob = blobs::insert(
-        &state.pool,
+    let blob = quota::insert_blob(
+        &state,
+        user.id,
         &blobs::NewBlob {
             key: &key,
             filename: &filename,
@@ -300,11 +302,12 @@ async fn store_field(
 }
 
 /// Stores `bytes` as a new blob named `filename` uploaded by `user` (a bot's file answer to a
-/// webhook), with the upload rate limit and `--max-upload-bytes` of any upload; its content
-/// type is identified from the bytes and the name, as for any upload.
+/// webhook), with the upload rate limit, `--max-upload-bytes` and the storage quota of any
+/// upload; its content type is identified from the bytes and the name, as for any upload.
 ///
 /// # Errors
-/// 429 past the upload rate limit, 413 past the size limit, a storage or database failure.
+/// 429 past the upload rate limit, 413 past the size limit or the uploader's storage quota,
+/// a storage or database failure.
 pub async fn store_bytes(
     state: &AppState,
     user: &User,
@@ -326,17 +329,31 @@ where
     S: futures_util::Stream<Item = Result<bytes::Bytes, ()>> + Unpin + Send,
 {
     allow_upload(state, user)?;
+    // Within the storage quota: cut at the bytes left, then inserted only if it still fits.
+    let max = state.storage.max_upload_bytes;
+    let limit = match quota::room_left(state, user.id).await? {
+        Some(0) => return Err(quota::refusal(state, user.id).await),
+        Some(left) => left.min(max),
+        None => max,
+    };
     let key = storage::new_key();
-    let written = state
+    let written = match state
         .storage
         .disk
-        .upload(&key, stream, state.storage.max_upload_bytes, None, None)
-        .await?;
+        .upload(&key, stream, limit, None, None)
+        .await
+    {
+        Err(UploadError::TooLarge(_)) if limit < max => {
+            return Err(quota::refusal(state, user.id).await)
+        }
+        written => written?,
+    };
     let service_name = state.storage.promote(&key).await?;
     let content_type = identify::content_type(&written.head, &filename);
     let metadata = serde_json::json!({ UPLOADER_KEY: user.id, "identified": true }).to_string();
-    let inserted = blobs::insert(
-        &state.pool,
+    let inserted = quota::insert_blob(
+        state,
+        user.id,
         &blobs::NewBlob {
             key: &key,
             filename: &filename,
@@ -352,7 +369,7 @@ where
         Ok(blob) => Ok(blob),
         Err(e) => {
             state.storage.delete(service_name, &key).await;
-            Err(e.into())
+            Err(e)
         }
     }
 }
@@ -395,7 +412,8 @@ pub fn is_multipart(headers: &HeaderMap) -> bool {
 
 /// Reads a multipart form whose file is field `file_field` (one file; another file field is
 /// refused with 422), storing the file as a blob. 413 past `--max-upload-bytes` (by the
-/// declared length before reading anything); nothing is kept when the form fails.
+/// declared length before reading anything) or past the uploader's storage quota
+/// ([`quota`]); nothing is kept when the form fails.
 pub async fn read_upload_form(
     state: &AppState,
     user: &User,

@@ -62,6 +62,7 @@ pub mod page;
 pub mod profiles;
 pub mod push_subscriptions;
 pub mod pwa;
+pub mod quota;
 pub mod request_line;
 pub mod respond;
 pub mod rooms;

@@ -7,7 +7,10 @@
 //!
 //! Changing the e-mail address or the password needs the current password as
 //! `user[password_challenge]` (Rails' `has_secure_password` convention); a new password ends
-//! every other session of the user, and their cable connections.
+//! every other session of the user, and their cable connections. Each such attempt counts
+//! against the sign-in limit of the client's address (`--login-rate-limit`, the bucket
+//! `POST /session` uses), so a stolen session cannot guess the password faster than the
+//! sign-in form can.
 
 use askama::Template;
 use axum::extract::{Path, State};
@@ -167,7 +170,8 @@ pub async fn edit(
 /// everything or nothing and answers 302 to `/users/me/profile`. A new password ends the
 /// user's other sessions (their cable connections close). 401 when signed out; 422 for a
 /// blank name, an oversize field, a bad e-mail address or one another user has, a new
-/// password out of bounds, or a missing or wrong current password.
+/// password out of bounds, or a missing or wrong current password; 429 with `Retry-After`,
+/// nothing changed, for a challenge past the sign-in limit of the client's address.
 pub async fn update(
     State(state): State<SharedState>,
     Extension(ctx): Extension<Ctx>,
@@ -193,6 +197,13 @@ pub async fn update(
         }
     }
     if email.is_some() || password.is_some() {
+        if let Err(wait) = state
+            .login_limiter
+            .attempt(ctx.ip, std::time::Instant::now())
+        {
+            tracing::info!(ip = %ctx.ip, user_id = user.id, "password challenge over the sign-in limit");
+            return Err(AppError::RateLimited(wait));
+        }
         let challenge = ctx.form.get("user[password_challenge]").unwrap_or("");
         let digest = users::password_digest(&state.pool, user.id)
             .await?

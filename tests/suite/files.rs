@@ -360,7 +360,7 @@ async fn a_wrong_checksum_or_size_is_refused_and_nothing_is_kept() {
     server.stop().await;
 }
 
-fn count_files(dir: &std::path::Path) -> usize {
+pub(crate) fn count_files(dir: &std::path::Path) -> usize {
     let mut n = 0;
     for entry in std::fs::read_dir(dir).unwrap().flatten() {
         let name = entry.file_name().to_string_lossy().to_string();

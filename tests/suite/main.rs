@@ -38,6 +38,7 @@ mod files;
 mod group_commit;
 mod hardening;
 mod hardening_sessions;
+mod hardening_limits;
 mod hostile;
 mod layers;
 mod metrics;
