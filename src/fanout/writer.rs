@@ -450,6 +450,53 @@ mod tests {
     }
 
     #[test]
+    fn a_batch_takes_long_frames_up_to_its_byte_bound_and_short_ones_up_to_the_slices() {
+        use crate::fanout::QueueLimits;
+        let limits = QueueLimits {
+            max_frames: 512,
+            max_bytes: 1 << 30,
+        };
+        // 60 KiB frames (a post near the body limit): five reach 256 KiB, the rest stay in
+        // the outbox, where the budgets count them.
+        let outbox = Outbox::new(1, limits);
+        for _ in 0..MAX_WRITE_SLICES {
+            outbox.push(&Bytes::from(vec![b'x'; 60 * 1024]));
+        }
+        let mut b = Batch::new();
+        b.fill(&outbox);
+        assert_eq!(b.frames.len(), MAX_BATCH_BYTES.div_ceil(60 * 1024));
+        assert_eq!(outbox.queued_frames(), MAX_WRITE_SLICES - b.frames.len());
+        // Full: no more until some is written.
+        b.fill(&outbox);
+        assert_eq!(b.frames.len(), 5);
+        b.advance(60 * 1024 + 1, |_| {});
+        b.fill(&outbox);
+        assert_eq!(b.frames.len(), 5);
+        b.advance(2 * 60 * 1024, |_| {});
+        b.fill(&outbox);
+        assert_eq!(
+            b.frames.len(),
+            5,
+            "the first frame's written part still counts"
+        );
+        // One frame longer than the bound is taken alone.
+        let outbox = Outbox::new(2, limits);
+        outbox.push(&Bytes::from(vec![b'x'; 2 * MAX_BATCH_BYTES]));
+        outbox.push(&Bytes::from_static(b"x"));
+        let mut b = Batch::new();
+        b.fill(&outbox);
+        assert_eq!(b.frames.len(), 1);
+        // Short frames: as many as the write's slices.
+        let outbox = Outbox::new(3, limits);
+        for _ in 0..2 * MAX_WRITE_SLICES {
+            outbox.push(&Bytes::from(vec![b'x'; 3 * 1024]));
+        }
+        let mut b = Batch::new();
+        b.fill(&outbox);
+        assert_eq!(b.frames.len(), MAX_WRITE_SLICES);
+    }
+
+    #[test]
     fn slices_stop_at_the_iovec_limit() {
         let mut b = Batch::new();
         for _ in 0..MAX_WRITE_SLICES + 5 {
