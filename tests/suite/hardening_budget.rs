@@ -65,6 +65,7 @@ struct Load {
     flags: Vec<String>,
 }
 
+/// The e-mail address and password of the seed's user number `u` (0: David).
 fn email(u: usize) -> (String, &'static str) {
     if u == 0 {
         (DAVID.to_owned(), PASSWORD)
@@ -218,7 +219,7 @@ async fn the_server_budget_holds_what_ten_users_non_reading_sockets_make_the_ser
     };
     let held = run(&load, "server-budget").await;
     let sockets = (load.users * load.sockets) as f64;
-    let allowed = SERVER_BUDGET_MIB + FIXED_OVERHEAD_MIB + sockets * PER_CONNECTION_MIB;
+    let allowed = sockets.mul_add(PER_CONNECTION_MIB, SERVER_BUDGET_MIB + FIXED_OVERHEAD_MIB);
     assert!(
         held.mib <= allowed,
         "the server held {:.1} MiB for 40 non-reading sockets: more than its budget \
@@ -240,7 +241,7 @@ async fn fifty_non_reading_sockets_of_one_account_hold_its_budget_not_megabytes_
     };
     let held = run(&load, "user-budget").await;
     let sockets = load.sockets as f64;
-    let allowed = USER_BUDGET_MIB + FIXED_OVERHEAD_MIB + sockets * PER_CONNECTION_MIB;
+    let allowed = sockets.mul_add(PER_CONNECTION_MIB, USER_BUDGET_MIB + FIXED_OVERHEAD_MIB);
     assert!(
         held.mib <= allowed,
         "the server held {:.1} MiB for one account's 50 non-reading sockets: more than its \
