@@ -35,7 +35,9 @@ use super::queue::{defer_wakes, Outbox, Push, State};
 use super::runtime::WriterRuntime;
 use super::seam::{Conn, Engine};
 use super::stats::{Enqueued, Stats, StatsSnapshot};
-use super::{next_connection_id, writer, EngineKind, QueueLimits, Stamp, Variant};
+use super::{
+    next_connection_id, writer, EngineKind, QueueLimits, Stamp, Variant, SOCKET_UNSENT_BYTES,
+};
 use crate::history::Numbered;
 
 /// The fan-out engine: cheap to clone (an `Arc` inside), `Send + Sync`.
@@ -694,6 +696,7 @@ impl Engine for QueueEngine {
     }
 
     fn attach(self: Arc<Self>, write: OwnedWriteHalf, owner: Option<u64>) -> Arc<dyn Conn> {
+        bound_unsent(&write);
         let conn = self.register(false, owner);
         let task_conn = conn.clone();
         let runtime = self.next_writer();
@@ -853,6 +856,19 @@ impl Engine for QueueEngine {
     fn run_writers_inline(&self) {
         let _ = self.writers.set(Vec::new());
     }
+}
+
+/// Bounds the bytes the kernel keeps unsent for `write`'s socket ([`SOCKET_UNSENT_BYTES`]);
+/// a socket that refuses the option (not TCP, another system) keeps the kernel's default.
+fn bound_unsent(write: &OwnedWriteHalf) {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    if let Err(e) =
+        socket2::SockRef::from(write.as_ref()).set_tcp_notsent_lowat(SOCKET_UNSENT_BYTES)
+    {
+        tracing::debug!(error = %e, "cannot bound a cable socket's unsent bytes");
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    let _ = write;
 }
 
 impl QueueConn {

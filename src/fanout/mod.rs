@@ -220,6 +220,27 @@ pub struct Stamp {
 /// Most frames one vectored write carries (one `IoSlice` each; Linux allows 1,024).
 pub const MAX_WRITE_SLICES: usize = 64;
 
+/// Most bytes of frames a connection's writer takes from its outbox into one batch (at least
+/// one frame, however long): a write takes no more than [`SOCKET_UNSENT_BYTES`] and a socket
+/// buffer's segment anyway, and frames past it are better left in the outbox, where the
+/// budgets see them until they are written and a cut-off frees them at once. Frames in a
+/// batch are freed only when the writer next runs, so without this bound a connection cut off
+/// as too slow kept up to [`MAX_WRITE_SLICES`] long frames (4 MiB of 64 KiB posts) after its
+/// budget charge was given back. Batches of short frames (64 of the usual 3 KiB) are not cut.
+pub const MAX_BATCH_BYTES: usize = 256 * 1024;
+
+/// Most bytes the kernel keeps unsent in one cable socket's send buffer
+/// (`TCP_NOTSENT_LOWAT`, Linux's `tcp(7)`; a write may pass it by one segment). Frames past it
+/// wait in the outbox, where the per-connection bound and the budgets count them. Without it
+/// the kernel's send-buffer autotuning (`net.ipv4.tcp_wmem`, 4 MiB by default) took about
+/// 2.7 MiB of written frames from each non-reading socket on loopback: written, so no budget
+/// counted them, and 40 such sockets held 101 MiB of kernel memory on top of the budgets. It
+/// bounds unsent bytes only, not those in flight, so a reader on a long, fast path is not
+/// slowed: the writer tops the buffer up as it drains (the socket reads as writable again once
+/// half of it has been sent). 128 KiB is the figure the option's author gives as enough for
+/// most workloads.
+pub const SOCKET_UNSENT_BYTES: u32 = 128 * 1024;
+
 /// The text payload sent to a connection cut off for falling behind. The shape is Action
 /// Cable's `disconnect` message (`ActionCable::Connection::Base#close`, which the JS client
 /// handles in `connection.js`); `too_slow` is AnyCable's reason for the same event, and

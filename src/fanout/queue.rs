@@ -687,46 +687,51 @@ impl Outbox {
     #[inline]
     pub(crate) fn pop(&self) -> Option<Bytes> {
         let mut one = None;
-        self.take(1, |frame| one = Some(frame));
+        self.take(1, |frame| {
+            one = Some(frame);
+            false
+        });
         one
     }
 
-    /// Takes up to `max` of the oldest queued frames, oldest first, handing each to `out`:
-    /// the ring first, then (one lock) the overflow. Returns how many were taken.
+    /// Takes up to `max` of the oldest queued frames, oldest first, handing each to `out`,
+    /// which answers whether it has room for another: the ring first, then (one lock) the
+    /// overflow. Returns how many were taken.
     #[inline]
-    pub(crate) fn take(&self, max: usize, mut out: impl FnMut(Bytes)) -> usize {
+    pub(crate) fn take(&self, max: usize, mut out: impl FnMut(Bytes) -> bool) -> usize {
         let Some(ring) = self.ring.get() else {
             return 0;
         };
         let mut n = 0;
-        while n < max {
+        let mut room = true;
+        while room && n < max {
             match ring.pop() {
                 Some(frame) => {
-                    out(frame);
+                    room = out(frame);
                     n += 1;
                 }
                 None => break,
             }
         }
-        if n < max && self.spilled.load(Ordering::SeqCst) {
+        if room && n < max && self.spilled.load(Ordering::SeqCst) {
             let mut over = self.overflow.lock();
             // Frames a producer put in the ring after the pops above, before its ring filled up
             // and it spilled under this mutex, are older than its overflow frames: take the
             // ring again first (while `spilled` is set, no producer that saw it adds to the
             // ring, so what the ring holds now precedes the overflow).
-            while n < max {
+            while room && n < max {
                 match ring.pop() {
                     Some(frame) => {
-                        out(frame);
+                        room = out(frame);
                         n += 1;
                     }
                     None => break,
                 }
             }
-            while n < max {
+            while room && n < max {
                 match over.frames.pop_front() {
                     Some(frame) => {
-                        out(frame);
+                        room = out(frame);
                         n += 1;
                     }
                     None => break,
@@ -988,11 +993,17 @@ mod tests {
         }
         // Take part of the backlog: the ring empties, the overflow still holds frames.
         let mut seen = Vec::new();
-        outbox.take(10, |f| seen.push(number(&f)));
+        outbox.take(10, |f| {
+            seen.push(number(&f));
+            true
+        });
         for i in 12..20 {
             outbox.push(&numbered(i));
         }
-        outbox.take(64, |f| seen.push(number(&f)));
+        outbox.take(64, |f| {
+            seen.push(number(&f));
+            true
+        });
         assert_eq!(seen, (0..20).collect::<Vec<_>>());
         // Drained: the next pushes use the ring again.
         outbox.push(&numbered(20));
@@ -1046,6 +1057,7 @@ mod tests {
                 );
                 last[p] = Some(i);
                 total += 1;
+                true
             });
         }
         for p in producers {

@@ -7,7 +7,8 @@
 //! connection. Without a sweeper (writers on the caller's runtime) the task drains on every
 //! wake-up itself. Either way one drain does this:
 //!
-//! 1. **Batch**: pop up to [`MAX_WRITE_SLICES`] frames into a retained `VecDeque` (no
+//! 1. **Batch**: pop up to [`MAX_WRITE_SLICES`] frames, and past the first at most
+//!    [`MAX_BATCH_BYTES`](super::MAX_BATCH_BYTES) bytes, into a retained `VecDeque` (no
 //!    allocation once it has grown to what the connection needs; freed together with the
 //!    outbox's overflow once the connection has been idle for `queue::SHRINK_AFTER`).
 //! 2. **Vectored write**: one `try_write_vectored` with one `IoSlice` per frame, pointing
@@ -38,7 +39,9 @@ use tokio::net::tcp::OwnedWriteHalf;
 use super::frame::Frame;
 use super::queue::{Outbox, State};
 use super::stats::Stats;
-use super::{CLOSE_FLUSH_TIMEOUT, MAX_WRITE_SLICES, SLOW_CLOSE_TIMEOUT, TOO_SLOW_MESSAGE};
+use super::{
+    CLOSE_FLUSH_TIMEOUT, MAX_BATCH_BYTES, MAX_WRITE_SLICES, SLOW_CLOSE_TIMEOUT, TOO_SLOW_MESSAGE,
+};
 
 /// Frames popped from the outbox and not yet completely written, with the write offset into
 /// the first one. Its storage is retained across drains.
@@ -46,6 +49,8 @@ use super::{CLOSE_FLUSH_TIMEOUT, MAX_WRITE_SLICES, SLOW_CLOSE_TIMEOUT, TOO_SLOW_
 pub(crate) struct Batch {
     frames: VecDeque<Bytes>,
     offset: usize,
+    /// The lengths of `frames` added up (whole frames, the first one's written part too).
+    bytes: usize,
 }
 
 impl Batch {
@@ -55,6 +60,7 @@ impl Batch {
             // capacity afterwards, so a busy connection's drains do not allocate.
             frames: VecDeque::new(),
             offset: 0,
+            bytes: 0,
         }
     }
 
@@ -62,12 +68,17 @@ impl Batch {
         self.frames.is_empty()
     }
 
-    /// Tops the batch up from `outbox` to at most [`MAX_WRITE_SLICES`] frames.
+    /// Tops the batch up from `outbox` to at most [`MAX_WRITE_SLICES`] frames and, past its
+    /// first frame, [`MAX_BATCH_BYTES`] bytes (the frame that reaches it is the last taken).
     pub(crate) fn fill(&mut self, outbox: &Outbox) {
         let room = MAX_WRITE_SLICES.saturating_sub(self.frames.len());
-        if room > 0 {
-            let frames = &mut self.frames;
-            outbox.take(room, |frame| frames.push_back(frame));
+        if room > 0 && self.bytes < MAX_BATCH_BYTES {
+            let Self { frames, bytes, .. } = self;
+            outbox.take(room, |frame| {
+                *bytes += frame.len();
+                frames.push_back(frame);
+                *bytes < MAX_BATCH_BYTES
+            });
         }
     }
 
@@ -81,6 +92,7 @@ impl Batch {
 
     /// Appends one frame (used for the final frames of a close or cut-off).
     pub(crate) fn push(&mut self, frame: Bytes) {
+        self.bytes += frame.len();
         self.frames.push_back(frame);
     }
 
@@ -90,6 +102,7 @@ impl Batch {
             dropped(frame.len());
         }
         self.offset = 0;
+        self.bytes = 0;
     }
 
     /// Points `out` at the unwritten bytes, first frame from its offset. Returns how many
@@ -123,6 +136,7 @@ impl Batch {
             if left >= remaining {
                 left -= remaining;
                 frames += 1;
+                self.bytes -= front.len();
                 done(front.len());
                 self.frames.pop_front();
                 self.offset = 0;
@@ -139,6 +153,7 @@ impl Batch {
     pub(crate) fn keep_partial(&mut self, mut dropped: impl FnMut(usize)) {
         let keep = usize::from(self.offset > 0);
         for frame in self.frames.drain(keep..) {
+            self.bytes -= frame.len();
             dropped(frame.len());
         }
     }
@@ -432,6 +447,53 @@ mod tests {
         b.keep_partial(|len| dropped.push(len));
         assert_eq!(dropped, [3, 2]);
         assert_eq!(unwritten(&b), b"aaa");
+    }
+
+    #[test]
+    fn a_batch_takes_long_frames_up_to_its_byte_bound_and_short_ones_up_to_the_slices() {
+        use crate::fanout::QueueLimits;
+        let limits = QueueLimits {
+            max_frames: 512,
+            max_bytes: 1 << 30,
+        };
+        // 60 KiB frames (a post near the body limit): five reach 256 KiB, the rest stay in
+        // the outbox, where the budgets count them.
+        let outbox = Outbox::new(1, limits);
+        for _ in 0..MAX_WRITE_SLICES {
+            outbox.push(&Bytes::from(vec![b'x'; 60 * 1024]));
+        }
+        let mut b = Batch::new();
+        b.fill(&outbox);
+        assert_eq!(b.frames.len(), MAX_BATCH_BYTES.div_ceil(60 * 1024));
+        assert_eq!(outbox.queued_frames(), MAX_WRITE_SLICES - b.frames.len());
+        // Full: no more until some is written.
+        b.fill(&outbox);
+        assert_eq!(b.frames.len(), 5);
+        b.advance(60 * 1024 + 1, |_| {});
+        b.fill(&outbox);
+        assert_eq!(b.frames.len(), 5);
+        b.advance(2 * 60 * 1024, |_| {});
+        b.fill(&outbox);
+        assert_eq!(
+            b.frames.len(),
+            5,
+            "the first frame's written part still counts"
+        );
+        // One frame longer than the bound is taken alone.
+        let outbox = Outbox::new(2, limits);
+        outbox.push(&Bytes::from(vec![b'x'; 2 * MAX_BATCH_BYTES]));
+        outbox.push(&Bytes::from_static(b"x"));
+        let mut b = Batch::new();
+        b.fill(&outbox);
+        assert_eq!(b.frames.len(), 1);
+        // Short frames: as many as the write's slices.
+        let outbox = Outbox::new(3, limits);
+        for _ in 0..2 * MAX_WRITE_SLICES {
+            outbox.push(&Bytes::from(vec![b'x'; 3 * 1024]));
+        }
+        let mut b = Batch::new();
+        b.fill(&outbox);
+        assert_eq!(b.frames.len(), MAX_WRITE_SLICES);
     }
 
     #[test]

@@ -39,6 +39,7 @@ mod group_commit;
 mod hardening;
 mod hardening_sessions;
 mod hardening_limits;
+mod hardening_budget;
 mod hostile;
 mod layers;
 mod metrics;

@@ -15,9 +15,12 @@
 //! written or dropped. A broadcast frame that a group of `n` subscribers shares (one
 //! identifier, one encoded frame) charges each of them `len / n`: the budgets follow the memory
 //! the frames take, so a thousand readers of one room that fall behind together in a burst hold
-//! one frame's worth, while distinct identifiers (one frame each) are charged in full. A
-//! connection's ring (at most 8 frames) and the frames its writer has in hand (at most 64)
-//! are the fixed part that no budget counts.
+//! one frame's worth, while distinct identifiers (one frame each) are charged in full. What
+//! no budget counts is a fixed part per connection: its ring (at most 8 short frames), the
+//! frames its writer has in hand once a cut-off gave their charge back (at most
+//! [`super::MAX_BATCH_BYTES`] and one frame, until the writer next runs) and what the kernel
+//! keeps unsent in its socket (at most [`super::SOCKET_UNSENT_BYTES`] and one segment: a
+//! frame written there has left the budgets).
 //!
 //! Costs: nothing on the push of a short frame into the ring (the keeping-up case); one
 //! relaxed load when a frame is written; two atomic adds on the spill path (already the cold,
