@@ -109,6 +109,7 @@ mod tests {
         assert_eq!(ask("bytes=-500", None, 200_000), Partial(199_500..=199_999));
         assert_eq!(ask("bytes=-500", None, 10), Partial(0..=9));
         assert_eq!(ask("bytes=100-", None, 200_000), Partial(100..=199_999));
+        assert_eq!(ask("bytes=0-", None, 200_000), Partial(0..=199_999));
         assert_eq!(ask("bytes=5-1000", None, 10), Partial(5..=9));
         assert_eq!(ask("bytes=200000-", None, 200_000), Unsatisfiable);
         assert_eq!(ask("bytes=300000-300001", None, 200_000), Unsatisfiable);

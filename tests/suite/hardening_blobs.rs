@@ -294,6 +294,14 @@ async fn ranges_are_served(addr: &str, url: &str, bytes: &[u8]) {
         Some("bytes 100-199999/200000")
     );
 
+    // Safari starts a video with `bytes=0-`: the whole file, but as a 206.
+    let (status, headers, body) = get(Some("bytes=0-"), None).await;
+    assert_eq!((status, body.len()), (206, LEN));
+    assert_eq!(
+        header(&headers, "content-range"),
+        Some("bytes 0-199999/200000")
+    );
+
     let (status, _, body) = get(Some("bytes=199990-300000"), None).await;
     assert_eq!(status, 206, "a last position past the end is cut to it");
     assert_eq!(body, &bytes[199_990..]);
