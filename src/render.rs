@@ -258,7 +258,8 @@ pub fn file_view(a: &crate::db::blobs::Attached, urls: &ActiveStorageVerifier) -
         src,
         href: crate::storage::blob_path(urls, blob, false),
         download: crate::storage::blob_path(urls, blob, true),
-        filename: blob.filename.clone(),
+        // Sanitized again on the way out, as Rails' `Filename#to_s` is: rows another app wrote.
+        filename: crate::storage::sanitize_filename(&blob.filename),
         size: crate::storage::human_size(blob.byte_size),
         width: dims.0.unwrap_or(0),
         height: dims.1.unwrap_or(0),

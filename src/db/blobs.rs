@@ -270,7 +270,20 @@ pub async fn update_identity(
     Ok(())
 }
 
+/// Whether `e` is the unique index of migration 0016 refusing a second attachment of one
+/// blob (a blob is attached at most once: a message's file, an avatar, the logo or a variant's
+/// image).
+pub fn is_already_attached(e: &sqlx::Error) -> bool {
+    e.as_database_error().is_some_and(|d| {
+        d.is_unique_violation() && d.message().contains("active_storage_attachments.blob_id")
+    })
+}
+
 /// Attaches blob `blob_id` as `name` of the record, in an open transaction (or on a pool).
+///
+/// # Errors
+/// A database failure; [`is_already_attached`] when the blob is attached to anything already
+/// (the unique index of migration 0016: checked and attached in one statement).
 pub async fn attach<'e, E>(
     executor: E,
     name: &str,
@@ -296,7 +309,11 @@ where
 }
 
 /// Attaches `blob_id` as the one `name` of a record, replacing (and returning the blob ids of)
-/// what was attached before (`has_one_attached`'s replace).
+/// what was attached before (`has_one_attached`'s replace), in one transaction.
+///
+/// # Errors
+/// A database failure; [`is_already_attached`] when the blob is attached elsewhere (nothing
+/// is changed: the old attachment stays).
 pub async fn attach_one(
     pool: &SqlitePool,
     name: &str,
@@ -502,13 +519,27 @@ pub async fn for_messages(
     Ok(out)
 }
 
-/// Deletes blob `id` with its attachments, its variants and their images; returns the
-/// `(service_name, key)` of every deleted blob, whose files the caller removes.
+/// Deletes blob `id` with its variants and their images, unless something still holds it
+/// (an attachment row names it: then nothing is deleted). Returns the `(service_name, key)` of
+/// every deleted blob, whose files the caller removes. The check and the deletes are one
+/// transaction, so an attachment made meanwhile either commits first (and keeps the blob) or
+/// finds the blob gone (its foreign key fails).
 pub async fn delete(pool: &SqlitePool, id: i64) -> sqlx::Result<Vec<(String, String)>> {
     let mut tx = super::Write::begin(pool, super::Access::Kept).await?;
     let mut gone = Vec::new();
     let mut pending = vec![id];
     while let Some(blob_id) = pending.pop() {
+        // A variant's image was detached from its variant record just before (below).
+        let held: Option<i64> = sqlx::query_scalar(
+            "SELECT 1 FROM active_storage_attachments WHERE blob_id = ? LIMIT 1",
+        )
+        .bind(blob_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        if held.is_some() {
+            tracing::debug!(blob_id, "a blob still attached is kept");
+            continue;
+        }
         let images: Vec<i64> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
             "SELECT a.blob_id FROM active_storage_variant_records v JOIN active_storage_attachments a \
              ON a.record_type = '{}' AND a.record_id = v.id WHERE v.blob_id = ?",
@@ -518,11 +549,10 @@ pub async fn delete(pool: &SqlitePool, id: i64) -> sqlx::Result<Vec<(String, Str
         .fetch_all(&mut *tx)
         .await?;
         sqlx::query(sqlx::AssertSqlSafe(format!(
-            "DELETE FROM active_storage_attachments WHERE blob_id = ? OR (record_type = '{}' AND \
-             record_id IN (SELECT id FROM active_storage_variant_records WHERE blob_id = ?))",
+            "DELETE FROM active_storage_attachments WHERE record_type = '{}' AND \
+             record_id IN (SELECT id FROM active_storage_variant_records WHERE blob_id = ?)",
             record::VARIANT
         )))
-        .bind(blob_id)
         .bind(blob_id)
         .execute(&mut *tx)
         .await?;
@@ -655,6 +685,48 @@ mod tests {
             plan.iter()
                 .any(|(_, _, _, d)| d.contains("index_active_storage_blobs_on_uploader")),
             "{plan:?}"
+        );
+        pool.close().await;
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[tokio::test]
+    async fn a_blob_is_attached_once_and_a_held_blob_is_never_deleted() {
+        let (pool, dir, _serial) = super::super::test_pool().await;
+        let blob = insert(
+            &pool,
+            &NewBlob {
+                key: "abcd1234",
+                filename: "a.txt",
+                content_type: None,
+                metadata: "{}",
+                service_name: "local",
+                byte_size: 1,
+                checksum: None,
+            },
+        )
+        .await
+        .expect("insert");
+        attach(&pool, "attachment", record::MESSAGE, 1, blob.id)
+            .await
+            .expect("the first attachment");
+        let again = attach(&pool, "attachment", record::MESSAGE, 2, blob.id)
+            .await
+            .expect_err("a second attachment");
+        assert!(is_already_attached(&again), "{again}");
+        let replaced = attach_one(&pool, "avatar", record::USER, 1, blob.id).await;
+        assert!(replaced.is_err_and(|e| is_already_attached(&e)));
+        assert!(
+            delete(&pool, blob.id).await.expect("delete").is_empty(),
+            "a held blob is kept"
+        );
+        assert!(find(&pool, blob.id).await.expect("find").is_some());
+        detach(&pool, "attachment", record::MESSAGE, 1)
+            .await
+            .expect("detach");
+        assert_eq!(
+            delete(&pool, blob.id).await.expect("delete"),
+            vec![("local".to_owned(), "abcd1234".to_owned())]
         );
         pool.close().await;
         let _ = std::fs::remove_dir_all(dir);

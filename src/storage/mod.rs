@@ -203,22 +203,30 @@ impl Storage {
         }
     }
 
-    /// `blob`'s bytes as a stream, with their length.
-    pub async fn stream(
-        &self,
-        service: &str,
-        key: &str,
-    ) -> Option<(
-        u64,
-        futures_util::stream::BoxStream<'static, std::io::Result<bytes::Bytes>>,
-    )> {
-        use futures_util::StreamExt as _;
+    /// The file of `key` in `service`, opened for serving: its length and entity tag, read
+    /// before any byte (None when it is missing or the service failed).
+    pub async fn open(&self, service: &str, key: &str) -> Option<Opened> {
         if let Some(s3) = self.s3_for(service) {
-            return s3.stream(key).await;
+            let head = s3.head(key).await?;
+            let e_tag = head.e_tag.map(|t| format!("\"{t}\""));
+            return Some(Opened {
+                len: head.size,
+                etag: e_tag.clone().unwrap_or_else(|| format!("\"{key}\"")),
+                source: Source::S3 {
+                    s3: s3.clone(),
+                    key: key.to_owned(),
+                    e_tag,
+                },
+            });
         }
         let file = tokio::fs::File::open(self.disk.path_for(key)?).await.ok()?;
         let len = file.metadata().await.ok()?.len();
-        Some((len, file_stream(file).boxed()))
+        // A disk file never changes under its key (an upload to a taken key is refused).
+        Some(Opened {
+            len,
+            etag: format!("\"{key}\""),
+            source: Source::Disk(file),
+        })
     }
 
     /// A local file with `blob`'s bytes, for decoding.
@@ -307,7 +315,8 @@ impl Storage {
     pub fn disk_url(&self, blob: &Blob, download: bool, now_ms: i64) -> String {
         let content_type = identify::served_content_type(blob.content_type.as_deref());
         let inline = !download && identify::inline_allowed(blob.content_type.as_deref());
-        let disposition = content_disposition(inline, &blob.filename);
+        // Sanitized again on the way out, as Rails' `Filename#to_s` is: rows another app wrote.
+        let disposition = content_disposition(inline, &sanitize_filename(&blob.filename));
         let token = self.verifier.generate(
             &Value::Hash(vec![
                 (Value::Sym("key".into()), Value::Str(blob.key.clone())),
@@ -362,6 +371,57 @@ impl Storage {
     }
 }
 
+/// A stored file opened for serving ([`Storage::open`]).
+#[derive(Debug)]
+pub struct Opened {
+    /// Its length in bytes.
+    pub len: u64,
+    /// Its strong entity tag, quoted (`"<key>"` on the disk, the object's `ETag` on S3).
+    pub etag: String,
+    source: Source,
+}
+
+#[derive(Debug)]
+enum Source {
+    Disk(tokio::fs::File),
+    S3 {
+        s3: s3::S3Service,
+        key: String,
+        e_tag: Option<String>,
+    },
+}
+
+impl Opened {
+    /// Bytes `range` of the file (offsets from 0, within [`Opened::len`]; None: all of it) as a
+    /// stream of chunks. On S3 a ranged `GET` (`object_store`'s `GetOptions::range`) with
+    /// `If-Match` of the tag read at opening, so the bytes are of the same object.
+    ///
+    /// # Errors
+    /// Seeking the file or the request failed (the object changed since it was opened).
+    pub async fn stream(
+        self,
+        range: Option<std::ops::RangeInclusive<u64>>,
+    ) -> std::io::Result<futures_util::stream::BoxStream<'static, std::io::Result<bytes::Bytes>>>
+    {
+        use futures_util::StreamExt as _;
+        use tokio::io::{AsyncReadExt as _, AsyncSeekExt as _};
+        match self.source {
+            Source::Disk(mut file) => match range {
+                None => Ok(file_stream(file).boxed()),
+                Some(range) => {
+                    file.seek(std::io::SeekFrom::Start(*range.start())).await?;
+                    let n = range.end() - range.start() + 1;
+                    Ok(file_stream(file.take(n)).boxed())
+                }
+            },
+            Source::S3 { s3, key, e_tag } => {
+                let range = range.map(|r| *r.start()..r.end() + 1);
+                s3.stream_range(&key, range, e_tag).await
+            }
+        }
+    }
+}
+
 /// A server's copy of who has an avatar (user id → the avatar's blob id), read from the
 /// database on first use and updated by every change made through this server: a post needs
 /// its author's avatar version without a query.
@@ -410,10 +470,13 @@ pub fn logo_path(version: Option<i64>, small: bool) -> String {
     )
 }
 
-/// A file as a stream of 64 KiB chunks.
-pub fn file_stream(
-    file: tokio::fs::File,
-) -> impl futures_util::Stream<Item = std::io::Result<bytes::Bytes>> + Send + 'static {
+/// A file (or any reader) as a stream of 64 KiB chunks.
+pub fn file_stream<R>(
+    file: R,
+) -> impl futures_util::Stream<Item = std::io::Result<bytes::Bytes>> + Send + 'static
+where
+    R: tokio::io::AsyncRead + Unpin + Send + 'static,
+{
     futures_util::stream::unfold(file, |mut file| async move {
         use tokio::io::AsyncReadExt as _;
         let mut buf = vec![0u8; 64 * 1024];
@@ -488,17 +551,28 @@ pub fn content_disposition(inline: bool, filename: &str) -> String {
     )
 }
 
-/// `ActiveStorage::Filename#sanitized`: path separators and control characters become `-`,
-/// at most 255 bytes; an empty name becomes `file`.
+/// `ActiveStorage::Filename#sanitized` (`activestorage/app/models/active_storage/filename.rb`),
+/// made stricter: path separators, `"`, control characters (general category Cc) and line or
+/// paragraph separators (Zl, Zp) become `-`; Unicode format characters (Cf: the bidirectional
+/// controls U+200E, U+200F, U+202A–U+202E, U+2066–U+2069, U+061C, and the soft hyphen, U+FEFF,
+/// tag characters and the like) are removed, so a name shows in its stored order
+/// (`invoice\u{202E}fdp.exe` is `invoicefdp.exe`, not `invoiceexe.pdf`). The zero-width joiner
+/// and non-joiner (U+200D, U+200C) stay: words of Persian and Indic scripts and emoji sequences
+/// need them, and neither reorders text. At most 255 bytes; an empty name becomes `file`.
 pub fn sanitize_filename(name: &str) -> String {
+    use unicode_properties::{GeneralCategory, UnicodeGeneralCategory as _};
     let cleaned: String = name
         .chars()
-        .map(|c| {
-            if c == '/' || c == '\\' || c.is_control() || c == '"' {
-                '-'
-            } else {
-                c
-            }
+        .filter_map(|c| match c {
+            '/' | '\\' | '"' => Some('-'),
+            '\u{200C}' | '\u{200D}' => Some(c),
+            c => match c.general_category() {
+                GeneralCategory::Format => None,
+                GeneralCategory::Control
+                | GeneralCategory::LineSeparator
+                | GeneralCategory::ParagraphSeparator => Some('-'),
+                _ => Some(c),
+            },
         })
         .collect();
     let mut cleaned = cleaned.trim().to_owned();
@@ -552,6 +626,20 @@ mod tests {
         assert_eq!(sanitize_filename("../../etc/passwd"), "..-..-etc-passwd");
         assert_eq!(sanitize_filename(" \u{0} "), "-");
         assert_eq!(sanitize_filename(""), "file");
+        assert_eq!(
+            sanitize_filename("invoice\u{202E}fdp.exe"),
+            "invoicefdp.exe"
+        );
+        assert_eq!(
+            sanitize_filename("\u{2066}a\u{200E}b\u{200F}c\u{061C}\u{FEFF}\u{AD}\u{2069}.txt"),
+            "abc.txt"
+        );
+        assert_eq!(sanitize_filename("a\u{2028}b\tc.txt"), "a-b-c.txt");
+        assert_eq!(sanitize_filename("\u{202E}"), "file");
+        assert_eq!(
+            sanitize_filename("\u{1F468}\u{200D}\u{1F469}.png"),
+            "\u{1F468}\u{200D}\u{1F469}.png"
+        );
         assert_eq!(
             content_disposition(false, "café \"x\".png"),
             "attachment; filename=\"caf? _x_.png\"; filename*=UTF-8''caf%C3%A9%20%22x%22.png"

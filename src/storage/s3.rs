@@ -22,7 +22,7 @@ use futures_util::StreamExt;
 use object_store::aws::{AmazonS3, AmazonS3Builder};
 use object_store::path::Path;
 use object_store::signer::Signer;
-use object_store::{ObjectStore, PutPayload, WriteMultipart};
+use object_store::{GetOptions, GetRange, ObjectStore, PutPayload, WriteMultipart};
 use tokio::io::AsyncReadExt;
 
 /// The service name of S3 blobs in `active_storage_blobs.service_name` (Rails' `amazon`).
@@ -173,6 +173,33 @@ impl S3Service {
             .map(|chunk| chunk.map_err(std::io::Error::other))
             .boxed();
         Some((size, stream))
+    }
+
+    /// Bytes `range` of `key` (all when None) as a stream of chunks, only while its `ETag` is
+    /// `e_tag` (when given; `If-Match`).
+    ///
+    /// # Errors
+    /// The request failed, the object is missing or its `ETag` is another.
+    pub async fn stream_range(
+        &self,
+        key: &str,
+        range: Option<std::ops::Range<u64>>,
+        e_tag: Option<String>,
+    ) -> std::io::Result<BoxStream<'static, std::io::Result<Bytes>>> {
+        let options = GetOptions {
+            range: range.map(GetRange::Bounded),
+            if_match: e_tag,
+            ..GetOptions::default()
+        };
+        let result = self
+            .store
+            .get_opts(&Path::from(key), options)
+            .await
+            .map_err(std::io::Error::other)?;
+        Ok(result
+            .into_stream()
+            .map(|chunk| chunk.map_err(std::io::Error::other))
+            .boxed())
     }
 
     /// Size and `ETag` of `key`; None when it is missing.

@@ -300,7 +300,8 @@ async fn make_squares(
     Ok(())
 }
 
-/// Attaches `blob` as the one `name` of a record, purging what it replaces.
+/// Attaches `blob` as the one `name` of a record, purging what it replaces; 422
+/// ([`files::ALREADY_ATTACHED`]) when another request attached `blob` first.
 async fn replace(
     state: &AppState,
     name: &str,
@@ -308,7 +309,15 @@ async fn replace(
     record_id: i64,
     blob: &Blob,
 ) -> Result<(), AppError> {
-    let old = blobs::attach_one(&state.pool, name, record_type, record_id, blob.id).await?;
+    let old = blobs::attach_one(&state.pool, name, record_type, record_id, blob.id)
+        .await
+        .map_err(|e| {
+            if blobs::is_already_attached(&e) {
+                AppError::Unprocessable(files::ALREADY_ATTACHED.into())
+            } else {
+                AppError::from(e)
+            }
+        })?;
     for id in old {
         files::purge_blob(state, id).await;
     }

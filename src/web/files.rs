@@ -4,7 +4,7 @@
 //! |---|---|
 //! | `POST /rails/active_storage/direct_uploads` | JSON blob with `signed_id` and `direct_upload: {url, headers}` (signed in; 413 past `--max-upload-bytes` or past the uploader's storage quota by the declared `byte_size`, 429 past the upload rate) |
 //! | `PUT /rails/active_storage/disk/{encoded_token}` | stores the upload: 204; 422 for a size, type or checksum other than declared, 404 for a bad token |
-//! | `GET /rails/active_storage/disk/{encoded_key}/{*filename}` | the bytes, for 5 minutes after the URL was made |
+//! | `GET /rails/active_storage/disk/{encoded_key}/{*filename}` | the bytes, for 5 minutes after the URL was made; a single `Range` gets 206 (416 past the end), see [`super::byte_ranges`] |
 //! | `GET /rails/active_storage/blobs/redirect/{signed_id}/{*filename}` (and `/blobs/{signed_id}/…`) | 302 to a disk URL, for those who may read the blob (404 otherwise) |
 //! | `GET /rails/active_storage/representations/redirect/{signed_blob_id}/{variation_key}/{*filename}` | 302 to the variant's disk URL (the original until it is made) |
 //!
@@ -12,6 +12,9 @@
 //! user for avatars; anyone for the account logo; its uploader while it is attached to nothing.
 //! Every answer with bytes carries `X-Content-Type-Options: nosniff` and a sandboxing
 //! `Content-Security-Policy`, and anything a browser could run is a download.
+//!
+//! A blob is attached at most once (the unique index of migration 0016), and a purge never
+//! deletes a blob an attachment still names.
 
 use std::time::Instant;
 
@@ -38,6 +41,10 @@ use crate::storage::{self, identify, process};
 
 /// The metadata key naming the user who uploaded a blob (Hearth's; Rails ignores it).
 pub use crate::db::blobs::UPLOADER_KEY;
+
+/// The 422 of a direct upload that is attached already (to a message, as an avatar or as the
+/// logo): a blob is attached at most once.
+pub const ALREADY_ATTACHED: &str = "this upload is attached already";
 
 /// `--max-upload-bytes` plus room for a multipart form's other fields and boundaries.
 const MULTIPART_OVERHEAD: u64 = 64 * 1024;
@@ -485,7 +492,9 @@ pub async fn read_upload_form_any(
 }
 
 /// The blob a direct upload's signed id names, for `user` to attach: it must be theirs, fully
-/// uploaded and attached to nothing yet (422 otherwise).
+/// uploaded and attached to nothing yet (422 otherwise; [`ALREADY_ATTACHED`] for the last).
+/// Two requests may both pass this check: the attachment's unique index lets one of them
+/// attach it ([`blobs::is_already_attached`] tells the others).
 pub async fn blob_for_attaching(
     state: &AppState,
     user: &User,
@@ -506,8 +515,9 @@ pub async fn blob_for_attaching(
     {
         return Err(refuse());
     }
+    // Checked again, atomically, by the attachment's unique index (migration 0016).
     if !blobs::records_of(&state.pool, blob.id).await?.is_empty() {
-        return Err(refuse());
+        return Err(AppError::Unprocessable(ALREADY_ATTACHED.into()));
     }
     if !state.storage.exists(&blob).await {
         return Err(AppError::Unprocessable(
@@ -525,7 +535,8 @@ pub async fn blob_for_attaching(
     blobs::find(&state.pool, blob.id).await?.ok_or_else(refuse)
 }
 
-/// Deletes a blob, its variants and their files.
+/// Deletes a blob, its variants and their files, unless it is attached to something (then
+/// nothing is deleted: see [`blobs::delete`]).
 pub async fn purge_blob(state: &AppState, blob_id: i64) {
     match blobs::delete(&state.pool, blob_id).await {
         Ok(gone) => {
@@ -807,11 +818,16 @@ pub async fn representation_redirect(
 
 /// `GET /rails/active_storage/disk/{encoded_key}/{*filename}` (Rails' `DiskController#show`):
 /// the bytes of a file while its URL has not expired (404 after), with the type and
-/// disposition the URL was signed with, `nosniff` and a sandboxing CSP.
+/// disposition the URL was signed with, `nosniff` and a sandboxing CSP. Single byte ranges
+/// are served for the disk and the S3 services alike ([`super::byte_ranges`], RFC 9110 §14):
+/// 206 with `Content-Range`, 416 with `Content-Range: bytes */<length>` past the end, the
+/// whole file (200, `Accept-Ranges: bytes`, a strong `ETag` for `If-Range`) otherwise.
 pub async fn serve_from_disk(
     State(state): State<SharedState>,
     Path((token, _filename)): Path<(String, String)>,
+    request_headers: HeaderMap,
 ) -> Result<Response, AppError> {
+    use super::byte_ranges::{self, Selected};
     let claims = state
         .storage
         .verifier
@@ -822,11 +838,13 @@ pub async fn serve_from_disk(
         .get("service_name")
         .and_then(Value::as_str)
         .unwrap_or(storage::DISK_SERVICE);
-    let (len, stream) = state
+    let opened = state
         .storage
-        .stream(service, key)
+        .open(service, key)
         .await
         .ok_or(AppError::NotFound)?;
+    let (len, etag) = (opened.len, opened.etag.clone());
+    let selected = byte_ranges::select(&request_headers, &etag, len);
     let content_type =
         identify::served_content_type(claims.get("content_type").and_then(Value::as_str));
     // The type was chosen when the URL was signed; a type that could run is never served.
@@ -848,11 +866,47 @@ pub async fn serve_from_disk(
         } else {
             disposition.to_owned()
         };
-    let body = Body::from_stream(stream);
+    let (status, body, length, content_range) = match selected {
+        Selected::Full => {
+            let stream = opened.stream(None).await.map_err(|_| AppError::NotFound)?;
+            (StatusCode::OK, Body::from_stream(stream), len, None)
+        }
+        Selected::Partial(range) => {
+            let content_range = byte_ranges::content_range(&range, len);
+            let length = range.end() - range.start() + 1;
+            let stream = opened
+                .stream(Some(range))
+                .await
+                .map_err(|_| AppError::NotFound)?;
+            (
+                StatusCode::PARTIAL_CONTENT,
+                Body::from_stream(stream),
+                length,
+                Some(content_range),
+            )
+        }
+        Selected::Unsatisfiable => (
+            StatusCode::RANGE_NOT_SATISFIABLE,
+            Body::empty(),
+            0,
+            Some(byte_ranges::unsatisfied_range(len)),
+        ),
+    };
     let mut response = Response::new(body);
+    *response.status_mut() = status;
     let headers = response.headers_mut();
     guard_headers(headers);
-    headers.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
+    headers.insert(header::CONTENT_LENGTH, HeaderValue::from(length));
+    headers.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
+    if let Some(v) = content_range.and_then(|v| HeaderValue::from_str(&v).ok()) {
+        headers.insert(header::CONTENT_RANGE, v);
+    }
+    if let Ok(v) = HeaderValue::from_str(&etag) {
+        headers.insert(header::ETAG, v);
+    }
+    if status == StatusCode::RANGE_NOT_SATISFIABLE {
+        return Ok(response);
+    }
     if let Ok(v) = HeaderValue::from_str(content_type) {
         headers.insert(header::CONTENT_TYPE, v);
     }

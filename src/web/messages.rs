@@ -121,7 +121,7 @@ fn client_message_id(given: Option<&str>) -> Result<String, AppError> {
 ///
 /// # Errors
 /// 422 for a `client_message_id` that already names another message (the unique index of
-/// migration 0008); 404 when the room was deleted after the member check (a foreign key
+/// migration 0008) and for a file attached already (migration 0016); 404 when the room was deleted after the member check (a foreign key
 /// failed; nothing stored); a database failure (nothing stored); a render failure (stored,
 /// not broadcast).
 pub async fn post_message(
@@ -179,6 +179,10 @@ pub async fn post_message(
     )
     .await
     .map_err(|e| match e.as_database_error() {
+        // The file was attached by another request since it was checked.
+        Some(_) if crate::db::blobs::is_already_attached(&e) => {
+            AppError::Unprocessable(files::ALREADY_ATTACHED.into())
+        }
         Some(d) if d.is_unique_violation() => {
             AppError::Unprocessable(CLIENT_MESSAGE_ID_TAKEN.into())
         }

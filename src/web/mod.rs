@@ -44,6 +44,7 @@ pub mod autocompletable;
 pub mod avatars;
 pub mod boosts;
 pub mod bots_api;
+pub mod byte_ranges;
 pub mod client_ip;
 pub mod context;
 pub mod cookies;

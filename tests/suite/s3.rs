@@ -20,7 +20,7 @@ const SECRET: &str = "secret123456";
 const BUCKET: &str = "hearth-test";
 
 /// A running `moto_server`, killed on drop.
-struct Moto {
+pub(crate) struct Moto {
     child: Child,
     addr: String,
 }
@@ -32,7 +32,7 @@ impl Drop for Moto {
     }
 }
 
-async fn start_moto() -> Option<Moto> {
+pub(crate) async fn start_moto() -> Option<Moto> {
     let port = {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").ok()?;
         listener.local_addr().ok()?.port()
@@ -69,7 +69,7 @@ async fn start_moto() -> Option<Moto> {
     None
 }
 
-async fn hearth_on(moto: &Moto) -> TestServer {
+pub(crate) async fn hearth_on(moto: &Moto) -> TestServer {
     let endpoint = format!("http://{}", moto.addr);
     TestServer::start_with(move |c| {
         c.storage = hearth::config::StorageKind::S3;
