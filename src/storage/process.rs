@@ -136,11 +136,15 @@ pub fn probe(path: &Path) -> Result<Probe, ProcessError> {
 fn gif_frames(path: &Path) -> Result<u32, ProcessError> {
     let refused = |e: gif::DecodingError| {
         ProcessError::Image(image::ImageError::Decoding(
-            image::error::DecodingError::new(image::error::ImageFormatHint::Exact(ImageFormat::Gif), e),
+            image::error::DecodingError::new(
+                image::error::ImageFormatHint::Exact(ImageFormat::Gif),
+                e,
+            ),
         ))
     };
     let mut options = gif::DecodeOptions::new();
-    options.check_frame_consistency(true);
+    // Frames are checked against the screen below, with a message that says so; skipping
+    // their decoding, nothing is allocated for their pixels here.
     options.skip_frame_decoding(true);
     if let Some(limit) = std::num::NonZeroU64::new(MAX_ALLOC) {
         options.set_memory_limit(gif::MemoryLimit::Bytes(limit));
@@ -222,7 +226,9 @@ fn webp_chunks<R: Read + Seek>(
         }
         let mut header = [0u8; 8];
         r.read_exact(&mut header)?;
-        let len = u64::from(u32::from_le_bytes([header[4], header[5], header[6], header[7]]));
+        let len = u64::from(u32::from_le_bytes([
+            header[4], header[5], header[6], header[7],
+        ]));
         let body = at + 8;
         let head_len = match &header[0..4] {
             b"VP8X" => 10,
@@ -242,7 +248,9 @@ fn webp_chunks<R: Read + Seek>(
                 b"VP8X" => *canvas = Some((le24(&head[4..7]) + 1, le24(&head[7..10]) + 1)),
                 b"VP8 " => {
                     if head[3..6] != [0x9d, 0x01, 0x2a] {
-                        return Err(ProcessError::Refused("a VP8 bitstream without its start code".into()));
+                        return Err(ProcessError::Refused(
+                            "a VP8 bitstream without its start code".into(),
+                        ));
                     }
                     sizes.push((
                         u32::from(u16::from_le_bytes([head[6], head[7]]) & 0x3fff),
@@ -251,7 +259,9 @@ fn webp_chunks<R: Read + Seek>(
                 }
                 b"VP8L" => {
                     if head[0] != 0x2f {
-                        return Err(ProcessError::Refused("a VP8L bitstream without its signature".into()));
+                        return Err(ProcessError::Refused(
+                            "a VP8L bitstream without its signature".into(),
+                        ));
                     }
                     let bits = u32::from_le_bytes([head[1], head[2], head[3], head[4]]);
                     sizes.push(((bits & 0x3fff) + 1, ((bits >> 14) & 0x3fff) + 1));
@@ -283,13 +293,12 @@ fn webp_chunks<R: Read + Seek>(
 /// As [`probe`].
 pub fn analyze(path: &Path) -> Result<ImageInfo, ProcessError> {
     let probe = probe(path)?;
-    let (width, height) = if probe.format == ImageFormat::Jpeg
-        && jpeg_orientation(&read_head(path)?) >= 5
-    {
-        (probe.height, probe.width)
-    } else {
-        (probe.width, probe.height)
-    };
+    let (width, height) =
+        if probe.format == ImageFormat::Jpeg && jpeg_orientation(&read_head(path)?) >= 5 {
+            (probe.height, probe.width)
+        } else {
+            (probe.width, probe.height)
+        };
     Ok(ImageInfo {
         width,
         height,
@@ -578,10 +587,7 @@ mod tests {
     }
 
     fn probe_bytes(name: &str, bytes: &[u8]) -> Result<Probe, ProcessError> {
-        let path = std::env::temp_dir().join(format!(
-            "hearth-probe-{}-{name}",
-            std::process::id()
-        ));
+        let path = std::env::temp_dir().join(format!("hearth-probe-{}-{name}", std::process::id()));
         std::fs::write(&path, bytes).unwrap();
         let probed = probe(&path);
         let _ = std::fs::remove_file(&path);
@@ -591,7 +597,10 @@ mod tests {
     #[test]
     fn probe_reads_headers_and_refuses_what_is_beyond_the_limits() {
         let two = probe_bytes("two.gif", &gif((16, 16), &[(16, 16), (8, 8)])).unwrap();
-        assert_eq!((two.format, two.width, two.height, two.frames), (ImageFormat::Gif, 16, 16, 2));
+        assert_eq!(
+            (two.format, two.width, two.height, two.frames),
+            (ImageFormat::Gif, 16, 16, 2)
+        );
         for (name, bytes) in [
             ("frame.gif", gif((16, 16), &[(16, 16), (65_535, 65_535)])),
             ("screen.gif", gif((12_000, 12_000), &[(1, 1)])),
@@ -632,7 +641,10 @@ mod tests {
             Err(ProcessError::Refused(_))
         ));
         assert!(matches!(
-            probe_bytes("drawing.svg", b"<svg xmlns=\"http://www.w3.org/2000/svg\"/>"),
+            probe_bytes(
+                "drawing.svg",
+                b"<svg xmlns=\"http://www.w3.org/2000/svg\"/>"
+            ),
             Err(ProcessError::Refused(_))
         ));
     }

@@ -24,6 +24,8 @@ const DECODE_CEILING_MIB: u64 = 512;
 /// How much the server's peak resident memory may rise while it refuses hostile images (no
 /// decoder runs for them: what remains is uploads streaming to disk and pages), in MiB.
 const REFUSAL_RISE_MIB: u64 = 64;
+/// The child server's address-space limit in the hostile test, in GiB.
+const ADDRESS_SPACE_GIB: u64 = 4;
 
 // ---------------------------------------------------------------------------------------------
 // The files.
@@ -138,11 +140,7 @@ fn zero_png(width: u32, height: u32) -> Vec<u8> {
     ihdr.extend_from_slice(&height.to_be_bytes());
     ihdr.extend_from_slice(&[8, 6, 0, 0, 0]);
     let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
-    for (kind, data) in [
-        (&b"IHDR"[..], &ihdr[..]),
-        (b"IDAT", &zlib),
-        (b"IEND", &[]),
-    ] {
+    for (kind, data) in [(&b"IHDR"[..], &ihdr[..]), (b"IDAT", &zlib), (b"IEND", &[])] {
         png.extend_from_slice(&u32::try_from(data.len()).unwrap().to_be_bytes());
         png.extend_from_slice(kind);
         png.extend_from_slice(data);
@@ -161,6 +159,7 @@ fn truncated_png() -> Vec<u8> {
 // The routes.
 
 /// David (an administrator) signed in to a child server.
+#[derive(Clone)]
 struct David {
     addr: SocketAddr,
     cookie: String,
@@ -231,7 +230,9 @@ impl David {
             }
         };
         match route {
-            Route::Composer => multipart_to("/rooms/1/messages".into(), "message[attachment]").await,
+            Route::Composer => {
+                multipart_to("/rooms/1/messages".into(), "message[attachment]").await
+            }
             Route::Bot => {
                 let (content_type, body) = multipart(&[], "attachment", filename, bytes);
                 let path = format!("/rooms/1/{BOT_KEY}/messages");
@@ -316,23 +317,64 @@ async fn assert_alive(hearth: &mut Hearth, after: &str) {
     assert_eq!(status, 200, "the server answers after {after}");
 }
 
-/// Waits until room 1's page shows `filename` as a plain file chip and nothing in it is
-/// "processing…" any more, checking that the server stays up meanwhile.
+/// Waits until room 1's page shows nothing "processing…" any more, checking that the server
+/// stays up meanwhile; then `filename` must be a plain file chip.
 async fn processing_ends_as_a_chip(hearth: &mut Hearth, david: &David, filename: &str) {
     let mut page = String::new();
-    for _ in 0..300 {
-        assert_alive(hearth, &format!("posting {filename}")).await;
-        page = david.room_page().await;
-        if page.contains(&chip(filename)) && !page.contains("processing…") {
-            return;
+    for _ in 0..600 {
+        page = page_unless_dead(hearth, david, &format!("posting {filename}")).await;
+        if page.contains(filename) && !page.contains("processing…") {
+            break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let at = page.find(&chip(filename)).unwrap_or(0);
-    panic!(
-        "{filename} still processing (or not shown as a file): {}",
-        &page[at.saturating_sub(600)..(at + 400).min(page.len())]
+    assert!(
+        !page.contains("processing…"),
+        "{filename} still processing after a minute"
     );
+    assert!(
+        page.contains(&chip(filename)),
+        "{filename} is not shown as a plain file chip"
+    );
+}
+
+/// Room 1's page; when the request fails, the server must have died: fails with its log.
+async fn page_unless_dead(hearth: &mut Hearth, david: &David, after: &str) -> String {
+    let asking = david.clone();
+    // `raw` panics on a connection that closes without an answer: caught by the task.
+    match tokio::spawn(async move { asking.room_page().await }).await {
+        Ok(page) => page,
+        Err(_) => {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            assert_alive(hearth, after).await;
+            panic!("the room page failed after {after}");
+        }
+    }
+}
+
+/// Fails unless the server's peak memory is still within `REFUSAL_RISE_MIB` of `before` (KiB).
+fn assert_memory_bounded(hearth: &Hearth, before: u64, after: &str) {
+    let rise_mib = hearth.peak_rss_kib().saturating_sub(before) / 1024;
+    assert!(
+        rise_mib < REFUSAL_RISE_MIB,
+        "{after} raised the server's peak memory by {rise_mib} MiB"
+    );
+}
+
+/// Limits the child's address space to `ADDRESS_SPACE_GIB` (util-linux `prlimit`, when it is
+/// there), so that a decoder asking for more than the machine would give fails as it would on
+/// a smaller server (Rust aborts the process on a failed allocation) instead of being granted
+/// untouched pages by overcommit.
+fn limit_address_space(hearth: &Hearth) {
+    let Some(pid) = hearth.child.id() else {
+        return;
+    };
+    let bytes = (ADDRESS_SPACE_GIB << 30).to_string();
+    let _ = std::process::Command::new("prlimit")
+        .arg("--pid")
+        .arg(pid.to_string())
+        .arg(format!("--as={bytes}:{bytes}"))
+        .status();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -342,6 +384,7 @@ async fn processing_ends_as_a_chip(hearth: &mut Hearth, david: &David, filename:
 async fn hostile_images_by_every_route_leave_the_server_up_within_its_decode_limits() {
     let dir = temp_dir("hostile-images");
     let mut hearth = Hearth::start(&dir, &["--upload-rate-limit", "0"]).await;
+    limit_address_space(&hearth);
     let david = David::sign_in(&hearth).await;
     let before = hearth.peak_rss_kib();
     let hostile: [(&str, Vec<u8>); 3] = [
@@ -354,6 +397,7 @@ async fn hostile_images_by_every_route_leave_the_server_up_within_its_decode_lim
             let filename = format!("{route:?}-{name}");
             let status = david.upload(route, &filename, bytes).await;
             assert_alive(&mut hearth, &format!("{filename} by {route:?}")).await;
+            assert_memory_bounded(&hearth, before, &format!("{filename} by {route:?}"));
             match route {
                 Route::Avatar | Route::Logo => {
                     assert_eq!(status, 422, "{filename} by {route:?} is refused");
@@ -365,6 +409,7 @@ async fn hostile_images_by_every_route_leave_the_server_up_within_its_decode_lim
             }
             if MESSAGE_ROUTES.contains(&route) {
                 processing_ends_as_a_chip(&mut hearth, &david, &filename).await;
+                assert_memory_bounded(&hearth, before, &format!("processing {filename}"));
             }
         }
     }
@@ -377,7 +422,10 @@ async fn hostile_images_by_every_route_leave_the_server_up_within_its_decode_lim
     assert_eq!(status, 200);
     let logo = image::load_from_memory(&logo).expect("the logo is a PNG");
     assert_eq!((logo.width(), logo.height()), (512, 512));
-    assert_eq!(david.upload(Route::Avatar, "sliver.png", &sliver).await, 302);
+    assert_eq!(
+        david.upload(Route::Avatar, "sliver.png", &sliver).await,
+        302
+    );
     assert_alive(&mut hearth, "the sliver avatar").await;
 
     let rise_mib = hearth.peak_rss_kib().saturating_sub(before) / 1024;
@@ -403,7 +451,10 @@ async fn the_largest_accepted_png_is_decoded_within_the_documented_ceiling() {
     let before = hearth.peak_rss_kib();
     // 25 megapixels of 8-bit RGBA: 100 MB decoded, the most a PNG may be.
     let largest = zero_png(5_000, 5_000);
-    assert_eq!(david.upload(Route::Composer, "largest.png", &largest).await, 200);
+    assert_eq!(
+        david.upload(Route::Composer, "largest.png", &largest).await,
+        200
+    );
     let mut page = String::new();
     for _ in 0..1200 {
         assert_alive(&mut hearth, "the largest PNG").await;
@@ -462,7 +513,10 @@ async fn an_undecodable_image_ends_as_a_file_chip_replaced_live() {
 
     let undecodable: [(&str, Vec<u8>); 4] = [
         ("truncated.png", truncated_png()),
-        ("not-really.png", b"\x89PNG\r\n\x1a\nnot a PNG after all".to_vec()),
+        (
+            "not-really.png",
+            b"\x89PNG\r\n\x1a\nnot a PNG after all".to_vec(),
+        ),
         (
             "drawing.svg",
             b"<svg xmlns=\"http://www.w3.org/2000/svg\"><rect width=\"9\"/></svg>".to_vec(),
@@ -500,7 +554,8 @@ async fn an_undecodable_image_ends_as_a_file_chip_replaced_live() {
                 }
             };
             assert!(
-                !replaced.contains("processing…") && !replaced.contains("message__file--processing"),
+                !replaced.contains("processing…")
+                    && !replaced.contains("message__file--processing"),
                 "the replacement of {filename} still says processing: {replaced}"
             );
             assert_alive(&mut hearth, &filename).await;
@@ -508,10 +563,16 @@ async fn an_undecodable_image_ends_as_a_file_chip_replaced_live() {
     }
     // And the page shows them all as chips, none processing.
     let page = david.room_page().await;
-    assert!(!page.contains("processing…"), "the page still shows processing");
+    assert!(
+        !page.contains("processing…"),
+        "the page still shows processing"
+    );
     for (name, _) in &undecodable {
         for route in MESSAGE_ROUTES {
-            assert!(page.contains(&chip(&format!("{route:?}-{name}"))), "{route:?}-{name}");
+            assert!(
+                page.contains(&chip(&format!("{route:?}-{name}"))),
+                "{route:?}-{name}"
+            );
         }
     }
     hearth.signal("TERM");
