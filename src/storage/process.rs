@@ -231,8 +231,7 @@ fn webp_chunks<R: Read + Seek>(
         ]));
         let body = at + 8;
         let head_len = match &header[0..4] {
-            b"VP8X" => 10,
-            b"VP8 " => 10,
+            b"VP8X" | b"VP8 " => 10,
             b"VP8L" => 5,
             b"ANMF" => 16,
             _ => 0,

@@ -551,7 +551,8 @@ pub fn spawn_purger(state: SharedState) -> tokio::task::JoinHandle<()> {
 /// Processing always ends: a file that cannot be processed (not an image the decoders read,
 /// beyond the decode limits, truncated, missing) is marked analyzed all the same, as Rails'
 /// `ActiveStorage::Blob::Analyzable#analyze` does when its analyzer fails, so the message shows
-/// it as a plain file chip, and the `replace` is broadcast either way.
+/// it as a plain file chip, and the `replace` is broadcast either way (Rails' image analyzer
+/// logs and returns no metadata for an image it cannot read, rails/rails#36072).
 pub fn spawn_processing(state: SharedState, room: Room, message_id: i64, blob: Blob) {
     if !(blob.is_image() || blob.is_video()) {
         return;
