@@ -318,8 +318,14 @@ async fn assert_alive(hearth: &mut Hearth, after: &str) {
 }
 
 /// Waits until room 1's page shows nothing "processing…" any more, checking that the server
-/// stays up meanwhile; then `filename` must be a plain file chip.
-async fn processing_ends_as_a_chip(hearth: &mut Hearth, david: &David, filename: &str) {
+/// stays up meanwhile; then the peak memory must be within `REFUSAL_RISE_MIB` of `before`
+/// (KiB) and `filename` a plain file chip.
+async fn processing_ends_as_a_chip(
+    hearth: &mut Hearth,
+    david: &David,
+    filename: &str,
+    before: u64,
+) {
     let mut page = String::new();
     for _ in 0..600 {
         page = page_unless_dead(hearth, david, &format!("posting {filename}")).await;
@@ -332,6 +338,7 @@ async fn processing_ends_as_a_chip(hearth: &mut Hearth, david: &David, filename:
         !page.contains("processing…"),
         "{filename} still processing after a minute"
     );
+    assert_memory_bounded(hearth, before, &format!("processing {filename}"));
     assert!(
         page.contains(&chip(filename)),
         "{filename} is not shown as a plain file chip"
@@ -408,8 +415,7 @@ async fn hostile_images_by_every_route_leave_the_server_up_within_its_decode_lim
                 }
             }
             if MESSAGE_ROUTES.contains(&route) {
-                processing_ends_as_a_chip(&mut hearth, &david, &filename).await;
-                assert_memory_bounded(&hearth, before, &format!("processing {filename}"));
+                processing_ends_as_a_chip(&mut hearth, &david, &filename, before).await;
             }
         }
     }
