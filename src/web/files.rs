@@ -576,6 +576,12 @@ pub fn spawn_purger(state: SharedState) -> tokio::task::JoinHandle<()> {
 /// Analyses a message's new file and makes its thumbnail (a poster for a video, with
 /// `ffmpeg`), then broadcasts the message's `replace`. Runs on its own task, one file at a
 /// time, decoding on the blocking pool: the post has long been answered.
+///
+/// Processing always ends: a file that cannot be processed (not an image the decoders read,
+/// beyond the decode limits, truncated, missing) is marked analyzed all the same, as Rails'
+/// `ActiveStorage::Blob::Analyzable#analyze` does when its analyzer fails, so the message shows
+/// it as a plain file chip, and the `replace` is broadcast either way (Rails' image analyzer
+/// logs and returns no metadata for an image it cannot read, rails/rails#36072).
 pub fn spawn_processing(state: SharedState, room: Room, message_id: i64, blob: Blob) {
     if !(blob.is_image() || blob.is_video()) {
         return;
@@ -584,11 +590,10 @@ pub fn spawn_processing(state: SharedState, room: Room, message_id: i64, blob: B
         let Ok(_permit) = state.storage.processing.acquire().await else {
             return;
         };
-        match process_message_file(&state, &blob).await {
-            Ok(true) => {}
-            Ok(false) => return,
-            Err(e) => {
-                tracing::info!(blob_id = blob.id, error = %e, "file not processed");
+        if let Err(e) = process_message_file(&state, &blob).await {
+            tracing::info!(blob_id = blob.id, error = %e, "file not processed: shown as a file");
+            if let Err(e) = mark_analyzed(&state, blob.id).await {
+                tracing::warn!(blob_id = blob.id, error = %e, "marking a file analyzed failed");
                 return;
             }
         }
@@ -609,8 +614,26 @@ pub fn spawn_processing(state: SharedState, room: Room, message_id: i64, blob: B
     });
 }
 
-/// Analysis and the thumb variant of `blob`; true when something changed.
-async fn process_message_file(state: &AppState, blob: &Blob) -> anyhow::Result<bool> {
+/// Marks blob `blob_id` analyzed, keeping what its metadata already holds: what a failed
+/// analysis leaves (Rails merges `analyzed: true` into the metadata whatever the analyzer found).
+async fn mark_analyzed(state: &AppState, blob_id: i64) -> anyhow::Result<()> {
+    let Some(blob) = blobs::find(&state.pool, blob_id).await? else {
+        return Ok(());
+    };
+    let mut metadata = blob.metadata_json();
+    metadata.insert("analyzed".into(), true.into());
+    blobs::update_identity(
+        &state.pool,
+        blob.id,
+        blob.content_type.as_deref(),
+        &serde_json::Value::Object(metadata).to_string(),
+    )
+    .await?;
+    Ok(())
+}
+
+/// Analysis and the thumb variant of `blob`.
+async fn process_message_file(state: &AppState, blob: &Blob) -> anyhow::Result<()> {
     let copy = state
         .storage
         .local_copy(blob)
@@ -654,7 +677,7 @@ async fn process_message_file(state: &AppState, blob: &Blob) -> anyhow::Result<b
     if let Some(e) = encoded {
         store_variant(state, blob, blobs::thumb_digest(), &e).await?;
     }
-    Ok(true)
+    Ok(())
 }
 
 /// Stores an encoded variant of `source` as a blob and records it under `digest`.
