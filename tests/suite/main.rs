@@ -37,6 +37,7 @@ mod fanout_socket;
 mod files;
 mod group_commit;
 mod hardening;
+mod hardening_push;
 mod hostile;
 mod layers;
 mod metrics;
