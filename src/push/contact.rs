@@ -45,9 +45,9 @@ pub fn check(subject: &str) -> Result<(), BadContact> {
         let (local, domain) = address.rsplit_once('@').ok_or_else(not_a_contact)?;
         let plain = |s: &str| {
             !s.is_empty()
-                && !s
-                    .chars()
-                    .any(|c| c.is_whitespace() || c.is_control() || matches!(c, ',' | '?' | '<' | '>'))
+                && !s.chars().any(|c| {
+                    c.is_whitespace() || c.is_control() || matches!(c, ',' | '?' | '<' | '>')
+                })
         };
         if !plain(local) || !plain(domain) {
             return Err(not_a_contact());

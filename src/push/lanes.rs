@@ -123,8 +123,7 @@ mod tests {
         );
         let _one = a.slot().await;
         let _two = b.slot().await;
-        let third =
-            tokio::time::timeout(std::time::Duration::from_millis(50), c.slot()).await;
+        let third = tokio::time::timeout(std::time::Duration::from_millis(50), c.slot()).await;
         assert!(third.is_err(), "a lane of 2 gave a third slot");
         let other = lanes.join(2).unwrap();
         let _free = tokio::time::timeout(std::time::Duration::from_millis(50), other.slot())

@@ -41,11 +41,7 @@ async fn dummy_digest() -> String {
     DUMMY
         .get_or_init(|| async {
             tokio::task::spawn_blocking(|| {
-                bcrypt::hash_with_salt(
-                    b"\0hearth-no-such-account",
-                    PASSWORD_BCRYPT_COST,
-                    [7u8; 16],
-                )
+                bcrypt::hash_with_salt(b"\0hearth-no-such-account", PASSWORD_BCRYPT_COST, [7u8; 16])
                     .map(|parts| parts.format_for_version(bcrypt::Version::TwoB))
                     .unwrap_or_default()
             })

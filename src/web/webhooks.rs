@@ -420,7 +420,10 @@ mod tests {
             decode_text("café".as_bytes(), Some("utf-8")).as_deref(),
             Some("café")
         );
-        assert_eq!(decode_text("café".as_bytes(), None).as_deref(), Some("café"));
+        assert_eq!(
+            decode_text("café".as_bytes(), None).as_deref(),
+            Some("café")
+        );
         assert_eq!(decode_text(b"caf\xe9", None), None);
         assert_eq!(decode_text(b"hi", Some("no-such-charset")), None);
     }

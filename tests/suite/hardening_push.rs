@@ -116,7 +116,10 @@ async fn a_wrong_password_takes_as_long_for_accounts_made_every_way_as_an_unknow
         }
     }
     let medians: Vec<Duration> = samples.into_iter().map(median).collect();
-    eprintln!("failed sign-in medians: {:?}", kinds.iter().zip(&medians).collect::<Vec<_>>());
+    eprintln!(
+        "failed sign-in medians: {:?}",
+        kinds.iter().zip(&medians).collect::<Vec<_>>()
+    );
     let unknown = medians[0].as_secs_f64();
     for ((kind, _), known) in kinds.iter().zip(&medians).skip(1) {
         let ratio = known.as_secs_f64() / unknown;
@@ -166,7 +169,10 @@ async fn subscribed(
 async fn hanging(service: &Service, n: usize) {
     let deadline = Instant::now() + T;
     while service.hanging.load(Ordering::SeqCst) < n {
-        assert!(Instant::now() < deadline, "the dead endpoints were never called");
+        assert!(
+            Instant::now() < deadline,
+            "the dead endpoints were never called"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
@@ -229,8 +235,8 @@ async fn jason_posts_in_all_talk(server: &TestServer) {
 /// sixteen send slots through three tries, so another user's direct message was pushed 15 s
 /// late (36 s at the default timeout); and a user could subscribe without bound.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn one_users_dead_push_endpoints_never_delay_another_users_push_and_subscriptions_are_capped(
-) {
+async fn one_users_dead_push_endpoints_never_delay_another_users_push_and_subscriptions_are_capped()
+{
     let (addr, service) = kit::start_service().await;
     let server = push_server().await;
     *service.vapid_public.lock() = server.state.pusher.public_key().to_owned();
@@ -253,9 +259,17 @@ async fn one_users_dead_push_endpoints_never_delay_another_users_push_and_subscr
     );
     let again = format!("http://{addr}/hang/david-0");
     let r = kit::subscribe(&mut david, &david_csrf, &again, &p256dh, &auth).await;
-    assert_eq!(r.status, 201, "refreshing a subscription at the cap: {}", r.body);
     assert_eq!(
-        scalar_i64(&server, "SELECT COUNT(*) FROM push_subscriptions WHERE user_id = 1").await,
+        r.status, 201,
+        "refreshing a subscription at the cap: {}",
+        r.body
+    );
+    assert_eq!(
+        scalar_i64(
+            &server,
+            "SELECT COUNT(*) FROM push_subscriptions WHERE user_id = 1"
+        )
+        .await,
         20
     );
     // User 3 (id 10) has one browser on the same push service, which answers.
@@ -423,7 +437,11 @@ async fn deactivating_or_banning_a_user_removes_their_push_subscriptions() {
     // Kevin deactivated, then active again.
     let r = send(&mut david, "DELETE", "/account/users/4", &[], &token).await;
     assert_eq!(r.status, 302, "{}", r.body);
-    assert_eq!(count(4).await, 0, "a deactivated user's subscriptions stayed");
+    assert_eq!(
+        count(4).await,
+        0,
+        "a deactivated user's subscriptions stayed"
+    );
     let active = [("user[status]", "active")];
     let r = send(&mut david, "PATCH", "/users/4", &active, &token).await;
     assert_eq!(r.status, 204, "{}", r.body);
@@ -496,7 +514,10 @@ async fn the_bots_mention_is_cut_from_the_text_at_its_own_place_after_any_unicod
                 &form(&[
                     ("message[body]", &html),
                     ("message[body_format]", "html"),
-                    ("message[client_message_id]", &format!("unicode-mention-{i}")),
+                    (
+                        "message[client_message_id]",
+                        &format!("unicode-mention-{i}"),
+                    ),
                     ("authenticity_token", &token),
                 ]),
                 &[],
