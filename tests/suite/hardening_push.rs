@@ -19,7 +19,7 @@ const T: Duration = Duration::from_secs(10);
 // ---------------------------------------------------------------------------------------------
 // Sign-in timing.
 
-/// The median time of a failed sign-in (wrong password) as `email`, over `times` tries.
+/// The time of one failed sign-in (a wrong password) as `email`.
 async fn failed_sign_in(c: &mut Client, token: &str, email: &str) -> Duration {
     let body = form(&[
         ("email_address", email),
@@ -386,7 +386,10 @@ async fn a_local_vapid_subject_stops_the_start_and_a_public_one_is_used() {
     let mut config = hearth::config::Config::for_tests(&dir);
     config.vapid_subject = Some("mailto:hearth@localhost".into());
     let refused = hearth::app::Server::bind(config).await;
-    let error = format!("{:#}", refused.err().expect("the start is refused"));
+    let Err(error) = refused else {
+        panic!("a server with --vapid-subject mailto:hearth@localhost started");
+    };
+    let error = format!("{error:#}");
     assert!(error.contains("--vapid-subject"), "{error}");
     assert!(error.contains("mailto:hearth@localhost"), "{error}");
     let _ = std::fs::remove_dir_all(&dir);
