@@ -446,9 +446,13 @@ pub struct Config {
     #[arg(long, env = "VAPID_PRIVATE_KEY", hide_env_values = true)]
     pub vapid_private_key: Option<Redacted<String>>,
 
-    /// The contact in the VAPID token's `sub` claim (a `mailto:` or `https:` URL).
-    #[arg(long, env = "VAPID_SUBJECT", default_value = "mailto:hearth@localhost")]
-    pub vapid_subject: String,
+    /// The contact in the VAPID token's `sub` claim (RFC 8292 §2.1): a `mailto:` address or an
+    /// `https:` URL at a public domain name (Apple's push service refuses others, such as
+    /// `@localhost`; such a value stops the start). Unset: `mailto:` the e-mail address of the
+    /// account's first active administrator whose address is at a public domain; with none,
+    /// pushes are not sent and the log asks for this flag (`push::contact`).
+    #[arg(long, env = "VAPID_SUBJECT")]
+    pub vapid_subject: Option<String>,
 
     /// Accept push subscriptions whose endpoint is plain HTTP on a loopback address (tests
     /// run their own push service); otherwise an endpoint must be `https`.

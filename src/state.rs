@@ -328,7 +328,7 @@ impl AppState {
                 crate::push::VapidKeys::load(&config)?,
                 &config,
                 &metrics,
-            ),
+            )?,
             metrics,
             cable_sockets: Arc::new(Semaphore::new(
                 config.max_connections.min(Semaphore::MAX_PERMITS),

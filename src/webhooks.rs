@@ -64,6 +64,8 @@ pub struct Reply {
     pub status: u16,
     /// The `Content-Type`, without parameters, lower-cased (empty when none).
     pub content_type: String,
+    /// The `Content-Type`'s `charset` parameter, unquoted (`None` when it has none).
+    pub charset: Option<String>,
     /// The body.
     pub body: Bytes,
 }
@@ -277,14 +279,18 @@ impl WebhookQueue {
                 .await
                 .map_err(|e| DeliveryError::Failed(e.to_string()))?;
             let status = response.status().as_u16();
-            let content_type = response
+            let header = response
                 .headers()
                 .get(hyper::header::CONTENT_TYPE)
                 .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.split(';').next())
+                .unwrap_or("");
+            let content_type = header
+                .split(';')
+                .next()
                 .unwrap_or("")
                 .trim()
                 .to_ascii_lowercase();
+            let charset = charset_of(header);
             let body =
                 axum::body::to_bytes(axum::body::Body::new(response.into_body()), MAX_REPLY_BYTES)
                     .await
@@ -292,6 +298,7 @@ impl WebhookQueue {
             Ok(Reply {
                 status,
                 content_type,
+                charset,
                 body,
             })
         };
@@ -299,6 +306,19 @@ impl WebhookQueue {
             .await
             .map_err(|_| DeliveryError::TimedOut)?
     }
+}
+
+/// The `charset` parameter of a `Content-Type` value (RFC 9110 §8.3.1; parameter names are
+/// case-insensitive, the value may be a quoted string): `text/plain; Charset="ISO-8859-1"` →
+/// `ISO-8859-1`. `None` when there is none.
+pub fn charset_of(content_type: &str) -> Option<String> {
+    content_type.split(';').skip(1).find_map(|parameter| {
+        let (name, value) = parameter.split_once('=')?;
+        name.trim()
+            .eq_ignore_ascii_case("charset")
+            .then(|| value.trim().trim_matches('"').to_owned())
+            .filter(|v| !v.is_empty())
+    })
 }
 
 /// Whether `url` may be stored as a webhook URL: an absolute `http://` or `https://` URL with
@@ -336,5 +356,19 @@ mod tests {
             assert!(!valid_url(bad), "{bad}");
         }
         assert!(!valid_url(&format!("http://e.com/{}", "a".repeat(3000))));
+    }
+
+    #[test]
+    fn the_charset_parameter_is_read_in_any_case_and_quoting() {
+        assert_eq!(
+            charset_of("text/plain; charset=iso-8859-1").as_deref(),
+            Some("iso-8859-1")
+        );
+        assert_eq!(
+            charset_of("text/html;Charset=\"Shift_JIS\"; x=y").as_deref(),
+            Some("Shift_JIS")
+        );
+        assert_eq!(charset_of("text/plain"), None);
+        assert_eq!(charset_of("text/plain; format=flowed"), None);
     }
 }

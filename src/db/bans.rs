@@ -1,8 +1,8 @@
 //! Queries on `bans` and the ban itself (Campfire's `Ban` and `User::Bannable`).
 //!
 //! Banning a user, in one transaction: every public IP address of the user's sessions becomes
-//! a ban row, the user's status becomes `banned`, the sessions are deleted and so are the
-//! user's messages (Campfire purges them after the ban); the caller broadcasts their removal
+//! a ban row, the user's status becomes `banned`, the sessions and web push subscriptions are
+//! deleted (as deactivating does, `super::users::set_status`) and so are the user's messages (Campfire purges them after the ban); the caller broadcasts their removal
 //! and closes the user's connections. Loopback, private, link-local and other non-public
 //! addresses are never banned (Campfire's `Ban.public_ip_address?`), so a ban never locks out
 //! a whole office network or the proxy in front of the server.
@@ -123,10 +123,12 @@ pub async fn ban(pool: &SqlitePool, user_id: i64) -> sqlx::Result<Banned> {
         .bind(user_id)
         .execute(&mut *tx)
         .await?;
-    sqlx::query("DELETE FROM sessions WHERE user_id = ?")
-        .bind(user_id)
-        .execute(&mut *tx)
-        .await?;
+    for sql in [
+        "DELETE FROM sessions WHERE user_id = ?",
+        "DELETE FROM push_subscriptions WHERE user_id = ?",
+    ] {
+        sqlx::query(sql).bind(user_id).execute(&mut *tx).await?;
+    }
     let removed: Vec<RemovedMessage> = sqlx::query_as(
         "DELETE FROM messages WHERE creator_id = ? RETURNING id, room_id, client_message_id",
     )

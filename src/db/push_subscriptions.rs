@@ -47,20 +47,39 @@ pub struct NewSubscription<'a> {
     pub user_agent: Option<&'a str>,
 }
 
+/// The most push subscriptions one user may have (one per browser; Campfire has no cap). A
+/// person with a phone, a laptop and a few browsers has a handful; the cap bounds what one
+/// account can make the push sender do per message.
+pub const MAX_PER_USER: i64 = 20;
+
+/// What [`upsert`] did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Upserted {
+    /// Stored (new, or the user's subscription to the same endpoint with new keys).
+    Stored(PushSubscription),
+    /// The user has [`MAX_PER_USER`] subscriptions already and this endpoint is none of them:
+    /// nothing stored.
+    AtCap,
+}
+
 /// Stores the subscription, or refreshes the keys of the user's subscription with the same
-/// endpoint (Campfire's `find_or_create_by`); returns it. `present` (the server's answer to
-/// "is there any subscription", see [`recipients`]) is told afterwards. Deleting a
-/// subscription leaves `present` as it is: an answer of "some" that is no longer true costs
-/// [`recipients`] one query, never a push.
+/// endpoint (Campfire's `find_or_create_by`); returns it. A new endpoint is stored only while
+/// the user has fewer than [`MAX_PER_USER`] (checked and inserted in one statement, so
+/// concurrent requests cannot pass the cap together); otherwise [`Upserted::AtCap`].
+/// `present` (the server's answer to "is there any subscription", see [`recipients`]) is told
+/// afterwards. Deleting a subscription leaves `present` as it is: an answer of "some" that is
+/// no longer true costs [`recipients`] one query, never a push.
 pub async fn upsert(
     pool: &SqlitePool,
     present: &AnyRows,
     new: &NewSubscription<'_>,
-) -> sqlx::Result<PushSubscription> {
+) -> sqlx::Result<Upserted> {
     let now = now_ms();
     let stored = sqlx::query_as(concat!(
         "INSERT INTO push_subscriptions (user_id, endpoint, p256dh_key, auth_key, user_agent, created_at, updated_at) \
-         VALUES (?, ?, ?, ?, ?, ?, ?) \
+         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?6 \
+         WHERE (SELECT COUNT(*) FROM push_subscriptions WHERE user_id = ?1) < ?7 \
+            OR EXISTS (SELECT 1 FROM push_subscriptions WHERE user_id = ?1 AND endpoint = ?2) \
          ON CONFLICT (user_id, endpoint) DO UPDATE SET p256dh_key = excluded.p256dh_key, \
            auth_key = excluded.auth_key, user_agent = excluded.user_agent, updated_at = excluded.updated_at \
          RETURNING ",
@@ -72,11 +91,11 @@ pub async fn upsert(
     .bind(new.auth_key)
     .bind(new.user_agent)
     .bind(now)
-    .bind(now)
-    .fetch_one(pool)
+    .bind(MAX_PER_USER)
+    .fetch_optional(pool)
     .await;
     present.changed();
-    stored
+    Ok(stored?.map_or(Upserted::AtCap, Upserted::Stored))
 }
 
 /// The user's subscriptions, newest first.

@@ -140,7 +140,9 @@ pub async fn guard_last_administrator(
 }
 
 /// Sets a person's status (`active`, `deactivated`, `banned`) in one transaction;
-/// deactivating or banning also deletes the user's sessions (Campfire's `User#deactivate`).
+/// deactivating or banning also deletes the user's sessions and web push subscriptions
+/// (Campfire's `User#deactivate`: `push_subscriptions.delete_all`, `sessions.delete_all`), so
+/// a user made active again is pushed to only on browsers that subscribe anew.
 /// Refuses ([`Guard::LastAdministrator`]) to disable the last active administrator, and
 /// answers [`Guard::Missing`] for an unknown user or a bot.
 pub async fn set_status(pool: &SqlitePool, id: i64, status: Status) -> sqlx::Result<Guard> {
@@ -179,7 +181,8 @@ enum Column {
 
 /// Sets a person's (never a bot's) `column` to `value` in one transaction; when `demotes`,
 /// first refuses ([`Guard::LastAdministrator`]) if the person is the last active
-/// administrator; when `ends_sessions`, deletes the person's sessions in the same transaction.
+/// administrator; when `ends_sessions`, deletes the person's sessions and push subscriptions in
+/// the same transaction.
 async fn set_guarded(
     pool: &SqlitePool,
     id: i64,
@@ -212,10 +215,12 @@ async fn set_guarded(
         return Ok(Guard::Missing);
     }
     if ends_sessions {
-        sqlx::query("DELETE FROM sessions WHERE user_id = ?")
-            .bind(id)
-            .execute(&mut *tx)
-            .await?;
+        for sql in [
+            "DELETE FROM sessions WHERE user_id = ?",
+            "DELETE FROM push_subscriptions WHERE user_id = ?",
+        ] {
+            sqlx::query(sql).bind(id).execute(&mut *tx).await?;
+        }
     }
     tx.commit().await?;
     Ok(Guard::Ok)
@@ -522,6 +527,28 @@ pub async fn direct_placeholders(
         })
         .collect())
 }
+
+/// The e-mail addresses of the active administrators, the account's first administrator
+/// (lowest id) first: whom a push service may contact about this server's pushes
+/// (`crate::push::contact`).
+pub async fn administrator_addresses(pool: &SqlitePool) -> sqlx::Result<Vec<String>> {
+    sqlx::query_scalar(
+        "SELECT email_address FROM users WHERE role = 'administrator' AND status = 'active' \
+         AND email_address IS NOT NULL ORDER BY id",
+    )
+    .fetch_all(pool)
+    .await
+}
+
+/// The bcrypt cost of every password digest Hearth writes (first run, a join link, a password
+/// change, the seed's named people) and of the stand-in digest a sign-in with an unknown
+/// address is checked against (`crate::web::sessions`): one cost, so the time a sign-in takes
+/// does not tell which addresses have accounts. 12, Rails' production cost
+/// (`has_secure_password` hashes at `BCrypt::Engine.cost`, bcrypt-ruby's `DEFAULT_COST`) and the
+/// `bcrypt` crate's `DEFAULT_COST`, which every account made before this constant already has:
+/// about a quarter of a second of one core per check. Only the seed's generated load-test users
+/// differ (`db::seed::SeedOptions::generated_bcrypt_cost`, 4 by default).
+pub const PASSWORD_BCRYPT_COST: u32 = 12;
 
 /// The bcrypt digest of a person's password, `None` for a bot or an unknown user.
 pub async fn password_digest(pool: &SqlitePool, id: i64) -> sqlx::Result<Option<String>> {

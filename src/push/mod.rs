@@ -9,11 +9,23 @@
 //! - [`Pusher`]: a bounded queue in front of one worker task, so a post never waits for a
 //!   push service: [`Pusher::message_posted`] only enqueues. The worker finds the recipients
 //!   ([`crate::db::push_subscriptions::recipients`]), encrypts each payload for its browser
-//!   (RFC 8291 `aes128gcm`, with a VAPID JWT, by `web-push-native`) and sends it (at most
-//!   [`CONCURRENCY`] requests at once, each bounded by `--push-timeout-seconds`). 429 and 5xx
-//!   answers are retried ([`MAX_ATTEMPTS`] in all) after their `Retry-After` (capped at
-//!   [`MAX_RETRY_AFTER`]); 404 and 410 delete the subscription. Outcomes are counted in
-//!   `hearth_push_deliveries_total`.
+//!   (RFC 8291 `aes128gcm`, with a VAPID JWT whose contact is [`contact`]'s, by
+//!   `web-push-native`) and sends it with `Urgency: high` (RFC 8030 §5.3, as Campfire's
+//!   `WebPush::Notification` does). 429 and 5xx answers are retried ([`MAX_ATTEMPTS`] in all)
+//!   after their `Retry-After` (capped at [`MAX_RETRY_AFTER`]); 404 and 410 delete the
+//!   subscription. Outcomes are counted in `hearth_push_deliveries_total`.
+//! - Sending is fair ([`lanes`]): at most [`CONCURRENCY`] requests are in flight, at most
+//!   [`PER_ORIGIN_CONCURRENCY`] of them to one push service and [`PER_USER_CONCURRENCY`] to
+//!   one user's browsers, each bounded by `--push-timeout-seconds`; a delivery waiting for a
+//!   retry holds no slot. So endpoints that never answer hold only their own user's and push
+//!   service's slots, and another user's push goes out at once. At most [`MAX_WAITING`]
+//!   deliveries wait in all, [`MAX_WAITING_PER_USER`] for one user and
+//!   [`MAX_WAITING_PER_ORIGIN`] for one push service; more are dropped and counted.
+//!   Subscriptions per user are capped too
+//!   ([`push_subscriptions::MAX_PER_USER`]).
+
+pub mod contact;
+pub mod lanes;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -37,13 +49,26 @@ use crate::config::Config;
 use crate::db::any_rows::AnyRows;
 use crate::db::push_subscriptions::{self, PushSubscription};
 use crate::metrics::Metrics;
+use lanes::{Lanes, Place};
 
 /// The longest endpoint accepted, in bytes.
 pub const MAX_ENDPOINT_BYTES: usize = 2048;
 /// Messages waiting to be pushed; past this a message's pushes are dropped (and counted).
 pub const QUEUE_CAPACITY: usize = 1024;
-/// Push requests in flight at once.
-pub const CONCURRENCY: usize = 16;
+/// Push requests in flight at once, to all push services together.
+pub const CONCURRENCY: usize = 64;
+/// Push requests in flight at once to one push service (one origin of endpoints: scheme,
+/// host and port).
+pub const PER_ORIGIN_CONCURRENCY: usize = 16;
+/// Push requests in flight at once to one user's browsers.
+pub const PER_USER_CONCURRENCY: usize = 4;
+/// Deliveries (one message to one subscription) waiting, in flight or between tries, in all;
+/// past this a delivery is dropped (and counted).
+pub const MAX_WAITING: usize = 16_384;
+/// Deliveries waiting for one push service at most; more to it are dropped.
+pub const MAX_WAITING_PER_ORIGIN: usize = 4_096;
+/// Deliveries waiting for one user's browsers at most; more to them are dropped.
+pub const MAX_WAITING_PER_USER: usize = 256;
 /// Tries of one push request in all (the first and the retries).
 pub const MAX_ATTEMPTS: u32 = 3;
 /// The longest `Retry-After` waited for; a longer one is cut to this.
@@ -133,14 +158,7 @@ impl VapidKeys {
     /// The endpoint has no scheme or host; signing failed.
     pub fn authorization(&self, endpoint: &http::Uri, subject: &str) -> anyhow::Result<String> {
         use web_push_native::jwt_simple::prelude::{Claims, Duration as JwtDuration};
-        let scheme = endpoint.scheme_str().context("endpoint without a scheme")?;
-        let host = endpoint.host().context("endpoint without a host")?;
-        let origin = match endpoint.port_u16() {
-            Some(port) if !matches!((scheme, port), ("https", 443) | ("http", 80)) => {
-                format!("{scheme}://{host}:{port}")
-            }
-            _ => format!("{scheme}://{host}"),
-        };
+        let origin = origin_of(endpoint).context("endpoint without a scheme or a host")?;
         let claims = Claims::create(JwtDuration::from_hours(12))
             .with_audience(origin)
             .with_subject(subject);
@@ -156,6 +174,19 @@ impl VapidKeys {
     pub fn public_key(&self) -> &str {
         &self.public
     }
+}
+
+/// An endpoint's origin (RFC 6454): `scheme://host`, with `:port` when the port is not the
+/// scheme's default. `None` without a scheme or a host.
+pub fn origin_of(endpoint: &http::Uri) -> Option<String> {
+    let scheme = endpoint.scheme_str()?;
+    let host = endpoint.host()?;
+    Some(match endpoint.port_u16() {
+        Some(port) if !matches!((scheme, port), ("https", 443) | ("http", 80)) => {
+            format!("{scheme}://{host}:{port}")
+        }
+        _ => format!("{scheme}://{host}"),
+    })
 }
 
 /// Writes `text` to a new file at `path` that only its owner may read (mode 0600 on Unix).
@@ -345,7 +376,9 @@ pub enum PushOutcome {
     Gone = 2,
     /// Given up: out of retries, or another error status.
     Failed = 3,
-    /// Never sent: the push queue was full.
+    /// Never sent: the push queue was full, or too many of its user's or push service's
+    /// deliveries were waiting ([`MAX_WAITING_PER_USER`], [`MAX_WAITING_PER_ORIGIN`],
+    /// [`MAX_WAITING`]).
     Dropped = 4,
 }
 
@@ -422,7 +455,22 @@ pub struct Pusher {
 
 impl Pusher {
     /// Starts the worker on the current runtime.
-    pub fn start(pool: SqlitePool, keys: VapidKeys, config: &Config, metrics: &Metrics) -> Self {
+    ///
+    /// # Errors
+    /// A `--vapid-subject` that is no public contact ([`contact::check`]).
+    pub fn start(
+        pool: SqlitePool,
+        keys: VapidKeys,
+        config: &Config,
+        metrics: &Metrics,
+    ) -> anyhow::Result<Self> {
+        let subject = match config.vapid_subject.as_deref().map(str::trim) {
+            Some(given) if !given.is_empty() => {
+                contact::check(given)?;
+                Some(given.to_owned())
+            }
+            _ => None,
+        };
         let outcomes = Arc::new(Outcomes::new(metrics));
         let (queue, jobs) = mpsc::channel(QUEUE_CAPACITY);
         let public_key: Arc<str> = keys.public.clone().into();
@@ -437,19 +485,23 @@ impl Pusher {
             pool,
             present: present.clone(),
             keys: Arc::new(keys),
-            subject: config.vapid_subject.clone(),
+            subject,
             timeout: Duration::from_secs(config.push_timeout_seconds.max(1)),
             client,
             outcomes: outcomes.clone(),
-            permits: Arc::new(Semaphore::new(CONCURRENCY)),
+            slots: Arc::new(Semaphore::new(CONCURRENCY)),
+            waiting: Arc::new(Semaphore::new(MAX_WAITING)),
+            users: Lanes::new(PER_USER_CONCURRENCY, MAX_WAITING_PER_USER),
+            origins: Lanes::new(PER_ORIGIN_CONCURRENCY, MAX_WAITING_PER_ORIGIN),
+            warned: parking_lot::Mutex::new(None),
         };
         tokio::spawn(worker.run(jobs));
-        Self {
+        Ok(Self {
             queue,
             public_key,
             outcomes,
             present,
-        }
+        })
     }
 
     /// Whether any push subscription exists, as this server remembers it: pass it to
@@ -480,11 +532,26 @@ struct Worker {
     pool: SqlitePool,
     present: Arc<AnyRows>,
     keys: Arc<VapidKeys>,
-    subject: String,
+    /// `--vapid-subject`, checked; `None`: the administrator's address ([`contact`]).
+    subject: Option<String>,
     timeout: Duration,
     client: HttpsClient,
     outcomes: Arc<Outcomes>,
-    permits: Arc<Semaphore>,
+    /// Requests in flight, all push services together ([`CONCURRENCY`]).
+    slots: Arc<Semaphore>,
+    /// Deliveries waiting, in flight or between tries ([`MAX_WAITING`]).
+    waiting: Arc<Semaphore>,
+    users: Arc<Lanes<i64>>,
+    origins: Arc<Lanes<String>>,
+    /// When the log last said that no contact could be found.
+    warned: parking_lot::Mutex<Option<std::time::Instant>>,
+}
+
+/// A delivery's places in the sender's queues, held until it ends.
+struct Ticket {
+    user: Place<i64>,
+    origin: Place<String>,
+    _waiting: tokio::sync::OwnedSemaphorePermit,
 }
 
 impl Worker {
@@ -511,26 +578,107 @@ impl Worker {
                     continue;
                 }
             };
+            if recipients.is_empty() {
+                continue;
+            }
+            let Some(subject) = worker.subject().await else {
+                for _ in &recipients {
+                    worker.outcomes.count(PushOutcome::Failed);
+                }
+                continue;
+            };
+            let subject: Arc<str> = subject.into();
             for subscription in recipients {
+                let Some(ticket) = worker.admit(&subscription) else {
+                    worker.outcomes.count(PushOutcome::Dropped);
+                    tracing::warn!(
+                        user_id = subscription.user_id,
+                        "too many pushes waiting for this user or push service: one was dropped"
+                    );
+                    continue;
+                };
                 let badge = push_subscriptions::unread_rooms(&worker.pool, subscription.user_id)
                     .await
                     .unwrap_or(0);
                 let payload = job.notification.payload(badge);
-                let Ok(permit) = worker.permits.clone().acquire_owned().await else {
-                    return;
-                };
                 let worker = worker.clone();
+                let subject = subject.clone();
                 tokio::spawn(async move {
-                    worker.deliver(&subscription, payload).await;
-                    drop(permit);
+                    worker
+                        .deliver(&subscription, &subject, payload, ticket)
+                        .await;
                 });
             }
         }
     }
 
-    async fn deliver(&self, subscription: &PushSubscription, payload: Vec<u8>) {
+    /// The VAPID contact ([`contact`]): `--vapid-subject`, else the first active
+    /// administrator's public address. `None` (and, at most once a minute, a warning naming
+    /// the flag) when there is none.
+    async fn subject(&self) -> Option<String> {
+        if let Some(given) = &self.subject {
+            return Some(given.clone());
+        }
+        let addresses = match crate::db::users::administrator_addresses(&self.pool).await {
+            Ok(addresses) => addresses,
+            Err(error) => {
+                tracing::warn!(%error, "push contact lookup failed");
+                return None;
+            }
+        };
+        if let Some(found) = addresses.iter().find_map(|a| contact::of_address(a)) {
+            return Some(found);
+        }
+        let mut warned = self.warned.lock();
+        let now = std::time::Instant::now();
+        if warned.is_none_or(|at| now.duration_since(at) >= Duration::from_secs(60)) {
+            *warned = Some(now);
+            tracing::warn!(
+                administrators = ?addresses,
+                "web push not sent: no administrator has an e-mail address at a public domain \
+                 to give push services as the VAPID contact; set {}",
+                contact::FLAG
+            );
+        }
+        None
+    }
+
+    /// The delivery's places in its user's and its push service's lanes and in the whole
+    /// queue; `None` when one of them is full.
+    fn admit(&self, subscription: &PushSubscription) -> Option<Ticket> {
+        let waiting = self.waiting.clone().try_acquire_owned().ok()?;
+        let origin = subscription
+            .endpoint
+            .parse::<http::Uri>()
+            .ok()
+            .and_then(|uri| origin_of(&uri))
+            .unwrap_or_default();
+        Some(Ticket {
+            user: self.users.join(subscription.user_id)?,
+            origin: self.origins.join(origin)?,
+            _waiting: waiting,
+        })
+    }
+
+    async fn deliver(
+        &self,
+        subscription: &PushSubscription,
+        subject: &str,
+        payload: Vec<u8>,
+        ticket: Ticket,
+    ) {
         for attempt in 1..=MAX_ATTEMPTS {
-            let retry_after = match self.send_once(subscription, &payload).await {
+            // A slot of the user's lane, then of the push service's, then of the whole: only
+            // for the request, never across the wait before a retry.
+            let sent = {
+                let _user = ticket.user.slot().await;
+                let _origin = ticket.origin.slot().await;
+                let Ok(_slot) = self.slots.clone().acquire_owned().await else {
+                    return;
+                };
+                self.send_once(subscription, subject, &payload).await
+            };
+            let retry_after = match sent {
                 Ok(status) if (200..300).contains(&status) => {
                     self.outcomes.count(PushOutcome::Sent);
                     return;
@@ -568,9 +716,10 @@ impl Worker {
     async fn send_once(
         &self,
         subscription: &PushSubscription,
+        subject: &str,
         payload: &[u8],
     ) -> Result<u16, Retry> {
-        let request = match self.build(subscription, payload) {
+        let request = match self.build(subscription, subject, payload) {
             Ok(r) => r,
             Err(error) => {
                 tracing::warn!(%error, subscription = subscription.id, "push not encrypted");
@@ -615,6 +764,7 @@ impl Worker {
     fn build(
         &self,
         s: &PushSubscription,
+        subject: &str,
         payload: &[u8],
     ) -> anyhow::Result<http::Request<Vec<u8>>> {
         let endpoint: http::Uri = s.endpoint.parse()?;
@@ -625,14 +775,20 @@ impl Worker {
         let mut request = WebPushBuilder::new(endpoint.clone(), key, Auth::clone_from_slice(&auth))
             .with_valid_duration(Duration::from_secs(TTL_SECONDS))
             .build(payload.to_vec())?;
-        let authorization = self.keys.authorization(&endpoint, &self.subject)?;
-        request.headers_mut().insert(
+        let authorization = self.keys.authorization(&endpoint, subject)?;
+        let headers = request.headers_mut();
+        headers.insert(
             http::header::AUTHORIZATION,
             http::HeaderValue::from_str(&authorization)?,
         );
+        headers.insert(URGENCY, http::HeaderValue::from_static("high"));
         Ok(request)
     }
 }
+
+/// RFC 8030 §5.3's header: how soon the push service should deliver (`high`: at once, even
+/// to a device saving power, as a chat message wants and Campfire asks).
+const URGENCY: http::HeaderName = http::HeaderName::from_static("urgency");
 
 struct Retry(Option<Duration>);
 

@@ -5,7 +5,7 @@
 //! | route | answer |
 //! |---|---|
 //! | `GET /users/me/push_subscriptions` | the list (HTML; JSON with `Accept: application/json`), with the VAPID public key |
-//! | `POST /users/me/push_subscriptions` with `push_subscription[endpoint]`, `[p256dh_key]`, `[auth_key]` | 201 with the stored subscription as JSON (the same endpoint again refreshes its keys); 422 for an endpoint not `https` (plain-HTTP loopback only with `--push-allow-loopback`), longer than 2 KiB, or keys that do not decode |
+//! | `POST /users/me/push_subscriptions` with `push_subscription[endpoint]`, `[p256dh_key]`, `[auth_key]` | 201 with the stored subscription as JSON (the same endpoint again refreshes its keys); 422 for an endpoint not `https` (plain-HTTP loopback only with `--push-allow-loopback`), longer than 2 KiB, or keys that do not decode, and for a new endpoint of a user who has [`push_subscriptions::MAX_PER_USER`] (20) already |
 //! | `DELETE /users/me/push_subscriptions/{id}` | 302 to the list; 404 for another user's or an unknown id |
 //! | `POST /users/me/push_subscriptions/{id}/test_notifications` | queues a test notification to that browser; 302 to the list; 404 for another user's |
 //!
@@ -17,7 +17,7 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use axum::Extension;
 
-use crate::db::push_subscriptions::{self, NewSubscription, PushSubscription};
+use crate::db::push_subscriptions::{self, NewSubscription, PushSubscription, Upserted};
 use crate::push::{self, Job, Notification};
 use crate::state::SharedState;
 use crate::web::context::Ctx;
@@ -90,7 +90,7 @@ pub async fn create(
         .get(header::USER_AGENT)
         .and_then(|v| v.to_str().ok())
         .map(|v| v.chars().take(255).collect());
-    let stored = push_subscriptions::upsert(
+    let upserted = push_subscriptions::upsert(
         &state.pool,
         state.pusher.subscriptions_present(),
         &NewSubscription {
@@ -102,6 +102,12 @@ pub async fn create(
         },
     )
     .await?;
+    let Upserted::Stored(stored) = upserted else {
+        return Err(AppError::Unprocessable(format!(
+            "at most {} push subscriptions per user: remove one at {LIST} first",
+            push_subscriptions::MAX_PER_USER
+        )));
+    };
     let location = format!("{LIST}/{}", stored.id);
     Ok((
         StatusCode::CREATED,

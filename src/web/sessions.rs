@@ -13,6 +13,7 @@ use axum::Extension;
 use super::context::{delete_cookie, rotate_csrf, set_cookie, Ctx, PERMANENT_SECS, SESSION_COOKIE};
 use super::error::AppError;
 use super::respond;
+use crate::db::users::PASSWORD_BCRYPT_COST;
 use crate::pubsub::Control;
 use crate::render::SignInPage;
 use crate::state::{AppState, SharedState};
@@ -20,10 +21,6 @@ use crate::state::{AppState, SharedState};
 /// bcrypt ignores bytes past 72; Rails' `has_secure_password` refuses longer passwords, and so
 /// does Hearth (such a login fails).
 pub const MAX_PASSWORD_BYTES: usize = 72;
-
-/// The bcrypt cost of the stand-in digest checked when no account matches: the cost of the
-/// named accounts' digests (10; the generated load-test users have cost 4).
-pub const DUMMY_BCRYPT_COST: u32 = 10;
 
 /// Checks `password` against a bcrypt `digest` on the blocking pool; false for any error.
 /// Only the first [`MAX_PASSWORD_BYTES`] bytes are hashed, so an over-long password costs the
@@ -37,14 +34,14 @@ pub async fn verify_password(password: String, digest: String) -> bool {
     .unwrap_or(false)
 }
 
-/// A fixed digest of [`DUMMY_BCRYPT_COST`] that no password matches in practice, computed once
-/// (on the blocking pool) and then reused.
+/// A fixed digest of [`PASSWORD_BCRYPT_COST`] (the cost of every account's digest) that no
+/// password matches in practice, computed once (on the blocking pool) and then reused.
 async fn dummy_digest() -> String {
     static DUMMY: tokio::sync::OnceCell<String> = tokio::sync::OnceCell::const_new();
     DUMMY
         .get_or_init(|| async {
             tokio::task::spawn_blocking(|| {
-                bcrypt::hash_with_salt(b"\0hearth-no-such-account", DUMMY_BCRYPT_COST, [7u8; 16])
+                bcrypt::hash_with_salt(b"\0hearth-no-such-account", PASSWORD_BCRYPT_COST, [7u8; 16])
                     .map(|parts| parts.format_for_version(bcrypt::Version::TwoB))
                     .unwrap_or_default()
             })
@@ -204,7 +201,7 @@ pub fn sign_in_returning_to(path: &str, secure: bool) -> Response {
     response
 }
 
-/// Hashes a new password with bcrypt at its default cost, off the async threads (as
+/// Hashes a new password with bcrypt at [`PASSWORD_BCRYPT_COST`], off the async threads (as
 /// Rails' `has_secure_password`).
 ///
 /// # Errors
@@ -216,7 +213,7 @@ pub async fn hash_password(password: &str) -> Result<String, AppError> {
         )));
     }
     let password = password.to_owned();
-    tokio::task::spawn_blocking(move || bcrypt::hash(password, bcrypt::DEFAULT_COST))
+    tokio::task::spawn_blocking(move || bcrypt::hash(password, PASSWORD_BCRYPT_COST))
         .await
         .map_err(|e| AppError::Internal(e.into()))?
         .map_err(|e| AppError::Internal(e.into()))

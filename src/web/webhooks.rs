@@ -123,21 +123,40 @@ pub fn mentioned_bots(
 }
 
 /// The plain text without the recipient's mention, trimmed (Campfire's
-/// `without_recipient_mentions`).
+/// `Webhook#without_recipient_mentions`: every `@<bot name>` removed, then the white space at
+/// both ends). The mention is matched without regard to case, one character of the text
+/// against one of the name (each compared by its full lower case, `char::to_lowercase`), and
+/// removed by its byte range in the original text: a character whose lower case has another
+/// length (`İ`, `ẞ`) never shifts the cut.
 fn without_mention(plain: &str, bot_name: &str) -> String {
-    let needle = format!("@{bot_name}");
+    let needle: Vec<char> = std::iter::once('@').chain(bot_name.chars()).collect();
     let mut out = String::with_capacity(plain.len());
-    let mut rest = plain;
-    while let Some(at) = rest.to_lowercase().find(&needle.to_lowercase()) {
-        // `to_lowercase` may change byte lengths; fall back to the text as is.
-        if !rest.is_char_boundary(at) || !rest.is_char_boundary(at + needle.len()) {
-            break;
+    let mut kept_from = 0;
+    let mut at = 0;
+    while at < plain.len() {
+        if let Some(len) = mention_at(&plain[at..], &needle) {
+            out.push_str(&plain[kept_from..at]);
+            at += len;
+            kept_from = at;
+        } else {
+            at += plain[at..].chars().next().map_or(1, char::len_utf8);
         }
-        out.push_str(&rest[..at]);
-        rest = &rest[at + needle.len()..];
     }
-    out.push_str(rest);
+    out.push_str(&plain[kept_from..]);
     out.trim().to_owned()
+}
+
+/// The byte length of the prefix of `text` that is `needle`, regardless of case; `None` when
+/// `text` does not start with it.
+fn mention_at(text: &str, needle: &[char]) -> Option<usize> {
+    let mut chars = text.char_indices();
+    for wanted in needle {
+        let (_, got) = chars.next()?;
+        if got != *wanted && !got.to_lowercase().eq(wanted.to_lowercase()) {
+            return None;
+        }
+    }
+    Some(chars.next().map_or(text.len(), |(i, _)| i))
 }
 
 /// Campfire's `Webhook#payload` for `bot`.
@@ -217,14 +236,14 @@ async fn deliver(state: &SharedState, delivery: &Delivery) {
     }
 }
 
-/// What a 200 answer posts: `text/plain` and `text/html` as text (when UTF-8 and not blank),
-/// any other content type as a file named `attachment.<subtype>` (Campfire's
-/// `extract_attachment_from`); an answer without a content type posts nothing.
+/// What a 200 answer posts: `text/plain` and `text/html` as text (when it decodes and is not
+/// blank), any other content type as a file named `attachment.<subtype>` (Campfire's
+/// `extract_attachment_from`); an answer without a content type posts nothing. Text is
+/// decoded by [`decode_text`].
 fn answer_of(reply: crate::webhooks::Reply) -> Option<Answer> {
     match reply.content_type.as_str() {
         "" => None,
-        "text/plain" | "text/html" => String::from_utf8(reply.body.to_vec())
-            .ok()
+        "text/plain" | "text/html" => decode_text(&reply.body, reply.charset.as_deref())
             .filter(|text| !text.trim().is_empty())
             .map(|text| Answer::Text {
                 html: reply.content_type == "text/html",
@@ -234,6 +253,23 @@ fn answer_of(reply: crate::webhooks::Reply) -> Option<Answer> {
             filename: attachment_name(other),
             bytes: reply.body,
         }),
+    }
+}
+
+/// A text answer's body as a string: decoded from the `charset` of its `Content-Type` by the
+/// WHATWG Encoding Standard's labels and decoders (`encoding_rs`; `iso-8859-1` is read as
+/// windows-1252, as browsers do; a byte order mark wins over the label, and bytes that are
+/// not of the charset become U+FFFD), or, without a charset, as UTF-8, strictly.
+/// `None` for a charset that is no label of the standard, or bytes that are not UTF-8 when
+/// none is given.
+pub fn decode_text(body: &[u8], charset: Option<&str>) -> Option<String> {
+    match charset {
+        None => std::str::from_utf8(body).ok().map(str::to_owned),
+        Some(label) => {
+            let encoding = encoding_rs::Encoding::for_label(label.as_bytes())?;
+            let (text, _, _) = encoding.decode(body);
+            Some(text.into_owned())
+        }
     }
 }
 
@@ -371,6 +407,28 @@ mod tests {
     }
 
     #[test]
+    fn text_answers_are_decoded_by_their_charset() {
+        assert_eq!(
+            decode_text(b"caf\xe9", Some("ISO-8859-1")).as_deref(),
+            Some("café")
+        );
+        assert_eq!(
+            decode_text(b"\x93\xfa\x96\x7b", Some("shift_jis")).as_deref(),
+            Some("日本")
+        );
+        assert_eq!(
+            decode_text("café".as_bytes(), Some("utf-8")).as_deref(),
+            Some("café")
+        );
+        assert_eq!(
+            decode_text("café".as_bytes(), None).as_deref(),
+            Some("café")
+        );
+        assert_eq!(decode_text(b"caf\xe9", None), None);
+        assert_eq!(decode_text(b"hi", Some("no-such-charset")), None);
+    }
+
+    #[test]
     fn the_plain_text_leaves_out_the_recipients_mention() {
         assert_eq!(
             without_mention("@Helper  what time is it? ", "Helper"),
@@ -380,5 +438,14 @@ mod tests {
             without_mention("ask @helper and @Other", "Helper"),
             "ask  and @Other"
         );
+        // Lower case of another length before, inside and after the mention.
+        assert_eq!(
+            without_mention("İstanbul @Bot hava durumu?", "Bot"),
+            "İstanbul  hava durumu?"
+        );
+        assert_eq!(without_mention("İİ @iSTANBUL'da", "Istanbul"), "İİ 'da");
+        assert_eq!(without_mention("ẞ@Bot", "Bot"), "ẞ");
+        assert_eq!(without_mention("@Bo", "Bot"), "@Bo");
+        assert_eq!(without_mention("@Bot", "Bot"), "");
     }
 }

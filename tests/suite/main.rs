@@ -41,6 +41,7 @@ mod hardening_blobs;
 mod hardening_budget;
 mod hardening_images;
 mod hardening_limits;
+mod hardening_push;
 mod hardening_sessions;
 mod hostile;
 mod layers;

@@ -20,17 +20,17 @@ use parking_lot::Mutex;
 use web_push_native::jwt_simple::prelude::*;
 use web_push_native::p256;
 
-const PASSWORD: &str = "secret123456";
+pub(crate) const PASSWORD: &str = "secret123456";
 const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
 /// A browser's push keys: the P-256 secret (the browser keeps it) and the auth secret.
-struct BrowserKeys {
+pub(crate) struct BrowserKeys {
     secret: p256::SecretKey,
     auth: [u8; 16],
 }
 
 impl BrowserKeys {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let mut auth = [0u8; 16];
         rand::fill(&mut auth);
         let mut scalar = [0u8; 32];
@@ -42,30 +42,40 @@ impl BrowserKeys {
         }
     }
 
-    fn p256dh(&self) -> String {
+    pub(crate) fn p256dh(&self) -> String {
         B64.encode(self.secret.public_key().to_sec1_bytes())
     }
 
-    fn auth_key(&self) -> String {
+    pub(crate) fn auth_key(&self) -> String {
         B64.encode(self.auth)
     }
 }
 
 /// One push the service received and decrypted.
 #[derive(Debug, Clone)]
-struct Received {
-    who: String,
-    payload: serde_json::Value,
+pub(crate) struct Received {
+    pub(crate) who: String,
+    pub(crate) payload: serde_json::Value,
+    /// The VAPID token's `sub` claim (empty when none).
+    pub(crate) subject: String,
+    /// The `Urgency` header (empty when none).
+    pub(crate) urgency: String,
+    /// When it arrived.
+    pub(crate) at: std::time::Instant,
 }
 
+/// The push service: `POST /{mode}/{who}`, `mode` one of `ok`, `gone` (410), `hang` (never
+/// answers) and `busy` (429 once).
 #[derive(Default)]
-struct Service {
-    keys: Mutex<Vec<(String, BrowserKeys)>>,
-    received: Mutex<Vec<Received>>,
-    problems: Mutex<Vec<String>>,
+pub(crate) struct Service {
+    pub(crate) keys: Mutex<Vec<(String, BrowserKeys)>>,
+    pub(crate) received: Mutex<Vec<Received>>,
+    pub(crate) problems: Mutex<Vec<String>>,
     busy_once: Mutex<BTreeSet<String>>,
-    vapid_public: Mutex<String>,
+    pub(crate) vapid_public: Mutex<String>,
     origin: Mutex<String>,
+    /// Requests to `hang` endpoints that are being held.
+    pub(crate) hanging: std::sync::atomic::AtomicUsize,
 }
 
 async fn push_endpoint(
@@ -78,6 +88,9 @@ async fn push_endpoint(
     match mode.as_str() {
         "gone" => return (StatusCode::GONE, answer),
         "hang" => {
+            service
+                .hanging
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             tokio::time::sleep(Duration::from_secs(3600)).await;
             return (StatusCode::CREATED, answer);
         }
@@ -95,6 +108,7 @@ async fn push_endpoint(
             .to_owned()
     };
     let mut problems = Vec::new();
+    let mut subject = String::new();
     if header("content-encoding") != "aes128gcm" {
         problems.push(format!(
             "{who}: Content-Encoding {:?}",
@@ -119,8 +133,9 @@ async fn push_endpoint(
                 allowed_audiences: Some(HashSet::from_strings(&[service.origin.lock().clone()])),
                 ..Default::default()
             };
-            if let Err(e) = key.verify_token::<NoCustomClaims>(t, Some(options)) {
-                problems.push(format!("{who}: VAPID token refused: {e}"));
+            match key.verify_token::<NoCustomClaims>(t, Some(options)) {
+                Ok(claims) => subject = claims.subject.unwrap_or_default(),
+                Err(e) => problems.push(format!("{who}: VAPID token refused: {e}")),
             }
         }
         Err(e) => problems.push(format!("{who}: VAPID key does not decode: {e}")),
@@ -134,7 +149,13 @@ async fn push_endpoint(
     let auth = web_push_native::Auth::clone_from_slice(&browser.auth);
     match web_push_native::decrypt(body.to_vec(), &browser.secret, &auth) {
         Ok(plain) => match serde_json::from_slice(&plain) {
-            Ok(payload) => service.received.lock().push(Received { who, payload }),
+            Ok(payload) => service.received.lock().push(Received {
+                who,
+                payload,
+                subject,
+                urgency: header("urgency"),
+                at: std::time::Instant::now(),
+            }),
             Err(e) => problems.push(format!("{who}: payload is not JSON: {e}")),
         },
         Err(e) => problems.push(format!("{who}: does not decrypt: {e:?}")),
@@ -143,7 +164,7 @@ async fn push_endpoint(
     (StatusCode::CREATED, answer)
 }
 
-async fn start_service() -> (SocketAddr, Arc<Service>) {
+pub(crate) async fn start_service() -> (SocketAddr, Arc<Service>) {
     let service = Arc::new(Service::default());
     let app = Router::new()
         .route("/{mode}/{who}", post(push_endpoint))
@@ -155,7 +176,11 @@ async fn start_service() -> (SocketAddr, Arc<Service>) {
     (addr, service)
 }
 
-async fn signed_in(server: &TestServer, email: &str, password: &str) -> (Client, String) {
+pub(crate) async fn signed_in(
+    server: &TestServer,
+    email: &str,
+    password: &str,
+) -> (Client, String) {
     let mut c = server.signed_in(email, password).await;
     let page = c.get("/users/me/push_subscriptions").await;
     assert_eq!(page.status, 200, "{}", page.body);
@@ -163,7 +188,7 @@ async fn signed_in(server: &TestServer, email: &str, password: &str) -> (Client,
     (c, csrf)
 }
 
-async fn subscribe(
+pub(crate) async fn subscribe(
     c: &mut Client,
     csrf: &str,
     endpoint: &str,
@@ -180,7 +205,7 @@ async fn subscribe(
         .await
 }
 
-async fn set_involvement(server: &TestServer, room: i64, user: i64, involvement: &str) {
+pub(crate) async fn set_involvement(server: &TestServer, room: i64, user: i64, involvement: &str) {
     sqlx::query("UPDATE memberships SET involvement = ? WHERE room_id = ? AND user_id = ?")
         .bind(involvement)
         .bind(room)
@@ -190,7 +215,7 @@ async fn set_involvement(server: &TestServer, room: i64, user: i64, involvement:
         .unwrap();
 }
 
-async fn wait_for(service: &Service, n: usize) {
+pub(crate) async fn wait_for(service: &Service, n: usize) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
     while service.received.lock().len() < n && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(50)).await;

@@ -180,14 +180,17 @@ async fn named_users_bot_and_inactive_users() {
                 .fetch_one(&pool)
                 .await
                 .unwrap();
-        assert!(digest.starts_with("$2a$10$"), "{email}: {digest}");
+        assert!(digest.starts_with("$2a$12$"), "{email}: {digest}");
         assert!(bcrypt::verify(NAMED_PASSWORD, &digest).unwrap(), "{email}");
         assert!(!bcrypt::verify(GENERATED_PASSWORD, &digest).unwrap());
         digests.insert(digest);
     }
     // Each person has their own (fixed) salt; David's digest never changes between runs.
     assert_eq!(digests.len(), 4);
-    assert!(digests.contains("$2a$10$SozZXgW75vgb8WRc9mMfguSgooq6h3MSF0/PUro/.UME8BFGy5og6"));
+    assert!(
+        digests.contains("$2a$12$SozZXgW75vgb8WRc9mMfguT0d248H.vEIcpp9LWlmfutTZXAnMM3C"),
+        "{digests:?}"
+    );
     let (id, role): (i64, String) =
         sqlx::query_as("SELECT id, role FROM users WHERE email_address = 'david@example.com'")
             .fetch_one(&pool)

@@ -49,8 +49,9 @@
 //!
 //! Digests are written the way Rails' `has_secure_password` (bcrypt-ruby) writes them: the
 //! modular-crypt string `$2a$<cost>$<22-char salt><31-char hash>`. Named people get cost
-//! [`NAMED_BCRYPT_COST`] (10; Rails' production default is 12, which costs four times as much
-//! for no gain in a seed). Generated users all share ONE digest of [`GENERATED_PASSWORD`], made
+//! [`NAMED_BCRYPT_COST`], the cost of every password Hearth hashes
+//! ([`crate::db::users::PASSWORD_BCRYPT_COST`], 12, Rails' production cost), so signing in
+//! with a wrong password takes as long for them as for anyone. Generated users all share ONE digest of [`GENERATED_PASSWORD`], made
 //! once per run at [`SeedOptions::generated_bcrypt_cost`] (default 4, the bcrypt minimum): that
 //! is what lets 10,000 users seed in well under a few seconds. The shared digest and the low cost
 //! are deliberate and only fit load-test accounts.
@@ -88,8 +89,9 @@ pub const JOIN_CODE: &str = "hRt7-Q2mK-9wXe";
 /// Password of every named, human user (the Campfire fixtures' password).
 pub const NAMED_PASSWORD: &str = "secret123456";
 
-/// bcrypt cost of the named users' digests. Rails' default is 12; 10 keeps seeding quick.
-pub const NAMED_BCRYPT_COST: u32 = 10;
+/// bcrypt cost of the named users' digests: the one cost of every password digest
+/// ([`crate::db::users::PASSWORD_BCRYPT_COST`]).
+pub const NAMED_BCRYPT_COST: u32 = crate::db::users::PASSWORD_BCRYPT_COST;
 
 /// Password of every generated user `user<i>@example.com` (as in Campfire's performance seed).
 pub const GENERATED_PASSWORD: &str = "password";
