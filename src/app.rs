@@ -339,10 +339,11 @@ async fn cable_via_app(
         .find(|(name, _)| name == SESSION_COOKIE)
         .and_then(|(_, value)| state.cookies.verify(SESSION_COOKIE, &value));
     // A restored extended-protocol session is identified too, afresh (nothing cached about
-    // the session is trusted: it may have ended while its socket was away).
-    let stored = crate::cable::take_stored(&state.sessions, &request, token.as_deref());
+    // the session is trusted: it may have ended while its socket was away); the upgrade takes
+    // the session once its own checks passed.
+    let restoring = crate::cable::restore_requested(&state.sessions, &request, token.as_deref());
     let user = match &token {
-        Some(token) => match host.identify(token, stored.is_some()).await {
+        Some(token) => match host.identify(token, restoring).await {
             Ok(user) => user,
             Err(e) => {
                 tracing::warn!(error = %e, "cannot identify a cable connection: app node unreachable");
@@ -356,10 +357,6 @@ async fn cable_via_app(
         },
         None => None,
     };
-    let restored = match stored {
-        Some(stored) => crate::cable::verify_restore(host.as_ref(), user.as_ref(), stored).await,
-        None => None,
-    };
     let session_token = token.filter(|_| user.is_some());
     crate::cable::upgrade(
         state,
@@ -369,7 +366,7 @@ async fn cable_via_app(
             user,
             session_token,
             secure,
-            restored,
+            identified_afresh: restoring,
         },
     )
     .await
@@ -389,13 +386,14 @@ async fn cable(
             user: ctx.user.clone(),
             session_token: ctx.session_token.clone(),
             secure: ctx.secure,
-            restored: None,
+            identified_afresh: false,
         },
         None => Identity::default(),
     };
     let token = identity.session_token.clone();
-    if let Some((stored, token)) =
-        crate::cable::take_stored(&state.sessions, &request, token.as_deref()).zip(token.as_deref())
+    if let Some(token) = token
+        .as_deref()
+        .filter(|t| crate::cable::restore_requested(&state.sessions, &request, Some(t)))
     {
         identity.user = match host.identify(token, true).await {
             Ok(user) => user,
@@ -409,8 +407,7 @@ async fn cable(
                     .into_response();
             }
         };
-        identity.restored =
-            crate::cable::verify_restore(host.as_ref(), identity.user.as_ref(), stored).await;
+        identity.identified_afresh = true;
     }
     crate::cable::upgrade(state, host, request, identity).await
 }

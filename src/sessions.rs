@@ -100,6 +100,20 @@ impl SessionStore {
         );
     }
 
+    /// Whether [`SessionStore::take`] would give a session for `sid` and `session_token` now
+    /// (stored, unexpired, opened with that token), without taking it: a restore is identified
+    /// before the upgrade's own checks (its Origin, the connection limits) and taken only once
+    /// they passed, so a restore turned away there leaves the session for the client's retry.
+    pub fn holds(&self, sid: &str, session_token: Option<&str>) -> bool {
+        let Some(token) = session_token else {
+            return false;
+        };
+        self.kept.lock().get(sid).is_some_and(|k| {
+            k.expires > Instant::now()
+                && k.session.session_token.as_deref().map(digest) == Some(digest(token))
+        })
+    }
+
     /// Takes the session stored under `sid` when it has not expired and was opened with
     /// `session_token` (the request's own, verified, session cookie); None otherwise. A
     /// session is taken at most once, whether or not the token matched.

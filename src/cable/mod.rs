@@ -106,16 +106,32 @@ pub struct Identity {
     /// Whether the request came over TLS (directly or per `X-Forwarded-Proto`): the scheme the
     /// Origin check expects.
     pub secure: bool,
-    /// The extended-protocol session `?sid=` restores, taken from the store and verified
-    /// ([`take_stored`], then [`verify_restore`] with `user` identified afresh).
-    pub restored: Option<crate::sessions::StoredSession>,
+    /// Whether `user` was identified afresh, uncached, because the request asks to restore a
+    /// stored session of its own ([`restore_requested`]): only then does [`upgrade`] give the
+    /// session back ([`take_stored`], then [`verify_restore`]).
+    pub identified_afresh: bool,
+}
+
+/// Whether a `/cable` request asks to restore (`?sid=`, see [`requested_sid`]) a session
+/// stored with `session_token` (the request's own verified session cookie) that has not
+/// expired, without taking it ([`crate::sessions::SessionStore::holds`]): the caller then
+/// identifies the request afresh, and [`upgrade`] takes the session once its own checks
+/// passed.
+pub fn restore_requested(
+    sessions: &crate::sessions::SessionStore,
+    request: &Request<Body>,
+    session_token: Option<&str>,
+) -> bool {
+    requested_sid(request).is_some_and(|sid| sessions.holds(&sid, session_token))
 }
 
 /// Takes the extended-protocol session a `/cable` request asks to restore (`?sid=`, see
 /// [`requested_sid`]) from the store, when it was opened with `session_token` (the request's
 /// own verified session cookie) and has not expired; None otherwise. The attempt uses the
 /// stored session up whatever comes of it: a restore is then refused or granted by
-/// [`verify_restore`], and a refused one leaves nothing behind.
+/// [`verify_restore`], and a refused one leaves nothing behind. [`upgrade`] takes it only
+/// after its own checks passed (a handshake, the Origin, the connection limits), so a
+/// request turned away before the upgrade uses nothing up.
 pub fn take_stored(
     sessions: &crate::sessions::SessionStore,
     request: &Request<Body>,
@@ -194,7 +210,10 @@ pub fn requested_sid(request: &Request<Body>) -> Option<String> {
 /// upgrade, 400 for a broken one, 426 for another version), checks the Origin (404 as Rails),
 /// answers 101 and hands the socket to [`connection::run`]; past
 /// `config.max_connections` open sockets, an upgrade gets 503 with `Retry-After`, and past
-/// `config.max_connections_per_user` sockets of the same user, 429 with `Retry-After`.
+/// `config.max_connections_per_user` sockets of the same user, 429 with `Retry-After`. Only
+/// then is a restore's stored session taken ([`take_stored`]; given back when the caller
+/// identified the request afresh, [`Identity::identified_afresh`], and [`verify_restore`]
+/// allows it), so a restore turned away by any of these checks can be retried.
 pub async fn upgrade(
     state: SharedState,
     host: std::sync::Arc<dyn channels::host::ChannelHost>,
@@ -254,12 +273,21 @@ pub async fn upgrade(
             .into_response();
     };
     let protocol = pick_protocol(headers);
-    let mut identity = identity;
-    let extended = (protocol == Some(protocol::EXT_PROTOCOL)).then(|| connection::Extended {
-        sid: crate::sessions::new_sid(),
-        // Verified by the caller: its user is `identity.user`, identified afresh.
-        restored: identity.restored.take(),
-    });
+    let extended = if protocol == Some(protocol::EXT_PROTOCOL) {
+        // Taken only now that the connection is let in: a restore turned away above (its
+        // Origin, a limit) leaves the session for the client's retry.
+        let stored = take_stored(&state.sessions, &request, identity.session_token.as_deref());
+        let restored = match stored.filter(|_| identity.identified_afresh) {
+            Some(stored) => verify_restore(host.as_ref(), identity.user.as_ref(), stored).await,
+            None => None,
+        };
+        Some(connection::Extended {
+            sid: crate::sessions::new_sid(),
+            restored,
+        })
+    } else {
+        None
+    };
     let on_upgrade = hyper::upgrade::on(&mut request);
     tokio::spawn(async move {
         let _permit = permit;

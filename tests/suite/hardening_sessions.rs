@@ -20,7 +20,7 @@ const UNAUTHORIZED: &str = r#"{"type":"disconnect","reason":"unauthorized","reco
 
 /// Where the clients' sockets go.
 #[derive(Clone, Copy, Debug)]
-enum Topology {
+pub(crate) enum Topology {
     /// One node serving pages and `/cable` (`--role all`).
     One,
     /// An app node serving pages and a cable node serving `/cable`, sharing a Redis.
@@ -28,13 +28,16 @@ enum Topology {
 }
 
 /// The nodes of a [`Topology`]: index 0 serves pages, the last one `/cable`.
-struct Nodes {
+pub(crate) struct Nodes {
     topology: Topology,
     servers: Vec<TestServer>,
 }
 
 impl Nodes {
-    async fn start(topology: Topology, tweak: impl Fn(&mut hearth::config::Config)) -> Self {
+    pub(crate) async fn start(
+        topology: Topology,
+        tweak: impl Fn(&mut hearth::config::Config),
+    ) -> Self {
         let servers = match topology {
             Topology::One => vec![TestServer::start_with(&tweak).await],
             Topology::AppAndCable => {
@@ -73,24 +76,24 @@ impl Nodes {
     }
 
     /// The node serving pages (and the database).
-    fn app(&self) -> &TestServer {
+    pub(crate) fn app(&self) -> &TestServer {
         &self.servers[0]
     }
 
     /// The node serving `/cable`.
-    fn cable(&self) -> &TestServer {
+    pub(crate) fn cable(&self) -> &TestServer {
         self.servers.last().expect("a node")
     }
 
     /// Sessions kept for a restore, on every node together.
-    fn kept(&self) -> usize {
+    pub(crate) fn kept(&self) -> usize {
         self.servers.iter().map(|s| s.state.sessions.len()).sum()
     }
 }
 
 /// Opens `/cable?sid=<sid>` (no `sid` when empty) on the cable node with `cookie`, offering
 /// the extended protocol; returns the socket and its first frame.
-async fn ext(nodes: &Nodes, cookie: &str, sid: &str) -> (Ws, String) {
+pub(crate) async fn ext(nodes: &Nodes, cookie: &str, sid: &str) -> (Ws, String) {
     let path = if sid.is_empty() {
         "/cable".to_owned()
     } else {
@@ -115,7 +118,7 @@ async fn ext(nodes: &Nodes, cookie: &str, sid: &str) -> (Ws, String) {
 /// Opens an extended-protocol session with `cookie`, subscribes to each of `identifiers`,
 /// drops the socket without a close frame (a lost network) and waits until the cable node
 /// keeps the session; returns its `sid`.
-async fn stored_session(nodes: &Nodes, cookie: &str, identifiers: &[&str]) -> String {
+pub(crate) async fn stored_session(nodes: &Nodes, cookie: &str, identifiers: &[&str]) -> String {
     let before = nodes.kept();
     let (mut ws, welcome) = ext(nodes, cookie, "").await;
     let welcome: serde_json::Value = serde_json::from_str(&welcome).expect("a JSON welcome");
@@ -141,7 +144,7 @@ async fn eventually(done: impl Fn() -> bool, what: &str) {
 }
 
 /// Room `room`'s `RoomMessagesChannel` identifier as `c`'s room page names it.
-async fn room_identifier(c: &mut Client, room: i64) -> String {
+pub(crate) async fn room_identifier(c: &mut Client, room: i64) -> String {
     let (_, html) = c.room(room).await;
     let signed = common::attr_after(
         &html,

@@ -39,6 +39,7 @@ mod group_commit;
 mod hardening;
 mod hardening_blobs;
 mod hardening_budget;
+mod hardening_hostile;
 mod hardening_images;
 mod hardening_limits;
 mod hardening_push;
