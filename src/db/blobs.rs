@@ -519,6 +519,45 @@ pub async fn for_messages(
     Ok(out)
 }
 
+#[derive(sqlx::FromRow)]
+struct UnprocessedRow {
+    room_id: i64,
+    record_id: i64,
+    #[sqlx(flatten)]
+    blob: Blob,
+}
+
+/// A message's file whose processing never ended: `(room id, message id, blob)`.
+pub type Unprocessed = (i64, i64, Blob);
+
+/// Up to `limit` images and videos attached to messages that are not analyzed (their
+/// metadata has no `analyzed` key, as the page tells "processing…"), with ids above
+/// `after_blob_id`, in blob id order: the files whose processing a restart cut off.
+pub async fn unprocessed_message_files(
+    pool: &SqlitePool,
+    after_blob_id: i64,
+    limit: i64,
+) -> sqlx::Result<Vec<Unprocessed>> {
+    let rows: Vec<UnprocessedRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT m.room_id, a.record_id, {} FROM active_storage_attachments a \
+         JOIN active_storage_blobs b ON b.id = a.blob_id JOIN messages m ON m.id = a.record_id \
+         WHERE a.record_type = '{}' AND a.name = 'attachment' AND b.id > ? \
+         AND (b.content_type LIKE 'image/%' OR b.content_type LIKE 'video/%') \
+         AND json_type(CASE WHEN json_valid(b.metadata) THEN b.metadata END, '$.analyzed') IS NULL \
+         ORDER BY b.id LIMIT ?",
+        prefixed("b"),
+        record::MESSAGE
+    )))
+    .bind(after_blob_id)
+    .bind(limit)
+    .fetch_all(pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| (r.room_id, r.record_id, r.blob))
+        .collect())
+}
+
 /// Deletes blob `id` with its variants and their images, unless something still holds it
 /// (an attachment row names it: then nothing is deleted). Returns the `(service_name, key)` of
 /// every deleted blob, whose files the caller removes. The check and the deletes are one

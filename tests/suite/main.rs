@@ -40,6 +40,7 @@ mod hardening;
 mod hardening_blobs;
 mod hardening_budget;
 mod hardening_images;
+mod hardening_images2;
 mod hardening_limits;
 mod hardening_sessions;
 mod hostile;
