@@ -653,10 +653,19 @@ pub fn spawn_resume_processing(state: SharedState) -> tokio::task::JoinHandle<()
 
 /// [`spawn_resume_processing`]'s work, to its end.
 pub async fn resume_processing(state: &AppState) {
+    // Files posted from now on are processed by their own posts.
+    let upto = match blobs::max_id(&state.pool).await {
+        Ok(id) => id,
+        Err(e) => {
+            tracing::warn!(error = %e, "finding unprocessed files failed");
+            return;
+        }
+    };
     let mut after = 0;
     let mut resumed = 0u64;
     loop {
-        let files = match blobs::unprocessed_message_files(&state.pool, after, RESUME_BATCH).await {
+        let found = blobs::unprocessed_message_files(&state.pool, after, upto, RESUME_BATCH).await;
+        let files = match found {
             Ok(files) => files,
             Err(e) => {
                 tracing::warn!(error = %e, "finding unprocessed files failed");
@@ -676,20 +685,16 @@ pub async fn resume_processing(state: &AppState) {
                     return;
                 }
             };
-            let mut metadata = blob.metadata_json();
-            let decode = !metadata.contains_key(RESUMED_KEY);
+            let decode = !blob.metadata_json().contains_key(RESUMED_KEY);
             if decode {
-                metadata.insert(RESUMED_KEY.into(), true.into());
-                if let Err(e) = blobs::update_identity(
-                    &state.pool,
-                    blob.id,
-                    blob.content_type.as_deref(),
-                    &serde_json::Value::Object(metadata).to_string(),
-                )
-                .await
-                {
-                    tracing::warn!(blob_id = blob.id, error = %e, "resuming a file failed");
-                    continue;
+                match blobs::mark_unanalyzed(&state.pool, blob.id, RESUMED_KEY).await {
+                    Ok(true) => {}
+                    // Analyzed meanwhile.
+                    Ok(false) => continue,
+                    Err(e) => {
+                        tracing::warn!(blob_id = blob.id, error = %e, "resuming a file failed");
+                        continue;
+                    }
                 }
             }
             process_and_broadcast(state, &room, message_id, &blob, decode).await;
