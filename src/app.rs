@@ -659,8 +659,9 @@ impl Server {
     }
 
     /// The server without its periodic tasks (pinger, metrics upkeep, WAL checkpointer, search
-    /// indexing and change-log pruning, file purger): what the instruction-count benchmarks
-    /// serve, so that no timer's work falls into a counted operation.
+    /// indexing and change-log pruning, file purger, the resumption of file processing a restart
+    /// cut off): what the instruction-count benchmarks serve, so that no timer's work falls
+    /// into a counted operation.
     #[cfg(feature = "test-support")]
     #[must_use]
     pub fn without_background_tasks(mut self) -> Self {
@@ -698,6 +699,7 @@ impl Server {
             ));
             background.push(crate::db::upkeep::spawn(state.pool.clone()));
             background.push(crate::web::files::spawn_purger(state.clone()));
+            background.push(crate::web::files::spawn_resume_processing(state.clone()));
         }
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         // Every HTTP connection task holds a clone of `done_tx`; when the last is dropped,

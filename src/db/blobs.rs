@@ -519,6 +519,76 @@ pub async fn for_messages(
     Ok(out)
 }
 
+#[derive(sqlx::FromRow)]
+struct UnprocessedRow {
+    room_id: i64,
+    record_id: i64,
+    #[sqlx(flatten)]
+    blob: Blob,
+}
+
+/// A message's file whose processing never ended: `(room id, message id, blob)`.
+pub type Unprocessed = (i64, i64, Blob);
+
+/// The SQL condition (on blob alias `b`) of a blob that is not analyzed: its metadata has no
+/// `analyzed` key, as the page tells "processing…" (metadata that is no JSON object has none).
+const NOT_ANALYZED: &str =
+    "json_type(CASE WHEN json_valid(b.metadata) THEN b.metadata END, '$.analyzed') IS NULL";
+
+/// The largest blob id (0 without blobs).
+pub async fn max_id(pool: &SqlitePool) -> sqlx::Result<i64> {
+    sqlx::query_scalar("SELECT COALESCE(MAX(id), 0) FROM active_storage_blobs")
+        .fetch_one(pool)
+        .await
+}
+
+/// Up to `limit` images and videos attached to messages that are not analyzed, with ids
+/// above `after_blob_id` and at most `upto_blob_id`, in blob id order: the files whose
+/// processing a restart cut off.
+pub async fn unprocessed_message_files(
+    pool: &SqlitePool,
+    after_blob_id: i64,
+    upto_blob_id: i64,
+    limit: i64,
+) -> sqlx::Result<Vec<Unprocessed>> {
+    let rows: Vec<UnprocessedRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT m.room_id, a.record_id, {} FROM active_storage_attachments a \
+         JOIN active_storage_blobs b ON b.id = a.blob_id JOIN messages m ON m.id = a.record_id \
+         WHERE a.record_type = '{}' AND a.name = 'attachment' AND b.id > ? AND b.id <= ? \
+         AND (b.content_type LIKE 'image/%' OR b.content_type LIKE 'video/%') \
+         AND {NOT_ANALYZED} ORDER BY b.id LIMIT ?",
+        prefixed("b"),
+        record::MESSAGE
+    )))
+    .bind(after_blob_id)
+    .bind(upto_blob_id)
+    .bind(limit)
+    .fetch_all(pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| (r.room_id, r.record_id, r.blob))
+        .collect())
+}
+
+/// Sets `key: true` in blob `id`'s metadata (metadata that is no JSON object starts over as
+/// `{}`) if it is still not analyzed, in one statement, so a processing that ended meanwhile is
+/// never overwritten. Whether it was set.
+pub async fn mark_unanalyzed(pool: &SqlitePool, id: i64, key: &str) -> sqlx::Result<bool> {
+    let one = super::One::begin(pool, super::Access::Kept).await?;
+    let done = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "UPDATE active_storage_blobs AS b SET metadata = json_set(CASE WHEN json_valid(b.metadata) \
+         AND json_type(b.metadata) = 'object' THEN b.metadata ELSE '{{}}' END, ?, json('true')) \
+         WHERE b.id = ? AND {NOT_ANALYZED}"
+    )))
+    .bind(format!("$.{key}"))
+    .bind(id)
+    .execute(&*one)
+    .await?;
+    one.done();
+    Ok(done.rows_affected() == 1)
+}
+
 /// Deletes blob `id` with its variants and their images, unless something still holds it
 /// (an attachment row names it: then nothing is deleted). Returns the `(service_name, key)` of
 /// every deleted blob, whose files the caller removes. The check and the deletes are one
@@ -728,6 +798,50 @@ mod tests {
             delete(&pool, blob.id).await.expect("delete"),
             vec![("local".to_owned(), "abcd1234".to_owned())]
         );
+        pool.close().await;
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[tokio::test]
+    async fn a_resumed_mark_is_set_only_on_a_blob_still_not_analyzed() {
+        let (pool, dir, _serial) = super::super::test_pool().await;
+        assert_eq!(max_id(&pool).await.expect("max id"), 0);
+        let mut ids = Vec::new();
+        for (key, metadata) in [
+            ("k1", r#"{"identified":true}"#),
+            ("k2", r#"{"identified":true,"analyzed":true}"#),
+            ("k3", "not json"),
+        ] {
+            let new = NewBlob {
+                key,
+                filename: "a.png",
+                content_type: Some("image/png"),
+                metadata,
+                service_name: "local",
+                byte_size: 1,
+                checksum: None,
+            };
+            ids.push(insert(&pool, &new).await.expect("insert").id);
+        }
+        assert_eq!(max_id(&pool).await.expect("max id"), ids[2]);
+        let marked = |id| mark_unanalyzed(&pool, id, "resumed");
+        assert!(marked(ids[0]).await.expect("mark"));
+        assert!(!marked(ids[1]).await.expect("mark"), "an analyzed blob");
+        assert!(
+            marked(ids[2]).await.expect("mark"),
+            "metadata that is no JSON"
+        );
+        let first = find(&pool, ids[0]).await.expect("find").expect("blob");
+        assert_eq!(
+            first.metadata_json().get("resumed"),
+            Some(&serde_json::Value::Bool(true))
+        );
+        assert_eq!(
+            first.metadata_json().get("identified"),
+            Some(&serde_json::Value::Bool(true))
+        );
+        let analyzed = find(&pool, ids[1]).await.expect("find").expect("blob");
+        assert!(!analyzed.metadata_json().contains_key("resumed"));
         pool.close().await;
         let _ = std::fs::remove_dir_all(dir);
     }

@@ -8,11 +8,16 @@
 //! whose frames lies outside its logical screen (the GIF decoder sizes a frame by its own
 //! header, not the screen), and a WebP any of whose bitstreams or animation frames is larger
 //! than its canvas (the WebP decoder decodes while it opens the file, before any limit is
-//! set). The decoders then run within [`limits`] ([`MAX_ALLOC`] bytes), and resizing never
-//! scales a source up before cropping it, so one image's decode and resize hold at most a few
-//! times [`MAX_PIXELS`] pixels, whatever the file claims: a small file that claims a huge image
-//! (a decompression bomb) is refused instead of filling memory. Variants are re-encoded from
-//! pixels, so no metadata of the original (EXIF, GPS, comments) reaches them.
+//! set). A sequential (baseline) JPEG, what cameras and phones write, may be larger than
+//! [`MAX_PIXELS`] (up to [`MAX_DIMENSION`] a side): it is decoded already scaled down by ½, ¼
+//! or ⅛ in its inverse DCT ([`jpeg_scale`]), so no more than [`MAX_PIXELS`] pixels are ever
+//! decoded at once; a progressive JPEG keeps every coefficient of the full image until its
+//! last scan, so it stays within [`MAX_PIXELS`]. The decoders then run within [`limits`]
+//! ([`MAX_ALLOC`] bytes), and resizing never scales a source up before cropping it, so one
+//! image's decode and resize hold at most a few times [`MAX_PIXELS`] pixels, whatever the file
+//! claims: a small file that claims a huge image (a decompression bomb) is refused instead of
+//! filling memory. Variants are re-encoded from pixels, so no metadata of the original (EXIF,
+//! GPS, comments) reaches them.
 
 use std::io::{BufReader, Cursor, Read, Seek, SeekFrom};
 use std::path::Path;
@@ -22,9 +27,10 @@ use image::{DynamicImage, ImageFormat, ImageOutputFormat};
 
 /// Largest accepted width or height, in pixels.
 pub const MAX_DIMENSION: u32 = 12_000;
-/// Largest accepted image, in pixels (width × height): 25 megapixels (a 6,000 × 4,000 photo
-/// fits). At 8 bytes a pixel (16-bit RGBA) that is 200 MB decoded, so one image's decode and
-/// resize stay well under the 512 MiB the documentation promises.
+/// Largest image decoded at once, in pixels (width × height): 25 megapixels (a 6,000 × 4,000
+/// photo fits). At 8 bytes a pixel (16-bit RGBA) that is 200 MB decoded, so one image's decode
+/// and resize stay well under the 512 MiB the documentation promises. The largest accepted
+/// image but for sequential JPEGs, which are decoded scaled down to it (see the module docs).
 pub const MAX_PIXELS: u64 = 25_000_000;
 /// Largest allocation the decoders may make for one image, in bytes (the `image` crate's
 /// `Limits::max_alloc`, also the GIF decoder's memory limit).
@@ -81,19 +87,63 @@ pub struct Probe {
 
 /// `Err(Refused)` unless `width` × `height` is within [`MAX_DIMENSION`] and [`MAX_PIXELS`].
 fn check_size(what: &str, width: u32, height: u32) -> Result<(), ProcessError> {
+    check_size_within(what, width, height, MAX_PIXELS)
+}
+
+/// `Err(Refused)` unless `width` × `height` is within [`MAX_DIMENSION`] and `max_pixels`.
+fn check_size_within(
+    what: &str,
+    width: u32,
+    height: u32,
+    max_pixels: u64,
+) -> Result<(), ProcessError> {
     let pixels = u64::from(width) * u64::from(height);
     if width == 0
         || height == 0
         || width > MAX_DIMENSION
         || height > MAX_DIMENSION
-        || pixels > MAX_PIXELS
+        || pixels > max_pixels
     {
         return Err(ProcessError::Refused(format!(
             "{what} of {width}×{height} pixels is beyond the limits ({MAX_DIMENSION} a side, \
-             {MAX_PIXELS} in all)"
+             {max_pixels} in all)"
         )));
     }
     Ok(())
+}
+
+/// Whether the JPEG at `path` is sequential (baseline or extended, one scan decoded row by
+/// row), from its headers (`jpeg-decoder`'s `read_info`, which stops before the first scan).
+///
+/// # Errors
+/// [`ProcessError::Refused`] for headers the decoder cannot read; [`ProcessError::Io`] when
+/// the file cannot be opened.
+fn jpeg_is_sequential(path: &Path) -> Result<bool, ProcessError> {
+    let mut decoder = jpeg_decoder::Decoder::new(BufReader::new(std::fs::File::open(path)?));
+    decoder
+        .read_info()
+        .map_err(|e| ProcessError::Refused(format!("a JPEG whose headers cannot be read: {e}")))?;
+    Ok(decoder
+        .info()
+        .is_some_and(|i| i.coding_process == jpeg_decoder::CodingProcess::DctSequential))
+}
+
+/// The size a `width` × `height` JPEG is decoded at: itself within [`MAX_PIXELS`], otherwise
+/// the largest of ½, ¼ and ⅛ (the scales of the inverse DCT, `jpeg-decoder`'s
+/// `Decoder::scale`; each side rounded up) within it. ⅛ of [`MAX_DIMENSION`] a side is
+/// 2.25 megapixels, always within.
+pub fn jpeg_scale(width: u32, height: u32) -> (u32, u32) {
+    let scaled = |side: u32, eighths: u64| {
+        u32::try_from((u64::from(side) * eighths).div_ceil(8)).unwrap_or(side)
+    };
+    let mut size = (width, height);
+    for eighths in [8, 4, 2, 1] {
+        size = (scaled(width, eighths), scaled(height, eighths));
+        if u64::from(size.0) * u64::from(size.1) <= MAX_PIXELS {
+            break;
+        }
+    }
+    size
 }
 
 /// Reads the headers of the image at `path` and checks them against the limits (see the module
@@ -106,8 +156,15 @@ fn check_size(what: &str, width: u32, height: u32) -> Result<(), ProcessError> {
 pub fn probe(path: &Path) -> Result<Probe, ProcessError> {
     let guessed = image::io::Reader::open(path)?.with_guessed_format()?;
     let format = guessed.format();
+    let mut max_pixels = MAX_PIXELS;
     let frames = match format {
-        Some(ImageFormat::Png | ImageFormat::Jpeg) => 1,
+        Some(ImageFormat::Png) => 1,
+        Some(ImageFormat::Jpeg) => {
+            if jpeg_is_sequential(path)? {
+                max_pixels = u64::from(MAX_DIMENSION) * u64::from(MAX_DIMENSION);
+            }
+            1
+        }
         Some(ImageFormat::Gif) => gif_frames(path)?,
         Some(ImageFormat::WebP) => {
             check_webp(path)?;
@@ -118,7 +175,7 @@ pub fn probe(path: &Path) -> Result<Probe, ProcessError> {
     let mut reader = guessed;
     reader.limits(limits());
     let (width, height) = reader.into_dimensions()?;
-    check_size("an image", width, height)?;
+    check_size_within("an image", width, height, max_pixels)?;
     Ok(Probe {
         format: format.unwrap_or(ImageFormat::Png),
         width,
@@ -361,10 +418,25 @@ pub fn variant(path: &Path, fit: Fit) -> Result<Encoded, ProcessError> {
 pub fn variant_as(path: &Path, fit: Fit, png: bool) -> Result<Encoded, ProcessError> {
     let probe = probe(path)?;
     let jpeg = probe.format == ImageFormat::Jpeg;
-    let mut reader = image::io::Reader::open(path)?;
-    reader.set_format(probe.format);
-    reader.limits(limits());
-    let img = reader.decode()?;
+    let img = if jpeg && u64::from(probe.width) * u64::from(probe.height) > MAX_PIXELS {
+        // A sequential JPEG beyond the pixels decoded at once (`probe` refuses any other).
+        let (w, h) = jpeg_scale(probe.width, probe.height);
+        let mut decoder =
+            image::codecs::jpeg::JpegDecoder::new(BufReader::new(std::fs::File::open(path)?))?;
+        let too_wide = |_| ProcessError::Refused("a JPEG beyond the limits".into());
+        decoder.scale(
+            u16::try_from(w).map_err(too_wide)?,
+            u16::try_from(h).map_err(too_wide)?,
+        )?;
+        let (dw, dh) = image::ImageDecoder::dimensions(&decoder);
+        check_size("a scaled JPEG", dw, dh)?;
+        DynamicImage::from_decoder(decoder)?
+    } else {
+        let mut reader = image::io::Reader::open(path)?;
+        reader.set_format(probe.format);
+        reader.limits(limits());
+        reader.decode()?
+    };
     let orientation = if jpeg {
         jpeg_orientation(&read_head(path)?)
     } else {
@@ -646,6 +718,16 @@ mod tests {
             ),
             Err(ProcessError::Refused(_))
         ));
+    }
+
+    #[test]
+    fn a_jpeg_beyond_the_pixels_decoded_at_once_is_scaled_by_the_largest_dct_scale_within() {
+        assert_eq!(jpeg_scale(6_000, 4_000), (6_000, 4_000));
+        assert_eq!(jpeg_scale(8_000, 6_000), (4_000, 3_000));
+        assert_eq!(jpeg_scale(12_000, 9_000), (3_000, 2_250));
+        assert_eq!(jpeg_scale(12_000, 12_000), (3_000, 3_000));
+        assert_eq!(jpeg_scale(8_001, 6_001), (4_001, 3_001));
+        assert_eq!(jpeg_scale(u32::MAX, u32::MAX).0, 536_870_912);
     }
 
     #[test]

@@ -586,32 +586,124 @@ pub fn spawn_processing(state: SharedState, room: Room, message_id: i64, blob: B
     if !(blob.is_image() || blob.is_video()) {
         return;
     }
-    tokio::spawn(async move {
-        let Ok(_permit) = state.storage.processing.acquire().await else {
+    tokio::spawn(
+        async move { process_and_broadcast(&state, &room, message_id, &blob, true).await },
+    );
+}
+
+/// [`spawn_processing`]'s work, once the one processing slot is free: processes `blob` (when
+/// `decode`; otherwise, or when processing fails, only marks it analyzed), then broadcasts
+/// the message's `replace`.
+async fn process_and_broadcast(
+    state: &AppState,
+    room: &Room,
+    message_id: i64,
+    blob: &Blob,
+    decode: bool,
+) {
+    let Ok(_permit) = state.storage.processing.acquire().await else {
+        return;
+    };
+    let processed = if decode {
+        process_message_file(state, blob).await
+    } else {
+        Err(anyhow::anyhow!("its processing was cut off twice"))
+    };
+    if let Err(e) = processed {
+        tracing::info!(blob_id = blob.id, error = %e, "file not processed: shown as a file");
+        if let Err(e) = mark_analyzed(state, blob.id).await {
+            tracing::warn!(blob_id = blob.id, error = %e, "marking a file analyzed failed");
             return;
-        };
-        if let Err(e) = process_message_file(&state, &blob).await {
-            tracing::info!(blob_id = blob.id, error = %e, "file not processed: shown as a file");
-            if let Err(e) = mark_analyzed(&state, blob.id).await {
-                tracing::warn!(blob_id = blob.id, error = %e, "marking a file analyzed failed");
+        }
+    }
+    match messages::find(&state.pool, room.id, message_id).await {
+        Ok(Some(message)) => {
+            if let Err(e) = broadcasts::message_updated(
+                &state.broadcaster,
+                &state.storage.verifier,
+                room,
+                &message,
+            ) {
+                tracing::warn!(error = %e, "broadcasting a processed file failed");
+            }
+        }
+        Ok(None) => purge_orphans(state).await,
+        Err(e) => tracing::warn!(error = %e, "reading a processed message failed"),
+    }
+}
+
+/// The metadata key set on a file whose processing is resumed after a restart: a file found
+/// unprocessed again at the next start (its processing was cut off twice, perhaps by the file
+/// itself) is marked analyzed without decoding it, so no file can stop every start.
+const RESUMED_KEY: &str = "hearth_processing_resumed";
+
+/// How many unprocessed files [`resume_processing`] reads at once.
+const RESUME_BATCH: i64 = 64;
+
+/// Finishes the processing a restart cut off (a server stopped or killed while a message's
+/// image was being processed leaves it unanalyzed, shown as "processing…"): every image and
+/// video attached to a message and not analyzed is processed again, one at a time through the
+/// same slot as new files, and its message replaced live; one found a second time is marked
+/// analyzed and shown as a file chip. Runs on its own task from the start of an app node,
+/// never delaying the listener (Rails' `ActiveStorage::AnalyzeJob` is likewise retried from
+/// its queue after a crash).
+pub fn spawn_resume_processing(state: SharedState) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move { resume_processing(&state).await })
+}
+
+/// [`spawn_resume_processing`]'s work, to its end.
+pub async fn resume_processing(state: &AppState) {
+    // Files posted from now on are processed by their own posts.
+    let upto = match blobs::max_id(&state.pool).await {
+        Ok(id) => id,
+        Err(e) => {
+            tracing::warn!(error = %e, "finding unprocessed files failed");
+            return;
+        }
+    };
+    let mut after = 0;
+    let mut resumed = 0u64;
+    loop {
+        let found = blobs::unprocessed_message_files(&state.pool, after, upto, RESUME_BATCH).await;
+        let files = match found {
+            Ok(files) => files,
+            Err(e) => {
+                tracing::warn!(error = %e, "finding unprocessed files failed");
                 return;
             }
-        }
-        match messages::find(&state.pool, room.id, message_id).await {
-            Ok(Some(message)) => {
-                if let Err(e) = broadcasts::message_updated(
-                    &state.broadcaster,
-                    &state.storage.verifier,
-                    &room,
-                    &message,
-                ) {
-                    tracing::warn!(error = %e, "broadcasting a processed file failed");
+        };
+        let Some((_, _, last)) = files.last() else {
+            break;
+        };
+        after = last.id;
+        for (room_id, message_id, blob) in files {
+            let room = match rooms::find(&state.pool, room_id).await {
+                Ok(Some(room)) => room,
+                Ok(None) => continue,
+                Err(e) => {
+                    tracing::warn!(error = %e, "reading an unprocessed file's room failed");
+                    return;
+                }
+            };
+            let decode = !blob.metadata_json().contains_key(RESUMED_KEY);
+            if decode {
+                match blobs::mark_unanalyzed(&state.pool, blob.id, RESUMED_KEY).await {
+                    Ok(true) => {}
+                    // Analyzed meanwhile.
+                    Ok(false) => continue,
+                    Err(e) => {
+                        tracing::warn!(blob_id = blob.id, error = %e, "resuming a file failed");
+                        continue;
+                    }
                 }
             }
-            Ok(None) => purge_orphans(&state).await,
-            Err(e) => tracing::warn!(error = %e, "reading a processed message failed"),
+            process_and_broadcast(state, &room, message_id, &blob, decode).await;
+            resumed += 1;
         }
-    });
+    }
+    if resumed > 0 {
+        tracing::info!(files = resumed, "resumed the processing a restart cut off");
+    }
 }
 
 /// Marks blob `blob_id` analyzed, keeping what its metadata already holds: what a failed

@@ -20,7 +20,7 @@ use crate::files::{md5_base64, multipart, raw};
 /// Bender's key for the bot API (user 5).
 const BOT_KEY: &str = "5-bNd3rB0tK3y7";
 /// The documented ceiling of one image's decode (docs/files.md), in MiB.
-const DECODE_CEILING_MIB: u64 = 512;
+pub(crate) const DECODE_CEILING_MIB: u64 = 512;
 /// How much the server's peak resident memory may rise while it refuses hostile images (no
 /// decoder runs for them: what remains is uploads streaming to disk and pages), in MiB.
 const REFUSAL_RISE_MIB: u64 = 64;
@@ -150,7 +150,7 @@ fn zero_png(width: u32, height: u32) -> Vec<u8> {
 }
 
 /// A real 64 × 64 PNG cut in the middle of its pixels.
-fn truncated_png() -> Vec<u8> {
+pub(crate) fn truncated_png() -> Vec<u8> {
     let whole = crate::files::png(64, 64);
     whole[..whole.len() / 2].to_vec()
 }
@@ -160,15 +160,15 @@ fn truncated_png() -> Vec<u8> {
 
 /// David (an administrator) signed in to a child server.
 #[derive(Clone)]
-struct David {
-    addr: SocketAddr,
-    cookie: String,
-    csrf: String,
+pub(crate) struct David {
+    pub(crate) addr: SocketAddr,
+    pub(crate) cookie: String,
+    pub(crate) csrf: String,
 }
 
 /// Where an image is sent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Route {
+pub(crate) enum Route {
     /// `POST /rooms/1/messages`, multipart `message[attachment]` (the composer's form).
     Composer,
     /// `POST /rails/active_storage/direct_uploads`, the `PUT`, then the signed id posted.
@@ -191,7 +191,7 @@ const ALL_ROUTES: [Route; 5] = [
 ];
 
 impl David {
-    async fn sign_in(hearth: &Hearth) -> Self {
+    pub(crate) async fn sign_in(hearth: &Hearth) -> Self {
         let mut client = hearth.client();
         assert_eq!(client.login(DAVID, PASSWORD).await.status, 302);
         let (csrf, _) = client.room(1).await;
@@ -218,7 +218,7 @@ impl David {
     }
 
     /// Sends `bytes` named `filename` by `route`; the answer's status.
-    async fn upload(&self, route: Route, filename: &str, bytes: &[u8]) -> u16 {
+    pub(crate) async fn upload(&self, route: Route, filename: &str, bytes: &[u8]) -> u16 {
         let multipart_to = |path: String, field: &'static str| {
             let (content_type, body) = multipart(&[], field, filename, bytes);
             async move {
@@ -294,7 +294,7 @@ impl David {
     }
 
     /// Room 1's page.
-    async fn room_page(&self) -> String {
+    pub(crate) async fn room_page(&self) -> String {
         let (status, _, body) = self.send("GET", "/rooms/1", &[], b"").await;
         assert_eq!(status, 200);
         String::from_utf8_lossy(&body).into_owned()
@@ -302,12 +302,12 @@ impl David {
 }
 
 /// The chip of a file named `filename` in a page or partial.
-fn chip(filename: &str) -> String {
+pub(crate) fn chip(filename: &str) -> String {
     format!("message__file-name\" title=\"{filename}\"")
 }
 
 /// Fails with the server's log unless it is still running and answers `/up`.
-async fn assert_alive(hearth: &mut Hearth, after: &str) {
+pub(crate) async fn assert_alive(hearth: &mut Hearth, after: &str) {
     if let Ok(Some(status)) = hearth.child.try_wait() {
         let log = hearth.log();
         let tail = &log[log.len().saturating_sub(2000)..];
