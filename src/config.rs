@@ -123,7 +123,8 @@ pub struct Config {
     #[arg(long, env = "HEARTH_WRITER_THREADS", default_value_t = 0)]
     pub writer_threads: usize,
 
-    /// Login attempts allowed per IP address per 3 minutes (Campfire: 10); 0 disables the limit.
+    /// Login attempts allowed per IP address per 3 minutes (Campfire: 10), counting attempts at
+    /// the current password of an e-mail or password change too; 0 disables the limit.
     #[arg(long, env = "HEARTH_LOGIN_RATE_LIMIT", default_value_t = 10)]
     pub login_rate_limit: u32,
 
