@@ -152,8 +152,11 @@ pub async fn create_direct_upload(
         .filter(|t| !t.is_empty() && t.len() <= 255 && t.bytes().all(|c| c.is_ascii_graphic()));
     let metadata = serde_json::json!({ UPLOADER_KEY: user.id }).to_string();
     let key = storage::new_key();
-    let blob = quota::insert_blob(
-        &state,
+    let blob = quota::Quota {
+        pool: &state.pool,
+        bytes: state.config.max_storage_bytes_per_user,
+    }
+    .insert_blob(
         user.id,
         &blobs::NewBlob {
             key: &key,
@@ -338,8 +341,12 @@ where
     allow_upload(state, user)?;
     // Within the storage quota: cut at the bytes left, then inserted only if it still fits.
     let max = state.storage.max_upload_bytes;
-    let limit = match quota::room_left(state, user.id).await? {
-        Some(0) => return Err(quota::refusal(state, user.id).await),
+    let quota = quota::Quota {
+        pool: &state.pool,
+        bytes: state.config.max_storage_bytes_per_user,
+    };
+    let limit = match quota.room_left(user.id).await? {
+        Some(0) => return Err(quota.refusal(user.id).await),
         Some(left) => left.min(max),
         None => max,
     };
@@ -350,28 +357,26 @@ where
         .upload(&key, stream, limit, None, None)
         .await
     {
-        Err(UploadError::TooLarge(_)) if limit < max => {
-            return Err(quota::refusal(state, user.id).await)
-        }
+        Err(UploadError::TooLarge(_)) if limit < max => return Err(quota.refusal(user.id).await),
         written => written?,
     };
     let service_name = state.storage.promote(&key).await?;
     let content_type = identify::content_type(&written.head, &filename);
     let metadata = serde_json::json!({ UPLOADER_KEY: user.id, "identified": true }).to_string();
-    let inserted = quota::insert_blob(
-        state,
-        user.id,
-        &blobs::NewBlob {
-            key: &key,
-            filename: &filename,
-            content_type: Some(content_type),
-            metadata: &metadata,
-            service_name,
-            byte_size: i64::try_from(written.byte_size).unwrap_or(i64::MAX),
-            checksum: Some(&written.checksum),
-        },
-    )
-    .await;
+    let inserted = quota
+        .insert_blob(
+            user.id,
+            &blobs::NewBlob {
+                key: &key,
+                filename: &filename,
+                content_type: Some(content_type),
+                metadata: &metadata,
+                service_name,
+                byte_size: i64::try_from(written.byte_size).unwrap_or(i64::MAX),
+                checksum: Some(&written.checksum),
+            },
+        )
+        .await;
     match inserted {
         Ok(blob) => Ok(blob),
         Err(e) => {
