@@ -616,7 +616,7 @@ async fn process_and_broadcast(
     };
     if let Err(e) = processed {
         tracing::info!(blob_id = blob.id, error = %e, "file not processed: shown as a file");
-        if let Err(e) = mark_analyzed(state, blob.id).await {
+        if let Err(e) = mark_analyzed(&state.pool, blob.id).await {
             tracing::warn!(blob_id = blob.id, error = %e, "marking a file analyzed failed");
             return;
         }
@@ -713,14 +713,14 @@ pub async fn resume_processing(state: &AppState) {
 
 /// Marks blob `blob_id` analyzed, keeping what its metadata already holds: what a failed
 /// analysis leaves (Rails merges `analyzed: true` into the metadata whatever the analyzer found).
-async fn mark_analyzed(state: &AppState, blob_id: i64) -> anyhow::Result<()> {
-    let Some(blob) = blobs::find(&state.pool, blob_id).await? else {
+async fn mark_analyzed(pool: &sqlx::SqlitePool, blob_id: i64) -> anyhow::Result<()> {
+    let Some(blob) = blobs::find(pool, blob_id).await? else {
         return Ok(());
     };
     let mut metadata = blob.metadata_json();
     metadata.insert("analyzed".into(), true.into());
     blobs::update_identity(
-        &state.pool,
+        pool,
         blob.id,
         blob.content_type.as_deref(),
         &serde_json::Value::Object(metadata).to_string(),
