@@ -223,7 +223,7 @@ static SOURCE_ADDRS: OnceLock<Vec<IpAddr>> = OnceLock::new();
 /// is published through it.
 static NEXT_SOURCE: AtomicUsize = AtomicUsize::new(0);
 
-/// Sets the source addresses of every later client connection (see [`SOURCE_ADDRS`]); only the
+/// Sets the source addresses of every later client connection (see `SOURCE_ADDRS`); only the
 /// first call has an effect. Returns false when they were already set.
 pub fn set_source_addrs(addrs: Vec<IpAddr>) -> bool {
     SOURCE_ADDRS.set(addrs).is_ok()

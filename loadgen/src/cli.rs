@@ -313,7 +313,7 @@ pub struct SweepArgs {
     /// Pin managed servers with `taskset -c CPUS`.
     #[arg(long)]
     pub server_cpu: Option<String>,
-    /// Output directory (default results/<UTC timestamp>).
+    /// Output directory (default `results/<UTC timestamp>`).
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Longest wait for a managed server's GET /up.
@@ -398,7 +398,7 @@ pub struct FanoutArgs {
         default_value = r#"{"channel":"StreamChannel","stream":"bench"}"#
     )]
     pub identifiers: Vec<String>,
-    /// Broadcast trigger URL, POSTed {"body":"<padding>","id":"<token>"}.
+    /// Broadcast trigger URL, POSTed `{"body":"<padding>","id":"<token>"}`.
     #[arg(long)]
     pub trigger: String,
     /// Cookie header for the trigger.
@@ -419,7 +419,7 @@ pub struct FanoutArgs {
     /// Accept a server that does not select actioncable-v1-json.
     #[arg(long)]
     pub any_protocol: bool,
-    /// Output directory (default results/<UTC timestamp>).
+    /// Output directory (default `results/<UTC timestamp>`).
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Load shape flags.

@@ -7,12 +7,12 @@
 //! complete temporary file so a reader never sees half of one:
 //!
 //! - **ready file** (`--ready-file`, one per process): written once the process's clients are
-//!   ready or failed ([`ReadyRecord`](crate::coordination::ReadyRecord): how many, when the connect phase began and ended, in
+//!   ready or failed ([`ReadyRecord`]: how many, when the connect phase began and ended, in
 //!   Unix microseconds, so connect times of several processes can be combined);
 //! - **start file** (`--start-file`): the process waits for it to exist before its posting
 //!   phase, so the driver can start the posts only when every process is ready;
 //! - **posts file** (`--posts-file`): written by the posting process after its drain
-//!   ([`PostsRecord`](crate::coordination::PostsRecord): every post's sequence number, whether it was answered, when it was
+//!   ([`PostsRecord`]: every post's sequence number, whether it was answered, when it was
 //!   sent, and its last receipt by the poster's own clients).
 //!
 //! A listen-only process (`--listen-only`, [`run_listen`]) posts nothing: it waits for the posts

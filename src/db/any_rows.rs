@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// Unknown, none, or some rows, under a count of the changes made so far.
 ///
 /// The state is one word: the change count in the bits above the lowest two, which hold
-/// [`UNKNOWN`], [`NONE`] or [`SOME`]. A reader that queried remembers its answer only if no
+/// `UNKNOWN`, `NONE` or `SOME`. A reader that queried remembers its answer only if no
 /// change was made since it read the state, so an answer read before a write never outlives
 /// it (a write may commit after the reader's query and call `changed` before the reader
 /// stores: the count has moved, the store is refused).

@@ -8,7 +8,7 @@
 //! (WAL, `synchronous=NORMAL`, foreign keys, no automatic checkpoint), and runs the statement
 //! where the caller runs, with its prepared statements cached (one per statement text).
 //!
-//! It is used under this process's write lock ([`super::write_lock`]), so it never competes
+//! It is used under this process's write lock (`super::write_lock`), so it never competes
 //! with the pool's writers; another process holding SQLite's lock (a backup, the `sqlite3`
 //! shell) makes SQLite answer `SQLITE_BUSY` at once (no busy handler: it would sleep on the
 //! runtime's thread), and [`Inline::run`] retries after asynchronous sleeps until the

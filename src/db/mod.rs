@@ -38,7 +38,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 use sqlx::{Connection as _, SqliteConnection, SqlitePool};
 
 /// The longest a write waits for the database, in total: first for this process's write
-/// lock ([`write_lock`], at most [`LOCK_WAIT`]), then for SQLite's lock held by another
+/// lock (`write_lock`, at most [`LOCK_WAIT`]), then for SQLite's lock held by another
 /// process (the busy handler, at most [`BUSY_TIMEOUT`]). However many writes are queued, each
 /// succeeds or fails with [`busy`] within this bound (Rails' default busy timeout is also 5 s).
 pub const WRITE_WAIT: Duration = Duration::from_secs(5);
@@ -47,7 +47,7 @@ pub const WRITE_WAIT: Duration = Duration::from_secs(5);
 /// before `SQLITE_BUSY`; the part of [`WRITE_WAIT`] left after [`LOCK_WAIT`].
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// How long a write waits in this process's queue ([`write_lock`]) before [`busy`].
+/// How long a write waits in this process's queue (`write_lock`) before [`busy`].
 pub const LOCK_WAIT: Duration = Duration::from_secs(3);
 
 /// `SQLITE_BUSY`, the primary result code of every "database is locked" error.

@@ -112,7 +112,7 @@ pub fn match_expression(text: &str) -> Option<String> {
 /// Indexes the messages not yet indexed first ([`super::upkeep::index_messages`]), so every
 /// message committed before the search can be found; when the database is locked from outside
 /// past the write wait, searches the index as it is instead. A search that meets another
-/// process's schema change ([`super::is_schema_changed`]) is run again, up to
+/// process's schema change (`super::is_schema_changed`) is run again, up to
 /// [`SCHEMA_ATTEMPTS`] times in all.
 ///
 /// # Errors

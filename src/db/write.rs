@@ -1,6 +1,6 @@
 //! One write to the database: [`Write::begin`] takes this process's write lock
-//! ([`super::write_lock`]), arms the access count ([`super::generation`]) when the write may
-//! change access, and begins the transaction ([`super::begin_write`], `BEGIN IMMEDIATE`);
+//! (`super::write_lock`), arms the access count ([`super::generation`]) when the write may
+//! change access, and begins the transaction (`super::begin_write`, `BEGIN IMMEDIATE`);
 //! [`Write::commit`] commits, advances the count and hands back the lock. A write dropped
 //! before its commit rolls back (sqlx's `Transaction`), still advances an armed count (a commit
 //! may have happened when the future was dropped mid-way) and releases the lock, in that order.

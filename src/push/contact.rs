@@ -93,7 +93,7 @@ const NOT_PUBLIC_TOP: [&str; 12] = [
 
 /// Whether `host` is a domain name on the public internet, by its form: at least two labels
 /// of letters, digits and inner hyphens (at most 63 bytes each), a top-level label that is not
-/// all digits and not one of [`NOT_PUBLIC_TOP`] or `arpa`, and no IP address literal.
+/// all digits and not one of `NOT_PUBLIC_TOP` or `arpa`, and no IP address literal.
 pub fn is_public_domain(host: &str) -> bool {
     let host = host.strip_suffix('.').unwrap_or(host).to_lowercase();
     if host.len() > 253 || host.parse::<IpAddr>().is_ok() || host.starts_with('[') {

@@ -7,7 +7,7 @@
 //!   `VAPID_PRIVATE_KEY`, else generated once and kept in `<data-dir>/vapid_private_key`.
 //! - [`validate`]: what a subscription must be to be stored (422 otherwise).
 //! - [`Pusher`]: a bounded queue in front of one worker task, so a post never waits for a
-//!   push service: [`Pusher::message_posted`] only enqueues. The worker finds the recipients
+//!   push service: [`Pusher::enqueue`] only enqueues. The worker finds the recipients
 //!   ([`crate::db::push_subscriptions::recipients`]), encrypts each payload for its browser
 //!   (RFC 8291 `aes128gcm`, with a VAPID JWT whose contact is [`contact`]'s, by
 //!   `web-push-native`) and sends it with `Urgency: high` (RFC 8030 §5.3, as Campfire's

@@ -46,9 +46,9 @@ const REPLAY_PAGE: usize = 512;
 /// `PUBLISH` reached no subscriber) that a replay must skip: at most this many, the newest.
 const DELIVERED_HERE_LIMIT: usize = 4096;
 
-/// KEYS: the log, the epoch, the offsets hash. ARGV[1] = the marker channel, ARGV[2] = the
-/// log's cap, ARGV[3] = an epoch to start with when there is none, ARGV[4] = the history keys'
-/// prefix, ARGV[5] = the history's cap per stream (0: no history), ARGV[6] = its time to live
+/// KEYS: the log, the epoch, the offsets hash. `ARGV[1]` = the marker channel, `ARGV[2]` = the
+/// log's cap, `ARGV[3]` = an epoch to start with when there is none, `ARGV[4]` = the history keys'
+/// prefix, `ARGV[5]` = the history's cap per stream (0: no history), `ARGV[6]` = its time to live
 /// in seconds; then (channel, payload, skip, stream, kept) per broadcast, `stream` empty for
 /// one without a position, `kept` `1` when its entry is kept and `0` for a position only
 /// ([`crate::streams::Retention`]). Returns `{id, receivers}` per broadcast.
@@ -371,7 +371,7 @@ pub struct DeliveredHere {
 }
 
 impl DeliveredHere {
-    /// Remembers `id` (forgetting the oldest past [`DELIVERED_HERE_LIMIT`]).
+    /// Remembers `id` (forgetting the oldest past `DELIVERED_HERE_LIMIT`).
     pub fn insert(&mut self, id: EntryId) {
         if self.set.insert(id) {
             self.order.push_back(id);

@@ -13,8 +13,8 @@
 //! | `GET /autocompletable/users?query=&room_id=` | [`autocompletable`] |
 //! | `POST /rooms/{id}/messages`, `GET /rooms/{id}/messages/{message_id}/edit`, `PATCH`/`DELETE /rooms/{id}/messages/{message_id}`, `POST /messages/{id}/boosts` | [`messages`] |
 //! | `POST /rooms/{id}/{bot_key}/messages` | [`messages::create_by_bot`] |
-//! | `GET /rooms/opens/new`, `POST /rooms/opens`, `GET /rooms/opens/{id}`, `GET /rooms/opens/{id}/edit`, `PATCH`/`PUT /rooms/opens/{id}` | [`rooms::opens`] |
-//! | the same under `/rooms/closeds` | [`rooms::closeds`] |
+//! | `GET /rooms/opens/new`, `POST /rooms/opens`, `GET /rooms/opens/{id}`, `GET /rooms/opens/{id}/edit`, `PATCH`/`PUT /rooms/opens/{id}` | [`rooms::by_kind`] |
+//! | the same under `/rooms/closeds` | [`rooms::by_kind`] |
 //! | `GET /rooms/directs/new`, `POST /rooms/directs`, `GET /rooms/directs/{id}/edit`, `DELETE /rooms/directs/{id}` | [`rooms::directs`] |
 //! | `DELETE /rooms/{id}` | [`rooms::settings::destroy`] |
 //! | `GET`, `PUT`/`PATCH /rooms/{id}/involvement` | [`rooms::involvements`] |

@@ -11,7 +11,7 @@
 use super::{Channel, ChannelContext, Outcome, Subscribed};
 use crate::db::rooms::Room;
 
-/// `subscribed` for a member of `room` (the caller rejects others, [`super::member_room`]).
+/// `subscribed` for a member of `room` (the caller rejects others, `super::member_room`).
 pub async fn subscribe(ctx: ChannelContext<'_>, room: Room) -> anyhow::Result<Outcome> {
     ctx.presence
         .subscribed(room.id, ctx.user.id, ctx.connection_id)

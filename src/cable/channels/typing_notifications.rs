@@ -4,7 +4,7 @@
 use super::{Channel, ChannelContext, Outcome, Subscribed};
 use crate::db::rooms::Room;
 
-/// `subscribed` for a member of `room` (the caller rejects others, [`super::member_room`]).
+/// `subscribed` for a member of `room` (the caller rejects others, `super::member_room`).
 pub fn subscribe(ctx: ChannelContext<'_>, room: Room) -> Outcome {
     let stream = crate::streams::typing(ctx.broadcaster.gid_app(), &room);
     Outcome::Confirm(Subscribed {
