@@ -9,40 +9,54 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// The floors of the house, bottom-up; a top-level module may import only from its own floor
-/// or below (and, on its own floor, without cycles).
-const FLOORS: &[&[&str]] = &[
-    &["rails", "rich_text", "db", "fanout", "history", "loggable"],
-    &[
-        "net",
-        "peer_connections",
-        "config",
-        "metrics",
-        "rate_limit",
-        "registry",
-        "sessions",
-        "presence",
-        "assets",
-        "anycable",
-        "push",
-        "storage",
-        "webhooks",
-    ],
-    &[
-        "render",
-        "streams",
-        "pubsub",
-        "redis_pubsub",
-        "app_link",
-        "state",
-    ],
-    &["broadcasts"],
-    &["web", "cable"],
-    &["app"],
-];
+/// The floors of the house, bottom-up, read from the one place they are written: the numbered
+/// list under "## Layout" in `src/lib.rs`' crate docs. Item *n* of that list is floor *n*; its
+/// modules are the intra-doc links it names that are a single word (`[`db`]`, not
+/// `[`pubsub::Bus`]`). A top-level module may import only from its own floor or below (and, on
+/// its own floor, without cycles).
+fn floors() -> Vec<Vec<String>> {
+    let lib = std::fs::read_to_string(src_dir().join("lib.rs")).expect("src/lib.rs");
+    let mut floors: Vec<Vec<String>> = Vec::new();
+    let mut in_layout = false;
+    for line in lib.lines() {
+        let Some(doc) = line.strip_prefix("//!") else {
+            continue;
+        };
+        let doc = doc.trim_start();
+        if doc.starts_with("## ") {
+            in_layout = doc == "## Layout";
+            continue;
+        }
+        if !in_layout {
+            continue;
+        }
+        let numbered = doc
+            .split_once(". ")
+            .is_some_and(|(n, _)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+        if numbered {
+            floors.push(Vec::new());
+        }
+        let Some(floor) = floors.last_mut() else {
+            continue;
+        };
+        for link in doc.split("[`").skip(1) {
+            let name = link.split('`').next().unwrap_or_default();
+            if !name.is_empty() && name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_') {
+                floor.push(name.to_owned());
+            }
+        }
+    }
+    assert!(
+        floors.len() >= 2,
+        "src/lib.rs has no numbered \"## Layout\" list"
+    );
+    floors
+}
 
-fn floor_of(top: &str) -> Option<usize> {
-    FLOORS.iter().position(|floor| floor.contains(&top))
+fn floor_of(floors: &[Vec<String>], top: &str) -> Option<usize> {
+    floors
+        .iter()
+        .position(|floor| floor.iter().any(|m| m == top))
 }
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -275,15 +289,17 @@ fn top_module(src: &Path, file: &Path) -> String {
 #[test]
 fn no_file_imports_a_higher_floor() {
     let src = src_dir();
+    let floors = floors();
     let graph = import_graph(&src);
     let mut upward = Vec::new();
     for (file, edges) in &graph {
         let from = top_module(&src, file);
-        let from_floor = floor_of(&from)
-            .unwrap_or_else(|| panic!("{from} is on no floor: add it to FLOORS and lib.rs"));
+        let from_floor = floor_of(&floors, &from).unwrap_or_else(|| {
+            panic!("{from} is on no floor: name it in the Layout of src/lib.rs' crate docs")
+        });
         for target in edges {
             let to = top_module(&src, target);
-            let to_floor = floor_of(&to).unwrap_or(usize::MAX);
+            let to_floor = floor_of(&floors, &to).unwrap_or(usize::MAX);
             if to_floor > from_floor {
                 upward.push(format!(
                     "{} (floor {from_floor}) -> {} (floor {to_floor})",
@@ -294,6 +310,42 @@ fn no_file_imports_a_higher_floor() {
         }
     }
     assert!(upward.is_empty(), "imports that run up: {upward:#?}");
+}
+
+/// The Layout names every top-level module of `src/lib.rs` once, and nothing else: a module
+/// added without a floor, or a floor naming one that is gone, fails here.
+#[test]
+fn the_layout_names_every_module_once() {
+    let lib = std::fs::read_to_string(src_dir().join("lib.rs")).expect("src/lib.rs");
+    let declared: BTreeSet<String> = lib
+        .lines()
+        .filter_map(|l| {
+            l.strip_prefix("pub mod ")
+                .or_else(|| l.strip_prefix("mod "))
+        })
+        .map(|l| l.trim_end_matches(';').trim().to_owned())
+        .collect();
+    let mut named = BTreeMap::<String, usize>::new();
+    for module in floors().into_iter().flatten() {
+        *named.entry(module).or_default() += 1;
+    }
+    let twice: Vec<_> = named
+        .iter()
+        .filter(|(_, n)| **n > 1)
+        .map(|(m, _)| m)
+        .collect();
+    assert!(twice.is_empty(), "named on more than one floor: {twice:?}");
+    let named: BTreeSet<String> = named.into_keys().collect();
+    let missing: Vec<_> = declared.difference(&named).collect();
+    let stale: Vec<_> = named.difference(&declared).collect();
+    assert!(
+        missing.is_empty(),
+        "modules on no floor of the Layout: {missing:?}"
+    );
+    assert!(
+        stale.is_empty(),
+        "the Layout names modules src/lib.rs lacks: {stale:?}"
+    );
 }
 
 #[test]
