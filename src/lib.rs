@@ -25,7 +25,7 @@
 //! 2. Settings and leaf services: [`config`] (every setting, as a flag with an environment
 //!    variable and a default), [`net`] (IP ranges for trusted proxies), [`peer_connections`] (open HTTP connections per client address), [`metrics`] (Prometheus
 //!    metrics at `/metrics`), [`rate_limit`] (the sign-in limit, token buckets), [`registry`]
-//!    (open connections by user and session), [`sessions`] (resumable cable sessions, by `sid`), [`presence`] (presence per connection, coalesced
+//!    (open connections by user and session), [`resumable`] (resumable cable sessions, by `sid`), [`presence`] (presence per connection, coalesced
 //!    into membership writes), [`assets`] (the room page's scripts, vendored and built into the
 //!    binary), [`anycable`] (AnyCable's publication format and broadcast key), [`storage`]
 //!    (Active Storage's disk service, content identification, signed blob URLs, image
@@ -68,8 +68,8 @@ pub mod rate_limit;
 pub mod redis_pubsub;
 pub mod registry;
 pub mod render;
+pub mod resumable;
 pub mod rich_text;
-pub mod sessions;
 pub mod state;
 pub mod storage;
 pub mod streams;

@@ -6,8 +6,8 @@
 //! connection (the Action Cable `disconnect` notice and a close frame, see
 //! [`crate::cable::protocol::disconnect_frames`]).
 //!
-//! It is also how revocations reach open sockets: each connection registers with a control
-//! signal ([`Control`]) that its task selects on beside its reader. Every node applies the
+//! It is also how revocations reach open sockets: each connection registers with a
+//! [`Signal`] that its task selects on beside its reader. Every node applies the
 //! bus' `AccessRevoked` command here ([`Registry::signal_access_revoked`]): it signals the
 //! connections of the users concerned only, and each of those tasks re-checks its room
 //! subscriptions and drops the ones no longer allowed. [`Registry::rechecks`] counts the
@@ -30,15 +30,15 @@ struct Entry {
     user_id: i64,
     session_token: Option<String>,
     connection: Connection,
-    control: Control,
+    revoked: Signal,
 }
 
 /// A connection task's "access revoked" signal. Signals sent while the task is busy are
 /// kept (at most one is pending), so none is lost.
 #[derive(Clone, Debug, Default)]
-pub struct Control(Arc<Notify>);
+pub struct Signal(Arc<Notify>);
 
-impl Control {
+impl Signal {
     /// Waits for the next signal (cancel-safe: a signal is not consumed by a dropped wait).
     pub async fn access_revoked(&self) {
         self.0.notified().await;
@@ -100,25 +100,25 @@ impl Registry {
         })
     }
 
-    /// Records an identified connection. Returns its control signal, which fires when the
+    /// Records an identified connection. Returns its [`Signal`], which fires when the
     /// user loses access to a room.
     pub fn register(
         &self,
         user_id: i64,
         session_token: Option<String>,
         connection: Connection,
-    ) -> Control {
-        let control = Control::default();
+    ) -> Signal {
+        let revoked = Signal::default();
         self.entries.lock().insert(
             connection.id(),
             Entry {
                 user_id,
                 session_token,
                 connection,
-                control: control.clone(),
+                revoked: revoked.clone(),
             },
         );
-        control
+        revoked
     }
 
     /// Signals "access revoked" to every connection of the users in `user_ids` (each then
@@ -132,7 +132,7 @@ impl Registry {
             .values()
             .filter(|e| ids.binary_search(&e.user_id).is_ok())
         {
-            entry.control.signal();
+            entry.revoked.signal();
             signalled += 1;
         }
         self.rechecks.fetch_add(signalled as u64, Ordering::Relaxed);

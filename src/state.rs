@@ -47,7 +47,7 @@ pub struct AppState {
     /// `--history-ttl`): read by the `history` command and the room page's catch-up.
     pub history: Arc<dyn crate::history::History>,
     /// The `actioncable-v1-ext-json` sessions that may be restored (`--sessions-ttl`).
-    pub sessions: crate::sessions::SessionStore,
+    pub sessions: crate::resumable::SessionStore,
     /// The key of the app node's internal endpoint (derived from secret_key_base).
     pub internal_key: String,
     /// A cable node's line to its app node (`--role cable`).
@@ -303,7 +303,7 @@ impl AppState {
             broadcaster,
             bus,
             history,
-            sessions: crate::sessions::SessionStore::new(std::time::Duration::from_secs(
+            sessions: crate::resumable::SessionStore::new(std::time::Duration::from_secs(
                 config.sessions_ttl,
             )),
             broadcast_key,

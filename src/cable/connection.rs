@@ -27,7 +27,7 @@
 //! for that command only: a task's future is one allocation sized for its largest state, so
 //! that work kept inline would make every idle connection carry it.
 //!
-//! Beside the reader, the task waits on its registry [`Control`] signal: when the user's
+//! Beside the reader, the task waits on its registry [`Signal`]: when the user's
 //! memberships change (a room closed to them, a membership revoked, a room destroyed), it
 //! re-checks every room-scoped subscription against the database and drops those no longer
 //! allowed at once: their streams are detached, the channel's `unsubscribed` runs, and the
@@ -53,7 +53,7 @@ use crate::fanout::frame::Frame;
 use crate::fanout::Connection;
 use crate::loggable::loggable;
 use crate::rate_limit::{Action, Client, TokenBucket};
-use crate::registry::Control;
+use crate::registry::Signal;
 use crate::state::SharedState;
 
 /// How long a connection refused for a bad message keeps draining the client's input after
@@ -93,7 +93,7 @@ pub struct Extended {
     pub sid: String,
     /// The session it restores (`?sid=` matched a stored one): its subscriptions are attached
     /// again without the channels being asked.
-    pub restored: Option<crate::sessions::StoredSession>,
+    pub restored: Option<crate::resumable::StoredSession>,
 }
 
 /// Runs a connection to its end. `leftover` holds bytes the HTTP layer read past the
@@ -170,7 +170,7 @@ pub async fn run(
         .fanout
         .attach_owned(write_half, u64::try_from(user.id).unwrap_or(u64::MAX));
     let kept_token = session_token.clone();
-    let control = state.cable.register(user.id, session_token, conn.clone());
+    let revoked = state.cable.register(user.id, session_token, conn.clone());
     // Commands for this user reach this node (Rails'
     // `Connection::InternalChannel#subscribe_to_internal_channel`).
     let user_id = user.id;
@@ -180,7 +180,7 @@ pub async fn run(
         host,
         user,
         conn: conn.clone(),
-        control,
+        revoked,
         subscriptions: HashMap::new(),
         typing_budget: TokenBucket::new(TYPING_BURST, TYPING_PER_SECOND, Instant::now()),
         presence_budget: TokenBucket::new(PRESENCE_BURST, PRESENCE_PER_SECOND, Instant::now()),
@@ -223,7 +223,7 @@ pub async fn run(
             .collect();
         state.sessions.keep(
             sid,
-            crate::sessions::StoredSession {
+            crate::resumable::StoredSession {
                 user: reader.user.clone(),
                 session_token: kept_token,
                 subscriptions,
@@ -246,7 +246,7 @@ struct Reader {
     host: Arc<dyn ChannelHost>,
     user: User,
     conn: Connection,
-    control: Control,
+    revoked: Signal,
     subscriptions: HashMap<Arc<str>, Subscription>,
     /// `TypingNotificationsChannel` actions this connection may still send.
     typing_budget: TokenBucket,
@@ -298,7 +298,7 @@ impl Reader {
         let mut reader = MessageReader::new(&mut source, self.state.config.max_message_bytes);
         let replies = self.conn.clone();
         let refused = loop {
-            // The read future lives across control signals (a WebSocket read is not
+            // The read future lives across revocation signals (a WebSocket read is not
             // cancel-safe): a signal is handled between polls of the same read.
             let inbound = {
                 let mut read = std::pin::pin!(reader.read());
@@ -317,7 +317,7 @@ impl Reader {
                     tokio::select! {
                         biased;
                         _ = self.conn.closed() => return,
-                        _ = self.control.access_revoked() => Box::pin(self.recheck()).await,
+                        _ = self.revoked.access_revoked() => Box::pin(self.recheck()).await,
                         // Boxed: the timer exists only while a restore holds, and never
                         // weighs on an idle connection's task.
                         () = async move {

@@ -114,11 +114,11 @@ pub struct Identity {
 
 /// Whether a `/cable` request asks to restore (`?sid=`, see [`requested_sid`]) a session
 /// stored with `session_token` (the request's own verified session cookie) that has not
-/// expired, without taking it ([`crate::sessions::SessionStore::holds`]): the caller then
+/// expired, without taking it ([`crate::resumable::SessionStore::holds`]): the caller then
 /// identifies the request afresh, and [`upgrade`] takes the session once its own checks
 /// passed.
 pub fn restore_requested(
-    sessions: &crate::sessions::SessionStore,
+    sessions: &crate::resumable::SessionStore,
     request: &Request<Body>,
     session_token: Option<&str>,
 ) -> bool {
@@ -133,10 +133,10 @@ pub fn restore_requested(
 /// after its own checks passed (a handshake, the Origin, the connection limits), so a
 /// request turned away before the upgrade uses nothing up.
 pub fn take_stored(
-    sessions: &crate::sessions::SessionStore,
+    sessions: &crate::resumable::SessionStore,
     request: &Request<Body>,
     session_token: Option<&str>,
-) -> Option<crate::sessions::StoredSession> {
+) -> Option<crate::resumable::StoredSession> {
     let sid = requested_sid(request)?;
     sessions.take(&sid, session_token)
 }
@@ -153,8 +153,8 @@ pub fn take_stored(
 pub async fn verify_restore(
     host: &dyn channels::host::ChannelHost,
     user: Option<&User>,
-    stored: crate::sessions::StoredSession,
-) -> Option<crate::sessions::StoredSession> {
+    stored: crate::resumable::StoredSession,
+) -> Option<crate::resumable::StoredSession> {
     let user = user.filter(|u| u.id == stored.user.id)?;
     let who = channels::host::Who {
         user,
@@ -185,7 +185,7 @@ pub async fn verify_restore(
         .into_iter()
         .flatten()
         .collect();
-    Some(crate::sessions::StoredSession {
+    Some(crate::resumable::StoredSession {
         user: user.clone(),
         session_token: stored.session_token,
         subscriptions,
@@ -282,7 +282,7 @@ pub async fn upgrade(
             None => None,
         };
         Some(connection::Extended {
-            sid: crate::sessions::new_sid(),
+            sid: crate::resumable::new_sid(),
             restored,
         })
     } else {
