@@ -70,6 +70,7 @@ pub mod registry;
 pub mod render;
 pub mod rich_text;
 pub mod sessions;
+pub mod sounds;
 pub mod state;
 pub mod storage;
 pub mod streams;
