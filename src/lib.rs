@@ -22,6 +22,7 @@
 //!      of each stream's broadcasts, read back after a reconnect.
 //!    - [`loggable`]: untrusted text (a client's command, a broadcast body's identifier) cut
 //!      and escaped before a log line quotes it.
+//!    - [`sounds`]: the names `/play` knows, each with its line of text or its picture.
 //! 2. Settings and leaf services: [`config`] (every setting, as a flag with an environment
 //!    variable and a default), [`net`] (IP ranges for trusted proxies), [`peer_connections`] (open HTTP connections per client address), [`metrics`] (Prometheus
 //!    metrics at `/metrics`), [`rate_limit`] (the sign-in limit, token buckets), [`registry`]
@@ -70,6 +71,7 @@ pub mod registry;
 pub mod render;
 pub mod resumable;
 pub mod rich_text;
+pub mod sounds;
 pub mod state;
 pub mod storage;
 pub mod streams;

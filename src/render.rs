@@ -33,62 +33,7 @@ struct MessagePartial<'a> {
     sound: Option<&'static Sound>,
 }
 
-/// A sound that `/play <name>` plays (Campfire's `Sound`, `models/sound.rb`): drawn in the
-/// message as its icon and text, played by the page when the message arrives live. The sounds
-/// themselves are synthesized in the browser (`assets/js/sounds.js`): no audio file ships.
-#[derive(Debug, PartialEq, Eq)]
-pub struct Sound {
-    /// The name typed after `/play`.
-    pub name: &'static str,
-    /// The emoji drawn before the text.
-    pub icon: &'static str,
-    /// What the message says instead of `/play <name>`.
-    pub text: &'static str,
-}
-
-/// Every sound `/play` knows, by name (the same names as `assets/js/sounds.js`).
-pub const SOUNDS: &[Sound] = &[
-    Sound {
-        name: "bell",
-        icon: "🔔",
-        text: "rings the bell",
-    },
-    Sound {
-        name: "crickets",
-        icon: "🦗",
-        text: "hears crickets",
-    },
-    Sound {
-        name: "drumroll",
-        icon: "🥁",
-        text: "plays a drumroll",
-    },
-    Sound {
-        name: "horn",
-        icon: "📯",
-        text: "sounds the horn",
-    },
-    Sound {
-        name: "rimshot",
-        icon: "🥁",
-        text: "plays a rimshot",
-    },
-    Sound {
-        name: "tada",
-        icon: "🎉",
-        text: "plays a fanfare",
-    },
-    Sound {
-        name: "trombone",
-        icon: "🎺",
-        text: "plays a sad trombone",
-    },
-    Sound {
-        name: "yay",
-        icon: "🙌",
-        text: "cheers",
-    },
-];
+pub use crate::sounds::{Sound, SOUNDS};
 
 /// The text of a body without its tags (character references left as they are): enough to
 /// tell a `/play` command or an emoji-only message.
@@ -111,7 +56,7 @@ fn plain_text(body: &str) -> String {
 pub fn sound_of(body: &str) -> Option<&'static Sound> {
     let text = plain_text(body);
     let name = text.trim().strip_prefix("/play ")?.trim();
-    SOUNDS.iter().find(|s| s.name == name)
+    crate::sounds::find(name)
 }
 
 /// Whether a body is nothing but emoji (and spaces), at most 16 characters of them: such a

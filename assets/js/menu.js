@@ -21,6 +21,7 @@ function quotableText(message) {
   if (!body) return ""
   const copy = body.cloneNode(true)
   for (const nested of copy.querySelectorAll("blockquote, cite")) nested.remove()
+  for (const picture of copy.querySelectorAll("svg[aria-label]")) picture.replaceWith(picture.getAttribute("aria-label"))
   for (const br of copy.querySelectorAll("br")) br.replaceWith("\n")
   for (const block of copy.querySelectorAll("div, p, li, pre, h1")) block.append("\n")
   return copy.textContent.replace(/\n{3,}/g, "\n\n").trim()
