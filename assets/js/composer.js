@@ -7,7 +7,8 @@
 // As Campfire's composer does:
 // - On a desktop the editor has the focus as soon as a room opens (the first load and every
 //   Turbo visit, e.g. a room picked in the sidebar) and again after sending; a touch device
-//   is left alone, so opening a room does not raise its soft keyboard.
+//   is left alone, so opening a room does not raise its soft keyboard. The desktop's toolbar
+//   (shown while the editor has the focus) waits for the first key or click in the form.
 // - On a desktop Enter sends (Shift+Enter starts a new line, Ctrl/⌘+Enter sends too). On a
 //   touch device Enter starts a new line and only the Send button sends.
 // - A submit with nothing typed posts no message (files waiting in the composer are posted by
@@ -74,9 +75,19 @@ export function startComposer({ form, roomId }) {
   const refuseFile = (event) => event.preventDefault()
 
   // After the other modules' first work (as Campfire's next tick), so nothing takes it back.
-  const timer = usingTouchDevice() ? null : setTimeout(focus, 0)
+  // Until the first key or pointer in the form, the desktop's toolbar stays hidden
+  // (`composer--autofocused`): a room just opened shows its newest message uncovered.
+  const timer = usingTouchDevice()
+    ? null
+    : setTimeout(() => {
+        form.classList.add("composer--autofocused")
+        focus()
+      }, 0)
+  const engaged = () => form.classList.remove("composer--autofocused")
 
   const unlisten = listen(
+    [form, "keydown", engaged, true],
+    [form, "pointerdown", engaged, true],
     [form, "keydown", keydown, true],
     [form, "submit", submit],
     [element, "trix-file-accept", refuseFile],

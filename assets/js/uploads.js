@@ -1,6 +1,6 @@
 // Files in the composer: picked with the paperclip, pasted, or dropped on the page. As in
-// Campfire's composer they are not sent at once: they wait above the field (`.composer__staged`,
-// sorted by name), an image as its thumbnail and any other file as a chip with its name, each
+// Campfire's composer they are not sent at once: they wait in a row above the field (`.composer__staged`,
+// the form's first row, sorted by name), an image as its thumbnail and any other file as a chip with its name, each
 // with a × button that takes it out. Send (the button, or Enter on a desktop) posts them with
 // what was typed, the way Campfire does: one message per file, in the row's order, one after
 // another, and the typed text as its own message at once (the form's own post, see composer.js
@@ -19,11 +19,10 @@ const FILE_ICON =
 
 export function startUploads({ form, Turbo }) {
   const input = form?.querySelector("input.composer__file")
-  const footer = form?.parentElement
-  const row = footer?.querySelector(".composer__staged")
+  const row = form?.querySelector(".composer__staged")
   if (!input || !row) return () => {}
-  const progress = footer.querySelector(".composer__upload-progress")
-  const status = footer.querySelector(".composer__upload-status")
+  const progress = form.parentElement.querySelector(".composer__upload-progress")
+  const status = form.parentElement.querySelector(".composer__upload-status")
   const url = input.dataset.directUploadUrl
   let queue = Promise.resolve()
   let staged = [] // the files waiting for Send
