@@ -1,8 +1,8 @@
 //! The composer in a real browser: Debian's headless Chromium (`/usr/bin/chromium`) driven by
 //! `playwright-core` through `tests/browser/composer.mjs`, against the `hearth` binary.
 //!
-//! On a desktop the composer has the focus when a room opens, after a Turbo visit from the
-//! sidebar and after sending; Enter sends and Shift+Enter starts a new line. On a touch device
+//! On a desktop the composer has the focus when a room opens (from the sidebar, or by a Turbo
+//! visit) and after sending; Enter sends and Shift+Enter starts a new line. On a touch device
 //! the room opens without the focus there, Enter starts a new line and posts nothing, and the
 //! Send button sends. Picked, pasted and dropped files wait above the field until Send, each
 //! removable; Send posts the typed text and each remaining file as its own message, and nothing
@@ -27,6 +27,7 @@ fn the_composer_keeps_the_focus_sends_by_key_or_button_and_holds_files_until_sen
         &[
             "FOCUS-DESKTOP",
             "FOCUS-ROOM-SWITCH",
+            "FOCUS-TURBO-VISIT",
             "DESKTOP-ENTER",
             "FOCUS-AFTER-SEND-BUTTON",
             "TOUCH-NO-FOCUS",
