@@ -24,6 +24,8 @@
 //    nowhere; the row is empty and the focus in the composer.
 // 7. PASTE-STAGED, DROP-STAGED: an image pasted into the editor, and a file dropped on it, wait
 //    in the row (nothing uploaded, nothing in Trix's text).
+// 8. NOT-SENT-WAITS: files alone whose upload is refused say they were not sent and wait in
+//    the row again; FILES-ALONE-SENT: the next Send posts them, one message each, no text.
 // Screenshots of the row at 1280×900 and 390×844, light and dark. Each step prints one line;
 // "OK" at the end.
 import { readFileSync } from "node:fs"
@@ -253,6 +255,29 @@ try {
   await check(requests.length === beforePaste, `the drop sent something: ${JSON.stringify(requests.slice(beforePaste))}`)
   await check(await david.evaluate(() => document.querySelector("form.composer trix-editor").editor.getDocument().getAttachments().length === 0), "Trix took the dropped file")
   out("DROP-STAGED", (await stagedRow(david)).items.map((i) => i.name).join(","))
+
+  // 8. Files alone, their upload refused: each says it was not sent and waits in the row again;
+  //    the next Send posts them, one message each, and no text message.
+  await david.route("**/rails/active_storage/direct_uploads", (route) => route.abort())
+  const beforeFailure = requests.length
+  await david.locator('form.composer button[type="submit"]').click()
+  await david.waitForFunction(() => document.querySelectorAll(".composer__staged .composer__staged-file").length === 2 && /was not sent/.test(document.querySelector(".composer__upload-status").textContent), null, { timeout: 15000 })
+    .catch(() => fail("the files that were not sent are not back in the row"))
+  const status = await david.locator(".composer__upload-status").textContent()
+  await check(/was not sent/.test(status), `the status after a refused upload: ${JSON.stringify(status)}`)
+  await check(requests.slice(beforeFailure).every((r) => r.path.includes("/direct_uploads")), `a refused upload posted a message: ${JSON.stringify(requests.slice(beforeFailure))}`)
+  out("NOT-SENT-WAITS", JSON.stringify(status))
+  await david.unroute("**/rails/active_storage/direct_uploads")
+  const beforeRetry = requests.length
+  await david.locator('form.composer button[type="submit"]').click()
+  for (const name of ["dropped.csv", "pasted.png"]) {
+    await david.waitForFunction((name) => document.querySelector(`#message-area .message:not(.message--pending) :is(img.message__attachment[alt="${name}"], .message__file-name[title="${name}"])`), name, { timeout: 30000 })
+      .catch(() => fail(`${name} did not show after Send`))
+  }
+  const retried = requests.slice(beforeRetry).filter((r) => r.path === messagePath(ROOM))
+  await check(retried.length === 2 && retried.every((r) => new URLSearchParams(r.body).has("message[attachment]") && !new URLSearchParams(r.body).has("message[body]")), `files alone: ${JSON.stringify(retried)}`)
+  await check((await stagedRow(david)).items.length === 0, "the row is not empty after the files were sent")
+  out("FILES-ALONE-SENT", `posts=${retried.length}`)
 
   // The phone's row: a thumbnail and a chip above its field, in view.
   await pick(kevin, [notes, photo])

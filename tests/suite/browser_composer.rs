@@ -6,8 +6,9 @@
 //! the room opens without the focus there, Enter starts a new line and posts nothing, and the
 //! Send button sends. Picked, pasted and dropped files wait above the field until Send, each
 //! removable; Send posts the typed text and each remaining file as its own message, and nothing
-//! of a removed file. Screenshots of the waiting files at 1280×900 and 390×844, light and dark,
-//! go to `target/artifacts/browser/`. Chromium must be installed: without it this test fails,
+//! of a removed file; a file whose upload is refused says so and waits for the next Send.
+//! Screenshots of the waiting files at 1280×900 and 390×844, light and dark, go to
+//! `target/artifacts/browser/`. Chromium must be installed: without it this test fails,
 //! it does not skip.
 
 use crate::common::browser::{assert_screenshots, assert_steps, run, work_dir};
@@ -21,7 +22,11 @@ fn the_composer_keeps_the_focus_sends_by_key_or_button_and_holds_files_until_sen
         image::Rgb([(x % 256) as u8, (y % 256) as u8, 160])
     });
     img.save(&image).unwrap();
-    let stdout = run("composer.mjs", &work, &["--image".as_ref(), image.as_os_str()]);
+    let stdout = run(
+        "composer.mjs",
+        &work,
+        &["--image".as_ref(), image.as_os_str()],
+    );
     assert_steps(
         &stdout,
         &[
@@ -38,6 +43,8 @@ fn the_composer_keeps_the_focus_sends_by_key_or_button_and_holds_files_until_sen
             "SENT-TEXT-AND-FILE",
             "PASTE-STAGED",
             "DROP-STAGED",
+            "NOT-SENT-WAITS",
+            "FILES-ALONE-SENT",
             "PHONE-STAGED",
             "NO-PAGE-ERRORS",
             "OK",
