@@ -22,8 +22,8 @@ import "trix"
 import { listen, uuid } from "./util.js"
 import { startMentions } from "./mentions.js"
 
-/** True on a device with a touch screen (a phone, a tablet), as Campfire decides it. */
-export function usingTouchDevice() {
+// True on a device with a touch screen (a phone, a tablet), as Campfire decides it.
+function usingTouchDevice() {
   return "ontouchstart" in window || navigator.maxTouchPoints > 0
 }
 
