@@ -29,7 +29,7 @@
 // Screenshots of the row at 1280×900 and 390×844, light and dark. Each step prints one line;
 // "OK" at the end.
 import { readFileSync } from "node:fs"
-import { args, out, shot, fail, check, start, newPage, signIn, connected, finish, allowOrigin, SEEDED, base } from "./harness.mjs"
+import { args, out, shot, fail, check, start, newPage, signIn, connected, finish, SEEDED, base } from "./harness.mjs"
 
 const ROOM = 4 // Designers: David, Jason, JZ, Kevin
 const OTHER = 3 // HQ
@@ -106,7 +106,6 @@ async function shots(page, name) {
 
 try {
   await start(SEEDED)
-  allowOrigin(`blob:${base}`) // the waiting images' thumbnails: object URLs of the page's own
   const notes = { name: "a-notes.txt", mimeType: "text/plain", buffer: Buffer.from("minutes of the meeting\n") }
   const photo = { name: "b-photo.png", mimeType: "image/png", buffer: png }
 
