@@ -3,7 +3,7 @@
 //
 //   node files.mjs --hearth PATH --work DIR --artifacts DIR --image PNG [--timeout 180]
 //
-// David picks a PNG in the composer of the Designers room (4); it goes up through
+// David picks a PNG in the composer of the Designers room (4) and sends it; it goes up through
 // @rails/activestorage's DirectUpload (the page's own vendored copy); Jason, watching the room,
 // sees the message arrive and its thumbnail come by broadcast, at most 1200×800 and smaller than
 // the original. Screenshots at 1280×900 and 390×844. Each step prints one line; "OK" at the end.
@@ -37,6 +37,9 @@ try {
   await check(attachBox && attachBox.width > 10 && attachBox.y > 700, `the attach button is in the composer: ${JSON.stringify(attachBox)}`)
   out("ATTACH-BUTTON", JSON.stringify(attachBox))
   await david.setInputFiles("input.composer__file", { name: "mountains.png", mimeType: "image/png", buffer: original })
+  // It waits in the composer until Send.
+  await david.locator(".composer__staged .composer__staged-file").waitFor({ state: "visible" })
+  await david.locator('form.composer button[type="submit"]').click()
 
   // Jason sees the message come, then its thumbnail by the `replace` broadcast.
   const thumb = jason.locator('#message-area .message img.message__attachment[src*="/rails/active_storage/representations/redirect/"]')

@@ -107,12 +107,13 @@ export async function start(env = {}) {
   return base
 }
 
-/** Records `page`'s errors and its requests that leave `base`'s origin under `who`. */
+/** Records `page`'s errors and its requests that leave `base`'s origin (its own `blob:` URLs
+ * stay in it) under `who`. */
 export function watch(page, who) {
   page.on("pageerror", (e) => pageErrors.push(`${who}: ${e.message}`))
   page.on("request", (r) => {
     const url = r.url()
-    const ours = [base, base.replace("http:", "ws:"), "data:", ...origins]
+    const ours = [base, base.replace("http:", "ws:"), `blob:${base}`, "data:", ...origins]
     if (!ours.some((origin) => url.startsWith(origin))) foreign.push(`${who}: ${url}`)
   })
 }

@@ -25,6 +25,7 @@ mod avatars;
 mod bot_answers;
 mod browser;
 mod browser_avatars;
+mod browser_composer;
 mod browser_files;
 mod browser_room;
 mod browser_sounds;
