@@ -52,6 +52,7 @@ pub mod csrf;
 pub mod error;
 pub mod extract;
 pub mod fields;
+pub mod flash;
 pub mod files;
 pub mod first_run;
 pub mod form;
