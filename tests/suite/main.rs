@@ -26,6 +26,7 @@ mod boosts_inline;
 mod bot_answers;
 mod browser;
 mod browser_avatars;
+mod browser_boosts;
 mod browser_files;
 mod browser_room;
 mod cable;
