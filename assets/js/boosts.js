@@ -15,16 +15,20 @@ if (document.readyState !== "loading") showOwnBoostDeletes()
 
 // "Add a boost": the link beside a message's boosts loads the form into its frame (Turbo);
 // Escape or Cancel puts the link back without leaving the page, a sent boost does the same
-// from the server's answer, and the focus goes back to the link. The "+" of the message menu
-// opens the same form in place.
+// from the server's answer, and the focus goes back to the link (or to the message's menu
+// button while the message has no boosts). The "+" of the message menu opens the same form
+// in place.
 const openedFrom = new WeakMap()
 
 function boostFrameOf(element) {
   return element?.closest?.('turbo-frame[id^="new_boost_"]') ?? null
 }
 
+// The link, or the message's menu button while the message has no boosts to show it beside.
 function focusAddLink(frame) {
-  frame?.querySelector(".boosts__add")?.focus({ preventScroll: true })
+  const link = frame?.querySelector(".boosts__add")
+  const target = link?.checkVisibility() ? link : frame?.closest(".message")?.querySelector(".message__actions-button")
+  target?.focus({ preventScroll: true })
 }
 
 function closeBoostForm(frame) {
@@ -44,14 +48,13 @@ function boostClicked(event) {
     if (frame) openedFrom.set(frame, add)
     return
   }
+  // The menu's "+" targets the same frame: the menu closes as the form opens.
   const pickerNew = event.target.closest?.(".boost-picker__new")
   if (pickerNew) {
-    const message = pickerNew.closest(".message")
-    const link = message?.querySelector(".message__boosts .boosts__add")
-    if (!link) return
-    event.preventDefault()
+    const frame = document.getElementById(pickerNew.dataset.turboFrame ?? "")
+    const link = frame?.querySelector(".boosts__add")
+    if (link) openedFrom.set(frame, link)
     pickerNew.closest("details")?.removeAttribute("open")
-    link.click()
     return
   }
   const cancel = event.target.closest?.("[data-boost-cancel]")

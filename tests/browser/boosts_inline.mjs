@@ -5,16 +5,17 @@
 //   node boosts_inline.mjs --hearth PATH --work DIR --artifacts DIR [--timeout 240]
 //
 // David opens a permalink to an old message of the seeded main room (not on its latest page)
-// and boosts it with the "Add a boost" button beside its boosts: the form opens inside that
-// message, Escape closes it, a sent boost shows on the message at once and for Jason (on the
-// same permalink) by broadcast, and David's page stays where it was (same URL, same scroll, the
-// message in view). Then the profile's "Saved" notice shows once, and an author's name carries
+// and boosts it: the menu's "+" opens the form inside that message, Escape closes it, a sent
+// boost shows on the message at once and for Jason (on the same permalink) by broadcast, the
+// "Add a boost" button beside the boosts opens the form again, and David's page stays where it
+// was (same URL, same scroll, the message in view). Then the profile's "Saved" notice shows once, and an author's name carries
 // "name – bio" as its title. Screenshots at 1280×900 and 390×844, light and dark. Each step
 // prints one line; "OK" at the end.
 import { out, shot, fail, check, start, newPage, signIn, connected, finish, SEEDED, base } from "./harness.mjs"
 
 const ROOM = 1
 const BOOST = "ship it 🚀"
+const SECOND = "again!"
 
 const messageOf = (page, id) => page.locator(`#message-area .message[data-message-id="${id}"]`)
 const box = async (locator) => {
@@ -48,39 +49,41 @@ try {
   const target = messageOf(david, old)
   await check(await target.evaluate((m) => m.classList.contains("message--highlighted")), "the permalink's message is highlighted")
 
-  // The always-visible button, inside the message.
-  const add = target.locator(".message__boosts .boosts__add")
-  await add.waitFor({ state: "visible" })
-  const [addBox, messageBox] = [await box(add), await box(target)]
-  await check(inside(addBox, messageBox) && addBox.width >= 16, `the add button ${JSON.stringify(addBox)} is inside the message ${JSON.stringify(messageBox)}`)
-  await check((await add.getAttribute("title")) === "Add a boost", "the add button's title")
-  out("ADD-BUTTON", JSON.stringify(addBox))
   const before = { url: david.url(), top: await scrollTop(david) }
-
-  // It opens the form in place, focused; Escape closes it and gives the focus back.
-  const frameRequests = []
+  const requests = []
   david.on("request", (r) => {
-    if (r.url().includes(`/messages/${old}/boosts`)) frameRequests.push({ method: r.method(), path: new URL(r.url()).pathname, frame: r.headers()["turbo-frame"] ?? null, accept: r.headers()["accept"] ?? "" })
+    if (r.url().includes(`/messages/${old}/boosts`)) requests.push({ method: r.method(), path: new URL(r.url()).pathname, frame: r.headers()["turbo-frame"] ?? null, accept: r.headers()["accept"] ?? "" })
   })
-  await add.click()
+  const add = target.locator(".message__boosts .boosts__add")
   const input = target.locator(".boost-form .boost-form__input")
-  await input.waitFor({ state: "visible", timeout: 10000 })
-  const formBox = await box(target.locator(".boost-form"))
-  const grown = await box(target)
-  await check(inside(formBox, grown), `the form ${JSON.stringify(formBox)} is inside the message ${JSON.stringify(grown)}`)
+  const openFromMenu = async () => {
+    await target.hover()
+    await target.locator(".message__actions-button").click()
+    await target.locator(".boost-picker__new").click()
+    await input.waitFor({ state: "visible", timeout: 10000 })
+    await check(!(await target.locator("details.message__actions[open]").count()), "the menu closed as the form opened")
+  }
+  // A message without boosts shows no row; with some, the button sits beside them.
+  const hadBoosts = (await target.locator(".boost").count()) > 0
+  await check(hadBoosts === (await add.isVisible()), `the add button shows only beside boosts (boosts: ${hadBoosts})`)
+  out("ROW-ONLY-WITH-BOOSTS", hadBoosts ? "had boosts" : "no boosts: no row")
+
+  // The menu's "+" opens the form inside the message, focused; Escape closes it.
+  await openFromMenu()
+  const menuForm = await box(target.locator(".boost-form"))
+  await check(inside(menuForm, await box(target)), `the form ${JSON.stringify(menuForm)} is inside the message`)
   await david.waitForFunction(() => document.activeElement?.matches(".boost-form__input"))
-  await check(frameRequests.some((r) => r.method === "GET" && r.path === `/messages/${old}/boosts/new` && r.frame?.startsWith("new_boost_message_")), `the form came in its frame: ${JSON.stringify(frameRequests)}`)
-  out("FORM-IN-MESSAGE", JSON.stringify(formBox))
+  await check(requests.some((r) => r.method === "GET" && r.path === `/messages/${old}/boosts/new` && r.frame?.startsWith("new_boost_message_")), `the form came in its frame: ${JSON.stringify(requests)}`)
+  out("MENU-OPENS-FORM", JSON.stringify(menuForm))
   await input.fill("never sent")
   await david.keyboard.press("Escape")
   await input.waitFor({ state: "detached", timeout: 5000 })
-  await david.waitForFunction(() => document.activeElement?.matches(".boosts__add"))
+  await david.waitForFunction(() => document.activeElement?.matches(".boosts__add, .message__actions-button"))
   await check(!(await target.locator(".boost", { hasText: "never sent" }).count()), "Escape sent nothing")
   out("ESCAPE-CLOSES")
 
-  // Opened again: the screenshots with the form open, then sent with Enter.
-  await add.click()
-  await input.waitFor({ state: "visible", timeout: 10000 })
+  // Opened again and sent with Enter: the boost shows, the button beside it has the focus.
+  await openFromMenu()
   await input.fill(BOOST)
   await david.screenshot({ path: shot("boosts-1280x900.png") })
   await david.emulateMedia({ colorScheme: "dark" })
@@ -92,22 +95,41 @@ try {
   await input.waitFor({ state: "detached", timeout: 5000 })
   await add.waitFor({ state: "visible" })
   await david.waitForFunction(() => document.activeElement?.matches(".boosts__add"))
-  const post = frameRequests.find((r) => r.method === "POST")
+  const post = requests.find((r) => r.method === "POST")
   await check(post && post.path === `/messages/${old}/boosts` && post.frame?.startsWith("new_boost_message_") && post.accept.includes("text/vnd.turbo-stream.html"), `the boost was posted from the frame for a stream: ${JSON.stringify(post)}`)
   out("BOOST-POSTED", JSON.stringify(post))
+
+  // The button beside the boosts opens the form in place too; its check button sends.
+  const [addBox, messageBox] = [await box(add), await box(target)]
+  await check(inside(addBox, messageBox) && addBox.width >= 16, `the add button ${JSON.stringify(addBox)} is inside the message ${JSON.stringify(messageBox)}`)
+  await check((await add.getAttribute("title")) === "Add a boost", "the add button's title")
+  await add.click()
+  await input.waitFor({ state: "visible", timeout: 10000 })
+  const formBox = await box(target.locator(".boost-form"))
+  await check(inside(formBox, await box(target)), `the form ${JSON.stringify(formBox)} is inside the message`)
+  const chipBox = await box(target.locator(chip))
+  await check(formBox.x > chipBox.x, `the form ${JSON.stringify(formBox)} is beside the boosts ${JSON.stringify(chipBox)}`)
+  out("ADD-BUTTON", JSON.stringify(addBox), "form", JSON.stringify(formBox))
+  await input.fill(SECOND)
+  await target.locator(".boost-form__submit").click()
+  const chip2 = `.boost:has-text("${SECOND}")`
+  await target.locator(chip2).waitFor({ state: "visible", timeout: 10000 })
+  await input.waitFor({ state: "detached", timeout: 5000 })
+  out("SECOND-BOOST", requests.filter((r) => r.method === "POST").length, "posts")
 
   // The page kept its place.
   await david.waitForTimeout(300)
   const after = { url: david.url(), top: await scrollTop(david) }
   const [targetBox, areaBox] = [await box(target), await box(david.locator("#message-area"))]
   await check(after.url === before.url && after.url === permalink, `the URL stayed ${before.url}: ${after.url}`)
-  await check(Math.abs(after.top - before.top) <= 40, `the scroll stayed ${before.top}: ${after.top}`)
+  await check(Math.abs(after.top - before.top) <= 60, `the scroll stayed ${before.top}: ${after.top}`)
   await check(targetBox.y < areaBox.y + areaBox.height && targetBox.y + targetBox.height > areaBox.y, `the message is still in view: ${JSON.stringify(targetBox)} in ${JSON.stringify(areaBox)}`)
   await check((await david.locator(`#message-area ${chip}`).count()) === 1, "the boost shows once")
   out("PAGE-KEPT-ITS-PLACE", after.url, `scrollTop ${before.top} → ${after.top}`)
 
   // Jason gets it live on the same message.
   await messageOf(jason, old).locator(chip).waitFor({ state: "visible", timeout: 10000 })
+  await messageOf(jason, old).locator(chip2).waitFor({ state: "visible", timeout: 10000 })
   out("LIVE-FOR-OTHERS")
 
   // A phone, light and dark, with the form open.
