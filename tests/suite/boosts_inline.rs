@@ -37,7 +37,9 @@ async fn the_boost_form_opens_in_its_frame_and_the_boosters_answer_puts_the_link
          class=\"btn btn--plain boosts__add\" title=\"Add a boost\">"
     );
     assert!(page.body.contains(&opening), "no add-a-boost frame");
-    assert!(page.body.contains("<span class=\"visually-hidden\">Add a boost</span></a></turbo-frame>"));
+    assert!(page
+        .body
+        .contains("<span class=\"visually-hidden\">Add a boost</span></a></turbo-frame>"));
     let token = csrf_meta(&page.body);
 
     // A Turbo frame's request gets the frame alone: the form, no layout.
@@ -55,8 +57,13 @@ async fn the_boost_form_opens_in_its_frame_and_the_boosters_answer_puts_the_link
         body.starts_with(&format!("<turbo-frame id=\"{frame}\"")),
         "{body}"
     );
-    assert!(!body.contains("<html") && !body.contains("data-turbo=\"false\""), "{body}");
-    assert!(body.contains(&format!("<form action=\"/messages/{id}/boosts\" method=\"post\"")));
+    assert!(
+        !body.contains("<html") && !body.contains("data-turbo=\"false\""),
+        "{body}"
+    );
+    assert!(body.contains(&format!(
+        "<form action=\"/messages/{id}/boosts\" method=\"post\""
+    )));
     assert!(body.contains("name=\"boost[content]\" required maxlength=\"16\""));
     assert!(body.contains(&format!(
         "href=\"/rooms/1/@{id}\" class=\"btn btn--plain boost-form__cancel\" data-turbo-frame=\"_top\" data-boost-cancel"
@@ -74,15 +81,21 @@ async fn the_boost_form_opens_in_its_frame_and_the_boosters_answer_puts_the_link
     let r = jason
         .post_form(
             &boost_path,
-            &form(&[("boost[content]", "inline!"), ("authenticity_token", &token)]),
+            &form(&[
+                ("boost[content]", "inline!"),
+                ("authenticity_token", &token),
+            ]),
             &[("Accept", TURBO_STREAM), ("Turbo-Frame", &frame)],
         )
         .await;
     assert_eq!(r.status, 200, "{}", r.body);
-    assert!(r.header("content-type").unwrap().starts_with("text/vnd.turbo-stream.html"));
     assert!(r
-        .body
-        .contains(&format!("<turbo-stream action=\"append\" target=\"boosts_message_{cid}\">")));
+        .header("content-type")
+        .unwrap()
+        .starts_with("text/vnd.turbo-stream.html"));
+    assert!(r.body.contains(&format!(
+        "<turbo-stream action=\"append\" target=\"boosts_message_{cid}\">"
+    )));
     assert!(r.body.contains("inline!"));
     let update = format!(
         "<turbo-stream action=\"update\" target=\"{frame}\"><template><a href=\"/messages/{id}/boosts/new\""
@@ -90,7 +103,10 @@ async fn the_boost_form_opens_in_its_frame_and_the_boosters_answer_puts_the_link
     assert!(r.body.contains(&update), "{}", r.body);
     let broadcast = broadcast_containing(&mut ws, "inline!").await;
     assert!(broadcast.contains(&format!("target=\"boosts_message_{cid}\"")));
-    assert!(!broadcast.contains(&frame), "the frame's reset went to everyone: {broadcast}");
+    assert!(
+        !broadcast.contains(&frame),
+        "the frame's reset went to everyone: {broadcast}"
+    );
 
     // From the menu's picker (no frame): the append alone.
     let r = jason
@@ -104,9 +120,19 @@ async fn the_boost_form_opens_in_its_frame_and_the_boosters_answer_puts_the_link
     assert!(!r.body.contains("action=\"update\""), "{}", r.body);
 
     // Without Turbo: back to the message's permalink, not the room's latest page.
-    let r = send(&mut jason, "POST", &boost_path, &[("boost[content]", "no js")], &token).await;
+    let r = send(
+        &mut jason,
+        "POST",
+        &boost_path,
+        &[("boost[content]", "no js")],
+        &token,
+    )
+    .await;
     assert_eq!(r.status, 302);
-    assert_eq!(r.header("location"), Some(format!("/rooms/1/@{id}").as_str()));
+    assert_eq!(
+        r.header("location"),
+        Some(format!("/rooms/1/@{id}").as_str())
+    );
     assert_eq!(
         scalar_i64(
             &server,
@@ -134,7 +160,11 @@ async fn a_saved_notice_is_shown_by_the_next_page_only() {
     let server = TestServer::start().await;
     let mut jason = server.signed_in(JASON, SECRET).await;
     let token = csrf(&mut jason, "/users/me/profile").await;
-    assert!(!jason.get("/users/me/profile").await.body.contains("flash-notice"));
+    assert!(!jason
+        .get("/users/me/profile")
+        .await
+        .body
+        .contains("flash-notice"));
 
     let r = send(
         &mut jason,
@@ -163,7 +193,9 @@ async fn a_saved_notice_is_shown_by_the_next_page_only() {
     let shown = jason.get("/users/me/profile").await;
     assert_eq!(shown.status, 200);
     assert!(
-        shown.body.contains("<div class=\"flash-notice\" role=\"status\">"),
+        shown
+            .body
+            .contains("<div class=\"flash-notice\" role=\"status\">"),
         "no notice"
     );
     assert!(shown.body.contains("</svg> Saved</span></div>"));
@@ -179,11 +211,29 @@ async fn a_saved_notice_is_shown_by_the_next_page_only() {
     let mut david = server.signed_in(DAVID, SECRET).await;
     let token = csrf(&mut david, "/account/edit").await;
     let account = scalar_text(&server, "SELECT name FROM accounts LIMIT 1").await;
-    let r = send(&mut david, "PATCH", "/account", &[("account[name]", &account)], &token).await;
+    let r = send(
+        &mut david,
+        "PATCH",
+        "/account",
+        &[("account[name]", &account)],
+        &token,
+    )
+    .await;
     assert_eq!(r.status, 302, "{}", r.body);
-    assert!(david.get("/account/edit").await.body.contains("flash-notice"));
+    assert!(david
+        .get("/account/edit")
+        .await
+        .body
+        .contains("flash-notice"));
     let room = scalar_text(&server, "SELECT name FROM rooms WHERE id = 1").await;
-    let r = send(&mut david, "PATCH", "/rooms/opens/1", &[("room[name]", &room)], &token).await;
+    let r = send(
+        &mut david,
+        "PATCH",
+        "/rooms/opens/1",
+        &[("room[name]", &room)],
+        &token,
+    )
+    .await;
     assert_eq!(r.status, 302, "{}", r.body);
     assert_eq!(r.header("location"), Some("/rooms/1"));
     assert!(david.get("/rooms/1").await.body.contains("flash-notice"));
@@ -209,7 +259,8 @@ async fn an_authors_name_has_their_bio_as_its_title() {
     )
     .await;
     let page = jason.get(&format!("/rooms/1/@{davids}")).await;
-    let titled = format!("<strong class=\"message__author\" title=\"{name} – {bio}\">{name}</strong>");
+    let titled =
+        format!("<strong class=\"message__author\" title=\"{name} – {bio}\">{name}</strong>");
     assert!(page.body.contains(&titled), "no bio title");
 
     // Someone without a bio: the name alone.
@@ -223,7 +274,9 @@ async fn an_authors_name_has_their_bio_as_its_title() {
     )
     .await;
     assert_eq!(r.status, 302);
-    let posted = jason.post_message(1, "no bio here", "bio-test-1", &token).await;
+    let posted = jason
+        .post_message(1, "no bio here", "bio-test-1", &token)
+        .await;
     assert!(posted.status < 400, "{}", posted.body);
     let live = broadcast_containing(&mut ws, "no bio here").await;
     assert!(
@@ -234,7 +287,9 @@ async fn an_authors_name_has_their_bio_as_its_title() {
     // A live post carries its author's bio.
     let mut david = server.signed_in(DAVID, SECRET).await;
     let token = csrf(&mut david, "/users/me/profile").await;
-    let posted = david.post_message(1, "with a bio", "bio-test-2", &token).await;
+    let posted = david
+        .post_message(1, "with a bio", "bio-test-2", &token)
+        .await;
     assert!(posted.status < 400, "{}", posted.body);
     let live = broadcast_containing(&mut ws, "with a bio").await;
     assert!(live.contains(&titled), "{live}");
