@@ -396,6 +396,7 @@ mod tests {
             room_id: 1,
             creator_id: 2,
             creator_name: "Ada <Lovelace>".into(),
+            creator_bio: String::new(),
             client_message_id: "c-7".into(),
             body: "<div>hi</div>".into(),
             created_at: 1_796_004_300_000,

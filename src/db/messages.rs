@@ -19,6 +19,8 @@ pub struct Message {
     pub creator_id: i64,
     /// Author's name.
     pub creator_name: String,
+    /// Author's bio, empty when none (the name's title shows "name – bio").
+    pub creator_bio: String,
     /// The client's id for the message (`dom_id(message)` is `message_<client_message_id>`).
     pub client_message_id: String,
     /// Body HTML.
@@ -72,6 +74,7 @@ pub(super) struct Row {
     room_id: i64,
     creator_id: i64,
     creator_name: String,
+    creator_bio: String,
     client_message_id: String,
     body: String,
     created_at: i64,
@@ -85,6 +88,7 @@ impl From<Row> for Message {
             room_id: r.room_id,
             creator_id: r.creator_id,
             creator_name: r.creator_name,
+            creator_bio: r.creator_bio,
             client_message_id: r.client_message_id,
             body: r.body,
             created_at: r.created_at,
@@ -100,7 +104,8 @@ impl From<Row> for Message {
 macro_rules! select {
     ($tail:literal) => {
         concat!(
-            "SELECT m.id, m.room_id, m.creator_id, u.name AS creator_name, m.client_message_id, ",
+            "SELECT m.id, m.room_id, m.creator_id, u.name AS creator_name, ",
+            "COALESCE(u.bio, '') AS creator_bio, m.client_message_id, ",
             "m.body, m.created_at, m.updated_at FROM messages m JOIN users u ON u.id = m.creator_id ",
             $tail
         )
@@ -482,6 +487,7 @@ pub async fn create(
         room_id,
         creator_id,
         creator_name,
+        creator_bio: "",
         client_message_id,
         body,
         attachment_blob_id: None,
@@ -502,6 +508,8 @@ pub struct NewMessage<'a> {
     pub creator_id: i64,
     /// The author's name (for the partial).
     pub creator_name: &'a str,
+    /// The author's bio, empty when none (for the partial).
+    pub creator_bio: &'a str,
     /// The client's id for the message (unique).
     pub client_message_id: &'a str,
     /// Body HTML.
@@ -715,6 +723,7 @@ struct Owned {
     room_id: i64,
     creator_id: i64,
     creator_name: String,
+    creator_bio: String,
     client_message_id: String,
     body: String,
     plain_text: Option<String>,
@@ -727,6 +736,7 @@ impl Owned {
             room_id: new.room_id,
             creator_id: new.creator_id,
             creator_name: new.creator_name.to_owned(),
+            creator_bio: new.creator_bio.to_owned(),
             client_message_id: new.client_message_id.to_owned(),
             body: new.body.to_owned(),
             plain_text: new.plain_text.map(str::to_owned),
@@ -740,6 +750,7 @@ impl Owned {
             room_id: self.room_id,
             creator_id: self.creator_id,
             creator_name: self.creator_name,
+            creator_bio: self.creator_bio,
             client_message_id: self.client_message_id,
             body: self.body,
             created_at: now,

@@ -156,8 +156,9 @@ async fn search(
     // The full-text table is read on the schema this transaction read (see `begin_read`).
     let mut read = super::begin_read(pool).await?;
     let rows: Vec<super::messages::Row> = sqlx::query_as(
-        "SELECT m.id, m.room_id, m.creator_id, u.name AS creator_name, m.client_message_id, \
-         m.body, m.created_at, m.updated_at FROM message_search_index s \
+        "SELECT m.id, m.room_id, m.creator_id, u.name AS creator_name, \
+         COALESCE(u.bio, '') AS creator_bio, m.client_message_id, m.body, m.created_at, \
+         m.updated_at FROM message_search_index s \
          JOIN messages m ON m.id = s.rowid \
          JOIN memberships ms ON ms.room_id = m.room_id AND ms.user_id = ? \
          JOIN users u ON u.id = m.creator_id \

@@ -112,6 +112,7 @@ pub fn is_bot_path(path: &str) -> bool {
 /// the limit, 408 for a body slower than the body timeout (a streamed one: see
 /// [`super::upload_clock`]), 400 for a malformed form and 422 for a missing or wrong CSRF token.
 pub async fn prepare(State(state): State<SharedState>, request: Request, next: Next) -> Response {
+    let notice = super::flash::pending(request.headers());
     match prepare_inner(&state, request).await {
         Ok((request, new_csrf_cookie, secure)) => {
             let secure = secure || state.config.production;
@@ -126,7 +127,11 @@ pub async fn prepare(State(state): State<SharedState>, request: Request, next: N
                     .get(&state.pool)
                     .await
                     .unwrap_or_default();
-                super::page::scope(settings, next.run(request)).await
+                let page = super::page::scope(settings, next.run(request));
+                match notice {
+                    Some(notice) => super::flash::scope(notice, page).await,
+                    None => page.await,
+                }
             };
             if clock.is_some_and(|c| c.timed_out()) {
                 return AppError::RequestTimeout.into_response();

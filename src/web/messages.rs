@@ -136,10 +136,12 @@ pub async fn post_message(
     // appends reach its subscribers in the order of the messages' ids, and each member's
     // connection finds the append and its notice queued together (see
     // `messages::create_then`).
+    let bio = crate::db::users::bio(&state.pool, author.id).await?;
     let new = messages::NewMessage {
         room_id: room.id,
         creator_id: author.id,
         creator_name: &author.name,
+        creator_bio: &bio,
         client_message_id,
         body: &body.html,
         plain_text: Some(&body.plain_text),
@@ -540,7 +542,7 @@ pub async fn destroy(
 }
 
 /// `POST /messages/{id}/boosts` with `boost[content]` (at most 16 characters): broadcasts an
-/// `append` to the message's boosts container.
+/// `append` to the message's boosts container; answered by [`super::boosts::boosted`].
 pub async fn boost(
     State(state): State<SharedState>,
     Extension(ctx): Extension<Ctx>,
@@ -560,7 +562,7 @@ pub async fn boost(
     super::fields::refuse_unsafe_chars("boost[content]", content)?;
     let boost = messages::boost(&state.pool, message.id, user.id, &user.name, content).await?;
     let html = broadcasts::boost_created(&state.broadcaster, &room, &message, &boost);
-    Ok(stream_or_back(&headers, html, room.id))
+    Ok(super::boosts::boosted(&headers, html, &room, &message))
 }
 
 #[cfg(test)]

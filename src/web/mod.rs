@@ -54,6 +54,7 @@ pub mod extract;
 pub mod fields;
 pub mod files;
 pub mod first_run;
+pub mod flash;
 pub mod form;
 pub mod internal;
 pub mod join;

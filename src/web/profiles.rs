@@ -22,8 +22,8 @@ use super::context::Ctx;
 use super::error::AppError;
 use super::extract::{parse_id, SignedInPage};
 use super::fields::{self, MAX_BIO_CHARS, MAX_NAME_CHARS};
+use super::flash::{found_with, Notice};
 use super::links::{origin, transfer_link, ShareLink};
-use super::respond::found;
 use super::sessions::{verify_password, MAX_PASSWORD_BYTES};
 use crate::db::users::{self, CredentialsChange, Profile, ProfileMembership, User};
 use crate::state::SharedState;
@@ -167,9 +167,9 @@ pub async fn edit(
 /// `PATCH`/`PUT /users/me/profile` with `user[name]` (1-100 characters), `user[bio]` (at most
 /// 1,000), and optionally `user[email_address]` and `user[password]` (8-72 bytes; empty keeps
 /// the password), which need `user[password_challenge]`, the current password. Saves
-/// everything or nothing and answers 302 to `/users/me/profile`. A new password ends the
-/// user's other sessions (their cable connections close). 401 when signed out; 422 for a
-/// blank name, an oversize field, a bad e-mail address or one another user has, a new
+/// everything or nothing and answers 302 to `/users/me/profile` with the "Saved" notice. A
+/// new password ends the user's other sessions (their cable connections close). 401 when
+/// signed out; 422 for a blank name, an oversize field, a bad e-mail address or one another user has, a new
 /// password out of bounds, or a missing or wrong current password; 429 with `Retry-After`,
 /// nothing changed, for a challenge past the sign-in limit of the client's address.
 pub async fn update(
@@ -251,5 +251,5 @@ pub async fn update(
         }
     }
     users::update_profile(&state.pool, user.id, &name, &bio).await?;
-    Ok(found("/users/me/profile"))
+    Ok(found_with("/users/me/profile", Notice::Saved, ctx.secure))
 }

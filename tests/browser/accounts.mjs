@@ -44,7 +44,7 @@ try {
     const content = tag === "desktop" ? "nice one!" : "wow"
     await page.goto(`${base}/messages/${messageId}/boosts/new`)
     await page.fill('input[name="boost[content]"]', content)
-    await Promise.all([page.waitForURL(/\/rooms\/1$/), page.click('.boost-new__form button[type="submit"]')])
+    await Promise.all([page.waitForURL(new RegExp(`/rooms/1/@${messageId}$`)), page.click('.boost-new__form button[type="submit"]')])
     const chip = `.message[data-message-id="${messageId}"] .boost:has-text("${content}")`
     await boxInView(page, chip, "boost chip")
     await boxInView(page, `${chip} .boost__avatar`, "booster avatar")

@@ -99,9 +99,9 @@ fn form_bool(value: &str) -> Option<bool> {
     }
 }
 
-/// `PATCH`/`PUT /account` (see the module docs): 302 to `/account/edit`. 401 signed out, 403
-/// for members, 422 for a blank or oversize name or a setting that is not a boolean. An
-/// `account[logo]` is not read here.
+/// `PATCH`/`PUT /account` (see the module docs): 302 to `/account/edit` with the "Saved"
+/// notice. 401 signed out, 403 for members, 422 for a blank or oversize name or a setting
+/// that is not a boolean. An `account[logo]` is not read here.
 pub async fn update(
     State(state): State<SharedState>,
     Admin(ctx): Admin,
@@ -118,7 +118,11 @@ pub async fn update(
         return Err(AppError::NotFound);
     }
     state.account_settings.forget();
-    Ok(found("/account/edit"))
+    Ok(crate::web::flash::found_with(
+        "/account/edit",
+        crate::web::flash::Notice::Saved,
+        ctx.secure,
+    ))
 }
 
 /// `GET /account/custom_styles/edit`: the form (administrators; 403 for members).

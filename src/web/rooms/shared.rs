@@ -155,7 +155,8 @@ pub async fn edit_page(
 
 /// `PATCH`/`PUT /rooms/{opens|closeds}/{id}`: renames the room and makes it open (everyone)
 /// or closed (`user_ids[]` plus the editor), revoking and granting memberships; broadcasts
-/// the change and ends revoked members' subscriptions. 302 to the room; 403 for a member
+/// the change and ends revoked members' subscriptions. 302 to the room (with the "Saved"
+/// notice); 403 for a member
 /// who may not administer it; 302 to `/` for a direct room or a non-member; 422 for bad input.
 pub async fn update(
     state: &AppState,
@@ -185,5 +186,9 @@ pub async fn update(
         return Ok(settings::not_found_or_inaccessible());
     };
     crate::broadcasts::shared_room_updated(&state.broadcaster, &room, &revision)?;
-    Ok(found(&format!("/rooms/{}", room.id)))
+    Ok(crate::web::flash::found_with(
+        &format!("/rooms/{}", room.id),
+        crate::web::flash::Notice::Saved,
+        ctx.secure,
+    ))
 }
