@@ -26,6 +26,7 @@ mod bot_answers;
 mod browser;
 mod browser_avatars;
 mod browser_files;
+mod browser_look;
 mod browser_room;
 mod cable;
 mod children;
