@@ -86,11 +86,20 @@ async fn the_sidebar_shows_the_versioned_faces_of_direct_rooms_and_people() {
             && jason_room.contains("class=\"avatar__image room-link__face\""),
         "{jason_room}"
     );
-    assert!(!jason_room.contains("room-link__faces--group"), "{jason_room}");
-    assert!(!jason_room.contains("/users/1/avatar"), "not one's own face: {jason_room}");
+    assert!(
+        !jason_room.contains("room-link__faces--group"),
+        "{jason_room}"
+    );
+    assert!(
+        !jason_room.contains("/users/1/avatar"),
+        "not one's own face: {jason_room}"
+    );
     // Kevin (4) has no direct room with David: offered with his face.
     let kevin = person(&sidebar, 4).expect("Kevin is one click away");
-    assert!(kevin.contains("<img src=\"/users/4/avatar?v=0\""), "{kevin}");
+    assert!(
+        kevin.contains("<img src=\"/users/4/avatar?v=0\""),
+        "{kevin}"
+    );
     // Shared rooms are pills without faces.
     assert!(!entry(&sidebar, "/rooms/1").contains("<img"));
 
@@ -127,7 +136,11 @@ async fn the_sidebar_shows_the_versioned_faces_of_direct_rooms_and_people() {
         &mut david,
         "POST",
         "/rooms/directs",
-        &[("user_ids[]", "2"), ("user_ids[]", "3"), ("user_ids[]", "4")],
+        &[
+            ("user_ids[]", "2"),
+            ("user_ids[]", "3"),
+            ("user_ids[]", "4"),
+        ],
         &token,
     )
     .await;
@@ -135,15 +148,31 @@ async fn the_sidebar_shows_the_versioned_faces_of_direct_rooms_and_people() {
     let room = r.header("location").unwrap().to_owned();
     let sidebar = david.get("/users/me/sidebar").await.body;
     let group = entry(&sidebar, &room);
-    assert!(group.contains("room-link__faces room-link__faces--group"), "{group}");
-    assert_eq!(group.matches("class=\"avatar__image room-link__face\"").count(), 3, "{group}");
+    assert!(
+        group.contains("room-link__faces room-link__faces--group"),
+        "{group}"
+    );
+    assert_eq!(
+        group
+            .matches("class=\"avatar__image room-link__face\"")
+            .count(),
+        3,
+        "{group}"
+    );
     let order: Vec<usize> = [
         format!("/users/2/avatar?v={version}"),
         "/users/3/avatar?v=0".to_owned(),
         "/users/4/avatar?v=0".to_owned(),
     ]
     .iter()
-    .map(|src| group.find(src.as_str()).unwrap_or_else(|| panic!("{src} in {group}")))
+    .map(|src| {
+        group
+            .find(src.as_str())
+            .unwrap_or_else(|| panic!("{src} in {group}"))
+    })
     .collect();
-    assert!(order.windows(2).all(|w| w[0] < w[1]), "Jason, JZ, Kevin: {group}");
+    assert!(
+        order.windows(2).all(|w| w[0] < w[1]),
+        "Jason, JZ, Kevin: {group}"
+    );
 }
