@@ -503,9 +503,9 @@ pub struct SidebarNav<'a> {
     /// The sidebar streams' positions when the list was read (`data-sidebar-history`, see
     /// `crate::web::sidebar_history`).
     pub history: &'a str,
-    /// People without a direct room with the user yet, `(id, first name)`: one click starts
-    /// one (`db::users::direct_placeholders`).
-    pub people: Vec<(i64, String)>,
+    /// People without a direct room with the user yet, `(id, first name, avatar version)`: one
+    /// click starts one (`db::users::direct_placeholders`).
+    pub people: Vec<(i64, String, Option<i64>)>,
     /// The masked authenticity token of the people's forms.
     pub csrf_token: &'a str,
 }

@@ -58,6 +58,10 @@ pub struct SidebarRoom {
     /// What the list shows: the room's name, or for a direct room the names of its other
     /// members (the viewer's own name when alone), as Campfire's `users/sidebars/rooms/_direct`.
     pub label: String,
+    /// The faces of a direct room's entry, `<user id>:<avatar version>` separated by spaces
+    /// (version 0: no photo, the initials): up to four of its other members in the label's
+    /// order, the viewer when alone. Empty for shared rooms.
+    pub avatars: String,
 }
 
 impl SidebarRoom {
@@ -69,7 +73,24 @@ impl SidebarRoom {
             kind: room.kind,
             unread: false,
             label: room.display_name().to_owned(),
+            avatars: String::new(),
         }
+    }
+
+    /// The avatar paths of the entry's faces ([`SidebarRoom::avatars`]), versioned as every
+    /// page links avatars ([`crate::storage::avatar_path`]).
+    pub fn avatar_paths(&self) -> Vec<String> {
+        self.avatars
+            .split_whitespace()
+            .filter_map(|face| {
+                let (id, version) = face.split_once(':')?;
+                let version: i64 = version.parse().ok()?;
+                Some(crate::storage::avatar_path(
+                    id.parse().ok()?,
+                    (version > 0).then_some(version),
+                ))
+            })
+            .collect()
     }
 }
 
@@ -82,6 +103,23 @@ macro_rules! label_sql {
           ORDER BY u.name COLLATE NOCASE, u.id)), \
        (SELECT name FROM users WHERE id = ?)) \
      ELSE COALESCE(r.name, 'Untitled') END"
+    };
+}
+
+/// The SQL expression of [`SidebarRoom::avatars`] for room `r` seen by the user bound at `?`
+/// (twice): each face is `<user id>:<newest avatar blob id, or 0>`.
+macro_rules! avatars_sql {
+    () => {
+        "CASE WHEN r.kind = 'direct' THEN COALESCE( \
+       (SELECT group_concat(face, ' ') FROM (SELECT u.id || ':' || COALESCE( \
+          (SELECT MAX(a.blob_id) FROM active_storage_attachments a WHERE a.record_type = 'User' \
+            AND a.name = 'avatar' AND a.record_id = u.id), 0) AS face FROM memberships o \
+          JOIN users u ON u.id = o.user_id WHERE o.room_id = r.id AND o.user_id != ? \
+          ORDER BY u.name COLLATE NOCASE, u.id LIMIT 4)), \
+       (SELECT id || ':' || COALESCE((SELECT MAX(a.blob_id) FROM active_storage_attachments a \
+          WHERE a.record_type = 'User' AND a.name = 'avatar' AND a.record_id = users.id), 0) \
+          FROM users WHERE id = ?)) \
+     ELSE '' END"
     };
 }
 
@@ -118,11 +156,15 @@ pub async fn for_sidebar(pool: &SqlitePool, user_id: i64) -> sqlx::Result<Vec<Si
     sqlx::query_as(concat!(
         "SELECT r.id, r.name, r.kind, (m.unread_at IS NOT NULL) AS unread, ",
         label_sql!(),
-        " AS label FROM rooms r JOIN memberships m ON m.room_id = r.id \
+        " AS label, ",
+        avatars_sql!(),
+        " AS avatars FROM rooms r JOIN memberships m ON m.room_id = r.id \
          WHERE m.user_id = ? AND m.involvement != 'invisible' \
          ORDER BY r.kind = 'direct', \
            CASE WHEN r.kind = 'direct' THEN -r.updated_at END, r.name COLLATE NOCASE, r.id"
     ))
+    .bind(user_id)
+    .bind(user_id)
     .bind(user_id)
     .bind(user_id)
     .bind(user_id)
@@ -140,9 +182,13 @@ pub async fn sidebar_entry(
     sqlx::query_as(concat!(
         "SELECT r.id, r.name, r.kind, (m.unread_at IS NOT NULL) AS unread, ",
         label_sql!(),
-        " AS label FROM rooms r JOIN memberships m ON m.room_id = r.id \
+        " AS label, ",
+        avatars_sql!(),
+        " AS avatars FROM rooms r JOIN memberships m ON m.room_id = r.id \
          WHERE r.id = ? AND m.user_id = ?"
     ))
+    .bind(user_id)
+    .bind(user_id)
     .bind(user_id)
     .bind(user_id)
     .bind(room_id)

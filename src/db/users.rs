@@ -507,18 +507,19 @@ pub const DIRECT_PLACEHOLDERS: i64 = 20;
 
 /// The people the sidebar offers for a one-click direct room (Campfire's
 /// `Users::SidebarsController#find_direct_placeholder_users`): active people (no bots) who are
-/// neither `user_id` nor in a direct room with them, as `(id, first name)` by signing-up order,
-/// at most [`DIRECT_PLACEHOLDERS`] less the number of those excluded.
+/// neither `user_id` nor in a direct room with them, as `(id, first name, avatar version)` by
+/// signing-up order, at most [`DIRECT_PLACEHOLDERS`] less the number of those excluded.
 pub async fn direct_placeholders(
     pool: &SqlitePool,
     user_id: i64,
-) -> sqlx::Result<Vec<(i64, String)>> {
-    let people: Vec<(i64, String)> = sqlx::query_as(
+) -> sqlx::Result<Vec<(i64, String, Option<i64>)>> {
+    let people: Vec<(i64, String, Option<i64>)> = sqlx::query_as(
         "WITH excluded AS ( \
            SELECT ? AS id UNION \
            SELECT m.user_id FROM memberships m JOIN rooms r ON r.id = m.room_id \
            WHERE r.kind = 'direct' AND m.room_id IN (SELECT room_id FROM memberships WHERE user_id = ?)) \
-         SELECT id, name FROM users \
+         SELECT id, name, (SELECT MAX(a.blob_id) FROM active_storage_attachments a \
+           WHERE a.record_type = 'User' AND a.name = 'avatar' AND a.record_id = users.id) FROM users \
          WHERE status = 'active' AND role != 'bot' AND id NOT IN (SELECT id FROM excluded) \
          ORDER BY id \
          LIMIT MAX(? - (SELECT COUNT(*) FROM excluded), 0)",
@@ -530,9 +531,9 @@ pub async fn direct_placeholders(
     .await?;
     Ok(people
         .into_iter()
-        .map(|(id, name)| match name.split_whitespace().next() {
-            Some(first) if first.len() < name.len() => (id, first.to_owned()),
-            _ => (id, name),
+        .map(|(id, name, version)| match name.split_whitespace().next() {
+            Some(first) if first.len() < name.len() => (id, first.to_owned(), version),
+            _ => (id, name, version),
         })
         .collect())
 }

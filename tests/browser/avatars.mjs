@@ -22,11 +22,15 @@ async function openRoom(page) {
   await connected(page)
 }
 
-// The box of `selector`'s last match and whether its image loaded at 512 px.
+// The box of `selector`'s last match and whether its image loaded at 512 px. Every match near
+// the viewport must have loaded; message avatars are `loading="lazy"`, so those far above it
+// (a long list, more than Chromium's lazy-load distance away) are not fetched yet.
 async function avatarBox(page, selector) {
   const img = page.locator(selector).last()
   await img.waitFor({ state: "visible", timeout: 30000 })
-  await page.waitForFunction((s) => [...document.querySelectorAll(s)].every((i) => i.complete && i.naturalWidth > 0), selector)
+  await page.waitForFunction((s) => [...document.querySelectorAll(s)]
+    .filter((i) => { const b = i.getBoundingClientRect(); return b.bottom > -600 && b.top < innerHeight + 600 })
+    .every((i) => i.complete && i.naturalWidth > 0), selector)
   const box = await img.boundingBox()
   const natural = await img.evaluate((i) => ({ w: i.naturalWidth, h: i.naturalHeight, src: i.getAttribute("src") }))
   return { box, natural }

@@ -82,7 +82,11 @@ try {
 
   // Ada in the first room: Cal's direct room (the newer) first; Bea writes, and hers moves up.
   await ada.goto(firstRoom)
-  const y = async (first) => (await boxInView(ada, `#direct_rooms .room-link[data-room-id="${directs[first]}"]`, `${first}'s direct room`)).y
+  // People are faces in rows: the order is the reading order of their boxes (row, then left to right).
+  const y = async (first) => {
+    const box = await boxInView(ada, `#direct_rooms .room-link[data-room-id="${directs[first]}"]`, `${first}'s direct room`)
+    return Math.round(box.y) * 10000 + box.x
+  }
   if (!((await y("Cal")) < (await y("Bea")))) await fail("the direct rooms are not by latest activity")
   const bea = joined.Bea
   await bea.goto(`${base}/rooms/${directs.Bea}`)
@@ -98,7 +102,7 @@ try {
     { timeout: 10000 },
   ).catch(() => fail("Bea's direct room did not move to the top"))
   const [beaY, calY] = [await y("Bea"), await y("Cal")]
-  if (!(beaY < calY)) await fail(`after the message Bea's room is at y=${beaY}, Cal's at y=${calY}`)
+  if (!(beaY < calY)) await fail(`after the message Bea's room is at ${beaY}, Cal's at ${calY} (row × 10000 + x)`)
   out("RESORTED", `bea=${beaY}`, `cal=${calY}`)
   await ada.screenshot({ path: shot("first-room-sidebar-resorted.png") })
 

@@ -29,6 +29,7 @@ mod browser_avatars;
 mod browser_composer;
 mod browser_boosts;
 mod browser_files;
+mod browser_look;
 mod browser_room;
 mod browser_sounds;
 mod cable;
