@@ -487,7 +487,6 @@ pub async fn create(
         room_id,
         creator_id,
         creator_name,
-        creator_bio: "",
         client_message_id,
         body,
         attachment_blob_id: None,
@@ -508,8 +507,6 @@ pub struct NewMessage<'a> {
     pub creator_id: i64,
     /// The author's name (for the partial).
     pub creator_name: &'a str,
-    /// The author's bio, empty when none (for the partial).
-    pub creator_bio: &'a str,
     /// The client's id for the message (unique).
     pub client_message_id: &'a str,
     /// Body HTML.
@@ -723,7 +720,6 @@ struct Owned {
     room_id: i64,
     creator_id: i64,
     creator_name: String,
-    creator_bio: String,
     client_message_id: String,
     body: String,
     plain_text: Option<String>,
@@ -736,7 +732,6 @@ impl Owned {
             room_id: new.room_id,
             creator_id: new.creator_id,
             creator_name: new.creator_name.to_owned(),
-            creator_bio: new.creator_bio.to_owned(),
             client_message_id: new.client_message_id.to_owned(),
             body: new.body.to_owned(),
             plain_text: new.plain_text.map(str::to_owned),
@@ -744,13 +739,13 @@ impl Owned {
         }
     }
 
-    fn into_message(self, id: i64, now: i64) -> Message {
+    fn into_message(self, id: i64, now: i64, creator_bio: String) -> Message {
         Message {
             id,
             room_id: self.room_id,
             creator_id: self.creator_id,
             creator_name: self.creator_name,
-            creator_bio: self.creator_bio,
+            creator_bio,
             client_message_id: self.client_message_id,
             body: self.body,
             created_at: now,
@@ -761,6 +756,16 @@ impl Owned {
         }
     }
 }
+
+/// The inserted message's author's bio (empty when none), as a `RETURNING` column: read in the
+/// insert's own statement, so a post costs no second query for the name's title.
+macro_rules! creator_bio {
+    () => {
+        "(SELECT COALESCE(bio, '') FROM users WHERE users.id = messages.creator_id)"
+    };
+}
+/// `creator_bio!` as a string, for statements built at run time.
+const CREATOR_BIO: &str = creator_bio!();
 
 fn gone() -> sqlx::Error {
     sqlx::Error::WorkerCrashed
@@ -782,13 +787,14 @@ fn busy_since(queued: std::time::Instant) -> sqlx::Error {
 
 /// The insert of `news`, stamped `now`, on the post path's own connection
 /// ([`super::inline::Inline`], on the calling thread): `INSERT … VALUES (…), (…) … RETURNING
-/// id, client_message_id`, one row each, with their values bound; one statement (atomic in
-/// autocommit). One statement text per group size, each prepared once per connection.
+/// id, client_message_id` and the author's bio ([`CREATOR_BIO`], read in the same statement),
+/// one row each, with their values bound; one statement (atomic in autocommit). One statement
+/// text per group size, each prepared once per connection.
 fn insert(
     conn: &rusqlite::Connection,
     news: &[Owned],
     now: i64,
-) -> rusqlite::Result<Vec<(i64, String)>> {
+) -> rusqlite::Result<Vec<(i64, String, String)>> {
     let mut sql = String::from(
         "INSERT INTO messages (room_id, creator_id, client_message_id, body, plain_text, created_at, updated_at) VALUES ",
     );
@@ -798,7 +804,8 @@ fn insert(
         }
         sql.push_str("(?, ?, ?, ?, ?, ?, ?)");
     }
-    sql.push_str(" RETURNING id, client_message_id");
+    sql.push_str(" RETURNING id, client_message_id, ");
+    sql.push_str(CREATOR_BIO);
     let mut statement = conn.prepare_cached(&sql)?;
     let mut values: Vec<&dyn rusqlite::ToSql> = Vec::with_capacity(news.len() * 7);
     for new in news {
@@ -812,7 +819,9 @@ fn insert(
             &now,
         ]);
     }
-    let rows = statement.query_map(values.as_slice(), |row| Ok((row.get(0)?, row.get(1)?)))?;
+    let rows = statement.query_map(values.as_slice(), |row| {
+        Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+    })?;
     rows.collect()
 }
 
@@ -882,14 +891,14 @@ async fn commit_group(
     match result {
         Ok(rows) => {
             committed(rows.len() as u64);
-            let mut stored: Vec<(i64, Owned, Finish)> = group
+            let mut stored: Vec<(i64, String, Owned, Finish)> = group
                 .filter_map(|(new, (finish, _))| {
-                    let id = rows
+                    let row = rows
                         .iter()
-                        .find(|(_, cid)| *cid == new.client_message_id)
-                        .map(|(id, _)| *id);
-                    match id {
-                        Some(id) => Some((id, new, finish)),
+                        .find(|(_, cid, _)| *cid == new.client_message_id)
+                        .map(|(id, _, bio)| (*id, bio.clone()));
+                    match row {
+                        Some((id, bio)) => Some((id, bio, new, finish)),
                         None => {
                             finish(Err(sqlx::Error::RowNotFound), &[]);
                             None
@@ -897,10 +906,10 @@ async fn commit_group(
                     }
                 })
                 .collect();
-            stored.sort_by_key(|(id, _, _)| *id);
-            for (id, new, finish) in stored {
+            stored.sort_by_key(|(id, _, _, _)| *id);
+            for (id, bio, new, finish) in stored {
                 let room = new.room_id;
-                finish(Ok(new.into_message(id, now)), members_of(room));
+                finish(Ok(new.into_message(id, now, bio)), members_of(room));
             }
         }
         Err(e) if super::is_busy(&e) => {
@@ -928,15 +937,16 @@ async fn commit_group(
                     })
                     .await
                     .and_then(|rows| {
-                        rows.first()
-                            .map(|(id, _)| *id)
+                        rows.into_iter()
+                            .next()
+                            .map(|(id, _, bio)| (id, bio))
                             .ok_or(sqlx::Error::RowNotFound)
                     });
                 match inserted {
-                    Ok(id) => {
+                    Ok((id, bio)) => {
                         committed(1);
                         let room = new.room_id;
-                        finish(Ok(new.into_message(id, now)), members_of(room));
+                        finish(Ok(new.into_message(id, now, bio)), members_of(room));
                     }
                     Err(e) if super::is_busy(&e) => finish(Err(busy_since(queued)), &[]),
                     Err(e) => finish(Err(e), &[]),
@@ -958,10 +968,11 @@ async fn create_with_attachment<T>(
     let mut tx = super::Write::begin(pool, super::Access::Kept).await?;
     let member_ids = cache.member_ids(pool, new.room_id).await?;
     let now = super::now_ms();
-    let id: i64 = sqlx::query_scalar(
-        "INSERT INTO messages (room_id, creator_id, client_message_id, body, plain_text, created_at, updated_at) \
-         VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
-    )
+    let (id, bio): (i64, String) = sqlx::query_as(concat!(
+        "INSERT INTO messages (room_id, creator_id, client_message_id, body, plain_text, created_at, updated_at) ",
+        "VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id, ",
+        creator_bio!()
+    ))
     .bind(new.room_id)
     .bind(new.creator_id)
     .bind(new.client_message_id)
@@ -981,7 +992,7 @@ async fn create_with_attachment<T>(
     .await?;
     let held = tx.commit().await?;
     let blob = super::blobs::find(pool, blob_id).await?;
-    let mut message = Owned::of(new).into_message(id, now);
+    let mut message = Owned::of(new).into_message(id, now, bio);
     message.attachment = blob.map(|blob| super::blobs::Attached { blob, thumb: None });
     let out = committed(&message, &member_ids);
     drop(held);

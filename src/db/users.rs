@@ -273,15 +273,6 @@ pub async fn profile(pool: &SqlitePool, id: i64) -> sqlx::Result<Option<Profile>
     )
 }
 
-/// A user's bio, empty when none or for an unknown id (the title of their name on messages).
-pub async fn bio(pool: &SqlitePool, id: i64) -> sqlx::Result<String> {
-    let bio: Option<Option<String>> = sqlx::query_scalar("SELECT bio FROM users WHERE id = ?")
-        .bind(id)
-        .fetch_optional(pool)
-        .await?;
-    Ok(bio.flatten().unwrap_or_default())
-}
-
 /// Sets a user's name and bio (Campfire's `Users::ProfilesController#update`).
 pub async fn update_profile(pool: &SqlitePool, id: i64, name: &str, bio: &str) -> sqlx::Result<()> {
     super::One::execute(pool, super::Access::Changed, |now| {

@@ -136,12 +136,10 @@ pub async fn post_message(
     // appends reach its subscribers in the order of the messages' ids, and each member's
     // connection finds the append and its notice queued together (see
     // `messages::create_then`).
-    let bio = crate::db::users::bio(&state.pool, author.id).await?;
     let new = messages::NewMessage {
         room_id: room.id,
         creator_id: author.id,
         creator_name: &author.name,
-        creator_bio: &bio,
         client_message_id,
         body: &body.html,
         plain_text: Some(&body.plain_text),

@@ -14,7 +14,6 @@ fn new<'a>(cid: &'a str, body: &'a str) -> NewMessage<'a> {
         room_id: 1,
         creator_id: 1,
         creator_name: "David",
-        creator_bio: "",
         client_message_id: cid,
         body,
         attachment_blob_id: None,
