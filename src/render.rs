@@ -333,6 +333,15 @@ struct DirectRoomEntry<'a> {
     r: &'a SidebarRoom,
 }
 
+/// The avatar paths of a sidebar entry's faces ([`SidebarRoom::faces`]), versioned as every
+/// page links avatars ([`crate::storage::avatar_path`]).
+pub fn face_paths(r: &SidebarRoom) -> Vec<String> {
+    r.faces()
+        .into_iter()
+        .map(|(id, version)| crate::storage::avatar_path(id, version))
+        .collect()
+}
+
 /// Renders one sidebar entry, `<li id="list_rooms_<kind>_<id>" …>`: the `_direct` partial for
 /// direct rooms, `_shared` otherwise (Campfire's `users/sidebars/rooms/_shared` and `_direct`).
 ///

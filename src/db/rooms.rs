@@ -77,18 +77,15 @@ impl SidebarRoom {
         }
     }
 
-    /// The avatar paths of the entry's faces ([`SidebarRoom::avatars`]), versioned as every
-    /// page links avatars ([`crate::storage::avatar_path`]).
-    pub fn avatar_paths(&self) -> Vec<String> {
+    /// The entry's faces ([`SidebarRoom::avatars`]): each person's user id and avatar version
+    /// (None: no picture, the initials), in the list's order.
+    pub fn faces(&self) -> Vec<(i64, Option<i64>)> {
         self.avatars
             .split_whitespace()
             .filter_map(|face| {
                 let (id, version) = face.split_once(':')?;
                 let version: i64 = version.parse().ok()?;
-                Some(crate::storage::avatar_path(
-                    id.parse().ok()?,
-                    (version > 0).then_some(version),
-                ))
+                Some((id.parse().ok()?, (version > 0).then_some(version)))
             })
             .collect()
     }
