@@ -245,7 +245,11 @@ impl LinkPreviews {
             .and_then(|u| page.url.join(u.trim()).ok())
             .filter(|u| matches!(u.scheme(), "http" | "https"))
             .map_or_else(|| url.trim().to_owned(), String::from);
-        let image = match found.image.as_deref().and_then(|i| page.url.join(i.trim()).ok()) {
+        let image = match found
+            .image
+            .as_deref()
+            .and_then(|i| page.url.join(i.trim()).ok())
+        {
             Some(image_url) => self.image(image_url.as_str(), storage).await,
             None => None,
         };
@@ -292,10 +296,7 @@ impl LinkPreviews {
         };
         let key = hex::encode(Sha256::digest(&encoded.bytes));
         if storage.write(&key, &encoded.bytes).await.is_err()
-            && storage
-                .read(storage.service_name(), &key)
-                .await
-                .is_none()
+            && storage.read(storage.service_name(), &key).await.is_none()
         {
             tracing::warn!(url, "link preview image not stored");
             return None;

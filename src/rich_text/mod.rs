@@ -18,7 +18,9 @@
 //! - [`sanitize`] then [`Draft::finish`]: the editor's HTML. [`sanitize`] keeps only Action
 //!   Text's allowlist as Campfire narrows it (`ContentFilters::SanitizeTags`,
 //!   `SanitizeAttributes`) through `ammonia`: scripts, styles, event handlers, `javascript:`
-//!   links, images and foreign attachments are cut. The draft lists the mentions' sgids; the
+//!   links, images and foreign attachments are cut (a link preview's card is kept in its
+//!   checked form: an `http(s)` link, text, and only an image this server stored, see
+//!   [`crate::link_previews`]). The draft lists the mentions' sgids; the
 //!   caller resolves them to people of the room ([`Person`]) and [`Draft::finish`] writes the
 //!   body with only those mentions (each with its `content` written by the server), URLs linked.
 //!
@@ -727,7 +729,8 @@ impl Writer {
                 embed.write_attachment(&mut self.html);
                 embed.write_card(&mut self.html);
                 self.html.push_str("</action-text-attachment>");
-                self.embeds.push((embed.href.clone(), start..self.html.len()));
+                self.embeds
+                    .push((embed.href.clone(), start..self.html.len()));
             }
             Mode::Trix => {
                 let mut card = String::new();

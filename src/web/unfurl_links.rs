@@ -76,7 +76,10 @@ async fn stored_image(storage: &Storage, name: &str) -> Result<Response, AppErro
     Ok((
         [
             (header::CONTENT_TYPE, content_type),
-            (header::CACHE_CONTROL, "private, max-age=31536000, immutable"),
+            (
+                header::CACHE_CONTROL,
+                "private, max-age=31536000, immutable",
+            ),
             (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
         ],
         bytes,

@@ -21,7 +21,11 @@ fn a_pasted_url_becomes_a_card_in_the_composer_and_under_the_message() {
         })
     });
     img.save(&image).unwrap();
-    let stdout = run("link_previews.mjs", &work, &["--image".as_ref(), image.as_os_str()]);
+    let stdout = run(
+        "link_previews.mjs",
+        &work,
+        &["--image".as_ref(), image.as_os_str()],
+    );
     assert_steps(
         &stdout,
         &[

@@ -34,7 +34,9 @@ struct Seen {
 
 /// A PNG of `w`×`h` pixels.
 fn png(w: u32, h: u32) -> Vec<u8> {
-    let img = image::RgbImage::from_fn(w, h, |x, y| image::Rgb([(x % 256) as u8, (y % 256) as u8, 90]));
+    let img = image::RgbImage::from_fn(w, h, |x, y| {
+        image::Rgb([(x % 256) as u8, (y % 256) as u8, 90])
+    });
     let mut out = std::io::Cursor::new(Vec::new());
     img.write_to(&mut out, image::ImageFormat::Png).unwrap();
     out.into_inner()
@@ -56,7 +58,11 @@ fn crc32(data: &[u8]) -> u32 {
     for &b in data {
         crc ^= u32::from(b);
         for _ in 0..8 {
-            crc = if crc & 1 == 1 { (crc >> 1) ^ 0xedb8_8320 } else { crc >> 1 };
+            crc = if crc & 1 == 1 {
+                (crc >> 1) ^ 0xedb8_8320
+            } else {
+                crc >> 1
+            };
         }
     }
     !crc
@@ -83,7 +89,9 @@ async fn site(addr: &str, redirect_to: String) -> (SocketAddr, Arc<Seen>) {
     let bomb = Arc::new(pixel_bomb());
     tokio::spawn(async move {
         loop {
-            let Ok((mut stream, _)) = listener.accept().await else { return };
+            let Ok((mut stream, _)) = listener.accept().await else {
+                return;
+            };
             seen2.connections.fetch_add(1, Ordering::SeqCst);
             let seen = seen2.clone();
             let redirect_to = redirect_to.clone();
@@ -97,7 +105,11 @@ async fn site(addr: &str, redirect_to: String) -> (SocketAddr, Arc<Seen>) {
                         Ok(n) => head.extend_from_slice(&buf[..n]),
                     }
                 }
-                let line = String::from_utf8_lossy(&head).lines().next().unwrap_or("").to_owned();
+                let line = String::from_utf8_lossy(&head)
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+                    .to_owned();
                 let path = line.split(' ').nth(1).unwrap_or("/").to_owned();
                 let reply = |status: &str, ctype: &str, body: &[u8]| {
                     let mut r = format!(
@@ -164,14 +176,22 @@ async fn site(addr: &str, redirect_to: String) -> (SocketAddr, Arc<Seen>) {
 }
 
 /// `POST /unfurl_link` with `url`: the status, the JSON (if any) and how long it took.
-async fn unfurl(c: &mut common::Client, csrf: &str, url: &str) -> (u16, serde_json::Value, Duration) {
+async fn unfurl(
+    c: &mut common::Client,
+    csrf: &str,
+    url: &str,
+) -> (u16, serde_json::Value, Duration) {
     let body = serde_json::json!({ "url": url }).to_string();
     let started = Instant::now();
     let r = c
         .request(
             "POST",
             "/unfurl_link",
-            &[("Content-Type", "application/json"), ("X-CSRF-Token", csrf), ("Accept", "application/json")],
+            &[
+                ("Content-Type", "application/json"),
+                ("X-CSRF-Token", csrf),
+                ("Accept", "application/json"),
+            ],
             body.as_bytes(),
         )
         .await;
@@ -184,7 +204,9 @@ fn stored_previews(dir: &Path) -> usize {
     let mut found = 0;
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else { continue };
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
         for e in entries.flatten() {
             let p = e.path();
             if p.is_dir() {
@@ -230,7 +252,11 @@ async fn loopback_private_link_local_and_mapped_addresses_are_never_fetched() {
         assert_eq!(status, 204, "{url} gave a preview");
         assert!(took < Duration::from_secs(3), "{url} took {took:?}");
     }
-    assert_eq!(seen.connections.load(Ordering::SeqCst), 0, "the site was reached");
+    assert_eq!(
+        seen.connections.load(Ordering::SeqCst),
+        0,
+        "the site was reached"
+    );
     assert_eq!(stored_previews(&server.dir), 0);
     server.stop().await;
 }
@@ -256,16 +282,26 @@ async fn an_allowed_site_gives_its_card_and_hostile_answers_give_none() {
     let said: Vec<&str> = said.lines().filter(|l| l.contains("preview")).collect();
     assert_eq!(status, 200, "{card} {said:?}");
     assert_eq!(card["title"], "Mountains");
-    assert_eq!(card["description"], "Snow & lakes, a walk above the valley.");
+    assert_eq!(
+        card["description"],
+        "Snow & lakes, a walk above the valley."
+    );
     assert_eq!(card["url"], format!("{origin}/og"));
     let image = card["image"].as_str().expect("an image").to_owned();
-    assert!(image.starts_with("/unfurl_link/images/") && image.ends_with(".png"), "{image}");
+    assert!(
+        image.starts_with("/unfurl_link/images/") && image.ends_with(".png"),
+        "{image}"
+    );
     let served = david.get(&image).await;
     assert_eq!(served.status, 200);
     assert_eq!(served.header("content-type"), Some("image/png"));
     assert_eq!(stored_previews(&server.dir), 1);
     let mut anonymous = server.client();
-    assert_ne!(anonymous.get(&image).await.status, 200, "served to the signed out");
+    assert_ne!(
+        anonymous.get(&image).await.status,
+        200,
+        "served to the signed out"
+    );
     let bytes = {
         // The test client's body is text; fetch the bytes again raw.
         let mut s = tokio::net::TcpStream::connect(server.addr).await.unwrap();
@@ -286,11 +322,25 @@ async fn an_allowed_site_gives_its_card_and_hostile_answers_give_none() {
     // A redirect from the allowed site to an address outside the list.
     let (status, _, _) = unfurl(&mut david, &csrf, &format!("{origin}/redirect")).await;
     assert_eq!(status, 204);
-    assert_eq!(inner_seen.connections.load(Ordering::SeqCst), 0, "the redirect was followed");
+    assert_eq!(
+        inner_seen.connections.load(Ordering::SeqCst),
+        0,
+        "the redirect was followed"
+    );
 
     // Not HTML, and a Content-Length of 10 GB: refused before the body.
-    assert_eq!(unfurl(&mut david, &csrf, &format!("{origin}/plain")).await.0, 204);
-    assert_eq!(unfurl(&mut david, &csrf, &format!("{origin}/declared-huge")).await.0, 204);
+    assert_eq!(
+        unfurl(&mut david, &csrf, &format!("{origin}/plain"))
+            .await
+            .0,
+        204
+    );
+    assert_eq!(
+        unfurl(&mut david, &csrf, &format!("{origin}/declared-huge"))
+            .await
+            .0,
+        204
+    );
 
     // 10 GB of HTML without a length: cut at the limit, in bounded time and memory.
     let (status, _, took) = unfurl(&mut david, &csrf, &format!("{origin}/endless")).await;
@@ -311,7 +361,11 @@ async fn an_allowed_site_gives_its_card_and_hostile_answers_give_none() {
     assert_eq!(card["title"], "Bomb");
     assert!(card["image"].is_null(), "{card}");
     assert!(took < Duration::from_secs(3), "took {took:?}");
-    assert_eq!(stored_previews(&server.dir), 1, "only the first card's image is stored");
+    assert_eq!(
+        stored_previews(&server.dir),
+        1,
+        "only the first card's image is stored"
+    );
     server.stop().await;
 }
 
@@ -345,31 +399,81 @@ async fn a_card_is_stored_and_shown_only_in_its_checked_form() {
         });
         format!(
             "<figure data-trix-attachment=\"{}\" data-trix-content-type=\"{EMBED}\"></figure>",
-            json.to_string().replace('&', "&amp;").replace('"', "&quot;")
+            json.to_string()
+                .replace('&', "&amp;")
+                .replace('"', "&quot;")
         )
     };
     let body = format!(
         "<div>https://example.com/walk{}{}{}</div>",
         figure("https://example.com/walk", &image),
         figure("javascript:alert(1)", &image),
-        figure("https://example.com/other", "https://tracker.example/pixel.gif"),
+        figure(
+            "https://example.com/other",
+            "https://tracker.example/pixel.gif"
+        ),
     );
     let b = form(&[
         ("message[body]", &body),
         ("message[body_format]", "html"),
-        ("message[client_message_id]", "c0ffee00-0000-4000-8000-00000000e1b1"),
+        (
+            "message[client_message_id]",
+            "c0ffee00-0000-4000-8000-00000000e1b1",
+        ),
         ("authenticity_token", &csrf),
     ]);
     let r = david
-        .post_form("/rooms/1/messages", &b, &[("Accept", "text/vnd.turbo-stream.html, text/html")])
+        .post_form(
+            "/rooms/1/messages",
+            &b,
+            &[("Accept", "text/vnd.turbo-stream.html, text/html")],
+        )
         .await;
     assert!(r.status < 400, "{} {}", r.status, r.body);
     let (_, page) = david.room(1).await;
     let cards = page.matches("class=\"og-embed\"").count();
     assert_eq!(cards, 2, "the javascript: card is dropped");
-    assert!(page.contains(&format!("<img src=\"{image}\"")), "the stored image is shown");
-    assert!(!page.contains("tracker.example"), "a foreign image reached the page");
-    assert!(!page.contains("onclick") && !page.contains("<script>alert"), "markup of the card was kept");
-    assert!(page.contains(">Mountains alert(1)</a>"), "the title is its text");
+    assert!(
+        page.contains(&format!("<img src=\"{image}\"")),
+        "the stored image is shown"
+    );
+    assert!(
+        !page.contains("tracker.example"),
+        "a foreign image reached the page"
+    );
+    assert!(
+        !page.contains("onclick") && !page.contains("<script>alert"),
+        "markup of the card was kept"
+    );
+    assert!(
+        page.contains(">Mountains alert(1)</a>"),
+        "the title is its text"
+    );
+
+    // A message that is only the link shows the card alone (the link's text is not repeated).
+    let solo = format!(
+        "<div>https://example.com/solo{}</div>",
+        figure("https://example.com/solo", &image)
+    );
+    let b = form(&[
+        ("message[body]", &solo),
+        ("message[body_format]", "html"),
+        ("message[client_message_id]", "c0ffee00-0000-4000-8000-00000000e1b2"),
+        ("authenticity_token", &csrf),
+    ]);
+    let r = david
+        .post_form(
+            "/rooms/1/messages",
+            &b,
+            &[("Accept", "text/vnd.turbo-stream.html, text/html")],
+        )
+        .await;
+    assert!(r.status < 400, "{} {}", r.status, r.body);
+    let (_, page) = david.room(1).await;
+    assert_eq!(
+        page.matches("href=\"https://example.com/solo\"").count(),
+        1,
+        "the solo link is shown once, in its card"
+    );
     server.stop().await;
 }
