@@ -99,9 +99,6 @@ pub enum Refused {
     /// Connecting or reading failed.
     #[error("fetch failed: {0}")]
     Failed(String),
-    /// [`DEADLINE`] passed.
-    #[error("timed out")]
-    TimedOut,
 }
 
 /// What a fetch is for: the page or its image.

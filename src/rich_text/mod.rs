@@ -662,7 +662,7 @@ impl Writer {
             if let Some(embed) = Embed::checked(
                 field("href", "href"),
                 field("filename", "filename"),
-                field("caption", "caption"),
+                field("caption", "caption").as_deref(),
                 field("url", "url"),
             ) {
                 self.embed(&embed, mode);
@@ -786,7 +786,7 @@ impl Embed {
     fn checked(
         href: Option<String>,
         title: Option<String>,
-        description: Option<String>,
+        description: Option<&str>,
         image: Option<String>,
     ) -> Option<Self> {
         let href = href?.trim().to_owned();
@@ -802,7 +802,7 @@ impl Embed {
             return None;
         }
         let description = crate::link_previews::opengraph::one_line(
-            description.as_deref().unwrap_or(""),
+            description.unwrap_or(""),
             crate::link_previews::MAX_DESCRIPTION_CHARS,
         );
         let image = image.filter(|i| crate::link_previews::image_key(i).is_some());

@@ -245,7 +245,7 @@ async fn loopback_private_link_local_and_mapped_addresses_are_never_fetched() {
         "http://169.254.169.254/latest/meta-data/".to_owned(),
         "http://[fd00::1]/og".to_owned(),
         "http://[fe80::1]/og".to_owned(),
-        format!("file:///etc/passwd"),
+        "file:///etc/passwd".to_owned(),
         format!("gopher://127.0.0.1:{port}/og"),
     ] {
         let (status, _, took) = unfurl(&mut david, &csrf, &url).await;
@@ -458,7 +458,10 @@ async fn a_card_is_stored_and_shown_only_in_its_checked_form() {
     let b = form(&[
         ("message[body]", &solo),
         ("message[body_format]", "html"),
-        ("message[client_message_id]", "c0ffee00-0000-4000-8000-00000000e1b2"),
+        (
+            "message[client_message_id]",
+            "c0ffee00-0000-4000-8000-00000000e1b2",
+        ),
         ("authenticity_token", &csrf),
     ]);
     let r = david
