@@ -472,7 +472,7 @@ pub struct Config {
 
     /// Link previews (`POST /unfurl_link`): a URL pasted into the composer is fetched by the
     /// server for its Open Graph title, description and image, shown as a card under the
-    /// message. `off` turns the route off (it answers 404) and the composer asks nothing.
+    /// message. `off` turns the route off (it answers 404) and the composer inserts no card.
     #[arg(long, env = "HEARTH_LINK_PREVIEWS", default_value = "on", value_parser = clap::builder::BoolishValueParser::new(), action = clap::ArgAction::Set)]
     pub link_previews: bool,
 
