@@ -469,6 +469,19 @@ pub struct Config {
     /// CA. Read at start; a file that does not parse stops the start.
     #[arg(long, env = "HEARTH_WEBHOOK_CA_FILE")]
     pub webhook_ca_file: Option<PathBuf>,
+
+    /// Link previews (`POST /unfurl_link`): a URL pasted into the composer is fetched by the
+    /// server for its Open Graph title, description and image, shown as a card under the
+    /// message. `off` turns the route off (it answers 404) and the composer inserts no card.
+    #[arg(long, env = "HEARTH_LINK_PREVIEWS", default_value = "on", value_parser = clap::builder::BoolishValueParser::new(), action = clap::ArgAction::Set)]
+    pub link_previews: bool,
+
+    /// Networks that link previews may fetch from besides the public internet (an intranet's
+    /// `10.1.0.0/16`, say), comma-separated addresses or CIDR networks. Without it only public
+    /// addresses are fetched: loopback, private, link-local, shared (CGNAT), multicast and
+    /// reserved addresses are refused.
+    #[arg(long, env = "HEARTH_LINK_PREVIEW_ALLOW_NETWORK", value_delimiter = ',')]
+    pub link_preview_allow_network: Vec<crate::net::IpRange>,
 }
 
 /// What a node serves (`--role`).

@@ -57,6 +57,7 @@ pub mod config;
 pub mod db;
 pub mod fanout;
 pub mod history;
+pub mod link_previews;
 pub mod loggable;
 pub mod metrics;
 pub mod net;

@@ -94,6 +94,8 @@ pub struct AppState {
     pub account_settings: crate::db::accounts::SettingsCache,
     /// The bounded queue and client of bot webhooks.
     pub webhooks: crate::webhooks::WebhookQueue,
+    /// Link previews: on or off, the allow-list and the bound on fetches at once.
+    pub link_previews: crate::link_previews::LinkPreviews,
 }
 
 /// The state as handlers receive it.
@@ -294,7 +296,12 @@ impl AppState {
             &metrics,
             crate::webhooks::root_store(config.webhook_ca_file.as_deref())?,
         )?;
+        let link_previews = crate::link_previews::LinkPreviews::new(
+            config.link_previews,
+            config.link_preview_allow_network.clone(),
+        )?;
         let state = Self {
+            link_previews,
             pool,
             auth_cache: std::sync::Arc::new(AuthCache::new(std::time::Duration::from_secs(
                 config.auth_cache_seconds,

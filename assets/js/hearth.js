@@ -29,6 +29,7 @@ import { startBodies } from "./bodies.js"
 import { startFormatter, formatList } from "./formatter.js"
 import { startMenu } from "./menu.js"
 import { startPosting } from "./posting.js"
+import { startUnfurl } from "./unfurl.js"
 import { startSounds } from "./sounds.js"
 import { startUploads } from "./uploads.js"
 import { startLightbox } from "./lightbox.js"
@@ -71,6 +72,7 @@ async function setUp() {
     startLightbox(context),
     startOrdering(context),
     startComposer(context),
+    startUnfurl(context),
     startToolbar(context),
     startBodies(context),
     startEditing(context),

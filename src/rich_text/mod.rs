@@ -18,7 +18,9 @@
 //! - [`sanitize`] then [`Draft::finish`]: the editor's HTML. [`sanitize`] keeps only Action
 //!   Text's allowlist as Campfire narrows it (`ContentFilters::SanitizeTags`,
 //!   `SanitizeAttributes`) through `ammonia`: scripts, styles, event handlers, `javascript:`
-//!   links, images and foreign attachments are cut. The draft lists the mentions' sgids; the
+//!   links, images and foreign attachments are cut (a link preview's card is kept in its
+//!   checked form: an `http(s)` link, text, and only an image this server stored, see
+//!   [`crate::link_previews`]). The draft lists the mentions' sgids; the
 //!   caller resolves them to people of the room ([`Person`]) and [`Draft::finish`] writes the
 //!   body with only those mentions (each with its `content` written by the server), URLs linked.
 //!
@@ -39,6 +41,11 @@ use html5ever::tokenizer::{
 
 /// The content type of a mention attachment (Campfire's `User#attachable_content_type`).
 pub const MENTION_CONTENT_TYPE: &str = "application/vnd.campfire.mention";
+
+/// The content type of a link preview's card (Action Text's `OpengraphEmbed`, Campfire's
+/// `actiontext_opengraph_embeds.rb`): an attachment with the page's `href`, its title as
+/// `filename`, its description as `caption` and its image as `url`.
+pub const OPENGRAPH_EMBED_CONTENT_TYPE: &str = "application/vnd.actiontext.opengraph-embed";
 
 /// The longest body accepted, in bytes of the submitted text or HTML, before sanitizing: longer
 /// posts and edits answer 413.
@@ -188,6 +195,8 @@ pub struct Body {
     /// in one `<div>`, which the sanitizer keeps as it is, so [`Body::shown`] draws it without
     /// a second pass.
     typed: bool,
+    /// The link previews [`render`] drew: each card's `href` and where it is in `html`.
+    embeds: Vec<(String, std::ops::Range<usize>)>,
 }
 
 impl Body {
@@ -198,6 +207,7 @@ impl Body {
             plain_text: String::new(),
             mentionee_ids: Vec::new(),
             typed: false,
+            embeds: Vec::new(),
         }
     }
 
@@ -293,6 +303,7 @@ pub fn from_plain_text(text: &str) -> Body {
         plain_text: plain,
         mentionee_ids: Vec::new(),
         typed: !autolink::may_link(text),
+        embeds: Vec::new(),
     }
 }
 
@@ -340,7 +351,15 @@ fn sanitizer() -> &'static ammonia::Builder<'static> {
                     ("time", HashSet::from(["datetime"])),
                     (
                         "action-text-attachment",
-                        HashSet::from(["sgid", "content-type", "content"]),
+                        HashSet::from([
+                            "sgid",
+                            "content-type",
+                            "content",
+                            "href",
+                            "url",
+                            "filename",
+                            "caption",
+                        ]),
                     ),
                     (
                         "figure",
@@ -410,7 +429,14 @@ pub fn mention_chip(id: i64, name: &str) -> String {
 /// mentions (for the page's per-reader highlight).
 pub fn render(html: &str) -> (String, Vec<i64>) {
     let cleaned = sanitizer().clean(html).to_string();
-    let body = walk(&cleaned, &mut Mode::Render);
+    let mut body = walk(&cleaned, &mut Mode::Render);
+    // A message that is only a link and its preview shows the card alone (Campfire's
+    // `RemoveSoloUnfurledLinkText`).
+    if let [(href, range)] = body.embeds.as_slice() {
+        if body.plain_text.trim() == href.trim() {
+            body.html = format!("<div>{}</div>", &body.html[range.clone()]);
+        }
+    }
     let mut seen = HashSet::new();
     let mut ids = body.mentionee_ids;
     ids.retain(|id| seen.insert(*id));
@@ -491,6 +517,7 @@ fn walk(html: &str, mode: &mut Mode<'_>) -> Body {
         html: w.html,
         mentionee_ids: w.mentions,
         typed: false,
+        embeds: w.embeds,
     }
 }
 
@@ -511,6 +538,8 @@ struct Writer {
     html: String,
     plain: String,
     mentions: Vec<i64>,
+    /// The link previews written ([`Body::embeds`]).
+    embeds: Vec<(String, std::ops::Range<usize>)>,
     /// Open elements.
     open: Vec<String>,
     /// While inside a subtree being dropped or replaced: the depth of `open` at its root.
@@ -611,23 +640,35 @@ impl Writer {
     /// An attachment (`action-text-attachment`, or Trix's `figure`): written in the mode's
     /// form when it is a mention the mode keeps, else cut. Its children are skipped either way.
     fn attachment(&mut self, tag: &Tag, mode: &mut Mode<'_>) {
-        let (sgid, content_type, content) = if &*tag.name == "figure" {
-            let json: Option<serde_json::Value> =
-                attr(tag, "data-trix-attachment").and_then(|j| serde_json::from_str(j).ok());
-            let field = |k: &str| {
+        let json: Option<serde_json::Value> = (&*tag.name == "figure")
+            .then(|| attr(tag, "data-trix-attachment").and_then(|j| serde_json::from_str(j).ok()))
+            .flatten();
+        let field = |k: &str, attribute: &str| {
+            if &*tag.name == "figure" {
                 json.as_ref()
                     .and_then(|j| j.get(k))
                     .and_then(|v| v.as_str())
                     .map(str::to_owned)
-            };
-            (field("sgid"), field("contentType"), field("content"))
-        } else {
-            (
-                attr(tag, "sgid").map(str::to_owned),
-                attr(tag, "content-type").map(str::to_owned),
-                attr(tag, "content").map(str::to_owned),
-            )
+            } else {
+                attr(tag, attribute).map(str::to_owned)
+            }
         };
+        let (sgid, content_type, content) = (
+            field("sgid", "sgid"),
+            field("contentType", "content-type"),
+            field("content", "content"),
+        );
+        if content_type.as_deref() == Some(OPENGRAPH_EMBED_CONTENT_TYPE) {
+            if let Some(embed) = Embed::checked(
+                field("href", "href"),
+                field("filename", "filename"),
+                field("caption", "caption").as_deref(),
+                field("url", "url"),
+            ) {
+                self.embed(&embed, mode);
+            }
+            return;
+        }
         let Some(sgid) = sgid.filter(|_| content_type.as_deref() == Some(MENTION_CONTENT_TYPE))
         else {
             return;
@@ -674,6 +715,44 @@ impl Writer {
         }
     }
 
+    /// A link preview, in the mode's form (nothing to collect; the stored attachment; the
+    /// attachment with its card; Trix's figure).
+    fn embed(&mut self, embed: &Embed, mode: &Mode<'_>) {
+        match mode {
+            Mode::Collect(_) => {}
+            Mode::Store(_) => {
+                embed.write_attachment(&mut self.html);
+                self.html.push_str("</action-text-attachment>");
+            }
+            Mode::Render => {
+                let start = self.html.len();
+                embed.write_attachment(&mut self.html);
+                embed.write_card(&mut self.html);
+                self.html.push_str("</action-text-attachment>");
+                self.embeds
+                    .push((embed.href.clone(), start..self.html.len()));
+            }
+            Mode::Trix => {
+                let mut card = String::new();
+                embed.write_card(&mut card);
+                let json = serde_json::json!({
+                    "contentType": OPENGRAPH_EMBED_CONTENT_TYPE,
+                    "content": card,
+                    "href": embed.href,
+                    "filename": embed.title,
+                    "caption": embed.description,
+                    "url": embed.image,
+                });
+                self.html.push_str("<figure data-trix-attachment=\"");
+                push_escaped(&mut self.html, &json.to_string());
+                self.html.push_str("\" data-trix-content-type=\"");
+                self.html.push_str(OPENGRAPH_EMBED_CONTENT_TYPE);
+                self.html
+                    .push_str("\" class=\"attachment attachment--content\"></figure>");
+            }
+        }
+    }
+
     fn write_attachment(&mut self, sgid: &str, content: &str, inner: Option<&str>) {
         self.html.push_str("<action-text-attachment sgid=\"");
         push_escaped(&mut self.html, sgid);
@@ -691,3 +770,82 @@ impl Writer {
 
 #[cfg(test)]
 mod tests;
+
+/// A link preview's card as a body holds it: the page's link, title and description, and its
+/// image when it is one this server stored ([`crate::link_previews::image_key`]).
+struct Embed {
+    href: String,
+    title: String,
+    description: String,
+    image: Option<String>,
+}
+
+impl Embed {
+    /// The card of these attributes: None unless `href` is an `http(s)` URL and there is a
+    /// title; an image anywhere but this server's preview images is dropped.
+    fn checked(
+        href: Option<String>,
+        title: Option<String>,
+        description: Option<&str>,
+        image: Option<String>,
+    ) -> Option<Self> {
+        let href = href?.trim().to_owned();
+        let parsed = ammonia::Url::parse(&href).ok()?;
+        if !matches!(parsed.scheme(), "http" | "https") {
+            return None;
+        }
+        let title = crate::link_previews::opengraph::one_line(
+            &title?,
+            crate::link_previews::MAX_TITLE_CHARS,
+        );
+        if title.is_empty() {
+            return None;
+        }
+        let description = crate::link_previews::opengraph::one_line(
+            description.unwrap_or(""),
+            crate::link_previews::MAX_DESCRIPTION_CHARS,
+        );
+        let image = image.filter(|i| crate::link_previews::image_key(i).is_some());
+        Some(Self {
+            href,
+            title,
+            description,
+            image,
+        })
+    }
+
+    /// `<action-text-attachment content-type=… href=… filename=… caption=… url=…>`, unclosed.
+    fn write_attachment(&self, out: &mut String) {
+        out.push_str("<action-text-attachment content-type=\"");
+        out.push_str(OPENGRAPH_EMBED_CONTENT_TYPE);
+        out.push_str("\" href=\"");
+        push_escaped(out, &self.href);
+        out.push_str("\" filename=\"");
+        push_escaped(out, &self.title);
+        out.push_str("\" caption=\"");
+        push_escaped(out, &self.description);
+        if let Some(image) = &self.image {
+            out.push_str("\" url=\"");
+            push_escaped(out, image);
+        }
+        out.push_str("\">");
+    }
+
+    /// The card (Campfire's `action_text/attachables/_opengraph_embed`): the title linking to
+    /// the page, the description, the image.
+    fn write_card(&self, out: &mut String) {
+        out.push_str("<figure class=\"attachment attachment--content attachment--og\"><div class=\"og-embed\"><div class=\"og-embed__content\"><div class=\"og-embed__title\"><a href=\"");
+        push_escaped(out, &self.href);
+        out.push_str("\" target=\"_blank\" rel=\"noopener noreferrer\">");
+        push_escaped(out, &self.title);
+        out.push_str("</a></div><div class=\"og-embed__description\">");
+        push_escaped(out, &self.description);
+        out.push_str("</div></div>");
+        if let Some(image) = &self.image {
+            out.push_str("<div class=\"og-embed__image\"><img src=\"");
+            push_escaped(out, image);
+            out.push_str("\" alt=\"\" loading=\"lazy\"></div>");
+        }
+        out.push_str("</div></figure>");
+    }
+}

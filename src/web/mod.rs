@@ -34,6 +34,7 @@
 //! | `GET`, `POST`, `DELETE /users/{id}/avatar`, `GET`, `POST`, `DELETE /account/logo` | [`avatars`] |
 //! | `GET /webmanifest`, `GET /service-worker`, `GET /favicon.svg`, `GET /icons/…` | [`pwa`] |
 //! | `POST /rails/active_storage/direct_uploads`, `PUT`/`GET /rails/active_storage/disk/…`, `GET /rails/active_storage/blobs/…`, `GET /rails/active_storage/representations/…` | [`files`] |
+//! | `POST /unfurl_link`, `GET /unfurl_link/images/{name}` | [`unfurl_links`] |
 //! | `GET /up` | health check |
 //! | `GET /assets/js/…`, `GET /assets/npm/<package>/…` | `crate::assets` (mounted by the wiring in front of the request context) |
 //!
@@ -72,6 +73,7 @@ pub mod searches;
 pub mod sessions;
 pub mod sidebar_history;
 pub mod transfers;
+pub mod unfurl_links;
 pub mod upload_clock;
 pub mod users;
 pub mod webhooks;
@@ -260,6 +262,8 @@ pub fn routes(state: SharedState) -> Router {
             "/users/me/push_subscriptions/{id}/test_notifications",
             post(push_subscriptions::test_notification),
         )
+        .route("/unfurl_link", post(unfurl_links::create))
+        .route("/unfurl_link/images/{name}", get(unfurl_links::image))
         .route("/webmanifest", get(pwa::manifest))
         .route("/service-worker", get(pwa::service_worker))
         .route("/favicon.svg", get(pwa::icon_svg))
