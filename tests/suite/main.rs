@@ -63,6 +63,7 @@ mod request_limits;
 mod rich_text;
 mod room_page;
 mod rooms;
+mod rooms_last_mile;
 mod s3;
 mod security;
 mod seed;
