@@ -27,6 +27,7 @@ mod browser;
 mod browser_avatars;
 mod browser_files;
 mod browser_room;
+mod browser_rooms_admin;
 mod cable;
 mod children;
 mod cli;

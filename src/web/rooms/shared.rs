@@ -195,6 +195,7 @@ pub async fn update(
         Kind::Closed => settings::user_ids(&ctx.form, settings::MAX_MEMBER_IDS)?,
         Kind::Open => Vec::new(),
     };
+    let was = room.kind;
     let Some((room, revision)) = memberships::update_room(
         &state.pool,
         &state.broadcaster,
@@ -208,6 +209,6 @@ pub async fn update(
     else {
         return Ok(settings::not_found_or_inaccessible());
     };
-    crate::broadcasts::shared_room_updated(&state.broadcaster, &room, &revision)?;
+    crate::broadcasts::shared_room_updated(&state.broadcaster, &room, was, &revision)?;
     Ok(found(&format!("/rooms/{}", room.id)))
 }
