@@ -523,9 +523,13 @@ mod tests {
         shared_room_updated(&b, &closed, crate::db::RoomKind::Open, &revision).expect("renders");
         let sent = recorder.0.lock().expect("not poisoned").clone();
         assert_eq!(sent.len(), 2);
-        assert!(sent[0].1.contains("action=\"replace\" target=\"list_rooms_open_5\""));
+        assert!(sent[0]
+            .1
+            .contains("action=\"replace\" target=\"list_rooms_open_5\""));
         assert!(sent[0].1.contains("id=\"list_rooms_closed_5\""));
-        assert!(sent[1].1.contains("action=\"remove\" target=\"list_rooms_open_5\""));
+        assert!(sent[1]
+            .1
+            .contains("action=\"remove\" target=\"list_rooms_open_5\""));
     }
 
     #[test]

@@ -30,7 +30,14 @@ fn rooms_and_the_account_are_managed_in_chromium() {
         ],
     );
     let mut shots = Vec::new();
-    for name in ["unread-dot", "sidebar-member", "account-member", "switch-on", "switch-off", "delete"] {
+    for name in [
+        "unread-dot",
+        "sidebar-member",
+        "account-member",
+        "switch-on",
+        "switch-off",
+        "delete",
+    ] {
         for size in ["1280x900", "390x844"] {
             for scheme in ["", "-dark"] {
                 shots.push(format!("rooms-admin-{name}-{size}{scheme}.png"));

@@ -35,8 +35,14 @@ async fn a_member_sees_the_join_link_and_no_administration_and_cannot_administer
         page.body.contains(&format!("/join/{code}")),
         "the join link is missing"
     );
-    assert!(page.body.contains("id=\"account_name\""), "the name is missing");
-    assert!(page.body.contains("account-logo__image"), "the logo is missing");
+    assert!(
+        page.body.contains("id=\"account_name\""),
+        "the name is missing"
+    );
+    assert!(
+        page.body.contains("account-logo__image"),
+        "the logo is missing"
+    );
     for admin_only in [
         "action=\"/account\"",
         "action=\"/account/join_code\"",
@@ -68,7 +74,11 @@ async fn a_member_sees_the_join_link_and_no_administration_and_cannot_administer
             ],
         ),
         ("POST", "/account/join_code", vec![]),
-        ("PATCH", "/account/users/3", vec![("user[role]", "administrator")]),
+        (
+            "PATCH",
+            "/account/users/3",
+            vec![("user[role]", "administrator")],
+        ),
         ("DELETE", "/account/users/3", vec![]),
     ] {
         let r = send(&mut jason, method, path, &pairs, &token).await;
@@ -174,9 +184,11 @@ async fn the_people_list_shows_500_a_page_and_filters_by_name_or_address() {
     let by_address = david.get("/account/users?q=list.example").await;
     assert_eq!(rows(&by_address.body), 500);
     assert!(
-        ["&amp;", "&#38;"].iter().any(|amp| by_address
-            .body
-            .contains(&format!("href=\"/account/users?q=list%2Eexample{amp}page=2\""))),
+        ["&amp;", "&#38;"]
+            .iter()
+            .any(|amp| by_address.body.contains(&format!(
+                "href=\"/account/users?q=list%2Eexample{amp}page=2\""
+            ))),
         "the next page's link keeps the filter"
     );
     let rest = david.get("/account/users?q=list.example&page=2").await;
@@ -210,7 +222,9 @@ async fn the_everyone_switch_closes_a_room_keeping_its_members_and_opens_it_to_e
     let closed_form = david.get("/rooms/closeds/2/edit").await;
     assert_eq!(closed_form.status, 200);
     assert!(closed_form.body.contains("href=\"/rooms/opens/2/edit\""));
-    assert!(closed_form.body.contains("role=\"switch\" aria-checked=\"false\""));
+    assert!(closed_form
+        .body
+        .contains("role=\"switch\" aria-checked=\"false\""));
     // The form offers active people (as Campfire's `User.active`): a banned member is not
     // among them, and is not kept by a closed room, as in Campfire.
     let active_members = |room: i64| {
@@ -265,10 +279,7 @@ async fn the_everyone_switch_closes_a_room_keeping_its_members_and_opens_it_to_e
     )
     .await;
     assert_eq!(r.status, 302, "{}", r.body);
-    assert_eq!(
-        common::forms::scalar_text(&server, &kind(2)).await,
-        "open"
-    );
+    assert_eq!(common::forms::scalar_text(&server, &kind(2)).await, "open");
     let active = scalar_i64(
         &server,
         "SELECT COUNT(*) FROM users WHERE status = 'active'",
@@ -291,8 +302,5 @@ async fn the_everyone_switch_closes_a_room_keeping_its_members_and_opens_it_to_e
     )
     .await;
     assert_eq!(r.status, 403);
-    assert_eq!(
-        common::forms::scalar_text(&server, &kind(3)).await,
-        "open"
-    );
+    assert_eq!(common::forms::scalar_text(&server, &kind(3)).await, "open");
 }

@@ -85,8 +85,8 @@ pub async fn index(
         .take(MAX_FILTER_CHARS)
         .collect();
     let page = i64::from(query.page.unwrap_or(1).max(1));
-    let mut people = users::people_page(&state.pool, &filter, (page - 1) * PER_PAGE, PER_PAGE + 1)
-        .await?;
+    let mut people =
+        users::people_page(&state.pool, &filter, (page - 1) * PER_PAGE, PER_PAGE + 1).await?;
     let more = people.len() as i64 > PER_PAGE;
     people.truncate(PER_PAGE as usize);
     let token = ctx.csrf_token();

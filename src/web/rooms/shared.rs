@@ -32,6 +32,7 @@ impl Kind {
     }
 
     /// The kind a room of this one converts into.
+    #[must_use]
     pub fn other(self) -> Self {
         match self {
             Self::Open => Self::Closed,
