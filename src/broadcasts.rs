@@ -523,13 +523,12 @@ mod tests {
         shared_room_updated(&b, &closed, crate::db::RoomKind::Open, &revision).expect("renders");
         let sent = recorder.0.lock().expect("not poisoned").clone();
         assert_eq!(sent.len(), 2);
-        assert!(sent[0]
-            .1
-            .contains("action=\"replace\" target=\"list_rooms_open_5\""));
-        assert!(sent[0].1.contains("id=\"list_rooms_closed_5\""));
-        assert!(sent[1]
-            .1
-            .contains("action=\"remove\" target=\"list_rooms_open_5\""));
+        // The replace aims at the old entry and brings the new one; the remove, at the old.
+        let (replace, remove) = (&sent[0].1, &sent[1].1);
+        assert!(replace.contains("replace") && replace.contains("list_rooms_open_5"));
+        assert!(replace.contains("list_rooms_closed_5"));
+        assert!(remove.contains("remove") && remove.contains("list_rooms_open_5"));
+        assert!(!remove.contains("list_rooms_closed_5"));
     }
 
     #[test]
