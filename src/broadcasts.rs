@@ -227,17 +227,20 @@ pub fn shared_room_created(
 
 /// Broadcasts a renamed or converted open/closed room (Campfire's `broadcast_update_room`):
 /// the entry is replaced (on `rooms` for an open room, else on each kept member's `:rooms`),
-/// prepended for the members `revision` granted, and removed for those it revoked.
+/// prepended for the members `revision` granted, and removed for those it revoked. `was` is
+/// the room's kind before the change: the sidebars still name a converted room's entry by it
+/// (`list_rooms_open_5` until it is replaced by `list_rooms_closed_5`).
 ///
 /// # Errors
 /// The entry failed to render; nothing was broadcast.
 pub fn shared_room_updated(
     b: &Broadcaster,
     room: &Room,
+    was: crate::db::RoomKind,
     revision: &Revision,
 ) -> Result<(), askama::Error> {
     let entry = render::sidebar_room(&SidebarRoom::shared(room))?;
-    let target = list_target(room);
+    let target = format!("list_rooms_{}_{}", was, room.id);
     let replace = render::turbo_stream("replace", &target, Some(&entry));
     if room.kind == crate::db::RoomKind::Open {
         b.broadcast_string(ROOMS_STREAM, &replace);
@@ -250,7 +253,10 @@ pub fn shared_room_updated(
     for id in &revision.granted {
         b.broadcast_string(&streams::user_rooms(b.gid_app(), *id), &prepend);
     }
-    members_removed(b, room, &revision.revoked);
+    let remove = render::turbo_stream("remove", &target, None);
+    for id in &revision.revoked {
+        b.broadcast_string(&streams::user_rooms(b.gid_app(), *id), &remove);
+    }
     Ok(())
 }
 
@@ -480,7 +486,7 @@ mod tests {
             revoked: vec![3],
             kept: vec![2],
         };
-        shared_room_updated(&b, &closed, &revision).expect("renders");
+        shared_room_updated(&b, &closed, crate::db::RoomKind::Closed, &revision).expect("renders");
         room_removed(&b, &closed);
         let sent = recorder.0.lock().expect("not poisoned").clone();
         let streams: Vec<&str> = sent.iter().map(|(s, _)| s.as_str()).collect();
@@ -500,6 +506,30 @@ mod tests {
         assert!(sent[0].1.contains("prepend") && sent[0].1.contains("shared_rooms"));
         assert!(sent[3].1.contains("replace") && sent[3].1.contains("list_rooms_closed_5"));
         assert!(sent[5].1.contains("remove"));
+    }
+
+    #[test]
+    fn a_converted_room_replaces_and_removes_the_entry_named_by_its_old_kind() {
+        let (recorder, b) = broadcaster();
+        let closed = Room {
+            kind: crate::db::RoomKind::Closed,
+            id: 5,
+            ..room()
+        };
+        let revision = Revision {
+            granted: vec![],
+            revoked: vec![3],
+            kept: vec![2],
+        };
+        shared_room_updated(&b, &closed, crate::db::RoomKind::Open, &revision).expect("renders");
+        let sent = recorder.0.lock().expect("not poisoned").clone();
+        assert_eq!(sent.len(), 2);
+        // The replace aims at the old entry and brings the new one; the remove, at the old.
+        let (replace, remove) = (&sent[0].1, &sent[1].1);
+        assert!(replace.contains("replace") && replace.contains("list_rooms_open_5"));
+        assert!(replace.contains("list_rooms_closed_5"));
+        assert!(remove.contains("remove") && remove.contains("list_rooms_open_5"));
+        assert!(!remove.contains("list_rooms_closed_5"));
     }
 
     #[test]

@@ -395,6 +395,10 @@ pub struct RoomForm<'a> {
     pub submit: &'a str,
     /// The delete form's action, for those who may delete the room.
     pub destroy_action: Option<String>,
+    /// The "Everyone" switch's target, for those who may change who is in the room: the same
+    /// page for the other kind (an open room's leads to its closed form, with its members
+    /// checked; a closed room's to its open form). `None` hides the switch.
+    pub kind_switch: Option<String>,
     /// The "Back" link.
     pub back: &'a str,
 }
@@ -517,6 +521,9 @@ pub struct SidebarNav<'a> {
     pub people: Vec<(i64, String, Option<i64>)>,
     /// The masked authenticity token of the people's forms.
     pub csrf_token: &'a str,
+    /// Whether the user may create open and closed rooms (the "+" of Rooms and "New closed
+    /// room" are left out otherwise).
+    pub may_create_rooms: bool,
 }
 
 /// An error page.

@@ -307,6 +307,37 @@ pub async fn people(pool: &SqlitePool) -> sqlx::Result<Vec<User>> {
     .await
 }
 
+/// One page of [`people`]: the people (not bots) whose name or e-mail address contains
+/// `filter` (case-insensitive, `%` and `_` taken literally; all when empty), by name, skipping
+/// `offset`, at most `limit`.
+///
+/// # Errors
+/// A database failure.
+pub async fn people_page(
+    pool: &SqlitePool,
+    filter: &str,
+    offset: i64,
+    limit: i64,
+) -> sqlx::Result<Vec<User>> {
+    let pattern = format!(
+        "%{}%",
+        filter
+            .replace('\\', "\\\\")
+            .replace('%', "\\%")
+            .replace('_', "\\_")
+    );
+    sqlx::query_as(
+        "SELECT id, name, email_address, role, status FROM users WHERE role != 'bot' \
+         AND (name LIKE ?1 ESCAPE '\\' OR COALESCE(email_address, '') LIKE ?1 ESCAPE '\\') \
+         ORDER BY name COLLATE NOCASE, id LIMIT ?2 OFFSET ?3",
+    )
+    .bind(pattern)
+    .bind(limit)
+    .bind(offset)
+    .fetch_all(pool)
+    .await
+}
+
 /// Inserts a user and grants it a membership in every open room (Campfire's
 /// `User#grant_membership_to_open_rooms`), on the caller's transaction. Returns the id.
 async fn insert_with_open_rooms(

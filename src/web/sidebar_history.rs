@@ -149,6 +149,7 @@ pub async fn catch_up(
             .into_iter()
             .partition(|r| r.kind == crate::db::RoomKind::Direct);
         let people = crate::db::users::direct_placeholders(&state.pool, user.id).await?;
+        let may_create_rooms = super::rooms::shared::may_create_rooms(&state, user).await?;
         let token = ctx.csrf_token();
         let nav = askama::Template::render(&SidebarNav {
             user_id: user.id,
@@ -157,6 +158,7 @@ pub async fn catch_up(
             history: &positions,
             people,
             csrf_token: &token,
+            may_create_rooms,
         })?;
         let mut response = (
             [(header::CONTENT_TYPE, HeaderValue::from_static(TURBO_STREAM))],

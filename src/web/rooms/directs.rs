@@ -35,6 +35,7 @@ pub async fn new(
         editable: true,
         submit: "Start",
         destroy_action: None,
+        kind_switch: None,
         back: "/",
     })
 }
@@ -97,6 +98,7 @@ pub async fn edit(
         editable: false,
         submit: "",
         destroy_action: Some(format!("/rooms/directs/{}", room.id)),
+        kind_switch: None,
         back: &back,
     })
 }

@@ -31,6 +31,15 @@ impl Kind {
         }
     }
 
+    /// The kind a room of this one converts into.
+    #[must_use]
+    pub fn other(self) -> Self {
+        match self {
+            Self::Open => Self::Closed,
+            Self::Closed => Self::Open,
+        }
+    }
+
     fn path(self) -> &'static str {
         match self {
             Self::Open => "/rooms/opens",
@@ -51,13 +60,27 @@ pub async fn ensure_permission_to_create_rooms(
     state: &AppState,
     user: &crate::db::users::User,
 ) -> Result<(), AppError> {
-    let settings = state.account_settings.get(&state.pool).await?;
-    if settings.restrict_room_creation_to_administrators
-        && user.role != crate::db::Role::Administrator
-    {
+    if !may_create_rooms(state, user).await? {
         return Err(AppError::Forbidden);
     }
     Ok(())
+}
+
+/// Whether `user` may create open and closed rooms: administrators always, anyone else while
+/// the account does not restrict room creation to administrators (what the sidebar's "+" and
+/// "New closed room" are shown for).
+///
+/// # Errors
+/// Database failures.
+pub async fn may_create_rooms(
+    state: &AppState,
+    user: &crate::db::users::User,
+) -> Result<bool, AppError> {
+    if user.role == crate::db::Role::Administrator {
+        return Ok(true);
+    }
+    let settings = state.account_settings.get(&state.pool).await?;
+    Ok(!settings.restrict_room_creation_to_administrators)
 }
 
 /// `GET /rooms/{opens|closeds}/new`: the form (signed-in users; 403 for members while room
@@ -87,6 +110,7 @@ pub async fn new_page(state: &AppState, ctx: &Ctx, kind: Kind) -> Result<Respons
         editable: true,
         submit: "Create room",
         destroy_action: None,
+        kind_switch: Some(format!("{}/new", kind.other().path())),
         back: "/",
     })
 }
@@ -149,6 +173,7 @@ pub async fn edit_page(
         editable,
         submit: "Save changes",
         destroy_action: editable.then(|| format!("/rooms/{}", room.id)),
+        kind_switch: editable.then(|| format!("{}/{}/edit", kind.other().path(), room.id)),
         back: &back,
     })
 }
@@ -172,6 +197,7 @@ pub async fn update(
         Kind::Closed => settings::user_ids(&ctx.form, settings::MAX_MEMBER_IDS)?,
         Kind::Open => Vec::new(),
     };
+    let was = room.kind;
     let Some((room, revision)) = memberships::update_room(
         &state.pool,
         &state.broadcaster,
@@ -185,7 +211,7 @@ pub async fn update(
     else {
         return Ok(settings::not_found_or_inaccessible());
     };
-    crate::broadcasts::shared_room_updated(&state.broadcaster, &room, &revision)?;
+    crate::broadcasts::shared_room_updated(&state.broadcaster, &room, was, &revision)?;
     Ok(crate::web::flash::found_with(
         &format!("/rooms/{}", room.id),
         crate::web::flash::Notice::Saved,
