@@ -102,7 +102,7 @@ async fn an_editor_body_is_stored_shown_and_listed_without_what_the_sanitizer_cu
             "<action-text-attachment sgid=\"x\" content-type=\"text/html\" content=\"&lt;script&gt;alert(1)&lt;/script&gt;\"></action-text-attachment>",
         ),
         jason = trix_mention(&jason, "Jason"),
-        user1 = trix_mention(&user1, "User 1"),
+        user1 = trix_mention(&user1, "Ada Abara"),
         forged = trix_mention(&forged, "Forged"),
     );
     let r = post_html(&mut david, 4, &html, "rich-1", &csrf).await;
@@ -116,7 +116,7 @@ async fn an_editor_body_is_stored_shown_and_listed_without_what_the_sanitizer_cu
         .body
         .contains("<span class=\"mention\" data-user-id=\"2\">@Jason</span>"));
     assert!(r.body.contains("data-mentionee-ids=\"2\""), "{}", r.body);
-    assert!(!r.body.contains("User 1") && !r.body.contains("Forged"));
+    assert!(!r.body.contains("Ada Abara") && !r.body.contains("Forged"));
 
     let (id, stored, plain): (i64, String, String) = sqlx::query_as(
         "SELECT id, body, plain_text FROM messages WHERE client_message_id = 'rich-1'",

@@ -96,7 +96,7 @@ fn main_room_messages(rng: &mut SplitMix64, generated: usize) -> anyhow::Result<
         .collect::<anyhow::Result<_>>()?;
     authors.extend(
         (1..=generated.min(GENERATED_AUTHORS))
-            .map(|i| (FIRST_GENERATED_USER_ID + i as i64 - 1, format!("User {i}"))),
+            .map(|i| (FIRST_GENERATED_USER_ID + i as i64 - 1, super::people::generated_user_name(i))),
     );
 
     let mut at = 0;
