@@ -69,9 +69,16 @@ fn version_after(ua: &str, marker: &str) -> Option<(u32, u32)> {
 /// Whether `ua` names a crawler or a link previewer (never judged).
 fn is_bot(ua: &str) -> bool {
     let lower = ua.to_ascii_lowercase();
-    ["bot", "crawl", "spider", "slurp", "facebookexternalhit", "preview"]
-        .iter()
-        .any(|w| lower.contains(w))
+    [
+        "bot",
+        "crawl",
+        "spider",
+        "slurp",
+        "facebookexternalhit",
+        "preview",
+    ]
+    .iter()
+    .any(|w| lower.contains(w))
 }
 
 /// The judged browser and version `ua` names, or `None` for one the gate lets through
@@ -83,9 +90,17 @@ pub fn parse(ua: &str) -> Option<(Browser, Option<(u32, u32)>)> {
     if ua.contains("MSIE ") || ua.contains("Trident/") {
         return Some((Browser::InternetExplorer, version_after(ua, "MSIE ")));
     }
-    if ["Edg/", "Edge/", "EdgA/", "EdgiOS/", "SamsungBrowser/", "FxiOS/", "YaBrowser/"]
-        .iter()
-        .any(|m| ua.contains(m))
+    if [
+        "Edg/",
+        "Edge/",
+        "EdgA/",
+        "EdgiOS/",
+        "SamsungBrowser/",
+        "FxiOS/",
+        "YaBrowser/",
+    ]
+    .iter()
+    .any(|m| ua.contains(m))
     {
         return None;
     }

@@ -14,7 +14,11 @@ pub struct Translation {
 }
 
 const fn t(language: &'static str, tag: &'static str, text: &'static str) -> Translation {
-    Translation { language, tag, text }
+    Translation {
+        language,
+        tag,
+        text,
+    }
 }
 
 /// The prompts with translations, by key.

@@ -17,7 +17,11 @@ fn share_install_steps_skip_link_globe_old_browsers_and_the_first_run_picture() 
         image::Rgb([(x % 256) as u8, (y % 256) as u8, ((x ^ y) % 256) as u8])
     });
     img.save(&image).unwrap();
-    let stdout = run("small_ones.mjs", &work, &["--image".as_ref(), image.as_os_str()]);
+    let stdout = run(
+        "small_ones.mjs",
+        &work,
+        &["--image".as_ref(), image.as_os_str()],
+    );
     assert_steps(
         &stdout,
         &[

@@ -30,9 +30,16 @@ async fn browsers_too_old_get_406_with_the_page_and_nothing_else_does() {
         let r = get(ua, HTML, "/session/new").await;
         assert_eq!(r.status, 406, "{ua}: {}", r.body);
         assert!(r.body.contains("This browser is too old"), "{}", r.body);
-        for (browser, version) in [("Safari", "17.2"), ("Chrome", "120"), ("Firefox", "121"), ("Opera", "104")] {
+        for (browser, version) in [
+            ("Safari", "17.2"),
+            ("Chrome", "120"),
+            ("Firefox", "121"),
+            ("Opera", "104"),
+        ] {
             assert!(
-                r.body.contains(&format!("<strong>{browser}</strong> <span>{version} or newer")),
+                r.body.contains(&format!(
+                    "<strong>{browser}</strong> <span>{version} or newer"
+                )),
                 "{browser} {version}: {}",
                 r.body
             );
@@ -41,12 +48,20 @@ async fn browsers_too_old_get_406_with_the_page_and_nothing_else_does() {
         // Its text, in other languages, behind the globe.
         assert!(r.body.contains("data-translation=\"unsupported_browser\""));
         assert!(r.body.contains("lang=\"es\""));
-        assert!(!r.body.contains("name=\"email_address\""), "no sign-in form");
+        assert!(
+            !r.body.contains("name=\"email_address\""),
+            "no sign-in form"
+        );
     }
     // A room page of a signed-in person, from an old browser, too.
     let mut david = server.signed_in("david@example.com", "secret123456").await;
     let r = david
-        .request("GET", "/rooms/1", &[("User-Agent", OLD_CHROME), ("Accept", HTML)], b"")
+        .request(
+            "GET",
+            "/rooms/1",
+            &[("User-Agent", OLD_CHROME), ("Accept", HTML)],
+            b"",
+        )
         .await;
     assert_eq!(r.status, 406);
     // Modern browsers, bots, no User-Agent: the page.
@@ -79,7 +94,9 @@ async fn prompts_carry_their_translations_behind_a_globe() {
     assert_eq!(page.status, 200);
     for key in ["email_address", "password"] {
         assert!(
-            page.body.contains(&format!("<details class=\"translation\" data-translation=\"{key}\">")),
+            page.body.contains(&format!(
+                "<details class=\"translation\" data-translation=\"{key}\">"
+            )),
             "{key}: {}",
             page.body
         );
@@ -132,7 +149,11 @@ async fn the_first_run_form_takes_the_administrators_picture() {
     )
     .await;
     assert_eq!(
-        scalar_text(&server, &format!("SELECT name FROM users WHERE id = {user_id}")).await,
+        scalar_text(
+            &server,
+            &format!("SELECT name FROM users WHERE id = {user_id}")
+        )
+        .await,
         "Grace Hopper"
     );
     let filename = scalar_text(
@@ -166,18 +187,27 @@ async fn seeded_people_have_distinct_names() {
     assert_eq!(users, 27, "7 named people and the 20 generated ones");
     assert_eq!(names, users);
     assert_eq!(
-        scalar_i64(&server, "SELECT COUNT(*) FROM users WHERE name LIKE 'User %'").await,
+        scalar_i64(
+            &server,
+            "SELECT COUNT(*) FROM users WHERE name LIKE 'User %'"
+        )
+        .await,
         0
     );
     // Sign-ins keep their addresses.
     assert_eq!(
-        scalar_text(&server, "SELECT name FROM users WHERE email_address = 'user1@example.com'").await,
+        scalar_text(
+            &server,
+            "SELECT name FROM users WHERE email_address = 'user1@example.com'"
+        )
+        .await,
         "Ada Abara"
     );
     server.signed_in("user2@example.com", "password").await;
     // Thousands of people: names stay distinct (a number follows past 2,000).
-    let all: std::collections::HashSet<String> =
-        (1..=5000).map(hearth::db::seed::generated_user_name).collect();
+    let all: std::collections::HashSet<String> = (1..=5000)
+        .map(hearth::db::seed::generated_user_name)
+        .collect();
     assert_eq!(all.len(), 5000);
     assert_eq!(hearth::db::seed::generated_user_name(2001), "Ada Abara 2");
 }

@@ -183,12 +183,56 @@ const FIRST_NAMES: [&str; 40] = [
 
 /// Last names of the generated people (a list of our own; [`generated_user_name`]).
 const LAST_NAMES: [&str; 50] = [
-    "Abara", "Berg", "Castillo", "Dubois", "Eriksen", "Fontaine", "Garcia", "Haddad", "Ito",
-    "Jensen", "Kowalski", "Lindqvist", "Moreau", "Nakamura", "Okafor", "Petrov", "Quintero",
-    "Rossi", "Sato", "Tanaka", "Ulloa", "Varga", "Weber", "Xu", "Yamada", "Zielinski", "Ahmed",
-    "Bianchi", "Chen", "Dlamini", "Esposito", "Fischer", "Gomez", "Horvat", "Iqbal", "Johansson",
-    "Kim", "Lopez", "Mensah", "Novak", "Oliveira", "Park", "Reyes", "Silva", "Torres", "Usman",
-    "Vogel", "Walsh", "Yilmaz", "Zhou",
+    "Abara",
+    "Berg",
+    "Castillo",
+    "Dubois",
+    "Eriksen",
+    "Fontaine",
+    "Garcia",
+    "Haddad",
+    "Ito",
+    "Jensen",
+    "Kowalski",
+    "Lindqvist",
+    "Moreau",
+    "Nakamura",
+    "Okafor",
+    "Petrov",
+    "Quintero",
+    "Rossi",
+    "Sato",
+    "Tanaka",
+    "Ulloa",
+    "Varga",
+    "Weber",
+    "Xu",
+    "Yamada",
+    "Zielinski",
+    "Ahmed",
+    "Bianchi",
+    "Chen",
+    "Dlamini",
+    "Esposito",
+    "Fischer",
+    "Gomez",
+    "Horvat",
+    "Iqbal",
+    "Johansson",
+    "Kim",
+    "Lopez",
+    "Mensah",
+    "Novak",
+    "Oliveira",
+    "Park",
+    "Reyes",
+    "Silva",
+    "Torres",
+    "Usman",
+    "Vogel",
+    "Walsh",
+    "Yilmaz",
+    "Zhou",
 ];
 
 /// The name of generated user `index` (1-based): a first and a last name from the lists
@@ -200,7 +244,11 @@ pub fn generated_user_name(index: usize) -> String {
     let pairs = FIRST_NAMES.len() * LAST_NAMES.len();
     let (round, within) = (i / pairs, i % pairs);
     let (q, r) = (within / FIRST_NAMES.len(), within % FIRST_NAMES.len());
-    let name = format!("{} {}", FIRST_NAMES[r], LAST_NAMES[(q + 7 * r) % LAST_NAMES.len()]);
+    let name = format!(
+        "{} {}",
+        FIRST_NAMES[r],
+        LAST_NAMES[(q + 7 * r) % LAST_NAMES.len()]
+    );
     if round == 0 {
         name
     } else {
