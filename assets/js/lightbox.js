@@ -1,5 +1,6 @@
 // The lightbox: a click on a message's thumbnail opens the original in a dialog, with a
-// zoom toggle (click the image) and a download link; Esc or the close button ends it.
+// zoom toggle (click the image), a download link and a share button (shown where the browser
+// has a share sheet: see share.js); Esc or the close button ends it.
 import { listen } from "./util.js"
 
 export function startLightbox() {
@@ -10,6 +11,7 @@ export function startLightbox() {
     dialog.className = "lightbox"
     dialog.innerHTML =
       '<div class="lightbox__bar"><a class="btn btn--plain lightbox__download" download>Download</a>' +
+      '<button type="button" class="btn btn--plain lightbox__share" data-share-url="" data-share-file>Share</button>' +
       '<button type="button" class="btn btn--plain lightbox__close">Close</button></div>' +
       '<img class="lightbox__image" alt="">'
     dialog.querySelector(".lightbox__close").addEventListener("click", () => dialog.close())
@@ -31,6 +33,9 @@ export function startLightbox() {
     const download = dialog.querySelector(".lightbox__download")
     download.href = link.dataset.lightboxDownload
     download.setAttribute("download", link.dataset.lightboxFilename ?? "")
+    const share = dialog.querySelector(".lightbox__share")
+    share.dataset.shareUrl = link.dataset.lightboxDownload
+    share.dataset.shareTitle = link.dataset.lightboxFilename ?? ""
     dialog.showModal()
   }
 

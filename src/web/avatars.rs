@@ -334,11 +334,23 @@ pub async fn create(
     let (user, back) = changeable(&state, &ctx, &user_id).await?;
     let uploader = ctx.require_user()?;
     let blob = uploaded(&state, &ctx, uploader, request, ["user[avatar]", "avatar"]).await?;
-    make_squares(&state, &blob, &[AVATAR_SIZE], false, false).await?;
-    replace(&state, "avatar", record::USER, user.id, &blob).await?;
-    users::touch(&state.pool, user.id).await?;
-    state.storage.avatars.set(user.id, Some(blob.id));
+    attach_avatar(&state, user.id, &blob).await?;
     Ok(found(back))
+}
+
+/// Makes `blob` the avatar of user `user_id`: its square variant made (422, and the blob
+/// purged, for what is not an image the decoders read), the old avatar purged, the user
+/// touched so pages link the new version.
+pub(crate) async fn attach_avatar(
+    state: &AppState,
+    user_id: i64,
+    blob: &Blob,
+) -> Result<(), AppError> {
+    make_squares(state, blob, &[AVATAR_SIZE], false, false).await?;
+    replace(state, "avatar", record::USER, user_id, blob).await?;
+    users::touch(&state.pool, user_id).await?;
+    state.storage.avatars.set(user_id, Some(blob.id));
+    Ok(())
 }
 
 /// `DELETE /users/{user_id}/avatar` (see the module docs).

@@ -269,7 +269,8 @@ fn is_disk_upload(parts: &Parts) -> bool {
 
 /// Requests whose body the handler streams instead of [`read_body`] buffering it (their size
 /// is bounded by `--max-upload-bytes` there): a direct upload's bytes, and multipart forms
-/// carrying a file to the routes that take one (a post, a bot's post). Their CSRF token comes
+/// carrying a file to the routes that take one (a post, a bot's post, an avatar, the logo, the
+/// first run's form with its avatar). Their CSRF token comes
 /// from the `X-CSRF-Token` header (as Campfire's uploader and `@rails/activestorage` send it).
 fn streams_body(parts: &Parts) -> bool {
     if is_disk_upload(parts) {
@@ -289,7 +290,7 @@ fn streams_body(parts: &Parts) -> bool {
         || matches!(segments.as_slice(), ["rooms", _, _, "messages"] if is_bot_path(path))
         || matches!(
             segments.as_slice(),
-            ["users", _, "avatar"] | ["account", "logo"]
+            ["users", _, "avatar"] | ["account", "logo"] | ["first_run"]
         )
 }
 

@@ -9,6 +9,13 @@ pub struct Form {
     fields: Vec<(String, String)>,
 }
 
+impl From<Vec<(String, String)>> for Form {
+    /// The text fields of a multipart form, in order.
+    fn from(fields: Vec<(String, String)>) -> Self {
+        Self { fields }
+    }
+}
+
 impl Form {
     /// Parses a urlencoded body (`+` is a space). Errors when a name or value is not UTF-8.
     pub fn parse(body: &[u8]) -> Result<Self, String> {

@@ -45,6 +45,7 @@ pub mod autocompletable;
 pub mod avatars;
 pub mod boosts;
 pub mod bots_api;
+pub mod browsers;
 pub mod byte_ranges;
 pub mod client_ip;
 pub mod context;
@@ -73,6 +74,7 @@ pub mod searches;
 pub mod sessions;
 pub mod sidebar_history;
 pub mod transfers;
+pub mod translations;
 pub mod unfurl_links;
 pub mod upload_clock;
 pub mod users;
@@ -271,5 +273,6 @@ pub fn routes(state: SharedState) -> Router {
         .route("/icons/icon-192.png", get(pwa::icon_192))
         .route("/icons/icon-512.png", get(pwa::icon_512))
         .fallback(|| async { error::AppError::NotFound })
+        .layer(axum::middleware::from_fn(browsers::allow_browser))
         .with_state(state)
 }

@@ -272,7 +272,7 @@ async fn one_users_dead_push_endpoints_never_delay_another_users_push_and_subscr
         .await,
         20
     );
-    // User 3 (id 10) has one browser on the same push service, which answers.
+    // Carmen Okafor (id 10) has one browser on the same push service, which answers.
     let (mut user3, csrf3) = kit::signed_in(&server, "user3@example.com", "password").await;
     let endpoint = format!("http://{addr}/ok/user3");
     subscribed(&mut user3, &csrf3, &endpoint, &service, Some("user3")).await;

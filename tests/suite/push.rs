@@ -257,9 +257,9 @@ async fn a_mention_and_a_dm_reach_exactly_the_members_campfire_pushes_to() {
     set_involvement(&server, 1, 2, "everything").await; // Jason: the author → never
     set_involvement(&server, 1, 3, "everything").await; // JZ: everything → pushed
     set_involvement(&server, 1, 4, "everything").await; // Kevin: connected → never
-    set_involvement(&server, 1, 8, "mentions").await; // User 1: not mentioned → never
-    set_involvement(&server, 1, 9, "nothing").await; // User 2: mentioned, nothing → never
-    set_involvement(&server, 1, 10, "invisible").await; // User 3: mentioned, invisible → never
+    set_involvement(&server, 1, 8, "mentions").await; // Ada Abara: not mentioned → never
+    set_involvement(&server, 1, 9, "nothing").await; // Bilal Haddad: mentioned, nothing → never
+    set_involvement(&server, 1, 10, "invisible").await; // Carmen Okafor: mentioned, invisible → never
     sqlx::query("UPDATE memberships SET connected_at = ?, connections = 1 WHERE room_id = 1 AND user_id = 4")
         .bind(hearth::db::now_ms())
         .execute(&server.state.pool)
@@ -285,8 +285,8 @@ async fn a_mention_and_a_dm_reach_exactly_the_members_campfire_pushes_to() {
         "<div>Hey {}, {}, {} and {}: the build is green</div>",
         mention(1, "David"),
         mention(4, "Kevin"),
-        mention(9, "User 2"),
-        mention(10, "User 3")
+        mention(9, "Bilal Haddad"),
+        mention(10, "Carmen Okafor")
     );
     let posted = form(&[
         ("message[body]", &html),
@@ -302,7 +302,7 @@ async fn a_mention_and_a_dm_reach_exactly_the_members_campfire_pushes_to() {
         )
         .await;
     assert_eq!(r.status, 200, "{}", r.body);
-    let text = "Hey @David, @Kevin, @User 2 and @User 3: the build is green";
+    let text = "Hey @David, @Kevin, @Bilal Haddad and @Carmen Okafor: the build is green";
     // Jason's direct room with David (5): David's default involvement there is everything.
     let (csrf, _) = jason.room(5).await;
     let r = jason

@@ -155,7 +155,7 @@ async fn generated_users_share_one_2a_cost_4_digest_of_password() {
     for (i, (id, name, email, row_digest, role, status)) in rows.iter().enumerate() {
         let n = i + 1;
         assert_eq!(*id, FIRST_GENERATED_USER_ID + i as i64);
-        assert_eq!(name, &format!("User {n}"));
+        assert_eq!(name, &hearth::db::seed::generated_user_name(n));
         assert_eq!(email, &format!("user{n}@example.com"));
         assert_eq!(row_digest, &digest);
         assert_eq!((role.as_str(), status.as_str()), ("member", "active"));

@@ -421,7 +421,7 @@ async fn health_check_answers() {
 async fn a_post_touches_the_room_and_marks_disconnected_members_unread() {
     let server = TestServer::start().await;
     let pool = &server.state.pool;
-    // Start from a read room, with Jason connected (present) and User 1 not.
+    // Start from a read room, with Jason connected (present) and Ada Abara (user 1) not.
     sqlx::query("UPDATE memberships SET unread_at = NULL WHERE room_id = 1")
         .execute(pool)
         .await

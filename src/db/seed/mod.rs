@@ -17,7 +17,7 @@
 //! | 5 | Bender | none (bot token [`BENDER_BOT_TOKEN`]) | bot | active |
 //! | 6 | Ralph | `ralph-deactivated-<uuid>@example.com` | member | deactivated |
 //! | 7 | Mallory | `mallory@example.com` | member | banned |
-//! | 8… | User 1 … User N | `user1@example.com` … | member | active |
+//! | 8… | generated first and last names ([`generated_user_name`]) | `user1@example.com` … | member | active |
 //!
 //! Rooms, all created by David:
 //!
@@ -71,6 +71,7 @@ mod write;
 use anyhow::{bail, Context as _};
 use sqlx::SqlitePool;
 
+pub use people::generated_user_name;
 use people::{generated_digest, named_digests, NAMED_USERS};
 use plan::Plan;
 use rooms::ROOMS;

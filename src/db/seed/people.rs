@@ -172,3 +172,86 @@ fn rails_digest(password: &str, cost: u32, salt: [u8; 16]) -> anyhow::Result<Str
         .with_context(|| format!("cannot hash a seed password at bcrypt cost {cost}"))?;
     Ok(parts.format_for_version(bcrypt::Version::TwoA))
 }
+
+/// First names of the generated people (a list of our own; [`generated_user_name`]).
+const FIRST_NAMES: [&str; 40] = [
+    "Ada", "Bilal", "Carmen", "Dmitri", "Esther", "Farid", "Greta", "Hiroshi", "Ines", "Jonas",
+    "Keiko", "Luis", "Maren", "Nikhil", "Olga", "Pedro", "Quinn", "Rosa", "Samir", "Tamsin",
+    "Umar", "Vera", "Wendell", "Ximena", "Yusuf", "Zara", "Anton", "Beatriz", "Caleb", "Dalia",
+    "Emeka", "Freya", "Gustavo", "Hana", "Ivo", "Julia", "Kofi", "Lena", "Mateo", "Noor",
+];
+
+/// Last names of the generated people (a list of our own; [`generated_user_name`]).
+const LAST_NAMES: [&str; 50] = [
+    "Abara",
+    "Berg",
+    "Castillo",
+    "Dubois",
+    "Eriksen",
+    "Fontaine",
+    "Garcia",
+    "Haddad",
+    "Ito",
+    "Jensen",
+    "Kowalski",
+    "Lindqvist",
+    "Moreau",
+    "Nakamura",
+    "Okafor",
+    "Petrov",
+    "Quintero",
+    "Rossi",
+    "Sato",
+    "Tanaka",
+    "Ulloa",
+    "Varga",
+    "Weber",
+    "Xu",
+    "Yamada",
+    "Zielinski",
+    "Ahmed",
+    "Bianchi",
+    "Chen",
+    "Dlamini",
+    "Esposito",
+    "Fischer",
+    "Gomez",
+    "Horvat",
+    "Iqbal",
+    "Johansson",
+    "Kim",
+    "Lopez",
+    "Mensah",
+    "Novak",
+    "Oliveira",
+    "Park",
+    "Reyes",
+    "Silva",
+    "Torres",
+    "Usman",
+    "Vogel",
+    "Walsh",
+    "Yilmaz",
+    "Zhou",
+];
+
+/// The name of generated user `index` (1-based): a first and a last name from the lists
+/// above, the same for the same index on every run, and distinct for every index. The first
+/// name cycles fastest and the last name jumps seven places with it, so neighbours share
+/// neither; past the 2,000 pairs the lists make, a number is added (`Ada Abara 2`).
+pub fn generated_user_name(index: usize) -> String {
+    let i = index.saturating_sub(1);
+    let pairs = FIRST_NAMES.len() * LAST_NAMES.len();
+    let (round, within) = (i / pairs, i % pairs);
+    let (q, r) = (within / FIRST_NAMES.len(), within % FIRST_NAMES.len());
+    let name = format!(
+        "{} {}",
+        FIRST_NAMES[r],
+        LAST_NAMES[(q + 7 * r) % LAST_NAMES.len()]
+    );
+    if round == 0 {
+        name
+    } else {
+        format!("{name} {}", round + 1)
+    }
+}

@@ -94,10 +94,12 @@ fn main_room_messages(rng: &mut SplitMix64, generated: usize) -> anyhow::Result<
             anyhow::Ok((id, user.name.to_owned()))
         })
         .collect::<anyhow::Result<_>>()?;
-    authors.extend(
-        (1..=generated.min(GENERATED_AUTHORS))
-            .map(|i| (FIRST_GENERATED_USER_ID + i as i64 - 1, format!("User {i}"))),
-    );
+    authors.extend((1..=generated.min(GENERATED_AUTHORS)).map(|i| {
+        (
+            FIRST_GENERATED_USER_ID + i as i64 - 1,
+            super::people::generated_user_name(i),
+        )
+    }));
 
     let mut at = 0;
     let mut previous_author = usize::MAX;

@@ -76,7 +76,7 @@ async fn insert_users(
             .iter()
             .map(|&i| UserRow {
                 id: FIRST_GENERATED_USER_ID + i as i64 - 1,
-                name: format!("User {i}").into(),
+                name: super::people::generated_user_name(i).into(),
                 email: Some(format!("user{i}@example.com").into()),
                 digest: Some(generated_digest),
                 role: crate::db::Role::Member,
