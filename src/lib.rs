@@ -30,7 +30,8 @@
 //!    into membership writes), [`assets`] (the room page's scripts, vendored and built into the
 //!    binary), [`anycable`] (AnyCable's publication format and broadcast key), [`storage`]
 //!    (Active Storage's disk service, content identification, signed blob URLs, image
-//!    processing), [`webhooks`] (the bounded queue and HTTP client of bot webhooks), [`push`]
+//!    processing), [`link_previews`] (a pasted URL's Open Graph card, fetched behind an SSRF
+//!    guard), [`webhooks`] (the bounded queue and HTTP client of bot webhooks), [`push`]
 //!    (web push: VAPID keys, the push queue and its sender).
 //! 3. What the app says: [`render`] (askama pages and partials, the `<turbo-stream>` wrapper),
 //!    [`streams`] (stream names), [`pubsub`] (the [`pubsub::Bus`] seam every broadcast,

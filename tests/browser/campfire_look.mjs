@@ -16,6 +16,8 @@
 // - ROOM-PILLS: the sidebar's rooms are pills (a radius of at least half their height) as wide
 //   as their names, not the sidebar;
 // - PEOPLE-FACES: direct rooms and the people one click away show an avatar image, loaded;
+// - FOOTER: the administrator's own avatar in the sidebar's footer keeps its 32×32 beside the
+//   five buttons, all inside the sidebar;
 // - COMPOSER: the composer is a rounded field with the attach button and a round Send button
 //   drawing an arrow (an SVG, no visible text) inside it, the search button left of it;
 // - screenshots, light and dark, at both sizes: the room (campfire-look-<width>-<scheme>.png)
@@ -226,6 +228,17 @@ try {
         await check(face.img && face.loaded && face.width >= 32 && face.height >= 32, `${what}: ${face.name} has no avatar image: ${JSON.stringify(face)}`)
       }
       out("PEOPLE-FACES", what, `${s.directs.length} direct rooms (${s.directs.map((d) => d.name).join(", ")}) and ${s.people.length} people, each with a loaded avatar ≥ 32 px`)
+      // The footer of an administrator (the most buttons): the avatar keeps its size and every
+      // button stays inside the sidebar.
+      const f = await page.evaluate(() => {
+        const side = document.getElementById("sidebar").getBoundingClientRect().toJSON()
+        const me = document.querySelector(".sidebar__footer .sidebar__me .avatar__image").getBoundingClientRect().toJSON()
+        const buttons = [...document.querySelectorAll(".sidebar__footer .btn--icon")].map((b) => b.getBoundingClientRect().toJSON()).filter((b) => b.width > 0)
+        return { side, me, buttons }
+      })
+      await check(Math.abs(f.me.width - 32) <= 1 && Math.abs(f.me.height - 32) <= 1, `${what}: the footer's own avatar is ${f.me.width}×${f.me.height}, not 32×32`)
+      await check(f.buttons.length >= 5 && f.buttons.every((b) => b.right <= f.side.right + 1 && b.left >= f.me.right), `${what}: the footer's buttons leave the sidebar or cover the avatar: ${JSON.stringify(f)}`)
+      out("FOOTER", what, `avatar ${Math.round(f.me.width)}×${Math.round(f.me.height)}, ${f.buttons.length} buttons inside the sidebar`)
 
       if (phone) {
         await page.screenshot({ path: shot(`campfire-look-${width}-${scheme}-sidebar.png`) })

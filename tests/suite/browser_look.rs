@@ -33,6 +33,7 @@ fn own_messages_right_bubbles_hover_menu_pills_faces_and_the_round_composer_in_c
             "COMPOSER",
             "ROOM-PILLS",
             "PEOPLE-FACES",
+            "FOOTER",
         ] {
             steps.push(format!("{step} {what}"));
         }

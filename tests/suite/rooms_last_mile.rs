@@ -304,3 +304,36 @@ async fn the_everyone_switch_closes_a_room_keeping_its_members_and_opens_it_to_e
     assert_eq!(r.status, 403);
     assert_eq!(common::forms::scalar_text(&server, &kind(3)).await, "open");
 }
+
+/// A team of more than a thousand people can close its open room: the closed form checks every
+/// member, and saving it keeps them all (the limit on `user_ids[]` was 1,000, so the save was
+/// refused with 422 and the switch was a dead end on the seeded demo of 1,005 people).
+#[tokio::test]
+async fn a_room_of_more_than_a_thousand_people_can_be_closed_keeping_everyone() {
+    let server = TestServer::start_with(|c| c.seed_users = 1_100).await;
+    let mut david = server.signed_in(DAVID, SECRET).await;
+    let active_members = "SELECT COUNT(*) FROM memberships m JOIN users u ON u.id = m.user_id \
+                          WHERE m.room_id = 1 AND u.status = 'active'";
+    let before = scalar_i64(&server, active_members).await;
+    assert!(before > 1_000, "All Talk holds {before} active people");
+    let closed_form = david.get("/rooms/closeds/1/edit").await;
+    assert_eq!(closed_form.status, 200);
+    let checked: Vec<String> = closed_form
+        .body
+        .split("name=\"user_ids[]\" value=\"")
+        .skip(1)
+        .filter(|rest| rest[..rest.find('>').unwrap()].contains(" checked"))
+        .map(|rest| rest[..rest.find('"').unwrap()].to_owned())
+        .collect();
+    assert_eq!(checked.len() as i64, before, "every member is checked");
+    let token = csrf(&mut david, "/rooms/closeds/1/edit").await;
+    let mut pairs: Vec<(&str, &str)> = vec![("room[name]", "All Talk")];
+    pairs.extend(checked.iter().map(|id| ("user_ids[]", id.as_str())));
+    let r = send(&mut david, "PATCH", "/rooms/closeds/1", &pairs, &token).await;
+    assert_eq!(r.status, 302, "{}", r.body);
+    assert_eq!(
+        common::forms::scalar_text(&server, "SELECT kind FROM rooms WHERE id = 1").await,
+        "closed"
+    );
+    assert_eq!(scalar_i64(&server, active_members).await, before);
+}

@@ -21,8 +21,10 @@ use crate::web::respond::found;
 
 /// The longest room name accepted, in characters (longer: 422).
 pub const MAX_NAME_CHARS: usize = 100;
-/// The most `user_ids[]` one request may name for a closed room (more: 422).
-pub const MAX_MEMBER_IDS: usize = 1_000;
+/// The most `user_ids[]` one request may name for a closed room (more: 422): room for a team of
+/// ten thousand, so closing an open room keeps everyone (its form checks every member); about
+/// 200 KB of form, well inside the body limit.
+pub const MAX_MEMBER_IDS: usize = 10_000;
 /// The most people one direct room may be created for, besides its creator (more: 422).
 pub const MAX_DIRECT_MEMBER_IDS: usize = 50;
 
