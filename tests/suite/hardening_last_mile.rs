@@ -361,3 +361,81 @@ async fn unfurls_are_limited_per_user() {
     assert_eq!(status, 204);
     server.stop().await;
 }
+
+#[tokio::test]
+async fn a_forged_flash_cookie_shows_nothing_but_a_known_notice() {
+    let server = TestServer::start().await;
+    let mut jason = server.signed_in(JASON, SECRET).await;
+    let long = "s".repeat(3000);
+    for value in [
+        "%3Cscript%3Ealert(1)%3C/script%3E",
+        "\"<img src=x onerror=alert(1)>\"",
+        "Saved",
+        "saved%00",
+        "saved2",
+        long.as_str(),
+    ] {
+        let mut c = jason.clone();
+        c.cookies.push(("flash".to_owned(), value.to_owned()));
+        let r = c.get("/rooms/1").await;
+        assert_eq!(r.status, 200, "{value}");
+        assert!(!r.body.contains("flash-notice"), "{value} showed a notice");
+        assert!(!r.body.contains("onerror") && !r.body.contains("<script>alert"));
+    }
+    // A forged known name shows only its fixed text, once.
+    jason.cookies.push(("flash".to_owned(), "saved".to_owned()));
+    let r = jason.get("/rooms/1").await;
+    assert!(r.body.contains("flash-notice"));
+    assert_eq!(jason.cookie("flash"), None, "the notice's cookie is kept");
+    assert!(!jason.get("/rooms/1").await.body.contains("flash-notice"));
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn the_people_list_takes_hostile_pages_and_filters() {
+    let server = TestServer::start().await;
+    let mut david = server.signed_in(DAVID, SECRET).await;
+    let mut jason = server.signed_in(JASON, SECRET).await;
+    let rows = |body: &str| body.matches("<tr").count();
+    let everyone = david.get("/account/users").await;
+    assert_eq!(everyone.status, 200);
+    assert!(rows(&everyone.body) > 2);
+    for (query, status) in [
+        ("page=4294967295", 200),
+        ("page=0", 200),
+        ("page=-1", 400),
+        ("page=99999999999999999999", 400),
+        ("page=1e3", 400),
+        ("page=", 400),
+    ] {
+        let r = david.get(&format!("/account/users?{query}")).await;
+        assert_eq!(r.status, status, "{query}");
+    }
+    let last = david.get("/account/users?page=4294967295").await;
+    assert!(last.body.contains("No one matches."));
+    assert!(!last.body.contains("rel=\"next\""));
+    // SQL wildcards are literal: no one's name or address has `%` or `_`.
+    for q in ["%25", "_", "%25%25", "%5C", "'", "%22%3E%3Cscript%3E"] {
+        let r = david.get(&format!("/account/users?q={q}")).await;
+        assert_eq!(r.status, 200, "{q}");
+        assert!(r.body.contains("No one matches."), "{q} matched people");
+        assert!(!r.body.contains("\"><script>"), "{q} reached the page unescaped");
+    }
+    let long = "a".repeat(60_000);
+    let started = Instant::now();
+    let r = david.get(&format!("/account/users?q={long}")).await;
+    assert!(r.status == 200 || r.status == 414 || r.status == 431, "{}", r.status);
+    assert!(started.elapsed() < Duration::from_secs(3));
+    if r.status == 200 {
+        assert!(!r.body.contains(&"a".repeat(101)), "the filter was not cut");
+    }
+    // Members cannot page or filter it.
+    for path in [
+        "/account/users",
+        "/account/users?page=2",
+        "/account/users?q=david",
+    ] {
+        assert_eq!(jason.get(path).await.status, 403, "{path}");
+    }
+    server.stop().await;
+}
