@@ -166,7 +166,7 @@ async fn other_spellings_of_loopback_are_never_fetched() {
         format!(" http://127.0.0.1:{port}/og"),
         format!("//127.0.0.1:{port}/og"),
         format!("javascript:fetch('http://127.0.0.1:{port}/og')"),
-        format!("data:text/html,<meta property=og:title content=x>"),
+        "data:text/html,<meta property=og:title content=x>".to_owned(),
     ] {
         let (status, _) = unfurl(&mut david, &csrf, &url).await;
         assert_eq!(status, 204, "{url} gave a preview");
@@ -301,7 +301,11 @@ async fn redirects_lying_answers_and_hostile_properties_give_nothing_unsafe() {
         assert_eq!(card["url"], format!("{origin}{path}"), "{card}");
         assert!(card["image"].is_null(), "{card}");
     }
-    assert_eq!(inner_seen.load(Ordering::SeqCst), 0, "the inner site was reached");
+    assert_eq!(
+        inner_seen.load(Ordering::SeqCst),
+        0,
+        "the inner site was reached"
+    );
     assert_eq!(stored_previews(&server.dir), 0);
     server.stop().await;
 }
@@ -419,12 +423,19 @@ async fn the_people_list_takes_hostile_pages_and_filters() {
         let r = david.get(&format!("/account/users?q={q}")).await;
         assert_eq!(r.status, 200, "{q}");
         assert!(r.body.contains("No one matches."), "{q} matched people");
-        assert!(!r.body.contains("\"><script>"), "{q} reached the page unescaped");
+        assert!(
+            !r.body.contains("\"><script>"),
+            "{q} reached the page unescaped"
+        );
     }
     let long = "a".repeat(60_000);
     let started = Instant::now();
     let r = david.get(&format!("/account/users?q={long}")).await;
-    assert!(r.status == 200 || r.status == 414 || r.status == 431, "{}", r.status);
+    assert!(
+        r.status == 200 || r.status == 414 || r.status == 431,
+        "{}",
+        r.status
+    );
     assert!(started.elapsed() < Duration::from_secs(3));
     if r.status == 200 {
         assert!(!r.body.contains(&"a".repeat(101)), "the filter was not cut");
