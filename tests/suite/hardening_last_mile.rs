@@ -450,3 +450,53 @@ async fn the_people_list_takes_hostile_pages_and_filters() {
     }
     server.stop().await;
 }
+
+#[tokio::test]
+async fn one_users_slow_unfurls_leave_room_for_everyone_elses() {
+    let mut m = HashMap::new();
+    m.insert(
+        "/og".to_owned(),
+        reply(
+            "200 OK",
+            "Content-Type: text/html\r\n",
+            og_page("Quick", "", "").as_bytes(),
+        ),
+    );
+    let (addr, _) = site("127.0.0.1:0", m).await;
+    let server = TestServer::start_with(|c| {
+        c.link_preview_allow_network = vec!["127.0.0.1/32".parse().unwrap()];
+    })
+    .await;
+    let david = server.signed_in(DAVID, SECRET).await;
+    let (csrf, _) = david.clone().room(1).await;
+    let mut jason = server.signed_in(JASON, SECRET).await;
+    let (jason_csrf, _) = jason.room(1).await;
+    let mut flood = Vec::new();
+    for i in 0..20 {
+        let mut c = david.clone();
+        let csrf = csrf.clone();
+        let url = format!("http://{addr}/slow/{i}");
+        flood.push(tokio::spawn(
+            async move { unfurl(&mut c, &csrf, &url).await },
+        ));
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let started = Instant::now();
+    let (status, card) = unfurl(&mut jason, &jason_csrf, &format!("http://{addr}/og")).await;
+    let took = started.elapsed();
+    assert_eq!(status, 200, "{card}");
+    assert_eq!(card["title"], "Quick");
+    assert!(
+        took < Duration::from_secs(2),
+        "someone else's slow unfurls held every fetch: {took:?}"
+    );
+    // David's own are held to a few at once: the rest are refused at once.
+    let mut refused = 0;
+    for f in flood {
+        let status = f.await.unwrap().0;
+        assert!(status == 204 || status == 429, "{status}");
+        refused += usize::from(status == 429);
+    }
+    assert!(refused >= 20 - 2, "{refused} of David's 20 were refused");
+    server.stop().await;
+}
