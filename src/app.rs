@@ -111,7 +111,8 @@ fn routes_by_role(state: SharedState) -> axum::Router {
 }
 
 /// The [`crate::rate_limit::Action`] a request is, if any: posting, editing, creating a room,
-/// searching, boosting, signing up, creating a push subscription, sending a test notification
+/// searching, boosting, signing up, creating a push subscription, sending a test notification,
+/// asking for a link preview
 /// (by method and path, after the `_method` override).
 fn limited_action(
     method: &axum::http::Method,
@@ -145,6 +146,7 @@ fn limited_action(
         (&Method::POST, ["users", "me", "push_subscriptions", _, "test_notifications"]) => {
             Some(Action::TestNotification)
         }
+        (&Method::POST, ["unfurl_link"]) => Some(Action::LinkPreview),
         _ => None,
     }
 }

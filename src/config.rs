@@ -184,6 +184,11 @@ pub struct Config {
     )]
     pub test_notification_rate_limit: u32,
 
+    /// Link previews (`POST /unfurl_link`) one user may ask for per minute, in bursts of up to
+    /// as many; past it 429 with `Retry-After`. 0 disables the limit.
+    #[arg(long, env = "HEARTH_LINK_PREVIEW_RATE_LIMIT", default_value_t = 30)]
+    pub link_preview_rate_limit: u32,
+
     /// Origins allowed to open /cable besides the same origin as the Host header
     /// (comma-separated, exact match).
     #[arg(long, env = "HEARTH_ALLOWED_ORIGINS", value_delimiter = ',')]
@@ -591,6 +596,7 @@ impl Config {
                 self.test_notification_rate_limit,
                 Duration::from_secs(3600),
             ),
+            (Action::LinkPreview, self.link_preview_rate_limit, minute),
         ])
     }
 
@@ -625,6 +631,7 @@ impl Config {
         config.edit_rate_limit = 0;
         config.push_subscription_rate_limit = 0;
         config.test_notification_rate_limit = 0;
+        config.link_preview_rate_limit = 0;
         config.seed_users = 20;
         config.assets_dir = None;
         config.drain_spread = 0;

@@ -155,6 +155,9 @@ pub enum Action {
     /// (`POST /users/me/push_subscriptions/{id}/test_notifications`): each one is a request
     /// to a push service.
     TestNotification,
+    /// Asking for a link preview (`POST /unfurl_link`): each one makes the server fetch a page
+    /// and its image, and keep the image.
+    LinkPreview,
     /// A typing notice (`TypingNotificationsChannel`'s `start`/`stop`), counted per user over
     /// all of the user's cable connections on this node.
     Typing,

@@ -14,7 +14,8 @@
 //!   most [`MAX_HTML_BYTES`] of HTML ([`MAX_IMAGE_BYTES`] of image) read: a longer body (by
 //!   its `Content-Length` or as it streams) gives no preview;
 //! - everything, image included, within [`DEADLINE`] from the request, so a server that
-//!   answers one byte a second is cut off; and at most [`AT_ONCE`] previews fetched at once.
+//!   answers one byte a second is cut off; and at most [`AT_ONCE`] previews fetched at once,
+//!   at most [`AT_ONCE_PER_USER`] of them for one person.
 //!
 //! Campfire keeps the page's own image URL in the card, so every reader's browser would load
 //! it from that site (telling it who reads the room, and when). Here the image is fetched by
@@ -54,6 +55,10 @@ pub const MAX_IMAGE_BYTES: usize = 4 * 1024 * 1024;
 pub const DEADLINE: Duration = Duration::from_secs(5);
 /// Previews fetched at once by the whole server; more wait (within their [`DEADLINE`]).
 pub const AT_ONCE: usize = 8;
+/// Previews one person may have being fetched at once (the composer asks for one at a time);
+/// more are refused at once, so that one person's slow pages never hold every one of the
+/// [`AT_ONCE`] fetches.
+pub const AT_ONCE_PER_USER: usize = 2;
 /// The box a preview's image is scaled down to fit (never up).
 pub const IMAGE_BOX: (u32, u32) = (640, 360);
 /// Where preview images are served: `IMAGE_PATH` + the SHA-256 of the bytes in hex + `.jpg`
@@ -138,6 +143,32 @@ pub struct LinkPreviews {
     allow: Vec<IpRange>,
     tls: rustls::ClientConfig,
     at_once: Semaphore,
+    /// How many previews each person has being fetched, by user id (none: absent).
+    in_flight: std::sync::Mutex<std::collections::HashMap<i64, usize>>,
+}
+
+/// One person's place among the previews being fetched ([`LinkPreviews::reserve`]), given
+/// back when dropped.
+#[derive(Debug)]
+pub struct Reservation<'a> {
+    previews: &'a LinkPreviews,
+    user_id: i64,
+}
+
+impl Drop for Reservation<'_> {
+    fn drop(&mut self) {
+        let mut in_flight = self
+            .previews
+            .in_flight
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(n) = in_flight.get_mut(&self.user_id) {
+            *n -= 1;
+            if *n == 0 {
+                in_flight.remove(&self.user_id);
+            }
+        }
+    }
 }
 
 impl std::fmt::Debug for LinkPreviews {
@@ -191,6 +222,25 @@ impl LinkPreviews {
             allow,
             tls,
             at_once: Semaphore::new(AT_ONCE),
+            in_flight: std::sync::Mutex::default(),
+        })
+    }
+
+    /// A place for one more preview of `user_id`, held until the reservation is dropped: None
+    /// when they already have [`AT_ONCE_PER_USER`] being fetched.
+    pub fn reserve(&self, user_id: i64) -> Option<Reservation<'_>> {
+        let mut in_flight = self
+            .in_flight
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let n = in_flight.entry(user_id).or_insert(0);
+        if *n >= AT_ONCE_PER_USER {
+            return None;
+        }
+        *n += 1;
+        Some(Reservation {
+            previews: self,
+            user_id,
         })
     }
 

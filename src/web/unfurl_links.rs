@@ -2,7 +2,7 @@
 //!
 //! | route | answer |
 //! |---|---|
-//! | `POST /unfurl_link` | JSON `{"url": "https://…"}` in: `200` with `{"title","url","description","image"}` (the image a path of this server, or null), or `204` when the page gives no preview; `404` with `--link-previews off`; `401` signed out |
+//! | `POST /unfurl_link` | JSON `{"url": "https://…"}` in: `200` with `{"title","url","description","image"}` (the image a path of this server, or null), or `204` when the page gives no preview; `429` with `Retry-After` while the person has [`link_previews::AT_ONCE_PER_USER`] previews being fetched; `404` with `--link-previews off`; `401` signed out |
 //! | `GET /unfurl_link/images/{sha256}.{jpg,png}` | a preview's re-encoded image (signed in; cached for good, its name is its digest) |
 //!
 //! The fetching and its guard are [`crate::link_previews`].
@@ -35,13 +35,14 @@ pub async fn create(
     Extension(ctx): Extension<Ctx>,
     Json(params): Json<UnfurlParams>,
 ) -> Result<Response, AppError> {
-    ctx.require_user()?;
-    unfurl(&state.link_previews, &state.storage, &params.url).await
+    let user = ctx.require_user()?;
+    unfurl(&state.link_previews, &state.storage, user.id, &params.url).await
 }
 
 async fn unfurl(
     previews: &LinkPreviews,
     storage: &Storage,
+    user_id: i64,
     url: &str,
 ) -> Result<Response, AppError> {
     if !previews.enabled() {
@@ -50,6 +51,9 @@ async fn unfurl(
     if url.len() > MAX_URL_BYTES {
         return Ok(axum::http::StatusCode::NO_CONTENT.into_response());
     }
+    let Some(_reserved) = previews.reserve(user_id) else {
+        return Err(AppError::RateLimited(std::time::Duration::from_secs(1)));
+    };
     Ok(match previews.preview(url, storage).await {
         Some(preview) => Json(preview).into_response(),
         None => axum::http::StatusCode::NO_CONTENT.into_response(),

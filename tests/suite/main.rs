@@ -50,6 +50,7 @@ mod hardening_budget;
 mod hardening_hostile;
 mod hardening_images;
 mod hardening_images2;
+mod hardening_last_mile;
 mod hardening_limits;
 mod hardening_push;
 mod hardening_sessions;
