@@ -95,17 +95,27 @@ export function startMenu({ list, form }) {
 
   function close(details, { focus = false } = {}) {
     details.open = false
-    details.querySelector(".message__actions-menu")?.classList.remove("message__actions-menu--up")
+    const menu = details.querySelector(".message__actions-menu")
+    menu?.classList.remove("message__actions-menu--up")
+    if (menu) menu.style.translate = ""
     if (focus) details.querySelector("summary")?.focus()
   }
 
   // Below the button when it fits in the visible part of the list, else above when there is
-  // more room there; then nudged into view if the window is smaller than the menu.
+  // more room there; moved sideways to stay inside the message area (a narrow phone); then
+  // nudged into view if the window is smaller than the menu.
   function position(details) {
     const menu = details.querySelector(".message__actions-menu")
     const button = details.querySelector("summary")
     if (!menu || !button) return
     menu.classList.remove("message__actions-menu--up")
+    menu.style.translate = ""
+    const sides = area.getBoundingClientRect()
+    const wide = menu.getBoundingClientRect()
+    const right = Math.min(sides.right, window.innerWidth)
+    const left = Math.max(sides.left, 0)
+    if (wide.right > right) menu.style.translate = `${Math.max(right - wide.right, left - wide.left)}px 0`
+    else if (wide.left < left) menu.style.translate = `${left - wide.left}px 0`
     const bounds = area.getBoundingClientRect()
     const top = Math.max(bounds.top, 0)
     const bottom = Math.min(bounds.bottom, window.innerHeight)

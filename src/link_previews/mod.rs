@@ -61,13 +61,7 @@ pub const AT_ONCE: usize = 8;
 pub const AT_ONCE_PER_USER: usize = 2;
 /// The box a preview's image is scaled down to fit (never up).
 pub const IMAGE_BOX: (u32, u32) = (640, 360);
-/// Where preview images are served: `IMAGE_PATH` + the SHA-256 of the bytes in hex + `.jpg`
-/// or `.png`.
-pub const IMAGE_PATH: &str = "/unfurl_link/images/";
-/// The longest title kept, in characters (Campfire's card cuts it at 280).
-pub const MAX_TITLE_CHARS: usize = 280;
-/// The longest description kept, in characters (Campfire's card cuts it at 560).
-pub const MAX_DESCRIPTION_CHARS: usize = 560;
+pub use crate::rich_text::card::{image_key, IMAGE_PATH, MAX_DESCRIPTION_CHARS, MAX_TITLE_CHARS};
 
 /// The image types a preview's image may have.
 const IMAGE_TYPES: [&str; 4] = ["image/jpeg", "image/png", "image/gif", "image/webp"];
@@ -474,18 +468,4 @@ fn decode(bytes: &[u8], charset: Option<&str>) -> String {
         .and_then(|c| encoding_rs::Encoding::for_label(c.as_bytes()))
         .unwrap_or(encoding_rs::UTF_8);
     encoding.decode(bytes).0.into_owned()
-}
-
-/// Whether `path` is one of the preview image paths this server writes ([`IMAGE_PATH`], 64 hex
-/// digits, `.jpg` or `.png`): the storage key and content type when it is.
-pub fn image_key(path: &str) -> Option<(&str, &'static str)> {
-    let name = path.strip_prefix(IMAGE_PATH)?;
-    let (key, extension) = name.split_once('.')?;
-    let content_type = match extension {
-        "jpg" => "image/jpeg",
-        "png" => "image/png",
-        _ => return None,
-    };
-    (key.len() == 64 && key.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
-        .then_some((key, content_type))
 }

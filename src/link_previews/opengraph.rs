@@ -72,28 +72,7 @@ pub fn parse(html: &str) -> Properties {
     tokenizer.sink.0.take()
 }
 
-/// `text` as one line of plain text: any markup in it dropped (as Campfire's `strip_tags`),
-/// whitespace runs as one space, cut at `max` characters with an ellipsis.
-pub fn one_line(text: &str, max: usize) -> String {
-    let mut plain = String::with_capacity(text.len());
-    let mut in_tag = false;
-    for c in text.chars() {
-        match c {
-            '<' => in_tag = true,
-            '>' if in_tag => in_tag = false,
-            c if !in_tag => plain.push(c),
-            _ => {}
-        }
-    }
-    let words: Vec<&str> = plain.split_whitespace().collect();
-    let joined = words.join(" ");
-    if joined.chars().count() <= max {
-        return joined;
-    }
-    let mut cut: String = joined.chars().take(max.saturating_sub(1)).collect();
-    cut.push('…');
-    cut
-}
+pub use crate::rich_text::card::one_line;
 
 #[cfg(test)]
 mod tests {

@@ -30,6 +30,7 @@
 //! [`to_trix_html`] (the edit form's editor) and [`mentioned_user_ids`] (who a body mentions).
 
 mod autolink;
+pub mod card;
 
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
@@ -772,7 +773,7 @@ impl Writer {
 mod tests;
 
 /// A link preview's card as a body holds it: the page's link, title and description, and its
-/// image when it is one this server stored ([`crate::link_previews::image_key`]).
+/// image when it is one this server stored ([`card::image_key`]).
 struct Embed {
     href: String,
     title: String,
@@ -794,18 +795,12 @@ impl Embed {
         if !matches!(parsed.scheme(), "http" | "https") {
             return None;
         }
-        let title = crate::link_previews::opengraph::one_line(
-            &title?,
-            crate::link_previews::MAX_TITLE_CHARS,
-        );
+        let title = card::one_line(&title?, card::MAX_TITLE_CHARS);
         if title.is_empty() {
             return None;
         }
-        let description = crate::link_previews::opengraph::one_line(
-            description.unwrap_or(""),
-            crate::link_previews::MAX_DESCRIPTION_CHARS,
-        );
-        let image = image.filter(|i| crate::link_previews::image_key(i).is_some());
+        let description = card::one_line(description.unwrap_or(""), card::MAX_DESCRIPTION_CHARS);
+        let image = image.filter(|i| card::image_key(i).is_some());
         Some(Self {
             href,
             title,
