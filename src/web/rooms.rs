@@ -383,7 +383,8 @@ pub async fn sidebar(
         .signer
         .sign(&streams::user_rooms(&state.config.gid_app, user.id));
     let people = crate::db::users::direct_placeholders(&state.pool, user.id).await?;
-    let may_create_rooms = shared::may_create_rooms(&state, user).await?;
+    let may_create_rooms =
+        shared::may_create_rooms(&state.account_settings, &state.pool, user).await?;
     let token = ctx.csrf_token();
     let view = Sidebar {
         rooms_stream: &rooms_stream,

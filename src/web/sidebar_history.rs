@@ -149,7 +149,9 @@ pub async fn catch_up(
             .into_iter()
             .partition(|r| r.kind == crate::db::RoomKind::Direct);
         let people = crate::db::users::direct_placeholders(&state.pool, user.id).await?;
-        let may_create_rooms = super::rooms::shared::may_create_rooms(&state, user).await?;
+        let may_create_rooms =
+            super::rooms::shared::may_create_rooms(&state.account_settings, &state.pool, user)
+                .await?;
         let token = ctx.csrf_token();
         let nav = askama::Template::render(&SidebarNav {
             user_id: user.id,

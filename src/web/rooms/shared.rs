@@ -60,7 +60,7 @@ pub async fn ensure_permission_to_create_rooms(
     state: &AppState,
     user: &crate::db::users::User,
 ) -> Result<(), AppError> {
-    if !may_create_rooms(state, user).await? {
+    if !may_create_rooms(&state.account_settings, &state.pool, user).await? {
         return Err(AppError::Forbidden);
     }
     Ok(())
@@ -73,13 +73,14 @@ pub async fn ensure_permission_to_create_rooms(
 /// # Errors
 /// Database failures.
 pub async fn may_create_rooms(
-    state: &AppState,
+    account_settings: &crate::db::accounts::SettingsCache,
+    pool: &sqlx::SqlitePool,
     user: &crate::db::users::User,
 ) -> Result<bool, AppError> {
     if user.role == crate::db::Role::Administrator {
         return Ok(true);
     }
-    let settings = state.account_settings.get(&state.pool).await?;
+    let settings = account_settings.get(pool).await?;
     Ok(!settings.restrict_room_creation_to_administrators)
 }
 
