@@ -41,10 +41,11 @@
 //!    node) and [`state`] (the shared state built at
 //!    start).
 //! 4. [`broadcasts`]: what each event broadcasts, to which stream, in one call per event.
-//! 5. The two faces: [`web`] (the axum routes: sessions, CSRF, rooms, messages, bots, the
-//!    sidebar, the first run, sign-up, profiles, administration, bans, search) and [`cable`]
+//! 5. The faces: [`web`] (the axum routes: sessions, CSRF, rooms, messages, bots, the
+//!    sidebar, the first run, sign-up, profiles, administration, bans, search), [`cable`]
 //!    (the Action Cable server: upgrade, protocol frames, one task per connection reading
-//!    commands in order, Campfire's channels).
+//!    commands in order, Campfire's channels) and [`transfer`] (the commands that move a team
+//!    in and out: Campfire and Slack imports, the export, backup and restore).
 //! 6. [`app`]: wiring: the service (routes, `/cable`, `/metrics`), the accept loop and the
 //!    graceful drain.
 
@@ -77,5 +78,6 @@ pub mod sounds;
 pub mod state;
 pub mod storage;
 pub mod streams;
+pub mod transfer;
 pub mod web;
 pub mod webhooks;

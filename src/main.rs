@@ -1,5 +1,6 @@
 //! `hearth`: the command-line front. `serve` runs the server, `seed` builds a seed database,
-//! `sign-stream` prints a signed stream name, `broadcast-key` the key of `POST /_broadcast`.
+//! `sign-stream` prints a signed stream name, `broadcast-key` the key of `POST /_broadcast`;
+//! `import`, `export`, `backup` and `restore` move a team in and out (`hearth::transfer`).
 //! Thin on purpose: the work is in the library.
 
 use clap::{Parser, Subcommand};
@@ -70,6 +71,102 @@ enum Cmd {
         #[command(flatten)]
         secret: SecretFlags,
     },
+    /// Bring a team's history in: a Campfire `storage/` directory or a Slack export.
+    #[command(subcommand)]
+    Import(ImportCmd),
+    /// Write the team out as the `storage/` directory Campfire reads (its database and files).
+    Export {
+        /// The directory to write (created; must be empty or missing).
+        #[arg(long)]
+        to: PathBuf,
+        #[command(flatten)]
+        target: TargetFlags,
+    },
+    /// Take a consistent backup of the database and the files, while the server runs.
+    Backup {
+        /// The backup file to write.
+        #[arg(long)]
+        to: PathBuf,
+        #[command(flatten)]
+        target: TargetFlags,
+    },
+    /// Restore a backup taken by `hearth backup` (the server stopped).
+    Restore {
+        /// The backup file to read.
+        #[arg(long)]
+        from: PathBuf,
+        #[command(flatten)]
+        target: TargetFlags,
+    },
+}
+
+/// What `hearth import` reads.
+#[derive(Debug, Subcommand)]
+enum ImportCmd {
+    /// A Campfire `storage/` directory (`db/production.sqlite3` and `files/`), read only; ids kept.
+    Campfire {
+        /// The Campfire `storage/` directory.
+        #[arg(long)]
+        from: PathBuf,
+        #[command(flatten)]
+        target: TargetFlags,
+    },
+    /// A Slack workspace export (the `.zip` Slack's export page gives).
+    Slack {
+        /// The export's `.zip` file.
+        #[arg(long)]
+        from: PathBuf,
+        #[command(flatten)]
+        target: TargetFlags,
+    },
+}
+
+/// Hearth's database and files, found as `hearth serve` finds them, and what every transfer
+/// command is asked.
+#[derive(Debug, clap::Args)]
+struct TargetFlags {
+    /// Hearth's SQLite database file (as `hearth serve --database`).
+    #[arg(
+        long,
+        env = "HEARTH_DATABASE",
+        default_value = "storage/hearth.sqlite3"
+    )]
+    database: PathBuf,
+    /// Directory of generated state (as `hearth serve --data-dir`).
+    #[arg(long, env = "HEARTH_DATA_DIR", default_value = "storage")]
+    data_dir: PathBuf,
+    /// Root of the disk service (as `hearth serve --storage-root`); default: the data directory.
+    #[arg(long, env = "HEARTH_STORAGE_ROOT")]
+    storage_root: Option<PathBuf>,
+    /// Print what would be done (counts per table) and change nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Write into a database that already holds a team, replacing it.
+    #[arg(long)]
+    replace: bool,
+    /// No progress line on standard error.
+    #[arg(long)]
+    quiet: bool,
+}
+
+impl TargetFlags {
+    fn target(&self) -> hearth::transfer::Target {
+        hearth::transfer::Target {
+            database: self.database.clone(),
+            storage_root: self
+                .storage_root
+                .clone()
+                .unwrap_or_else(|| self.data_dir.clone()),
+        }
+    }
+
+    fn options(&self) -> hearth::transfer::Options {
+        hearth::transfer::Options {
+            dry_run: self.dry_run,
+            replace: self.replace,
+            progress: !self.quiet,
+        }
+    }
 }
 
 /// Where secret_key_base comes from, for the commands that print a key derived from it: the
@@ -165,6 +262,38 @@ async fn main() -> anyhow::Result<()> {
                 ),
             };
             println!("{}", signer.sign(&name));
+        }
+        Cmd::Import(ImportCmd::Campfire { from, target }) => {
+            init_tracing("warn", false);
+            let counts =
+                hearth::transfer::campfire::import(&from, &target.target(), target.options())
+                    .await?;
+            print!("{counts}");
+        }
+        Cmd::Import(ImportCmd::Slack { from, target }) => {
+            init_tracing("warn", false);
+            let counts =
+                hearth::transfer::slack::import(&from, &target.target(), target.options()).await?;
+            print!("{counts}");
+        }
+        Cmd::Export { to, target } => {
+            init_tracing("warn", false);
+            let counts =
+                hearth::transfer::export::export(&target.target(), &to, target.options()).await?;
+            print!("{counts}");
+        }
+        Cmd::Backup { to, target } => {
+            init_tracing("warn", false);
+            let counts =
+                hearth::transfer::backup::backup(&target.target(), &to, target.options()).await?;
+            print!("{counts}");
+        }
+        Cmd::Restore { from, target } => {
+            init_tracing("warn", false);
+            let counts =
+                hearth::transfer::backup::restore(&from, &target.target(), target.options())
+                    .await?;
+            print!("{counts}");
         }
     }
     Ok(())
