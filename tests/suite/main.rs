@@ -80,4 +80,5 @@ mod seed;
 mod small_ones;
 mod sounds;
 mod stress;
+mod transfer_round_trip;
 mod web;
