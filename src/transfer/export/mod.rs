@@ -193,8 +193,8 @@ impl<'a> Export<'a> {
     }
 }
 
-/// A flag set by the first Ctrl-C (SIGINT), for [`Export::interrupted_by`]; a second Ctrl-C
-/// ends the process at once. Needs a Tokio runtime.
+/// A flag set by Ctrl-C (SIGINT), for [`Export::interrupted_by`]: the export stops at its
+/// next row batch or file and removes what it wrote. Needs a Tokio runtime.
 pub fn interrupt_on_ctrl_c() -> Arc<AtomicBool> {
     let flag = Arc::new(AtomicBool::new(false));
     let set = Arc::clone(&flag);
@@ -202,9 +202,6 @@ pub fn interrupt_on_ctrl_c() -> Arc<AtomicBool> {
         if tokio::signal::ctrl_c().await.is_ok() {
             set.store(true, Ordering::Relaxed);
             eprintln!("\ninterrupted: stopping the export and removing what it wrote");
-            if tokio::signal::ctrl_c().await.is_ok() {
-                std::process::exit(130);
-            }
         }
     });
     flag

@@ -13,7 +13,7 @@ use crate::db::blobs::rails_datetime;
 use crate::transfer::Progress;
 
 /// Rows copied between two looks at the interruption flag.
-const CHECK_EVERY: u64 = 1024;
+pub const CHECK_EVERY: u64 = 1024;
 
 /// The error of an export stopped by Ctrl-C.
 pub fn interrupted_error() -> anyhow::Error {
@@ -72,7 +72,7 @@ pub fn copy(
             .with_context(|| format!("writing {} row {}", table.campfire, id_of(row)))?;
         written += 1;
         progress.inc(1);
-        if written % CHECK_EVERY == 0 {
+        if written.is_multiple_of(CHECK_EVERY) {
             check(interrupted)?;
         }
     }

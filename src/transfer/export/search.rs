@@ -59,7 +59,7 @@ pub fn write(
             .with_context(|| format!("indexing message {id}"))?;
         written += 1;
         progress.inc(1);
-        if written % 1024 == 0 {
+        if written.is_multiple_of(super::rows::CHECK_EVERY) {
             check(interrupted)?;
         }
     }
