@@ -81,6 +81,8 @@ enum Cmd {
         to: PathBuf,
         #[command(flatten)]
         target: TargetFlags,
+        #[command(flatten)]
+        s3: S3Flags,
     },
     /// Take a consistent backup of the database and the files, while the server runs.
     Backup {
@@ -166,6 +168,48 @@ impl TargetFlags {
             replace: self.replace,
             progress: !self.quiet,
         }
+    }
+}
+
+/// The S3 bucket a server run with `--storage s3` keeps files in, with `hearth serve`'s flags
+/// and environment variables, for the commands that read those files.
+#[derive(Debug, clap::Args)]
+struct S3Flags {
+    /// The S3-compatible server's URL (as `hearth serve --s3-endpoint`); unset: files are read
+    /// from the disk service only.
+    #[arg(long, env = "HEARTH_S3_ENDPOINT", default_value = "")]
+    s3_endpoint: String,
+    /// The bucket (as `hearth serve --s3-bucket`).
+    #[arg(long, env = "HEARTH_S3_BUCKET", default_value = "")]
+    s3_bucket: String,
+    /// The region requests are signed for (as `hearth serve --s3-region`).
+    #[arg(long, env = "HEARTH_S3_REGION", default_value = "us-east-1")]
+    s3_region: String,
+    /// The access key id (as `hearth serve --s3-access-key-id`).
+    #[arg(long, env = "HEARTH_S3_ACCESS_KEY_ID", default_value = "")]
+    s3_access_key_id: String,
+    /// The secret access key (as `hearth serve --s3-secret-access-key`).
+    #[arg(
+        long,
+        env = "HEARTH_S3_SECRET_ACCESS_KEY",
+        default_value = "",
+        hide_env_values = true
+    )]
+    s3_secret_access_key: Redacted<String>,
+}
+
+impl S3Flags {
+    /// The bucket, when an endpoint and a bucket are given.
+    fn config(&self) -> Option<hearth::storage::s3::S3Config> {
+        (!self.s3_endpoint.is_empty() && !self.s3_bucket.is_empty()).then(|| {
+            hearth::storage::s3::S3Config {
+                endpoint: self.s3_endpoint.clone(),
+                bucket: self.s3_bucket.clone(),
+                region: self.s3_region.clone(),
+                access_key_id: self.s3_access_key_id.clone(),
+                secret_access_key: self.s3_secret_access_key.0.clone(),
+            }
+        })
     }
 }
 
@@ -276,11 +320,16 @@ async fn main() -> anyhow::Result<()> {
                 hearth::transfer::slack::import(&from, &target.target(), target.options()).await?;
             print!("{counts}");
         }
-        Cmd::Export { to, target } => {
+        Cmd::Export { to, target, s3 } => {
             init_tracing("warn", false);
-            let counts =
-                hearth::transfer::export::export(&target.target(), &to, target.options()).await?;
-            print!("{counts}");
+            let source = target.target();
+            let mut export = hearth::transfer::export::Export::new(&source, &to)
+                .interrupted_by(hearth::transfer::export::interrupt_on_ctrl_c());
+            if let Some(config) = s3.config() {
+                export = export.with_s3(config);
+            }
+            // The export prints its own comparison of Hearth's rows and the export's.
+            export.run(target.options()).await?;
         }
         Cmd::Backup { to, target } => {
             init_tracing("warn", false);

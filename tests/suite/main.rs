@@ -39,6 +39,7 @@ mod cable;
 mod children;
 mod cli;
 mod drain_spread;
+mod export_campfire;
 // The fan-out hooks (`Fanout::new_inline_writers`) exist with the `test-support` feature.
 #[cfg(feature = "test-support")]
 mod fanout_socket;
