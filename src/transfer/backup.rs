@@ -121,7 +121,8 @@ async fn backup_dry_run(source: &Target) -> anyhow::Result<Counts> {
 }
 
 /// Restores the backup `from` into `target` (and its secrets into `data_dir`); the server must
-/// be stopped. Returns the restored database's rows per table with `files` and `bytes`. With
+/// be stopped. Returns the restored database's rows per table with `files` and `bytes` (and
+/// `files_missing`, `files_elsewhere`: the blobs whose files the backup did not hold). With
 /// `options.dry_run`, verifies the backup and the target and returns the backup's counts,
 /// writing nothing.
 ///
@@ -250,6 +251,7 @@ async fn check_restored(target: &Target, manifest: &Manifest) -> anyhow::Result<
     .await??;
     counts.add("files", manifest.files.len() as u64);
     counts.add("bytes", bytes);
+    add_absent(&mut counts, manifest);
     Ok(counts)
 }
 
@@ -259,13 +261,19 @@ fn manifest_counts(manifest: &Manifest) -> Counts {
     let mut counts = Counts(manifest.counts.clone());
     counts.add("files", manifest.files.len() as u64);
     counts.add("bytes", manifest.files.iter().map(|f| f.size).sum());
+    add_absent(&mut counts, manifest);
+    counts
+}
+
+/// `files_missing` and `files_elsewhere`, the blobs whose files the backup does not hold, when
+/// there are any.
+fn add_absent(counts: &mut Counts, manifest: &Manifest) {
     if !manifest.missing.is_empty() {
         counts.add("files_missing", manifest.missing.len() as u64);
     }
     if manifest.elsewhere > 0 {
         counts.add("files_elsewhere", manifest.elsewhere);
     }
-    counts
 }
 
 /// Prints on standard error the files listed but missing and the files unlike their rows.
