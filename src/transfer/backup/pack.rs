@@ -36,14 +36,7 @@ pub fn pack(
     data_dir: &Path,
     show_progress: bool,
 ) -> anyhow::Result<Packed> {
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    // Readable by its owner only: it holds everyone's messages and the secrets.
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let file = options
-        .open(out)
-        .map_err(|e| anyhow::anyhow!("creating {}: {e}", out.display()))?;
+    let file = create_private(out)?;
     let mut tar = tar::Builder::new(BufWriter::with_capacity(1 << 20, file));
     let mtime = u64::try_from(snapshot.taken_at_ms / 1000).unwrap_or(0);
     let local: u64 = snapshot
@@ -62,18 +55,6 @@ pub fn pack(
         &mut progress,
     )?
     .ok_or_else(|| anyhow::anyhow!("the snapshot {} is gone", snapshot.path.display()))?;
-    let mut state = Vec::new();
-    for name in manifest::STATE_FILES {
-        let entry = Entry::State(name.to_owned());
-        if let Some(sealed) =
-            append_sealed(&mut tar, &entry, &data_dir.join(name), mtime, &mut progress)?
-        {
-            state.push(Sealed {
-                name: name.to_owned(),
-                ..sealed
-            });
-        }
-    }
     let mut manifest = Manifest {
         format: manifest::FORMAT.to_owned(),
         format_version: manifest::FORMAT_VERSION,
@@ -84,11 +65,18 @@ pub fn pack(
         schema_version: snapshot.schema_version,
         database,
         counts: snapshot.counts.0.clone(),
-        state,
+        state: Vec::new(),
         files: Vec::new(),
         missing: Vec::new(),
         elsewhere: 0,
     };
+    for name in manifest::STATE_FILES {
+        let (entry, path) = (Entry::State(name.to_owned()), data_dir.join(name));
+        if let Some(sealed) = append_sealed(&mut tar, &entry, &path, mtime, &mut progress)? {
+            let name = name.to_owned();
+            manifest.state.push(Sealed { name, ..sealed });
+        }
+    }
     let damaged = append_files(
         &mut tar,
         snapshot,
@@ -99,11 +87,8 @@ pub fn pack(
     )?;
     progress.finish();
     let json = serde_json::to_vec_pretty(&manifest)?;
-    tar.append_data(
-        &mut header(json.len() as u64, mtime),
-        manifest::MANIFEST,
-        &json[..],
-    )?;
+    let mut head = header(json.len() as u64, mtime);
+    tar.append_data(&mut head, manifest::MANIFEST, &json[..])?;
     let mut writer = tar.into_inner()?;
     writer.flush()?;
     writer
@@ -111,6 +96,18 @@ pub fn pack(
         .map_err(|e| anyhow::anyhow!("writing {}: {}", out.display(), e.error()))?
         .sync_all()?;
     Ok(Packed { manifest, damaged })
+}
+
+/// Creates the new file `out`, readable by its owner only: it holds everyone's messages and the
+/// secrets.
+fn create_private(out: &Path) -> anyhow::Result<FsFile> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options
+        .open(out)
+        .map_err(|e| anyhow::anyhow!("creating {}: {e}", out.display()))
 }
 
 /// Appends each blob of the disk service listed in the snapshot: its file as it is on disk,

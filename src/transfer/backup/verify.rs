@@ -29,8 +29,8 @@ pub fn verify(path: &Path, show_progress: bool) -> anyhow::Result<Manifest> {
     let mut archive = tar::Archive::new(BufReader::with_capacity(1 << 20, file));
     let mut seen = Seen::new();
     let mut manifest_bytes: Option<Vec<u8>> = None;
-    for entry in archive.entries().map_err(not_tar)? {
-        let mut entry = entry.map_err(not_tar)?;
+    for entry in archive.entries().map_err(|e| not_tar(&e))? {
+        let mut entry = entry.map_err(|e| not_tar(&e))?;
         let kind = Entry::of(&entry.path_bytes())?;
         anyhow::ensure!(
             entry.header().entry_type() == tar::EntryType::Regular,
@@ -64,7 +64,7 @@ pub fn verify(path: &Path, show_progress: bool) -> anyhow::Result<Manifest> {
     Ok(manifest)
 }
 
-fn not_tar(e: std::io::Error) -> anyhow::Error {
+fn not_tar(e: &std::io::Error) -> anyhow::Error {
     anyhow::anyhow!("the backup is not a whole tar archive: {e}")
 }
 
