@@ -333,15 +333,24 @@ async fn main() -> anyhow::Result<()> {
         }
         Cmd::Backup { to, target } => {
             init_tracing("warn", false);
-            let counts =
-                hearth::transfer::backup::backup(&target.target(), &to, target.options()).await?;
+            let counts = hearth::transfer::backup::backup(
+                &target.target(),
+                &target.data_dir,
+                &to,
+                target.options(),
+            )
+            .await?;
             print!("{counts}");
         }
         Cmd::Restore { from, target } => {
             init_tracing("warn", false);
-            let counts =
-                hearth::transfer::backup::restore(&from, &target.target(), target.options())
-                    .await?;
+            let counts = hearth::transfer::backup::restore(
+                &from,
+                &target.target(),
+                &target.data_dir,
+                target.options(),
+            )
+            .await?;
             print!("{counts}");
         }
     }

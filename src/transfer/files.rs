@@ -103,6 +103,47 @@ impl Staging {
         Ok(())
     }
 
+    /// Streams `reader` into the staged file of the blob `key`, synced to disk, and returns its
+    /// size in bytes; its checksum (base64 MD5) must be `expected` when one is given.
+    ///
+    /// # Errors
+    /// An invalid key, a read or write that fails, or a checksum other than `expected` (named
+    /// in the message with both values); the partial copy is removed with the staging area.
+    pub fn stage_reader(
+        &mut self,
+        key: &str,
+        mut reader: impl Read,
+        expected: Option<&str>,
+    ) -> anyhow::Result<u64> {
+        anyhow::ensure!(
+            crate::storage::disk::valid_key(key),
+            "blob key {key:?} is not one Active Storage writes"
+        );
+        let mut file = std::fs::File::create(self.dir.join(key))?;
+        let mut md5 = md5::Md5::new();
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut size = 0u64;
+        loop {
+            let n = reader.read(&mut buf)?;
+            if n == 0 {
+                break;
+            }
+            md5.update(&buf[..n]);
+            std::io::Write::write_all(&mut file, &buf[..n])?;
+            size += n as u64;
+        }
+        file.sync_all()?;
+        let found = base64::engine::general_purpose::STANDARD.encode(md5.finalize());
+        if let Some(expected) = expected {
+            anyhow::ensure!(
+                found == expected,
+                "file {key}: checksum {found}, expected {expected}"
+            );
+        }
+        self.staged.push(key.to_owned());
+        Ok(size)
+    }
+
     /// How many files are staged.
     pub fn len(&self) -> usize {
         self.staged.len()

@@ -22,6 +22,7 @@ mod common;
 mod account_settings;
 mod accounts;
 mod avatars;
+mod backup;
 mod boosts_inline;
 mod bot_answers;
 mod browser;
