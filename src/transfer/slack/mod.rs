@@ -1,5 +1,13 @@
 //! `hearth import slack --from EXPORT.zip`: Slack's workspace export into Hearth.
 
+pub mod archive;
+pub mod emoji;
+pub mod mrkdwn;
+pub mod people;
+pub mod rooms;
+pub mod shapes;
+pub mod threads;
+
 use std::path::Path;
 
 use super::{Counts, Options, Target};
