@@ -35,12 +35,14 @@ pub trait Resolve {
     fn room(&self, slack_id: &str) -> Option<(i64, String)>;
 }
 
-/// `text` (mrkdwn) as a stored body: converted ([`to_html`]), sanitized and finished by
+/// `text` (mrkdwn) as a stored body, between the HTML `before` and `after` (a reply's quote of
+/// its parent, a file's card): converted ([`to_html`]), then sanitized and finished by
 /// [`crate::rich_text`] with the people it mentions.
-pub fn body(text: &str, extra_html: &str, resolve: &dyn Resolve) -> Body {
+pub fn body(before: &str, text: &str, after: &str, resolve: &dyn Resolve) -> Body {
     let mut people = HashMap::new();
-    let mut html = to_html(text, resolve, &mut people);
-    html.push_str(extra_html);
+    let mut html = before.to_owned();
+    html.push_str(&to_html(text, resolve, &mut people));
+    html.push_str(after);
     crate::rich_text::sanitize(&html).finish(&people)
 }
 

@@ -34,7 +34,7 @@ fn team() -> Team {
 
 /// The stored body of `text`, as [`body`] makes it.
 fn html(text: &str) -> String {
-    body(text, "", &team()).html
+    body("", text, "", &team()).html
 }
 
 const A: &str = "target=\"_blank\" rel=\"noopener noreferrer\"";
@@ -119,7 +119,7 @@ fn links_keep_their_labels_and_allowed_schemes_only() {
 
 #[test]
 fn mentions_become_attachments_with_the_servers_chip() {
-    let b = body("hi <@U1> and <@U2|bo>", "", &team());
+    let b = body("", "hi <@U1> and <@U2|bo>", "", &team());
     assert_eq!(b.mentionee_ids, vec![1, 2]);
     assert_eq!(b.plain_text, "hi @Ann Lee and @Bo <b>");
     assert!(
@@ -171,7 +171,7 @@ fn special_words_read_as_slack_shows_them() {
 #[test]
 fn entities_are_decoded_then_escaped_once() {
     assert_eq!(html("a &amp; b &lt;c&gt;"), "<div>a &amp; b &lt;c&gt;</div>");
-    assert_eq!(body("a &amp; b &lt;c&gt;", "", &team()).plain_text, "a & b <c>");
+    assert_eq!(body("", "a &amp; b &lt;c&gt;", "", &team()).plain_text, "a & b <c>");
     assert_eq!(html("fish &amp;chips &nbsp;"), "<div>fish &amp;chips &amp;nbsp;</div>");
     assert_eq!(html("<script>alert(1)</script>"), "<div>scriptalert(1)/script</div>");
     assert_eq!(html("\"q\" it's"), "<div>&quot;q&quot; it&#39;s</div>");
@@ -187,6 +187,7 @@ fn emoji_names_become_emoji() {
 #[test]
 fn extra_html_is_sanitized_with_the_body() {
     let b = body(
+        "",
         "file",
         "<div><a href=\"https://files.example/x\" onclick=\"x()\">x.pdf</a></div><script>1</script>",
         &team(),
