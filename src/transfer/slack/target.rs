@@ -30,9 +30,14 @@ pub async fn look(path: &Path) -> anyhow::Result<Found> {
     if !path.exists() {
         return Ok(Found::Missing);
     }
+    // Without a `-wal` file every committed page is in the database file: read it as
+    // immutable, which creates no `-wal` or `-shm` beside it. With one (a server running, or
+    // one that stopped uncleanly) read through it; its files exist already.
+    let settled = !sibling(path, "-wal").exists();
     let options = SqliteConnectOptions::from_str("sqlite:")?
         .filename(path)
         .read_only(true)
+        .immutable(settled)
         .create_if_missing(false);
     let mut conn = options
         .connect()
@@ -55,6 +60,13 @@ pub async fn look(path: &Path) -> anyhow::Result<Found> {
     };
     conn.close().await?;
     Ok(if team { Found::Team } else { Found::Empty })
+}
+
+/// `path` with `suffix` appended (`hearth.sqlite3-wal`).
+fn sibling(path: &Path, suffix: &str) -> PathBuf {
+    let mut p = path.as_os_str().to_owned();
+    p.push(suffix);
+    PathBuf::from(p)
 }
 
 /// The error of an import into a database that holds a team, without `--replace`.
@@ -87,9 +99,7 @@ impl Drop for Created {
     fn drop(&mut self) {
         if let Some(path) = self.0.take() {
             for suffix in ["", "-wal", "-shm"] {
-                let mut p = path.clone().into_os_string();
-                p.push(suffix);
-                let _ = std::fs::remove_file(PathBuf::from(p));
+                let _ = std::fs::remove_file(sibling(&path, suffix));
             }
         }
     }
