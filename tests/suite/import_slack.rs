@@ -26,7 +26,11 @@ fn fixture() -> Vec<(String, Vec<u8>)> {
             if path.is_dir() {
                 walk(root, &path, out);
             } else {
-                let name = path.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+                let name = path
+                    .strip_prefix(root)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned();
                 out.push((name, std::fs::read(&path).unwrap()));
             }
         }
@@ -145,7 +149,11 @@ async fn a_slack_export_imports_and_its_people_sign_in_to_their_rooms() {
             .lines()
             .find(|l| l.split_whitespace().next() == Some(table))
             .unwrap_or_else(|| panic!("no count of {table}:\n{}", run.stdout));
-        assert_eq!(line.split_whitespace().nth(1), Some(&*n.to_string()), "{line}");
+        assert_eq!(
+            line.split_whitespace().nth(1),
+            Some(&*n.to_string()),
+            "{line}"
+        );
     }
     assert!(run.stdout.contains("skipped 1 events"), "{}", run.stdout);
     // Active people get a link; the deleted user and the bots do not.
@@ -153,7 +161,9 @@ async fn a_slack_export_imports_and_its_people_sign_in_to_their_rooms() {
     let ann_link = link_of(&run.stdout, "Ann Lee <ann@acme.example>");
     for nobody in ["Dan Gone", "Helper", "CI <", "Slackbot"] {
         assert!(
-            !run.stdout.lines().any(|l| l.trim_start().starts_with(nobody)),
+            !run.stdout
+                .lines()
+                .any(|l| l.trim_start().starts_with(nobody)),
             "{nobody} has a link:\n{}",
             run.stdout
         );
@@ -176,7 +186,11 @@ async fn a_slack_export_imports_and_its_people_sign_in_to_their_rooms() {
     }
     assert!(sidebar.body.contains(">general<"), "{}", sidebar.body);
     assert!(sidebar.body.contains(">secret-plans<"), "{}", sidebar.body);
-    assert!(!sidebar.body.contains("room-link--unread"), "{}", sidebar.body);
+    assert!(
+        !sidebar.body.contains("room-link--unread"),
+        "{}",
+        sidebar.body
+    );
     assert_ne!(cat.get("/rooms/4").await.status, 200, "not Cat's DM");
 
     let general = cat.get("/rooms/1").await;
@@ -206,7 +220,10 @@ async fn a_slack_export_imports_and_its_people_sign_in_to_their_rooms() {
         "{page}"
     );
     // mrkdwn: bold, a channel link, a link with its label, an emoji, code.
-    assert!(page.contains("Welcome <strong>everyone</strong> to"), "{page}");
+    assert!(
+        page.contains("Welcome <strong>everyone</strong> to"),
+        "{page}"
+    );
     assert!(page.contains("href=\"/rooms/2\""), "{page}");
     assert!(
         page.contains("href=\"https://acme.example/handbook?a=1&amp;b=2\""),
@@ -222,7 +239,10 @@ async fn a_slack_export_imports_and_its_people_sign_in_to_their_rooms() {
         .map(|s| s.split('<').next().unwrap())
         .collect();
     assert_eq!(boosts, ["🎉", "🎉", "👍", ":partyparrot:"], "{page}");
-    assert!(page.contains("class=\"boost\" title=\"Bob Stone\""), "{page}");
+    assert!(
+        page.contains("class=\"boost\" title=\"Bob Stone\""),
+        "{page}"
+    );
     // The file links to its original URL.
     assert!(
         page.contains("href=\"https://files.slack.com/files-pri/T01ACME-F01PLAN/plan.pdf\""),
@@ -263,7 +283,10 @@ async fn a_slack_export_imports_and_its_people_sign_in_to_their_rooms() {
     let dm = ann.get("/rooms/4").await;
     assert_eq!(dm.status, 200);
     assert!(dm.body.contains("hey Ann, quick question"), "{}", dm.body);
-    assert!(ann.get("/account/edit").await.status == 200, "Ann administers");
+    assert!(
+        ann.get("/account/edit").await.status == 200,
+        "Ann administers"
+    );
 
     // The edit's time is kept; the deleted user is deactivated; bots are bots.
     let db = sqlx::SqlitePool::connect(&format!(
@@ -284,7 +307,13 @@ async fn a_slack_export_imports_and_its_people_sign_in_to_their_rooms() {
             .fetch_one(&db)
             .await
             .unwrap();
-    assert_eq!(dan, ("deactivated".to_owned(), Some("dan@acme.example".to_owned())));
+    assert_eq!(
+        dan,
+        (
+            "deactivated".to_owned(),
+            Some("dan@acme.example".to_owned())
+        )
+    );
     let bots: Vec<String> =
         sqlx::query_scalar("SELECT name FROM users WHERE role = 'bot' ORDER BY name")
             .fetch_all(&db)
@@ -322,7 +351,11 @@ async fn refused(target: &Path, zip: &Path, says: &[&str]) {
     let case = zip.display();
     assert!(!run.ok, "{case}: not refused:\n{}", run.stdout);
     for said in says {
-        assert!(run.stderr.contains(said), "{case}: {said:?} not in:\n{}", run.stderr);
+        assert!(
+            run.stderr.contains(said),
+            "{case}: {said:?} not in:\n{}",
+            run.stderr
+        );
     }
     let after = snapshot(target);
     assert!(
@@ -352,20 +385,30 @@ async fn malformed_exports_and_a_team_are_refused_leaving_the_target_untouched()
     let missing = dir.join("missing");
     std::fs::create_dir_all(&missing).unwrap();
     let empty = dir.join("empty");
-    let pool = hearth::db::open(&empty.join("hearth.sqlite3")).await.unwrap();
+    let pool = hearth::db::open(&empty.join("hearth.sqlite3"))
+        .await
+        .unwrap();
     pool.close().await;
 
     // A bomb: a few hundred kilobytes that inflate past the 256 MiB limit of one entry.
     let bomb = vec![b' '; (256 << 20) + 1];
     let bad_json = br#"[{"type":"message","user":"U01ANN","text":"hi","ts":"1705395700.000100",}]"#;
     let cases: Vec<(&str, Vec<(String, Vec<u8>)>, Vec<&str>)> = vec![
-        ("parent", with("../x", Some(b"boom")), vec!["\"../x\"", "leaves the export"]),
+        (
+            "parent",
+            with("../x", Some(b"boom")),
+            vec!["\"../x\"", "leaves the export"],
+        ),
         (
             "deep-parent",
             with("general/../../x.json", Some(b"[]")),
             vec!["general/../../x.json", "leaves the export"],
         ),
-        ("absolute", with("/etc/x", Some(b"boom")), vec!["\"/etc/x\"", "absolute path"]),
+        (
+            "absolute",
+            with("/etc/x", Some(b"boom")),
+            vec!["\"/etc/x\"", "absolute path"],
+        ),
         (
             "bomb",
             with("general/2024-01-17.json", Some(&bomb)),
@@ -403,7 +446,12 @@ async fn malformed_exports_and_a_team_are_refused_leaving_the_target_untouched()
             .unwrap();
         zip.finish().unwrap();
     }
-    refused(&empty, &link_zip, &["\"general/2024-01-18.json\"", "is a symbolic link"]).await;
+    refused(
+        &empty,
+        &link_zip,
+        &["\"general/2024-01-18.json\"", "is a symbolic link"],
+    )
+    .await;
 
     // A database that holds a team: refused without --replace, replaced with it.
     let good = zips.join("good.zip");

@@ -101,8 +101,8 @@ impl Archive {
     /// The file cannot be read or is not a zip; an entry is refused (named with the reason);
     /// there is no `users.json` (nor `org_users.json`), or more than one folder holds one.
     pub fn open(path: &Path, limits: Limits) -> anyhow::Result<Self> {
-        let file = std::fs::File::open(path)
-            .with_context(|| format!("cannot open {}", path.display()))?;
+        let file =
+            std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
         let mut zip = zip::ZipArchive::new(std::io::BufReader::new(file))
             .with_context(|| format!("{} is not a zip file", path.display()))?;
         let mut names = Vec::with_capacity(zip.len());
@@ -344,7 +344,10 @@ mod tests {
                 .collect::<Vec<_>>()
         };
         assert_eq!(find_root(&n(&["users.json", "a/b.json"])).unwrap(), "");
-        assert_eq!(find_root(&n(&["exp/users.json", "exp/c.json"])).unwrap(), "exp/");
+        assert_eq!(
+            find_root(&n(&["exp/users.json", "exp/c.json"])).unwrap(),
+            "exp/"
+        );
         assert_eq!(find_root(&n(&["org_users.json"])).unwrap(), "");
         let missing = find_root(&n(&["channels.json"])).unwrap_err().to_string();
         assert!(missing.contains("no users.json"), "{missing}");

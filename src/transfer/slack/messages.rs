@@ -187,10 +187,7 @@ fn file_html(file: &File) -> String {
         .flatten()
         .find(|u| u.starts_with("https://") || u.starts_with("http://"));
     let Some(url) = url else {
-        return format!(
-            "<div>📎 {} (not in the export)</div>",
-            html_escape(name)
-        );
+        return format!("<div>📎 {} (not in the export)</div>", html_escape(name));
     };
     let mut caption: Vec<String> = Vec::new();
     if name != title {

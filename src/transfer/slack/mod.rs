@@ -154,7 +154,9 @@ pub async fn import(
     let found = target::look(&target.database).await?;
     if found == target::Found::Team && !options.replace {
         if options.dry_run {
-            report.notes.push(target::refuse_team(&target.database).to_string());
+            report
+                .notes
+                .push(target::refuse_team(&target.database).to_string());
             return Ok(report);
         }
         return Err(target::refuse_team(&target.database));
@@ -349,7 +351,14 @@ impl Export {
         write::account(&mut tx, &self.account, now).await?;
         let user_ids = write::users(&mut tx, &self.people.list, now).await?;
         let (room_ids, _) = write::rooms(&mut tx, &self.rooms, &user_ids).await?;
-        let names = Names::new(&self.people, &user_ids, &self.rooms, &room_ids, settings, secret);
+        let names = Names::new(
+            &self.people,
+            &user_ids,
+            &self.rooms,
+            &room_ids,
+            settings,
+            secret,
+        );
         let total = survey.counts.get("messages");
         let mut progress = Progress::new("importing messages", total, progress);
         for i in 0..self.rooms.len() {
@@ -494,7 +503,9 @@ mod tests {
     #[test]
     fn the_account_is_named_after_the_export() {
         assert_eq!(
-            account_name(Path::new("/x/Acme Corp Slack export Jan 1 2024 - Feb 1 2024.zip")),
+            account_name(Path::new(
+                "/x/Acme Corp Slack export Jan 1 2024 - Feb 1 2024.zip"
+            )),
             "Acme Corp"
         );
         assert_eq!(account_name(Path::new("team.zip")), "team");

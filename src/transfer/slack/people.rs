@@ -269,9 +269,15 @@ mod tests {
     #[test]
     fn people_bots_and_placeholders() {
         let users = vec![
-            user(r#"{"id":"U1","name":"ann","profile":{"real_name":"Ann Lee","email":"Ann@X.example","title":"Boss"},"is_admin":true}"#),
-            user(r#"{"id":"U2","name":"bo","deleted":true,"profile":{"display_name":"Bo","email":"ann@x.example"}}"#),
-            user(r#"{"id":"U3","name":"helper","is_bot":true,"profile":{"real_name":"Helper","bot_id":"B3"}}"#),
+            user(
+                r#"{"id":"U1","name":"ann","profile":{"real_name":"Ann Lee","email":"Ann@X.example","title":"Boss"},"is_admin":true}"#,
+            ),
+            user(
+                r#"{"id":"U2","name":"bo","deleted":true,"profile":{"display_name":"Bo","email":"ann@x.example"}}"#,
+            ),
+            user(
+                r#"{"id":"U3","name":"helper","is_bot":true,"profile":{"real_name":"Helper","bot_id":"B3"}}"#,
+            ),
         ];
         let mut p = People::from_users(&users);
         assert_eq!(p.list[0].name, "Ann Lee");

@@ -52,12 +52,10 @@ pub struct Lists {
 pub fn plan(lists: &Lists, people: &mut People) -> Vec<Room> {
     let mut channels: Vec<&Conversation> = lists.channels.iter().collect();
     channels.sort_by_key(|c| (!c.is_general, c.created.unwrap_or(0)));
-    let (mut mpims, mut groups): (Vec<&Conversation>, Vec<&Conversation>) =
-        lists.groups.iter().partition(|g| {
-            g.name
-                .as_deref()
-                .is_some_and(|n| n.starts_with("mpdm-"))
-        });
+    let (mut mpims, mut groups): (Vec<&Conversation>, Vec<&Conversation>) = lists
+        .groups
+        .iter()
+        .partition(|g| g.name.as_deref().is_some_and(|n| n.starts_with("mpdm-")));
     groups.sort_by_key(|c| c.created.unwrap_or(0));
     mpims.extend(lists.mpims.iter());
     mpims.sort_by_key(|c| c.created.unwrap_or(0));
@@ -138,7 +136,9 @@ mod tests {
         let lists = Lists {
             channels: vec![
                 conv(r#"{"id":"C2","name":"random","created":20,"members":["U1"]}"#),
-                conv(r#"{"id":"C1","name":"general","created":30,"is_general":true,"members":["U1","U2","U3"]}"#),
+                conv(
+                    r#"{"id":"C1","name":"general","created":30,"is_general":true,"members":["U1","U2","U3"]}"#,
+                ),
             ],
             groups: vec![
                 conv(r#"{"id":"G1","name":"secret","created":5,"members":["U2"]}"#),
@@ -152,7 +152,11 @@ mod tests {
         assert_eq!(ids, ["C1", "C2", "G1", "D1", "G2"]);
         assert_eq!(rooms[0].kind, RoomKind::Open);
         assert_eq!(rooms[0].created_at, 30_000);
-        assert_eq!(rooms[0].members.len(), 3, "the deactivated member stays listed");
+        assert_eq!(
+            rooms[0].members.len(),
+            3,
+            "the deactivated member stays listed"
+        );
         assert_eq!(
             rooms[1].members,
             vec![(0, Involvement::Mentions), (1, Involvement::Invisible)]

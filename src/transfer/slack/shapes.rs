@@ -244,7 +244,9 @@ mod tests {
         .unwrap();
         assert_eq!(m.text, "hi");
         assert!(m.reactions.is_empty());
-        let u: User = serde_json::from_str(r#"{"id":"U1","deleted":null,"profile":{"email":"a@b.c"}}"#).unwrap();
+        let u: User =
+            serde_json::from_str(r#"{"id":"U1","deleted":null,"profile":{"email":"a@b.c"}}"#)
+                .unwrap();
         assert_eq!(u.profile.email.as_deref(), Some("a@b.c"));
     }
 }

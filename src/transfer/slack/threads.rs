@@ -73,9 +73,7 @@ pub fn order(messages: &[Message]) -> Vec<Item> {
         .filter(|(_, m)| is_kept(m))
         .filter_map(|(i, m)| Some((ts_millis(&m.ts)?, i)))
         .collect();
-    kept.sort_by(|a, b| {
-        (a.0, &messages[a.1].ts, a.1).cmp(&(b.0, &messages[b.1].ts, b.1))
-    });
+    kept.sort_by(|a, b| (a.0, &messages[a.1].ts, a.1).cmp(&(b.0, &messages[b.1].ts, b.1)));
     let mut by_ts = std::collections::HashMap::new();
     for &(_, i) in &kept {
         by_ts.entry(messages[i].ts.as_str()).or_insert(i);

@@ -49,7 +49,10 @@ fn plain_lines_are_one_div_with_breaks() {
 #[test]
 fn emphasis_follows_slacks_markers() {
     assert_eq!(html("*bold*"), "<div><strong>bold</strong></div>");
-    assert_eq!(html("_it_ and ~gone~"), "<div><em>it</em> and <del>gone</del></div>");
+    assert_eq!(
+        html("_it_ and ~gone~"),
+        "<div><em>it</em> and <del>gone</del></div>"
+    );
     assert_eq!(
         html("*bold _both_*"),
         "<div><strong>bold <em>both</em></strong></div>"
@@ -77,10 +80,7 @@ fn code_keeps_its_text() {
         "<div>before </div><pre>mid</pre><div> after</div>"
     );
     assert_eq!(html("a ``` b"), "<div>a ``` b</div>");
-    assert_eq!(
-        html("`<https://x.example|x>`"),
-        "<div><code>x</code></div>"
-    );
+    assert_eq!(html("`<https://x.example|x>`"), "<div><code>x</code></div>");
 }
 
 #[test]
@@ -110,10 +110,7 @@ fn links_keep_their_labels_and_allowed_schemes_only() {
         html("<mailto:a@b.example|a@b.example>"),
         format!("<div><a href=\"mailto:a@b.example\" {A}>a@b.example</a></div>")
     );
-    assert_eq!(
-        html("<javascript:alert(1)|click>"),
-        "<div>click</div>"
-    );
+    assert_eq!(html("<javascript:alert(1)|click>"), "<div>click</div>");
     assert_eq!(html("<slack://open|app>"), "<div>app</div>");
 }
 
@@ -123,12 +120,14 @@ fn mentions_become_attachments_with_the_servers_chip() {
     assert_eq!(b.mentionee_ids, vec![1, 2]);
     assert_eq!(b.plain_text, "hi @Ann Lee and @Bo <b>");
     assert!(
-        b.html.contains("content-type=\"application/vnd.campfire.mention\""),
+        b.html
+            .contains("content-type=\"application/vnd.campfire.mention\""),
         "{}",
         b.html
     );
     assert!(
-        b.html.contains("&lt;span class=&quot;mention&quot; data-user-id=&quot;1&quot;&gt;@Ann Lee"),
+        b.html
+            .contains("&lt;span class=&quot;mention&quot; data-user-id=&quot;1&quot;&gt;@Ann Lee"),
         "{}",
         b.html
     );
@@ -170,17 +169,35 @@ fn special_words_read_as_slack_shows_them() {
 
 #[test]
 fn entities_are_decoded_then_escaped_once() {
-    assert_eq!(html("a &amp; b &lt;c&gt;"), "<div>a &amp; b &lt;c&gt;</div>");
-    assert_eq!(body("", "a &amp; b &lt;c&gt;", "", &team()).plain_text, "a & b <c>");
-    assert_eq!(html("fish &amp;chips &nbsp;"), "<div>fish &amp;chips &amp;nbsp;</div>");
-    assert_eq!(html("<script>alert(1)</script>"), "<div>scriptalert(1)/script</div>");
+    assert_eq!(
+        html("a &amp; b &lt;c&gt;"),
+        "<div>a &amp; b &lt;c&gt;</div>"
+    );
+    assert_eq!(
+        body("", "a &amp; b &lt;c&gt;", "", &team()).plain_text,
+        "a & b <c>"
+    );
+    assert_eq!(
+        html("fish &amp;chips &nbsp;"),
+        "<div>fish &amp;chips &amp;nbsp;</div>"
+    );
+    assert_eq!(
+        html("<script>alert(1)</script>"),
+        "<div>scriptalert(1)/script</div>"
+    );
     assert_eq!(html("\"q\" it's"), "<div>&quot;q&quot; it&#39;s</div>");
 }
 
 #[test]
 fn emoji_names_become_emoji() {
-    assert_eq!(html("nice :tada: :+1::skin-tone-2:"), "<div>nice 🎉 👍🏻</div>");
-    assert_eq!(html(":partyparrot: 10:30:00"), "<div>:partyparrot: 10:30:00</div>");
+    assert_eq!(
+        html("nice :tada: :+1::skin-tone-2:"),
+        "<div>nice 🎉 👍🏻</div>"
+    );
+    assert_eq!(
+        html(":partyparrot: 10:30:00"),
+        "<div>:partyparrot: 10:30:00</div>"
+    );
     assert_eq!(html("`:tada:`"), "<div><code>:tada:</code></div>");
 }
 
