@@ -161,7 +161,7 @@ impl SlackFlags {
             secret_key_base: self
                 .secret_key_base
                 .as_deref()
-                .map(String::clone)
+                .cloned()
                 .filter(|s| !s.is_empty()),
             data_dir: target.data_dir.clone(),
             key_generator_digest: self.key_generator_digest,

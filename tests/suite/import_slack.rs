@@ -18,8 +18,11 @@ use crate::common::child::{hearth_command, Hearth, SECRET_KEY_BASE};
 use crate::common::forms::send;
 use crate::common::{csrf_meta, temp_dir, Client};
 
+/// A zip's entries: name, bytes.
+type Entries = Vec<(String, Vec<u8>)>;
+
 /// The fixture's files: name in the zip, bytes; in name order.
-fn fixture() -> Vec<(String, Vec<u8>)> {
+fn fixture() -> Entries {
     fn walk(root: &Path, dir: &Path, out: &mut Vec<(String, Vec<u8>)>) {
         for entry in std::fs::read_dir(dir).unwrap() {
             let path = entry.unwrap().path();
@@ -129,6 +132,7 @@ async fn a_slack_export_imports_and_its_people_sign_in_to_their_rooms() {
     let dry = import(&target, &zip, &["--dry-run"]).await;
     assert!(dry.ok, "{}", dry.stderr);
     assert!(dry.stdout.contains("Dry run"), "{}", dry.stdout);
+    assert_counts(&dry.stdout);
     assert!(
         !target.join("hearth.sqlite3").exists(),
         "a dry run writes nothing"
@@ -136,135 +140,18 @@ async fn a_slack_export_imports_and_its_people_sign_in_to_their_rooms() {
 
     let run = import(&target, &zip, &[]).await;
     assert!(run.ok, "{}\n{}", run.stdout, run.stderr);
-    for (table, n) in [
-        ("accounts", 1),
-        ("users", 7),
-        ("rooms", 5),
-        ("messages", 16),
-        ("boosts", 4),
-        ("memberships", 18),
-    ] {
-        let line = run
-            .stdout
-            .lines()
-            .find(|l| l.split_whitespace().next() == Some(table))
-            .unwrap_or_else(|| panic!("no count of {table}:\n{}", run.stdout));
-        assert_eq!(
-            line.split_whitespace().nth(1),
-            Some(&*n.to_string()),
-            "{line}"
-        );
-    }
+    assert_counts(&run.stdout);
     assert!(run.stdout.contains("skipped 1 events"), "{}", run.stdout);
-    // Active people get a link; the deleted user and the bots do not.
-    let cat_link = link_of(&run.stdout, "Cat Ng <cat@acme.example>");
-    let ann_link = link_of(&run.stdout, "Ann Lee <ann@acme.example>");
-    for nobody in ["Dan Gone", "Helper", "CI <", "Slackbot"] {
-        assert!(
-            !run.stdout
-                .lines()
-                .any(|l| l.trim_start().starts_with(nobody)),
-            "{nobody} has a link:\n{}",
-            run.stdout
-        );
-    }
+    let (cat_link, ann_link) = links(&run.stdout);
 
     let server = Hearth::start(&target, &[]).await;
     let mut cat = sign_in(&server, &cat_link).await;
-
-    // Cat's rooms: #general, #secret-plans and the group DM; #random is hidden (not a member
-    // in Slack), the DM of Ann and Bob is not hers. Imported history is read.
-    let sidebar = cat.get("/users/me/sidebar").await;
-    assert_eq!(sidebar.status, 200);
-    for (room, shown) in [(1, true), (2, false), (3, true), (4, false), (5, true)] {
-        assert_eq!(
-            sidebar.body.contains(&format!("data-room-id=\"{room}\"")),
-            shown,
-            "room {room}: {}",
-            sidebar.body
-        );
-    }
-    assert!(sidebar.body.contains(">general<"), "{}", sidebar.body);
-    assert!(sidebar.body.contains(">secret-plans<"), "{}", sidebar.body);
-    assert!(
-        !sidebar.body.contains("room-link--unread"),
-        "{}",
-        sidebar.body
-    );
-    assert_ne!(cat.get("/rooms/4").await.status, 200, "not Cat's DM");
-
+    assert_sidebar(&mut cat).await;
     let general = cat.get("/rooms/1").await;
     assert_eq!(general.status, 200);
-    let page = &general.body;
-    // The thread: its replies right after their parent, oldest first, before the next message
-    // outside it though the last reply came later; each quotes and links its parent.
-    let at = positions(
-        page,
-        &[
-            "Who can review the deploy?</div>",
-            "I can, ",
-            "Reviewed and merged, thanks all",
-            "Next topic: lunch &amp; learn on Friday",
-        ],
-    );
-    assert!(at.windows(2).all(|w| w[0] < w[1]), "{at:?}");
-    assert!(page.contains("href=\"/rooms/1/@3\""), "{page}");
-    assert!(page.contains("replied 2024-01-15 10:30 UTC"), "{page}");
-    // Mentions are chips of the imported people.
-    assert!(
-        page.contains("<span class=\"mention\" data-user-id=\"2\">@Bob Stone</span>"),
-        "{page}"
-    );
-    assert!(
-        page.contains("<span class=\"mention\" data-user-id=\"3\">@Cat Ng</span>"),
-        "{page}"
-    );
-    // mrkdwn: bold, a channel link, a link with its label, an emoji, code.
-    assert!(
-        page.contains("Welcome <strong>everyone</strong> to"),
-        "{page}"
-    );
-    assert!(page.contains("href=\"/rooms/2\""), "{page}");
-    assert!(
-        page.contains("href=\"https://acme.example/handbook?a=1&amp;b=2\""),
-        "{page}"
-    );
-    assert!(page.contains(">the handbook</a> 🎉"), "{page}");
-    assert!(page.contains("<pre>cat config.toml</pre>"), "{page}");
-    assert!(page.contains("check the &lt;config&gt; file"), "{page}");
-    // Reactions are boosts by the people who reacted.
-    let boosts: Vec<&str> = page
-        .split("<span class=\"boost__content\">")
-        .skip(1)
-        .map(|s| s.split('<').next().unwrap())
-        .collect();
-    assert_eq!(boosts, ["🎉", "🎉", "👍", ":partyparrot:"], "{page}");
-    assert!(
-        page.contains("class=\"boost\" title=\"Bob Stone\""),
-        "{page}"
-    );
-    // The file links to its original URL.
-    assert!(
-        page.contains("href=\"https://files.slack.com/files-pri/T01ACME-F01PLAN/plan.pdf\""),
-        "{page}"
-    );
-    assert!(page.contains(">Q1 plan</a>"), "{page}");
-    // Bots' messages are the bots' (a bot user, and a webhook's name); the deleted user's stay.
-    for (author, text) in [
-        ("CI", "Build <strong>passed</strong> on <code>main</code>"),
-        ("Helper", "Reminder: standup in 5 minutes"),
-        ("Dan Gone", "Old news from before I left"),
-    ] {
-        let [a, t] = positions(
-            page,
-            &[&format!("class=\"message__author\" title=\"{author}"), text],
-        )[..] else {
-            unreachable!()
-        };
-        assert!(a < t, "{author}");
-    }
-    assert!(!page.contains("has joined the channel"), "{page}");
-
+    assert_thread(&general.body);
+    assert_formatting(&general.body);
+    assert_boosts_files_and_authors(&general.body);
     let secret = cat.get("/rooms/3").await;
     assert!(
         secret
@@ -283,18 +170,141 @@ async fn a_slack_export_imports_and_its_people_sign_in_to_their_rooms() {
     let dm = ann.get("/rooms/4").await;
     assert_eq!(dm.status, 200);
     assert!(dm.body.contains("hey Ann, quick question"), "{}", dm.body);
-    assert!(
-        ann.get("/account/edit").await.status == 200,
+    assert_eq!(
+        ann.get("/account/edit").await.status,
+        200,
         "Ann administers"
     );
 
-    // The edit's time is kept; the deleted user is deactivated; bots are bots.
-    let db = sqlx::SqlitePool::connect(&format!(
-        "sqlite:{}?mode=ro",
-        target.join("hearth.sqlite3").display()
-    ))
-    .await
-    .unwrap();
+    assert_rows(&target.join("hearth.sqlite3")).await;
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The counts per table the import printed.
+fn assert_counts(stdout: &str) {
+    for (table, n) in [
+        ("accounts", 1),
+        ("users", 7),
+        ("rooms", 5),
+        ("messages", 16),
+        ("boosts", 4),
+        ("memberships", 18),
+        ("message_search_index", 16),
+    ] {
+        let line = stdout
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(table))
+            .unwrap_or_else(|| panic!("no count of {table}:\n{stdout}"));
+        let n = n.to_string();
+        assert_eq!(line.split_whitespace().nth(1), Some(n.as_str()), "{line}");
+    }
+}
+
+/// Cat's and Ann's links; the deleted user and the bots have none.
+fn links(stdout: &str) -> (String, String) {
+    for nobody in ["Dan Gone", "Helper", "CI <", "Slackbot"] {
+        assert!(
+            !stdout.lines().any(|l| l.trim_start().starts_with(nobody)),
+            "{nobody} has a link:\n{stdout}"
+        );
+    }
+    (
+        link_of(stdout, "Cat Ng <cat@acme.example>"),
+        link_of(stdout, "Ann Lee <ann@acme.example>"),
+    )
+}
+
+/// Cat's rooms: #general, #secret-plans and the group DM; #random is hidden (she was not in
+/// it), the DM of Ann and Bob is not hers. Imported history is read.
+async fn assert_sidebar(cat: &mut Client) {
+    let sidebar = cat.get("/users/me/sidebar").await;
+    assert_eq!(sidebar.status, 200);
+    let body = &sidebar.body;
+    for (room, shown) in [(1, true), (2, false), (3, true), (4, false), (5, true)] {
+        let listed = body.contains(&format!("data-room-id=\"{room}\""));
+        assert_eq!(listed, shown, "room {room}: {body}");
+    }
+    assert!(body.contains(">general<"), "{body}");
+    assert!(body.contains(">secret-plans<"), "{body}");
+    assert!(!body.contains("room-link--unread"), "{body}");
+    assert_ne!(cat.get("/rooms/4").await.status, 200, "not Cat's DM");
+}
+
+/// The thread: its replies right after their parent, oldest first, before the next message
+/// outside it though the last reply came later; each quotes and links its parent.
+fn assert_thread(page: &str) {
+    let at = positions(
+        page,
+        &[
+            "Who can review the deploy?</div>",
+            "I can, ",
+            "Reviewed and merged, thanks all",
+            "Next topic: lunch &amp; learn on Friday",
+        ],
+    );
+    assert!(at.windows(2).all(|w| w[0] < w[1]), "{at:?}");
+    assert!(page.contains("href=\"/rooms/1/@3\""), "{page}");
+    assert!(page.contains("replied 2024-01-15 10:30 UTC"), "{page}");
+}
+
+/// mrkdwn: mention chips of the imported people, bold, a channel link, a link with its
+/// label, an emoji, code, escapes; the join event is skipped.
+fn assert_formatting(page: &str) {
+    for chip in [
+        "<span class=\"mention\" data-user-id=\"2\">@Bob Stone</span>",
+        "<span class=\"mention\" data-user-id=\"3\">@Cat Ng</span>",
+    ] {
+        assert!(page.contains(chip), "{chip}: {page}");
+    }
+    for html in [
+        "Welcome <strong>everyone</strong> to",
+        "href=\"/rooms/2\"",
+        "href=\"https://acme.example/handbook?a=1&amp;b=2\"",
+        ">the handbook</a> 🎉",
+        "<pre>cat config.toml</pre>",
+        "check the &lt;config&gt; file",
+    ] {
+        assert!(page.contains(html), "{html}: {page}");
+    }
+    assert!(!page.contains("has joined the channel"), "{page}");
+}
+
+/// Reactions are boosts by the people who reacted; the file links to its original URL; bots'
+/// messages are the bots' (a bot user's, a webhook's by its name); the deleted user's stay.
+fn assert_boosts_files_and_authors(page: &str) {
+    let boosts: Vec<&str> = page
+        .split("<span class=\"boost__content\">")
+        .skip(1)
+        .map(|s| s.split('<').next().unwrap())
+        .collect();
+    assert_eq!(boosts, ["🎉", "🎉", "👍", ":partyparrot:"], "{page}");
+    assert!(
+        page.contains("class=\"boost\" title=\"Bob Stone\""),
+        "{page}"
+    );
+    assert!(
+        page.contains("href=\"https://files.slack.com/files-pri/T01ACME-F01PLAN/plan.pdf\""),
+        "{page}"
+    );
+    assert!(page.contains(">Q1 plan</a>"), "{page}");
+    for (author, text) in [
+        ("CI", "Build <strong>passed</strong> on <code>main</code>"),
+        ("Helper", "Reminder: standup in 5 minutes"),
+        ("Dan Gone", "Old news from before I left"),
+    ] {
+        let by = format!("class=\"message__author\" title=\"{author}");
+        let at = positions(page, &[&by, text]);
+        assert!(at[0] < at[1], "{author}");
+    }
+}
+
+/// The edit's time is kept; the deleted user is deactivated with their address; bots are
+/// bots; the account is named after the zip.
+async fn assert_rows(database: &Path) {
+    let db = sqlx::SqlitePool::connect(&format!("sqlite:{}?mode=ro", database.display()))
+        .await
+        .unwrap();
     let edited: (i64, i64) = sqlx::query_as(
         "SELECT created_at, updated_at FROM messages WHERE body LIKE '%Standup moved%'",
     )
@@ -307,13 +317,8 @@ async fn a_slack_export_imports_and_its_people_sign_in_to_their_rooms() {
             .fetch_one(&db)
             .await
             .unwrap();
-    assert_eq!(
-        dan,
-        (
-            "deactivated".to_owned(),
-            Some("dan@acme.example".to_owned())
-        )
-    );
+    assert_eq!(dan.0, "deactivated");
+    assert_eq!(dan.1.as_deref(), Some("dan@acme.example"));
     let bots: Vec<String> =
         sqlx::query_scalar("SELECT name FROM users WHERE role = 'bot' ORDER BY name")
             .fetch_all(&db)
@@ -326,8 +331,6 @@ async fn a_slack_export_imports_and_its_people_sign_in_to_their_rooms() {
         .unwrap();
     assert_eq!(name, "Acme");
     db.close().await;
-    drop(server);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Every file of `dir` with its bytes.
@@ -343,11 +346,11 @@ fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
         .collect()
 }
 
-/// Runs the import of `zip` into `target` and asserts it is refused with a message holding
+/// Runs the import of `zip` into `target` (with the flags `extra`) and asserts it is refused with a message holding
 /// every one of `says`, `target` byte for byte as it was.
-async fn refused(target: &Path, zip: &Path, says: &[&str]) {
+async fn refused(target: &Path, zip: &Path, says: &[&str], extra: &[&str]) {
     let before = snapshot(target);
-    let run = import(target, zip, &[]).await;
+    let run = import(target, zip, extra).await;
     let case = zip.display();
     assert!(!run.ok, "{case}: not refused:\n{}", run.stdout);
     for said in says {
@@ -376,12 +379,8 @@ fn with(name: &str, bytes: Option<&[u8]>) -> Vec<(String, Vec<u8>)> {
     entries
 }
 
-#[tokio::test]
-async fn malformed_exports_and_a_team_are_refused_leaving_the_target_untouched() {
-    let dir = temp_dir("slack-bad");
-    let zips = dir.join("zips");
-    std::fs::create_dir_all(&zips).unwrap();
-    // Two targets: none yet (it must stay missing), and an empty migrated database.
+/// Two targets under `dir`: none yet (it must stay missing), and an empty migrated database.
+async fn targets(dir: &Path) -> (PathBuf, PathBuf) {
     let missing = dir.join("missing");
     std::fs::create_dir_all(&missing).unwrap();
     let empty = dir.join("empty");
@@ -389,11 +388,17 @@ async fn malformed_exports_and_a_team_are_refused_leaving_the_target_untouched()
         .await
         .unwrap();
     pool.close().await;
+    (missing, empty)
+}
 
+#[tokio::test]
+async fn malformed_exports_are_refused_leaving_the_target_untouched() {
+    let dir = temp_dir("slack-bad");
+    let (missing, empty) = targets(&dir).await;
     // A bomb: a few hundred kilobytes that inflate past the 256 MiB limit of one entry.
     let bomb = vec![b' '; (256 << 20) + 1];
     let bad_json = br#"[{"type":"message","user":"U01ANN","text":"hi","ts":"1705395700.000100",}]"#;
-    let cases: Vec<(&str, Vec<(String, Vec<u8>)>, Vec<&str>)> = vec![
+    let cases: Vec<(&str, Entries, Vec<&str>)> = vec![
         (
             "parent",
             with("../x", Some(b"boom")),
@@ -427,39 +432,60 @@ async fn malformed_exports_and_a_team_are_refused_leaving_the_target_untouched()
         ("users", with("users.json", None), vec!["no users.json"]),
     ];
     for (case, entries, says) in &cases {
-        let zip = zips.join(format!("{case}.zip"));
+        let zip = dir.join(format!("{case}.zip"));
         write_zip(&zip, entries);
-        refused(&missing, &zip, says).await;
-        assert!(!missing.join("hearth.sqlite3").exists(), "{case}");
-        refused(&empty, &zip, says).await;
-    }
-    // A symbolic link inside the export.
-    let link_zip = zips.join("link.zip");
-    {
-        let mut zip = zip::ZipWriter::new(std::fs::File::create(&link_zip).unwrap());
-        let options = zip::write::SimpleFileOptions::default();
-        for (name, bytes) in fixture() {
-            zip.start_file(name, options).unwrap();
-            zip.write_all(&bytes).unwrap();
+        if *case == "bomb" {
+            let size = std::fs::metadata(&zip).unwrap().len();
+            assert!(size < 1 << 20, "the bomb's zip is small: {size} bytes");
         }
-        zip.add_symlink("general/2024-01-18.json", "/etc/passwd", options)
-            .unwrap();
-        zip.finish().unwrap();
+        refused(&missing, &zip, says, &[]).await;
+        assert!(!missing.join("hearth.sqlite3").exists(), "{case}");
+        refused(&empty, &zip, says, &[]).await;
     }
-    refused(
-        &empty,
-        &link_zip,
-        &["\"general/2024-01-18.json\"", "is a symbolic link"],
-    )
-    .await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
 
-    // A database that holds a team: refused without --replace, replaced with it.
-    let good = zips.join("good.zip");
+#[tokio::test]
+async fn a_symbolic_link_and_an_export_past_its_total_limit_are_refused() {
+    let dir = temp_dir("slack-link");
+    let (missing, empty) = targets(&dir).await;
+    let link_zip = dir.join("link.zip");
+    let mut zip = zip::ZipWriter::new(std::fs::File::create(&link_zip).unwrap());
+    let options = zip::write::SimpleFileOptions::default();
+    for (name, bytes) in fixture() {
+        zip.start_file(name, options).unwrap();
+        zip.write_all(&bytes).unwrap();
+    }
+    zip.add_symlink("general/2024-01-18.json", "/etc/passwd", options)
+        .unwrap();
+    zip.finish().unwrap();
+    let says = ["\"general/2024-01-18.json\"", "is a symbolic link"];
+    refused(&missing, &link_zip, &says, &[]).await;
+    refused(&empty, &link_zip, &says, &[]).await;
+
+    // The whole export's bound (`--max-export-bytes`): the fixture inflates to some 10 KB.
+    let good = dir.join("good.zip");
+    write_zip(&good, &fixture());
+    let says = ["inflate to more than the limit of 4096 bytes"];
+    refused(&empty, &good, &says, &["--max-export-bytes", "4096"]).await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn a_team_is_refused_without_replace_and_replaced_with_it() {
+    let dir = temp_dir("slack-team");
+    let good = dir.join("good.zip");
     write_zip(&good, &fixture());
     let team = dir.join("team");
     std::fs::create_dir_all(&team).unwrap();
     assert!(import(&team, &good, &[]).await.ok);
-    refused(&team, &good, &["already holds a team", "--replace"]).await;
+    refused(&team, &good, &["already holds a team", "--replace"], &[]).await;
+    let dry = import(&team, &good, &["--dry-run"]).await;
+    assert!(
+        dry.ok && dry.stdout.contains("already holds a team"),
+        "{}",
+        dry.stdout
+    );
     let replaced = import(&team, &good, &["--replace"]).await;
     assert!(replaced.ok, "{}", replaced.stderr);
     let db = sqlx::SqlitePool::connect(&format!(
@@ -468,14 +494,18 @@ async fn malformed_exports_and_a_team_are_refused_leaving_the_target_untouched()
     ))
     .await
     .unwrap();
-    let counts: (i64, i64, i64) = sqlx::query_as(
+    let counts: (i64, i64, i64, i64) = sqlx::query_as(
         "SELECT (SELECT COUNT(*) FROM users), (SELECT COUNT(*) FROM messages), \
-         (SELECT COUNT(*) FROM accounts)",
+         (SELECT COUNT(*) FROM accounts), (SELECT COUNT(*) FROM message_search_index)",
     )
     .fetch_one(&db)
     .await
     .unwrap();
-    assert_eq!(counts, (7, 16, 1), "the team was replaced, not added to");
+    assert_eq!(
+        counts,
+        (7, 16, 1, 16),
+        "the team was replaced, not added to"
+    );
     db.close().await;
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -361,8 +361,8 @@ impl Export {
         );
         let total = survey.counts.get("messages");
         let mut progress = Progress::new("importing messages", total, progress);
-        for i in 0..self.rooms.len() {
-            self.write_conversation(&mut tx, i, room_ids[i], &user_ids, &names, &mut progress)
+        for (i, &room_id) in room_ids.iter().enumerate() {
+            self.write_conversation(&mut tx, i, room_id, &user_ids, &names, &mut progress)
                 .await?;
         }
         progress.finish();
@@ -423,7 +423,7 @@ impl Export {
                 url: signer.link(id),
             })
             .collect();
-        out.sort_by(|a, b| a.name.to_lowercase().cmp(&b.name.to_lowercase()));
+        out.sort_by_key(|a| a.name.to_lowercase());
         out
     }
 }

@@ -267,7 +267,7 @@ impl Inline<'_> {
         }
     }
 
-    fn channel(&mut self, out: &mut String, id: &str, label: Option<&str>) {
+    fn channel(&self, out: &mut String, id: &str, label: Option<&str>) {
         let room = self.resolve.room(id);
         let name = label
             .map(str::to_owned)
@@ -286,7 +286,7 @@ impl Inline<'_> {
         }
     }
 
-    fn link(&mut self, out: &mut String, target: &str, label: Option<&str>) {
+    fn link(&self, out: &mut String, target: &str, label: Option<&str>) {
         let url = decode(target);
         let shown = label
             .map(str::to_owned)
@@ -335,17 +335,11 @@ fn closing(line: &str, from: usize, marker: char) -> Option<usize> {
 /// date's fallback text, else the label or `@word`.
 fn special_word(word: &str, label: Option<&str>) -> String {
     let name = word.split('^').next().unwrap_or(word);
-    match (name, label) {
-        ("here" | "channel" | "everyone", _) => format!("@{name}"),
-        ("subteam", Some(l)) => {
-            if l.starts_with('@') {
-                l.to_owned()
-            } else {
-                format!("@{l}")
-            }
-        }
-        (_, Some(l)) => l.to_owned(),
-        (_, None) => format!("@{name}"),
+    let broadcast = matches!(name, "here" | "channel" | "everyone");
+    match label.filter(|_| !broadcast) {
+        Some(l) if name == "subteam" && !l.starts_with('@') => format!("@{l}"),
+        Some(l) => l.to_owned(),
+        None => format!("@{name}"),
     }
 }
 
