@@ -326,6 +326,83 @@ mod tests {
         }
     }
 
+    /// A zip of `entries` (deflated, without zip64) in a new temporary file.
+    fn zip_file(tag: &str, entries: &[(&str, &[u8])]) -> std::path::PathBuf {
+        use std::io::Write as _;
+        let path = std::env::temp_dir().join(format!(
+            "hearth-slack-archive-{tag}-{}.zip",
+            std::process::id()
+        ));
+        let mut zip = zip::ZipWriter::new(std::fs::File::create(&path).unwrap());
+        let options = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Deflated);
+        for (name, bytes) in entries {
+            zip.start_file(*name, options).unwrap();
+            zip.write_all(bytes).unwrap();
+        }
+        zip.finish().unwrap();
+        path
+    }
+
+    #[test]
+    fn an_entry_that_inflates_past_what_its_header_says_is_bounded() {
+        let zeros = vec![0u8; 1 << 20];
+        let path = zip_file(
+            "lying",
+            &[("users.json", b"[]"), ("general/2024-01-01.json", &zeros)],
+        );
+        // The headers (local and central) say the day file inflates to 10 bytes.
+        let mut bytes = std::fs::read(&path).unwrap();
+        let size = (1u32 << 20).to_le_bytes();
+        let mut patched = 0;
+        for (signature, offset) in [(0x0403_4b50u32, 22), (0x0201_4b50, 24)] {
+            let sig = signature.to_le_bytes();
+            for at in 0..bytes.len() - 4 {
+                if bytes[at..at + 4] == sig && bytes[at + offset..at + offset + 4] == size {
+                    bytes[at + offset..at + offset + 4].copy_from_slice(&10u32.to_le_bytes());
+                    patched += 1;
+                }
+            }
+        }
+        assert_eq!(patched, 2);
+        std::fs::write(&path, &bytes).unwrap();
+        let limits = Limits {
+            max_entry_bytes: 4096,
+            max_total_bytes: 1 << 30,
+        };
+        let mut archive = Archive::open(&path, limits).expect("the headers look small");
+        let read = archive.read_json::<serde_json::Value>("general/2024-01-01.json");
+        assert!(read.is_err(), "{read:?}");
+        assert!(archive.inflated() <= 4096, "{}", archive.inflated());
+        let _ = std::fs::remove_file(&path);
+    }
+
+    #[test]
+    fn declared_sizes_are_bounded_before_anything_is_read() {
+        let big = vec![b' '; 5000];
+        let path = zip_file(
+            "declared",
+            &[("users.json", b"[]"), ("a/2024-01-01.json", &big)],
+        );
+        let limits = |entry, total| Limits {
+            max_entry_bytes: entry,
+            max_total_bytes: total,
+        };
+        let one = Archive::open(&path, limits(4096, 1 << 20))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            one.contains("\"a/2024-01-01.json\" inflates to 5000 bytes"),
+            "{one}"
+        );
+        let all = Archive::open(&path, limits(1 << 20, 4096))
+            .unwrap_err()
+            .to_string();
+        assert!(all.contains("more than the limit of 4096 bytes"), "{all}");
+        assert!(Archive::open(&path, limits(8192, 8192)).is_ok());
+        let _ = std::fs::remove_file(&path);
+    }
+
     #[test]
     fn day_files_are_dated_json() {
         assert!(is_day_file("2024-01-31.json"));
