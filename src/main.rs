@@ -113,14 +113,70 @@ enum ImportCmd {
         #[command(flatten)]
         target: TargetFlags,
     },
-    /// A Slack workspace export (the `.zip` Slack's export page gives).
+    /// A Slack workspace export (the `.zip` Slack's export page gives); prints each person's
+    /// sign-in link (Slack's export has no passwords).
     Slack {
         /// The export's `.zip` file.
         #[arg(long)]
         from: PathBuf,
         #[command(flatten)]
         target: TargetFlags,
+        #[command(flatten)]
+        slack: SlackFlags,
     },
+}
+
+/// What `hearth import slack` is asked besides the source and target.
+#[derive(Debug, clap::Args)]
+struct SlackFlags {
+    /// The server's address, for the printed sign-in links (e.g. https://chat.example.com);
+    /// without it the links are paths.
+    #[arg(long, default_value = "")]
+    url: String,
+    /// The account's name (default: from the zip's name, `Acme Slack export …` → Acme).
+    #[arg(long)]
+    name: Option<String>,
+    /// How long the printed sign-in links work, in hours.
+    #[arg(long, default_value_t = 4)]
+    links_valid_hours: u64,
+    /// The most one entry of the zip may inflate to, in bytes.
+    #[arg(long, default_value_t = hearth::transfer::slack::archive::Limits::default().max_entry_bytes)]
+    max_entry_bytes: u64,
+    /// The most the whole zip may inflate to, in bytes.
+    #[arg(long, default_value_t = hearth::transfer::slack::archive::Limits::default().max_total_bytes)]
+    max_export_bytes: u64,
+    /// Rails' secret_key_base of the server (as `hearth serve`); when unset, the one kept in
+    /// `<data-dir>/secret_key_base`, created there if missing.
+    #[arg(long, env = "SECRET_KEY_BASE", hide_env_values = true)]
+    secret_key_base: Option<Redacted<String>>,
+    /// Digest of the PBKDF2 key generator (as `hearth serve`).
+    #[arg(long, env = "HEARTH_KEY_GENERATOR_DIGEST", default_value = "sha256")]
+    key_generator_digest: KdfDigest,
+    /// The GlobalID app name (as `hearth serve --gid-app`).
+    #[arg(long, env = "HEARTH_GID_APP", default_value = "campfire")]
+    gid_app: String,
+}
+
+impl SlackFlags {
+    fn settings(&self, target: &TargetFlags) -> hearth::transfer::slack::Settings {
+        hearth::transfer::slack::Settings {
+            secret_key_base: self
+                .secret_key_base
+                .as_deref()
+                .cloned()
+                .filter(|s| !s.is_empty()),
+            data_dir: target.data_dir.clone(),
+            key_generator_digest: self.key_generator_digest,
+            gid_app: self.gid_app.clone(),
+            origin: self.url.clone(),
+            account_name: self.name.clone(),
+            limits: hearth::transfer::slack::archive::Limits {
+                max_entry_bytes: self.max_entry_bytes,
+                max_total_bytes: self.max_export_bytes,
+            },
+            link_validity: std::time::Duration::from_secs(self.links_valid_hours * 3600),
+        }
+    }
 }
 
 /// Hearth's database and files, found as `hearth serve` finds them, and what every transfer
@@ -314,11 +370,20 @@ async fn main() -> anyhow::Result<()> {
                     .await?;
             print!("{counts}");
         }
-        Cmd::Import(ImportCmd::Slack { from, target }) => {
+        Cmd::Import(ImportCmd::Slack {
+            from,
+            target,
+            slack,
+        }) => {
             init_tracing("warn", false);
-            let counts =
-                hearth::transfer::slack::import(&from, &target.target(), target.options()).await?;
-            print!("{counts}");
+            let report = hearth::transfer::slack::import(
+                &from,
+                &target.target(),
+                target.options(),
+                &slack.settings(&target),
+            )
+            .await?;
+            print!("{report}");
         }
         Cmd::Export { to, target, s3 } => {
             init_tracing("warn", false);

@@ -57,6 +57,7 @@ mod hardening_limits;
 mod hardening_push;
 mod hardening_sessions;
 mod hostile;
+mod import_slack;
 mod layers;
 mod link_previews;
 mod metrics;
