@@ -55,6 +55,7 @@ mod hardening_limits;
 mod hardening_push;
 mod hardening_sessions;
 mod hostile;
+mod import_campfire;
 mod layers;
 mod link_previews;
 mod metrics;

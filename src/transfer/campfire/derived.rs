@@ -115,7 +115,9 @@ pub fn sequences(conn: &Connection) -> rusqlite::Result<()> {
     for table in SEQUENCED {
         let theirs: i64 = if campfire_has {
             conn.query_row(
-                &format!("SELECT COALESCE(MAX(seq), 0) FROM {SCHEMA}.sqlite_sequence WHERE name = ?1"),
+                &format!(
+                    "SELECT COALESCE(MAX(seq), 0) FROM {SCHEMA}.sqlite_sequence WHERE name = ?1"
+                ),
                 [table],
                 |row| row.get(0),
             )?

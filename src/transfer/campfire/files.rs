@@ -173,9 +173,8 @@ pub fn verify_placed(files: &[BlobFile], root: &Path) -> anyhow::Result<()> {
         let Some(path) = disk.path_for(&file.key) else {
             bail!("blob {}: key {:?}", file.id, file.key);
         };
-        let found = checksum(&path).with_context(|| {
-            format!("blob {} ({}): {}", file.id, file.filename, path.display())
-        })?;
+        let found = checksum(&path)
+            .with_context(|| format!("blob {} ({}): {}", file.id, file.filename, path.display()))?;
         if let Some(expected) = &file.checksum {
             if &found != expected {
                 bail!(

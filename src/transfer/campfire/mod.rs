@@ -185,7 +185,12 @@ fn check_values(conn: &Connection) -> anyhow::Result<()> {
     for table in tables::TABLES {
         for column in table.datetimes {
             let condition = tables::not_a_datetime(column);
-            note(table.name, column, &condition, "not a datetime as Rails writes one")?;
+            note(
+                table.name,
+                column,
+                &condition,
+                "not a datetime as Rails writes one",
+            )?;
         }
     }
     for (table, column, condition, what) in tables::VALUE_CHECKS {
@@ -253,7 +258,11 @@ async fn write(
     options: Options,
 ) -> anyhow::Result<Counts> {
     let staged = blocking({
-        let (files, root, total) = (plan.files.clone(), target.storage_root.clone(), plan.bytes());
+        let (files, root, total) = (
+            plan.files.clone(),
+            target.storage_root.clone(),
+            plan.bytes(),
+        );
         move || {
             let mut progress = Progress::new("copying files", total, options.progress);
             let staged = files::stage(&files, &root, &mut progress)?;
@@ -344,9 +353,11 @@ fn transaction(
 fn written_rows(conn: &Connection) -> anyhow::Result<Counts> {
     let mut counts = Counts::default();
     for table in tables::TABLES {
-        let n: i64 = conn.query_row(&format!("SELECT COUNT(*) FROM main.{}", table.name), [], |row| {
-            row.get(0)
-        })?;
+        let n: i64 = conn.query_row(
+            &format!("SELECT COUNT(*) FROM main.{}", table.name),
+            [],
+            |row| row.get(0),
+        )?;
         counts.add(table.name, u64::try_from(n).unwrap_or(0));
     }
     let n: i64 = conn.query_row(

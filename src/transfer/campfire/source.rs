@@ -122,7 +122,9 @@ pub fn check_whole(storage: &Storage, conn: &Connection) -> anyhow::Result<()> {
         1 => 65_536,
         n => u64::from(n),
     };
-    let word = |at: usize| u32::from_be_bytes([header[at], header[at + 1], header[at + 2], header[at + 3]]);
+    let word = |at: usize| {
+        u32::from_be_bytes([header[at], header[at + 1], header[at + 2], header[at + 3]])
+    };
     let (changes, pages, valid_for) = (word(24), u64::from(word(28)), word(92));
     if pages > 0 && valid_for == changes && len < pages * page_size {
         bail!(
@@ -188,7 +190,11 @@ pub fn check_version(storage: &Storage, conn: &Connection) -> anyhow::Result<Str
     if KNOWN_SCHEMA_VERSIONS.contains(&version.as_str()) {
         return Ok(version);
     }
-    let newest = KNOWN_SCHEMA_VERSIONS.iter().max().copied().unwrap_or_default();
+    let newest = KNOWN_SCHEMA_VERSIONS
+        .iter()
+        .max()
+        .copied()
+        .unwrap_or_default();
     let which = if version.as_str() > newest {
         "newer than this Hearth reads: upgrade Hearth"
     } else {
@@ -208,7 +214,9 @@ pub fn check_version(storage: &Storage, conn: &Connection) -> anyhow::Result<Str
 pub fn check_columns(conn: &Connection, wanted: &[(&str, &[&str])]) -> anyhow::Result<()> {
     for (table, columns) in wanted {
         let found: Vec<String> = conn
-            .prepare(&format!("SELECT name FROM pragma_table_info(?1, '{SCHEMA}')"))?
+            .prepare(&format!(
+                "SELECT name FROM pragma_table_info(?1, '{SCHEMA}')"
+            ))?
             .query_map([table], |row| row.get(0))?
             .collect::<Result<_, _>>()?;
         if found.is_empty() {
@@ -248,6 +256,8 @@ pub fn offenders(
 /// # Errors
 /// An SQL error.
 pub fn count(conn: &Connection, from_where: &str) -> anyhow::Result<u64> {
-    let n: i64 = conn.query_row(&format!("SELECT COUNT(*) {from_where}"), [], |row| row.get(0))?;
+    let n: i64 = conn.query_row(&format!("SELECT COUNT(*) {from_where}"), [], |row| {
+        row.get(0)
+    })?;
     Ok(u64::try_from(n).unwrap_or(0))
 }

@@ -78,7 +78,11 @@ impl Table {
 /// Milliseconds since the epoch of a Rails `datetime` column (UTC text), in SQL.
 macro_rules! ms {
     ($col:literal) => {
-        concat!("CAST(round((julianday(", $col, ") - 2440587.5) * 86400000.0) AS INTEGER)")
+        concat!(
+            "CAST(round((julianday(",
+            $col,
+            ") - 2440587.5) * 86400000.0) AS INTEGER)"
+        )
     };
 }
 
@@ -284,21 +288,149 @@ pub const RICH_TEXTS_SKIPPED_BECAUSE: &str =
 
 /// Campfire's tables and the columns this import reads of each.
 pub const READ: &[(&str, &[&str])] = &[
-    ("accounts", &["id", "name", "join_code", "custom_styles", "settings", "created_at", "updated_at"]),
-    ("users", &["id", "name", "email_address", "password_digest", "role", "status", "bio", "bot_token", "created_at", "updated_at"]),
-    ("rooms", &["id", "name", "type", "creator_id", "created_at", "updated_at"]),
-    ("sessions", &["id", "user_id", "token", "ip_address", "user_agent", "last_active_at", "created_at", "updated_at"]),
-    ("memberships", &["id", "room_id", "user_id", "involvement", "unread_at", "created_at", "updated_at"]),
-    ("messages", &["id", "room_id", "creator_id", "client_message_id", "created_at", "updated_at"]),
-    ("action_text_rich_texts", &["id", "name", "body", "record_type", "record_id"]),
-    ("boosts", &["id", "message_id", "booster_id", "content", "created_at", "updated_at"]),
-    ("bans", &["id", "user_id", "ip_address", "created_at", "updated_at"]),
-    ("searches", &["id", "user_id", "query", "created_at", "updated_at"]),
-    ("webhooks", &["id", "user_id", "url", "created_at", "updated_at"]),
-    ("push_subscriptions", &["id", "user_id", "endpoint", "p256dh_key", "auth_key", "user_agent", "created_at", "updated_at"]),
-    ("active_storage_blobs", &["id", "key", "filename", "content_type", "metadata", "service_name", "byte_size", "checksum", "created_at"]),
-    ("active_storage_attachments", &["id", "name", "record_type", "record_id", "blob_id", "created_at"]),
-    ("active_storage_variant_records", &["id", "blob_id", "variation_digest"]),
+    (
+        "accounts",
+        &[
+            "id",
+            "name",
+            "join_code",
+            "custom_styles",
+            "settings",
+            "created_at",
+            "updated_at",
+        ],
+    ),
+    (
+        "users",
+        &[
+            "id",
+            "name",
+            "email_address",
+            "password_digest",
+            "role",
+            "status",
+            "bio",
+            "bot_token",
+            "created_at",
+            "updated_at",
+        ],
+    ),
+    (
+        "rooms",
+        &[
+            "id",
+            "name",
+            "type",
+            "creator_id",
+            "created_at",
+            "updated_at",
+        ],
+    ),
+    (
+        "sessions",
+        &[
+            "id",
+            "user_id",
+            "token",
+            "ip_address",
+            "user_agent",
+            "last_active_at",
+            "created_at",
+            "updated_at",
+        ],
+    ),
+    (
+        "memberships",
+        &[
+            "id",
+            "room_id",
+            "user_id",
+            "involvement",
+            "unread_at",
+            "created_at",
+            "updated_at",
+        ],
+    ),
+    (
+        "messages",
+        &[
+            "id",
+            "room_id",
+            "creator_id",
+            "client_message_id",
+            "created_at",
+            "updated_at",
+        ],
+    ),
+    (
+        "action_text_rich_texts",
+        &["id", "name", "body", "record_type", "record_id"],
+    ),
+    (
+        "boosts",
+        &[
+            "id",
+            "message_id",
+            "booster_id",
+            "content",
+            "created_at",
+            "updated_at",
+        ],
+    ),
+    (
+        "bans",
+        &["id", "user_id", "ip_address", "created_at", "updated_at"],
+    ),
+    (
+        "searches",
+        &["id", "user_id", "query", "created_at", "updated_at"],
+    ),
+    (
+        "webhooks",
+        &["id", "user_id", "url", "created_at", "updated_at"],
+    ),
+    (
+        "push_subscriptions",
+        &[
+            "id",
+            "user_id",
+            "endpoint",
+            "p256dh_key",
+            "auth_key",
+            "user_agent",
+            "created_at",
+            "updated_at",
+        ],
+    ),
+    (
+        "active_storage_blobs",
+        &[
+            "id",
+            "key",
+            "filename",
+            "content_type",
+            "metadata",
+            "service_name",
+            "byte_size",
+            "checksum",
+            "created_at",
+        ],
+    ),
+    (
+        "active_storage_attachments",
+        &[
+            "id",
+            "name",
+            "record_type",
+            "record_id",
+            "blob_id",
+            "created_at",
+        ],
+    ),
+    (
+        "active_storage_variant_records",
+        &["id", "blob_id", "variation_digest"],
+    ),
 ];
 
 /// Values Hearth's schema would refuse or misread, as (table, column, condition over `s`,

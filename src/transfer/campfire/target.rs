@@ -129,7 +129,10 @@ pub fn clear(conn: &Connection) -> rusqlite::Result<()> {
     for table in TEAM_TABLES {
         conn.execute(&format!("DELETE FROM main.{table}"), [])?;
     }
-    conn.execute("UPDATE main.message_search_progress SET indexed_through = 0", [])?;
+    conn.execute(
+        "UPDATE main.message_search_progress SET indexed_through = 0",
+        [],
+    )?;
     Ok(())
 }
 
