@@ -192,7 +192,7 @@ async fn fetch(server: &Hearth, cookie: &str, path: &str) -> (u16, Vec<u8>) {
 }
 
 /// The `<div id="message_…">` of message `id` in a room page, up to the next message.
-fn message_html<'a>(page: &'a str, id: i64) -> &'a str {
+fn message_html(page: &str, id: i64) -> &str {
     let marker = format!("data-message-id=\"{id}\"");
     let at = page
         .find(&marker)

@@ -156,7 +156,7 @@ impl Staged {
     /// # Errors
     /// A move that fails.
     pub fn commit(self) -> anyhow::Result<()> {
-        let Staged { staging, made } = self;
+        let Self { staging, made } = self;
         staging.commit()?;
         made.keep();
         Ok(())

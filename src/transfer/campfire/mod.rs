@@ -223,7 +223,7 @@ fn count_rows(
     };
     for table in tables::TABLES {
         let all = format!("FROM {}.{}", source::SCHEMA, table.name);
-        tally(table.name, &all, &table.from_kept(), table.skipped_because)?;
+        tally(table.name, &all, &table.kept_rows(), table.skipped_because)?;
     }
     let all = format!("FROM {}.action_text_rich_texts", source::SCHEMA);
     tally(

@@ -48,11 +48,11 @@ pub struct Table {
 
 impl Table {
     /// `FROM … WHERE <kept>`.
-    pub fn from_kept(&self) -> String {
-        format!("{} WHERE {}", self.from_clause(), self.kept)
+    pub fn kept_rows(&self) -> String {
+        format!("{} WHERE {}", self.source_rows(), self.kept)
     }
 
-    fn from_clause(&self) -> String {
+    fn source_rows(&self) -> String {
         match self.from {
             Some(from) => format!("FROM {from}"),
             None => format!("FROM {SCHEMA}.{} AS s", self.name),
@@ -69,7 +69,7 @@ impl Table {
             self.name,
             self.columns,
             self.values,
-            self.from_kept()
+            self.kept_rows()
         );
         conn.execute(&sql, [])
     }
