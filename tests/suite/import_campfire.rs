@@ -179,6 +179,19 @@ fn hearth_counts(database: &Path, tables: &[&String]) -> BTreeMap<String, u64> {
         .collect()
 }
 
+/// `counts` with `made` variants added to Active Storage's three tables.
+fn with_variants(counts: &BTreeMap<String, u64>, made: u64) -> BTreeMap<String, u64> {
+    let mut counts = counts.clone();
+    for table in [
+        "active_storage_blobs",
+        "active_storage_attachments",
+        "active_storage_variant_records",
+    ] {
+        *counts.get_mut(table).unwrap() += made;
+    }
+    counts
+}
+
 /// A signed-in client's GET of `path` with the bytes kept, following one redirect.
 async fn fetch(server: &Hearth, cookie: &str, path: &str) -> (u16, Vec<u8>) {
     let addr = server.addr.to_string();
@@ -219,9 +232,17 @@ async fn a_campfire_team_comes_over_whole() {
         "the source is never changed"
     );
 
-    // Rows per table: printed, and in Hearth's database, equal to Campfire's.
-    let expected = campfire.counts();
+    // Rows per table: printed, and in Hearth's database, equal to Campfire's; Active
+    // Storage's tables also hold the variants Hearth draws that Campfire's are not (Ada's
+    // avatar square, the logo's 512 and 192 px squares).
     let printed = printed_counts(&stdout(&output));
+    assert_eq!(
+        printed.get("variants_made"),
+        Some(&3),
+        "{}",
+        stdout(&output)
+    );
+    let expected = with_variants(&campfire.counts(), 3);
     for (table, n) in &expected {
         assert_eq!(
             printed.get(table),
@@ -381,6 +402,26 @@ async fn files_are_served(server: &Hearth, campfire: &Campfire, ada: &mut crate:
         std::fs::read(campfire.blob_file("report")).unwrap(),
         "the PDF's bytes"
     );
+
+    // Ada's avatar and the account's logo are drawn from Campfire's images (PNG squares made
+    // on the way), not the initials or the stock icon.
+    let addr = server.addr.to_string();
+    let ada_id = campfire.id("users", "ada");
+    for (path, side) in [
+        (format!("/users/{ada_id}/avatar"), 96),
+        ("/account/logo".to_owned(), 512),
+        ("/account/logo?size=small".to_owned(), 192),
+    ] {
+        let (status, headers, bytes) = raw(&addr, "GET", &path, &[("Cookie", &cookie)], b"").await;
+        assert_eq!(status, 200, "{path}");
+        assert_eq!(
+            header(&headers, "content-type"),
+            Some("image/png"),
+            "{path}"
+        );
+        let image = image::load_from_memory(&bytes).expect("a PNG");
+        assert_eq!((image.width(), image.height()), (side, side), "{path}");
+    }
 }
 
 async fn new_posts_get_fresh_ids(campfire: &Campfire, ada: &mut crate::common::Client) {
@@ -512,7 +553,7 @@ async fn dry_run_writes_nothing_and_replace_replaces() {
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(stdout(&output).contains("Dry run"), "{}", stdout(&output));
     let printed = printed_counts(&stdout(&output));
-    for (table, n) in campfire.counts() {
+    for (table, n) in with_variants(&campfire.counts(), 3) {
         assert_eq!(printed.get(&table), Some(&n), "{table} would be imported");
     }
     assert!(
@@ -538,7 +579,7 @@ async fn dry_run_writes_nothing_and_replace_replaces() {
     drop(conn);
     let output = import(&campfire.dir, &target, &["--replace"]).await;
     assert!(output.status.success(), "{}", stderr(&output));
-    let expected = campfire.counts();
+    let expected = with_variants(&campfire.counts(), 3);
     let tables: Vec<&String> = expected.keys().collect();
     assert_eq!(
         hearth_counts(&target.join("hearth.sqlite3"), &tables),

@@ -29,6 +29,7 @@ mod browser_avatars;
 mod browser_boosts;
 mod browser_composer;
 mod browser_files;
+mod browser_import_campfire;
 mod browser_link_previews;
 mod browser_look;
 mod browser_room;

@@ -151,6 +151,14 @@ pub fn stage(files: &[BlobFile], root: &Path, progress: &mut Progress) -> anyhow
 }
 
 impl Staged {
+    /// Stages `bytes` as the file of a new blob `key` (a variant made by the import).
+    ///
+    /// # Errors
+    /// An invalid key or a write that fails.
+    pub fn stage_bytes(&mut self, key: &str, bytes: &[u8]) -> anyhow::Result<()> {
+        self.staging.stage_bytes(key, bytes)
+    }
+
     /// Moves every staged file to its place (call after the database commit).
     ///
     /// # Errors

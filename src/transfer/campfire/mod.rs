@@ -10,7 +10,8 @@
 //! 2. [`target`]: a database that already holds a team is refused unless `--replace`.
 //! 3. [`files`]: every blob's file must be there with its size. `--dry-run` then checks every
 //!    checksum, prints the rows per table it would write, and stops.
-//! 4. The files are staged beside their place in Hearth's storage, checksums checked.
+//! 4. The files are staged beside their place in Hearth's storage, checksums checked, with the
+//!    image variants Hearth draws and Campfire lacks ([`variants`]: avatars, the logo).
 //! 5. Hearth's database is opened and migrated as `hearth serve` does ([`crate::db::open`]),
 //!    and in ONE transaction every table is copied ([`tables::TABLES`], the column mapping is
 //!    written there), the derived data filled ([`derived`]: plain texts, the search index, the
@@ -26,6 +27,7 @@ pub mod files;
 pub mod source;
 pub mod tables;
 pub mod target;
+pub mod variants;
 
 use std::path::Path;
 use std::time::Instant;
@@ -50,6 +52,8 @@ pub struct Plan {
     pub files: Vec<BlobFile>,
     /// The target before the import.
     pub before: target::Before,
+    /// The image variants Hearth draws that Campfire's database lacks.
+    pub variants: Vec<variants::Wanted>,
 }
 
 impl Plan {
@@ -66,11 +70,22 @@ impl Plan {
     /// The counts printed: rows per table, `files` and `bytes`.
     pub fn counts(&self) -> Counts {
         let mut counts = self.rows.clone();
+        for table in VARIANT_TABLES {
+            counts.add(table, self.variants.len() as u64);
+        }
         counts.add("files", self.files.len() as u64);
         counts.add("bytes", self.bytes());
+        counts.add("variants_made", self.variants.len() as u64);
         counts
     }
 }
+
+/// The tables each variant made adds a row to (its blob, its record, the record's image).
+const VARIANT_TABLES: [&str; 3] = [
+    "active_storage_blobs",
+    "active_storage_variant_records",
+    "active_storage_attachments",
+];
 
 /// Imports the Campfire `storage/` directory `from` into `target`; returns the rows per table
 /// written (verified against the source's), `files` and `bytes` (each file's checksum verified).
@@ -101,26 +116,35 @@ pub async fn import(from: &Path, target: &Target, options: Options) -> anyhow::R
             Ok(())
         })
         .await?;
-        println!("Dry run: every check passed and nothing was written. It would import:");
+        println!(
+            "Dry run: every check passed and nothing was written. It would make {} image \
+             variants Hearth draws, and import:",
+            plan.variants.len()
+        );
         return Ok(plan.counts());
     }
-    let written = write(&storage, target, &plan, options).await?;
-    let removed = files::remove_replaced(&plan.before.blob_keys, &plan.files, &target.storage_root);
+    let (written, made) = write(&storage, target, &plan, options).await?;
+    let mut placed = plan.files.clone();
+    placed.extend(made.iter().map(|m| m.file.clone()));
+    let removed = files::remove_replaced(&plan.before.blob_keys, &placed, &target.storage_root);
     if removed > 0 {
         eprintln!("removed {removed} files of the replaced team's blobs");
     }
-    let (files, root) = (plan.files.clone(), target.storage_root.clone());
-    blocking(move || files::verify_placed(&files, &root)).await?;
+    let root = target.storage_root.clone();
+    blocking(move || files::verify_placed(&placed, &root)).await?;
     let secs = started.elapsed().as_secs_f64().max(1e-3);
     println!(
         "Imported and verified in {secs:.2} s ({:.0} rows/s, {:.0} messages/s): the rows per \
-         table equal the source's, and every file's checksum its blob's.",
+         table equal the source's (Active Storage's plus the {} variants made), and every \
+         file's checksum its blob's.",
         written.0.values().sum::<u64>() as f64 / secs,
-        written.get("messages") as f64 / secs
+        written.get("messages") as f64 / secs,
+        made.len()
     );
     let mut counts = written;
     counts.add("files", plan.files.len() as u64);
     counts.add("bytes", plan.bytes());
+    counts.add("variants_made", made.len() as u64);
     Ok(counts)
 }
 
@@ -162,12 +186,14 @@ fn plan(storage: &Storage, database: &Path, options: Options) -> anyhow::Result<
     }
     let files = files::list(&conn, storage)?;
     files::check_present(&files)?;
+    let variants = variants::wanted(&conn, &files)?;
     Ok(Plan {
         version,
         rows,
         skipped,
         files,
         before,
+        variants,
     })
 }
 
@@ -256,29 +282,34 @@ async fn write(
     target: &Target,
     plan: &Plan,
     options: Options,
-) -> anyhow::Result<Counts> {
-    let staged = blocking({
+) -> anyhow::Result<(Counts, Vec<variants::Made>)> {
+    let (staged, made) = blocking({
         let (files, root, total) = (
             plan.files.clone(),
             target.storage_root.clone(),
             plan.bytes(),
         );
+        let wanted = plan.variants.clone();
         move || {
             let mut progress = Progress::new("copying files", total, options.progress);
-            let staged = files::stage(&files, &root, &mut progress)?;
+            let mut staged = files::stage(&files, &root, &mut progress)?;
             progress.finish();
-            Ok(staged)
+            let mut progress =
+                Progress::new("making variants", wanted.len() as u64, options.progress);
+            let made = variants::make(&wanted, &mut staged, &mut progress)?;
+            progress.finish();
+            Ok((staged, made))
         }
     })
     .await?;
     let parent = target.database.parent().unwrap_or(Path::new(""));
     let made_dirs = MadeDirs::around(parent);
-    let copied = copy_rows(storage, target, plan, options).await;
+    let copied = copy_rows(storage, target, plan, &made, options).await;
     match copied {
         Ok(written) => {
             staged.commit().context("moving the files into place")?;
             made_dirs.keep();
-            Ok(written)
+            Ok((written, made))
         }
         Err(e) => {
             if !plan.before.exists {
@@ -296,6 +327,7 @@ async fn copy_rows(
     storage: &Storage,
     target: &Target,
     plan: &Plan,
+    made: &[variants::Made],
     options: Options,
 ) -> anyhow::Result<Counts> {
     let pool = crate::db::open(&target.database)
@@ -304,12 +336,16 @@ async fn copy_rows(
     pool.close().await;
     let (storage, database) = (storage.clone(), target.database.clone());
     // Every table's rows, then one plain text per message body.
-    let (expected, total) = (plan.rows.clone(), plan.total_rows());
+    let (mut expected, total) = (plan.rows.clone(), plan.total_rows());
+    for table in VARIANT_TABLES {
+        expected.add(table, made.len() as u64);
+    }
+    let made = made.to_vec();
     blocking(move || {
         let mut conn = target::open(&database)?;
         source::attach(&conn, &storage)?;
         let mut progress = Progress::new("copying rows", total, options.progress);
-        let written = transaction(&mut conn, &expected, options, &mut progress);
+        let written = transaction(&mut conn, &expected, &made, options, &mut progress);
         progress.finish();
         conn.execute_batch(&format!("DETACH DATABASE {}", source::SCHEMA))?;
         written
@@ -322,6 +358,7 @@ async fn copy_rows(
 fn transaction(
     conn: &mut Connection,
     expected: &Counts,
+    made: &[variants::Made],
     options: Options,
     progress: &mut Progress,
 ) -> anyhow::Result<Counts> {
@@ -336,6 +373,9 @@ fn transaction(
             .with_context(|| format!("copying {}", table.name))?;
         progress.inc(n as u64);
     }
+    // Past every id Campfire handed out before the made variants take theirs.
+    derived::sequences(&tx).context("setting the id sequences")?;
+    variants::insert(&tx, made).context("writing the variants made")?;
     derived::plain_texts(&tx, progress).context("writing the plain texts")?;
     derived::search_index(&tx).context("filling the search index")?;
     derived::custom_styles(&tx)?;
