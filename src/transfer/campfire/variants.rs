@@ -50,43 +50,58 @@ pub struct Made {
 /// The image types Hearth decodes.
 const IMAGES: &str = "('image/png', 'image/jpeg', 'image/gif', 'image/webp')";
 
+/// The variants Hearth draws of one kind of attachment.
+struct Rule {
+    /// `active_storage_attachments.record_type`.
+    record_type: &'static str,
+    /// `active_storage_attachments.name`.
+    name: &'static str,
+    /// Each variant: its digest, its resize, always PNG.
+    sizes: Vec<(String, Fit, bool)>,
+    /// Message thumbnails (none for an animated GIF).
+    thumbnail: bool,
+}
+
+/// Avatars: a square of at most 512 px (`web::avatars`); the logo: exact PNG squares of 512
+/// and 192 px; a message's image: the thumbnail (`db::blobs::THUMB_LIMIT`).
+fn rules() -> Vec<Rule> {
+    use crate::db::blobs::{record, thumb_digest, THUMB_LIMIT};
+    let square = crate::web::avatars::square_digest;
+    vec![
+        Rule {
+            record_type: record::USER,
+            name: "avatar",
+            sizes: vec![(square(512), Fit::Square(512), false)],
+            thumbnail: false,
+        },
+        Rule {
+            record_type: record::ACCOUNT,
+            name: "logo",
+            sizes: vec![
+                (square(512), Fit::Fill(512, 512), true),
+                (square(192), Fit::Fill(192, 192), true),
+            ],
+            thumbnail: false,
+        },
+        Rule {
+            record_type: record::MESSAGE,
+            name: "attachment",
+            sizes: vec![(
+                thumb_digest().to_owned(),
+                Fit::Limit(THUMB_LIMIT.0, THUMB_LIMIT.1),
+                false,
+            )],
+            thumbnail: true,
+        },
+    ]
+}
+
 /// The variants to make: one per kept attachment of an image (an avatar, the logo, a
 /// message's file) and size whose digest Campfire has no variant record for.
 ///
 /// # Errors
 /// An SQL error.
 pub fn wanted(conn: &Connection, files: &[BlobFile]) -> anyhow::Result<Vec<Wanted>> {
-    let square = |n: u32| crate::web::avatars::square_digest(n);
-    let rules: Vec<(&str, &str, Vec<(String, Fit, bool)>, bool)> = vec![
-        (
-            crate::db::blobs::record::USER,
-            "avatar",
-            vec![(square(512), Fit::Square(512), false)],
-            false,
-        ),
-        (
-            crate::db::blobs::record::ACCOUNT,
-            "logo",
-            vec![
-                (square(512), Fit::Fill(512, 512), true),
-                (square(192), Fit::Fill(192, 192), true),
-            ],
-            false,
-        ),
-        (
-            crate::db::blobs::record::MESSAGE,
-            "attachment",
-            vec![(
-                crate::db::blobs::thumb_digest().to_owned(),
-                Fit::Limit(
-                    crate::db::blobs::THUMB_LIMIT.0,
-                    crate::db::blobs::THUMB_LIMIT.1,
-                ),
-                false,
-            )],
-            true,
-        ),
-    ];
     let mut statement = conn.prepare(&format!(
         "SELECT DISTINCT a.blob_id FROM {SCHEMA}.active_storage_attachments AS a \
            JOIN {SCHEMA}.active_storage_blobs AS b ON b.id = a.blob_id \
@@ -96,22 +111,27 @@ pub fn wanted(conn: &Connection, files: &[BlobFile]) -> anyhow::Result<Vec<Wante
                              WHERE v.blob_id = a.blob_id AND v.variation_digest = ?3) \
           ORDER BY a.blob_id"
     ))?;
+    let by_id: std::collections::HashMap<i64, &BlobFile> =
+        files.iter().map(|f| (f.id, f)).collect();
     let mut wanted = Vec::new();
-    for (record_type, name, sizes, thumbnail) in rules {
-        for (digest, fit, png) in sizes {
+    for rule in rules() {
+        for (digest, fit, png) in rule.sizes {
             let ids: Vec<i64> = statement
-                .query_map(params![record_type, name, digest], |row| row.get(0))?
+                .query_map(params![rule.record_type, rule.name, digest], |row| {
+                    row.get(0)
+                })?
                 .collect::<Result<_, _>>()?;
-            for id in ids {
-                if let Some(blob) = files.iter().find(|f| f.id == id) {
-                    wanted.push(Wanted {
-                        blob: blob.clone(),
-                        digest: digest.clone(),
-                        fit,
-                        png,
-                        thumbnail,
-                    });
-                }
+            for blob in ids
+                .iter()
+                .filter_map(|id| files.iter().find(|f| f.id == *id))
+            {
+                wanted.push(Wanted {
+                    blob: blob.clone(),
+                    digest: digest.clone(),
+                    fit,
+                    png,
+                    thumbnail: rule.thumbnail,
+                });
             }
         }
     }
