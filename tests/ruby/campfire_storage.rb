@@ -479,6 +479,9 @@ dm = post(direct, ada, 70, "<div>#{mention(cleo)} lunch?</div>", plain: "@Cleo P
   .tap { |m| m.update_columns(created_at: at(70, 0), updated_at: at(70, 0)) }
 bot_says = post(water, robo, 80, "Build 1041 passed", plain: "Build 1041 passed")
 water_talk = post(water, cleo, 95, "<div>Cake in the kitchen!</div>", plain: "Cake in the kitchen!")
+# A client that sent its message twice: Campfire's client_message_id is not unique.
+again = post(water, cleo, 95, "<div>Cake in the kitchen!</div>", client_id: water_talk.client_message_id,
+             plain: "Cake in the kitchen!")
 last = post(water, cleo, 96, "<div>(never mind)</div>", plain: "(never mind)")
 unpost(last)
 
@@ -505,6 +508,11 @@ Push::Subscription.create!(user: ada, endpoint: "https://push.example.net/send/a
                            created_at: at(17), updated_at: at(17))
 
 Search.create!(user: ada, query: "launch", created_at: at(90), updated_at: at(91))
+# Rows Hearth has no place for: the same query twice (Campfire's `Search.record` touches the
+# one it finds, but nothing in the schema stops a second), and a rich text of another record.
+Search.create!(user: ada, query: "launch", created_at: at(85), updated_at: at(85))
+RichText.create!(record_type: "Account", record_id: account.id, name: "welcome", body: "<div>Hello!</div>",
+                 created_at: at(1), updated_at: at(1))
 Search.create!(user: ben, query: "figures pdf", created_at: at(92), updated_at: at(92))
 
 # Rails 8 runs SQLite in WAL mode; a stopped server leaves no -wal file behind.
@@ -522,7 +530,10 @@ puts JSON.generate(
   users: { ada: ada.id, ben: ben.id, cleo: cleo.id, dot: dot.id, eve: eve.id, robo: robo.id, gone: gone.id },
   rooms: { all_talk: all_talk.id, plans: plans.id, direct: direct.id, water: water.id, scratch: scratch.id },
   messages: { hello: hello.id, shout: shout.id, reply: reply.id, photo: photo_message.id, report: report_message.id,
-              secret: secret.id, dm: dm.id, bot: bot_says.id, water: water_talk.id, last: last.id },
+              secret: secret.id, dm: dm.id, bot: bot_says.id, water: water_talk.id, again: again.id,
+              last: last.id },
+  # Rows with no place in Hearth, per table.
+  skipped: { searches: 1, action_text_rich_texts: 1 },
   blobs: { photo: photo.key, thumb: thumb.key, report: report.key, logo: logo.key, avatar: avatar.key },
   thumb_digest: thumb_digest
 )
