@@ -121,7 +121,7 @@ pub fn wanted(conn: &Connection, files: &[BlobFile]) -> anyhow::Result<Vec<Wante
                     row.get(0)
                 })?
                 .collect::<Result<_, _>>()?;
-            for blob in ids.iter().filter_map(|id| by_id.get(id)) {
+            for &blob in ids.iter().filter_map(|id| by_id.get(id)) {
                 wanted.push(Wanted {
                     blob: blob.clone(),
                     digest: digest.clone(),
