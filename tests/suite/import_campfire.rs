@@ -625,3 +625,105 @@ async fn dry_run_writes_nothing_and_replace_replaces() {
     assert_eq!(name, "Ada Lovelace");
     std::fs::remove_dir_all(&work).ok();
 }
+
+/// Grows a copy of the fixture to `n` more messages with bodies (SQL, as a busy Campfire
+/// would have them), so an import runs long enough to be interrupted.
+fn grown(campfire: &Campfire, to: &Path, n: u32) -> Campfire {
+    let big = campfire.copy_to(to);
+    let conn = rusqlite::Connection::open(big.database()).unwrap();
+    conn.execute_batch(&format!(
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {n})
+         INSERT INTO messages (id, room_id, creator_id, client_message_id, created_at, updated_at)
+         SELECT 1000 + i, 1, 1 + i % 3, lower(hex(randomblob(16))),
+                strftime('%Y-%m-%d %H:%M:%f', '2025-01-01', '+' || i || ' seconds'),
+                strftime('%Y-%m-%d %H:%M:%f', '2025-01-01', '+' || i || ' seconds') FROM n;
+         INSERT INTO action_text_rich_texts (name, body, record_type, record_id, created_at, updated_at)
+         SELECT 'body', '<div>Message ' || id || ' about <strong>the launch</strong></div>',
+                'Message', id, created_at, updated_at FROM messages WHERE id > 1000;"
+    ))
+    .unwrap();
+    big
+}
+
+/// Starts an import of `from` into `target` and sends it SIGINT once it reports copying
+/// rows (inside its transaction); returns its exit status and standard error.
+async fn interrupted(
+    from: &Path,
+    target: &Path,
+    extra: &[&str],
+) -> (std::process::ExitStatus, String) {
+    use tokio::io::AsyncReadExt as _;
+    let mut child = hearth_command()
+        .args(["import", "campfire", "--from"])
+        .arg(from)
+        .arg("--database")
+        .arg(target.join("hearth.sqlite3"))
+        .arg("--data-dir")
+        .arg(target)
+        .args(extra)
+        .env_remove("HEARTH_DATABASE")
+        .env_remove("HEARTH_DATA_DIR")
+        .env_remove("HEARTH_STORAGE_ROOT")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&seen).contains("copying rows") {
+        let n = tokio::time::timeout(std::time::Duration::from_secs(120), stderr.read(&mut buf))
+            .await
+            .expect("the import reports copying rows in time")
+            .unwrap();
+        assert!(
+            n > 0,
+            "the import ended first: {}",
+            String::from_utf8_lossy(&seen)
+        );
+        seen.extend_from_slice(&buf[..n]);
+    }
+    let pid = child.id().unwrap().to_string();
+    assert!(std::process::Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let mut rest = Vec::new();
+    stderr.read_to_end(&mut rest).await.unwrap();
+    seen.extend_from_slice(&rest);
+    let status = tokio::time::timeout(std::time::Duration::from_secs(120), child.wait())
+        .await
+        .expect("the import stops in time")
+        .unwrap();
+    (status, String::from_utf8_lossy(&seen).into_owned())
+}
+
+#[tokio::test]
+async fn an_interrupted_import_leaves_the_target_as_it_was() {
+    let work = temp_dir("import-campfire-int");
+    let campfire = Campfire::build(&work);
+    let big = grown(&campfire, &work.join("big"), 60_000);
+
+    // Over a team (--replace): its database and files stay byte for byte.
+    let team = work.join("team");
+    assert!(import(&campfire.dir, &team, &[]).await.status.success());
+    let before = snapshot(&team);
+    let (status, stderr) = interrupted(&big.dir, &team, &["--replace"]).await;
+    assert!(!status.success(), "{stderr}");
+    assert!(stderr.contains("interrupted"), "{stderr}");
+    assert_eq!(snapshot(&team), before, "the team is as it was");
+
+    // Into nothing: nothing is left (the database file the import made is removed).
+    let empty = work.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let (status, stderr) = interrupted(&big.dir, &empty, &[]).await;
+    assert!(!status.success(), "{stderr}");
+    assert!(
+        snapshot(&empty).is_empty(),
+        "left behind: {:?}",
+        snapshot(&empty)
+    );
+    std::fs::remove_dir_all(&work).ok();
+}

@@ -6,6 +6,7 @@
 
 use rusqlite::{params, Connection};
 
+use super::interrupt::Interrupt;
 use super::source::SCHEMA;
 use crate::transfer::Progress;
 
@@ -51,8 +52,12 @@ pub fn restore_triggers(conn: &Connection, sql: &[String]) -> rusqlite::Result<(
 /// without a body keeps none. Returns how many were written.
 ///
 /// # Errors
-/// An SQL error.
-pub fn plain_texts(conn: &Connection, progress: &mut Progress) -> rusqlite::Result<u64> {
+/// An SQL error, or an interrupt.
+pub fn plain_texts(
+    conn: &Connection,
+    progress: &mut Progress,
+    interrupt: &Interrupt,
+) -> anyhow::Result<u64> {
     let mut read = conn.prepare(
         "SELECT id, body FROM main.messages WHERE id > ?1 AND body <> '' ORDER BY id LIMIT 2000",
     )?;
@@ -65,6 +70,7 @@ pub fn plain_texts(conn: &Connection, progress: &mut Progress) -> rusqlite::Resu
         let Some(&(last, _)) = batch.last() else {
             return Ok(written);
         };
+        interrupt.check()?;
         for (id, body) in &batch {
             write.execute(params![crate::rich_text::plain_text(body), id])?;
         }

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context as _};
 use rusqlite::Connection;
 
+use super::interrupt::Interrupt;
 use super::source::{Storage, SCHEMA};
 use crate::storage::disk::{valid_key, DiskService};
 use crate::transfer::{checksum, Progress, Staging};
@@ -101,8 +102,13 @@ pub fn check_present(files: &[BlobFile]) -> anyhow::Result<()> {
 ///
 /// # Errors
 /// A file that cannot be read, or a checksum other than its blob's, named.
-pub fn check_sums(files: &[BlobFile], progress: &mut Progress) -> anyhow::Result<()> {
+pub fn check_sums(
+    files: &[BlobFile],
+    progress: &mut Progress,
+    interrupt: &Interrupt,
+) -> anyhow::Result<()> {
     for file in files {
+        interrupt.check()?;
         if let Some(expected) = &file.checksum {
             let found = checksum(&file.source)
                 .with_context(|| format!("reading {}", file.source.display()))?;
@@ -133,14 +139,20 @@ pub struct Staged {
 /// Copies every file into a staging area under `root`, checking each checksum on the copy.
 ///
 /// # Errors
-/// A directory that cannot be made, a copy that fails, or a checksum other than the blob's
-/// (named); what was staged is removed.
-pub fn stage(files: &[BlobFile], root: &Path, progress: &mut Progress) -> anyhow::Result<Staged> {
+/// A directory that cannot be made, a copy that fails, a checksum other than the blob's
+/// (named), or an interrupt; what was staged is removed.
+pub fn stage(
+    files: &[BlobFile],
+    root: &Path,
+    progress: &mut Progress,
+    interrupt: &Interrupt,
+) -> anyhow::Result<Staged> {
     let made = MadeDirs::around(&root.join("tmp"));
     let staging = Staging::new(root)
         .with_context(|| format!("making a staging directory under {}", root.display()))?;
     let mut staged = Staged { staging, made };
     for file in files {
+        interrupt.check()?;
         staged
             .staging
             .stage(&file.key, &file.source, file.checksum.as_deref())

@@ -18,12 +18,13 @@
 //!    id sequences), and the rows per table checked against the source's.
 //! 6. After the commit the files are moved into place and each checked again.
 //!
-//! Interrupted or refused at any step, the target is as it was: a database file the import
+//! Interrupted (SIGINT, SIGTERM: [`interrupt`]) or refused at any step, the target is as it was: a database file the import
 //! made is removed, staged files and directories it made too. (An existing database of an
 //! older Hearth keeps the migrations `hearth serve` would have applied to it.)
 
 pub mod derived;
 pub mod files;
+pub mod interrupt;
 pub mod source;
 pub mod tables;
 pub mod target;
@@ -37,6 +38,7 @@ use rusqlite::Connection;
 
 use super::{Counts, Options, Progress, Target};
 use files::{BlobFile, MadeDirs};
+use interrupt::Interrupt;
 use source::Storage;
 
 /// What the checks found: the rows each table will get, what has no place, the files.
@@ -98,6 +100,7 @@ const VARIANT_TABLES: [&str; 3] = [
 /// failure while writing; the target is then as it was.
 pub async fn import(from: &Path, target: &Target, options: Options) -> anyhow::Result<Counts> {
     let started = Instant::now();
+    let interrupt = Interrupt::listen();
     let storage = Storage::at(from)?;
     refuse_same_file(&storage, &target.database)?;
     let plan = blocking({
@@ -105,13 +108,13 @@ pub async fn import(from: &Path, target: &Target, options: Options) -> anyhow::R
         move || plan(&storage, &database, options)
     })
     .await?;
+    interrupt.check()?;
     report_plan(&storage, &plan);
     if options.dry_run {
-        let files = plan.files.clone();
-        let total = plan.bytes();
+        let (files, total, interrupt) = (plan.files.clone(), plan.bytes(), interrupt.clone());
         blocking(move || {
             let mut progress = Progress::new("checking files", total, options.progress);
-            files::check_sums(&files, &mut progress)?;
+            files::check_sums(&files, &mut progress, &interrupt)?;
             progress.finish();
             Ok(())
         })
@@ -123,7 +126,7 @@ pub async fn import(from: &Path, target: &Target, options: Options) -> anyhow::R
         );
         return Ok(plan.counts());
     }
-    let (written, made) = write(&storage, target, &plan, options).await?;
+    let (written, made) = write(&storage, target, &plan, options, &interrupt).await?;
     let mut placed = plan.files.clone();
     placed.extend(made.iter().map(|m| m.file.clone()));
     let removed = files::remove_replaced(&plan.before.blob_keys, &placed, &target.storage_root);
@@ -282,6 +285,7 @@ async fn write(
     target: &Target,
     plan: &Plan,
     options: Options,
+    interrupt: &Interrupt,
 ) -> anyhow::Result<(Counts, Vec<variants::Made>)> {
     let (staged, made) = blocking({
         let (files, root, total) = (
@@ -289,14 +293,14 @@ async fn write(
             target.storage_root.clone(),
             plan.bytes(),
         );
-        let wanted = plan.variants.clone();
+        let (wanted, interrupt) = (plan.variants.clone(), interrupt.clone());
         move || {
             let mut progress = Progress::new("copying files", total, options.progress);
-            let mut staged = files::stage(&files, &root, &mut progress)?;
+            let mut staged = files::stage(&files, &root, &mut progress, &interrupt)?;
             progress.finish();
             let mut progress =
                 Progress::new("making variants", wanted.len() as u64, options.progress);
-            let made = variants::make(&wanted, &mut staged, &mut progress)?;
+            let made = variants::make(&wanted, &mut staged, &mut progress, &interrupt)?;
             progress.finish();
             Ok((staged, made))
         }
@@ -304,7 +308,7 @@ async fn write(
     .await?;
     let parent = target.database.parent().unwrap_or(Path::new(""));
     let made_dirs = MadeDirs::around(parent);
-    let copied = copy_rows(storage, target, plan, &made, options).await;
+    let copied = copy_rows(storage, target, plan, &made, options, interrupt).await;
     match copied {
         Ok(written) => {
             staged.commit().context("moving the files into place")?;
@@ -329,6 +333,7 @@ async fn copy_rows(
     plan: &Plan,
     made: &[variants::Made],
     options: Options,
+    interrupt: &Interrupt,
 ) -> anyhow::Result<Counts> {
     let pool = crate::db::open(&target.database)
         .await
@@ -340,12 +345,19 @@ async fn copy_rows(
     for table in VARIANT_TABLES {
         expected.add(table, made.len() as u64);
     }
-    let made = made.to_vec();
+    let (made, interrupt) = (made.to_vec(), interrupt.clone());
     blocking(move || {
         let mut conn = target::open(&database)?;
         source::attach(&conn, &storage)?;
         let mut progress = Progress::new("copying rows", total, options.progress);
-        let written = transaction(&mut conn, &expected, &made, options, &mut progress);
+        let written = transaction(
+            &mut conn,
+            &expected,
+            &made,
+            options,
+            &mut progress,
+            &interrupt,
+        );
         progress.finish();
         conn.execute_batch(&format!("DETACH DATABASE {}", source::SCHEMA))?;
         written
@@ -361,6 +373,7 @@ fn transaction(
     made: &[variants::Made],
     options: Options,
     progress: &mut Progress,
+    interrupt: &Interrupt,
 ) -> anyhow::Result<Counts> {
     let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
     let triggers = derived::suspend_triggers(&tx)?;
@@ -368,6 +381,7 @@ fn transaction(
         target::clear(&tx)?;
     }
     for table in tables::TABLES {
+        interrupt.check()?;
         let n = table
             .copy(&tx)
             .with_context(|| format!("copying {}", table.name))?;
@@ -376,7 +390,7 @@ fn transaction(
     // Past every id Campfire handed out before the made variants take theirs.
     derived::sequences(&tx).context("setting the id sequences")?;
     variants::insert(&tx, made).context("writing the variants made")?;
-    derived::plain_texts(&tx, progress).context("writing the plain texts")?;
+    derived::plain_texts(&tx, progress, interrupt).context("writing the plain texts")?;
     derived::search_index(&tx).context("filling the search index")?;
     derived::custom_styles(&tx)?;
     derived::sequences(&tx).context("setting the id sequences")?;
@@ -385,6 +399,7 @@ fn transaction(
     if &written != expected {
         bail!("the rows written differ from the source's: wrote\n{written}expected\n{expected}");
     }
+    interrupt.check()?;
     tx.commit()?;
     Ok(written)
 }

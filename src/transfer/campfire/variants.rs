@@ -13,6 +13,7 @@ use md5::Digest as _;
 use rusqlite::{params, Connection};
 
 use super::files::{BlobFile, Staged};
+use super::interrupt::Interrupt;
 use super::source::SCHEMA;
 use crate::storage::process::{self, Fit};
 use crate::transfer::Progress;
@@ -140,14 +141,16 @@ pub fn wanted(conn: &Connection, files: &[BlobFile]) -> anyhow::Result<Vec<Wante
 /// had it been uploaded to Hearth.
 ///
 /// # Errors
-/// A staged file that cannot be written.
+/// A staged file that cannot be written, or an interrupt.
 pub fn make(
     wanted: &[Wanted],
     staged: &mut Staged,
     progress: &mut Progress,
+    interrupt: &Interrupt,
 ) -> anyhow::Result<Vec<Made>> {
     let mut made = Vec::new();
     for want in wanted {
+        interrupt.check()?;
         progress.inc(1);
         let encoded = match encode(want) {
             Ok(Some(encoded)) => encoded,
