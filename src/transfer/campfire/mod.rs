@@ -18,9 +18,10 @@
 //!    id sequences), and the rows per table checked against the source's.
 //! 6. After the commit the files are moved into place and each checked again.
 //!
-//! Interrupted (SIGINT, SIGTERM: [`interrupt`]) or refused at any step, the target is as it was: a database file the import
-//! made is removed, staged files and directories it made too. (An existing database of an
-//! older Hearth keeps the migrations `hearth serve` would have applied to it.)
+//! Interrupted (SIGINT, SIGTERM: [`interrupt`]) or refused at any step, the target is as it
+//! was: a database file the import made is removed, staged files and directories it made too.
+//! (An existing database of an older Hearth keeps the migrations `hearth serve` would have
+//! applied to it.)
 
 pub mod derived;
 pub mod files;
@@ -69,7 +70,8 @@ impl Plan {
         self.rows.0.values().sum()
     }
 
-    /// The counts printed: rows per table, `files` and `bytes`.
+    /// The counts printed: rows per table (with the variants to make), `files`, `bytes` and
+    /// `variants_made`.
     pub fn counts(&self) -> Counts {
         let mut counts = self.rows.clone();
         for table in VARIANT_TABLES {
@@ -90,7 +92,9 @@ const VARIANT_TABLES: [&str; 3] = [
 ];
 
 /// Imports the Campfire `storage/` directory `from` into `target`; returns the rows per table
-/// written (verified against the source's), `files` and `bytes` (each file's checksum verified).
+/// written (verified against the source's), `files` and `bytes` (each file's checksum
+/// verified) and `variants_made`. Prints what it found and did on standard output, what it
+/// skipped and the progress on standard error.
 /// With `options.dry_run`, checks everything, writes nothing and returns what it would write.
 ///
 /// # Errors
