@@ -56,7 +56,7 @@ pub use active_storage::ActiveStorageVerifier;
 pub use global_id::{gid, parse_gid_param, to_gid_param};
 pub use json::{encode_value, json_string, write_json_string, JsonEscaping};
 pub use key_generator::{generate_key, KdfDigest, UnknownKdfDigest, ITERATIONS};
-pub use message_verifier::{MacDigest, MessageVerifier, StreamNameSigner};
+pub use message_verifier::{MacDigest, MessageVerifier, StreamNameSigner, UnknownMacDigest};
 pub use signed_cookie::SignedCookieJar;
 pub use signed_global_id::{SignedGlobalIds, ATTACHABLE_PURPOSE};
 pub use signed_id::SignedIdVerifier;
