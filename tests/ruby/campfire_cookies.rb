@@ -104,10 +104,14 @@ class SgidVerifier < ActiveSupport::MessageVerifier
     generate(ActiveSupport::JSON.encode({ "_rails" => { "message" => message, "exp" => nil, "pur" => "attachable" } }))
   end
 
-  # SignedGlobalID.parse(sgid, for: "attachable")'s check, for either envelope.
+  # SignedGlobalID.parse(sgid, for: "attachable")'s check, for either envelope. The separator
+  # is found at its fixed place before the 40 hex digits, as Rails 7.1+ finds it (URL-safe
+  # base64 may itself hold "--"); 6.1's own reader would also unwrap only the older envelope.
   def locate(sgid)
-    data = verified(sgid) or return nil
-    rails = JSON.parse(data)["_rails"] or return nil
+    encoded, separator, digest = sgid[0...-42], sgid[-42, 2], sgid[-40..]
+    return nil unless separator == "--" && !encoded.to_s.empty?
+    return nil unless ActiveSupport::SecurityUtils.secure_compare(digest, generate_digest(encoded))
+    rails = JSON.parse(decode(encoded))["_rails"] or return nil
     return nil unless rails["pur"] == "attachable"
     return nil if rails["exp"] && Time.now.utc >= Time.iso8601(rails["exp"])
     rails.key?("data") ? rails["data"] : Marshal.load(Base64.strict_decode64(rails["message"]))
