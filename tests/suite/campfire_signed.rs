@@ -237,41 +237,41 @@ async fn campfires_rails_reads_the_session_cookie_hearth_writes() {
     assert_eq!(read[0], "nil");
 }
 
-/// Mentions signed by Campfire's Action Text verify when posted (the chip is kept), a forged
-/// one is cut; an imported body's Campfire mentions are drawn as chips; and the sgids Hearth
-/// gives its composer locate their user in Rails.
+/// A server started with Campfire's secret.
+async fn server_with_campfires_secret() -> TestServer {
+    TestServer::start_with(|c| {
+        c.secret_key_base = Some(CAMPFIRE_SECRET.to_owned().into());
+    })
+    .await
+}
+
+/// The chip the page draws for a mention of user `id`.
+async fn chip(server: &TestServer, id: i64) -> String {
+    let name: String = sqlx::query_scalar("SELECT name FROM users WHERE id = ?")
+        .bind(id)
+        .fetch_one(&server.state.pool)
+        .await
+        .unwrap();
+    format!("<span class=\"mention\" data-user-id=\"{id}\">@{name}</span>")
+}
+
+/// Mentions signed as Campfire's Action Text signs them (Rails 8.2's envelope, and Rails 7.0's
+/// older one) verify when posted from the composer, so their chips are kept; one signed with
+/// another secret is cut.
 #[tokio::test]
-async fn campfire_mention_sgids_verify_and_draw_as_chips() {
-    let server = campfire_server().await;
-    let pool = &server.state.pool;
-    let name_of = |id: i64| async move {
-        sqlx::query_scalar::<_, String>("SELECT name FROM users WHERE id = ?")
-            .bind(id)
-            .fetch_one(pool)
-            .await
-            .unwrap()
-    };
+async fn campfire_mention_sgids_verify_when_posted_and_forged_ones_are_cut() {
+    let server = server_with_campfires_secret().await;
     let answers = campfire(
         CAMPFIRE_SECRET,
-        &[
-            &["cookie", "session_token", CAMPFIRE_TOKEN],
-            &["sgid", "User", "2"],
-            &["sgid_legacy", "User", "4"],
-            &["sgid", "User", "12"],
-            &["sgid_legacy", "User", "13"],
-        ],
+        &[&["sgid", "User", "2"], &["sgid_legacy", "User", "4"]],
     );
     let forged = campfire(OTHER_SECRET, &[&["sgid", "User", "3"]]);
-    let (jason, kevin, twelve, thirteen) = (&answers[1], &answers[2], &answers[3], &answers[4]);
-    assert!(twelve.contains('_'), "URL-safe base64: {twelve}");
-
-    // Posted from the composer (Trix's attachment), as signed in by Campfire's cookie.
-    let mut david = with_session_cookie(&server, &cookie_value(&answers[0]));
+    let mut david = server.signed_in(DAVID, SECRET).await;
     let (csrf, _) = david.room(1).await;
     let html = format!(
-        "<div>{} {} {}</div>",
-        crate::rich_text::trix_mention(jason, "Jason"),
-        crate::rich_text::trix_mention(kevin, "Kevin"),
+        "<div>Hi {} {} {}</div>",
+        crate::rich_text::trix_mention(&answers[0], "Jason"),
+        crate::rich_text::trix_mention(&answers[1], "Kevin"),
         crate::rich_text::trix_mention(&forged[0], "Forged"),
     );
     let body = form(&[
@@ -289,25 +289,32 @@ async fn campfire_mention_sgids_verify_and_draw_as_chips() {
         .await;
     assert_eq!(r.status, 200, "{}", r.body);
     for id in [2, 4] {
-        let chip = format!(
-            "<span class=\"mention\" data-user-id=\"{id}\">@{}</span>",
-            name_of(id).await
-        );
+        let chip = chip(&server, id).await;
         assert!(r.body.contains(&chip), "no {chip} in {}", r.body);
     }
     assert!(!r.body.contains("data-user-id=\"3\""), "{}", r.body);
     assert!(!r.body.contains("Forged"), "{}", r.body);
+}
 
-    // A body as the import brings it: Action Text's attachments with Campfire's sgids.
-    let attachment = |sgid: &str, name: &str| {
+/// A body as the import brings it, Action Text's attachments holding Campfire's sgids (URL-safe
+/// base64, and Rails 7.0's Marshal envelope), shows its mentions as chips.
+#[tokio::test]
+async fn imported_campfire_mentions_draw_as_chips() {
+    let server = server_with_campfires_secret().await;
+    let answers = campfire(
+        CAMPFIRE_SECRET,
+        &[&["sgid", "User", "12"], &["sgid_legacy", "User", "13"]],
+    );
+    assert!(answers[0].contains('_'), "URL-safe base64: {}", answers[0]);
+    let attachment = |sgid: &str| {
         format!(
-            "<action-text-attachment sgid=\"{sgid}\" content-type=\"{MENTION}\" content=\"&lt;div class=&quot;mention&quot;&gt;{name}&lt;/div&gt;\"></action-text-attachment>"
+            "<action-text-attachment sgid=\"{sgid}\" content-type=\"{MENTION}\" content=\"&lt;div class=&quot;mention&quot;&gt;Someone&lt;/div&gt;\"></action-text-attachment>"
         )
     };
     let imported = format!(
         "<div>Hello {} and {}</div>",
-        attachment(twelve, &name_of(12).await),
-        attachment(thirteen, &name_of(13).await)
+        attachment(&answers[0]),
+        attachment(&answers[1])
     );
     let now = hearth::db::now_ms();
     sqlx::query(
@@ -317,29 +324,34 @@ async fn campfire_mention_sgids_verify_and_draw_as_chips() {
     .bind(&imported)
     .bind(now)
     .bind(now)
-    .execute(pool)
+    .execute(&server.state.pool)
     .await
     .unwrap();
+    let mut david = server.signed_in(DAVID, SECRET).await;
     let (_, page) = david.room(1).await;
     let at = page
         .find("id=\"message_imported-from-campfire\"")
         .expect("the imported message is on the page");
-    let shown = &page[at..];
+    let shown = &page[at..page.len().min(at + 4000)];
     for id in [12, 13] {
-        let chip = format!(
-            "<span class=\"mention\" data-user-id=\"{id}\">@{}</span>",
-            name_of(id).await
-        );
-        assert!(
-            shown.contains(&chip),
-            "no {chip} in {}",
-            &shown[..shown.len().min(3000)]
-        );
+        let chip = format!("data-user-id=\"{id}\">@");
+        assert!(shown.contains(&chip), "no {chip} in {shown}");
     }
+}
 
-    // The way back: the sgid Hearth's composer gets locates its user in Rails.
+/// The way back: the sgid Hearth's composer gets for a person is the one Campfire's Action Text
+/// signs, and Rails locates its user.
+#[tokio::test]
+async fn hearths_mention_sgids_are_campfires() {
+    let server = server_with_campfires_secret().await;
+    let mut david = server.signed_in(DAVID, SECRET).await;
     let sgid = crate::rich_text::sgid_of(&mut david, "Jason", 2).await;
-    assert_eq!(sgid, *jason, "Hearth signs Jason as Campfire does");
-    let located = campfire(CAMPFIRE_SECRET, &[&["locate", &sgid]]);
-    assert_eq!(located[0], "\"gid://campfire/User/2?expires_in\"");
+    let answers = campfire(
+        CAMPFIRE_SECRET,
+        &[&["sgid", "User", "2"], &["locate", &sgid]],
+    );
+    assert_eq!(sgid, answers[0], "Hearth signs Jason as Campfire does");
+    assert_eq!(answers[1], "\"gid://campfire/User/2?expires_in\"");
+    let elsewhere = campfire(OTHER_SECRET, &[&["locate", &sgid]]);
+    assert_eq!(elsewhere[0], "nil");
 }
