@@ -31,6 +31,7 @@
 #   sgid MODEL ID                   -> attachable_sgid of record ID of MODEL
 #   sgid_legacy MODEL ID            -> the same in Rails 7.0's envelope
 #   locate SGID                     -> the gid a signed global id names for "attachable", or nil
+#   signed_id MODEL_NAME ID PURPOSE -> record.signed_id(purpose:) (Campfire's avatar_token: user ID avatar)
 require "set"
 require "json"
 require "base64"
@@ -129,6 +130,28 @@ end
 
 SGIDS = SgidVerifier.new
 
+# Active Record's signed ids as Rails 8.2 makes them by default (`use_legacy_signed_id_verifier =
+# :generate_and_verify`): the key for "active_record/signed_id", HMAC-SHA256, the JSON
+# serializer's 7.1+ envelope, URL-safe base64 without padding. Rails 6.1's verifier has no
+# URL-safe option, so the encoding is set here.
+class SignedIdVerifier < ActiveSupport::MessageVerifier
+  def initialize
+    super(KEYS.generate_key("active_record/signed_id"), digest: "SHA256", serializer: ActiveSupport::MessageEncryptor::NullSerializer)
+  end
+
+  # `record.signed_id(purpose:)` of a record of `model_name` (underscored), without expiry.
+  def signed_id(model_name, id, purpose)
+    generate(JSON.dump({ "_rails" => { "data" => id, "pur" => "#{model_name}/#{purpose}" } }))
+  end
+
+  private
+    def encode(data)
+      Base64.urlsafe_encode64(data, padding: false)
+    end
+end
+
+SIGNED_IDS = SignedIdVerifier.new
+
 def answer(command, *args)
   case command
   when "cookie"
@@ -146,6 +169,9 @@ def answer(command, *args)
   when "sgid_legacy"
     model, id = args
     SGIDS.attachable_legacy("gid://#{APP}/#{model}/#{id}?expires_in")
+  when "signed_id"
+    model_name, id, purpose = args
+    SIGNED_IDS.signed_id(model_name, Integer(id), purpose)
   when "locate"
     SGIDS.locate(args.first).inspect
   else

@@ -355,3 +355,29 @@ async fn hearths_mention_sgids_are_campfires() {
     let elsewhere = campfire(OTHER_SECRET, &[&["locate", &sgid]]);
     assert_eq!(elsewhere[0], "nil");
 }
+
+/// Campfire's pages and mention chips link avatars as `/users/<avatar_token>/avatar`, the
+/// token being `user.signed_id(purpose: :avatar)`: Hearth shows the same avatar there as at
+/// `/users/<id>/avatar`, and a token signed elsewhere or for another purpose finds nobody.
+#[tokio::test]
+async fn campfire_avatar_urls_show_the_avatar() {
+    let server = server_with_campfires_secret().await;
+    let ours = campfire(
+        CAMPFIRE_SECRET,
+        &[
+            &["signed_id", "user", "2", "avatar"],
+            &["signed_id", "user", "2", "transfer"],
+        ],
+    );
+    let theirs = campfire(OTHER_SECRET, &[&["signed_id", "user", "2", "avatar"]]);
+    let mut david = server.signed_in(DAVID, SECRET).await;
+    let by_id = david.get("/users/2/avatar").await;
+    assert_eq!(by_id.status, 200);
+    let by_token = david.get(&format!("/users/{}/avatar?v=1", ours[0])).await;
+    assert_eq!(by_token.status, 200, "{}", by_token.body);
+    assert_eq!(by_token.body, by_id.body);
+    for refused in [&ours[1], &theirs[0]] {
+        let r = david.get(&format!("/users/{refused}/avatar")).await;
+        assert_eq!(r.status, 404, "{refused}");
+    }
+}
