@@ -112,6 +112,7 @@ impl SignedCookieJar {
     /// (tried after the writer's own, like an entry of Rails' `cookies_rotations.signed`).
     /// Nothing changes when the writer or an earlier entry already uses that pair with the
     /// same secret.
+    #[must_use]
     pub fn reading_also(mut self, secret_key_base: &[u8], kdf: KdfDigest, mac: MacDigest) -> Self {
         let candidate = verifier(secret_key_base, kdf, mac);
         // Same digest and same key sign alike; the keys themselves are never kept.
