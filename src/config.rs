@@ -85,6 +85,12 @@ pub struct Config {
     #[arg(long, env = "HEARTH_KEY_GENERATOR_DIGEST", default_value = "sha256")]
     pub key_generator_digest: KdfDigest,
 
+    /// HMAC digest of signed cookies (`config.action_dispatch.signed_cookie_digest` of the
+    /// Rails app sharing the secret; unset there means sha1). Cookies Hearth signed with sha256
+    /// before are read either way.
+    #[arg(long, env = "HEARTH_SIGNED_COOKIE_DIGEST", default_value = "sha1")]
+    pub signed_cookie_digest: crate::rails::MacDigest,
+
     /// Turbo's signed stream verifier key as hex, instead of deriving it from
     /// secret_key_base (`Turbo.signed_stream_verifier_key` of the Rails app).
     #[arg(long, env = "HEARTH_TURBO_VERIFIER_KEY", hide_env_values = true)]

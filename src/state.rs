@@ -317,7 +317,11 @@ impl AppState {
             internal_key,
             app_link,
             fanout,
-            cookies: SignedCookieJar::from_secret_key_base(secret.as_bytes()),
+            cookies: SignedCookieJar::for_server(
+                secret.as_bytes(),
+                config.key_generator_digest,
+                config.signed_cookie_digest,
+            ),
             sgids: SignedGlobalIds::from_secret_key_base(
                 secret.as_bytes(),
                 config.key_generator_digest,

@@ -66,14 +66,14 @@ impl ActiveStorageVerifier {
     /// panicking.
     pub fn verified(&self, token: &str, purpose: &str, now_ms: i64) -> Option<Value> {
         let data = self.verifier.verify(token)?;
-        let envelope: serde_json::Value = serde_json::from_slice(&data).ok()?;
+        let envelope = from_json(&data)?;
         let rails = envelope.get("_rails")?;
-        if rails.get("pur").and_then(serde_json::Value::as_str) != Some(purpose) {
+        if rails.get("pur").and_then(Value::as_str) != Some(purpose) {
             return None;
         }
         match rails.get("exp") {
-            None | Some(serde_json::Value::Null) => {}
-            Some(serde_json::Value::String(exp)) => {
+            None | Some(Value::Nil) => {}
+            Some(Value::Str(exp)) => {
                 let exp_ms = super::time::parse_iso8601(exp)? / 1_000_000;
                 if i128::from(now_ms) >= exp_ms {
                     return None;
@@ -81,15 +81,11 @@ impl ActiveStorageVerifier {
             }
             Some(_) => return None,
         }
-        if let Some(message) = rails.get("message").and_then(serde_json::Value::as_str) {
+        if let Some(message) = rails.get("message").and_then(Value::as_str) {
             let bytes = STANDARD.decode(message).ok()?;
-            return marshal::load(&bytes).or_else(|| {
-                serde_json::from_slice::<serde_json::Value>(&bytes)
-                    .ok()
-                    .and_then(|v| from_json(&v))
-            });
+            return marshal::load(&bytes).or_else(|| from_json(&bytes));
         }
-        from_json(rails.get("data")?)
+        rails.get("data").cloned()
     }
 
     /// A blob's `signed_id` (purpose `blob_id`, no expiry): the same text for the same id, as
@@ -109,35 +105,140 @@ impl ActiveStorageVerifier {
     }
 }
 
-/// A JSON value (of the Rails 7.1+ envelope) as the Ruby value `JSON.parse` would give, with
-/// string keys; floats are refused.
-fn from_json(v: &serde_json::Value) -> Option<Value> {
-    Some(match v {
-        serde_json::Value::Null => Value::Nil,
-        serde_json::Value::Bool(b) => Value::Bool(*b),
-        serde_json::Value::Number(n) => Value::Int(n.as_i64()?),
-        serde_json::Value::String(s) => Value::Str(s.clone()),
-        serde_json::Value::Array(items) => {
-            Value::Array(items.iter().map(from_json).collect::<Option<_>>()?)
+/// JSON text as the Ruby value `JSON.parse` gives: objects as hashes with string keys **in the
+/// order written** (a variation's digest dumps them in that order), numbers as integers; floats
+/// and anything not JSON are refused (`None`).
+fn from_json(text: &[u8]) -> Option<Value> {
+    serde_json::from_slice::<RubyJson>(text).ok().map(|v| v.0)
+}
+
+/// A [`Value`] read from JSON by serde, keeping the order of object members.
+struct RubyJson(Value);
+
+impl<'de> serde::Deserialize<'de> for RubyJson {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(RubyJsonVisitor).map(RubyJson)
+    }
+}
+
+struct RubyJsonVisitor;
+
+impl<'de> serde::de::Visitor<'de> for RubyJsonVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("JSON without floats")
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Nil)
+    }
+
+    fn visit_bool<E>(self, b: bool) -> Result<Value, E> {
+        Ok(Value::Bool(b))
+    }
+
+    fn visit_i64<E>(self, n: i64) -> Result<Value, E> {
+        Ok(Value::Int(n))
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<Value, E> {
+        i64::try_from(n)
+            .map(Value::Int)
+            .map_err(|_| E::custom("integer out of range"))
+    }
+
+    fn visit_str<E>(self, s: &str) -> Result<Value, E> {
+        Ok(Value::Str(s.to_owned()))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(RubyJson(item)) = seq.next_element()? {
+            items.push(item);
         }
-        serde_json::Value::Object(map) => Value::Hash(
-            map.iter()
-                .map(|(k, v)| Some((Value::Str(k.clone()), from_json(v)?)))
-                .collect::<Option<_>>()?,
-        ),
-    })
+        Ok(Value::Array(items))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut pairs = Vec::new();
+        while let Some((key, RubyJson(value))) = map.next_entry::<String, RubyJson>()? {
+            // `JSON.parse` keeps the last of repeated keys, at the first one's place.
+            match pairs
+                .iter_mut()
+                .find(|(k, _)| *k == Value::Str(key.clone()))
+            {
+                Some((_, old)) => *old = value,
+                None => pairs.push((Value::Str(key), value)),
+            }
+        }
+        Ok(Value::Hash(pairs))
+    }
 }
 
 /// `ActiveStorage::Variation#digest`: base64 of the SHA1 of `Marshal.dump(transformations)`,
-/// the `variation_digest` of `active_storage_variant_records`.
+/// the `variation_digest` of `active_storage_variant_records`. The hash keys are symbols first,
+/// at every depth, as `Variation#initialize` makes them (`deep_symbolize_keys`): a variation key
+/// of Rails 7.1+ (Campfire's) carries its transformations as JSON, whose keys decode as strings.
+/// String values stay strings, as in Rails (`format: :webp` comes back as `"webp"`).
 pub fn variation_digest(transformations: &Value) -> String {
     use sha1::Digest as _;
-    STANDARD.encode(sha1::Sha1::digest(marshal::dump(transformations)))
+    STANDARD.encode(sha1::Sha1::digest(marshal::dump(&symbolize_keys(
+        transformations,
+    ))))
+}
+
+/// ActiveSupport's `deep_symbolize_keys`: string keys of every hash, also inside arrays, become
+/// symbols.
+fn symbolize_keys(value: &Value) -> Value {
+    match value {
+        Value::Hash(pairs) => Value::Hash(
+            pairs
+                .iter()
+                .map(|(k, v)| {
+                    let key = match k {
+                        Value::Str(s) => Value::Sym(s.clone()),
+                        other => other.clone(),
+                    };
+                    (key, symbolize_keys(v))
+                })
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(symbolize_keys).collect()),
+        other => other.clone(),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reads_the_tokens_of_rails_82() {
+        // `ActiveStorage.verifier` of Rails 8.2.0.alpha (Campfire's commit) with `load_defaults
+        // 8.2` and secret_key_base "campfire-secret": `generate(5, purpose: :blob_id)` and
+        // `generate({resize_to_limit: [1200, 800], format: :webp}, purpose: :variation)`; the
+        // digest is `Variation.decode(key).digest`, computed by Ruby.
+        let v = ActiveStorageVerifier::from_secret_key_base(b"campfire-secret", KdfDigest::Sha256);
+        let blob = "eyJfcmFpbHMiOnsiZGF0YSI6NSwicHVyIjoiYmxvYl9pZCJ9fQ==--39334ac1d282278ba41a3b71b50388c5b6c795b6";
+        assert_eq!(v.blob_id(blob), Some(5));
+        let key = "eyJfcmFpbHMiOnsiZGF0YSI6eyJyZXNpemVfdG9fbGltaXQiOlsxMjAwLDgwMF0sImZvcm1hdCI6IndlYnAifSwicHVyIjoidmFyaWF0aW9uIn19--1242d70694b4ee500b11641af9ba9ad9bb03d3b7";
+        let transformations = v.verified(key, "variation", 0).unwrap();
+        assert_eq!(
+            variation_digest(&transformations),
+            "q8YCzNDjQwGSW3IMOrVHQuUA1HA="
+        );
+    }
+
+    #[test]
+    fn a_json_variation_digests_as_rails_symbolizes_it() {
+        // Ruby: OpenSSL::Digest::SHA1.base64digest(Marshal.dump(JSON.parse(
+        //   '{"resize_to_limit":[1200,800],"format":"webp","saver":{"quality":80}}').deep_symbolize_keys))
+        let decoded =
+            from_json(br#"{"resize_to_limit":[1200,800],"format":"webp","saver":{"quality":80}}"#)
+                .unwrap();
+        assert_eq!(variation_digest(&decoded), "iIXOdB2tFz+xfWbXDN2aDxA8F9U=");
+    }
 
     #[test]
     fn tokens_are_the_bytes_rails_writes() {

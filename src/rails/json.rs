@@ -60,6 +60,14 @@ impl JsonEscaping {
         escape_html_entities: false,
         escape_js_separators: false,
     };
+
+    /// What `ActiveSupport::JSON.encode` writes under `load_defaults "8.1"` and later (Campfire's
+    /// 8.2): `<`, `>` and `&` escaped, U+2028 and U+2029 left as they are. Used for the values
+    /// and envelopes of signed cookies and signed global ids.
+    pub const RAILS_8_1: Self = Self {
+        escape_html_entities: true,
+        escape_js_separators: false,
+    };
 }
 
 /// Class of a byte for the scanner: copied as is, escaped unconditionally, escaped only when

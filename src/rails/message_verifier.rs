@@ -48,6 +48,44 @@ pub enum MacDigest {
     Sha256,
 }
 
+/// Error of [`MacDigest::from_str`](std::str::FromStr): the text was neither `sha1` nor
+/// `sha256`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnknownMacDigest(
+    /// The rejected text, as given.
+    pub String,
+);
+
+impl fmt::Display for UnknownMacDigest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "unknown HMAC digest {:?} (expected \"sha1\" or \"sha256\")",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for UnknownMacDigest {}
+
+impl std::str::FromStr for MacDigest {
+    type Err = UnknownMacDigest;
+
+    /// Accepts `sha1` and `sha256` in any letter case (so Rails' `"SHA256"` works too).
+    ///
+    /// # Errors
+    /// [`UnknownMacDigest`] carrying the input for anything else.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if s.eq_ignore_ascii_case("sha1") {
+            Ok(Self::Sha1)
+        } else if s.eq_ignore_ascii_case("sha256") {
+            Ok(Self::Sha256)
+        } else {
+            Err(UnknownMacDigest(s.to_owned()))
+        }
+    }
+}
+
 impl MacDigest {
     /// Length of the hex digest in characters (twice the digest length in bytes), as
     /// `MessageVerifier#digest_length_in_hex` computes it.
@@ -198,6 +236,14 @@ impl MessageVerifier {
         self.signed(&base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(data))
     }
 
+    /// Signs already-serialized `data` as globalid's `GlobalID::Verifier` does (the verifier of
+    /// signed global ids since globalid 1.2): `urlsafe_base64(data)` **with** `=` padding, `--`,
+    /// then the hex HMAC of that text. [`MessageVerifier::verify`] reads it. Source:
+    /// `rails/globalid`, `lib/global_id/verifier.rb` (`Base64.urlsafe_encode64(data)`).
+    pub fn generate_url_safe_padded(&self, data: &[u8]) -> String {
+        self.signed(&base64::engine::general_purpose::URL_SAFE.encode(data))
+    }
+
     /// Checks `token` and returns the data bytes it carries (base64-decoded, not deserialized).
     ///
     /// Returns `None`, never panicking, when: the token is shorter than the digest plus `--`;
@@ -324,6 +370,15 @@ mod tests {
                 assert_eq!(v.verify(&token), Some(data));
             }
         }
+    }
+
+    #[test]
+    fn parses_digest_names() {
+        assert_eq!("sha1".parse::<MacDigest>(), Ok(MacDigest::Sha1));
+        assert_eq!("SHA256".parse::<MacDigest>(), Ok(MacDigest::Sha256));
+        let err = "md5".parse::<MacDigest>().unwrap_err();
+        assert_eq!(err, UnknownMacDigest("md5".to_owned()));
+        assert!(err.to_string().contains("md5"));
     }
 
     #[test]

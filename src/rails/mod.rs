@@ -14,8 +14,9 @@
 //! - [`signed_id`]: Active Record's `signed_id` / `find_signed`, the signed, expiring record
 //!   ids of links such as Campfire's transfer link.
 //! - [`signed_cookie`]: `cookies.signed`, a verifier token around a metadata envelope that
-//!   binds the value to the cookie name and an expiry. Reads both the Rails 7.1+ and the older
-//!   envelope.
+//!   binds the value to the cookie name and an expiry, written as Rails 8.2 writes it (HMAC-SHA1,
+//!   the `message` envelope) so a Campfire and Hearth read each other's session cookies; reads
+//!   the Rails 7.1+ `data` envelope and Hearth's earlier HMAC-SHA256 cookies too.
 //! - [`time`]: Ruby's ISO 8601 forms (`Time#iso8601`, `Time.iso8601`), the cookie expiry's
 //!   format and the times on a page.
 //! - [`global_id`]: `gid://app/Model/id` and its URL-safe base64 param, the form in which
@@ -23,7 +24,7 @@
 //! - [`active_storage`]: `ActiveStorage.verifier`'s signed blob ids, variation keys and disk
 //!   service tokens, over the subset of Ruby's Marshal in [`marshal`].
 //! - [`signed_global_id`]: signed GlobalIDs (`sgid`), how Action Text names an attachment's
-//!   record (a mentioned user) in a message body.
+//!   record (a mentioned user) in a message body, byte for byte as Campfire signs them.
 //! - [`json`]: ActiveSupport::JSON's string escaping (`<` `>` `&` and U+2028/U+2029 as
 //!   `\uXXXX`), which decides the exact bytes of every Action Cable frame.
 //!
@@ -56,7 +57,7 @@ pub use active_storage::ActiveStorageVerifier;
 pub use global_id::{gid, parse_gid_param, to_gid_param};
 pub use json::{encode_value, json_string, write_json_string, JsonEscaping};
 pub use key_generator::{generate_key, KdfDigest, UnknownKdfDigest, ITERATIONS};
-pub use message_verifier::{MacDigest, MessageVerifier, StreamNameSigner};
+pub use message_verifier::{MacDigest, MessageVerifier, StreamNameSigner, UnknownMacDigest};
 pub use signed_cookie::SignedCookieJar;
 pub use signed_global_id::{SignedGlobalIds, ATTACHABLE_PURPOSE};
 pub use signed_id::SignedIdVerifier;

@@ -1,27 +1,34 @@
 //! Rails' signed cookie jar (`cookies.signed`), so Hearth can read and write the same cookies
-//! as a Rails application with the same `secret_key_base`.
+//! as a Rails application with the same `secret_key_base`: a Campfire team moved onto Hearth
+//! stays signed in, and moved back, stays signed in again.
 //!
-//! What `cookies.signed[:user_id] = "erin"` puts in `Set-Cookie` (`actionpack`,
-//! `action_dispatch/middleware/cookies.rb`, `SignedKeyRotatingCookieJar`):
+//! What `cookies.signed.permanent[:session_token] = "tok"` puts in `Set-Cookie` in Rails 8.2
+//! with `load_defaults 8.2` (Campfire; `actionpack`, `action_dispatch/middleware/cookies.rb`,
+//! `SignedKeyRotatingCookieJar`; `activesupport`, `messages/metadata.rb`):
 //!
-//! 1. The value is wrapped in a *metadata envelope* that binds it to the cookie's name (the
-//!    purpose `cookie.<name>`) and optionally to an expiry time
-//!    (`activesupport/lib/active_support/messages/metadata.rb`). Two envelopes exist:
-//!    - Rails 7.1+ (`use_message_serializer_for_metadata`), the value inline:
-//!      `{"_rails":{"data":"erin","exp":"2046-11-30T03:08:15.123Z","pur":"cookie.user_id"}}`
-//!      (`exp` left out when the cookie has no expiry);
-//!    - Rails 6.0–7.0 and any jar whose verifier serializer is not an envelope serializer, the
-//!      value as base64 of its JSON: `{"_rails":{"message":"ImVyaW4i","exp":null,"pur":"cookie.user_id"}}`.
-//!
-//!    The expiry is `Time#utc.iso8601(3)`: UTC, milliseconds, `Z`.
-//! 2. The envelope JSON is signed with a [`MessageVerifier`]: `base64 + "--" + hex HMAC`. The
-//!    key is `key_generator.generate_key("signed cookie")` (64 bytes of PBKDF2); the MAC digest
-//!    is `config.action_dispatch.signed_cookie_digest`, `"SHA1"` when unset. Hearth and the
-//!    reference peer use SHA256 for both the key derivation and the MAC.
-//! 3. Rack percent-escapes the token for the header, so `=` padding becomes `%3D`.
+//! 1. The value is serialized by the cookie serializer, JSON since `load_defaults "7.0"`:
+//!    `"tok"` with its quotes (`ActiveSupport::JSON.encode`).
+//! 2. That text is wrapped in a *metadata envelope* binding it to the cookie's name (the purpose
+//!    `cookie.<name>`, `use_cookies_with_metadata`, `load_defaults "6.0"`) and to its expiry.
+//!    The jar's verifier serializes with `NullSerializer`, which Rails 7.1+ does not count among
+//!    the envelope serializers, so even Rails 8.2 writes the older envelope with the value as
+//!    base64 (and `exp` as `null` when the cookie has none):
+//!    `{"_rails":{"message":"InRvayI=","exp":"2046-11-30T03:08:15.123Z","pur":"cookie.session_token"}}`.
+//!    Rails reads that form only when it starts with `{"_rails":{"message":`; the expiry is
+//!    `Time#utc.iso8601(3)`. `cookies.permanent` makes the expiry `20.years.from_now`.
+//! 3. The envelope JSON is signed with a [`MessageVerifier`]: `base64 + "--" + hex HMAC`. The
+//!    key is `key_generator.generate_key("signed cookie")` (PBKDF2 with the app's
+//!    `key_generator_hash_digest_class`, SHA256 since `load_defaults "7.0"`); the MAC digest is
+//!    `config.action_dispatch.signed_cookie_digest`, which no `load_defaults` sets, so the
+//!    jar's fallback `"SHA1"`.
+//! 4. Rack percent-escapes the token for the header, so `=` padding becomes `%3D`.
 //!
 //! Reading reverses this: percent-decode, verify the MAC, parse the envelope, check the
-//! purpose and the expiry, and return the value, which must be a JSON string.
+//! purpose and the expiry, and return the value, which must be a JSON string. Besides the
+//! envelope above, a jar reads the Rails 7.1+ form with the value inline
+//! (`{"_rails":{"data":"tok",…}}`), which Hearth wrote before it wrote Rails' own form, and it
+//! may read with more than one key and digest ([`SignedCookieJar::reading_also`]), as Rails'
+//! `cookies_rotations` do.
 
 use std::time::SystemTime;
 
@@ -36,6 +43,9 @@ use super::time::{format_iso8601_millis, unix_nanos};
 /// The key generator salt of the signed cookie jar (`config.action_dispatch.signed_cookie_salt`).
 const SIGNED_COOKIE_SALT: &str = "signed cookie";
 
+/// How many years `cookies.permanent` keeps a cookie (`20.years.from_now`).
+pub const PERMANENT_YEARS: i32 = 20;
+
 /// Bytes escaped in a cookie value: everything except ASCII letters, digits and `-` `_` `.`
 /// `~`. For the characters a signed cookie can contain (base64, `-`, hex) this is exactly what
 /// Rack's `Utils.escape` does: `+` → `%2B`, `/` → `%2F`, `=` → `%3D`.
@@ -45,55 +55,105 @@ const COOKIE_VALUE: &AsciiSet = &NON_ALPHANUMERIC
     .remove(b'.')
     .remove(b'~');
 
+/// The expiry Rails' `cookies.permanent` gives a cookie written at `now`: 20 calendar years
+/// later (see [`super::time::years_later`]). The same instant is the envelope's `exp` and the
+/// `Set-Cookie` `expires` attribute.
+pub fn permanent_expiry(now: SystemTime) -> SystemTime {
+    super::time::years_later(now, PERMANENT_YEARS)
+}
+
 /// Writes and reads cookies in the format of Rails' `cookies.signed` jar.
 ///
-/// Holds the keyed MAC only; `Debug` never shows the key. See the [module docs](self) for the
+/// Holds keyed MACs only; `Debug` never shows a key. See the [module docs](self) for the
 /// format and its sources.
 #[derive(Clone, Debug)]
 pub struct SignedCookieJar {
+    /// Signs, and verifies first.
     verifier: MessageVerifier,
+    /// The verifiers read with besides the writer's, in order, each once.
+    also: Vec<MessageVerifier>,
 }
 
 impl SignedCookieJar {
-    /// The jar Hearth and the reference peer use: key = PBKDF2-HMAC-SHA256(`secret_key_base`,
-    /// `"signed cookie"`, 1000 iterations, 64 bytes), MAC = HMAC-SHA256.
+    /// The jar of a Rails app on `load_defaults "7.0"` or later with no cookie settings of its
+    /// own, such as Campfire: key = PBKDF2-HMAC-SHA256(`secret_key_base`, `"signed cookie"`,
+    /// 1000 iterations, 64 bytes), MAC = HMAC-SHA1. It also reads cookies with an HMAC-SHA256
+    /// MAC under the same key: those Hearth wrote before, and those of an app that sets
+    /// `signed_cookie_digest = "SHA256"`.
     ///
     /// Runs PBKDF2, so build the jar once and share it.
     pub fn from_secret_key_base(secret_key_base: &[u8]) -> Self {
-        Self::with_digests(secret_key_base, KdfDigest::Sha256, MacDigest::Sha256)
+        Self::for_server(secret_key_base, KdfDigest::Sha256, MacDigest::Sha1)
     }
 
-    /// A jar for another Rails configuration: `kdf` is the app's
+    /// The jar a Hearth server uses: it writes with `kdf` (the app's
+    /// `key_generator_hash_digest_class`) and `mac` (its `signed_cookie_digest`, SHA1 when
+    /// unset) and also reads the cookies Hearth wrote before it wrote Rails' own form (SHA256
+    /// key derivation, HMAC-SHA256), so no earlier session ends.
+    pub fn for_server(secret_key_base: &[u8], kdf: KdfDigest, mac: MacDigest) -> Self {
+        Self::with_digests(secret_key_base, kdf, mac).reading_also(
+            secret_key_base,
+            KdfDigest::Sha256,
+            MacDigest::Sha256,
+        )
+    }
+
+    /// A jar that writes and reads with exactly these digests: `kdf` is the app's
     /// `key_generator_hash_digest_class`, `mac` its `signed_cookie_digest` (Rails falls back to
     /// SHA1 when that setting is unset).
     pub fn with_digests(secret_key_base: &[u8], kdf: KdfDigest, mac: MacDigest) -> Self {
-        let key = generate_key(secret_key_base, SIGNED_COOKIE_SALT, ITERATIONS, 64, kdf);
         Self {
-            verifier: MessageVerifier::new(&key, mac),
+            verifier: verifier(secret_key_base, kdf, mac),
+            also: Vec::new(),
         }
     }
 
+    /// This jar, also reading cookies signed under `secret_key_base` with `kdf` and `mac`
+    /// (tried after the writer's own, like an entry of Rails' `cookies_rotations.signed`).
+    /// Nothing changes when the writer or an earlier entry already uses that pair with the
+    /// same secret.
+    #[must_use]
+    pub fn reading_also(mut self, secret_key_base: &[u8], kdf: KdfDigest, mac: MacDigest) -> Self {
+        let candidate = verifier(secret_key_base, kdf, mac);
+        // Same digest and same key sign alike; the keys themselves are never kept.
+        let probe = |v: &MessageVerifier| (v.digest(), v.generate(b"signed cookie jar"));
+        let known = std::iter::once(&self.verifier)
+            .chain(&self.also)
+            .any(|v| probe(v) == probe(&candidate));
+        if !known {
+            self.also.push(candidate);
+        }
+        self
+    }
+
     /// Signs `value` for the cookie `name`, like `cookies.signed[name] = { value:, expires: }`
-    /// in Rails 7.1+.
+    /// in Rails 8.2 (and every Rails since 6.0).
     ///
     /// Returns the cookie **value** for `Set-Cookie` (`name=` and the attributes are the
     /// caller's), already percent-escaped:
-    /// `escape(strict_base64({"_rails":{"data":<value>,"exp":"<iso8601>","pur":"cookie.<name>"}}) + "--" + hex_mac)`.
+    /// `escape(strict_base64({"_rails":{"message":strict_base64(json(value)),"exp":"<iso8601>"|null,"pur":"cookie.<name>"}}) + "--" + hex_mac)`.
     /// `exp` is written as UTC with milliseconds (`2046-11-30T03:08:15.123Z`, sub-millisecond
-    /// part truncated) and left out when `expires_at` is `None`. Strings in the envelope are
-    /// escaped as ActiveSupport::JSON does.
+    /// part truncated), `null` when `expires_at` is `None`. The value's JSON is escaped as
+    /// ActiveSupport::JSON does under `load_defaults "8.1"`.
     pub fn sign(&self, name: &str, value: &str, expires_at: Option<SystemTime>) -> String {
-        let opts = JsonEscaping::default();
-        let mut envelope = Vec::with_capacity(value.len() + name.len() + 80);
-        envelope.extend_from_slice(br#"{"_rails":{"data":"#);
-        write_json_string(&mut envelope, value, opts);
-        if let Some(at) = expires_at {
-            envelope.extend_from_slice(br#","exp":""#);
-            envelope.extend_from_slice(format_iso8601_millis(unix_nanos(at)).as_bytes());
-            envelope.push(b'"');
+        use base64::Engine as _;
+        let mut json = Vec::with_capacity(value.len() + 2);
+        write_json_string(&mut json, value, JsonEscaping::RAILS_8_1);
+        let message = base64::engine::general_purpose::STANDARD.encode(&json);
+        let mut envelope = Vec::with_capacity(message.len() + name.len() + 80);
+        envelope.extend_from_slice(br#"{"_rails":{"message":""#);
+        envelope.extend_from_slice(message.as_bytes());
+        envelope.extend_from_slice(br#"","exp":"#);
+        match expires_at {
+            Some(at) => {
+                envelope.push(b'"');
+                envelope.extend_from_slice(format_iso8601_millis(unix_nanos(at)).as_bytes());
+                envelope.push(b'"');
+            }
+            None => envelope.extend_from_slice(b"null"),
         }
         envelope.extend_from_slice(br#","pur":"#);
-        write_json_string(&mut envelope, &purpose(name), opts);
+        write_json_string(&mut envelope, &purpose(name), JsonEscaping::RAILS_8_1);
         envelope.extend_from_slice(b"}}");
         self.sign_envelope(&envelope)
     }
@@ -117,42 +177,55 @@ impl SignedCookieJar {
     ///
     /// Steps, each returning `None` on failure (never panicking):
     /// 1. percent-decode `cookie_value` (it must decode to UTF-8; `+` stays `+`);
-    /// 2. [`MessageVerifier::verify`] the token;
+    /// 2. [`MessageVerifier::verify`] the token with the writer's key and digest, then with
+    ///    each pair of [`SignedCookieJar::reading_also`];
     /// 3. parse the data as JSON: an object whose `_rails` member is an object;
     /// 4. `pur`, if present and not `null`, must equal `cookie.<name>`;
     /// 5. `exp`, if present and not `null`, must be an ISO 8601 string (`YYYY-MM-DDTHH:MM:SS`,
     ///    optional fraction, `Z` or a numeric offset) later than `now`; any other type is
     ///    rejected;
-    /// 6. the value is `data` (Rails 7.1+), which must be a JSON string, or else `message`
-    ///    (Rails 6.0–7.0), a base64 string whose decoded bytes are JSON for a string.
+    /// 6. the value is `message` (Rails' form), a base64 string whose decoded bytes are JSON for
+    ///    a string, or else `data` (the Rails 7.1+ form), which must be a JSON string.
     ///
     /// A token without an envelope (cookies written before Rails 6.0) is rejected: Rails still
     /// reads those as a fallback, but they carry no purpose, so one cookie could stand in for
     /// another. Source: `SignedKeyRotatingCookieJar#parse` and `Messages::Metadata`.
     pub fn verify_at(&self, name: &str, cookie_value: &str, now: SystemTime) -> Option<String> {
         let token = percent_decode_str(cookie_value).decode_utf8().ok()?;
-        let data = self.verifier.verify(&token)?;
-        let envelope: Value = serde_json::from_slice(&data).ok()?;
-        let meta = envelope.as_object()?.get("_rails")?.as_object()?;
+        let data = std::iter::once(&self.verifier)
+            .chain(&self.also)
+            .find_map(|v| v.verify(&token))?;
+        read_envelope(&data, name, now)
+    }
+}
 
-        match meta.get("pur") {
-            None | Some(Value::Null) => {}
-            Some(Value::String(p)) if *p == purpose(name) => {}
-            Some(_) => return None,
-        }
+/// The `MessageVerifier` of the signed cookie jar for this secret and these digests.
+fn verifier(secret_key_base: &[u8], kdf: KdfDigest, mac: MacDigest) -> MessageVerifier {
+    let key = generate_key(secret_key_base, SIGNED_COOKIE_SALT, ITERATIONS, 64, kdf);
+    MessageVerifier::new(&key, mac)
+}
 
-        super::time::unexpired(meta, now)?;
+/// Steps 3–6 of [`SignedCookieJar::verify_at`]: the value of a verified envelope.
+fn read_envelope(data: &[u8], name: &str, now: SystemTime) -> Option<String> {
+    let envelope: Value = serde_json::from_slice(data).ok()?;
+    let meta = envelope.as_object()?.get("_rails")?.as_object()?;
 
-        if let Some(inline) = meta.get("data") {
-            return inline.as_str().map(str::to_owned);
-        }
-        let legacy = meta.get("message")?.as_str()?;
-        let json = decode64_with_fallback(legacy.as_bytes())?;
-        match serde_json::from_slice::<Value>(&json).ok()? {
+    match meta.get("pur") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(p)) if *p == purpose(name) => {}
+        Some(_) => return None,
+    }
+
+    super::time::unexpired(meta, now)?;
+
+    if let Some(legacy) = meta.get("message") {
+        let json = decode64_with_fallback(legacy.as_str()?.as_bytes())?;
+        return match serde_json::from_slice::<Value>(&json).ok()? {
             Value::String(s) => Some(s),
             _ => None,
-        }
+        };
     }
+    meta.get("data")?.as_str().map(str::to_owned)
 }
 
 /// The metadata purpose Rails gives a cookie: `"cookie.#{name}"`.
@@ -226,25 +299,127 @@ mod tests {
         assert_eq!(jar.verify("user_id", "%"), None);
     }
 
+    /// What Rails 8.2.0.alpha (Campfire's pinned commit) writes for
+    /// `cookies.signed.permanent[:session_token] = "tokABC123"` with `load_defaults 8.2` and
+    /// `secret_key_base` "campfire-secret" at 2027-01-15T08:00:00.123Z (run once with Rails'
+    /// own ActionDispatch::Cookies; Rails 6.1's jar, configured alike, writes the same bytes).
+    const RAILS_82_SESSION_TOKEN: &str = "eyJfcmFpbHMiOnsibWVzc2FnZSI6IkluUnZhMEZDUXpFeU15ST0iLCJleHAiOiIyMDQ3LTAxLTE1VDA4OjAwOjAwLjEyM1oiLCJwdXIiOiJjb29raWUuc2Vzc2lvbl90b2tlbiJ9fQ%3D%3D--8c81f1b3d5c9dfd4e34a3ecb4027c9d767a76d2f";
+
+    fn iso(text: &str) -> SystemTime {
+        UNIX_EPOCH + Duration::from_nanos(super::super::time::parse_iso8601(text).unwrap() as u64)
+    }
+
     #[test]
-    fn sign_writes_rails_71_envelope() {
+    fn writes_and_reads_what_rails_82_writes() {
+        let jar = SignedCookieJar::from_secret_key_base(b"campfire-secret");
+        let written = iso("2027-01-15T08:00:00.123Z");
+        let exp = permanent_expiry(written);
+        assert_eq!(exp, iso("2047-01-15T08:00:00.123Z"));
+        assert_eq!(
+            jar.sign("session_token", "tokABC123", Some(exp)),
+            RAILS_82_SESSION_TOKEN
+        );
+        assert_eq!(
+            jar.verify_at("session_token", RAILS_82_SESSION_TOKEN, written)
+                .as_deref(),
+            Some("tokABC123")
+        );
+        assert_eq!(
+            jar.verify_at("session_token", RAILS_82_SESSION_TOKEN, exp),
+            None
+        );
+        assert_eq!(
+            jar.verify_at("last_room", RAILS_82_SESSION_TOKEN, written),
+            None
+        );
+        let other = SignedCookieJar::from_secret_key_base(b"another-secret");
+        assert_eq!(
+            other.verify_at("session_token", RAILS_82_SESSION_TOKEN, written),
+            None
+        );
+    }
+
+    #[test]
+    fn sign_writes_rails_envelope() {
         let jar = jar();
         let signed = jar.sign("user_id", "erin", None);
         assert_eq!(
             envelope_of(&signed),
-            r#"{"_rails":{"data":"erin","pur":"cookie.user_id"}}"#
+            r#"{"_rails":{"message":"ImVyaW4i","exp":null,"pur":"cookie.user_id"}}"#
         );
         assert!(signed
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"-_.~%".contains(&b)));
+        let (_, mac) = signed.rsplit_once("--").unwrap();
+        assert_eq!(
+            mac.len(),
+            40,
+            "HMAC-SHA1, Rails' default signed_cookie_digest"
+        );
 
         let exp =
             UNIX_EPOCH + Duration::from_millis(2_427_160_095_123) + Duration::from_micros(999);
-        let signed = jar.sign("user_id", "<b>&", Some(exp));
+        let signed = jar.sign("user_id", "<b>&\u{2028}", Some(exp));
+        let envelope = envelope_of(&signed);
         assert_eq!(
-            envelope_of(&signed),
-            r#"{"_rails":{"data":"\u003cb\u003e\u0026","exp":"2046-11-30T03:08:15.123Z","pur":"cookie.user_id"}}"#
+            envelope,
+            r#"{"_rails":{"message":"Ilx1MDAzY2JcdTAwM2VcdTAwMjbigKgi","exp":"2046-11-30T03:08:15.123Z","pur":"cookie.user_id"}}"#
         );
+        assert_eq!(
+            STANDARD.decode("Ilx1MDAzY2JcdTAwM2VcdTAwMjbigKgi").unwrap(),
+            "\"\\u003cb\\u003e\\u0026\u{2028}\"".as_bytes()
+        );
+    }
+
+    #[test]
+    fn reads_the_cookies_hearth_wrote_before() {
+        // Hearth wrote the Rails 7.1+ envelope with HMAC-SHA256 under the SHA256-derived key.
+        let before = SignedCookieJar::with_digests(
+            PEER_SKB.as_bytes(),
+            KdfDigest::Sha256,
+            MacDigest::Sha256,
+        );
+        let cookie = before.sign_envelope(
+            br#"{"_rails":{"data":"tok","exp":"2046-11-30T03:08:15.123Z","pur":"cookie.session_token"}}"#,
+        );
+        let now = at(1_900_000_000);
+        for jar in [
+            jar(),
+            SignedCookieJar::for_server(PEER_SKB.as_bytes(), KdfDigest::Sha256, MacDigest::Sha1),
+            SignedCookieJar::for_server(PEER_SKB.as_bytes(), KdfDigest::Sha1, MacDigest::Sha1),
+        ] {
+            assert_eq!(
+                jar.verify_at("session_token", &cookie, now).as_deref(),
+                Some("tok")
+            );
+            assert_eq!(jar.verify_at("_hearth_session", &cookie, now), None);
+        }
+        // A jar of Rails' digests alone does not.
+        let rails =
+            SignedCookieJar::with_digests(PEER_SKB.as_bytes(), KdfDigest::Sha256, MacDigest::Sha1);
+        assert_eq!(rails.verify_at("session_token", &cookie, now), None);
+        // And what the server writes now, the Rails jar reads.
+        let server =
+            SignedCookieJar::for_server(PEER_SKB.as_bytes(), KdfDigest::Sha256, MacDigest::Sha1);
+        let fresh = server.sign("session_token", "tok", None);
+        assert_eq!(
+            rails.verify_at("session_token", &fresh, now).as_deref(),
+            Some("tok")
+        );
+    }
+
+    #[test]
+    fn reading_also_keeps_each_key_once() {
+        let skb = PEER_SKB.as_bytes();
+        let jar = SignedCookieJar::with_digests(skb, KdfDigest::Sha256, MacDigest::Sha1)
+            .reading_also(skb, KdfDigest::Sha256, MacDigest::Sha1)
+            .reading_also(skb, KdfDigest::Sha256, MacDigest::Sha256)
+            .reading_also(skb, KdfDigest::Sha256, MacDigest::Sha256)
+            .reading_also(b"old secret", KdfDigest::Sha256, MacDigest::Sha1);
+        assert_eq!(jar.also.len(), 2);
+        let old = SignedCookieJar::with_digests(b"old secret", KdfDigest::Sha256, MacDigest::Sha1);
+        let cookie = old.sign("k", "v", None);
+        assert_eq!(jar.verify("k", &cookie).as_deref(), Some("v"));
     }
 
     #[test]

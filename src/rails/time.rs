@@ -292,6 +292,44 @@ pub fn parse_iso8601(text: &str) -> Option<i128> {
     Some(secs * NANOS_PER_SEC + nanos)
 }
 
+/// `years` calendar years after `t`, in UTC, as ActiveSupport's `years.from_now` advances a
+/// time (`Time#advance(years:)`): the same month, day and time of day, with 29 February
+/// becoming 28 February in a year that has none. Rails' `cookies.permanent` sets
+/// `expires: 20.years.from_now`. A result outside the calendar's years (−9999 to 9999) falls
+/// back to `years` × 365.2425 days.
+pub fn years_later(t: SystemTime, years: i32) -> SystemTime {
+    let average = std::time::Duration::from_secs(31_556_952 * u64::from(years.unsigned_abs()));
+    let fallback = if years >= 0 {
+        t.checked_add(average)
+    } else {
+        t.checked_sub(average)
+    }
+    .unwrap_or(t);
+    let Ok(at) = OffsetDateTime::from_unix_timestamp_nanos(unix_nanos(t)) else {
+        return fallback;
+    };
+    let Some(year) = at.year().checked_add(years) else {
+        return fallback;
+    };
+    let day = if at.month() == Month::February && at.day() == 29 && !time::util::is_leap_year(year)
+    {
+        28
+    } else {
+        at.day()
+    };
+    let Ok(date) = Date::from_calendar_date(year, at.month(), day) else {
+        return fallback;
+    };
+    let nanos = at.replace_date(date).unix_timestamp_nanos();
+    match u64::try_from(nanos) {
+        Ok(n) => UNIX_EPOCH + std::time::Duration::from_nanos(n),
+        Err(_) => u64::try_from(-nanos)
+            .ok()
+            .and_then(|n| UNIX_EPOCH.checked_sub(std::time::Duration::from_nanos(n)))
+            .unwrap_or(fallback),
+    }
+}
+
 /// Whether the `exp` of a Rails metadata envelope (`_rails`, as `MessageVerifier` and signed
 /// ids write it) lets it be used at `now`: `Some(())` when there is none (or it is `null`) or
 /// when it is an ISO 8601 time later than `now`; `None` when it has passed or is malformed.
@@ -311,6 +349,33 @@ pub fn unexpired(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn years_later_is_calendar_years() {
+        let at = |s: &str| {
+            UNIX_EPOCH + std::time::Duration::from_nanos(parse_iso8601(s).unwrap() as u64)
+        };
+        let shown = |t: SystemTime| format_iso8601_millis(unix_nanos(t));
+        assert_eq!(
+            shown(years_later(at("2027-01-15T08:00:00.123Z"), 20)),
+            "2047-01-15T08:00:00.123Z"
+        );
+        assert_eq!(
+            shown(years_later(at("2028-02-29T23:59:59.999Z"), 20)),
+            "2048-02-29T23:59:59.999Z"
+        );
+        assert_eq!(
+            shown(years_later(at("2028-02-29T12:00:00Z"), 1)),
+            "2029-02-28T12:00:00.000Z"
+        );
+        assert_eq!(
+            shown(years_later(at("2027-03-01T00:00:00Z"), -1)),
+            "2026-03-01T00:00:00.000Z"
+        );
+        // Past the calendar: the average year.
+        let far = at("9990-01-01T00:00:00Z");
+        assert!(years_later(far, 20) > far);
+    }
 
     #[test]
     fn millis_format() {

@@ -35,7 +35,6 @@ pub mod card;
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 
-use base64::Engine as _;
 use html5ever::tokenizer::{
     BufferQueue, Tag, TagKind, Token, TokenSink, TokenSinkResult, Tokenizer, TokenizerOpts,
 };
@@ -466,18 +465,11 @@ pub fn mentioned_user_ids(html: &str) -> Vec<i64> {
     render(html).1
 }
 
-/// The user id a mention's sgid names, read without checking the signature: the
-/// `gid://<app>/User/<id>` inside its Rails 7.1 metadata envelope.
+/// The user id a mention's sgid names, read without checking the signature (as Campfire draws
+/// a mention whose signature no longer verifies): the `gid://<app>/User/<id>` inside either of
+/// Rails' envelopes, in either base64 alphabet ([`crate::rails::signed_global_id::peek_id`]).
 fn peek_user_id(sgid: &str) -> Option<i64> {
-    let (data, _) = sgid.rsplit_once("--")?;
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(data)
-        .ok()?;
-    let envelope: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
-    let gid = envelope.get("_rails")?.get("data")?.as_str()?;
-    let (_, rest) = gid.strip_prefix("gid://")?.split_once('/')?;
-    let id = rest.strip_prefix("User/")?;
-    id.parse().ok()
+    crate::rails::signed_global_id::peek_id(sgid, "User")
 }
 
 /// The name a stored mention's `content` shows: its text, without a leading `@`.

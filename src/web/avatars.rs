@@ -4,7 +4,7 @@
 //!
 //! | route | answer |
 //! |---|---|
-//! | `GET /users/{id}/avatar?v=<version>` | the avatar's square variant (at most 512 px a side, JPEG or PNG); without one, the initials (a bot: the bot picture) as SVG. Signed-in users (401 otherwise); 404 for an unknown user |
+//! | `GET /users/{id}/avatar?v=<version>` | the avatar's square variant (at most 512 px a side, JPEG or PNG); without one, the initials (a bot: the bot picture) as SVG. `{id}` may also be Campfire's avatar token (`signed_id(purpose: :avatar)`). Signed-in users (401 otherwise); 404 for an unknown user |
 //! | `POST /users/{id}/avatar` | `user[avatar]` as a multipart file, or a direct upload's signed blob id: the new avatar, 302 back. One's own (`me` or one's id); an administrator for a bot (403 otherwise); 422 for what is not an image the decoders read; 413 past `--max-upload-bytes` |
 //! | `DELETE /users/{id}/avatar` | removes the avatar (the initials return): 302 back; the same rule |
 //! | `GET /account/logo?size=small&v=<version>` | the logo as a 512 px (`size=small`: 192 px) square PNG, or the stock icon; anyone (the sign-in page and the web-app icons show it) |
@@ -155,7 +155,12 @@ pub async fn show(
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
     ctx.require_user()?;
-    let user = target(&state, &ctx, &user_id).await?;
+    let user = match campfire_avatar_token(&state, &user_id) {
+        Some(id) => users::find(&state.pool, id)
+            .await?
+            .ok_or(AppError::NotFound)?,
+        None => target(&state, &ctx, &user_id).await?,
+    };
     let avatar = blobs::attached(&state.pool, "avatar", record::USER, user.id).await?;
     let version = avatar.as_ref().map_or(0, |b| b.id);
     let image = match &avatar {
@@ -179,6 +184,17 @@ pub async fn show(
         current,
     )
     .await
+}
+
+/// The user id of a Campfire avatar URL's segment, `/users/<avatar_token>/avatar`: Campfire
+/// links avatars by `user.signed_id(purpose: :avatar)` (`User::Avatar#avatar_token`), so the
+/// pages and bodies of a team moved from Campfire keep showing them. `None` for anything else
+/// (an id, `me`, a forged token).
+fn campfire_avatar_token(state: &AppState, raw: &str) -> Option<i64> {
+    if raw == "me" || raw.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    state.signed_ids.verify("user", "avatar", raw)
 }
 
 /// The user `raw` names (`me` or an id); 404 when unknown.

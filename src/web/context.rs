@@ -26,7 +26,9 @@ pub const SESSION_COOKIE: &str = "session_token";
 pub const CSRF_COOKIE: &str = "_hearth_session";
 /// Name of the cookie remembering the last visited room (Campfire's `last_room`).
 pub const LAST_ROOM_COOKIE: &str = "last_room";
-/// Lifetime of permanent cookies (Rails' `cookies.permanent`: 20 years), in seconds.
+/// Lifetime of permanent cookies (Rails' `cookies.permanent`: 20 years), in seconds: 20 years of
+/// 365 days. The signed session cookie counts calendar years, as Rails does
+/// ([`crate::rails::signed_cookie::permanent_expiry`]).
 pub const PERMANENT_SECS: u64 = 20 * 365 * 24 * 3600;
 
 /// What [`prepare`] learned about a request.
@@ -81,7 +83,7 @@ impl Ctx {
     }
 }
 
-pub use super::cookies::{delete_cookie, parse_cookies, set_cookie};
+pub use super::cookies::{delete_cookie, parse_cookies, set_cookie, set_cookie_until};
 
 /// Whether a path is a bot route (`/rooms/{id}/{bot_key}/messages`, and below it the
 /// message, boost and boost-deletion routes of Campfire's `by_bots` controllers), which

@@ -91,6 +91,26 @@ pub fn set_cookie(name: &str, value: &str, max_age_secs: Option<u64>, secure: bo
     HeaderValue::from_str(&s).unwrap_or_else(|_| HeaderValue::from_static(""))
 }
 
+/// A `Set-Cookie` value like [`set_cookie`]'s that lasts until `expires` (written as an HTTP
+/// date, seconds truncated), as Rails writes a cookie given `expires:`: the signed session
+/// cookie passes the same instant it put in its envelope
+/// ([`crate::rails::signed_cookie::permanent_expiry`]).
+pub fn set_cookie_until(
+    name: &str,
+    value: &str,
+    expires: std::time::SystemTime,
+    secure: bool,
+) -> HeaderValue {
+    let mut s = format!(
+        "{name}={value}; path=/; expires={}; HttpOnly; SameSite=Lax",
+        httpdate::fmt_http_date(expires)
+    );
+    if secure {
+        s.push_str("; Secure");
+    }
+    HeaderValue::from_str(&s).unwrap_or_else(|_| HeaderValue::from_static(""))
+}
+
 /// A `Set-Cookie` value that deletes cookie `name`.
 pub fn delete_cookie(name: &str) -> HeaderValue {
     HeaderValue::from_str(&format!(

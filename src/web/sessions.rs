@@ -10,7 +10,9 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use axum::Extension;
 
-use super::context::{delete_cookie, rotate_csrf, set_cookie, Ctx, PERMANENT_SECS, SESSION_COOKIE};
+use super::context::{
+    delete_cookie, rotate_csrf, set_cookie, set_cookie_until, Ctx, SESSION_COOKIE,
+};
 use super::error::AppError;
 use super::respond;
 use crate::db::users::PASSWORD_BCRYPT_COST;
@@ -144,7 +146,8 @@ pub async fn start_session(
         .and_then(|v| v.to_str().ok());
     let ip = ctx.ip.to_string();
     let token = crate::db::sessions::start(&state.pool, user_id, Some(&ip), user_agent).await?;
-    let expires = std::time::SystemTime::now() + std::time::Duration::from_secs(PERMANENT_SECS);
+    // `cookies.signed.permanent[:session_token] = { value:, httponly: true, same_site: :lax }`.
+    let expires = crate::rails::signed_cookie::permanent_expiry(std::time::SystemTime::now());
     let value = state.cookies.sign(SESSION_COOKIE, &token, Some(expires));
     let secure = ctx.secure || state.config.production;
     let back_to = ctx
@@ -153,7 +156,7 @@ pub async fn start_session(
     let mut response = respond::found(back_to.unwrap_or("/"));
     response.headers_mut().append(
         header::SET_COOKIE,
-        set_cookie(SESSION_COOKIE, &value, Some(PERMANENT_SECS), secure),
+        set_cookie_until(SESSION_COOKIE, &value, expires, secure),
     );
     if ctx.cookie(RETURN_TO_COOKIE).is_some() {
         response

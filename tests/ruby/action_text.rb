@@ -10,7 +10,8 @@
 #
 # Debian's globalid (0.6) and ActiveSupport (6.1) predate the sgid format of Rails 7.1+, the
 # one Campfire (Rails 8) and Hearth write: JSON `{"_rails":{"data":gid,"pur":purpose}}` signed
-# with HMAC-SHA1 under key_generator.generate_key("signed_global_ids"). The verifier below checks
+# with HMAC-SHA1 under key_generator.generate_key("signed_global_ids"), in URL-safe base64
+# (globalid 1.2+'s GlobalID::Verifier). The verifier below checks
 # the signature with 6.1's MessageVerifier, reads that envelope and hands globalid the fields
 # it knows.
 require "json"
@@ -46,7 +47,8 @@ class Rails71SignedGlobalIdVerifier
   def verify(sgid)
     # 6.1 checks the signature; its metadata reader knows only the older envelope.
     raise ActiveSupport::MessageVerifier::InvalidSignature unless @verifier.valid_message?(sgid)
-    envelope = JSON.parse(Base64.strict_decode64(sgid.split("--").first)).fetch("_rails")
+    # globalid's verifier writes URL-safe base64; Ruby's urlsafe_decode64 reads both alphabets.
+    envelope = JSON.parse(Base64.urlsafe_decode64(sgid[0...-42])).fetch("_rails")
     { "gid" => envelope["data"], "purpose" => envelope["pur"], "expires_at" => envelope["exp"] }
   end
 end
