@@ -223,8 +223,10 @@ check "the mention's body", body.body, mention.fetch("html")
 tag = body.body[/<action-text-attachment [^>]*content-type="application\/vnd\.campfire\.mention"[^>]*>/]
 sgid = tag && tag[/ sgid="([^"]+)"/, 1]
 check "the mention attachment", sgid.nil?, false
-payload = JSON.parse(Base64.strict_decode64(sgid.split("--").first))
-check "the mention names the user", payload.dig("_rails", "data").end_with?("/User/#{mention.fetch("user_id")}"), true
+# globalid's verifier: URL-safe base64 with padding; the gid keeps `?expires_in` as Campfire's does.
+payload = JSON.parse(Base64.urlsafe_decode64(sgid.split("--").first))
+check "the mention names the user",
+  payload.dig("_rails", "data").match?(%r{/User/#{mention.fetch("user_id")}(\?|\z)}), true
 check "the mention's purpose", payload.dig("_rails", "pur"), "attachable"
 hits = Message.joins("join message_search_index idx on messages.id = idx.rowid")
               .where("idx.body match ?", mention.fetch("search_word")).pluck(:id)
