@@ -48,7 +48,7 @@ pub struct Parent {
     pub id: i64,
     /// Its author's name.
     pub author: String,
-    /// Its text's first line, cut to [`SNIPPET_CHARS`].
+    /// Its text's first line, cut to `SNIPPET_CHARS` characters.
     pub snippet: String,
 }
 

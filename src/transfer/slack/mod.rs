@@ -11,7 +11,7 @@
 //!    counts.
 //! 2. The database is looked at read-only ([`target`]) and refused if it holds a team, unless
 //!    `--replace`; then opened and migrated as `hearth serve` opens it, and written in one
-//!    transaction ([`write`]): the account, users, rooms and memberships, then each
+//!    transaction ([`mod@write`]): the account, users, rooms and memberships, then each
 //!    conversation's messages ([`messages`], bodies from [`mrkdwn`]) with their boosts, then
 //!    the search index. The counts per table are read back and compared before the commit.
 //!
