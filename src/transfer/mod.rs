@@ -50,3 +50,41 @@ pub struct Options {
 /// `db/schema.rb` (`ActiveRecord::Schema[8.2].define(version: 2025_12_12_154340)`), as Rails
 /// keeps it in `schema_migrations`.
 pub const CAMPFIRE_SCHEMA_VERSION: &str = "20251212154340";
+
+/// Refuses a database that another process (a running `hearth serve`) has open, before an
+/// import or a restore writes into it. Hearth runs SQLite in WAL mode, where the write-ahead log
+/// `<database>-wal` exists while any connection is open and is removed when the last one closes
+/// cleanly; the check looks for it without opening the database, so the target is not touched.
+///
+/// # Errors
+/// The `-wal` file exists: the message names the database and says to stop the server (or, when
+/// none runs, to start and stop it once, which closes the database cleanly).
+pub fn refuse_open_database(database: &std::path::Path) -> anyhow::Result<()> {
+    let mut wal = database.as_os_str().to_owned();
+    wal.push("-wal");
+    anyhow::ensure!(
+        !std::path::Path::new(&wal).exists(),
+        "{} is open in another process (its write-ahead log is there): stop hearth serve \
+         first (if no server runs, start and stop it once so it closes the database cleanly)",
+        database.display()
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::refuse_open_database;
+
+    #[test]
+    fn a_database_with_its_write_ahead_log_is_open_elsewhere() {
+        let dir = std::env::temp_dir().join(format!("hearth-open-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let database = dir.join("hearth.sqlite3");
+        std::fs::write(&database, b"").unwrap();
+        assert!(refuse_open_database(&database).is_ok());
+        std::fs::write(dir.join("hearth.sqlite3-wal"), b"").unwrap();
+        let refused = refuse_open_database(&database).unwrap_err().to_string();
+        assert!(refused.contains("open in another process"), "{refused}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

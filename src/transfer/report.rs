@@ -86,8 +86,10 @@ impl Progress {
     fn draw(&self, now: Instant) {
         let secs = now.duration_since(self.started).as_secs_f64().max(1e-3);
         let rate = self.done as f64 / secs;
-        let eta = if rate > 0.0 && self.total > self.done {
-            format!("{:.0}s", (self.total - self.done) as f64 / rate)
+        // A total counted before the work (a file that grew since) never shows as over 100 %.
+        let total = self.total.max(self.done);
+        let eta = if rate > 0.0 && total > self.done {
+            format!("{:.0}s", (total - self.done) as f64 / rate)
         } else {
             "-".to_owned()
         };
@@ -95,7 +97,7 @@ impl Progress {
         let _ = write!(
             err,
             "\r{}  {}/{}  {:.0}/s  ETA {eta}   ",
-            self.label, self.done, self.total, rate
+            self.label, self.done, total, rate
         );
         let _ = err.flush();
     }

@@ -205,12 +205,17 @@ pub async fn update(
             return Err(AppError::RateLimited(wait));
         }
         let challenge = ctx.form.get("user[password_challenge]").unwrap_or("");
-        let digest = users::password_digest(&state.pool, user.id)
-            .await?
-            .ok_or(AppError::Unauthorized)?;
-        let genuine = !challenge.is_empty()
-            && challenge.len() <= MAX_PASSWORD_BYTES
-            && verify_password(challenge.to_owned(), digest).await;
+        // A person who never had a password (brought over by `hearth import slack`, signed in
+        // through a transfer link) sets the first one without a challenge, as Campfire's
+        // profile form lets anyone signed in do.
+        let genuine = match users::password_digest(&state.pool, user.id).await? {
+            None => true,
+            Some(digest) => {
+                !challenge.is_empty()
+                    && challenge.len() <= MAX_PASSWORD_BYTES
+                    && verify_password(challenge.to_owned(), digest).await
+            }
+        };
         if !genuine {
             return Err(AppError::Unprocessable(
                 "user[password_challenge] is invalid".into(),

@@ -176,6 +176,36 @@ async fn a_slack_export_imports_and_its_people_sign_in_to_their_rooms() {
         "Ann administers"
     );
 
+    // Ann, who never had a password, sets her first one on her profile (no challenge to
+    // answer) and signs in with it.
+    let profile = ann.get("/users/me/profile").await;
+    let set = send(
+        &mut ann,
+        "PATCH",
+        "/users/me/profile",
+        &[
+            ("user[name]", "Ann Lee"),
+            ("user[password]", "first-password-1"),
+        ],
+        &csrf_meta(&profile.body),
+    )
+    .await;
+    assert_eq!(set.status, 302, "{}", set.body);
+    let mut fresh = server.client();
+    let login = fresh.login("ann@acme.example", "first-password-1").await;
+    assert_eq!(login.status, 302, "{}", login.body);
+
+    // An import into the running server's database is refused before it reads anything, and
+    // the server keeps its team.
+    let again = import(&target, &zip, &["--replace"]).await;
+    assert!(!again.ok, "{}", again.stdout);
+    assert!(
+        again.stderr.contains("open in another process"),
+        "{}",
+        again.stderr
+    );
+    assert_eq!(ann.get("/rooms/4").await.status, 200);
+
     assert_rows(&target.join("hearth.sqlite3")).await;
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);

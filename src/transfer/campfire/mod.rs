@@ -104,6 +104,7 @@ const VARIANT_TABLES: [&str; 3] = [
 /// failure while writing; the target is then as it was.
 pub async fn import(from: &Path, target: &Target, options: Options) -> anyhow::Result<Counts> {
     let started = Instant::now();
+    super::refuse_open_database(&target.database)?;
     let interrupt = Interrupt::listen();
     let storage = Storage::at(from)?;
     refuse_same_file(&storage, &target.database)?;

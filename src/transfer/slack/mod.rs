@@ -143,6 +143,7 @@ pub async fn import(
     options: Options,
     settings: &Settings,
 ) -> anyhow::Result<Report> {
+    super::refuse_open_database(&target.database)?;
     let mut export = Export::read(from, settings)?;
     let survey = export.survey(options.progress)?;
     let mut report = Report {
