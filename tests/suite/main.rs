@@ -51,6 +51,7 @@ mod group_commit;
 mod hardening;
 mod hardening_blobs;
 mod hardening_budget;
+mod hardening_history;
 mod hardening_hostile;
 mod hardening_images;
 mod hardening_images2;

@@ -70,13 +70,20 @@ pub fn list(conn: &Connection, storage: &Storage) -> anyhow::Result<Vec<BlobFile
     Ok(files)
 }
 
-/// Checks that each file is there with the size its blob gives.
+/// Checks that each file is there, a regular file inside `root` (the disk service's root,
+/// `files/`, itself possibly a link to another disk), with the size its blob gives. Active
+/// Storage never writes a link, a FIFO or a device there: a link leading out of `root` (at the
+/// file or at a folder on its way, e.g. `files/se/cr` → Hearth's data directory and a blob keyed
+/// `secret_key_base` without a checksum) would copy any file the importer can read into the
+/// team's storage, and a FIFO would block the import.
 ///
 /// # Errors
-/// The first file missing or of another size, named with its blob.
-pub fn check_present(files: &[BlobFile]) -> anyhow::Result<()> {
+/// The first file missing, leading out of `root`, not a regular file, or of another size,
+/// named with its blob.
+pub fn check_present(files: &[BlobFile], root: &Path) -> anyhow::Result<()> {
+    let root = root.canonicalize().ok();
     for file in files {
-        let Ok(meta) = std::fs::metadata(&file.source) else {
+        let Ok(meta) = std::fs::symlink_metadata(&file.source) else {
             bail!(
                 "blob {} ({}): its file {} is missing",
                 file.id,
@@ -84,6 +91,18 @@ pub fn check_present(files: &[BlobFile]) -> anyhow::Result<()> {
                 file.source.display()
             );
         };
+        let real = file.source.canonicalize().ok();
+        let inside = matches!((&real, &root), (Some(real), Some(root)) if real.starts_with(root));
+        if !meta.file_type().is_file() || !inside {
+            bail!(
+                "blob {} ({}, key {}): {} is not a regular file of the storage directory \
+                 (a link, a FIFO or a device): refusing to read it",
+                file.id,
+                file.filename,
+                file.key,
+                file.source.display()
+            );
+        }
         if meta.len() != file.byte_size {
             bail!(
                 "blob {} ({}): its file {} has {} bytes, the blob says {}",

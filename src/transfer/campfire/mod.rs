@@ -183,6 +183,7 @@ fn plan(storage: &Storage, database: &Path, options: Options) -> anyhow::Result<
     let version = source::check_version(storage, &conn)?;
     source::check_columns(&conn, tables::READ)?;
     check_values(&conn)?;
+    source::note_refused_pushes(&conn)?;
     let (rows, skipped) = count_rows(&conn)?;
     let before = target::look(database)?;
     if before.team_rows > 0 && !options.replace {
@@ -193,7 +194,7 @@ fn plan(storage: &Storage, database: &Path, options: Options) -> anyhow::Result<
         );
     }
     let files = files::list(&conn, storage)?;
-    files::check_present(&files)?;
+    files::check_present(&files, &storage.files)?;
     let variants = variants::wanted(&conn, &files)?;
     Ok(Plan {
         version,
@@ -354,6 +355,7 @@ async fn copy_rows(
     blocking(move || {
         let mut conn = target::open(&database)?;
         source::attach(&conn, &storage)?;
+        source::note_refused_pushes(&conn)?;
         let mut progress = Progress::new("copying rows", total, options.progress);
         let written = transaction(
             &mut conn,

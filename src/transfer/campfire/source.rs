@@ -98,6 +98,38 @@ pub fn attach(conn: &Connection, storage: &Storage) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The temporary table of the ids of Campfire's push subscriptions that Hearth's own form
+/// refuses ([`crate::push::validate`], loopback not allowed): plain HTTP, an endpoint on this
+/// machine or a private network (e.g. the cloud's metadata address), keys that do not decode.
+/// Campfire stores any endpoint a browser sends; the server would POST notifications there.
+pub const PUSH_REFUSED: &str = "temp.campfire_push_refused";
+
+/// Fills [`PUSH_REFUSED`] from the attached database (after its schema was checked; before
+/// the rows are counted or copied).
+///
+/// # Errors
+/// An SQL error.
+pub fn note_refused_pushes(conn: &Connection) -> anyhow::Result<()> {
+    conn.execute_batch(&format!(
+        "CREATE TABLE IF NOT EXISTS {PUSH_REFUSED} (id INTEGER PRIMARY KEY); DELETE FROM {PUSH_REFUSED};"
+    ))?;
+    let mut read = conn.prepare(&format!(
+        "SELECT id, endpoint, p256dh_key, auth_key FROM {SCHEMA}.push_subscriptions \
+         WHERE endpoint IS NOT NULL AND p256dh_key IS NOT NULL AND auth_key IS NOT NULL"
+    ))?;
+    let mut write = conn.prepare(&format!("INSERT INTO {PUSH_REFUSED} (id) VALUES (?1)"))?;
+    let mut rows = read.query([])?;
+    while let Some(row) = rows.next()? {
+        let endpoint = String::from_utf8_lossy(row.get_ref(1)?.as_bytes().unwrap_or_default());
+        let p256dh = String::from_utf8_lossy(row.get_ref(2)?.as_bytes().unwrap_or_default());
+        let auth = String::from_utf8_lossy(row.get_ref(3)?.as_bytes().unwrap_or_default());
+        if crate::push::validate(&endpoint, &p256dh, &auth, false).is_err() {
+            write.execute([row.get::<_, i64>(0)?])?;
+        }
+    }
+    Ok(())
+}
+
 /// Checks that the file is a whole SQLite database: its header, the size the header gives
 /// against the file's, and SQLite's `quick_check` of every page.
 ///

@@ -17,7 +17,7 @@
 //! | `messages.client_message_id` not unique | unique: a later duplicate gets `-<id>` (as migration 0008) |
 //! | `accounts.settings` JSON, nullable; `custom_styles` as typed | `{}` when null; the styles sanitized as Hearth stores them |
 //! | `accounts.singleton_guard` | no place (Hearth keeps one account by its queries) |
-//! | `searches`, `webhooks`, `push_subscriptions`: no uniqueness, nullable keys | unique per user (and query, endpoint): the newest row kept; rows without url or keys have no place |
+//! | `searches`, `webhooks`, `push_subscriptions`: no uniqueness, nullable keys | unique per user (and query, endpoint): the newest row kept; rows without url or keys, and push endpoints Hearth's form refuses (not https, internal addresses), have no place |
 //! | `active_storage_attachments`: a blob may be attached twice | once (migration 0016): the first attachment kept |
 //! | rows naming a user, room or message that is gone (no foreign key in Campfire) | no place (Hearth's foreign keys) |
 //! | `action_text_rich_texts` other than a message's body; `schema_migrations`, `ar_internal_metadata` | no place |
@@ -239,9 +239,12 @@ pub const TABLES: &[Table] = &[
                (SELECT id FROM (SELECT id, ROW_NUMBER() OVER \
                   (PARTITION BY user_id, endpoint ORDER BY updated_at DESC, id DESC) AS n \
                   FROM campfire.push_subscriptions \
-                  WHERE endpoint IS NOT NULL AND p256dh_key IS NOT NULL AND auth_key IS NOT NULL) \
+                  WHERE endpoint IS NOT NULL AND p256dh_key IS NOT NULL AND auth_key IS NOT NULL \
+                    AND id NOT IN (SELECT id FROM temp.campfire_push_refused)) \
                 WHERE n = 1)",
-        skipped_because: "its user is gone, it lacks an endpoint or key, or a newer row has the same endpoint",
+        skipped_because: "its user is gone, it lacks an endpoint or key, its endpoint or keys are \
+                          ones Hearth refuses (not https, an internal address), or a newer row has \
+                          the same endpoint",
         datetimes: &["created_at", "updated_at"],
     },
     Table {

@@ -1,15 +1,22 @@
 //! The export's target directory: refused unless it is missing or empty, written as a hidden
-//! sibling (`.<name>.export-<pid>`) and renamed into place only once everything in it is
+//! sibling (`.<name>.export-<pid>`, readable by its owner only) and renamed into place only once everything in it is
 //! written and verified. Dropped before [`Staged::finish`] (an error, Ctrl-C), the sibling is
 //! removed: the target is never half-written.
 
 use std::path::{Path, PathBuf};
 
-/// Fails unless `to` is missing or an empty directory.
+/// Fails unless `to` is missing or an empty directory (not a symbolic link to one: the
+/// finished export is renamed onto `to`, which a link would refuse only after all the work).
 ///
 /// # Errors
-/// `to` is a file, or a directory with something in it, or cannot be read.
+/// `to` is a symbolic link, a file, or a directory with something in it, or cannot be read.
 pub fn check(to: &Path) -> anyhow::Result<()> {
+    if std::fs::symlink_metadata(to).is_ok_and(|m| m.file_type().is_symlink()) {
+        anyhow::bail!(
+            "{} is a symbolic link: name the directory it leads to (missing or empty) instead",
+            to.display()
+        );
+    }
     match std::fs::metadata(to) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(anyhow::anyhow!("{}: {e}", to.display())),
@@ -56,7 +63,13 @@ impl Staged {
         if dir.exists() {
             std::fs::remove_dir_all(&dir)?;
         }
-        std::fs::create_dir(&dir)
+        // Readable by its owner only, as a backup is: the export holds every password digest,
+        // session and bot token, push key and file of the team.
+        let mut builder = std::fs::DirBuilder::new();
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        builder
+            .create(&dir)
             .map_err(|e| anyhow::anyhow!("creating {}: {e}", dir.display()))?;
         Ok(Self {
             dir,
