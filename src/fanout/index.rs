@@ -305,6 +305,7 @@ mod tests {
             prefix: Bytes::from(format!("<{key}>")),
             suffix: Bytes::from_static(b"</>"),
             positioned: false,
+            deflate: None,
         }
     }
 
