@@ -38,6 +38,7 @@ mod browser_sounds;
 mod cable;
 mod children;
 mod cli;
+mod deflate;
 mod drain_spread;
 // The fan-out hooks (`Fanout::new_inline_writers`) exist with the `test-support` feature.
 #[cfg(feature = "test-support")]
