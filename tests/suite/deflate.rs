@@ -373,3 +373,105 @@ async fn a_small_window_offer_is_not_a_limit_but_a_context_taken_over_against_th
     assert_eq!(closed_with(&mut ws).await, 1007);
     still_served(&mut bystander).await;
 }
+
+/// Where compression pays, on this server's real frames: prints, for prefixes of a typical
+/// post's frame and for whole frames (the unread notice, a one-word post, a typical post),
+/// the bytes before and after compression at the server's level and at level 1, and the time
+/// of one compression as the server makes it (the thread's compressor reset, the frame
+/// allocated). `fanout::deflate::MIN_COMPRESSED_PAYLOAD` and `LEVEL` are set from it. zlib-rs
+/// is optimized in test builds too (Cargo.toml), so the times are its real ones.
+///
+/// `cargo test -p hearth --features hearth/test-support,hearth/reference-engine --test suite
+/// -- deflate::measure --ignored --nocapture`
+#[tokio::test]
+#[ignore = "a measurement: prints the table the compression threshold is set from"]
+async fn measure_the_compression_threshold() {
+    use hearth::fanout::deflate::{Deflate, LEVEL};
+    use std::time::Instant;
+
+    let server = start().await;
+    let mut c = server.signed_in("david@example.com", "secret123456").await;
+    let (csrf, id) = room_stream(&mut c).await;
+    let mut ws = connect_with(&server, &c).await;
+    subscribe(&mut ws, &id).await;
+    subscribe(&mut ws, UNREADS).await;
+    let mut frames: Vec<(String, Vec<u8>)> = Vec::new();
+    for (name, body) in [
+        ("one-word post", "ok".to_owned()),
+        (
+            "typical post",
+            "Morning all — the deploy went out at 9:40 and the error rate is back to normal. \
+             I'll keep an eye on the queue until lunch; ping me if anything looks off."
+                .to_owned(),
+        ),
+        ("long post", long_body("long")),
+    ] {
+        let cid = format!("measure-{}", name.replace(' ', "-"));
+        let r = c.post_message(1, &body, &cid, &csrf).await;
+        assert_eq!(r.status, 200);
+        frames.push((name.to_owned(), next_message(&mut ws).await.payload));
+        let notice = next_message(&mut ws).await.payload;
+        if frames.iter().all(|(n, _)| n != "unread notice") {
+            frames.push(("unread notice".to_owned(), notice));
+        }
+    }
+    let typical = frames
+        .iter()
+        .find(|(n, _)| n == "typical post")
+        .unwrap()
+        .1
+        .clone();
+    let mut cases: Vec<(String, Vec<u8>)> = [64, 96, 128, 192, 256, 384, 512, 1024, 2048, 4096]
+        .into_iter()
+        .filter(|&n| n < typical.len())
+        .map(|n| (format!("typical post, first {n} B"), typical[..n].to_vec()))
+        .collect();
+    cases.extend(frames);
+    let deflate = Deflate::new(15).unwrap();
+    // The fastest of 20 batches of 100: the machine is shared, and the slower batches are
+    // other processes' time.
+    let time = |f: &mut dyn FnMut() -> usize| {
+        let mut size = f();
+        let mut best = f64::MAX;
+        for _ in 0..20 {
+            let start = Instant::now();
+            for _ in 0..100 {
+                size = f();
+            }
+            best = best.min(start.elapsed().as_secs_f64() * 1e6 / 100.0);
+        }
+        (size, best)
+    };
+    let mut level1 = flate2::Compress::new(flate2::Compression::new(1), false);
+    // The level: each one on the typical post.
+    let typical_frame = &cases.iter().find(|(n, _)| n == "typical post").unwrap().1;
+    println!("| level | typical post compressed | µs |\n|---|---|---|");
+    for level in 1..=9 {
+        let mut c = flate2::Compress::new(flate2::Compression::new(level), false);
+        let (z, us) = time(&mut || {
+            c.reset();
+            common::deflate_with(&mut c, typical_frame).len()
+        });
+        println!("| {level} | {z} | {us:.1} |");
+    }
+    println!();
+    println!("| frame | bytes | level {LEVEL}: bytes (saved) | µs | level 1: bytes (saved) | µs |");
+    println!("|---|---|---|---|---|---|");
+    for (name, payload) in &cases {
+        let (z, us) = time(&mut || {
+            let frame = hearth::fanout::deflate::compressed_text(&[payload], deflate);
+            frame.payload().unwrap().len()
+        });
+        let (z1, us1) = time(&mut || {
+            level1.reset();
+            common::deflate_with(&mut level1, payload).len()
+        });
+        let saved = |z: usize| 100.0 - 100.0 * z as f64 / payload.len() as f64;
+        println!(
+            "| {name} | {} | {z} ({:.0} %) | {us:.1} | {z1} ({:.0} %) | {us1:.1} |",
+            payload.len(),
+            saved(z),
+            saved(z1)
+        );
+    }
+}
