@@ -456,8 +456,14 @@ fn a_compressed_broadcast_compresses_once_per_variant_never_per_subscriber() {
         assert_eq!(compressions_1000, compressed as u64, "{case}");
         // And the allocations of a plain broadcast: the frame buffer (compressed or not) and
         // `Bytes`' shared header per variant, the same at 10 and at 1,000 subscribers.
-        assert_eq!(alloc_10, alloc_1000, "{case}: allocations grow with subscribers");
-        assert!(alloc_1000 <= 2 * variants as u64, "{case}: {alloc_1000} allocations");
+        assert_eq!(
+            alloc_10, alloc_1000,
+            "{case}: allocations grow with subscribers"
+        );
+        assert!(
+            alloc_1000 <= 2 * variants as u64,
+            "{case}: {alloc_1000} allocations"
+        );
     }
 }
 

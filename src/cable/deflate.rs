@@ -94,10 +94,10 @@ fn accept_offer(offer: &str) -> Option<(Agreed, HeaderValue)> {
             return None;
         }
         match (index, value) {
-            // server_no_context_takeover, client_no_context_takeover: never a value.
-            (0 | 1, None) => {}
+            // The `*_no_context_takeover` ones never have a value; `client_max_window_bits`
+            // may go without one.
+            (0 | 1 | 3, None) => {}
             (2, Some(v)) => server_bits = Some(window_bits(v)?),
-            (3, None) => {}
             // Checked, then left out of the answer (see the module docs).
             (3, Some(v)) => {
                 window_bits(v)?;
@@ -194,10 +194,7 @@ impl Inflater {
     /// first byte, gives [`InflateError::Invalid`]. After an error the connection must be
     /// closed.
     pub fn inflate(&mut self, payload: &[u8], limit: usize) -> Result<Vec<u8>, InflateError> {
-        let mut inflater = self
-            .kept
-            .take()
-            .unwrap_or_else(|| Decompress::new(false));
+        let mut inflater = self.kept.take().unwrap_or_else(|| Decompress::new(false));
         // A guess at what it inflates to; grown as needed, never past `limit + 1` (one byte
         // past the limit tells that it was passed).
         let cap = limit.saturating_add(1);
@@ -270,7 +267,10 @@ mod tests {
     fn offered(values: &[&'static str]) -> Option<(Agreed, String)> {
         let mut headers = HeaderMap::new();
         for v in values {
-            headers.append(header::SEC_WEBSOCKET_EXTENSIONS, HeaderValue::from_static(v));
+            headers.append(
+                header::SEC_WEBSOCKET_EXTENSIONS,
+                HeaderValue::from_static(v),
+            );
         }
         negotiate(&headers).map(|(agreed, answer)| (agreed, answer.to_str().unwrap().to_owned()))
     }
@@ -358,10 +358,15 @@ mod tests {
         assert!(i.kept.is_none());
         assert_eq!(i.inflate(&client_compressed(text, 15), 1000).unwrap(), text);
         // Exactly at the limit passes; a byte less does not.
-        assert_eq!(i.inflate(&client_compressed(text, 15), text.len()).unwrap(), text);
+        assert_eq!(
+            i.inflate(&client_compressed(text, 15), text.len()).unwrap(),
+            text
+        );
         assert_eq!(
             i.inflate(&client_compressed(text, 15), text.len() - 1),
-            Err(InflateError::TooBig { limit: text.len() - 1 })
+            Err(InflateError::TooBig {
+                limit: text.len() - 1
+            })
         );
     }
 

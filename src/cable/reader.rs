@@ -32,8 +32,8 @@
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 use super::deflate::{InflateError, Inflater};
-use crate::fanout::deflate::RSV1;
 use super::protocol::close_code;
+use crate::fanout::deflate::RSV1;
 
 /// One inbound message or control frame the connection must act on.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -370,12 +370,19 @@ fn close(payload: &[u8]) -> Result<Inbound, ReadError> {
 impl<S> MessageReader<S> {
     /// A whole message's bytes as its [`Inbound`]: inflated first when `compressed` (at most
     /// `max_message_bytes` of them), then checked as UTF-8 when `text`.
-    fn finish(&mut self, text: bool, compressed: bool, bytes: Vec<u8>) -> Result<Inbound, ReadError> {
+    fn finish(
+        &mut self,
+        text: bool,
+        compressed: bool,
+        bytes: Vec<u8>,
+    ) -> Result<Inbound, ReadError> {
         if !compressed {
             return finish(text, bytes);
         }
         let Some(inflater) = self.inflater.as_mut() else {
-            return Err(ReadError::Protocol("compressed message without the extension".into()));
+            return Err(ReadError::Protocol(
+                "compressed message without the extension".into(),
+            ));
         };
         match inflater.inflate(&bytes, self.max_message_bytes) {
             Ok(inflated) => finish(text, inflated),

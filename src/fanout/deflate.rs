@@ -205,7 +205,12 @@ pub fn compressed_text(parts: &[&[u8]], deflate: Deflate) -> Frame {
 }
 
 /// Feeds `input` to `compress` with `flush`, appending its output to `out` (grown as needed).
-fn deflate_into(compress: &mut Compress, mut input: &[u8], out: &mut Vec<u8>, flush: FlushCompress) {
+fn deflate_into(
+    compress: &mut Compress,
+    mut input: &[u8],
+    out: &mut Vec<u8>,
+    flush: FlushCompress,
+) {
     loop {
         if out.capacity() - out.len() < 64 {
             out.reserve(input.len() / 2 + 256);
@@ -276,7 +281,11 @@ mod tests {
 
     #[test]
     fn a_compressed_frame_is_final_text_with_rsv1_and_inflates_to_its_parts() {
-        let parts: [&[u8]; 3] = [b"{\"identifier\":\"x\",\"message\":\"", &[b'a'; 5000], b"\"}"];
+        let parts: [&[u8]; 3] = [
+            b"{\"identifier\":\"x\",\"message\":\"",
+            &[b'a'; 5000],
+            b"\"}",
+        ];
         let frame = compressed_text(&parts, Deflate::new(15).unwrap());
         assert_eq!(frame.0[0], 0x80 | 0x40 | 0x1);
         assert_eq!(frame.opcode(), Some(OPCODE_TEXT));
@@ -306,7 +315,12 @@ mod tests {
         let text = far_repeats(4000);
         let wide = compressed_text(&[&text], Deflate::new(15).unwrap());
         let narrow = compressed_text(&[&text], Deflate::new(10).unwrap());
-        assert!(wide.len() * 2 < narrow.len(), "{} vs {}", wide.len(), narrow.len());
+        assert!(
+            wide.len() * 2 < narrow.len(),
+            "{} vs {}",
+            wide.len(),
+            narrow.len()
+        );
         assert!(inflate(narrow.payload().unwrap()).unwrap() == text);
         assert!(inflate(wide.payload().unwrap()).unwrap() == text);
     }
@@ -332,7 +346,7 @@ mod tests {
         let noise = far_repeats(40_000);
         let frame = compressed_text(&[&noise[..40_000]], deflate);
         assert_eq!(frame.0[1], 126);
-        assert!(inflate(frame.payload().unwrap()).unwrap() == &noise[..40_000]);
+        assert!(inflate(frame.payload().unwrap()).unwrap() == noise[..40_000]);
         let big = far_repeats(30_000);
         let frame = compressed_text(&[&big, &big, &big], deflate);
         assert!(inflate(frame.payload().unwrap()).unwrap() == [&big[..], &big, &big].concat());

@@ -69,16 +69,22 @@ pub(crate) fn room_identifier(signed: &str) -> String {
 /// Room 1's CSRF token and message stream identifier, as `c` sees them on the room page.
 pub(crate) async fn room_stream(c: &mut Client) -> (String, String) {
     let (csrf, html) = c.room(1).await;
-    let signed = common::attr_after(&html, "channel=\"RoomMessagesChannel\" signed-stream-name=\"")
-        .unwrap()
-        .replace("&#x3D;", "=");
+    let signed = common::attr_after(
+        &html,
+        "channel=\"RoomMessagesChannel\" signed-stream-name=\"",
+    )
+    .unwrap()
+    .replace("&#x3D;", "=");
     (csrf, room_identifier(&signed))
 }
 
 /// Subscribes `ws` to `identifier` with a plain text command and waits for the confirm.
 pub(crate) async fn subscribe(ws: &mut Ws, identifier: &str) {
     ws.send_text(&subscribe_cmd(identifier)).await;
-    assert_eq!(ws.next_non_ping(T).await, common::text(&confirm(identifier)));
+    assert_eq!(
+        ws.next_non_ping(T).await,
+        common::text(&confirm(identifier))
+    );
 }
 
 /// Sends one masked client frame whose first header byte is `first` (FIN, RSV1–3, opcode).
@@ -139,15 +145,25 @@ async fn closed_with(ws: &mut Ws) -> u16 {
 pub(crate) async fn node_deflate_client(
     server: &TestServer,
     cid: &str,
-) -> (tokio::process::Child, tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>, String)
-{
+) -> (
+    tokio::process::Child,
+    tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+    String,
+) {
     use tokio::io::AsyncBufReadExt;
     crate::node_client::ensure_node_modules();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/node/driver.mjs");
     let mut child = tokio::process::Command::new("node")
         .arg(script)
         .args(["--base", &server.origin(), "--scenario", "deflate"])
-        .args(["--cid", cid, "--email", "kevin@example.com", "--timeout", "60"])
+        .args([
+            "--cid",
+            cid,
+            "--email",
+            "kevin@example.com",
+            "--timeout",
+            "60",
+        ])
         .stdout(std::process::Stdio::piped())
         .kill_on_drop(true)
         .spawn()
@@ -212,7 +228,12 @@ async fn one_compressed_frame_per_broadcast_for_every_deflate_client_and_plain_f
     let mut second = connect_deflate(&server, &jason, "permessage-deflate").await;
     // The subscribe commands themselves compressed, as a browser sends them.
     for ws in [&mut first, &mut second] {
-        send_raw(ws, COMPRESSED_TEXT, &common::deflate(subscribe_cmd(&id).as_bytes(), 15)).await;
+        send_raw(
+            ws,
+            COMPRESSED_TEXT,
+            &common::deflate(subscribe_cmd(&id).as_bytes(), 15),
+        )
+        .await;
         assert_eq!(ws.next_non_ping(T).await, common::text(&confirm(&id)));
         // Short frames go uncompressed (RSV1 clear) even here.
         subscribe(ws, UNREADS).await;
@@ -220,7 +241,9 @@ async fn one_compressed_frame_per_broadcast_for_every_deflate_client_and_plain_f
     subscribe(&mut plain, UNREADS).await;
 
     let before = server.state.fanout.stats().frames_compressed;
-    let r = poster.post_message(1, &long_body("everyone"), cid, &csrf).await;
+    let r = poster
+        .post_message(1, &long_body("everyone"), cid, &csrf)
+        .await;
     assert_eq!(r.status, 200);
     let a = next_message(&mut first).await;
     let b = next_message(&mut second).await;
@@ -274,7 +297,9 @@ async fn compression_off_agrees_to_nothing_and_sends_plain_frames() {
     assert_eq!(ws.header("sec-websocket-extensions"), None);
     assert_eq!(ws.next(T).await, common::text(r#"{"type":"welcome"}"#));
     subscribe(&mut ws, &id).await;
-    let r = c.post_message(1, &long_body("off"), "deflate-off", &csrf).await;
+    let r = c
+        .post_message(1, &long_body("off"), "deflate-off", &csrf)
+        .await;
     assert_eq!(r.status, 200);
     let frame = next_message(&mut ws).await;
     assert!(!frame.rsv1());
@@ -313,7 +338,10 @@ async fn rsv1_is_read_only_where_permessage_deflate_was_agreed() {
     let mut plain = connect_with(&server, &c).await;
     let command = common::deflate(subscribe_cmd(UNREADS).as_bytes(), 15);
     send_raw(&mut agreed, COMPRESSED_TEXT, &command).await;
-    assert_eq!(agreed.next_non_ping(T).await, common::text(&confirm(UNREADS)));
+    assert_eq!(
+        agreed.next_non_ping(T).await,
+        common::text(&confirm(UNREADS))
+    );
     send_raw(&mut plain, COMPRESSED_TEXT, &command).await;
     assert_eq!(closed_with(&mut plain).await, 1002);
     // The connection that agreed goes on.
@@ -358,7 +386,12 @@ async fn a_small_window_offer_is_not_a_limit_but_a_context_taken_over_against_th
     );
     let wide = common::deflate(command.as_bytes(), 15);
     let narrow = common::deflate(command.as_bytes(), 9);
-    assert!(wide.len() * 3 < narrow.len() * 2, "{} vs {}", wide.len(), narrow.len());
+    assert!(
+        wide.len() * 3 < narrow.len() * 2,
+        "{} vs {}",
+        wide.len(),
+        narrow.len()
+    );
     send_raw(&mut ws, COMPRESSED_TEXT, &wide).await;
     assert_eq!(ws.next_non_ping(T).await, common::text(&confirm(UNREADS)));
     // Then two messages compressed with one kept context: the second refers back into the

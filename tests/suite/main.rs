@@ -28,6 +28,7 @@ mod browser;
 mod browser_avatars;
 mod browser_boosts;
 mod browser_composer;
+mod browser_deflate;
 mod browser_files;
 mod browser_link_previews;
 mod browser_look;

@@ -610,7 +610,8 @@ pub fn inflate(payload: &[u8]) -> Vec<u8> {
 /// `text` compressed as a permessage-deflate client sends a message (RFC 7692 §7.2.1): raw
 /// DEFLATE with a `2^window_bits`-byte window, sync flush, the trailing `00 00 ff ff` cut.
 pub fn deflate(text: &[u8], window_bits: u8) -> Vec<u8> {
-    let mut c = flate2::Compress::new_with_window_bits(flate2::Compression::default(), false, window_bits);
+    let mut c =
+        flate2::Compress::new_with_window_bits(flate2::Compression::default(), false, window_bits);
     deflate_with(&mut c, text)
 }
 
@@ -633,7 +634,10 @@ fn parse_raw(buf: &[u8]) -> Option<(RawFrame, usize)> {
     }
     assert_eq!(buf[1] & 0x80, 0, "server frames must not be masked");
     let (len, header) = match buf[1] & 0x7f {
-        126 => (u16::from_be_bytes(buf.get(2..4)?.try_into().unwrap()) as usize, 4),
+        126 => (
+            u16::from_be_bytes(buf.get(2..4)?.try_into().unwrap()) as usize,
+            4,
+        ),
         127 => (
             u64::from_be_bytes(buf.get(2..10)?.try_into().unwrap()) as usize,
             10,
