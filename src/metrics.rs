@@ -240,7 +240,8 @@ const SERIES: &[(&str, Kind, Option<Unit>, &str)] = &[
         "hearth_fanout_frames_compressed_total",
         Kind::Counter,
         None,
-        "Broadcast frames compressed for permessage-deflate subscribers (one per broadcast and compressed variant).",
+        "Broadcast frames compressed for permessage-deflate subscribers \
+         (one per broadcast and compressed variant).",
     ),
     (
         "hearth_fanout_compressed_in_bytes_total",

@@ -154,8 +154,8 @@ pub enum InflateError {
         /// The limit, in bytes.
         limit: usize,
     },
-    /// It is not valid DEFLATE data for the agreed window (close 1007): a corrupt stream, or
-    /// a distance farther back than the window the client agreed to.
+    /// It is not valid DEFLATE data for what was agreed (close 1007): a corrupt stream, or
+    /// (without context takeover) a distance back past the message's first byte.
     #[error("invalid compressed data")]
     Invalid,
 }

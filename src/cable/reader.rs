@@ -3,21 +3,22 @@
 //! Frames are parsed here (RFC 6455 §5.2): reserved bits must be clear, but for RSV1 on the
 //! first frame of a data message once permessage-deflate was agreed (RFC 7692 §6: the message
 //! is compressed; RSV1 on a control or continuation frame, or without the agreement, is a
-//! protocol error, 1002), opcodes must be defined, client frames must be masked (§5.1), control frames
-//! must be final and carry at most 125 bytes (§5.5), and a close frame's status code and
-//! reason are validated (§7.4: 1000–1003, 1007–1013 and 3000–4999 are accepted; a 1-byte close
-//! payload is refused; the reason must be UTF-8). A message sent as many small fragments is
-//! assembled here, and the running total is checked against the limit before each fragment is
-//! read: no message grows past `max_message_bytes` in memory, however it is split. Text is
-//! checked for UTF-8 as the fragments arrive (each byte once), so a bad sequence is refused at
-//! the fragment that carries it.
+//! protocol error, 1002), opcodes must be defined, client frames must be masked (§5.1),
+//! control frames must be final and carry at most 125 bytes (§5.5), and a close frame's status
+//! code and reason are validated (§7.4: 1000–1003, 1007–1013 and 3000–4999 are accepted; a
+//! 1-byte close payload is refused; the reason must be UTF-8). A message sent as many small
+//! fragments is assembled here, and the running total is checked against the limit before each
+//! fragment is read: no message grows past `max_message_bytes` in memory, however it is split.
+//! Text is checked for UTF-8 as the fragments arrive (each byte once), so a bad sequence is
+//! refused at the fragment that carries it.
 //!
 //! **Compressed messages** (RFC 7692 §7.2.2, [`super::deflate::Inflater`]): the compressed bytes
 //! of all the fragments are gathered (no more than the limit of them either), then inflated
 //! into at most `max_message_bytes` bytes: the limit bounds what a message inflates to, and a
 //! message that would inflate past it closes the connection with 1009 once the limit is
-//! passed. Data that does not inflate (corrupt, or farther back than the agreed window) closes
-//! it with 1007, as invalid UTF-8 once inflated does.
+//! passed. Data that does not inflate (corrupt, or referring back past the message's start
+//! though the client agreed not to keep its context) closes it with 1007, as invalid UTF-8
+//! once inflated does.
 //!
 //! **Memory.** An idle reader holds no buffer at all: it waits for a frame's first two bytes in
 //! a 14-byte header array inside the read future. A payload buffer is allocated only once a
@@ -60,8 +61,9 @@ pub enum ReadError {
     /// A text message is not UTF-8, or a close reason is not (close 1007).
     #[error("invalid UTF-8 in a text message")]
     InvalidUtf8,
-    /// A compressed message does not inflate: not DEFLATE data, or data that refers farther
-    /// back than the window the client agreed to (RFC 7692 §7.1.2.2; close 1007).
+    /// A compressed message does not inflate: not DEFLATE data, or data that refers back past
+    /// the message's first byte though the client agreed to `client_no_context_takeover`
+    /// (RFC 7692 §7.1.1.2, §7.2.2; close 1007).
     #[error("invalid compressed message")]
     InvalidCompressed,
     /// Anything else RFC 6455 forbids: unmasked frames, reserved bits, bad opcodes, fragmented

@@ -5,9 +5,10 @@
 //! (RFC 7692 §7.1.1.1) every message is compressed on its own, with an empty LZ77 window, and
 //! the compressed bytes no longer depend on what that connection was sent before: one
 //! compressed frame is valid for every connection that agreed to the same parameters. So a
-//! subscription that negotiated the extension joins its stream under its own [`Variant`] key
-//! ([`Deflate::key`]), carrying the parameter set ([`Variant::deflate`]); a broadcast encodes
-//! one frame per variant group as it always did, and for such a group that one frame is
+//! subscription that negotiated the extension joins its stream under its own
+//! [`Variant`](super::Variant) key ([`Deflate::key`]), carrying the parameter set
+//! ([`Variant::deflate`](super::Variant::deflate)); a broadcast encodes one frame per variant
+//! group as it always did, and for such a group that one frame is
 //! compressed: once per broadcast, identifier variant and parameter set, and only when a
 //! subscriber that negotiated it exists (a group exists only while it has members). The
 //! compressed frame is a [`Frame`] like any other, one `Bytes` buffer shared by refcount, and

@@ -345,7 +345,9 @@ async fn rsv1_is_read_only_where_permessage_deflate_was_agreed() {
     send_raw(&mut plain, COMPRESSED_TEXT, &command).await;
     assert_eq!(closed_with(&mut plain).await, 1002);
     // The connection that agreed goes on.
-    send_raw(&mut agreed, COMPRESSED_TEXT, &common::deflate(b"{\"command\":\"unsubscribe\",\"identifier\":\"{\\\"channel\\\":\\\"UnreadRoomsChannel\\\"}\"}", 15)).await;
+    let unsubscribe = serde_json::json!({"command": "unsubscribe", "identifier": UNREADS});
+    let unsubscribe = common::deflate(unsubscribe.to_string().as_bytes(), 15);
+    send_raw(&mut agreed, COMPRESSED_TEXT, &unsubscribe).await;
     still_served(&mut agreed).await;
 }
 
