@@ -167,7 +167,10 @@ pub enum InflateError {
 /// and dropped after it, so an idle connection holds none.
 pub struct Inflater {
     context_takeover: bool,
-    kept: Option<Decompress>,
+    /// Boxed: a zlib-rs `Decompress` is 152 bytes, which every connection's reader would
+    /// carry inline (the reader lives in the connection task's future) though only a client
+    /// that keeps its context ever fills it.
+    kept: Option<Box<Decompress>>,
 }
 
 impl std::fmt::Debug for Inflater {
@@ -194,7 +197,10 @@ impl Inflater {
     /// first byte, gives [`InflateError::Invalid`]. After an error the connection must be
     /// closed.
     pub fn inflate(&mut self, payload: &[u8], limit: usize) -> Result<Vec<u8>, InflateError> {
-        let mut inflater = self.kept.take().unwrap_or_else(|| Decompress::new(false));
+        let mut inflater = self
+            .kept
+            .take()
+            .unwrap_or_else(|| Box::new(Decompress::new(false)));
         // A guess at what it inflates to; grown as needed, never past `limit + 1` (one byte
         // past the limit tells that it was passed).
         let cap = limit.saturating_add(1);
@@ -348,6 +354,12 @@ mod tests {
             server: Deflate::new(15).unwrap(),
             client_context_takeover: takeover,
         })
+    }
+
+    #[test]
+    fn an_idle_inflater_is_small() {
+        // It sits in every compressed connection's reader, inside the connection's task.
+        assert!(std::mem::size_of::<Option<Inflater>>() <= 16);
     }
 
     #[test]
