@@ -980,10 +980,13 @@ impl Conn for QueueConn {
         if subs.closed || self.outbox.state() != State::Open {
             return;
         }
-        if let Subscribed::Added { stream, new_stream } =
-            self.engine.index.subscribe(stream, variant, &self.outbox)
+        if let Subscribed::Added {
+            stream,
+            key,
+            new_stream,
+        } = self.engine.index.subscribe(stream, variant, &self.outbox)
         {
-            subs.list.push((stream, variant.key.clone()));
+            subs.list.push((stream, key));
             self.engine.stats.subscription_added(new_stream);
         }
     }
