@@ -10,7 +10,8 @@
 //!    no scan of connections) and takes that stream's read lock.
 //! 2. For each identifier [`Variant`] among the stream's subscribers it encodes **one frame**:
 //!    the RFC 6455 header plus `prefix + message + suffix`, in one [`bytes::Bytes`] buffer
-//!    ([`frame::Frame`]).
+//!    ([`frame::Frame`]); for a variant of permessage-deflate subscribers that frame is
+//!    compressed, still once for the whole group ([`deflate`]).
 //! 3. It pushes a refcount clone of that frame into the bounded **outbox** of every subscriber
 //!    of the variant, and wakes a connection only if its outbox was idle. It never waits for a
 //!    socket and allocates nothing per subscriber (the one exception: a backed-up
@@ -31,6 +32,9 @@
 //!   default engine, which reads straight through from `Fanout::broadcast` to the pushes.
 //! - `index.rs`: stream → variants → subscribers.
 //! - `frame.rs`: encoding a server frame once, to be shared.
+//! - `deflate.rs`: the same frame compressed once for a permessage-deflate variant (RFC 7692
+//!   with `server_no_context_takeover`: no compression state per connection), above
+//!   [`deflate::MIN_COMPRESSED_PAYLOAD`] bytes.
 //! - `gate.rs`: a positioned subscription held back while its history is sent, then let
 //!   through without a position it already sent ([`Connection::hold`]).
 //! - `budget.rs`: the user and server byte budgets of queued frames ([`QueueBudgets`]): once
