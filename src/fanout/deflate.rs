@@ -136,7 +136,11 @@ impl Deflate {
 
 thread_local! {
     /// This thread's compressors, one per window size it has used (usually one), and the
-    /// buffer a payload is compressed into before it is copied into its frame.
+    /// buffer a payload is compressed into before it is copied into its frame. A compressor
+    /// takes zlib's `2^(windowBits + 2) + 2^(memLevel + 9)` bytes, 256 KiB for a 15-bit
+    /// window: the process holds one per thread that has broadcast a compressed frame (the
+    /// runtime's workers, mostly), not one per connection, and a blocking-pool thread's goes
+    /// with the thread.
     static COMPRESSORS: RefCell<Compressors> = const {
         RefCell::new(Compressors { list: Vec::new(), scratch: Vec::new() })
     };
