@@ -1,8 +1,8 @@
 //! permessage-deflate (RFC 7692) on `/cable`, end to end: raw clients that offer it and raw
 //! clients that do not, side by side with the official `@rails/actioncable` client over `ws`
 //! (which offers it by default), all on one broadcast: the compressed clients get one shared
-//! compressed frame (RSV1 set, compressed once however many they are), the others the plain
-//! frame, and everybody the same text once inflated. Then the hostile cases, each closing that
+//! compressed frame per window size they agreed to (RSV1 set, compressed once however many
+//! they are), the others the plain frame, and everybody the same text once inflated. Then the hostile cases, each closing that
 //! connection alone with RFC 6455's code while another connection goes on: a deflate bomb
 //! (1009), RSV1 where nothing was agreed (1002), a compressed control frame (1002), and a
 //! client that breaks the window it agreed to (1007; RFC 7692 §7.1.2.2's window bits are left
@@ -41,6 +41,16 @@ pub(crate) async fn start() -> TestServer {
 /// Opens `/cable` as `c` offering `offer`; checks the 101, that permessage-deflate was agreed
 /// as [`ANSWER`] says, and the welcome.
 pub(crate) async fn connect_deflate(server: &TestServer, c: &Client, offer: &str) -> Ws {
+    connect_answered(server, c, offer, ANSWER).await
+}
+
+/// [`connect_deflate`] expecting `answer`.
+pub(crate) async fn connect_answered(
+    server: &TestServer,
+    c: &Client,
+    offer: &str,
+    answer: &str,
+) -> Ws {
     let mut ws = Ws::connect_offering(
         server.addr,
         Some(&c.cookie_header()),
@@ -52,7 +62,7 @@ pub(crate) async fn connect_deflate(server: &TestServer, c: &Client, offer: &str
     assert_eq!(ws.status, 101, "{}", ws.response_head);
     assert_eq!(
         ws.header("sec-websocket-extensions").as_deref(),
-        Some(ANSWER),
+        Some(answer),
         "{}",
         ws.response_head
     );
@@ -208,7 +218,7 @@ pub(crate) async fn node_frame(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn one_compressed_frame_per_broadcast_for_every_deflate_client_and_plain_frames_for_the_rest()
+async fn one_compressed_frame_per_broadcast_and_window_for_every_deflate_client_plain_for_the_rest()
 {
     let server = start().await;
     let cid = "deflate-everyone";
@@ -226,8 +236,16 @@ async fn one_compressed_frame_per_broadcast_for_every_deflate_client_and_plain_f
     let jason = server.signed_in("jason@example.com", "secret123456").await;
     let mut first = connect_deflate(&server, &jason, OFFER).await;
     let mut second = connect_deflate(&server, &jason, "permessage-deflate").await;
+    // A client that decompresses with a 1 KiB window: a parameter set of its own.
+    let mut narrow = connect_answered(
+        &server,
+        &jason,
+        "permessage-deflate; server_max_window_bits=10",
+        &format!("{ANSWER}; server_max_window_bits=10"),
+    )
+    .await;
     // The subscribe commands themselves compressed, as a browser sends them.
-    for ws in [&mut first, &mut second] {
+    for ws in [&mut first, &mut second, &mut narrow] {
         send_raw(
             ws,
             COMPRESSED_TEXT,
@@ -247,14 +265,23 @@ async fn one_compressed_frame_per_broadcast_for_every_deflate_client_and_plain_f
     assert_eq!(r.status, 200);
     let a = next_message(&mut first).await;
     let b = next_message(&mut second).await;
+    let n = next_message(&mut narrow).await;
     let p = next_message(&mut plain).await;
     assert!(a.rsv1(), "a deflate client's post frame is compressed");
     assert_eq!(a, b, "both deflate clients get the same bytes");
+    assert!(n.rsv1());
+    assert!(
+        n.payload.len() > a.payload.len(),
+        "a 1 KiB window compresses less: {} vs {} bytes",
+        n.payload.len(),
+        a.payload.len()
+    );
     assert!(!p.rsv1(), "the plain client's frame is not compressed");
     let text = p.text();
     assert!(text.contains(&format!(r#"id=\"message_{cid}\""#)), "{text}");
     assert!(text.len() > 2000, "{} bytes", text.len());
     assert_eq!(a.text(), text, "the same text once inflated");
+    assert_eq!(n.text(), text);
     assert!(
         a.payload.len() * 3 < text.len(),
         "{} compressed bytes for {}",
@@ -263,9 +290,9 @@ async fn one_compressed_frame_per_broadcast_for_every_deflate_client_and_plain_f
     );
     // The node client decoded the same frame.
     assert_eq!(node_frame(&mut node_lines, &mut node_out).await, text);
-    // One compression for the three deflate subscribers of the room (the unread notices that
-    // follow are short and stay plain).
-    for ws in [&mut first, &mut second, &mut plain] {
+    // One compression for the three deflate subscribers of the room with a 32 KiB window, one
+    // for the one with 1 KiB (the unread notices that follow are short and stay plain).
+    for ws in [&mut first, &mut second, &mut narrow, &mut plain] {
         let notice = next_message(ws).await;
         assert!(!notice.rsv1());
         assert_eq!(
@@ -273,7 +300,7 @@ async fn one_compressed_frame_per_broadcast_for_every_deflate_client_and_plain_f
             r#"{"identifier":"{\"channel\":\"UnreadRoomsChannel\"}","message":{"roomId":1}}"#
         );
     }
-    assert_eq!(server.state.fanout.stats().frames_compressed - before, 1);
+    assert_eq!(server.state.fanout.stats().frames_compressed - before, 2);
 }
 
 #[tokio::test]
