@@ -220,9 +220,21 @@ pub struct Config {
     pub max_body_bytes: usize,
 
     /// Largest accepted Action Cable message, in bytes, whether sent in one frame or in
-    /// fragments; a larger one closes the connection with 1009.
+    /// fragments, and for a compressed message what it inflates to; a larger one closes the
+    /// connection with 1009.
     #[arg(long, env = "HEARTH_MAX_MESSAGE_BYTES", default_value_t = MAX_MESSAGE_BYTES)]
     pub max_message_bytes: usize,
+
+    /// WebSocket compression on `/cable` (permessage-deflate, RFC 7692) with clients that
+    /// offer it: `on` agrees to it (each broadcast compressed once for all such subscribers,
+    /// no compression state per connection), `off` never does.
+    #[arg(
+        long,
+        env = "HEARTH_WEBSOCKET_COMPRESSION",
+        value_enum,
+        default_value_t = Switch::On
+    )]
+    pub websocket_compression: Switch,
 
     /// Most subscriptions one cable connection may hold; the next subscribe is rejected.
     #[arg(long, env = "HEARTH_MAX_SUBSCRIPTIONS", default_value_t = MAX_SUBSCRIPTIONS)]
@@ -493,6 +505,16 @@ pub struct Config {
     /// reserved addresses are refused.
     #[arg(long, env = "HEARTH_LINK_PREVIEW_ALLOW_NETWORK", value_delimiter = ',')]
     pub link_preview_allow_network: Vec<crate::net::IpRange>,
+}
+
+/// A setting that is `on` or `off` (`--websocket-compression`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Switch {
+    /// Enabled.
+    #[default]
+    On,
+    /// Disabled.
+    Off,
 }
 
 /// What a node serves (`--role`).

@@ -21,6 +21,8 @@
 //! | `hearth_fanout_frames_queued_total`, `hearth_fanout_queued_bytes_total` | counter | frames (and their bytes) put into connection queues |
 //! | `hearth_fanout_frames_sent_total`, `hearth_fanout_sent_bytes_total` | counter | frames completely written to sockets, bytes written |
 //! | `hearth_fanout_write_calls_total` | counter | socket write calls that wrote at least one byte |
+//! | `hearth_fanout_frames_compressed_total` | counter | broadcast frames compressed for permessage-deflate subscribers: one per broadcast and compressed variant, however many subscribers share it |
+//! | `hearth_fanout_compressed_in_bytes_total`, `hearth_fanout_compressed_out_bytes_total` | counter | payload bytes of those frames before and after compression |
 //! | `hearth_fanout_queue_depth_high_water_frames` | gauge | deepest connection queue seen, in frames |
 //! | `hearth_fanout_queue_high_water_bytes` | gauge | most bytes seen accounted in one connection's queue (frames longer than `queue-bytes / queue-frames` only) |
 //! | `hearth_fanout_slow_consumer_disconnects_total` | counter | connections cut off for falling behind |
@@ -95,6 +97,9 @@ struct FanoutMirror {
     frames_sent: Counter,
     bytes_sent: Counter,
     write_calls: Counter,
+    frames_compressed: Counter,
+    compressed_in: Counter,
+    compressed_out: Counter,
     slow_disconnects: Counter,
     queue_depth_high_water: Gauge,
     queue_bytes_high_water: Gauge,
@@ -230,6 +235,25 @@ const SERIES: &[(&str, Kind, Option<Unit>, &str)] = &[
         Kind::Counter,
         None,
         "Bytes written to sockets.",
+    ),
+    (
+        "hearth_fanout_frames_compressed_total",
+        Kind::Counter,
+        None,
+        "Broadcast frames compressed for permessage-deflate subscribers \
+         (one per broadcast and compressed variant).",
+    ),
+    (
+        "hearth_fanout_compressed_in_bytes_total",
+        Kind::Counter,
+        None,
+        "Payload bytes of the compressed broadcast frames before compression.",
+    ),
+    (
+        "hearth_fanout_compressed_out_bytes_total",
+        Kind::Counter,
+        None,
+        "Payload bytes of the compressed broadcast frames after compression.",
     ),
     (
         "hearth_fanout_write_calls_total",
@@ -381,6 +405,9 @@ impl Metrics {
             frames_sent: counter("hearth_fanout_frames_sent_total"),
             bytes_sent: counter("hearth_fanout_sent_bytes_total"),
             write_calls: counter("hearth_fanout_write_calls_total"),
+            frames_compressed: counter("hearth_fanout_frames_compressed_total"),
+            compressed_in: counter("hearth_fanout_compressed_in_bytes_total"),
+            compressed_out: counter("hearth_fanout_compressed_out_bytes_total"),
             slow_disconnects: counter("hearth_fanout_slow_consumer_disconnects_total"),
             queue_depth_high_water: gauge("hearth_fanout_queue_depth_high_water_frames"),
             queue_bytes_high_water: gauge("hearth_fanout_queue_high_water_bytes"),
@@ -565,6 +592,9 @@ impl Metrics {
         m.frames_sent.absolute(fanout.frames_written);
         m.bytes_sent.absolute(fanout.bytes_written);
         m.write_calls.absolute(fanout.write_syscalls);
+        m.frames_compressed.absolute(fanout.frames_compressed);
+        m.compressed_in.absolute(fanout.compressed_bytes_in);
+        m.compressed_out.absolute(fanout.compressed_bytes_out);
         m.slow_disconnects.absolute(fanout.slow_disconnects);
         m.queue_depth_high_water
             .set(fanout.queue_depth_high_water as f64);
@@ -612,9 +642,20 @@ mod tests {
         let stats = StatsSnapshot {
             broadcasts: 7,
             frames_written: 5,
+            frames_compressed: 3,
+            compressed_bytes_in: 21_000,
+            compressed_bytes_out: 6_000,
             ..Default::default()
         };
         let text = m.render(&stats);
+        assert_eq!(
+            value(&text, "hearth_fanout_frames_compressed_total"),
+            Some(3.0)
+        );
+        assert_eq!(
+            value(&text, "hearth_fanout_compressed_out_bytes_total"),
+            Some(6000.0)
+        );
         assert_eq!(value(&text, "hearth_fanout_broadcasts_total"), Some(7.0));
         assert_eq!(value(&text, "hearth_fanout_frames_sent_total"), Some(5.0));
         assert_eq!(

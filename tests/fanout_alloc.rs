@@ -6,6 +6,11 @@
 //! allocated) and drained between broadcasts, and only allocations made on the measuring
 //! thread while a broadcast runs are counted. Needs the `test-support` feature; the reference
 //! engine's cases also `reference-engine`.
+//!
+//! Compressed broadcasts (permessage-deflate, `src/fanout/deflate.rs`) are held to the same: one
+//! compression per broadcast and compressed variant (counted by the engine's
+//! `frames_compressed`), never per subscriber, and no more allocations than a plain frame once
+//! the broadcasting thread's compressor exists.
 
 // The one use of unsafe in the workspace, and the measured need for it: `GlobalAlloc` is an
 // unsafe trait, so a counting allocator needs `unsafe impl` and unsafe calls into `System`.
@@ -15,6 +20,7 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
+use hearth::fanout::deflate::{Deflate, MIN_COMPRESSED_PAYLOAD};
 use hearth::fanout::frame::Frame;
 use hearth::fanout::{Connection, EngineKind, Fanout, QueueLimits, Variant};
 
@@ -377,4 +383,142 @@ fn a_tracked_positioned_broadcast_does_not_allocate_per_subscriber() {
         tracked_broadcast_allocations(10),
         tracked_broadcast_allocations(1000)
     );
+}
+
+/// A post's turbo-stream as long as a short message's (1.5 KB), above the compression
+/// threshold.
+fn long_message() -> Vec<u8> {
+    let mut m = br#""<turbo-stream action=\"append\" target=\"messages\"><template>"#.to_vec();
+    while m.len() < 1500 {
+        m.extend_from_slice(br#"<div class=\"message__body\">hello, room</div>"#);
+    }
+    m.extend_from_slice(br#"</template></turbo-stream>""#);
+    assert!(m.len() > MIN_COMPRESSED_PAYLOAD);
+    m
+}
+
+/// `subscribers` detached connections on one stream over `plain` plain and `compressed`
+/// permessage-deflate variants (15-bit window; each compressed one a plain one's identifier
+/// too when there are as many), subscribers dealt round-robin over all of them. Returns the
+/// most allocations and the most compressions any of several steady-state broadcasts of
+/// `message` made.
+fn compressed_broadcast_counts(
+    subscribers: usize,
+    plain: usize,
+    compressed: usize,
+    message: &[u8],
+) -> (u64, u64) {
+    let fanout = Fanout::new(EngineKind::Queue, QueueLimits::default());
+    let deflate = Deflate::new(15);
+    let variant = |v: usize| {
+        Variant::new(
+            format!("id{v}"),
+            format!(r#"{{"identifier":"{{\"channel\":\"C{v}\"}}","message":"#),
+            "}",
+        )
+    };
+    let variants: Vec<Variant> = (0..plain)
+        .map(variant)
+        .chain((0..compressed).map(|v| variant(v).deflated(deflate)))
+        .collect();
+    let conns: Vec<Connection> = (0..subscribers).map(|_| fanout.attach_detached()).collect();
+    for (i, conn) in conns.iter().enumerate() {
+        conn.subscribe("room:1", &variants[i % variants.len()]);
+    }
+    for _ in 0..3 {
+        assert_eq!(fanout.broadcast("room:1", message), subscribers);
+        assert_eq!(drain(&fanout, &conns), subscribers);
+    }
+    let (mut worst_allocations, mut worst_compressions) = (0, 0);
+    for _ in 0..5 {
+        let before = fanout.stats().frames_compressed;
+        let (allocations, queued) = count_allocations(|| fanout.broadcast("room:1", message));
+        assert_eq!(queued, subscribers);
+        assert_eq!(drain(&fanout, &conns), subscribers);
+        worst_allocations = worst_allocations.max(allocations);
+        worst_compressions = worst_compressions.max(fanout.stats().frames_compressed - before);
+    }
+    (worst_allocations, worst_compressions)
+}
+
+#[test]
+fn a_compressed_broadcast_compresses_once_per_variant_never_per_subscriber() {
+    let message = long_message();
+    for (plain, compressed) in [(0, 1), (0, 3), (1, 1), (2, 3)] {
+        let variants = plain + compressed;
+        let (alloc_10, compressions_10) =
+            compressed_broadcast_counts(10 * variants, plain, compressed, &message);
+        let (alloc_1000, compressions_1000) =
+            compressed_broadcast_counts(1000 * variants, plain, compressed, &message);
+        let case = format!("{plain} plain and {compressed} compressed variant(s)");
+        // One compression per compressed variant, whether 10 or 1,000 subscribers share it.
+        assert_eq!(compressions_10, compressed as u64, "{case}");
+        assert_eq!(compressions_1000, compressed as u64, "{case}");
+        // And the allocations of a plain broadcast: the frame buffer (compressed or not) and
+        // `Bytes`' shared header per variant, the same at 10 and at 1,000 subscribers.
+        assert_eq!(
+            alloc_10, alloc_1000,
+            "{case}: allocations grow with subscribers"
+        );
+        assert!(
+            alloc_1000 <= 2 * variants as u64,
+            "{case}: {alloc_1000} allocations"
+        );
+    }
+}
+
+#[test]
+fn short_broadcasts_to_compressed_variants_are_not_compressed() {
+    let (allocations, compressions) = compressed_broadcast_counts(1000, 1, 1, MESSAGE);
+    assert!(MESSAGE.len() < MIN_COMPRESSED_PAYLOAD);
+    assert_eq!(compressions, 0);
+    assert!(allocations <= 4, "{allocations} allocations");
+}
+
+/// A compressed subscriber's drain over a real socket: the frame on the wire is the shared
+/// compressed one (RSV1 set), and a steady stream of them allocates nothing beyond the
+/// broadcasts' own frames.
+#[test]
+fn steady_state_compressed_drains_do_not_allocate() {
+    use tokio::io::AsyncReadExt;
+    use tokio::net::{TcpListener, TcpStream};
+
+    let message = long_message();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let fanout = Fanout::new_inline_writers(EngineKind::Queue, QueueLimits::default());
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (client, accepted) = tokio::join!(TcpStream::connect(addr), listener.accept());
+        let mut client = client.unwrap();
+        let (_server_read, server_write) = accepted.unwrap().0.into_split();
+        let conn = fanout.attach(server_write);
+        let deflate = Deflate::new(15).unwrap();
+        conn.subscribe("s", &Variant::new("k", "[", "]").deflated(Some(deflate)));
+        let expected = deflate.text(&[b"[", &message, b"]"]).0;
+        assert_eq!(expected.0[0], 0x80 | 0x40 | 0x1, "final text, RSV1");
+        let mut buf = vec![0u8; expected.len()];
+        for _ in 0..50 {
+            assert_eq!(fanout.broadcast("s", &message), 1);
+            client.read_exact(&mut buf).await.unwrap();
+        }
+        assert_eq!(buf, expected.0.as_ref());
+        const ROUNDS: u64 = 100;
+        COUNT.with(|n| n.set(0));
+        ENABLED.with(|on| on.set(true));
+        for _ in 0..ROUNDS {
+            assert_eq!(fanout.broadcast("s", &message), 1);
+            client.read_exact(&mut buf).await.unwrap();
+        }
+        ENABLED.with(|on| on.set(false));
+        let total = COUNT.with(Cell::get);
+        assert!(
+            total <= 2 * ROUNDS,
+            "{total} allocations for {ROUNDS} compressed broadcasts"
+        );
+        assert_eq!(fanout.stats().frames_compressed, 50 + ROUNDS);
+    });
 }

@@ -1,12 +1,16 @@
 //! The inbound frame reader: any byte stream from a client yields whole messages or one
-//! error, never a panic, never a message over the limit, and only UTF-8 text.
+//! error, never a panic, never a message over the limit, and only UTF-8 text; read as a
+//! connection without compression and, again, as one that agreed to permessage-deflate
+//! (RFC 7692), where the limit bounds what a compressed message inflates to.
 #![no_main]
 
 use std::future::Future;
 use std::pin::pin;
 use std::task::{Context, Poll, Waker};
 
+use hearth::cable::deflate::{Agreed, Inflater};
 use hearth::cable::reader::{Inbound, MessageReader};
+use hearth::fanout::deflate::Deflate;
 use libfuzzer_sys::fuzz_target;
 
 /// A small limit so that the size checks are reached with short inputs.
@@ -23,7 +27,19 @@ fn run<F: Future>(future: F) -> F::Output {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let mut reader = MessageReader::new(std::io::Cursor::new(data.to_vec()), LIMIT);
+    read_all(data, None);
+    let agreed = Agreed {
+        server: Deflate::new(15).expect("a valid window"),
+        // Both inflaters: one per message, and one kept across messages.
+        client_context_takeover: data.len() % 2 == 1,
+    };
+    read_all(data, Some(Inflater::new(&agreed)));
+});
+
+/// Reads `data` to its end or its first error, checking every message.
+fn read_all(data: &[u8], inflater: Option<Inflater>) {
+    let mut reader =
+        MessageReader::new(std::io::Cursor::new(data.to_vec()), LIMIT).inflating(inflater);
     run(async {
         loop {
             match reader.read().await {
@@ -38,4 +54,4 @@ fuzz_target!(|data: &[u8]| {
             }
         }
     });
-});
+}

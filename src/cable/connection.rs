@@ -46,11 +46,12 @@ use tokio::net::TcpStream;
 
 use super::channels::host::{ChannelHost, Who};
 use super::channels::{self, Outcome, Subscribed};
+use super::deflate::{Agreed, Inflater};
 use super::protocol::{self, close_code, Command, DisconnectReason};
 use super::reader::{Inbound, MessageReader};
 use crate::db::users::User;
 use crate::fanout::frame::Frame;
-use crate::fanout::Connection;
+use crate::fanout::{Connection, Variant};
 use crate::loggable::loggable;
 use crate::rate_limit::{Action, Client, TokenBucket};
 use crate::registry::Signal;
@@ -98,7 +99,11 @@ pub struct Extended {
 
 /// Runs a connection to its end. `leftover` holds bytes the HTTP layer read past the
 /// handshake (a client may send its first command in the same packet). `extended` is Some
-/// for an `actioncable-v1-ext-json` connection.
+/// for an `actioncable-v1-ext-json` connection; `deflate` is Some when the handshake agreed to
+/// permessage-deflate (RFC 7692, [`super::deflate::negotiate`]): the connection's
+/// subscriptions then get their broadcasts compressed (variants [`Variant::deflated`]), and
+/// its compressed messages are inflated.
+#[allow(clippy::too_many_arguments)]
 pub async fn run(
     state: SharedState,
     host: Arc<dyn ChannelHost>,
@@ -107,6 +112,7 @@ pub async fn run(
     user: Option<User>,
     session_token: Option<String>,
     extended: Option<Extended>,
+    deflate: Option<Agreed>,
 ) {
     let _ = stream.set_nodelay(true);
     let (read_half, mut write_half) = stream.into_split();
@@ -190,11 +196,12 @@ pub async fn run(
         ended_by_peer: false,
         held: Vec::new(),
         release_at: None,
+        deflate,
     };
     if !restored.is_empty() {
         let interest = state.bus.interest();
         for (identifier, subscribed) in restored {
-            let variant = protocol::ext_variant(&identifier, state.json);
+            let variant = reader.variant(&identifier);
             for stream in &subscribed.streams {
                 // Held until the client's `history` command (see the module docs).
                 conn.hold(stream, &variant.key);
@@ -266,6 +273,8 @@ struct Reader {
     held: Vec<Arc<str>>,
     /// When the `held` ones are let go without one.
     release_at: Option<tokio::time::Instant>,
+    /// What the handshake agreed of permessage-deflate (RFC 7692), if anything.
+    deflate: Option<Agreed>,
 }
 
 /// Warnings one connection's bad commands may log at once, then [`WARNINGS_PER_SECOND`]; the
@@ -295,7 +304,8 @@ impl Reader {
 
     async fn read_loop(&mut self, read_half: tokio::net::tcp::OwnedReadHalf, leftover: Bytes) {
         let mut source = std::io::Cursor::new(leftover).chain(read_half);
-        let mut reader = MessageReader::new(&mut source, self.state.config.max_message_bytes);
+        let mut reader = MessageReader::new(&mut source, self.state.config.max_message_bytes)
+            .inflating(self.deflate.as_ref().map(Inflater::new));
         let replies = self.conn.clone();
         let refused = loop {
             // The read future lives across revocation signals (a WebSocket read is not
@@ -387,19 +397,26 @@ impl Reader {
         }
     }
 
-    /// The fan-out variant of this connection's subscription of `identifier`.
-    fn variant(&self, identifier: &Arc<str>) -> crate::fanout::Variant {
-        match self.sid {
+    /// The fan-out variant of this connection's subscription of `identifier` (compressed
+    /// frames when the connection agreed to permessage-deflate).
+    fn variant(&self, identifier: &Arc<str>) -> Variant {
+        let variant = match self.sid {
             Some(_) => protocol::ext_variant(identifier, self.state.json),
             None => protocol::variant(identifier, self.state.json),
-        }
+        };
+        variant.deflated(self.deflate.map(|d| d.server))
     }
 
-    /// The fan-out variant key of this connection's subscription of `identifier`.
+    /// The fan-out variant key of this connection's subscription of `identifier` (that of
+    /// [`Reader::variant`]).
     fn variant_key(&self, identifier: &Arc<str>) -> Arc<str> {
-        match self.sid {
+        let key = match self.sid {
             Some(_) => protocol::ext_key(identifier),
             None => identifier.clone(),
+        };
+        match self.deflate {
+            Some(agreed) => agreed.server.key(&key),
+            None => key,
         }
     }
 

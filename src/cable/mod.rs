@@ -1,6 +1,9 @@
 //! The Action Cable server at `/cable`, compatible with Rails, `@rails/actioncable` and Turbo.
 //!
 //! - [`handshake`]: the RFC 6455 checks of the opening handshake (400, 426).
+//! - [`deflate`]: permessage-deflate (RFC 7692): the offer agreed in the handshake, and
+//!   compressed client messages inflated within the message size bound (broadcasts are
+//!   compressed once for all subscribers by `crate::fanout::deflate`).
 //! - [`upgrade`]: the RFC 6455 handshake with Rails' checks: GET WebSocket upgrades only, the
 //!   Origin check (`allow_request_origin?`), the subprotocol pick, cookie identification.
 //! - [`protocol`]: commands in, frames out, byte for byte as Rails writes them.
@@ -10,6 +13,7 @@
 
 pub mod channels;
 pub mod connection;
+pub mod deflate;
 pub mod handshake;
 pub mod protocol;
 pub mod reader;
@@ -208,7 +212,9 @@ pub fn requested_sid(request: &Request<Body>) -> Option<String> {
 
 /// `GET /cable`: validates the upgrade ([`handshake::check`]: 404 for what is not a WebSocket
 /// upgrade, 400 for a broken one, 426 for another version), checks the Origin (404 as Rails),
-/// answers 101 and hands the socket to [`connection::run`]; past
+/// answers 101 (agreeing to permessage-deflate when the client offers it and
+/// `--websocket-compression` is on, [`deflate::negotiate`]) and hands the socket to
+/// [`connection::run`]; past
 /// `config.max_connections` open sockets, an upgrade gets 503 with `Retry-After`, and past
 /// `config.max_connections_per_user` sockets of the same user, 429 with `Retry-After`. Only
 /// then is a restore's stored session taken ([`take_stored`]; given back when the caller
@@ -273,6 +279,13 @@ pub async fn upgrade(
             .into_response();
     };
     let protocol = pick_protocol(headers);
+    // RFC 7692: the first permessage-deflate offer this server accepts, unless
+    // `--websocket-compression off`.
+    let deflate = match state.config.websocket_compression {
+        crate::config::Switch::On => deflate::negotiate(headers),
+        crate::config::Switch::Off => None,
+    };
+    let agreed = deflate.as_ref().map(|(agreed, _)| *agreed);
     let extended = if protocol == Some(protocol::EXT_PROTOCOL) {
         // Taken only now that the connection is let in: a restore turned away above (its
         // Origin, a limit) leaves the session for the client's retry.
@@ -315,6 +328,7 @@ pub async fn upgrade(
             identity.user,
             identity.session_token,
             extended,
+            agreed,
         )
         .await;
     });
@@ -328,6 +342,9 @@ pub async fn upgrade(
     }
     if let Some(p) = protocol {
         h.insert(header::SEC_WEBSOCKET_PROTOCOL, HeaderValue::from_static(p));
+    }
+    if let Some((_, answer)) = deflate {
+        h.insert(header::SEC_WEBSOCKET_EXTENSIONS, answer);
     }
     response
 }

@@ -124,6 +124,7 @@ pub fn variant(identifier: &Arc<str>, escaping: JsonEscaping) -> Variant {
         prefix: Bytes::from(with_identifier(identifier, br#","message":"#, escaping)),
         suffix: Bytes::from_static(b"}"),
         positioned: false,
+        deflate: None,
     }
 }
 

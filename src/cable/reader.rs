@@ -1,14 +1,24 @@
 //! The inbound half of a cable connection: client frames in, whole messages out, bounded.
 //!
-//! Frames are parsed here (RFC 6455 §5.2): reserved bits must be clear (no extension is ever
-//! negotiated), opcodes must be defined, client frames must be masked (§5.1), control frames
-//! must be final and carry at most 125 bytes (§5.5), and a close frame's status code and
-//! reason are validated (§7.4: 1000–1003, 1007–1013 and 3000–4999 are accepted; a 1-byte close
-//! payload is refused; the reason must be UTF-8). A message sent as many small fragments is
-//! assembled here, and the running total is checked against the limit before each fragment is
-//! read: no message grows past `max_message_bytes` in memory, however it is split. Text is
-//! checked for UTF-8 as the fragments arrive (each byte once), so a bad sequence is refused at
-//! the fragment that carries it.
+//! Frames are parsed here (RFC 6455 §5.2): reserved bits must be clear, but for RSV1 on the
+//! first frame of a data message once permessage-deflate was agreed (RFC 7692 §6: the message
+//! is compressed; RSV1 on a control or continuation frame, or without the agreement, is a
+//! protocol error, 1002), opcodes must be defined, client frames must be masked (§5.1),
+//! control frames must be final and carry at most 125 bytes (§5.5), and a close frame's status
+//! code and reason are validated (§7.4: 1000–1003, 1007–1013 and 3000–4999 are accepted; a
+//! 1-byte close payload is refused; the reason must be UTF-8). A message sent as many small
+//! fragments is assembled here, and the running total is checked against the limit before each
+//! fragment is read: no message grows past `max_message_bytes` in memory, however it is split.
+//! Text is checked for UTF-8 as the fragments arrive (each byte once), so a bad sequence is
+//! refused at the fragment that carries it.
+//!
+//! **Compressed messages** (RFC 7692 §7.2.2, [`super::deflate::Inflater`]): the compressed bytes
+//! of all the fragments are gathered (no more than the limit of them either), then inflated
+//! into at most `max_message_bytes` bytes: the limit bounds what a message inflates to, and a
+//! message that would inflate past it closes the connection with 1009 once the limit is
+//! passed. Data that does not inflate (corrupt, or referring back past the message's start
+//! though the client agreed not to keep its context) closes it with 1007, as invalid UTF-8
+//! once inflated does.
 //!
 //! **Memory.** An idle reader holds no buffer at all: it waits for a frame's first two bytes in
 //! a 14-byte header array inside the read future. A payload buffer is allocated only once a
@@ -22,7 +32,9 @@
 
 use tokio::io::{AsyncRead, AsyncReadExt};
 
+use super::deflate::{InflateError, Inflater};
 use super::protocol::close_code;
+use crate::fanout::deflate::RSV1;
 
 /// One inbound message or control frame the connection must act on.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -49,6 +61,11 @@ pub enum ReadError {
     /// A text message is not UTF-8, or a close reason is not (close 1007).
     #[error("invalid UTF-8 in a text message")]
     InvalidUtf8,
+    /// A compressed message does not inflate: not DEFLATE data, or data that refers back past
+    /// the message's first byte though the client agreed to `client_no_context_takeover`
+    /// (RFC 7692 §7.1.1.2, §7.2.2; close 1007).
+    #[error("invalid compressed message")]
+    InvalidCompressed,
     /// Anything else RFC 6455 forbids: unmasked frames, reserved bits, bad opcodes, fragmented
     /// control frames, continuation without a start, a new message inside a fragmented one,
     /// bad close codes (close 1002).
@@ -64,7 +81,7 @@ impl ReadError {
     pub fn close_code(&self) -> Option<u16> {
         match self {
             Self::TooBig { .. } => Some(close_code::MESSAGE_TOO_BIG),
-            Self::InvalidUtf8 => Some(close_code::INVALID_PAYLOAD),
+            Self::InvalidUtf8 | Self::InvalidCompressed => Some(close_code::INVALID_PAYLOAD),
             Self::Protocol(_) => Some(close_code::PROTOCOL_ERROR),
             Self::Gone => None,
         }
@@ -104,6 +121,8 @@ impl OpCode {
 #[derive(Clone, Copy, Debug)]
 struct Head {
     fin: bool,
+    /// RSV1 on a data message's first frame with permessage-deflate agreed.
+    compressed: bool,
     opcode: OpCode,
     len: usize,
     mask: [u8; 4],
@@ -113,6 +132,8 @@ struct Head {
 #[derive(Debug)]
 struct Partial {
     text: bool,
+    /// The fragments are compressed (RSV1 on the first): checked once inflated, at the end.
+    compressed: bool,
     bytes: Vec<u8>,
     /// For text: the prefix of `bytes` already known to be valid UTF-8 (an incomplete
     /// sequence of at most 3 bytes may follow it).
@@ -123,7 +144,7 @@ impl Partial {
     /// Checks the bytes appended since the last call; an incomplete trailing sequence is left
     /// for the next fragment. Each byte is examined a bounded number of times.
     fn check_utf8(&mut self) -> Result<(), ReadError> {
-        if !self.text {
+        if !self.text || self.compressed {
             return Ok(());
         }
         match std::str::from_utf8(&self.bytes[self.checked..]) {
@@ -140,6 +161,8 @@ pub struct MessageReader<S> {
     stream: S,
     max_message_bytes: usize,
     partial: Option<Partial>,
+    /// Some once permessage-deflate was agreed: RSV1 then marks a compressed message.
+    inflater: Option<Inflater>,
 }
 
 impl<S> std::fmt::Debug for MessageReader<S> {
@@ -150,6 +173,7 @@ impl<S> std::fmt::Debug for MessageReader<S> {
                 "partial_bytes",
                 &self.partial.as_ref().map(|p| p.bytes.len()),
             )
+            .field("inflater", &self.inflater)
             .finish()
     }
 }
@@ -163,7 +187,16 @@ impl<S: AsyncRead + Unpin> MessageReader<S> {
             stream,
             max_message_bytes,
             partial: None,
+            inflater: None,
         }
+    }
+
+    /// This reader for a connection that agreed to permessage-deflate (RFC 7692): messages
+    /// whose first frame has RSV1 set are inflated with `inflater` (None: no agreement, and
+    /// RSV1 is a protocol error).
+    #[must_use]
+    pub fn inflating(self, inflater: Option<Inflater>) -> Self {
+        Self { inflater, ..self }
     }
 
     /// The next whole message or control frame. Pongs are skipped. After an error the reader
@@ -183,10 +216,11 @@ impl<S: AsyncRead + Unpin> MessageReader<S> {
                     let mut bytes = Vec::new();
                     self.read_payload(&head, &mut bytes).await?;
                     if head.fin {
-                        return finish(text, bytes);
+                        return self.finish(text, head.compressed, bytes);
                     }
                     let mut partial = Partial {
                         text,
+                        compressed: head.compressed,
                         bytes,
                         checked: 0,
                     };
@@ -207,7 +241,7 @@ impl<S: AsyncRead + Unpin> MessageReader<S> {
                     self.read_payload(&head, &mut partial.bytes).await?;
                     partial.check_utf8()?;
                     if head.fin {
-                        return finish(partial.text, partial.bytes);
+                        return self.finish(partial.text, partial.compressed, partial.bytes);
                     }
                     self.partial = Some(partial);
                 }
@@ -233,11 +267,20 @@ impl<S: AsyncRead + Unpin> MessageReader<S> {
     async fn read_head(&mut self) -> Result<Head, ReadError> {
         let mut head = [0u8; 14];
         self.read_exact(&mut head[..2]).await?;
-        if head[0] & 0x70 != 0 {
-            return Err(ReadError::Protocol("reserved bits set".into()));
-        }
         let fin = head[0] & 0x80 != 0;
         let opcode = OpCode::from_bits(head[0] & 0x0F)?;
+        let compressed = match head[0] & 0x70 {
+            0 => false,
+            // RFC 7692 §6: "Per-Message Compressed", on a data message's first frame only.
+            RSV1 if self.inflater.is_some() => match opcode {
+                OpCode::Text | OpCode::Binary => true,
+                OpCode::Continuation => {
+                    return Err(ReadError::Protocol("RSV1 on a continuation frame".into()))
+                }
+                _ => return Err(ReadError::Protocol("compressed control frame".into())),
+            },
+            _ => return Err(ReadError::Protocol("reserved bits set".into())),
+        };
         // RFC 6455 §5.1: a server must fail the connection on an unmasked client frame.
         if head[1] & 0x80 == 0 {
             return Err(ReadError::Protocol("unmasked client frame".into()));
@@ -277,6 +320,7 @@ impl<S: AsyncRead + Unpin> MessageReader<S> {
         };
         Ok(Head {
             fin,
+            compressed,
             opcode,
             len,
             mask,
@@ -325,6 +369,31 @@ fn close(payload: &[u8]) -> Result<Inbound, ReadError> {
     }
 }
 
+impl<S> MessageReader<S> {
+    /// A whole message's bytes as its [`Inbound`]: inflated first when `compressed` (at most
+    /// `max_message_bytes` of them), then checked as UTF-8 when `text`.
+    fn finish(
+        &mut self,
+        text: bool,
+        compressed: bool,
+        bytes: Vec<u8>,
+    ) -> Result<Inbound, ReadError> {
+        if !compressed {
+            return finish(text, bytes);
+        }
+        let Some(inflater) = self.inflater.as_mut() else {
+            return Err(ReadError::Protocol(
+                "compressed message without the extension".into(),
+            ));
+        };
+        match inflater.inflate(&bytes, self.max_message_bytes) {
+            Ok(inflated) => finish(text, inflated),
+            Err(InflateError::TooBig { limit }) => Err(ReadError::TooBig { limit }),
+            Err(InflateError::Invalid) => Err(ReadError::InvalidCompressed),
+        }
+    }
+}
+
 fn finish(text: bool, bytes: Vec<u8>) -> Result<Inbound, ReadError> {
     if text {
         String::from_utf8(bytes)
@@ -346,8 +415,39 @@ mod tests {
         f
     }
 
+    /// A masked client frame with RSV1 set (RFC 7692's "Per-Message Compressed").
+    fn rsv1(fin: bool, opcode: u8, payload: &[u8]) -> Vec<u8> {
+        let mut f = frame(fin, opcode, payload);
+        f[0] |= 0x40;
+        f
+    }
+
+    /// `text` compressed as a client without context takeover does (RFC 7692 §7.2.1).
+    fn deflated(text: &[u8]) -> Vec<u8> {
+        let mut c = flate2::Compress::new(flate2::Compression::default(), false);
+        let mut out = Vec::with_capacity(text.len() + 64);
+        c.compress_vec(text, &mut out, flate2::FlushCompress::Sync)
+            .unwrap();
+        out.truncate(out.len() - 4);
+        out
+    }
+
     async fn read_all(bytes: Vec<u8>, limit: usize) -> (Vec<Inbound>, Option<ReadError>) {
-        let mut reader = MessageReader::new(std::io::Cursor::new(bytes), limit);
+        read_all_with(bytes, limit, false).await
+    }
+
+    /// [`read_all`] on a connection that agreed to permessage-deflate when `deflate`.
+    async fn read_all_with(
+        bytes: Vec<u8>,
+        limit: usize,
+        deflate: bool,
+    ) -> (Vec<Inbound>, Option<ReadError>) {
+        let agreed = crate::cable::deflate::Agreed {
+            server: crate::fanout::deflate::Deflate::new(15).unwrap(),
+            client_context_takeover: false,
+        };
+        let mut reader = MessageReader::new(std::io::Cursor::new(bytes), limit)
+            .inflating(deflate.then(|| Inflater::new(&agreed)));
         let mut out = Vec::new();
         loop {
             match reader.read().await {
@@ -450,5 +550,74 @@ mod tests {
         let (out, err) = read_all(bytes, 100).await;
         assert!(err.is_none());
         assert_eq!(out, vec![Inbound::Binary(15)]);
+    }
+
+    #[tokio::test]
+    async fn compressed_messages_are_inflated_whole_or_fragmented() {
+        let command = br#"{"command":"subscribe","identifier":"{\"channel\":\"C\"}"}"#;
+        let z = deflated(command);
+        let mut bytes = rsv1(true, 0x1, &z);
+        // Fragmented: RSV1 on the first frame only, a ping between.
+        bytes.extend(rsv1(false, 0x1, &z[..3]));
+        bytes.extend(frame(true, 0x9, b"p"));
+        bytes.extend(frame(true, 0x0, &z[3..]));
+        // Uncompressed messages still pass (RSV1 clear, RFC 7692 §6).
+        bytes.extend(frame(true, 0x1, b"plain"));
+        let (out, err) = read_all_with(bytes, 1000, true).await;
+        assert!(err.is_none(), "{err:?}");
+        let text = String::from_utf8(command.to_vec()).unwrap();
+        assert_eq!(
+            out,
+            vec![
+                Inbound::Text(text.clone()),
+                Inbound::Ping(b"p".to_vec()),
+                Inbound::Text(text),
+                Inbound::Text("plain".into()),
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn rsv1_is_a_protocol_error_without_the_extension_on_control_and_continuation_frames() {
+        let z = deflated(b"hello");
+        let (_, err) = read_all_with(rsv1(true, 0x1, &z), 1000, false).await;
+        assert_eq!(err.and_then(|e| e.close_code()), Some(1002));
+        for opcode in [0x8, 0x9, 0xA] {
+            let (_, err) = read_all_with(rsv1(true, opcode, b""), 1000, true).await;
+            assert_eq!(err.and_then(|e| e.close_code()), Some(1002), "{opcode:#x}");
+        }
+        let mut bytes = rsv1(false, 0x1, &z[..2]);
+        bytes.extend(rsv1(true, 0x0, &z[2..]));
+        let (_, err) = read_all_with(bytes, 1000, true).await;
+        assert_eq!(err.and_then(|e| e.close_code()), Some(1002));
+        // RSV2 and RSV3 stay reserved.
+        let mut f = frame(true, 0x1, b"x");
+        f[0] |= 0x20;
+        let (_, err) = read_all_with(f, 1000, true).await;
+        assert_eq!(err.and_then(|e| e.close_code()), Some(1002));
+    }
+
+    #[tokio::test]
+    async fn the_limit_applies_to_what_a_message_inflates_to() {
+        let z = deflated(&[b'a'; 100]);
+        let (out, err) = read_all_with(rsv1(true, 0x1, &z), 100, true).await;
+        assert!(err.is_none(), "{err:?}");
+        assert_eq!(out, vec![Inbound::Text("a".repeat(100))]);
+        let z = deflated(&[b'a'; 101]);
+        assert!(z.len() < 100);
+        let (_, err) = read_all_with(rsv1(true, 0x1, &z), 100, true).await;
+        assert_eq!(err.and_then(|e| e.close_code()), Some(1009));
+    }
+
+    #[tokio::test]
+    async fn bad_compressed_data_and_bad_utf8_inside_are_1007() {
+        let (_, err) = read_all_with(rsv1(true, 0x1, &[0xff, 0xfe, 0xfd]), 100, true).await;
+        assert_eq!(err.and_then(|e| e.close_code()), Some(1007));
+        let (_, err) = read_all_with(rsv1(true, 0x1, &deflated(b"a\xffb")), 100, true).await;
+        assert_eq!(err.and_then(|e| e.close_code()), Some(1007));
+        // Compressed binary messages are inflated too (and reported by length).
+        let (out, err) = read_all_with(rsv1(true, 0x2, &deflated(&[7; 50])), 100, true).await;
+        assert!(err.is_none(), "{err:?}");
+        assert_eq!(out, vec![Inbound::Binary(50)]);
     }
 }

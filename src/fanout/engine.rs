@@ -518,6 +518,29 @@ impl QueueEngine {
         conn
     }
 
+    /// The frame of a broadcast to `v` whose payload is `parts` concatenated: plain, built as
+    /// it always was, or for a permessage-deflate variant ([`Variant::deflate`]) compressed
+    /// (`deflate.rs`). Called once per variant group of a broadcast, never per subscriber; the
+    /// plain path adds one check of `v.deflate` to it.
+    #[inline(always)]
+    fn encode(&self, v: &Variant, parts: &[&[u8]]) -> Bytes {
+        match v.deflate {
+            None => Frame::text_parts(parts).0,
+            Some(params) => self.encode_deflated(params, parts),
+        }
+    }
+
+    /// [`QueueEngine::encode`] for a permessage-deflate group: compressed when long enough,
+    /// counted in the stats.
+    #[inline(never)]
+    fn encode_deflated(&self, params: super::deflate::Deflate, parts: &[&[u8]]) -> Bytes {
+        let (frame, sizes) = params.text(parts);
+        if let Some((before, after)) = sizes {
+            self.stats.compressed(before, after);
+        }
+        frame.0
+    }
+
     /// Pushes `frame` into `outbox` and records it in `totals`; returns whether it was queued.
     /// A push that overflows the outbox cuts that connection off. The one push of every path
     /// (broadcast, `send_all`, `send`); the caller adds `totals` to the stats once. Always
@@ -639,7 +662,7 @@ impl QueueEngine {
         let frame_for = |v: &Variant| {
             if v.positioned {
                 if let Some(stamp) = stamp.get_or_insert_with(|| positioned(stream)) {
-                    let frame = Frame::text_parts(&[&v.prefix, message, &stamp.suffix]).0;
+                    let frame = self.encode(v, &[&v.prefix, message, &stamp.suffix]);
                     return (frame, Some(stamp.clone()));
                 }
             }
@@ -647,7 +670,7 @@ impl QueueEngine {
             if let Some((_, frame)) = built.iter().find(|(b, _)| same(b)) {
                 return (frame.clone(), None);
             }
-            let frame = Frame::text_parts(&[&v.prefix, message, &v.suffix]).0;
+            let frame = self.encode(v, &[&v.prefix, message, &v.suffix]);
             built.push((v.clone(), frame.clone()));
             (frame, None)
         };
@@ -726,7 +749,7 @@ impl Engine for QueueEngine {
         self.push_to_groups(
             stream,
             &entry,
-            |v| (Frame::text_parts(&[&v.prefix, message, &v.suffix]).0, None),
+            |v| (self.encode(v, &[&v.prefix, message, &v.suffix]), None),
             &mut totals,
         );
         self.stats.enqueued(&totals);
@@ -751,7 +774,7 @@ impl Engine for QueueEngine {
                 if let Some((_, frame)) = built.iter().find(|(b, _)| same(b)) {
                     return (frame.clone(), None);
                 }
-                let frame = Frame::text_parts(&[&v.prefix, message, &v.suffix]).0;
+                let frame = self.encode(v, &[&v.prefix, message, &v.suffix]);
                 built.push((v.clone(), frame.clone()));
                 (frame, None)
             };
@@ -780,12 +803,12 @@ impl Engine for QueueEngine {
             |v| match v.positioned {
                 true => match stamp.get_or_insert_with(|| positioned(stream)) {
                     Some(stamp) => (
-                        Frame::text_parts(&[&v.prefix, message, &stamp.suffix]).0,
+                        self.encode(v, &[&v.prefix, message, &stamp.suffix]),
                         Some(stamp.clone()),
                     ),
-                    None => (Frame::text_parts(&[&v.prefix, message, &v.suffix]).0, None),
+                    None => (self.encode(v, &[&v.prefix, message, &v.suffix]), None),
                 },
-                false => (Frame::text_parts(&[&v.prefix, message, &v.suffix]).0, None),
+                false => (self.encode(v, &[&v.prefix, message, &v.suffix]), None),
             },
             &mut totals,
         );
@@ -957,10 +980,13 @@ impl Conn for QueueConn {
         if subs.closed || self.outbox.state() != State::Open {
             return;
         }
-        if let Subscribed::Added { stream, new_stream } =
-            self.engine.index.subscribe(stream, variant, &self.outbox)
+        if let Subscribed::Added {
+            stream,
+            key,
+            new_stream,
+        } = self.engine.index.subscribe(stream, variant, &self.outbox)
         {
-            subs.list.push((stream, variant.key.clone()));
+            subs.list.push((stream, key));
             self.engine.stats.subscription_added(new_stream);
         }
     }

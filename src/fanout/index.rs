@@ -120,8 +120,15 @@ impl Group {
 #[derive(Debug)]
 pub(crate) enum Subscribed {
     /// A new (stream, variant key, connection) entry. `stream` is the index's shared copy of
-    /// the stream name; `new_stream` tells whether the stream had no subscribers before.
-    Added { stream: Arc<str>, new_stream: bool },
+    /// the stream name and `key` its group's copy of the variant key (a connection keeps these,
+    /// not copies of its own: a compressed or extended-protocol subscription's key is built
+    /// for each subscribe, and would otherwise be one string per connection); `new_stream`
+    /// tells whether the stream had no subscribers before.
+    Added {
+        stream: Arc<str>,
+        key: Arc<str>,
+        new_stream: bool,
+    },
     /// The connection was already subscribed to the stream under this variant key.
     Already,
 }
@@ -218,6 +225,7 @@ impl Index {
             group.add(member);
             return Subscribed::Added {
                 stream: name,
+                key: group.variant.key.clone(),
                 new_stream: created,
             };
         }
@@ -305,6 +313,7 @@ mod tests {
             prefix: Bytes::from(format!("<{key}>")),
             suffix: Bytes::from_static(b"</>"),
             positioned: false,
+            deflate: None,
         }
     }
 
@@ -352,13 +361,19 @@ mod tests {
             index.subscribe("room", &variant("y"), &c),
             Subscribed::Added { .. }
         ));
+        // A later member of a group gets the group's own key, not its own copy.
+        let (d, x) = (outbox(4), variant("x"));
+        let Subscribed::Added { key, .. } = index.subscribe("room", &x, &d) else {
+            panic!("added")
+        };
+        assert!(!Arc::ptr_eq(&key, &x.key) && *key == *x.key);
         assert!(matches!(
             index.subscribe("room", &variant("x"), &a),
             Subscribed::Already
         ));
         assert_eq!(
             member_ids(&index, "room"),
-            vec![("x".into(), vec![1, 2]), ("y".into(), vec![3])]
+            vec![("x".into(), vec![1, 2, 4]), ("y".into(), vec![3])]
         );
     }
 

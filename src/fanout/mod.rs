@@ -10,7 +10,8 @@
 //!    no scan of connections) and takes that stream's read lock.
 //! 2. For each identifier [`Variant`] among the stream's subscribers it encodes **one frame**:
 //!    the RFC 6455 header plus `prefix + message + suffix`, in one [`bytes::Bytes`] buffer
-//!    ([`frame::Frame`]).
+//!    ([`frame::Frame`]); for a variant of permessage-deflate subscribers that frame is
+//!    compressed, still once for the whole group ([`deflate`]).
 //! 3. It pushes a refcount clone of that frame into the bounded **outbox** of every subscriber
 //!    of the variant, and wakes a connection only if its outbox was idle. It never waits for a
 //!    socket and allocates nothing per subscriber (the one exception: a backed-up
@@ -31,6 +32,9 @@
 //!   default engine, which reads straight through from `Fanout::broadcast` to the pushes.
 //! - `index.rs`: stream → variants → subscribers.
 //! - `frame.rs`: encoding a server frame once, to be shared.
+//! - `deflate.rs`: the same frame compressed once for a permessage-deflate variant (RFC 7692
+//!   with `server_no_context_takeover`: no compression state per connection), above
+//!   [`deflate::MIN_COMPRESSED_PAYLOAD`] bytes.
 //! - `gate.rs`: a positioned subscription held back while its history is sent, then let
 //!   through without a position it already sent ([`Connection::hold`]).
 //! - `budget.rs`: the user and server byte budgets of queued frames ([`QueueBudgets`]): once
@@ -68,6 +72,7 @@ use std::time::Duration;
 use bytes::Bytes;
 
 mod budget;
+pub mod deflate;
 mod engine;
 pub mod frame;
 mod gate;
@@ -170,6 +175,11 @@ impl Default for QueueLimits {
 /// carries a position ([`Fanout::broadcast_at`]) with that broadcast's positioned suffix
 /// instead of its own `suffix` (`,"stream_id":…,"epoch":…,"offset":…}`); that suffix is built
 /// once per broadcast, and only when the stream has a positioned group.
+///
+/// A variant with [`Variant::deflate`] (a connection that negotiated permessage-deflate,
+/// [`Variant::deflated`]) gets its broadcasts' frames compressed, once per broadcast for the
+/// whole group (`deflate.rs`); its key names the parameter set, so it never shares a group
+/// with plain subscribers.
 #[derive(Clone, Debug)]
 pub struct Variant {
     /// Groups subscribers that receive identical frames (e.g. the channel identifier).
@@ -180,6 +190,10 @@ pub struct Variant {
     pub suffix: Bytes,
     /// Whether broadcasts with a position end with the positioned suffix instead.
     pub positioned: bool,
+    /// The permessage-deflate parameter set the group's frames are compressed for (RFC 7692;
+    /// payloads of at least [`deflate::MIN_COMPRESSED_PAYLOAD`] bytes), or None for plain
+    /// frames. Set with [`Variant::deflated`], which also gives the variant its own key.
+    pub deflate: Option<deflate::Deflate>,
 }
 
 impl Variant {
@@ -194,6 +208,23 @@ impl Variant {
             prefix: prefix.into(),
             suffix: suffix.into(),
             positioned: false,
+            deflate: None,
+        }
+    }
+
+    /// This variant for a connection that negotiated permessage-deflate with `params`: the
+    /// same wrapping, frames compressed for `params`, and the key
+    /// [`deflate::Deflate::key`] makes of this one (the key [`Connection::unsubscribe`],
+    /// [`Connection::hold`] and the like must then be given). `None` leaves it as it is.
+    #[must_use]
+    pub fn deflated(self, params: Option<deflate::Deflate>) -> Self {
+        match params {
+            Some(params) => Self {
+                key: params.key(&self.key),
+                deflate: Some(params),
+                ..self
+            },
+            None => self,
         }
     }
 }

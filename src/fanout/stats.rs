@@ -43,6 +43,16 @@ pub struct StatsSnapshot {
     /// Most bytes seen queued in one outbox (queue engine only; 0 for the reference engine,
     /// whose channels do not account bytes).
     pub queue_bytes_high_water: u64,
+    /// Frames compressed for permessage-deflate subscribers (RFC 7692): one per broadcast,
+    /// stream and compressed variant group whose payload was long enough, however many
+    /// subscribers the group has (queue engine only; the reference engine sends every frame
+    /// uncompressed).
+    pub frames_compressed: u64,
+    /// Payload bytes of the frames counted in `frames_compressed`, before compression.
+    pub compressed_bytes_in: u64,
+    /// Payload bytes of the frames counted in `frames_compressed`, after compression (what a
+    /// subscriber is sent of each, less the 2 to 10 header bytes).
+    pub compressed_bytes_out: u64,
 }
 
 /// Counters touched by whoever enqueues (broadcasts, sends, subscribe bookkeeping).
@@ -57,6 +67,9 @@ struct ProducerSide {
     bytes_queued: AtomicU64,
     queue_depth_high_water: AtomicU64,
     queue_bytes_high_water: AtomicU64,
+    frames_compressed: AtomicU64,
+    compressed_bytes_in: AtomicU64,
+    compressed_bytes_out: AtomicU64,
 }
 
 /// Counters touched by the connections' writers (the writer threads).
@@ -112,6 +125,9 @@ impl Stats {
             slow_disconnects: w.slow_disconnects.load(Relaxed),
             queue_depth_high_water: p.queue_depth_high_water.load(Relaxed),
             queue_bytes_high_water: p.queue_bytes_high_water.load(Relaxed),
+            frames_compressed: p.frames_compressed.load(Relaxed),
+            compressed_bytes_in: p.compressed_bytes_in.load(Relaxed),
+            compressed_bytes_out: p.compressed_bytes_out.load(Relaxed),
         }
     }
 
@@ -158,6 +174,15 @@ impl Stats {
         if n > 0 {
             self.producer.broadcasts.fetch_add(n, Relaxed);
         }
+    }
+
+    /// Records one frame compressed for a permessage-deflate group: `before` payload bytes
+    /// became `after`.
+    pub(crate) fn compressed(&self, before: usize, after: usize) {
+        let p = &self.producer;
+        p.frames_compressed.fetch_add(1, Relaxed);
+        p.compressed_bytes_in.fetch_add(before as u64, Relaxed);
+        p.compressed_bytes_out.fetch_add(after as u64, Relaxed);
     }
 
     /// Adds the totals of one enqueue pass.

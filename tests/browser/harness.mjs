@@ -23,8 +23,9 @@ export const PASSWORD = "secret123456"
 export const BOT_KEY = "5-bNd3rB0tK3y7"
 /** The environment most scenarios add: the seed's 20 people and INFO logs. */
 export const SEEDED = { HEARTH_SEED_USERS: "20", HEARTH_LOG_LEVEL: "info" }
-const CHROMIUM = "/usr/bin/chromium"
-const FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"]
+/** Debian's Chromium and the flags every scenario launches it with. */
+export const CHROMIUM = "/usr/bin/chromium"
+export const FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"]
 mkdirSync(args.artifacts, { recursive: true })
 mkdirSync(args.work, { recursive: true })
 

@@ -2,9 +2,9 @@
 // against a running Hearth, the way a browser page would: sign in over HTTP, read the signed
 // stream name from the room page, subscribe, post, and wait for the turbo-stream append.
 //
-//   node driver.mjs --base http://127.0.0.1:3000 --scenario post|unauthorized|rejected|restart
+//   node driver.mjs --base http://127.0.0.1:3000 --scenario post|unauthorized|rejected|restart|deflate
 //                   [--email david@example.com] [--password secret123456] [--timeout 10]
-//                   [--cable http://node1:3001,http://node2:3002]
+//                   [--cable http://node1:3001,http://node2:3002] [--cid CLIENT_MESSAGE_ID]
 //
 // With --cable, /cable is opened on those nodes instead of --base, the next one at every
 // (re)connect (the consumer's URL is a function, which @rails/actioncable calls each time):
@@ -17,6 +17,11 @@
 //   restart       CONNECTED, then (after the server restarts) DISCONNECTED, RECONNECTED and
 //                 RECEIVED <client_message_id>    (resubscribed by the client on its own, and
 //                                                 live again: a post after the restart arrives)
+//   deflate       EXTENSIONS <what the server agreed>, CONNECTED, then FRAME <base64>: the
+//                 whole decoded frame (as `ws` hands it over, inflated) of the room's broadcast
+//                 carrying --cid, which someone else posts. `ws` offers permessage-deflate
+//                 (its default) and here compresses every message it sends (threshold 0), so
+//                 the server inflates the subscribe command too.
 import WS from "ws";
 import { session, meta, decode } from "./session.mjs";
 
@@ -60,8 +65,18 @@ AC.adapters.WebSocket = class extends WS {
   constructor(url, protocols) {
     // The Origin Hearth expects is the node's own (`<scheme>://<Host>`).
     const origin = new URL(url).origin.replace(/^ws/, "http");
-    super(url, protocols, { headers: jar.size ? { Cookie: cookieHeader() } : {}, origin });
+    const perMessageDeflate = scenario === "deflate" ? { threshold: 0 } : true;
+    super(url, protocols, { headers: jar.size ? { Cookie: cookieHeader() } : {}, origin, perMessageDeflate });
     this.on("message", (data) => out("RECV", data.toString("utf8").slice(0, 200)));
+    if (scenario === "deflate") {
+      this.on("open", () => out("EXTENSIONS", this.extensions));
+      this.on("message", (data) => {
+        if (data.toString("utf8").includes(`id=\\"message_${args.cid}\\"`)) {
+          out("FRAME", Buffer.from(data).toString("base64"));
+          process.exit(0);
+        }
+      });
+    }
   }
 };
 AC.adapters.logger = { log: () => {} };
@@ -89,6 +104,11 @@ if (scenario === "unauthorized") {
     consumer.subscriptions.create({ channel: "RoomMessagesChannel", signed_stream_name: signed.slice(0, -1) + "0" }, {
       connected() { fail("a tampered name was confirmed"); },
       rejected() { out("REJECTED"); process.exit(0); },
+    });
+  } else if (scenario === "deflate") {
+    consumer.subscriptions.create({ channel: "RoomMessagesChannel", signed_stream_name: signed }, {
+      connected() { out("CONNECTED"); },
+      rejected() { fail("rejected"); },
     });
   } else if (scenario === "restart") {
     let confirmations = 0;

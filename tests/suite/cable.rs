@@ -36,7 +36,7 @@ async fn handshake_welcome_and_subprotocol_like_rails() {
     assert_eq!(
         ws.header("sec-websocket-extensions"),
         None,
-        "permessage-deflate is never negotiated"
+        "permessage-deflate is agreed only when offered"
     );
     // S8: no protocol offered → 101 without the header, welcome still sent.
     let mut none = Ws::connect(

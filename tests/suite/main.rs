@@ -29,6 +29,7 @@ mod browser;
 mod browser_avatars;
 mod browser_boosts;
 mod browser_composer;
+mod browser_deflate;
 mod browser_files;
 mod browser_import_campfire;
 mod browser_link_previews;
@@ -41,6 +42,7 @@ mod cable;
 mod campfire_signed;
 mod children;
 mod cli;
+mod deflate;
 mod drain_spread;
 mod export_campfire;
 // The fan-out hooks (`Fanout::new_inline_writers`) exist with the `test-support` feature.

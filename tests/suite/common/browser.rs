@@ -34,20 +34,8 @@ pub fn work_dir(name: &str) -> PathBuf {
 /// `extra`, prints what it printed and returns it. Panics, with its output and the tail of the
 /// server's log (`<work>/hearth.log`), when it does not exit with success. Removes `work`.
 pub fn run(script: &str, work: &Path, extra: &[&OsStr]) -> String {
-    assert!(
-        Path::new(CHROMIUM).exists(),
-        "{CHROMIUM} is missing: install Debian's Chromium with \
-         `apt-get install -y --no-install-recommends chromium` (scripts/test does this)"
-    );
+    ensure_ready();
     let dir = scripts_dir();
-    if !dir.join("node_modules/playwright-core").exists() {
-        let status = Command::new("npm")
-            .args(["ci", "--no-audit", "--no-fund"])
-            .current_dir(&dir)
-            .status()
-            .expect("npm runs");
-        assert!(status.success(), "npm ci in {} failed", dir.display());
-    }
     let output = Command::new("node")
         .arg(dir.join(script))
         .arg("--hearth")
@@ -71,6 +59,24 @@ pub fn run(script: &str, work: &Path, extra: &[&OsStr]) -> String {
     );
     let _ = std::fs::remove_dir_all(work);
     stdout
+}
+
+/// Panics unless Chromium is installed; installs the scripts' npm package when it is missing.
+pub fn ensure_ready() {
+    assert!(
+        Path::new(CHROMIUM).exists(),
+        "{CHROMIUM} is missing: install Debian's Chromium with \
+         `apt-get install -y --no-install-recommends chromium` (scripts/test does this)"
+    );
+    let dir = scripts_dir();
+    if !dir.join("node_modules/playwright-core").exists() {
+        let status = Command::new("npm")
+            .args(["ci", "--no-audit", "--no-fund"])
+            .current_dir(&dir)
+            .status()
+            .expect("npm runs");
+        assert!(status.success(), "npm ci in {} failed", dir.display());
+    }
 }
 
 /// Asserts that a line of `stdout` starts with each of `steps`.

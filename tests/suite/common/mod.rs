@@ -386,13 +386,48 @@ impl Ws {
         Self::handshake_path(stream, addr, "/cable", cookie, origin, protocols).await
     }
 
+    /// Opens `/cable` like [`Ws::connect`], offering `extensions` in
+    /// `Sec-WebSocket-Extensions` (e.g. `permessage-deflate; client_max_window_bits`, what
+    /// browsers offer).
+    pub async fn connect_offering(
+        addr: SocketAddr,
+        cookie: Option<&str>,
+        origin: Option<&str>,
+        protocols: Option<&str>,
+        extensions: &str,
+    ) -> Self {
+        let stream = TcpStream::connect(addr).await.unwrap();
+        Self::handshake_with(
+            stream,
+            addr,
+            "/cable",
+            cookie,
+            origin,
+            protocols,
+            &[("Sec-WebSocket-Extensions", extensions)],
+        )
+        .await
+    }
+
     async fn handshake_path(
+        stream: TcpStream,
+        addr: SocketAddr,
+        path: &str,
+        cookie: Option<&str>,
+        origin: Option<&str>,
+        protocols: Option<&str>,
+    ) -> Self {
+        Self::handshake_with(stream, addr, path, cookie, origin, protocols, &[]).await
+    }
+
+    async fn handshake_with(
         mut stream: TcpStream,
         addr: SocketAddr,
         path: &str,
         cookie: Option<&str>,
         origin: Option<&str>,
         protocols: Option<&str>,
+        extra: &[(&str, &str)],
     ) -> Self {
         let mut req = format!(
             "GET {path} HTTP/1.1\r\nHost: {addr}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
@@ -406,6 +441,9 @@ impl Ws {
         }
         if let Some(p) = protocols {
             req.push_str(&format!("Sec-WebSocket-Protocol: {p}\r\n"));
+        }
+        for (name, value) in extra {
+            req.push_str(&format!("{name}: {value}\r\n"));
         }
         req.push_str("\r\n");
         stream.write_all(req.as_bytes()).await.unwrap();
@@ -482,6 +520,23 @@ impl Ws {
         }
     }
 
+    /// The next frame of any kind as it came, its header's first byte kept (FIN, RSV1–3,
+    /// opcode): None on timeout or EOF.
+    pub async fn next_raw(&mut self, timeout: Duration) -> Option<RawFrame> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            if let Some((frame, used)) = parse_raw(&self.buf) {
+                self.buf.drain(..used);
+                return Some(frame);
+            }
+            let mut chunk = vec![0u8; 64 * 1024];
+            match tokio::time::timeout_at(deadline, self.stream.read(&mut chunk)).await {
+                Ok(Ok(n)) if n > 0 => self.buf.extend_from_slice(&chunk[..n]),
+                _ => return None,
+            }
+        }
+    }
+
     /// The next text frame that is not a ping.
     /// `timeout` bounds the whole wait, pings included.
     pub async fn next_non_ping(&mut self, timeout: Duration) -> Option<WsEvent> {
@@ -494,6 +549,109 @@ impl Ws {
             }
         }
     }
+}
+
+/// One server frame as it came off the socket ([`Ws::next_raw`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawFrame {
+    /// The header's first byte: FIN `0x80`, RSV1 `0x40` (permessage-deflate's "compressed"),
+    /// RSV2/3, the opcode in the low four bits.
+    pub first: u8,
+    /// The payload, as sent (compressed when RSV1 is set).
+    pub payload: Vec<u8>,
+}
+
+impl RawFrame {
+    /// Whether RSV1 is set: a compressed message under permessage-deflate (RFC 7692 §6).
+    pub fn rsv1(&self) -> bool {
+        self.first & 0x40 != 0
+    }
+
+    /// The opcode (RFC 6455 §5.2).
+    pub fn opcode(&self) -> u8 {
+        self.first & 0x0f
+    }
+
+    /// The message's text: the payload inflated first when RSV1 is set (RFC 7692 §7.2.2:
+    /// `00 00 ff ff` appended, raw DEFLATE), as a client that negotiated the extension reads
+    /// it. Panics when it does not inflate or is not UTF-8.
+    pub fn text(&self) -> String {
+        let bytes = if self.rsv1() {
+            inflate(&self.payload)
+        } else {
+            self.payload.clone()
+        };
+        String::from_utf8(bytes).expect("utf-8 text frame")
+    }
+}
+
+/// `payload` inflated as RFC 7692 §7.2.2 says (raw DEFLATE with `00 00 ff ff` appended).
+pub fn inflate(payload: &[u8]) -> Vec<u8> {
+    let mut input = payload.to_vec();
+    input.extend_from_slice(&[0, 0, 0xff, 0xff]);
+    // No final block (a sync flush's empty stored block ends it): inflated with a sync flush,
+    // not read to a stream end.
+    let mut inflater = flate2::Decompress::new(false);
+    let mut out = Vec::with_capacity(input.len() * 8 + 1024);
+    let mut rest = &input[..];
+    loop {
+        let before = inflater.total_in();
+        inflater
+            .decompress_vec(rest, &mut out, flate2::FlushDecompress::Sync)
+            .expect("the payload inflates");
+        rest = &rest[(inflater.total_in() - before) as usize..];
+        if rest.is_empty() && out.len() < out.capacity() {
+            return out;
+        }
+        out.reserve(out.capacity());
+    }
+}
+
+/// `text` compressed as a permessage-deflate client sends a message (RFC 7692 §7.2.1): raw
+/// DEFLATE with a `2^window_bits`-byte window, sync flush, the trailing `00 00 ff ff` cut.
+pub fn deflate(text: &[u8], window_bits: u8) -> Vec<u8> {
+    let mut c =
+        flate2::Compress::new_with_window_bits(flate2::Compression::default(), false, window_bits);
+    deflate_with(&mut c, text)
+}
+
+/// [`deflate`] with a compressor kept by the caller: a second message compressed with it
+/// refers back into the first (what context takeover means).
+pub fn deflate_with(c: &mut flate2::Compress, text: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(text.len() + 64);
+    c.compress_vec(text, &mut out, flate2::FlushCompress::Sync)
+        .unwrap();
+    assert!(out.ends_with(&[0, 0, 0xff, 0xff]));
+    out.truncate(out.len() - 4);
+    out
+}
+
+/// Parses one server frame from `buf` as it came: Some((frame, bytes used)); None when
+/// incomplete.
+fn parse_raw(buf: &[u8]) -> Option<(RawFrame, usize)> {
+    if buf.len() < 2 {
+        return None;
+    }
+    assert_eq!(buf[1] & 0x80, 0, "server frames must not be masked");
+    let (len, header) = match buf[1] & 0x7f {
+        126 => (
+            u16::from_be_bytes(buf.get(2..4)?.try_into().unwrap()) as usize,
+            4,
+        ),
+        127 => (
+            u64::from_be_bytes(buf.get(2..10)?.try_into().unwrap()) as usize,
+            10,
+        ),
+        n => (n as usize, 2),
+    };
+    let payload = buf.get(header..header + len)?.to_vec();
+    Some((
+        RawFrame {
+            first: buf[0],
+            payload,
+        },
+        header + len,
+    ))
 }
 
 /// Parses one server frame from `buf`: Some((event, bytes used)); event None for frames the
@@ -527,6 +685,10 @@ fn parse_frame(buf: &[u8]) -> Option<(Option<WsEvent>, usize)> {
     }
     let payload = &buf[header..header + len];
     let event = match opcode {
+        // RSV1: compressed (permessage-deflate, RFC 7692 §6), read as a client that agreed.
+        0x1 if buf[0] & 0x40 != 0 => Some(WsEvent::Text(
+            String::from_utf8(inflate(payload)).expect("utf-8 text frame"),
+        )),
         0x1 => Some(WsEvent::Text(
             String::from_utf8(payload.to_vec()).expect("utf-8 text frame"),
         )),
