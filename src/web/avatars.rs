@@ -155,7 +155,7 @@ pub async fn show(
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
     ctx.require_user()?;
-    let user = match campfire_avatar_token(&state, &user_id) {
+    let user = match campfire_avatar_token(&state.signed_ids, &user_id) {
         Some(id) => users::find(&state.pool, id)
             .await?
             .ok_or(AppError::NotFound)?,
@@ -190,11 +190,11 @@ pub async fn show(
 /// links avatars by `user.signed_id(purpose: :avatar)` (`User::Avatar#avatar_token`), so the
 /// pages and bodies of a team moved from Campfire keep showing them. `None` for anything else
 /// (an id, `me`, a forged token).
-fn campfire_avatar_token(state: &AppState, raw: &str) -> Option<i64> {
+fn campfire_avatar_token(signed_ids: &crate::rails::SignedIdVerifier, raw: &str) -> Option<i64> {
     if raw == "me" || raw.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    state.signed_ids.verify("user", "avatar", raw)
+    signed_ids.verify("user", "avatar", raw)
 }
 
 /// The user `raw` names (`me` or an id); 404 when unknown.
