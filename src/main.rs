@@ -97,6 +97,9 @@ enum Cmd {
         /// The backup file to read.
         #[arg(long)]
         from: PathBuf,
+        /// Write into a database that already holds a team, replacing it.
+        #[arg(long)]
+        replace: bool,
         #[command(flatten)]
         target: TargetFlags,
     },
@@ -110,6 +113,9 @@ enum ImportCmd {
         /// The Campfire `storage/` directory.
         #[arg(long)]
         from: PathBuf,
+        /// Write into a database that already holds a team, replacing it.
+        #[arg(long)]
+        replace: bool,
         #[command(flatten)]
         target: TargetFlags,
     },
@@ -119,6 +125,9 @@ enum ImportCmd {
         /// The export's `.zip` file.
         #[arg(long)]
         from: PathBuf,
+        /// Write into a database that already holds a team, replacing it.
+        #[arg(long)]
+        replace: bool,
         #[command(flatten)]
         target: TargetFlags,
         #[command(flatten)]
@@ -199,9 +208,6 @@ struct TargetFlags {
     /// Print what would be done (counts per table) and change nothing.
     #[arg(long)]
     dry_run: bool,
-    /// Write into a database that already holds a team, replacing it.
-    #[arg(long)]
-    replace: bool,
     /// No progress line on standard error.
     #[arg(long)]
     quiet: bool,
@@ -218,10 +224,12 @@ impl TargetFlags {
         }
     }
 
-    fn options(&self) -> hearth::transfer::Options {
+    /// The options of a command; `replace` only for those that write into Hearth's database
+    /// (the imports and the restore take `--replace`; the export and the backup only read it).
+    fn options(&self, replace: bool) -> hearth::transfer::Options {
         hearth::transfer::Options {
             dry_run: self.dry_run,
-            replace: self.replace,
+            replace,
             progress: !self.quiet,
         }
     }
@@ -363,15 +371,23 @@ async fn main() -> anyhow::Result<()> {
             };
             println!("{}", signer.sign(&name));
         }
-        Cmd::Import(ImportCmd::Campfire { from, target }) => {
+        Cmd::Import(ImportCmd::Campfire {
+            from,
+            replace,
+            target,
+        }) => {
             init_tracing("warn", false);
-            let counts =
-                hearth::transfer::campfire::import(&from, &target.target(), target.options())
-                    .await?;
+            let counts = hearth::transfer::campfire::import(
+                &from,
+                &target.target(),
+                target.options(replace),
+            )
+            .await?;
             print!("{counts}");
         }
         Cmd::Import(ImportCmd::Slack {
             from,
+            replace,
             target,
             slack,
         }) => {
@@ -379,7 +395,7 @@ async fn main() -> anyhow::Result<()> {
             let report = hearth::transfer::slack::import(
                 &from,
                 &target.target(),
-                target.options(),
+                target.options(replace),
                 &slack.settings(&target),
             )
             .await?;
@@ -394,7 +410,7 @@ async fn main() -> anyhow::Result<()> {
                 export = export.with_s3(config);
             }
             // The export prints its own comparison of Hearth's rows and the export's.
-            export.run(target.options()).await?;
+            export.run(target.options(false)).await?;
         }
         Cmd::Backup { to, target } => {
             init_tracing("warn", false);
@@ -402,18 +418,22 @@ async fn main() -> anyhow::Result<()> {
                 &target.target(),
                 &target.data_dir,
                 &to,
-                target.options(),
+                target.options(false),
             )
             .await?;
             print!("{counts}");
         }
-        Cmd::Restore { from, target } => {
+        Cmd::Restore {
+            from,
+            replace,
+            target,
+        } => {
             init_tracing("warn", false);
             let counts = hearth::transfer::backup::restore(
                 &from,
                 &target.target(),
                 &target.data_dir,
-                target.options(),
+                target.options(replace),
             )
             .await?;
             print!("{counts}");
