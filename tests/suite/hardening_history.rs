@@ -7,38 +7,17 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::Duration;
 
-use crate::common::child::{hearth_command, SECRET_KEY_BASE};
+use crate::common::child::hearth_command;
 use crate::common::temp_dir;
+use crate::import_campfire::Campfire;
 
-/// A Campfire `storage/` directory built by `tests/ruby/campfire_storage.rb`, and the keys of
-/// the blobs it made (by the script's names).
-struct Campfire {
-    dir: PathBuf,
-    facts: serde_json::Value,
+/// What the hostile cases need of the fixture besides building it.
+trait Hostile {
+    fn key(&self, blob: &str) -> String;
+    fn sql(&self, sql: &str, params: impl rusqlite::Params);
 }
 
-impl Campfire {
-    fn build(parent: &Path) -> Self {
-        let dir = parent.join("campfire");
-        let script = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/ruby/campfire_storage.rb"
-        );
-        let output = std::process::Command::new("ruby")
-            .arg(script)
-            .arg(&dir)
-            .arg(SECRET_KEY_BASE)
-            .output()
-            .expect("ruby runs");
-        assert!(
-            output.status.success(),
-            "campfire_storage.rb: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        let facts = serde_json::from_slice(&output.stdout).expect("the script prints JSON");
-        Self { dir, facts }
-    }
-
+impl Hostile for Campfire {
     fn key(&self, blob: &str) -> String {
         self.facts["blobs"][blob].as_str().unwrap().to_owned()
     }

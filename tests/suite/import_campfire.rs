@@ -16,15 +16,16 @@ use crate::common::child::{hearth_command, Hearth, SECRET_KEY_BASE};
 use crate::common::{attr_after, temp_dir};
 use crate::files::{header, raw};
 
-/// A Campfire `storage/` directory and what the script that built it printed.
-struct Campfire {
-    dir: PathBuf,
-    facts: serde_json::Value,
+/// A Campfire `storage/` directory and what the script that built it printed (shared with
+/// `hardening_history`).
+pub(crate) struct Campfire {
+    pub(crate) dir: PathBuf,
+    pub(crate) facts: serde_json::Value,
 }
 
 impl Campfire {
     /// Builds the fixture in `<parent>/campfire`.
-    fn build(parent: &Path) -> Self {
+    pub(crate) fn build(parent: &Path) -> Self {
         let dir = parent.join("campfire");
         let script = concat!(
             env!("CARGO_MANIFEST_DIR"),
