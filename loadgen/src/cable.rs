@@ -20,6 +20,7 @@
 //! buffer's start only when the free tail gets short. All tasks run on one current-thread tokio
 //! runtime, so the shared state below is `Rc` + `RefCell`/`Cell` without locks.
 
+use crate::deflate::{self, Inflater, Negotiated};
 use crate::endpoint::Endpoint;
 use crate::tracker::{ListenTracker, Receipt, TokenScheme, Tracker};
 use crate::ws::{self, Parse, OP_BINARY, OP_CLOSE, OP_CONTINUATION, OP_PING, OP_PONG, OP_TEXT};
@@ -54,6 +55,9 @@ pub struct CableConfig {
     pub read_buffer: usize,
     /// Subprotocol the server must select (`actioncable-v1-json`), or `None` to accept any.
     pub required_protocol: Option<String>,
+    /// Offer permessage-deflate (RFC 7692) as Chromium does and inflate what comes compressed
+    /// (`--deflate`); a server that declines it gets plain frames read as usual.
+    pub deflate: bool,
     /// Cable nodes to spread connections over, round-robin (each `ws://` URL with its own
     /// `Origin`); empty: every connection goes to `endpoint`.
     pub spread: Vec<(Endpoint, String)>,
@@ -271,11 +275,16 @@ async fn connect(authority: &str) -> std::io::Result<TcpStream> {
     }))
 }
 
-/// Opens a WebSocket: TCP connect, upgrade request, response check. Returns the stream and the
-/// bytes read past the response head (the start of the first frames).
+/// An open WebSocket: the stream, the bytes read past the response head (the start of the
+/// first frames), and permessage-deflate's parameters when the server agreed to it.
+pub type Opened = (TcpStream, Vec<u8>, Option<Negotiated>);
+
+/// Opens a WebSocket: TCP connect, upgrade request (with the permessage-deflate offer when
+/// `cfg.deflate`), response check.
 ///
-/// Errors: a text naming the step that failed.
-pub async fn open(cfg: &CableConfig, cookie: Option<&str>) -> Result<(TcpStream, Vec<u8>), String> {
+/// Errors: a text naming the step that failed (a permessage-deflate answer RFC 7692 §5.1 tells
+/// a client to refuse included).
+pub async fn open(cfg: &CableConfig, cookie: Option<&str>) -> Result<Opened, String> {
     let (endpoint, origin) = cfg.pick();
     let authority = endpoint.authority();
     let mut stream = connect(&authority)
@@ -290,6 +299,7 @@ pub async fn open(cfg: &CableConfig, cookie: Option<&str>) -> Result<(TcpStream,
         cookie,
         protocols: ws::ACTION_CABLE_PROTOCOLS,
         key: &key,
+        extensions: cfg.deflate.then_some(deflate::OFFER),
     }
     .to_bytes();
     stream
@@ -308,7 +318,18 @@ pub async fn open(cfg: &CableConfig, cookie: Option<&str>) -> Result<(TcpStream,
         }
         buf.extend_from_slice(&chunk[..n]);
         match ws::parse_upgrade_response(&buf, &key, cfg.required_protocol.as_deref()) {
-            Ok(Some(head)) => return Ok((stream, buf.split_off(head))),
+            Ok(Some(head)) => {
+                let answer = ws::response_header(&buf[..head], "sec-websocket-extensions");
+                let agreed = match answer {
+                    Some(_) if !cfg.deflate => {
+                        return Err(format!(
+                            "server agreed to an extension not offered: {answer:?}"
+                        ))
+                    }
+                    a => Negotiated::from_response(a.as_deref())?,
+                };
+                return Ok((stream, buf.split_off(head), agreed));
+            }
             Ok(None) => {}
             Err(e) => return Err(e.to_string()),
         }
@@ -427,7 +448,10 @@ pub async fn run_client(
 }
 
 async fn drive(session: &mut Session<'_>, cfg: &CableConfig) -> Result<(), String> {
-    let (mut stream, leftover) = open(cfg, session.profile.cookie.as_deref()).await?;
+    let (mut stream, leftover, agreed) = open(cfg, session.profile.cookie.as_deref()).await?;
+    let mut inflater = agreed.map(Inflater::new);
+    let mut plain: Vec<u8> = Vec::new();
+    let mut frag_compressed = false;
     let mut buf = vec![0u8; cfg.read_buffer.max(leftover.len()).max(4096)];
     buf[..leftover.len()].copy_from_slice(&leftover);
     let (mut start, mut end) = (0usize, leftover.len());
@@ -440,7 +464,8 @@ async fn drive(session: &mut Session<'_>, cfg: &CableConfig) -> Result<(), Strin
         let mut close_code: Option<u16> = None;
         let mut needed = 0usize;
         loop {
-            match ws::parse_frame(&buf[start..end]).map_err(|e| e.to_string())? {
+            let parsed = ws::parse_frame_with(&buf[start..end], inflater.is_some());
+            match parsed.map_err(|e| e.to_string())? {
                 Parse::Frame(h) => {
                     let p0 = start + h.header_len;
                     let p1 = start + h.total_len();
@@ -449,18 +474,24 @@ async fn drive(session: &mut Session<'_>, cfg: &CableConfig) -> Result<(), Strin
                     match h.opcode {
                         OP_TEXT | OP_BINARY if !frag_active => {
                             if h.fin {
-                                session.on_message(payload, now, &mut out)?;
+                                let m = decoded(payload, h.compressed, &mut inflater, &mut plain)?;
+                                session.on_message(m, now, &mut out)?;
                             } else {
                                 frag_active = true;
+                                frag_compressed = h.compressed;
                                 frag.clear();
                                 frag.extend_from_slice(payload);
                             }
+                        }
+                        OP_CONTINUATION if h.compressed => {
+                            return Err("RSV1 on a continuation frame (RFC 7692 §6.1)".to_owned())
                         }
                         OP_CONTINUATION if frag_active => {
                             frag.extend_from_slice(payload);
                             if h.fin {
                                 frag_active = false;
-                                session.on_message(&frag, now, &mut out)?;
+                                let m = decoded(&frag, frag_compressed, &mut inflater, &mut plain)?;
+                                session.on_message(m, now, &mut out)?;
                             }
                         }
                         OP_TEXT | OP_BINARY | OP_CONTINUATION => {
@@ -535,6 +566,26 @@ async fn drive(session: &mut Session<'_>, cfg: &CableConfig) -> Result<(), Strin
             .bytes_received
             .set(shared.bytes_received.get() + n as u64);
         now = Instant::now();
+    }
+}
+
+/// A whole message's payload as the client reads it: `payload` itself, or inflated into
+/// `plain` when its first frame had RSV1 set (RFC 7692 §6.2).
+///
+/// Errors: the inflater's (bad DEFLATE data, a message past the payload limit).
+#[inline]
+fn decoded<'a>(
+    payload: &'a [u8],
+    compressed: bool,
+    inflater: &mut Option<Inflater>,
+    plain: &'a mut Vec<u8>,
+) -> Result<&'a [u8], String> {
+    match inflater {
+        Some(z) if compressed => {
+            z.inflate(payload, plain)?;
+            Ok(plain)
+        }
+        _ => Ok(payload),
     }
 }
 

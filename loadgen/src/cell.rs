@@ -539,9 +539,13 @@ pub async fn run_cell_with(
     } else {
         0.0
     };
-    result.wire_mb_per_sec = (shared.bytes_received.get() - bytes0) as f64
-        / 1e6
-        / end.duration_since(post_start).as_secs_f64();
+    let wire_bytes = (shared.bytes_received.get() - bytes0) as f64;
+    result.wire_mb_per_sec = wire_bytes / 1e6 / end.duration_since(post_start).as_secs_f64();
+    result.wire_bytes_per_receipt = if s.receipts > 0 {
+        wire_bytes / s.receipts as f64
+    } else {
+        0.0
+    };
     result.server = target
         .server_pid
         .and_then(|pid| server_stats(pid, server_cpu0, server_cpu1));

@@ -181,6 +181,10 @@ pub struct LoadArgs {
     /// Receive buffer per WebSocket connection, bytes.
     #[arg(long, default_value_t = 64 * 1024)]
     pub read_buffer: usize,
+    /// Offer permessage-deflate (RFC 7692) as Chromium does and inflate compressed messages;
+    /// `wire_bytes_per_receipt` then shows the compressed bytes per delivered post.
+    #[arg(long)]
+    pub deflate: bool,
 }
 
 impl LoadArgs {
@@ -375,6 +379,9 @@ pub struct IdleArgs {
     /// Receive buffer per connection, bytes.
     #[arg(long, default_value_t = 16 * 1024)]
     pub read_buffer: usize,
+    /// Offer permessage-deflate (RFC 7692): the idle cost with compression agreed.
+    #[arg(long)]
+    pub deflate: bool,
     /// Login and subscription flags.
     #[command(flatten)]
     pub login: LoginArgs,
@@ -499,6 +506,7 @@ pub async fn run(cli: Cli) -> Result<i32> {
             );
             let pid = a.server_pid.or_else(|| discover_pid(&base));
             let mut target = campfire_target(&a.name, &base, prepared, a.load.read_buffer, pid);
+            target.cable.deflate = a.load.deflate;
             for url in &a.cable_urls {
                 let node = Endpoint::parse(url)?;
                 target.cable.spread.push((node.cable(), node.origin()));
@@ -553,6 +561,7 @@ pub async fn run(cli: Cli) -> Result<i32> {
                 cell: a.load.options(0)?,
                 prepare: a.login.options()?,
                 read_buffer: a.load.read_buffer,
+                deflate: a.load.deflate,
                 paced_rate: match a.paced_rate {
                     Some(r) if !(r > 0.0 && r.is_finite()) => {
                         bail!("--paced-rate must be a positive number of posts per second")
@@ -576,6 +585,7 @@ pub async fn run(cli: Cli) -> Result<i32> {
                 connect_timeout: a.connect_timeout,
                 connect_concurrency: a.connect_concurrency.max(1),
                 read_buffer: a.read_buffer.max(4096),
+                deflate: a.deflate,
             };
             let report = idle::run_idle(&opts).await?;
             println!("{}", serde_json::to_string(&report)?);
@@ -597,6 +607,7 @@ pub async fn run(cli: Cli) -> Result<i32> {
                 server_pid: a.server_pid,
                 cell: a.load.options(0)?,
                 read_buffer: a.load.read_buffer,
+                deflate: a.load.deflate,
                 require_protocol: !a.any_protocol,
                 out: a.out.clone().unwrap_or_else(sweep::default_out_dir),
             };

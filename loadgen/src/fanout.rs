@@ -48,6 +48,8 @@ pub struct FanoutOptions {
     pub cell: CellOptions,
     /// Receive buffer per connection, bytes.
     pub read_buffer: usize,
+    /// Offer permessage-deflate (`--deflate`).
+    pub deflate: bool,
     /// Require the server to select `actioncable-v1-json`.
     pub require_protocol: bool,
     /// Output directory.
@@ -65,10 +67,11 @@ pub async fn run_fanout(opts: &FanoutOptions) -> Result<Vec<CellResult>> {
         required_protocol: opts
             .require_protocol
             .then(|| "actioncable-v1-json".to_owned()),
+        deflate: opts.deflate,
         spread: Vec::new(),
         next: Default::default(),
     };
-    let (stream, _) = cable::open(&cable, opts.cookie.as_deref())
+    let (stream, _, _) = cable::open(&cable, opts.cookie.as_deref())
         .await
         .map_err(|e| anyhow!("preflight connection to {}: {e}", opts.cable_url))?;
     drop(stream);

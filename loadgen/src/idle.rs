@@ -38,6 +38,8 @@ pub struct IdleOptions {
     pub connect_concurrency: usize,
     /// Receive buffer per connection, bytes.
     pub read_buffer: usize,
+    /// Offer permessage-deflate (`--deflate`).
+    pub deflate: bool,
 }
 
 /// The idle-cost measurement.
@@ -99,6 +101,7 @@ pub async fn run_idle(opts: &IdleOptions) -> Result<IdleReport> {
         origin: opts.base.origin(),
         read_buffer: opts.read_buffer,
         required_protocol: Some("actioncable-v1-json".into()),
+        deflate: opts.deflate,
         spread: Vec::new(),
         next: Default::default(),
     });

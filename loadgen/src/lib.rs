@@ -10,7 +10,8 @@
 //!
 //! Layout:
 //! - wire: [`endpoint`], [`cookies`], [`http`] (hyper, one keep-alive connection), [`ws`] (a lean
-//!   RFC 6455 client codec), [`html`] (tag scanning for tokens and stream sources);
+//!   RFC 6455 client codec), [`deflate`] (RFC 7692 on the client side), [`html`] (tag
+//!   scanning for tokens and stream sources);
 //! - protocol: [`campfire`] (login, scrape, post), [`cable`] (N clients on one thread);
 //! - measurement: [`tracker`] (per message and per client accounting), [`stats`]
 //!   (histograms), [`procfs`] (CPU, RSS, threads, pinning, port owners);
@@ -31,6 +32,7 @@ pub mod cell;
 pub mod cli;
 pub mod cookies;
 pub mod coordination;
+pub mod deflate;
 pub mod endpoint;
 pub mod fanout;
 pub mod html;

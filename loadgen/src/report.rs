@@ -123,6 +123,11 @@ pub struct CellResult {
     pub mean_frame_bytes: f64,
     /// WebSocket bytes received per second over the span, MB/s (10^6).
     pub wire_mb_per_sec: f64,
+    /// WebSocket bytes received over the span per first receipt (client × message), bytes:
+    /// what one delivered post costs on the wire, every other frame of the span included
+    /// (compressed bytes with `--deflate`).
+    #[serde(default)]
+    pub wire_bytes_per_receipt: f64,
     /// Server figures, when its process is known.
     pub server: Option<ServerStats>,
     /// Load generator figures.

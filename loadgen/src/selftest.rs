@@ -222,6 +222,7 @@ pub async fn run_selftest(opts: &SelftestOptions) -> Result<SelftestReport> {
         origin: format!("http://127.0.0.1:{port}"),
         read_buffer: opts.read_buffer,
         required_protocol: Some("actioncable-v1-json".into()),
+        deflate: false,
         spread: Vec::new(),
         next: Default::default(),
     });

@@ -51,6 +51,8 @@ pub struct SweepOptions {
     pub prepare: PrepareOptions,
     /// Receive buffer per connection, bytes.
     pub read_buffer: usize,
+    /// Offer permessage-deflate (`--deflate`).
+    pub deflate: bool,
     /// After each cell, a paced latency probe on the same server at this many posts/s
     /// (`--paced-rate`), for the table's paced p50 columns; `None`: no probe.
     pub paced_rate: Option<f64>,
@@ -138,6 +140,7 @@ pub fn campfire_target(
             origin: base.origin(),
             read_buffer,
             required_protocol: Some("actioncable-v1-json".into()),
+            deflate: false,
             spread: Vec::new(),
             next: Default::default(),
         },
@@ -443,6 +446,13 @@ async fn run_one(
             opts.read_buffer,
             discover_pid(&target.url),
         );
+        let ct = CellTarget {
+            cable: CableConfig {
+                deflate: opts.deflate,
+                ..ct.cable
+            },
+            ..ct
+        };
         return Ok(run_both(ct).await);
     };
     let seed = opts.seed_db.as_deref().unwrap_or(Path::new(""));
@@ -476,6 +486,13 @@ async fn run_one(
         opts.read_buffer,
         Some(srv.pid),
     );
+    let ct = CellTarget {
+        cable: CableConfig {
+            deflate: opts.deflate,
+            ..ct.cable
+        },
+        ..ct
+    };
     let mut results = run_both(ct).await;
     phase("stopping server");
     let graceful = srv.stop(opts.stop_timeout).await?;

@@ -72,6 +72,8 @@ pub struct UpgradeRequest<'a> {
     pub protocols: &'a str,
     /// `Sec-WebSocket-Key`.
     pub key: &'a str,
+    /// `Sec-WebSocket-Extensions` offer, e.g. [`crate::deflate::OFFER`].
+    pub extensions: Option<&'a str>,
 }
 
 impl UpgradeRequest<'_> {
@@ -85,6 +87,11 @@ impl UpgradeRequest<'_> {
         if !self.protocols.is_empty() {
             s.push_str("Sec-WebSocket-Protocol: ");
             s.push_str(self.protocols);
+            s.push_str("\r\n");
+        }
+        if let Some(e) = self.extensions {
+            s.push_str("Sec-WebSocket-Extensions: ");
+            s.push_str(e);
             s.push_str("\r\n");
         }
         if let Some(c) = self.cookie {
@@ -138,6 +145,20 @@ impl fmt::Display for HandshakeError {
 }
 
 impl std::error::Error for HandshakeError {}
+
+/// The value of header `name` (ASCII, lower case) in a response head `head` (the bytes before
+/// the blank line), the first one if several; `None` when absent.
+pub fn response_header(head: &[u8], name: &str) -> Option<String> {
+    String::from_utf8_lossy(head)
+        .split("\r\n")
+        .skip(1)
+        .find_map(|line| {
+            let (n, v) = line.split_once(':')?;
+            n.trim()
+                .eq_ignore_ascii_case(name)
+                .then(|| v.trim().to_owned())
+        })
+}
 
 /// Parses the server's handshake response from the start of `buf`.
 ///
@@ -211,6 +232,9 @@ pub struct FrameHeader {
     pub fin: bool,
     /// Opcode (`OP_*`).
     pub opcode: u8,
+    /// RSV1: the message this frame starts is compressed (RFC 7692 §6, only with
+    /// permessage-deflate agreed, only on a message's first frame).
+    pub compressed: bool,
     /// Bytes of header (2, 4 or 10; servers never mask).
     pub header_len: usize,
     /// Payload bytes.
@@ -240,7 +264,8 @@ pub enum Parse {
 /// A protocol violation by the server (RFC 6455 §5, §7.4.1 close code 1002).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FrameError {
-    /// An RSV bit is set though no extension was negotiated (§5.2).
+    /// An RSV bit is set though no extension defines it (§5.2; RFC 7692 §6: RSV1 only on the
+    /// first frame of a data message, and only with permessage-deflate agreed).
     ReservedBits(u8),
     /// The server masked a frame (§5.1).
     MaskedServerFrame,
@@ -274,12 +299,22 @@ impl std::error::Error for FrameError {}
 /// frame or a length over [`MAX_PAYLOAD`].
 #[inline]
 pub fn parse_frame(buf: &[u8]) -> Result<Parse, FrameError> {
+    parse_frame_with(buf, false)
+}
+
+/// [`parse_frame`] on a connection where permessage-deflate was agreed when `deflate`: RSV1 is
+/// then allowed on text and binary frames (RFC 7692 §6) and reported as
+/// [`FrameHeader::compressed`]. RSV1 on a control frame is refused either way; on a
+/// continuation frame the caller refuses it (it knows where a message starts).
+#[inline]
+pub fn parse_frame_with(buf: &[u8], deflate: bool) -> Result<Parse, FrameError> {
     if buf.len() < 2 {
         return Ok(Parse::Incomplete { needed: 2 });
     }
     let b0 = buf[0];
     let b1 = buf[1];
-    if b0 & 0x70 != 0 {
+    let compressed = b0 & 0x40 != 0;
+    if b0 & 0x30 != 0 || (compressed && (!deflate || b0 & 0x08 != 0)) {
         return Err(FrameError::ReservedBits(b0));
     }
     if b1 & 0x80 != 0 {
@@ -325,6 +360,7 @@ pub fn parse_frame(buf: &[u8]) -> Result<Parse, FrameError> {
     Ok(Parse::Frame(FrameHeader {
         fin,
         opcode,
+        compressed,
         header_len,
         payload_len,
     }))
@@ -609,6 +645,7 @@ Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n";
             cookie: Some("session_token=abc"),
             protocols: ACTION_CABLE_PROTOCOLS,
             key: "k",
+            extensions: Some(crate::deflate::OFFER),
         }
         .to_bytes();
         let text = String::from_utf8(req).unwrap();
@@ -616,8 +653,42 @@ Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n";
         assert!(text.contains("\r\nOrigin: http://127.0.0.1:3000\r\n"));
         assert!(text.contains("\r\nCookie: session_token=abc\r\n"));
         assert!(text.contains(
+            "\r\nSec-WebSocket-Extensions: permessage-deflate; client_max_window_bits\r\n"
+        ));
+        assert!(text.contains(
             "\r\nSec-WebSocket-Protocol: actioncable-v1-json, actioncable-unsupported\r\n"
         ));
         assert!(text.ends_with("\r\n\r\n"));
+    }
+
+    #[test]
+    fn rsv1_only_with_deflate_and_only_on_data_frames() {
+        // RSV1 + text: refused without deflate, a compressed first frame with it.
+        assert_eq!(
+            parse_frame(&[0xC1, 0x00]),
+            Err(FrameError::ReservedBits(0xC1))
+        );
+        assert!(matches!(
+            parse_frame_with(&[0xC1, 0x00], true),
+            Ok(Parse::Frame(FrameHeader {
+                compressed: true,
+                opcode: OP_TEXT,
+                ..
+            }))
+        ));
+        // RSV1 on a ping, RSV2 and RSV3: refused even with deflate.
+        for b0 in [0xC9, 0xA1, 0x91] {
+            assert_eq!(
+                parse_frame_with(&[b0, 0x00], true),
+                Err(FrameError::ReservedBits(b0))
+            );
+        }
+        let head = b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\
+                     sec-websocket-extensions: permessage-deflate; server_no_context_takeover";
+        assert_eq!(
+            response_header(head, "sec-websocket-extensions").as_deref(),
+            Some("permessage-deflate; server_no_context_takeover")
+        );
+        assert_eq!(response_header(head, "cookie"), None);
     }
 }

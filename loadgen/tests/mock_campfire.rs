@@ -469,6 +469,24 @@ fn a_clean_server_passes_every_check() {
     assert_eq!(r.mode, "closed-loop");
 }
 
+/// `--deflate` against a server that agrees to no extension: the offer is declined, the plain
+/// frames are read as usual, nothing fails.
+#[test]
+fn a_deflate_offer_the_server_declines_leaves_plain_frames() {
+    let url = start_mock(MockConfig::default());
+    let r = block_on(async move {
+        let base = Endpoint::parse(&url).unwrap();
+        let prepared = Rc::new(campfire::prepare(&base, &prepare_opts(3)).await.unwrap());
+        let mut target = campfire_target("mock", &base, prepared, 16 * 1024, None);
+        target.cable.deflate = true;
+        run_cell(&target, &cell_opts(6), 0, &|_| {}).await
+    });
+    assert!(r.ok, "{r:#?}");
+    assert_eq!(r.receipts, r.posted * 6);
+    // Plain frames: more wire bytes per delivery than the post's own frame.
+    assert!(r.wire_bytes_per_receipt > r.mean_frame_bytes, "{r:#?}");
+}
+
 #[test]
 fn paced_mode_never_exceeds_the_rate() {
     let r = run_against(MockConfig::default(), 5, Some(40.0));
@@ -642,6 +660,7 @@ fn fanout_only_uses_the_trigger_url() {
                 origin: base.origin(),
                 read_buffer: 8192,
                 required_protocol: Some("actioncable-v1-json".into()),
+                deflate: false,
                 spread: Vec::new(),
                 next: Default::default(),
             },
