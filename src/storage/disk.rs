@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
 use bytes::Bytes;
+use futures_util::future::BoxFuture;
 use futures_util::{Stream, StreamExt};
 use md5::Digest as _;
 use tokio::io::AsyncWriteExt;
@@ -16,28 +17,7 @@ use tokio::io::AsyncWriteExt;
 /// Bytes of an upload kept in memory for identification and analysis (its first 8 KiB).
 pub const HEAD_BYTES: usize = 8 * 1024;
 
-/// Why an upload was refused; nothing is kept after any of them.
-#[derive(Debug, thiserror::Error)]
-pub enum UploadError {
-    /// More bytes than `--max-upload-bytes` (413).
-    #[error("the file is larger than the upload limit of {0} bytes")]
-    TooLarge(u64),
-    /// A byte count other than the declared one (422).
-    #[error("the upload's size does not match the declared byte size")]
-    LengthMismatch,
-    /// An MD5 other than the declared `Content-MD5`/checksum (422).
-    #[error("the upload's checksum does not match")]
-    ChecksumMismatch,
-    /// The key is not one Hearth makes (422).
-    #[error("invalid key")]
-    InvalidKey,
-    /// The request body failed while being read (400).
-    #[error("the upload was interrupted")]
-    Body,
-    /// Writing failed (500).
-    #[error("storage failure: {0}")]
-    Io(#[from] std::io::Error),
-}
+pub use super::service::UploadError;
 
 /// What an upload wrote.
 #[derive(Clone, Debug)]
@@ -178,16 +158,116 @@ impl DiskService {
 
     /// Removes the file of `key` (and its emptied folders); a missing file is no error.
     pub async fn delete(&self, key: &str) {
-        let Some(path) = self.path_for(key) else {
-            return;
-        };
-        let _ = tokio::fs::remove_file(&path).await;
-        let mut dir: Option<&Path> = path.parent();
-        for _ in 0..2 {
-            match dir {
-                Some(d) if tokio::fs::remove_dir(d).await.is_ok() => dir = d.parent(),
-                _ => break,
-            }
+        if let Some(path) = self.path_for(key) {
+            remove_with_empty_folders(&path).await;
         }
+    }
+}
+
+/// Removes the file at `path` of a key and the two key folders above it when that emptied
+/// them (`ab/cd/`); a missing file is no error.
+pub async fn remove_with_empty_folders(path: &Path) {
+    let _ = tokio::fs::remove_file(path).await;
+    let mut dir: Option<&Path> = path.parent();
+    for _ in 0..2 {
+        match dir {
+            Some(d) if tokio::fs::remove_dir(d).await.is_ok() => dir = d.parent(),
+            _ => break,
+        }
+    }
+}
+
+impl super::service::Service for DiskService {
+    fn name(&self) -> &'static str {
+        super::DISK_SERVICE
+    }
+
+    fn adopt<'a>(
+        &'a self,
+        key: &'a str,
+        staged: &'a Path,
+    ) -> BoxFuture<'a, Result<(), UploadError>> {
+        Box::pin(async move {
+            let path = self.path_for(key).ok_or(UploadError::InvalidKey)?;
+            if path != staged {
+                if let Some(dir) = path.parent() {
+                    tokio::fs::create_dir_all(dir).await?;
+                }
+                tokio::fs::rename(staged, &path).await?;
+            }
+            Ok(())
+        })
+    }
+
+    fn write<'a>(
+        &'a self,
+        key: &'a str,
+        bytes: &'a [u8],
+    ) -> BoxFuture<'a, Result<(), UploadError>> {
+        Box::pin(DiskService::write(self, key, bytes))
+    }
+
+    fn read<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Option<Vec<u8>>> {
+        Box::pin(DiskService::read(self, key))
+    }
+
+    fn exists<'a>(&'a self, key: &'a str) -> BoxFuture<'a, bool> {
+        Box::pin(DiskService::exists(self, key))
+    }
+
+    fn delete<'a>(&'a self, key: &'a str) -> BoxFuture<'a, ()> {
+        Box::pin(DiskService::delete(self, key))
+    }
+
+    fn open<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Option<super::Opened>> {
+        Box::pin(async move {
+            let file = tokio::fs::File::open(self.path_for(key)?).await.ok()?;
+            let len = file.metadata().await.ok()?.len();
+            // A disk file never changes under its key (an upload to a taken key is refused).
+            Some(super::Opened {
+                len,
+                etag: format!("\"{key}\""),
+                source: super::Source::Disk(file),
+            })
+        })
+    }
+
+    fn local_copy<'a>(
+        &'a self,
+        key: &'a str,
+        _tmp_dir: &'a Path,
+    ) -> BoxFuture<'a, Option<super::LocalCopy>> {
+        Box::pin(async move {
+            Some(super::LocalCopy {
+                path: self.path_for(key)?,
+                temporary: false,
+            })
+        })
+    }
+
+    fn verify_upload<'a>(
+        &'a self,
+        blob: &'a crate::db::blobs::Blob,
+    ) -> BoxFuture<'a, Option<Vec<u8>>> {
+        // Checked as it was written ([`DiskService::upload`]): read as it is.
+        Box::pin(async move {
+            use tokio::io::AsyncReadExt as _;
+            let mut head = Vec::new();
+            tokio::fs::File::open(self.path_for(&blob.key)?)
+                .await
+                .ok()?
+                .take(HEAD_BYTES as u64)
+                .read_to_end(&mut head)
+                .await
+                .ok()?;
+            Some(head)
+        })
+    }
+
+    fn direct_upload<'a>(
+        &'a self,
+        _blob: &'a crate::db::blobs::Blob,
+    ) -> BoxFuture<'a, std::io::Result<super::service::DirectUpload>> {
+        Box::pin(async { Ok(super::service::DirectUpload::ThroughServer) })
     }
 }

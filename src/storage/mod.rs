@@ -5,6 +5,8 @@
 //!   through a temporary file with their size and MD5 checked before they appear.
 //! - [`identify`]: the content type from the bytes (Marcel's job in Rails), never the client's
 //!   claim, and what may be shown inline.
+//! - [`service`]: the seam, one [`Service`] per `service_name`: the disk service and the S3
+//!   service ([`s3`]) beside it; [`Storage`] picks one per blob.
 //! - [`process`]: width and height, the `thumb` variant (`resize_to_limit: [1200, 800]`),
 //!   square variants for avatars and icons; decode limits against decompression bombs.
 //!
@@ -15,6 +17,9 @@ pub mod disk;
 pub mod identify;
 pub mod process;
 pub mod s3;
+pub mod service;
+
+pub use service::{DirectUpload, Service};
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -46,7 +51,8 @@ pub const UPLOAD_WINDOW: Duration = Duration::from_secs(600);
 pub struct Storage {
     /// `ActiveStorage.verifier`.
     pub verifier: Arc<ActiveStorageVerifier>,
-    /// The disk service.
+    /// The disk service: where uploads are staged and checked before any service takes them,
+    /// and the service of `local` blobs.
     pub disk: disk::DiskService,
     /// `--max-upload-bytes`.
     pub max_upload_bytes: u64,
@@ -56,8 +62,8 @@ pub struct Storage {
     pub processing: tokio::sync::Semaphore,
     /// Who has an avatar, for the message partial of a new post.
     pub avatars: AvatarVersions,
-    /// The S3 service new blobs go to (`--storage s3`); None: the disk service.
-    pub s3: Option<s3::S3Service>,
+    /// The services by name; the first is the one new blobs go to (`--storage`).
+    services: Vec<Arc<dyn Service>>,
 }
 
 /// A file of a blob on the local disk, for decoding: the disk service's own file, or a
@@ -78,7 +84,7 @@ impl Drop for LocalCopy {
 }
 
 impl Storage {
-    /// A storage with the disk service at `root`.
+    /// A storage with the disk service at `root`, the one new blobs go to.
     pub fn new(
         verifier: ActiveStorageVerifier,
         root: std::path::PathBuf,
@@ -86,15 +92,16 @@ impl Storage {
         upload_limit: u32,
     ) -> Self {
         let verifier = Arc::new(verifier);
+        let disk = disk::DiskService::new(root);
         Self {
             verifier,
-            disk: disk::DiskService::new(root),
+            services: vec![Arc::new(disk.clone())],
+            disk,
             max_upload_bytes,
             uploads: Mutex::new(HashMap::new()),
             upload_limit,
             processing: tokio::sync::Semaphore::new(1),
             avatars: AvatarVersions::default(),
-            s3: None,
         }
     }
 
@@ -117,47 +124,51 @@ impl Storage {
             access_key_id: config.s3_access_key_id.clone(),
             secret_access_key: config.s3_secret_access_key.0.clone(),
         })?;
-        Ok(self.with_s3(s3))
+        Ok(self.with_current(Arc::new(s3)))
     }
 
-    /// This storage with new blobs going to `s3`.
+    /// This storage with new blobs going to `service` (the disk service's blobs stay read
+    /// from the disk).
     #[must_use]
-    pub fn with_s3(mut self, s3: s3::S3Service) -> Self {
-        self.s3 = Some(s3);
+    pub fn with_current(mut self, service: Arc<dyn Service>) -> Self {
+        self.services.retain(|s| s.name() != service.name());
+        self.services.insert(0, service);
         self
+    }
+
+    /// The service new blobs go to.
+    pub fn current(&self) -> &dyn Service {
+        &*self.services[0]
+    }
+
+    /// The service of blobs whose `service_name` is `name`. A name no configured service has
+    /// (a row another app wrote, an `amazon` blob on a server without `--storage s3`) is
+    /// looked for on the disk: there it is found, or served as missing.
+    pub fn service(&self, name: &str) -> &dyn Service {
+        match self.services.iter().find(|s| s.name() == name) {
+            Some(s) => &**s,
+            None => &self.disk,
+        }
     }
 
     /// The service new blobs go to: [`s3::S3_SERVICE`] or [`DISK_SERVICE`].
     pub fn service_name(&self) -> &'static str {
-        if self.s3.is_some() {
-            s3::S3_SERVICE
-        } else {
-            DISK_SERVICE
-        }
+        self.current().name()
     }
 
-    fn s3_for(&self, service: &str) -> Option<&s3::S3Service> {
-        self.s3.as_ref().filter(|_| service == s3::S3_SERVICE)
-    }
-
-    /// After [`disk::DiskService::upload`] wrote `key` locally: moves it to S3 when that is
-    /// the service (the local file is removed either way once it is there). Returns the
-    /// blob's service name.
+    /// After [`disk::DiskService::upload`] staged `key` on the disk: the current service
+    /// takes it ([`Service::adopt`], the disk service where it is). Returns the blob's service name.
     ///
     /// # Errors
-    /// The S3 upload failed (the local file is removed, nothing is kept).
+    /// The current service could not take it (nothing is kept).
     pub async fn promote(&self, key: &str) -> Result<&'static str, disk::UploadError> {
-        let Some(s3) = &self.s3 else {
-            return Ok(DISK_SERVICE);
-        };
-        let path = self
+        let staged = self
             .disk
             .path_for(key)
             .ok_or(disk::UploadError::InvalidKey)?;
-        let result = s3.put_file(key, &path).await;
-        self.disk.delete(key).await;
-        result?;
-        Ok(s3::S3_SERVICE)
+        let current = self.current();
+        current.adopt(key, &staged).await?;
+        Ok(current.name())
     }
 
     /// Writes `bytes` as `key` in the current service; returns its name.
@@ -165,123 +176,46 @@ impl Storage {
     /// # Errors
     /// Writing failed.
     pub async fn write(&self, key: &str, bytes: &[u8]) -> Result<&'static str, disk::UploadError> {
-        match &self.s3 {
-            Some(s3) => {
-                s3.put(key, bytes.to_vec())
-                    .await
-                    .map_err(std::io::Error::other)?;
-                Ok(s3::S3_SERVICE)
-            }
-            None => {
-                self.disk.write(key, bytes).await?;
-                Ok(DISK_SERVICE)
-            }
-        }
+        let current = self.current();
+        current.write(key, bytes).await?;
+        Ok(current.name())
     }
 
     /// The whole file of `key` in `service` (small files: variants).
     pub async fn read(&self, service: &str, key: &str) -> Option<Vec<u8>> {
-        match self.s3_for(service) {
-            Some(s3) => s3.get(key).await,
-            None => self.disk.read(key).await,
-        }
+        self.service(service).read(key).await
     }
 
     /// Whether `blob`'s bytes are there.
     pub async fn exists(&self, blob: &Blob) -> bool {
-        match self.s3_for(&blob.service_name) {
-            Some(s3) => s3.head(&blob.key).await.is_some(),
-            None => self.disk.exists(&blob.key).await,
-        }
+        self.service(&blob.service_name).exists(&blob.key).await
     }
 
     /// Removes the file of `key` in `service`.
     pub async fn delete(&self, service: &str, key: &str) {
-        match self.s3_for(service) {
-            Some(s3) => s3.delete(key).await,
-            None => self.disk.delete(key).await,
-        }
+        self.service(service).delete(key).await
     }
 
     /// The file of `key` in `service`, opened for serving: its length and entity tag, read
     /// before any byte (None when it is missing or the service failed).
     pub async fn open(&self, service: &str, key: &str) -> Option<Opened> {
-        if let Some(s3) = self.s3_for(service) {
-            let head = s3.head(key).await?;
-            let e_tag = head.e_tag.map(|t| format!("\"{t}\""));
-            return Some(Opened {
-                len: head.size,
-                etag: e_tag.clone().unwrap_or_else(|| format!("\"{key}\"")),
-                source: Source::S3 {
-                    s3: s3.clone(),
-                    key: key.to_owned(),
-                    e_tag,
-                },
-            });
-        }
-        let file = tokio::fs::File::open(self.disk.path_for(key)?).await.ok()?;
-        let len = file.metadata().await.ok()?.len();
-        // A disk file never changes under its key (an upload to a taken key is refused).
-        Some(Opened {
-            len,
-            etag: format!("\"{key}\""),
-            source: Source::Disk(file),
-        })
+        self.service(service).open(key).await
     }
 
     /// A local file with `blob`'s bytes, for decoding.
     pub async fn local_copy(&self, blob: &Blob) -> Option<LocalCopy> {
-        let Some(s3) = self.s3_for(&blob.service_name) else {
-            return Some(LocalCopy {
-                path: self.disk.path_for(&blob.key)?,
-                temporary: false,
-            });
-        };
-        let dir = self.disk.tmp_dir();
-        tokio::fs::create_dir_all(&dir).await.ok()?;
-        let copy = LocalCopy {
-            path: dir.join(format!("{}.{}", blob.key, uuid::Uuid::new_v4().simple())),
-            temporary: true,
-        };
-        s3.download_to(&blob.key, &copy.path).await.then_some(copy)
+        let tmp_dir = self.disk.tmp_dir();
+        self.service(&blob.service_name)
+            .local_copy(&blob.key, &tmp_dir)
+            .await
     }
 
-    /// Checks a direct upload to S3 against its record: the object's size must be the blob's
-    /// `byte_size` and its `ETag` the MD5 of its `checksum`. Returns the object's first
-    /// [`disk::HEAD_BYTES`] bytes (to identify its type), or None, deleting the object, when it
-    /// does not match or is missing. A disk blob (checked as it was written) is read as is.
+    /// Checks a direct upload against its record ([`Service::verify_upload`]): its first
+    /// [`disk::HEAD_BYTES`] bytes, or None (the file deleted) when it does not match.
     pub async fn verify_upload(&self, blob: &Blob) -> Option<Vec<u8>> {
-        let Some(s3) = self.s3_for(&blob.service_name) else {
-            let path = self.disk.path_for(&blob.key)?;
-            let mut head = Vec::new();
-            use tokio::io::AsyncReadExt as _;
-            tokio::fs::File::open(path)
-                .await
-                .ok()?
-                .take(disk::HEAD_BYTES as u64)
-                .read_to_end(&mut head)
-                .await
-                .ok()?;
-            return Some(head);
-        };
-        let head = s3.head(&blob.key).await?;
-        let md5_hex = blob.checksum.as_deref().and_then(|c| {
-            base64::Engine::decode(&base64::engine::general_purpose::STANDARD, c)
-                .ok()
-                .map(hex::encode)
-        });
-        let size_ok = i64::try_from(head.size).ok() == Some(blob.byte_size);
-        let md5_ok = md5_hex.is_some() && head.e_tag.as_deref() == md5_hex.as_deref();
-        if !(size_ok && md5_ok) {
-            tracing::info!(
-                blob_id = blob.id,
-                "a direct upload does not match its record: deleted"
-            );
-            s3.delete(&blob.key).await;
-            return None;
-        }
-        s3.get_head(&blob.key, disk::HEAD_BYTES as u64).await
+        self.service(&blob.service_name).verify_upload(blob).await
     }
+
     /// Counts an upload by `user_id`; false (not counted) past `--upload-rate-limit` uploads
     /// in [`UPLOAD_WINDOW`].
     pub fn allow_upload(&self, user_id: i64, now: Instant) -> bool {

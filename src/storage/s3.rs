@@ -17,6 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use futures_util::future::BoxFuture;
 use futures_util::stream::BoxStream;
 use futures_util::StreamExt;
 use object_store::aws::{AmazonS3, AmazonS3Builder};
@@ -24,6 +25,10 @@ use object_store::path::Path;
 use object_store::signer::Signer;
 use object_store::{GetOptions, GetRange, ObjectStore, PutPayload, WriteMultipart};
 use tokio::io::AsyncReadExt;
+
+use super::disk::{UploadError, HEAD_BYTES};
+use super::service::DirectUpload;
+use crate::db::blobs::Blob;
 
 /// The service name of S3 blobs in `active_storage_blobs.service_name` (Rails' `amazon`).
 pub const S3_SERVICE: &str = "amazon";
@@ -236,5 +241,120 @@ impl S3Service {
                 tracing::warn!(key, error = %e, "deleting an object failed");
             }
         }
+    }
+}
+
+impl super::service::Service for S3Service {
+    fn name(&self) -> &'static str {
+        S3_SERVICE
+    }
+
+    fn adopt<'a>(
+        &'a self,
+        key: &'a str,
+        staged: &'a FsPath,
+    ) -> BoxFuture<'a, Result<(), UploadError>> {
+        Box::pin(async move {
+            let result = self.put_file(key, staged).await;
+            super::disk::remove_with_empty_folders(staged).await;
+            Ok(result?)
+        })
+    }
+
+    fn write<'a>(
+        &'a self,
+        key: &'a str,
+        bytes: &'a [u8],
+    ) -> BoxFuture<'a, Result<(), UploadError>> {
+        Box::pin(async move {
+            self.put(key, bytes.to_vec())
+                .await
+                .map_err(std::io::Error::other)?;
+            Ok(())
+        })
+    }
+
+    fn read<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Option<Vec<u8>>> {
+        Box::pin(self.get(key))
+    }
+
+    fn exists<'a>(&'a self, key: &'a str) -> BoxFuture<'a, bool> {
+        Box::pin(async move { self.head(key).await.is_some() })
+    }
+
+    fn delete<'a>(&'a self, key: &'a str) -> BoxFuture<'a, ()> {
+        Box::pin(S3Service::delete(self, key))
+    }
+
+    fn open<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Option<super::Opened>> {
+        Box::pin(async move {
+            let head = self.head(key).await?;
+            let e_tag = head.e_tag.map(|t| format!("\"{t}\""));
+            Some(super::Opened {
+                len: head.size,
+                etag: e_tag.clone().unwrap_or_else(|| format!("\"{key}\"")),
+                source: super::Source::S3 {
+                    s3: self.clone(),
+                    key: key.to_owned(),
+                    e_tag,
+                },
+            })
+        })
+    }
+
+    fn local_copy<'a>(
+        &'a self,
+        key: &'a str,
+        tmp_dir: &'a FsPath,
+    ) -> BoxFuture<'a, Option<super::LocalCopy>> {
+        Box::pin(async move {
+            tokio::fs::create_dir_all(tmp_dir).await.ok()?;
+            let copy = super::LocalCopy {
+                path: tmp_dir.join(format!("{key}.{}", uuid::Uuid::new_v4().simple())),
+                temporary: true,
+            };
+            self.download_to(key, &copy.path).await.then_some(copy)
+        })
+    }
+
+    fn verify_upload<'a>(&'a self, blob: &'a Blob) -> BoxFuture<'a, Option<Vec<u8>>> {
+        // The browser sent the bytes to the bucket: its size must be the blob's `byte_size`
+        // and its `ETag` (a single `PUT`'s MD5, in hex) the blob's `checksum`.
+        Box::pin(async move {
+            let head = self.head(&blob.key).await?;
+            let md5_hex = blob.checksum.as_deref().and_then(|c| {
+                base64::Engine::decode(&base64::engine::general_purpose::STANDARD, c)
+                    .ok()
+                    .map(hex::encode)
+            });
+            let size_ok = i64::try_from(head.size).ok() == Some(blob.byte_size);
+            let md5_ok = md5_hex.is_some() && head.e_tag.as_deref() == md5_hex.as_deref();
+            if !(size_ok && md5_ok) {
+                tracing::info!(
+                    blob_id = blob.id,
+                    "a direct upload does not match its record: deleted"
+                );
+                S3Service::delete(self, &blob.key).await;
+                return None;
+            }
+            self.get_head(&blob.key, HEAD_BYTES as u64).await
+        })
+    }
+
+    fn direct_upload<'a>(&'a self, blob: &'a Blob) -> BoxFuture<'a, std::io::Result<DirectUpload>> {
+        // Rails' `S3Service#url_for_direct_upload`: a presigned PUT straight to the bucket,
+        // with the checksum the bucket checks the body against.
+        Box::pin(async move {
+            let url = self
+                .presigned_put(&blob.key, super::URL_EXPIRES_IN)
+                .await
+                .map_err(std::io::Error::other)?;
+            let headers = blob
+                .checksum
+                .iter()
+                .map(|c| ("Content-MD5", c.clone()))
+                .collect();
+            Ok(DirectUpload::Presigned { url, headers })
+        })
     }
 }

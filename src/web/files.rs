@@ -37,7 +37,7 @@ use crate::db::{messages, rooms};
 use crate::rails::marshal::Value;
 use crate::state::{AppState, SharedState};
 use crate::storage::disk::UploadError;
-use crate::storage::{self, identify, process};
+use crate::storage::{self, identify, process, DirectUpload};
 
 /// The metadata key naming the user who uploaded a blob (Hearth's; Rails ignores it).
 pub use crate::db::blobs::UPLOADER_KEY;
@@ -174,16 +174,18 @@ pub async fn create_direct_upload(
     if let Some(t) = &blob.content_type {
         headers.insert("Content-Type".into(), t.clone().into());
     }
-    let url = match &state.storage.s3 {
-        // Rails' `S3Service#url_for_direct_upload`: a presigned PUT straight to the bucket,
-        // with the checksum the bucket checks the body against.
-        Some(s3) => {
-            headers.insert("Content-MD5".into(), b.checksum.clone().into());
-            s3.presigned_put(&blob.key, storage::URL_EXPIRES_IN)
-                .await
-                .map_err(|e| AppError::Internal(e.into()))?
+    let direct = state.storage.current().direct_upload(&blob).await;
+    let url = match direct.map_err(|e| AppError::Internal(e.into()))? {
+        DirectUpload::Presigned {
+            url,
+            headers: extra,
+        } => {
+            for (name, value) in extra {
+                headers.insert(name.into(), value.into());
+            }
+            url
         }
-        None => state.storage.direct_upload_url(&blob, now_ms()),
+        DirectUpload::ThroughServer => state.storage.direct_upload_url(&blob, now_ms()),
     };
     json["direct_upload"] = serde_json::json!({
         "url": url,

@@ -127,8 +127,9 @@ async fn put_to(moto: &Moto, url: &str, headers: &[(&str, &str)], bytes: &[u8]) 
 
 /// The object `key` as the bucket holds it, read with a signed request: (200, bytes) or (404, []).
 async fn object(server: &TestServer, key: &str) -> (u16, Vec<u8>) {
-    let s3 = server.state.storage.s3.as_ref().expect("the S3 service");
-    match s3.get(key).await {
+    let storage = &server.state.storage;
+    assert_eq!(storage.service_name(), "amazon", "the S3 service");
+    match storage.service("amazon").read(key).await {
         Some(bytes) => (200, bytes),
         None => (404, Vec::new()),
     }
