@@ -66,7 +66,7 @@ pub struct Boost {
     pub content: String,
 }
 
-/// A message row as [`select!`] reads it (and a search of messages), before its boosts and
+/// A message row as `select!` reads it (and a search of messages), before its boosts and
 /// files are added.
 #[derive(sqlx::FromRow)]
 pub(super) struct Row {

@@ -20,7 +20,7 @@
 //! - **The frame bound** is `max_frames` queued in ring and overflow together. **Bytes** are
 //!   accounted in an `AtomicUsize`: a producer adds the frame's length before pushing, the
 //!   writer subtracts it once the frame is completely written. Exceeding either bound cuts the
-//!   connection off as too slow (see [`Outbox::push_shared`]). Only frames longer than
+//!   connection off as too slow (see [`Outbox::push_shared_by`]). Only frames longer than
 //!   `max_bytes / max_frames` (32 KiB with the defaults) are accounted: shorter ones cannot
 //!   reach `max_bytes` within `max_frames` anyway, and skipping the atomic add saves one of the
 //!   atomic read-modify-writes a push would otherwise cost. An outbox therefore holds at most
@@ -126,7 +126,7 @@ impl WakeList {
 }
 
 /// Runs `f`, holding back the writer wake-ups of the pushes it makes on this thread
-/// ([`Outbox::push_shared`]) until it returns (or unwinds): then each writer thread gets the
+/// ([`Outbox::push_shared_by`]) until it returns (or unwinds): then each writer thread gets the
 /// outboxes the pass armed as one [`WakeList::push_all`] (outboxes without a sweeper: one
 /// `notify_one` each). A pass that queues several frames per connection (a message and its
 /// unread notice) thus lets each connection's drain find them all and write them in one
@@ -193,7 +193,7 @@ impl State {
     }
 }
 
-/// The result of one [`Outbox::push_shared`].
+/// The result of one [`Outbox::push_shared_by`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Push {
     /// The frame was queued; the outbox now accounts `bytes` bytes. (The depth in frames is
@@ -330,7 +330,7 @@ impl Outbox {
             .get_or_init(|| ArrayQueue::new(RING_SLOTS.min(self.limits.max_frames)))
     }
 
-    /// [`Outbox::push_shared`] without deferral, for an outbox not held in an `Arc` (tests).
+    /// [`Outbox::push_shared_by`] without deferral, for an outbox not held in an `Arc` (tests).
     #[cfg(test)]
     pub(crate) fn push(&self, frame: &Bytes) -> Push {
         let (push, wake) = self.enqueue(frame, 1);
@@ -340,19 +340,19 @@ impl Outbox {
         push
     }
 
-    /// Queues `frame` (a refcount clone) and wakes the writer if this is the first push of a
-    /// drain epoch — inside [`defer_wakes`], at the end of the pass. Never blocks on the socket
-    /// (a backed-up connection's push takes the overflow mutex, held for a deque push). Passing
-    /// `max_frames` or `max_bytes` cuts the connection off: the frame is not queued, the state
-    /// becomes [`State::TooSlow`] and the writer is told.
+    /// [`Outbox::push_shared_by`] of a frame given to this connection alone (tests).
     #[cfg(test)]
     pub(crate) fn push_shared(self: &Arc<Self>, frame: &Bytes) -> Push {
         self.push_shared_by(frame, 1)
     }
 
-    /// [`Outbox::push_shared`] of a frame that `share` connections are given (a broadcast
-    /// group's members): what it charges the byte budgets is its share of the frame's memory,
-    /// `len / share` (`budget.rs`).
+    /// Queues `frame` (a refcount clone) and wakes the writer if this is the first push of a
+    /// drain epoch — inside [`defer_wakes`], at the end of the pass. Never blocks on the socket
+    /// (a backed-up connection's push takes the overflow mutex, held for a deque push). Passing
+    /// `max_frames` or `max_bytes` cuts the connection off: the frame is not queued, the state
+    /// becomes [`State::TooSlow`] and the writer is told. `share` is how many connections are
+    /// given the frame (a broadcast group's members): what it charges the byte budgets is its
+    /// share of the frame's memory, `len / share` (`budget.rs`).
     #[inline]
     pub(crate) fn push_shared_by(self: &Arc<Self>, frame: &Bytes, share: usize) -> Push {
         let share = share.max(1);
@@ -363,7 +363,7 @@ impl Outbox {
         push
     }
 
-    /// [`Outbox::push_shared`] that leaves the writer asleep: the frame is queued as usual,
+    /// [`Outbox::push_shared_by`] that leaves the writer asleep: the frame is queued as usual,
     /// but a wake-up this push owes (it armed the writer) is returned instead of made. The
     /// caller must then call [`Outbox::wake`] before it waits for anything: until then the
     /// writer sees neither this frame nor any frame pushed after it (those pushes find the

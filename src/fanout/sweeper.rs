@@ -3,7 +3,7 @@
 //! A pass that reaches a thousand connections used to wake a thousand writer tasks, each
 //! scheduled, polled and re-registered on its `Notify` around one `writev`. The sweeper
 //! takes the pass's wake-ups as one list ([`WakeList`]) and walks it: for each outbox it finds
-//! the connection's [`Slot`] on this thread and drains it inline with one vectored write, so
+//! the connection's [`Slot`](super::writer::Slot) on this thread and drains it inline with one vectored write, so
 //! the per-connection cost is a hash lookup and the syscall. A connection with more queued
 //! than one write takes goes to the back of the round (every connection gets its first bytes
 //! before any gets its second write). Only the exceptions go to the connection's own task:

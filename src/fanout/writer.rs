@@ -8,7 +8,7 @@
 //! wake-up itself. Either way one drain does this:
 //!
 //! 1. **Batch**: pop up to [`MAX_WRITE_SLICES`] frames, and past the first at most
-//!    [`MAX_BATCH_BYTES`](super::MAX_BATCH_BYTES) bytes, into a retained `VecDeque` (no
+//!    [`MAX_BATCH_BYTES`] bytes, into a retained `VecDeque` (no
 //!    allocation once it has grown to what the connection needs; freed together with the
 //!    outbox's overflow once the connection has been idle for `queue::SHRINK_AFTER`).
 //! 2. **Vectored write**: one `try_write_vectored` with one `IoSlice` per frame, pointing
