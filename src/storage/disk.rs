@@ -204,19 +204,19 @@ impl super::service::Service for DiskService {
         key: &'a str,
         bytes: &'a [u8],
     ) -> BoxFuture<'a, Result<(), UploadError>> {
-        Box::pin(DiskService::write(self, key, bytes))
+        Box::pin(Self::write(self, key, bytes))
     }
 
     fn read<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Option<Vec<u8>>> {
-        Box::pin(DiskService::read(self, key))
+        Box::pin(Self::read(self, key))
     }
 
     fn exists<'a>(&'a self, key: &'a str) -> BoxFuture<'a, bool> {
-        Box::pin(DiskService::exists(self, key))
+        Box::pin(Self::exists(self, key))
     }
 
     fn delete<'a>(&'a self, key: &'a str) -> BoxFuture<'a, ()> {
-        Box::pin(DiskService::delete(self, key))
+        Box::pin(Self::delete(self, key))
     }
 
     fn open<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Option<super::Opened>> {

@@ -283,7 +283,7 @@ impl super::service::Service for S3Service {
     }
 
     fn delete<'a>(&'a self, key: &'a str) -> BoxFuture<'a, ()> {
-        Box::pin(S3Service::delete(self, key))
+        Box::pin(Self::delete(self, key))
     }
 
     fn open<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Option<super::Opened>> {
@@ -334,7 +334,7 @@ impl super::service::Service for S3Service {
                     blob_id = blob.id,
                     "a direct upload does not match its record: deleted"
                 );
-                S3Service::delete(self, &blob.key).await;
+                Self::delete(self, &blob.key).await;
                 return None;
             }
             self.get_head(&blob.key, HEAD_BYTES as u64).await
