@@ -493,6 +493,11 @@ pub struct Config {
     #[arg(long, env = "HEARTH_WEBHOOK_CA_FILE")]
     pub webhook_ca_file: Option<PathBuf>,
 
+    /// Single sign-on with OpenID Connect: `--oidc-issuer`, `--oidc-client-id`,
+    /// `--oidc-client-secret` (docs/sso.md).
+    #[command(flatten)]
+    pub oidc: crate::oidc::OidcFlags,
+
     /// Link previews (`POST /unfurl_link`): a URL pasted into the composer is fetched by the
     /// server for its Open Graph title, description and image, shown as a card under the
     /// message. `off` turns the route off (it answers 404) and the composer inserts no card.
