@@ -132,12 +132,10 @@ pub async fn find_or_create(
                            users.status, users.bot_token FROM users";
     let email = email.trim().to_lowercase();
     let mut tx = super::Write::begin(pool, Access::Changed).await?;
-    let linked: Option<UserRowWith<Option<String>>> = sqlx::query_as(sqlx::AssertSqlSafe(
-        format!(
-            "{COLUMNS} JOIN sso_identities ON sso_identities.user_id = users.id \
+    let linked: Option<UserRowWith<Option<String>>> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "{COLUMNS} JOIN sso_identities ON sso_identities.user_id = users.id \
              WHERE sso_identities.issuer = ? AND sso_identities.subject = ?"
-        ),
-    ))
+    )))
     .bind(issuer)
     .bind(subject)
     .fetch_optional(&mut *tx)
@@ -209,7 +207,10 @@ mod tests {
             vec!["example.com", "corp.example.org"]
         );
         assert_eq!(parse_domains("").unwrap(), Vec::<String>::new());
-        assert_eq!(parse_domains("example.com, not a domain!").unwrap_err(), "not");
+        assert_eq!(
+            parse_domains("example.com, not a domain!").unwrap_err(),
+            "not"
+        );
         assert!(parse_domains("localhost").is_err());
         assert!(parse_domains("exa_mple.com").is_err());
         let settings = Settings {

@@ -3,7 +3,8 @@
 //! other HTTP stack.
 //!
 //! Each request gets [`TIMEOUT`] in all and at most [`MAX_BODY_BYTES`] of answer; redirects
-//! are not followed (the token endpoint must answer itself, RFC 6749 §3.2). Plain `http` is
+//! are not followed (the token endpoint must answer itself, RFC 6749 §3.2), and no connection
+//! is kept idle between requests. Plain `http` is
 //! refused unless the host is a loopback address or `localhost` ([`is_allowed_url`]).
 
 use std::future::Future;
@@ -77,16 +78,21 @@ impl HttpClient {
             .https_or_http()
             .enable_http1()
             .build();
-        Self {
-            client: Client::builder(TokioExecutor::new()).build(https),
-        }
+        // No idle connections kept: sign-ins are far apart, and a connection the provider
+        // closed while idle (Node's keep-alive is 5 s) would fail the next request on it.
+        let client = Client::builder(TokioExecutor::new())
+            .pool_max_idle_per_host(0)
+            .build(https);
+        Self { client }
     }
 
     async fn send(&self, request: HttpRequest) -> Result<HttpResponse, HttpError> {
         let target = url::Url::parse(&request.uri().to_string())
             .map_err(|e| HttpError::Request(e.to_string()))?;
         if !is_allowed_url(&target) {
-            return Err(HttpError::PlainHttp(target.host_str().unwrap_or("").to_owned()));
+            return Err(HttpError::PlainHttp(
+                target.host_str().unwrap_or("").to_owned(),
+            ));
         }
         let (parts, body) = request.into_parts();
         let request = http::Request::from_parts(parts, Full::new(Bytes::from(body)));

@@ -64,9 +64,16 @@ pub enum SsoError {
     /// verifier).
     #[error("the provider refused the sign-in code: {0}")]
     CodeRefused(String),
-    /// The ID token did not check out: signature, issuer, audience, expiry or nonce.
+    /// The ID token did not check out: signature, issuer, audience or expiry.
     #[error("the ID token was refused: {0}")]
     IdToken(String),
+    /// The ID token's `nonce` is not the one this sign-in sent.
+    #[error("the ID token's nonce is not this sign-in's: {0}")]
+    Nonce(String),
+    /// The ID token is signed by a key the provider's JWKS does not hold, even fetched again
+    /// (a retired key, or another issuer's).
+    #[error("the ID token is signed by a key the provider does not publish")]
+    UnknownKey,
 }
 
 /// Who signed in, as the provider vouches.
@@ -281,19 +288,24 @@ impl Provider {
                         subject: claims.subject().to_string(),
                         email: claims.email().map(|e| e.to_lowercase()),
                         email_verified: claims.email_verified().unwrap_or(false),
-                        name: claims.name().and_then(|n| n.get(None)).map(|n| n.to_string()),
+                        name: claims
+                            .name()
+                            .and_then(|n| n.get(None))
+                            .map(|n| n.to_string()),
                     });
                     break;
                 }
                 Err(ClaimsVerificationError::SignatureVerification(
                     SignatureVerificationError::NoMatchingKey,
                 )) if attempt == 0 => self.refetch_keys(&metadata, keys.1).await?,
+                Err(ClaimsVerificationError::SignatureVerification(
+                    SignatureVerificationError::NoMatchingKey,
+                )) => return Err(SsoError::UnknownKey),
+                Err(ClaimsVerificationError::InvalidNonce(e)) => return Err(SsoError::Nonce(e)),
                 Err(e) => return Err(SsoError::IdToken(e.to_string())),
             }
         }
-        let mut identity = identity.ok_or_else(|| {
-            SsoError::IdToken("signed by a key the provider does not publish".into())
-        })?;
+        let mut identity = identity.ok_or(SsoError::UnknownKey)?;
         if identity.email.is_none() {
             self.user_info(&client, tokens.access_token().clone(), &mut identity)
                 .await?;
@@ -377,7 +389,10 @@ impl Provider {
         identity.email = claims.email().map(|e| e.to_lowercase());
         identity.email_verified = claims.email_verified().unwrap_or(false);
         if identity.name.is_none() {
-            identity.name = claims.name().and_then(|n| n.get(None)).map(|n| n.to_string());
+            identity.name = claims
+                .name()
+                .and_then(|n| n.get(None))
+                .map(|n| n.to_string());
         }
         Ok(())
     }

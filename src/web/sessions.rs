@@ -131,7 +131,13 @@ pub async fn create(
         let alert = "Try another email address or password.";
         let sso = super::sso::button_label(&state.pool, &state.sso).await?;
         let status = StatusCode::UNAUTHORIZED;
-        return Ok(sign_in_page(&ctx, sso.as_deref(), status, Some(alert), &email));
+        return Ok(sign_in_page(
+            &ctx,
+            sso.as_deref(),
+            status,
+            Some(alert),
+            &email,
+        ));
     };
     if super::sso::refuses_password(&state.pool, &state.sso, &user).await? {
         tracing::info!(ip = %ctx.ip, user_id = user.id, "password sign-in refused: single sign-on only");
@@ -141,7 +147,13 @@ pub async fn create(
             sso.as_deref().unwrap_or("single sign-on")
         );
         let status = StatusCode::FORBIDDEN;
-        return Ok(sign_in_page(&ctx, sso.as_deref(), status, Some(&alert), &email));
+        return Ok(sign_in_page(
+            &ctx,
+            sso.as_deref(),
+            status,
+            Some(&alert),
+            &email,
+        ));
     }
     start_session(&state, &ctx, &headers, user.id).await
 }

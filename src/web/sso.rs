@@ -111,7 +111,9 @@ pub async fn refuses_password(
     if sso.provider().is_none() || user.role == crate::db::Role::Administrator {
         return Ok(false);
     }
-    Ok(store::settings(pool).await?.passwords_for_administrators_only)
+    Ok(store::settings(pool)
+        .await?
+        .passwords_for_administrators_only)
 }
 
 /// The site's origin as the browser sees it, followed by [`CALLBACK_PATH`].
@@ -251,7 +253,11 @@ async fn checked_identity(
     if !bool::from(given.as_bytes().ct_eq(expected.as_bytes())) {
         return Err(Refusal::StateMismatch);
     }
-    if params.iss.as_deref().is_some_and(|iss| iss != provider.issuer()) {
+    if params
+        .iss
+        .as_deref()
+        .is_some_and(|iss| iss != provider.issuer())
+    {
         return Err(Refusal::StateMismatch);
     }
     let code = params.code.as_deref().ok_or(Refusal::StateMismatch)?;
@@ -276,8 +282,12 @@ pub enum Refusal {
     ProviderDown,
     /// The token endpoint refused the code.
     CodeRefused,
-    /// The ID token did not check out (signature, key, issuer, audience, expiry, nonce).
+    /// The ID token did not check out (signature, issuer, audience, expiry).
     TokenRefused,
+    /// The ID token's `nonce` is not this sign-in's.
+    NonceMismatch,
+    /// The ID token is signed by a key the provider does not publish (a retired one).
+    UnknownKey,
     /// No e-mail address, or one the provider has not verified.
     Unverified,
     /// The address is outside the allowed domains.
@@ -298,6 +308,8 @@ impl From<SsoError> for Refusal {
             SsoError::Provider(_) => Self::ProviderDown,
             SsoError::CodeRefused(_) => Self::CodeRefused,
             SsoError::IdToken(_) => Self::TokenRefused,
+            SsoError::Nonce(_) => Self::NonceMismatch,
+            SsoError::UnknownKey => Self::UnknownKey,
         }
     }
 }
@@ -355,7 +367,19 @@ impl Refusal {
                 "token",
                 StatusCode::BAD_REQUEST,
                 "This sign-in couldn't be verified",
-                format!("The identity {provider} sent did not pass Hearth's checks (its signature, key or nonce). {again}"),
+                format!("The identity {provider} sent did not pass Hearth's checks (its signature, issuer, audience or expiry). {again}"),
+            ),
+            Self::NonceMismatch => (
+                "nonce",
+                StatusCode::BAD_REQUEST,
+                "This sign-in couldn't be verified",
+                format!("The identity {provider} sent was made for another sign-in (its nonce differs). {again}"),
+            ),
+            Self::UnknownKey => (
+                "key",
+                StatusCode::BAD_REQUEST,
+                "This sign-in couldn't be verified",
+                format!("The identity {provider} sent is signed with a key {provider} no longer publishes. {again}"),
             ),
             Self::Unverified => (
                 "unverified",

@@ -88,6 +88,7 @@ mod security;
 mod seed;
 mod small_ones;
 mod sounds;
+mod sso;
 mod stress;
 mod transfer_round_trip;
 mod web;

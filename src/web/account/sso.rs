@@ -73,7 +73,9 @@ pub async fn update(
     }
     let allowed_domains = store::parse_domains(ctx.form.get("sso[allowed_domains]").unwrap_or(""))
         .map_err(|bad| {
-            AppError::Unprocessable(format!("sso[allowed_domains]: {bad:?} is not a domain name"))
+            AppError::Unprocessable(format!(
+                "sso[allowed_domains]: {bad:?} is not a domain name"
+            ))
         })?;
     let key = "sso[passwords_for_administrators_only]";
     let passwords = match ctx.form.get_all(key).last() {
@@ -96,8 +98,5 @@ pub async fn update(
 
 /// The route of the settings.
 pub fn routes() -> axum::Router<crate::state::SharedState> {
-    axum::Router::new().route(
-        "/account/sso",
-        axum::routing::patch(update).put(update),
-    )
+    axum::Router::new().route("/account/sso", axum::routing::patch(update).put(update))
 }
