@@ -1,7 +1,8 @@
 // A real OpenID Connect provider for Hearth's single sign-on tests: npm's `oidc-provider` (an
 // OpenID-certified implementation) on loopback, plain http, with one confidential client for
-// Hearth, its development login form (any login, any password; the login is the person's
-// e-mail address) and consent given once and for all.
+// Hearth, a small login form of its own (any password; the login is the person's e-mail
+// address; no outside fonts or scripts, unlike the provider's development form) and consent
+// given once and for all.
 //
 //   node oidc_provider.mjs --port PORT --redirect URI[,URI…] --keys FILE [--sign KID] [--publish KID,KID…]
 //
@@ -37,6 +38,38 @@ function keys(file, kids) {
 /** The public half of a private RSA JWK. */
 const publicJwk = ({ kty, n, e, kid, alg, use }) => ({ kty, n, e, kid, alg, use })
 
+/** The login form of interaction `uid`: an e-mail address and any password. */
+const loginPage = (uid) => `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
+<title>Acme ID: sign in</title></head>
+<body style="font-family: sans-serif; max-width: 22rem; margin: 10vh auto">
+<h1>Acme ID</h1>
+<form method="post" action="/interaction/${uid}/login" style="display: grid; gap: .75rem">
+<label>E-mail address <input name="login" type="email" required autofocus></label>
+<label>Password <input name="password" type="password" required></label>
+<button type="submit">Sign in</button>
+</form></body></html>`
+
+/** GET: the login form; POST …/login: the interaction finished as the login typed. */
+async function interaction(provider, req, res, uid, submit) {
+  try {
+    const details = await provider.interactionDetails(req, res)
+    if (details.uid !== uid) throw new Error("not this browser's interaction")
+    if (!submit) {
+      res.writeHead(200, { "content-type": "text/html; charset=utf-8", "cache-control": "no-store" })
+      res.end(loginPage(uid))
+      return
+    }
+    let body = ""
+    for await (const chunk of req) body += chunk
+    const accountId = new URLSearchParams(body).get("login")
+    await provider.interactionFinished(req, res, { login: { accountId } }, { mergeWithLastSubmission: false })
+  } catch (error) {
+    res.writeHead(400, { "content-type": "text/plain" })
+    res.end(String(error?.message ?? error))
+  }
+}
+
 /** Starts the provider; resolves to `{ issuer, close }`. */
 export async function startProvider({ port, redirectUris, keyFile, sign = "k1", publish = [sign] }) {
   const all = keys(keyFile, [sign, ...publish])
@@ -55,7 +88,8 @@ export async function startProvider({ port, redirectUris, keyFile, sign = "k1", 
     jwks: { keys: [all[sign]] },
     claims: { openid: ["sub"], email: ["email", "email_verified"], profile: ["name"] },
     scopes: ["openid", "email", "profile"],
-    features: { devInteractions: { enabled: true } },
+    features: { devInteractions: { enabled: false } },
+    interactions: { url: (_ctx, interaction) => `/interaction/${interaction.uid}` },
     pkce: { required: () => true },
     cookies: { keys: ["oidc-provider-test-cookie-key"] },
     async findAccount(_ctx, id) {
@@ -80,6 +114,11 @@ export async function startProvider({ port, redirectUris, keyFile, sign = "k1", 
   const published = JSON.stringify({ keys: publish.map((kid) => publicJwk(all[kid])) })
   const handle = provider.callback()
   const server = createServer((req, res) => {
+    const login = req.url.match(/^\/interaction\/([\w-]+)(\/login)?$/)
+    if (login) {
+      interaction(provider, req, res, login[1], Boolean(login[2]))
+      return
+    }
     if (req.method === "GET" && req.url === "/jwks") {
       res.writeHead(200, { "content-type": "application/jwk-set+json" })
       res.end(published)
