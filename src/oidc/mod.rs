@@ -33,26 +33,7 @@ use openidconnect::{
 use parking_lot::RwLock;
 
 use self::http::HttpClient;
-use crate::config::Redacted;
-
-/// The single sign-on settings that are given at start (the secret among them); the others
-/// (the provider's name, allowed domains, passwords) are the account's (`db::sso`).
-#[derive(clap::Args, Clone, Debug, Default)]
-pub struct OidcFlags {
-    /// The OpenID Connect provider's issuer URL (`https://…`; plain `http` only for a loopback
-    /// issuer). Single sign-on is on when this and `--oidc-client-id` are set.
-    #[arg(long, env = "HEARTH_OIDC_ISSUER")]
-    pub oidc_issuer: Option<String>,
-
-    /// The client id Hearth is registered with at the provider.
-    #[arg(long, env = "HEARTH_OIDC_CLIENT_ID")]
-    pub oidc_client_id: Option<String>,
-
-    /// The client secret (sent with HTTP Basic authentication to the token endpoint); without
-    /// it Hearth is a public client and PKCE alone binds the code.
-    #[arg(long, env = "HEARTH_OIDC_CLIENT_SECRET", hide_env_values = true)]
-    pub oidc_client_secret: Option<Redacted<String>>,
-}
+use crate::config::OidcFlags;
 
 /// Why a single sign-on failed.
 #[derive(Debug, thiserror::Error)]

@@ -75,6 +75,7 @@ pub mod rooms;
 pub mod searches;
 pub mod sessions;
 pub mod sidebar_history;
+pub mod sign_in_options;
 pub mod sso;
 pub mod transfers;
 pub mod translations;

@@ -66,7 +66,7 @@ pub async fn new(
     if crate::db::accounts::needs_first_run(&state.pool).await? {
         return Ok(respond::found("/first_run"));
     }
-    let sso = super::sso::button_label(&state.pool, &state.sso).await?;
+    let sso = super::sign_in_options::button_label(&state.pool, &state.sso).await?;
     Ok(sign_in_page(&ctx, sso.as_deref(), StatusCode::OK, None, ""))
 }
 
@@ -104,7 +104,7 @@ pub async fn create(
         .to_owned();
     if let Err(wait) = state.login_limiter.attempt(ctx.ip, Instant::now()) {
         let alert = "Too many sign-in attempts. Try again later.";
-        let sso = super::sso::button_label(&state.pool, &state.sso).await?;
+        let sso = super::sign_in_options::button_label(&state.pool, &state.sso).await?;
         let status = StatusCode::TOO_MANY_REQUESTS;
         let mut page = sign_in_page(&ctx, sso.as_deref(), status, Some(alert), &email);
         let secs = crate::rate_limit::retry_after_secs(wait);
@@ -129,7 +129,7 @@ pub async fn create(
     let Some(user) = authenticated else {
         tracing::info!(ip = %ctx.ip, "failed sign-in");
         let alert = "Try another email address or password.";
-        let sso = super::sso::button_label(&state.pool, &state.sso).await?;
+        let sso = super::sign_in_options::button_label(&state.pool, &state.sso).await?;
         let status = StatusCode::UNAUTHORIZED;
         return Ok(sign_in_page(
             &ctx,
@@ -139,9 +139,9 @@ pub async fn create(
             &email,
         ));
     };
-    if super::sso::refuses_password(&state.pool, &state.sso, &user).await? {
+    if super::sign_in_options::refuses_password(&state.pool, &state.sso, &user).await? {
         tracing::info!(ip = %ctx.ip, user_id = user.id, "password sign-in refused: single sign-on only");
-        let sso = super::sso::button_label(&state.pool, &state.sso).await?;
+        let sso = super::sign_in_options::button_label(&state.pool, &state.sso).await?;
         let alert = format!(
             "Passwords are for administrators only here: sign in with {}.",
             sso.as_deref().unwrap_or("single sign-on")

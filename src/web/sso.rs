@@ -74,48 +74,6 @@ impl FromRef<SharedState> for SsoHandle {
     }
 }
 
-/// The name on the sign-in page's button, when single sign-on is configured: the account's
-/// `provider_name`, else the issuer's host.
-///
-/// # Errors
-/// A database failure.
-pub async fn button_label(pool: &sqlx::SqlitePool, sso: &Sso) -> Result<Option<String>, AppError> {
-    let Some(provider) = sso.provider() else {
-        return Ok(None);
-    };
-    let settings = store::settings(pool).await?;
-    Ok(Some(label(&settings, provider)))
-}
-
-fn label(settings: &store::Settings, provider: &Provider) -> String {
-    if settings.provider_name.trim().is_empty() {
-        url::Url::parse(provider.issuer())
-            .ok()
-            .and_then(|u| u.host_str().map(str::to_owned))
-            .unwrap_or_else(|| "single sign-on".to_owned())
-    } else {
-        settings.provider_name.trim().to_owned()
-    }
-}
-
-/// Whether a password sign-in of `user` is refused: single sign-on is configured, the account
-/// keeps passwords for administrators only, and `user` is not one.
-///
-/// # Errors
-/// A database failure.
-pub async fn refuses_password(
-    pool: &sqlx::SqlitePool,
-    sso: &Sso,
-    user: &crate::db::users::User,
-) -> Result<bool, AppError> {
-    if sso.provider().is_none() || user.role == crate::db::Role::Administrator {
-        return Ok(false);
-    }
-    Ok(store::settings(pool)
-        .await?
-        .passwords_for_administrators_only)
-}
-
 /// The site's origin as the browser sees it, followed by [`CALLBACK_PATH`].
 fn callback_url(ctx: &Ctx, headers: &HeaderMap, production: bool) -> String {
     let origin = super::links::origin_for(ctx, headers, production);
@@ -137,7 +95,7 @@ pub async fn start(
     let redirect = callback_url(&ctx, &headers, handle.production);
     let authorization = match provider.authorize(&redirect).await {
         Ok(a) => a,
-        Err(e) => return Ok(refuse(Refusal::from(e), None)),
+        Err(e) => return Ok(refuse(&Refusal::from(e), None)),
     };
     let value = format!(
         "{} {} {}",
@@ -181,17 +139,17 @@ pub async fn callback(
         return Ok(found("/"));
     }
     let settings = store::settings(&state.pool).await?;
-    let name = label(&settings, provider);
+    let name = super::sign_in_options::label(&settings, provider);
     let identity = match checked_identity(&state, &ctx, &headers, provider, &params).await {
         Ok(identity) => identity,
-        Err(refusal) => return Ok(refuse(refusal, Some(&name))),
+        Err(refusal) => return Ok(refuse(&refusal, Some(&name))),
     };
     let Some(email) = identity.email.clone().filter(|_| identity.email_verified) else {
-        return Ok(refuse(Refusal::Unverified, Some(&name)));
+        return Ok(refuse(&Refusal::Unverified, Some(&name)));
     };
     if !settings.allows(&email) {
         return Ok(refuse(
-            Refusal::OutsideDomains {
+            &Refusal::OutsideDomains {
                 email,
                 domains: settings.allowed_domains.join(", "),
             },
@@ -219,7 +177,7 @@ pub async fn callback(
             tracing::info!(user_id = id, "single sign-on made a new member");
             id
         }
-        Match::Inactive => return Ok(refuse(Refusal::Inactive, Some(&name))),
+        Match::Inactive => return Ok(refuse(&Refusal::Inactive, Some(&name))),
     };
     let mut response = super::sessions::start_session(&state, &ctx, &headers, user_id).await?;
     response
@@ -404,7 +362,7 @@ impl Refusal {
 }
 
 /// The refusal's page, deleting the flow cookie (a sign-in gets one answer).
-fn refuse(refusal: Refusal, provider: Option<&str>) -> Response {
+fn refuse(refusal: &Refusal, provider: Option<&str>) -> Response {
     let (kind, status, title, detail) = refusal.page(provider.unwrap_or("The sign-in provider"));
     tracing::info!(kind, "single sign-on refused");
     let page = RefusalPage {

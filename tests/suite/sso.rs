@@ -58,6 +58,41 @@ async fn settings(server: &TestServer, name: &str, domains: &str, passwords_off:
     assert_eq!(saved.status, 302, "{}", saved.body);
 }
 
+/// A domain that is not one, and a member's try, are refused; nothing is saved.
+async fn bad_settings_are_refused(server: &TestServer) {
+    let mut david = server.signed_in("david@example.com", PASSWORD).await;
+    let page = david.get("/account/edit").await;
+    let body = form(&[
+        ("_method", "patch"),
+        ("authenticity_token", &csrf_meta(&page.body)),
+        ("sso[allowed_domains]", "allowed.test\nnot a domain"),
+    ]);
+    let refused = david.post_form("/account/sso", &body, &[]).await;
+    assert_eq!(refused.status, 422, "{}", refused.body);
+    assert!(
+        refused.body.contains("is not a domain name"),
+        "{}",
+        refused.body
+    );
+    let mut jason = server.signed_in("jason@example.com", PASSWORD).await;
+    let page = jason.get("/account/edit").await;
+    assert!(
+        !page.body.contains("Single sign-on"),
+        "members do not see the settings"
+    );
+    let body = form(&[
+        ("_method", "patch"),
+        ("authenticity_token", &csrf_meta(&page.body)),
+        ("sso[allowed_domains]", ""),
+    ]);
+    assert_eq!(
+        jason.post_form("/account/sso", &body, &[]).await.status,
+        403
+    );
+    let saved = hearth::db::sso::settings(&server.state.pool).await.unwrap();
+    assert_eq!(saved.allowed_domains, ["allowed.test", "example.com"]);
+}
+
 /// A whole sign-in of `login` at the provider from a fresh client: the client and Hearth's
 /// answer to the callback.
 async fn sign_in(
@@ -92,6 +127,7 @@ async fn people_sign_in_through_the_provider_and_the_wrong_ones_are_refused() {
         page.body
     );
     settings(&server, "Acme ID", "allowed.test\n@Example.com", false).await;
+    bad_settings_are_refused(&server).await;
     let page = server.client().get("/session/new").await;
     assert!(
         page.body.contains("Sign in with Acme ID</button>"),
@@ -333,7 +369,7 @@ async fn without_a_provider_there_is_no_button_and_no_route() {
 
 #[tokio::test]
 async fn an_issuer_on_plain_http_must_be_loopback() {
-    let mut flags = hearth::oidc::OidcFlags {
+    let mut flags = hearth::config::OidcFlags {
         oidc_issuer: Some("http://id.example.com".into()),
         oidc_client_id: Some("hearth".into()),
         oidc_client_secret: None,
