@@ -9,7 +9,7 @@ use super::{Access, Role};
 /// The account's single sign-on settings (`sso_settings`; the defaults while no row exists).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Settings {
-    /// The name on the sign-in button ("Sign in with <name>"); empty: the issuer's host.
+    /// The name on the sign-in button ("Sign in with *name*"); empty: the issuer's host.
     pub provider_name: String,
     /// Lower-case e-mail domains that may sign in through the provider; empty: any.
     pub allowed_domains: Vec<String>,
