@@ -493,6 +493,11 @@ pub struct Config {
     #[arg(long, env = "HEARTH_WEBHOOK_CA_FILE")]
     pub webhook_ca_file: Option<PathBuf>,
 
+    /// Single sign-on with OpenID Connect: `--oidc-issuer`, `--oidc-client-id`,
+    /// `--oidc-client-secret` (docs/sso.md).
+    #[command(flatten)]
+    pub oidc: OidcFlags,
+
     /// Link previews (`POST /unfurl_link`): a URL pasted into the composer is fetched by the
     /// server for its Open Graph title, description and image, shown as a card under the
     /// message. `off` turns the route off (it answers 404) and the composer inserts no card.
@@ -547,6 +552,25 @@ pub enum PubSubKind {
     Inprocess,
     /// Through Redis pub/sub in Rails' redis adapter format.
     Redis,
+}
+
+/// The single sign-on settings that are given at start (the secret among them); the others
+/// (the provider's name, allowed domains, passwords) are the account's (`db::sso`); read by [`crate::oidc::Sso::from_flags`].
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct OidcFlags {
+    /// The OpenID Connect provider's issuer URL (`https://…`; plain `http` only for a loopback
+    /// issuer). Single sign-on is on when this and `--oidc-client-id` are set.
+    #[arg(long, env = "HEARTH_OIDC_ISSUER")]
+    pub oidc_issuer: Option<String>,
+
+    /// The client id Hearth is registered with at the provider.
+    #[arg(long, env = "HEARTH_OIDC_CLIENT_ID")]
+    pub oidc_client_id: Option<String>,
+
+    /// The client secret (sent with HTTP Basic authentication to the token endpoint); without
+    /// it Hearth is a public client and PKCE alone binds the code.
+    #[arg(long, env = "HEARTH_OIDC_CLIENT_SECRET", hide_env_values = true)]
+    pub oidc_client_secret: Option<Redacted<String>>,
 }
 
 /// A secret setting: `Debug` prints `[REDACTED]` instead of the value, and there is no

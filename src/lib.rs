@@ -32,7 +32,9 @@
 //!    (Active Storage's disk service, content identification, signed blob URLs, image
 //!    processing), [`link_previews`] (a pasted URL's Open Graph card, fetched behind an SSRF
 //!    guard), [`webhooks`] (the bounded queue and HTTP client of bot webhooks), [`push`]
-//!    (web push: VAPID keys, the push queue and its sender).
+//!    (web push: VAPID keys, the push queue and its sender), [`oidc`] (single sign-on's
+//!    relying party: discovery, the JWKS and its rotation, the code exchange and the ID
+//!    token's checks, over its own HTTP client).
 //! 3. What the app says: [`render`] (askama pages and partials, the `<turbo-stream>` wrapper),
 //!    [`streams`] (stream names), [`pubsub`] (the [`pubsub::Bus`] seam every broadcast,
 //!    node-to-node command and stream attach goes through, and the [`pubsub::Broadcaster`]
@@ -63,6 +65,7 @@ pub mod link_previews;
 pub mod loggable;
 pub mod metrics;
 pub mod net;
+pub mod oidc;
 pub mod peer_connections;
 pub mod presence;
 pub mod pubsub;

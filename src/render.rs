@@ -423,6 +423,8 @@ pub struct InvolvementPage<'a> {
 #[derive(Template, Debug)]
 #[template(path = "sessions/new.html")]
 pub struct SignInPage<'a> {
+    /// The single sign-on provider's name on its button, when it is configured.
+    pub sso_provider: Option<&'a str>,
     /// The masked authenticity token.
     pub csrf_token: &'a str,
     /// An alert above the form (failed login, rate limit).

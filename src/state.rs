@@ -96,6 +96,8 @@ pub struct AppState {
     pub webhooks: crate::webhooks::WebhookQueue,
     /// Link previews: on or off, the allow-list and the bound on fetches at once.
     pub link_previews: crate::link_previews::LinkPreviews,
+    /// Single sign-on with OpenID Connect: off, or the provider (`--oidc-issuer`).
+    pub sso: crate::oidc::Sso,
 }
 
 /// The state as handlers receive it.
@@ -300,8 +302,10 @@ impl AppState {
             config.link_previews,
             config.link_preview_allow_network.clone(),
         )?;
+        let sso = crate::oidc::Sso::from_flags(&config.oidc)?;
         let state = Self {
             link_previews,
+            sso,
             pool,
             auth_cache: std::sync::Arc::new(AuthCache::new(std::time::Duration::from_secs(
                 config.auth_cache_seconds,

@@ -340,7 +340,7 @@ pub async fn people_page(
 
 /// Inserts a user and grants it a membership in every open room (Campfire's
 /// `User#grant_membership_to_open_rooms`), on the caller's transaction. Returns the id.
-async fn insert_with_open_rooms(
+pub(super) async fn insert_with_open_rooms(
     conn: &mut sqlx::SqliteConnection,
     name: &str,
     email_address: Option<&str>,

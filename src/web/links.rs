@@ -24,7 +24,12 @@ pub const MAX_QR_URL_BYTES: usize = 2048;
 /// `scheme://host` of the request: `https` when it came over TLS (or the server runs in
 /// production), the `Host` header's value (`localhost` when missing or not printable ASCII).
 pub fn origin(ctx: &Ctx, headers: &HeaderMap, state: &AppState) -> String {
-    let scheme = if ctx.secure || state.config.production {
+    origin_for(ctx, headers, state.config.production)
+}
+
+/// [`origin`] from `--production` alone (`https` in production or over TLS).
+pub fn origin_for(ctx: &Ctx, headers: &HeaderMap, production: bool) -> String {
+    let scheme = if ctx.secure || production {
         "https"
     } else {
         "http"

@@ -20,6 +20,8 @@
 //! | `GET`, `PUT`/`PATCH /rooms/{id}/involvement` | [`rooms::involvements`] |
 //! | `GET`/`POST /first_run` | [`first_run`] |
 //! | `GET`/`POST /join/{join_code}` | [`join`] |
+//! | `GET /session/oidc`, `GET /session/oidc/callback` | [`sso`] |
+//! | `PATCH`/`PUT /account/sso` | [`account::sso`] |
 //! | `GET /users/{id}`, `GET`/`PATCH /users/me/profile` | [`profiles`] |
 //! | `PATCH /users/{id}` (`user[status]`), `POST`/`DELETE /users/{id}/ban` (administrators) | [`users`] |
 //! | `GET /messages/{id}/boosts/new`, `DELETE /messages/{id}/boosts/{boost_id}` | [`boosts`] |
@@ -73,6 +75,8 @@ pub mod rooms;
 pub mod searches;
 pub mod sessions;
 pub mod sidebar_history;
+pub mod sign_in_options;
+pub mod sso;
 pub mod transfers;
 pub mod translations;
 pub mod unfurl_links;
@@ -157,6 +161,8 @@ pub fn routes(state: SharedState) -> Router {
         .route("/autocompletable/users", get(autocompletable::users))
         .route("/first_run", get(first_run::show).post(first_run::create))
         .route("/join/{join_code}", get(join::new).post(join::create))
+        .merge(sso::routes())
+        .merge(account::sso::routes())
         .route("/users/{user_id}", get(profiles::show).patch(users::update))
         .route(
             "/users/{user_id}/avatar",

@@ -66,12 +66,20 @@ pub async fn new(
     if crate::db::accounts::needs_first_run(&state.pool).await? {
         return Ok(respond::found("/first_run"));
     }
-    Ok(sign_in_page(&ctx, StatusCode::OK, None, ""))
+    let sso = super::sign_in_options::button_label(&state.pool, &state.sso).await?;
+    Ok(sign_in_page(&ctx, sso.as_deref(), StatusCode::OK, None, ""))
 }
 
-fn sign_in_page(ctx: &Ctx, status: StatusCode, alert: Option<&str>, email: &str) -> Response {
+fn sign_in_page(
+    ctx: &Ctx,
+    sso_provider: Option<&str>,
+    status: StatusCode,
+    alert: Option<&str>,
+    email: &str,
+) -> Response {
     let token = ctx.csrf_token();
     let page = SignInPage {
+        sso_provider,
         csrf_token: &token,
         alert,
         email_address: email,
@@ -96,7 +104,9 @@ pub async fn create(
         .to_owned();
     if let Err(wait) = state.login_limiter.attempt(ctx.ip, Instant::now()) {
         let alert = "Too many sign-in attempts. Try again later.";
-        let mut page = sign_in_page(&ctx, StatusCode::TOO_MANY_REQUESTS, Some(alert), &email);
+        let sso = super::sign_in_options::button_label(&state.pool, &state.sso).await?;
+        let status = StatusCode::TOO_MANY_REQUESTS;
+        let mut page = sign_in_page(&ctx, sso.as_deref(), status, Some(alert), &email);
         let secs = crate::rate_limit::retry_after_secs(wait);
         page.headers_mut().insert(header::RETRY_AFTER, secs.into());
         return Ok(page);
@@ -119,13 +129,32 @@ pub async fn create(
     let Some(user) = authenticated else {
         tracing::info!(ip = %ctx.ip, "failed sign-in");
         let alert = "Try another email address or password.";
+        let sso = super::sign_in_options::button_label(&state.pool, &state.sso).await?;
+        let status = StatusCode::UNAUTHORIZED;
         return Ok(sign_in_page(
             &ctx,
-            StatusCode::UNAUTHORIZED,
+            sso.as_deref(),
+            status,
             Some(alert),
             &email,
         ));
     };
+    if super::sign_in_options::refuses_password(&state.pool, &state.sso, &user).await? {
+        tracing::info!(ip = %ctx.ip, user_id = user.id, "password sign-in refused: single sign-on only");
+        let sso = super::sign_in_options::button_label(&state.pool, &state.sso).await?;
+        let alert = format!(
+            "Passwords are for administrators only here: sign in with {}.",
+            sso.as_deref().unwrap_or("single sign-on")
+        );
+        let status = StatusCode::FORBIDDEN;
+        return Ok(sign_in_page(
+            &ctx,
+            sso.as_deref(),
+            status,
+            Some(&alert),
+            &email,
+        ));
+    }
     start_session(&state, &ctx, &headers, user.id).await
 }
 

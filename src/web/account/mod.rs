@@ -5,4 +5,5 @@
 
 pub mod bots;
 pub mod settings;
+pub mod sso;
 pub mod users;

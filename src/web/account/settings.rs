@@ -32,6 +32,8 @@ use crate::web::respond::found;
 #[derive(Template, Debug)]
 #[template(path = "accounts/edit.html")]
 pub struct AccountPage<'a> {
+    /// Single sign-on's settings, for administrators while it is configured.
+    pub sso: Option<crate::web::account::sso::SsoSettingsView>,
     /// The masked authenticity token.
     pub csrf_token: &'a str,
     /// The account's settings.
@@ -81,7 +83,15 @@ pub async fn edit(
     let settings = state.account_settings.get(&state.pool).await?;
     let invite = invite_link(&state, &ctx, &headers).await?;
     let token = ctx.csrf_token();
+    let administrator = user.role == crate::db::Role::Administrator;
+    let sso = if administrator {
+        let origin = origin(&ctx, &headers, &state);
+        crate::web::account::sso::view(&state.pool, &state.sso, &origin).await?
+    } else {
+        None
+    };
     let page = AccountPage {
+        sso,
         csrf_token: &token,
         settings: &settings,
         administrator: user.role == crate::db::Role::Administrator,
