@@ -19,6 +19,7 @@ use tokio::sync::Semaphore;
 
 use crate::cable::channels::host::{ChannelHost, LocalHost};
 use crate::cable::channels::remote::RemoteHost;
+use crate::cable::channels::rpc::RpcHost;
 use crate::cable::protocol::{disconnect_frames, DisconnectReason};
 use crate::cable::Identity;
 use crate::config::{Config, Role};
@@ -75,9 +76,14 @@ fn routes_by_role(state: SharedState) -> axum::Router {
     }
     // The channel host, chosen once: the app node's (a cable node), or this node's.
     let local = LocalHost::new(state.clone());
-    let host: Arc<dyn ChannelHost> = match &state.app_link {
+    let campfire: Arc<dyn ChannelHost> = match &state.app_link {
         Some(link) => RemoteHost::new(link.clone(), local),
         None => local,
+    };
+    // An app's own channels beside Campfire's (`--rpc-url`).
+    let host: Arc<dyn ChannelHost> = match &state.rpc {
+        Some(app) => RpcHost::new(campfire, app.clone(), true),
+        None => campfire,
     };
     let cable_state = CableState {
         state: state.clone(),

@@ -438,6 +438,35 @@ pub struct Config {
     #[arg(long, env = "HEARTH_APP_URL")]
     pub app_url: Option<String>,
 
+    /// Base URL of an app's AnyCable HTTP RPC (anycable-rails mounts it at `/_anycable`,
+    /// e.g. `http://127.0.0.1:3001/_anycable`; AnyCable's `rpc_host`). Set, channels that
+    /// Campfire does not own are the app's: a connection is identified by the app's
+    /// `connect`, and its subscriptions and actions are the app's `command`s (see
+    /// `docs/rails-app.md`).
+    #[arg(long, env = "HEARTH_RPC_URL")]
+    pub rpc_url: Option<String>,
+
+    /// Bearer key of the RPC calls (AnyCable's `http_rpc_secret`). Unset: derived from
+    /// secret_key_base as AnyCable derives it from its secret,
+    /// HMAC-SHA256-hex(secret, "rpc-cable").
+    #[arg(long, env = "HEARTH_RPC_SECRET", hide_env_values = true)]
+    pub rpc_secret: Option<Redacted<String>>,
+
+    /// The request headers passed to the app's `connect` (AnyCable's `headers`), lowercase,
+    /// comma-separated; `REMOTE_ADDR` is always added.
+    #[arg(
+        long,
+        env = "HEARTH_RPC_HEADERS",
+        value_delimiter = ',',
+        default_value = "cookie"
+    )]
+    pub rpc_headers: Vec<String>,
+
+    /// RPC calls in flight at most (AnyCable's `rpc_concurrency`); more wait for a place
+    /// within the 3 s call timeout.
+    #[arg(long, env = "HEARTH_RPC_CONCURRENCY", default_value_t = crate::rpc::DEFAULT_CONCURRENCY)]
+    pub rpc_concurrency: usize,
+
     /// Seconds a cable node waits for its app node's answer (who a connection is, a
     /// subscribe, an action) before it gives up: a subscribe then gets `reject_subscription`,
     /// a connection 503.

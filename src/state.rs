@@ -52,6 +52,8 @@ pub struct AppState {
     pub internal_key: String,
     /// A cable node's line to its app node (`--role cable`).
     pub app_link: Option<Arc<AppLink>>,
+    /// An app's AnyCable HTTP RPC (`--rpc-url`), whose channels run beside Campfire's.
+    pub rpc: Option<Arc<crate::rpc::RpcApp>>,
     /// The bearer key of `POST /_broadcast` (`--broadcast-key`, or derived from
     /// secret_key_base as AnyCable derives it from its secret).
     pub broadcast_key: String,
@@ -289,6 +291,23 @@ impl AppState {
             Some(key) => key.to_owned(),
             None => crate::anycable::broadcast_key(&secret),
         };
+        let rpc = config
+            .rpc_url
+            .as_deref()
+            .filter(|u| !u.is_empty())
+            .map(|url| {
+                let key = match config.rpc_secret.as_deref().filter(|k| !k.is_empty()) {
+                    Some(key) => key.to_owned(),
+                    None => crate::rpc::rpc_key(&secret),
+                };
+                crate::rpc::RpcApp::start(
+                    url,
+                    key,
+                    config.rpc_concurrency,
+                    config.rpc_headers.clone(),
+                    &metrics,
+                )
+            });
         let bans_present = config.role != Role::Cable && crate::db::bans::any(&pool).await?;
         let presence = crate::presence::Presence::new(pool.clone());
         let pool_for_push = pool.clone();
@@ -316,6 +335,7 @@ impl AppState {
             broadcast_key,
             internal_key,
             app_link,
+            rpc,
             fanout,
             cookies: SignedCookieJar::for_server(
                 secret.as_bytes(),

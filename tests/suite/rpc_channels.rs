@@ -1,0 +1,210 @@
+//! An app's own channels on Hearth's `/cable` (`--rpc-url`): AnyCable's HTTP RPC answered by
+//! `@anycable/serverless-js` behind `tests/node/rpc_app.mjs`, driven by `@rails/actioncable`
+//! and `@anycable/core` (`tests/node/rpc_clients.mjs`), all unmodified, over real sockets;
+//! and what clients get when the app is slow or stops.
+
+use crate::common;
+
+use std::path::Path;
+use std::time::Duration;
+
+use common::{TestServer, Ws, WsEvent};
+use tokio::io::AsyncBufReadExt;
+
+/// The RPC key both sides use.
+const KEY: &str = "rpc-test-key";
+
+/// The running app (`rpc_app.mjs`), killed when dropped.
+struct App {
+    child: tokio::process::Child,
+    url: String,
+}
+
+impl App {
+    async fn start() -> Self {
+        crate::node_client::ensure_node_modules();
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/node/rpc_app.mjs");
+        let mut child = tokio::process::Command::new("node")
+            .arg(script)
+            .args(["--secret", KEY])
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("node runs");
+        let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
+            .await
+            .expect("the app starts")
+            .unwrap()
+            .expect("a line");
+        let port = line.strip_prefix("LISTENING ").expect("LISTENING <port>");
+        Self {
+            child,
+            url: format!("http://127.0.0.1:{port}"),
+        }
+    }
+
+    async fn control(&self, path: &str) {
+        let status = reqwest_like_post(&format!("{}{path}", self.url)).await;
+        assert_eq!(status, 200, "{path}");
+    }
+}
+
+/// POSTs an empty body, returns the status.
+async fn reqwest_like_post(url: &str) -> u16 {
+    let uri: hyper::Uri = url.parse().unwrap();
+    let addr = format!("{}:{}", uri.host().unwrap(), uri.port_u16().unwrap());
+    let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let (mut sender, conn) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+            .await
+            .unwrap();
+    tokio::spawn(conn);
+    let request = hyper::Request::post(uri.path_and_query().unwrap().as_str())
+        .header(hyper::header::HOST, uri.host().unwrap())
+        .body(axum::body::Body::empty())
+        .unwrap();
+    sender
+        .send_request(request)
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+async fn server_for(app: &App) -> TestServer {
+    let url = format!("{}/_anycable", app.url);
+    TestServer::start_with(|c| {
+        c.rpc_url = Some(url);
+        c.rpc_secret = Some(KEY.to_owned().into());
+        c.rpc_headers = vec!["cookie".into(), "x-api-token".into()];
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rails_and_anycable_clients_run_the_apps_channels() {
+    let app = App::start().await;
+    let server = server_for(&app).await;
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/node/rpc_clients.mjs");
+    let output = tokio::process::Command::new("node")
+        .arg(script)
+        .args(["--base", &server.origin(), "--app", &app.url])
+        .args(["--broadcast-key", &server.state.broadcast_key])
+        .output()
+        .await
+        .expect("node runs");
+    let stdout = String::from_utf8_lossy(&output.stdout).to_string();
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    for scenario in [
+        "welcome",
+        "transmissions-in-order",
+        "perform",
+        "streams",
+        "stop-stream-from",
+        "channel-state",
+        "reject",
+        "unsubscribe",
+        "disconnect-with-subscriptions",
+        "refused-without-cookie",
+        "accepted-by-header",
+        "app-disconnect",
+        "many-clients",
+        "anycable-client",
+    ] {
+        assert!(
+            stdout
+                .lines()
+                .any(|l| l.starts_with(&format!("PASS {scenario}"))),
+            "{scenario}: {stdout}"
+        );
+    }
+}
+
+/// Reads frames until one contains `needle` (pings skipped); None past `within`.
+async fn frame_with(ws: &mut Ws, needle: &str, within: Duration) -> Option<String> {
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        match ws.next_non_ping(left).await? {
+            WsEvent::Text(text) if text.contains(needle) => return Some(text),
+            WsEvent::Text(_) => {}
+            _ => return None,
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_or_stopped_app_gets_the_documented_answers() {
+    let mut app = App::start().await;
+    let server = server_for(&app).await;
+    let origin = server.origin();
+    let open = || Ws::connect(server.addr, Some("username=dora"), Some(&origin), None);
+    let mut ws = open().await;
+    assert!(frame_with(&mut ws, "welcome", Duration::from_secs(5))
+        .await
+        .is_some());
+    // A slow app: the subscribe is rejected at the 3 s timeout, while another connection's
+    // commands and broadcasts go on.
+    let mut quick = open().await;
+    assert!(frame_with(&mut quick, "welcome", Duration::from_secs(5))
+        .await
+        .is_some());
+    quick
+        .send_text(r#"{"command":"subscribe","identifier":"{\"channel\":\"StreamChannel\",\"name\":\"s\"}"}"#)
+        .await;
+    assert!(
+        frame_with(&mut quick, "confirm_subscription", Duration::from_secs(5))
+            .await
+            .is_some()
+    );
+    app.control("/_control/slow?ms=4000").await;
+    let started = std::time::Instant::now();
+    ws.send_text(r#"{"command":"subscribe","identifier":"{\"channel\":\"EchoChannel\"}"}"#)
+        .await;
+    server
+        .state
+        .broadcaster
+        .broadcast("s", br#"{"during":"slow"}"#);
+    assert!(frame_with(&mut quick, "during", Duration::from_secs(1))
+        .await
+        .is_some());
+    let rejected = frame_with(&mut ws, "reject_subscription", Duration::from_secs(6)).await;
+    assert!(rejected.is_some(), "a timed-out subscribe is rejected");
+    assert!(
+        started.elapsed() >= Duration::from_millis(2900),
+        "{:?}",
+        started.elapsed()
+    );
+    app.control("/_control/slow?ms=0").await;
+    // A stopped app: connects fail (closed, 1011) and, past ten failures, the breaker opens.
+    app.child.kill().await.unwrap();
+    for _ in 0..20 {
+        let mut refused = open().await;
+        match refused.next_non_ping(Duration::from_secs(5)).await {
+            Some(WsEvent::Close(code)) => assert_eq!(code, 1011),
+            other => panic!("a refused connect closes: {other:?}"),
+        }
+    }
+    let mut client = server.client();
+    let metrics = client.get("/metrics").await.body;
+    assert!(metrics.contains("hearth_rpc_breaker_state 2"), "{metrics}");
+    assert!(
+        metrics.contains("hearth_rpc_calls_total{result=\"error\"}"),
+        "{metrics}"
+    );
+    let mut refused = open().await;
+    assert!(matches!(
+        refused.next_non_ping(Duration::from_secs(1)).await,
+        Some(WsEvent::Close(1011))
+    ));
+    let metrics = client.get("/metrics").await.body;
+    assert!(
+        metrics.contains("hearth_rpc_calls_total{result=\"refused\"} "),
+        "{metrics}"
+    );
+}
