@@ -462,6 +462,7 @@ async fn anycable_broadcast(
         }
         Ok(crate::anycable::Message::Disconnect {
             identifier,
+            identifiers,
             reconnect,
         }) => {
             // anycable-rails' remote disconnect: the user's sockets on every node.
@@ -470,6 +471,14 @@ async fn anycable_broadcast(
                     state.bus.control(Control::Disconnect {
                         user_id,
                         session_sha256: None,
+                        reconnect,
+                    });
+                    StatusCode::CREATED
+                }
+                // An app's connections (`--rpc-url`), by the identifiers its `connect` gave.
+                _ if state.rpc.is_some() => {
+                    state.bus.control(Control::DisconnectIdentifiers {
+                        identifiers,
                         reconnect,
                     });
                     StatusCode::CREATED
@@ -512,6 +521,14 @@ fn apply_control(state: &SharedState, command: &Control) {
                 link.forget_user(*user_id);
             }
             tracing::debug!(user_id, connections = closed, "remote disconnect");
+        }
+        Control::DisconnectIdentifiers {
+            identifiers,
+            reconnect,
+        } => {
+            let frames = disconnect_frames(DisconnectReason::Remote, *reconnect);
+            let closed = state.cable.close_identifiers(identifiers, &frames);
+            tracing::debug!(connections = closed, "remote disconnect of an app's connection");
         }
         Control::SessionsEnded {
             user_id,

@@ -191,6 +191,23 @@ await until(() => crowd.every(({ s }) => has(s.events, { all: true })), "the cro
 for (const { c } of crowd) c.consumer.disconnect();
 out("PASS many-clients");
 
+// AnyCable's remote disconnect, matched against the app's identifiers of the connection.
+const eve = consumer({ Cookie: "username=eve" });
+const eveEcho = subscribe(eve, { channel: "EchoChannel" });
+await until(() => eveEcho.events.includes("connected"), "eve's subscription");
+eveEcho.sub.perform("whoami");
+await until(() => eveEcho.events.some((e) => e.identifiers), "eve's identifiers");
+const identifiers = JSON.stringify(eveEcho.events.find((e) => e.identifiers).identifiers);
+const remote = await fetch(`${base}/_broadcast`, {
+  method: "POST",
+  headers: { Authorization: `Bearer ${args["broadcast-key"]}`, "Content-Type": "application/json" },
+  body: JSON.stringify({ command: "disconnect", payload: { identifier: identifiers, reconnect: false } }),
+});
+if (remote.status !== 201) fail(`remote disconnect answered ${remote.status}`);
+await until(() => eve.frames.includes('{"type":"disconnect","reason":"remote","reconnect":false}'), "the remote disconnect");
+eve.consumer.disconnect();
+out("PASS remote-disconnect");
+
 // @anycable/core, with the extended protocol.
 const frames = [];
 class LoggingWS extends WS {

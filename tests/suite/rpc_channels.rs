@@ -114,6 +114,7 @@ async fn rails_and_anycable_clients_run_the_apps_channels() {
         "accepted-by-header",
         "app-disconnect",
         "many-clients",
+        "remote-disconnect",
         "anycable-client",
     ] {
         assert!(
