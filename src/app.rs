@@ -528,7 +528,10 @@ fn apply_control(state: &SharedState, command: &Control) {
         } => {
             let frames = disconnect_frames(DisconnectReason::Remote, *reconnect);
             let closed = state.cable.close_identifiers(identifiers, &frames);
-            tracing::debug!(connections = closed, "remote disconnect of an app's connection");
+            tracing::debug!(
+                connections = closed,
+                "remote disconnect of an app's connection"
+            );
         }
         Control::SessionsEnded {
             user_id,

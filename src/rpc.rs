@@ -340,12 +340,11 @@ impl Breaker {
         inner.tick(now);
         match inner.state {
             BreakerState::Closed => true,
-            BreakerState::Open => false,
             BreakerState::HalfOpen if inner.trial_calls < HALF_OPEN_CALLS => {
                 inner.trial_calls += 1;
                 true
             }
-            BreakerState::HalfOpen => false,
+            BreakerState::Open | BreakerState::HalfOpen => false,
         }
     }
 

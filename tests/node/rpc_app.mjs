@@ -9,6 +9,8 @@
 //   GET  /_control/log          the calls' events so far, one JSON array (connects, subscribes,
 //                               unsubscribes, disconnects with their subscription lists)
 //   POST /_control/slow?ms=N    every RPC answer waits N ms from now on (0: none)
+// and the actions `malformed` and `oversized` of any channel get a broken answer (truncated
+// JSON, 2 MiB), as a broken app could give.
 //
 // The connection accepts a `username` cookie or an `x-api-token` header (`token-<name>`),
 // identified by `{username, url}`; anything else is refused. Channels:
@@ -124,6 +126,14 @@ app.registerChannel("CounterChannel", new CounterChannel());
 app.registerChannel("RejectChannel", new RejectChannel());
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+function actionOf(body) {
+  try {
+    const { command, data } = JSON.parse(body.toString("utf8"));
+    return command === "message" ? JSON.parse(data).action : null;
+  } catch {
+    return null;
+  }
+}
 const server = createServer(async (req, res) => {
   const chunks = [];
   for await (const chunk of req) chunks.push(chunk);
@@ -141,6 +151,14 @@ const server = createServer(async (req, res) => {
   if (!url.pathname.startsWith("/_anycable/") || req.method !== "POST") return answer(404, {});
   if (args.secret && req.headers.authorization !== `Bearer ${args.secret}`) return answer(401, {});
   if (slowMs > 0) await sleep(slowMs);
+  // Bad answers on request, as a broken app could give them (not the SDK's doing): the action
+  // `malformed` is answered with truncated JSON, `oversized` with 2 MiB.
+  const action = url.pathname.endsWith("/command") ? actionOf(body) : null;
+  if (action === "malformed") {
+    res.writeHead(200, { "Content-Type": "application/json" });
+    return res.end('{"status":1,"transmissions":[');
+  }
+  if (action === "oversized") return answer(200, { status: 1, transmissions: ["x".repeat(2 * 1024 * 1024)] });
   const request = new Request(url.href, { method: "POST", headers: req.headers, body });
   try {
     answer(200, await handler(request, app));

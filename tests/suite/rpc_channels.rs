@@ -209,3 +209,44 @@ async fn a_slow_or_stopped_app_gets_the_documented_answers() {
         "{metrics}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_malformed_or_oversized_answer_closes_that_connection_only() {
+    let app = App::start().await;
+    let server = server_for(&app).await;
+    let origin = server.origin();
+    let subscribe = r#"{"command":"subscribe","identifier":"{\"channel\":\"EchoChannel\"}"}"#;
+    let mut bystander = Ws::connect(server.addr, Some("username=ivy"), Some(&origin), None).await;
+    bystander.send_text(subscribe).await;
+    assert!(frame_with(
+        &mut bystander,
+        "confirm_subscription",
+        Duration::from_secs(5)
+    )
+    .await
+    .is_some());
+    for action in ["malformed", "oversized"] {
+        let mut ws = Ws::connect(server.addr, Some("username=jon"), Some(&origin), None).await;
+        ws.send_text(subscribe).await;
+        assert!(
+            frame_with(&mut ws, "confirm_subscription", Duration::from_secs(5))
+                .await
+                .is_some()
+        );
+        ws.send_text(&format!(
+            r#"{{"command":"message","identifier":"{{\"channel\":\"EchoChannel\"}}","data":"{{\"action\":\"{action}\"}}"}}"#
+        ))
+        .await;
+        assert_eq!(
+            ws.next_non_ping(Duration::from_secs(5)).await,
+            Some(WsEvent::Close(1011)),
+            "{action}"
+        );
+    }
+    bystander
+        .send_text(r#"{"command":"message","identifier":"{\"channel\":\"EchoChannel\"}","data":"{\"action\":\"echo\",\"still\":\"here\"}"}"#)
+        .await;
+    assert!(frame_with(&mut bystander, "still", Duration::from_secs(5))
+        .await
+        .is_some());
+}
