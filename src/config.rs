@@ -462,6 +462,12 @@ pub struct Config {
     )]
     pub rpc_headers: Vec<String>,
 
+    /// Which channels `/cable` runs: `campfire` (Campfire's, and an app's beside them with
+    /// --rpc-url) or `rpc` (the cable server alone: the app's channels at --rpc-url and
+    /// Turbo's signed streams, with no chat app and no database).
+    #[arg(long, env = "HEARTH_CHANNELS", value_enum, default_value = "campfire")]
+    pub channels: ChannelSet,
+
     /// RPC calls in flight at most (AnyCable's `rpc_concurrency`); more wait for a place
     /// within the 3 s call timeout.
     #[arg(long, env = "HEARTH_RPC_CONCURRENCY", default_value_t = crate::rpc::DEFAULT_CONCURRENCY)]
@@ -556,6 +562,17 @@ pub enum Role {
     App,
     /// /cable only, without a database: identification and authorization by the app node.
     Cable,
+}
+
+/// Which channels `/cable` runs (`--channels`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum ChannelSet {
+    /// Campfire's channels, and an app's beside them with `--rpc-url`.
+    #[default]
+    Campfire,
+    /// Only the cable server: the app's channels at `--rpc-url` and Turbo's signed streams;
+    /// no chat app, no database.
+    Rpc,
 }
 
 /// Where new files are stored (`--storage`).
@@ -655,6 +672,12 @@ impl Config {
             ),
             (Action::LinkPreview, self.link_preview_rate_limit, minute),
         ])
+    }
+
+    /// Whether this node opens a database: not a cable node (`--role cable`, which asks its
+    /// app node) nor the cable server alone (`--channels rpc`).
+    pub fn has_database(&self) -> bool {
+        self.role != Role::Cable && self.channels != ChannelSet::Rpc
     }
 
     /// The queued-frame budgets given by the flags.

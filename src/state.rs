@@ -197,14 +197,17 @@ impl AppState {
                 crate::app_link::KeyCheck::Refused(why) => anyhow::bail!("{why}"),
             }
         }
-        let pool = if config.role == Role::Cable {
+        if config.channels == crate::config::ChannelSet::Rpc && config.rpc_url.is_none() {
+            anyhow::bail!("--channels rpc needs --rpc-url");
+        }
+        let pool = if !config.has_database() {
             crate::db::unused_pool()?
         } else {
             crate::db::open(&config.database).await?
         };
-        if config.role != Role::Cable && config.production {
+        if config.has_database() && config.production {
             refuse_demo_credentials(&pool).await?;
-        } else if config.role != Role::Cable
+        } else if config.has_database()
             && !config.no_seed
             && crate::db::seed::is_empty(&pool).await?
         {
@@ -308,7 +311,7 @@ impl AppState {
                     &metrics,
                 )
             });
-        let bans_present = config.role != Role::Cable && crate::db::bans::any(&pool).await?;
+        let bans_present = config.has_database() && crate::db::bans::any(&pool).await?;
         let presence = crate::presence::Presence::new(pool.clone());
         let pool_for_push = pool.clone();
         let webhooks = crate::webhooks::WebhookQueue::new(

@@ -774,7 +774,12 @@ impl Reader {
         params: serde_json::Map<String, serde_json::Value>,
     ) -> anyhow::Result<Outcome> {
         let Some(who) = self.who() else {
-            return Ok(Outcome::Reject);
+            // A connection only an app identified: Turbo's signed streams need no user.
+            return Ok(if channel == channels::turbo_streams::CHANNEL {
+                channels::turbo_streams::verify(&self.state.signer, &params)
+            } else {
+                Outcome::Reject
+            });
         };
         self.host.subscribe(who, identifier, channel, params).await
     }

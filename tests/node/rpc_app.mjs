@@ -6,7 +6,7 @@
 //
 // Prints `LISTENING <port>` once it accepts calls. POST /_anycable/{connect,command,disconnect}
 // are the RPC (401 without `Authorization: Bearer <KEY>` when --secret is given); beside them:
-//   GET  /_control/log          the calls' events so far, one JSON array (connects, subscribes,
+//   GET  /_control/log          the calls' events so far, one JSON array (connects, commands,
 //                               unsubscribes, disconnects with their subscription lists)
 //   POST /_control/slow?ms=N    every RPC answer waits N ms from now on (0: none)
 // and the actions `malformed` and `oversized` of any channel get a broken answer (truncated
@@ -154,6 +154,10 @@ const server = createServer(async (req, res) => {
   // Bad answers on request, as a broken app could give them (not the SDK's doing): the action
   // `malformed` is answered with truncated JSON, `oversized` with 2 MiB.
   const action = url.pathname.endsWith("/command") ? actionOf(body) : null;
+  if (url.pathname.endsWith("/command")) {
+    const { command, identifier } = JSON.parse(body.toString("utf8") || "{}");
+    log.push({ event: "command", command, identifier });
+  }
   if (action === "malformed") {
     res.writeHead(200, { "Content-Type": "application/json" });
     return res.end('{"status":1,"transmissions":[');

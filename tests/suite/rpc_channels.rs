@@ -86,6 +86,11 @@ async fn server_for(app: &App) -> TestServer {
 async fn rails_and_anycable_clients_run_the_apps_channels() {
     let app = App::start().await;
     let server = server_for(&app).await;
+    run_clients(&app, &server).await;
+}
+
+/// Runs `rpc_clients.mjs` against `server` and checks that every scenario passed.
+async fn run_clients(app: &App, server: &TestServer) {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/node/rpc_clients.mjs");
     let output = tokio::process::Command::new("node")
         .arg(script)
@@ -124,6 +129,78 @@ async fn rails_and_anycable_clients_run_the_apps_channels() {
             "{scenario}: {stdout}"
         );
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cable_server_alone_runs_the_apps_channels_and_turbo_without_a_database() {
+    let app = App::start().await;
+    let url = format!("{}/_anycable", app.url);
+    let server = TestServer::start_with(|c| {
+        c.channels = hearth::config::ChannelSet::Rpc;
+        c.rpc_url = Some(url);
+        c.rpc_secret = Some(KEY.to_owned().into());
+        c.rpc_headers = vec!["cookie".into(), "x-api-token".into()];
+    })
+    .await;
+    assert!(
+        !server.dir.join("hearth.sqlite3").exists(),
+        "no database is opened"
+    );
+    assert_eq!(
+        {
+            let mut client = server.client();
+            client.get("/").await.status
+        },
+        404,
+        "no chat app"
+    );
+    run_clients(&app, &server).await;
+    // Turbo's signed streams, verified here without a call, beside the app's connection.
+    let signed = server.state.signer.sign("updates");
+    let origin = server.origin();
+    let mut ws = Ws::connect(server.addr, Some("username=kim"), Some(&origin), None).await;
+    let identifier = serde_json::json!({
+        "channel": "Turbo::StreamsChannel",
+        "signed_stream_name": signed,
+    })
+    .to_string();
+    let command = serde_json::json!({"command": "subscribe", "identifier": identifier});
+    ws.send_text(&command.to_string()).await;
+    assert!(
+        frame_with(&mut ws, "confirm_subscription", Duration::from_secs(5))
+            .await
+            .is_some()
+    );
+    server
+        .state
+        .broadcaster
+        .broadcast("updates", br#""<turbo-stream></turbo-stream>""#);
+    assert!(frame_with(&mut ws, "turbo-stream", Duration::from_secs(5))
+        .await
+        .is_some());
+    let calls = app_calls(&app).await;
+    assert!(!calls.contains("Turbo::StreamsChannel"), "{calls}");
+}
+
+/// The app's log of what it was asked (`/_control/log`).
+async fn app_calls(app: &App) -> String {
+    let uri: hyper::Uri = format!("{}/_control/log", app.url).parse().unwrap();
+    let addr = format!("{}:{}", uri.host().unwrap(), uri.port_u16().unwrap());
+    let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let (mut sender, conn) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+            .await
+            .unwrap();
+    tokio::spawn(conn);
+    let request = hyper::Request::get("/_control/log")
+        .header(hyper::header::HOST, "127.0.0.1")
+        .body(axum::body::Body::empty())
+        .unwrap();
+    let response = sender.send_request(request).await.unwrap();
+    let body = axum::body::to_bytes(axum::body::Body::new(response.into_body()), usize::MAX)
+        .await
+        .unwrap();
+    String::from_utf8_lossy(&body).into_owned()
 }
 
 /// Reads frames until one contains `needle` (pings skipped); None past `within`.

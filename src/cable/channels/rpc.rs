@@ -4,7 +4,9 @@
 //! `connect`, each subscription's `subscribe`, `message` and `unsubscribe` as `command`s, and
 //! the connection's `disconnect` through the bounded queue.
 //!
-//! With `campfire` off (`--channels rpc`), every channel is the app's.
+//! With `campfire` off (`--channels rpc`), every channel is the app's but
+//! `Turbo::StreamsChannel`, whose signed stream names are verified here without a call (as
+//! AnyCable's RPC-less Turbo streams).
 
 use std::sync::Arc;
 
@@ -85,7 +87,11 @@ impl ChannelHost for RpcHost {
     }
 
     fn is_app_channel(&self, channel: &str) -> bool {
-        !(self.campfire && super::CAMPFIRE_CHANNELS.contains(&channel))
+        if self.campfire {
+            !super::CAMPFIRE_CHANNELS.contains(&channel)
+        } else {
+            channel != super::turbo_streams::CHANNEL
+        }
     }
 
     fn connect<'a>(
