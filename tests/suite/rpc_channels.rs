@@ -327,3 +327,56 @@ async fn a_malformed_or_oversized_answer_closes_that_connection_only() {
         .await
         .is_some());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn campfire_and_the_apps_channels_share_a_connection() {
+    let app = App::start().await;
+    let server = server_for(&app).await;
+    let origin = server.origin();
+    let campfire = server.signed_in("david@example.com", "secret123456").await;
+    // Signed in to Campfire and known to the app: Campfire's welcome, both sets of channels.
+    let cookie = format!("{}; username=zed", campfire.cookie_header());
+    let mut ws = Ws::connect(server.addr, Some(&cookie), Some(&origin), None).await;
+    assert_eq!(
+        ws.next_non_ping(Duration::from_secs(5)).await,
+        Some(WsEvent::Text(r#"{"type":"welcome"}"#.into()))
+    );
+    ws.send_text(r#"{"command":"subscribe","identifier":"{\"channel\":\"HeartbeatChannel\"}"}"#)
+        .await;
+    assert!(
+        frame_with(&mut ws, "confirm_subscription", Duration::from_secs(5))
+            .await
+            .is_some()
+    );
+    ws.send_text(r#"{"command":"subscribe","identifier":"{\"channel\":\"EchoChannel\"}"}"#)
+        .await;
+    let confirm = frame_with(&mut ws, "confirm_subscription", Duration::from_secs(5)).await;
+    assert!(confirm.is_some_and(|f| f.contains("EchoChannel")));
+    // Signed in to Campfire only: the app refuses, Campfire's channels stay open, the app's
+    // are rejected.
+    let mut ws = Ws::connect(
+        server.addr,
+        Some(&campfire.cookie_header()),
+        Some(&origin),
+        None,
+    )
+    .await;
+    assert_eq!(
+        ws.next_non_ping(Duration::from_secs(5)).await,
+        Some(WsEvent::Text(r#"{"type":"welcome"}"#.into()))
+    );
+    ws.send_text(r#"{"command":"subscribe","identifier":"{\"channel\":\"EchoChannel\"}"}"#)
+        .await;
+    assert!(
+        frame_with(&mut ws, "reject_subscription", Duration::from_secs(5))
+            .await
+            .is_some()
+    );
+    ws.send_text(r#"{"command":"subscribe","identifier":"{\"channel\":\"HeartbeatChannel\"}"}"#)
+        .await;
+    assert!(
+        frame_with(&mut ws, "confirm_subscription", Duration::from_secs(5))
+            .await
+            .is_some()
+    );
+}
