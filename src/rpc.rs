@@ -27,7 +27,6 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::Context as _;
 use hmac::{Hmac, KeyInit, Mac};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
@@ -745,12 +744,18 @@ pub fn request_env(
     }
 }
 
-/// Reads a JSON answer for tests and tools: anyhow-flavoured [`serde_json::from_slice`].
+/// Decodes an answer: a JSON object of `T`'s shape (an array, which serde would take field
+/// by field, is refused too).
 ///
 /// # Errors
-/// The bytes are not JSON of `T`'s shape.
-pub fn decode<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> anyhow::Result<T> {
-    serde_json::from_slice(bytes).context("decoding an RPC answer")
+/// [`CallError::Malformed`].
+pub fn decode<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, CallError> {
+    let value: serde_json::Value =
+        serde_json::from_slice(bytes).map_err(|e| CallError::Malformed(e.to_string()))?;
+    if !value.is_object() {
+        return Err(CallError::Malformed("not a JSON object".to_owned()));
+    }
+    serde_json::from_value(value).map_err(|e| CallError::Malformed(e.to_string()))
 }
 
 #[cfg(test)]
