@@ -8,6 +8,10 @@
 //
 // --app is rpc_app.mjs' address (its /_control/log tells what the app saw); broadcasts go to
 // Hearth's POST /_broadcast with --broadcast-key.
+//
+// With `--scenario restart`, only this: subscribe to an app's stream, print CONNECTED, and once
+// the server restarted (the test restarts it) and the client resubscribed on its own, print
+// RECONNECTED, broadcast, and print RECEIVED when the broadcast arrives.
 import WS from "ws";
 import { createCable } from "@anycable/core";
 
@@ -72,6 +76,28 @@ function subscribe(c, params) {
   return { sub, events };
 }
 const has = (events, value) => events.some((e) => JSON.stringify(e) === JSON.stringify(value));
+
+if (args.scenario === "restart") {
+  const rita = consumer({ Cookie: "username=rita" });
+  let confirmations = 0;
+  rita.consumer.subscriptions.create({ channel: "StreamChannel", name: "after-restart" }, {
+    async connected() {
+      confirmations += 1;
+      if (confirmations === 1) return out("CONNECTED");
+      out("RECONNECTED", confirmations);
+      await broadcast("after-restart", { after: "restart" });
+    },
+    disconnected({ willAttemptReconnect }) { out("DISCONNECTED", `willAttemptReconnect=${willAttemptReconnect}`); },
+    received(data) {
+      if (confirmations > 1 && data.after === "restart") {
+        out("RECEIVED");
+        process.exit(0);
+      }
+    },
+    rejected() { fail("rejected"); },
+  });
+  await new Promise(() => {});
+}
 
 const alice = consumer({ Cookie: "username=alice" });
 const echo = subscribe(alice, { channel: "EchoChannel", greet: true });

@@ -380,3 +380,58 @@ async fn campfire_and_the_apps_channels_share_a_connection() {
             .is_some()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rails_client_rides_out_a_server_restart_on_the_apps_channels() {
+    let app = App::start().await;
+    let server = server_for(&app).await;
+    let addr = server.addr;
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/node/rpc_clients.mjs");
+    let mut child = tokio::process::Command::new("node")
+        .arg(script)
+        .args(["--base", &server.origin(), "--app", &app.url])
+        .args(["--broadcast-key", &server.state.broadcast_key])
+        .args(["--scenario", "restart", "--timeout", "60"])
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("node runs");
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut out = String::new();
+    let wait = Duration::from_secs(45);
+    while let Some(line) = tokio::time::timeout(wait, lines.next_line())
+        .await
+        .expect("the client goes on")
+        .unwrap()
+    {
+        out.push_str(&line);
+        out.push('\n');
+        if line == "CONNECTED" {
+            break;
+        }
+    }
+    assert!(out.ends_with("CONNECTED\n"), "{out}");
+    let dir = server.stop_keeping_dir().await;
+    let url = format!("{}/_anycable", app.url);
+    let _server = TestServer::start_in(dir, |c| {
+        c.bind = addr;
+        c.rpc_url = Some(url);
+        c.rpc_secret = Some(KEY.to_owned().into());
+    })
+    .await;
+    while let Some(line) = tokio::time::timeout(wait, lines.next_line())
+        .await
+        .expect("the client goes on")
+        .unwrap()
+    {
+        out.push_str(&line);
+        out.push('\n');
+    }
+    assert!(child.wait().await.unwrap().success(), "{out}");
+    assert!(
+        out.contains("DISCONNECTED willAttemptReconnect=true"),
+        "{out}"
+    );
+    assert!(out.contains("RECONNECTED 2"), "{out}");
+    assert!(out.contains("RECEIVED"), "{out}");
+}
