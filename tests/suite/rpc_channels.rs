@@ -435,3 +435,80 @@ async fn a_rails_client_rides_out_a_server_restart_on_the_apps_channels() {
     assert!(out.contains("RECONNECTED 2"), "{out}");
     assert!(out.contains("RECEIVED"), "{out}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_nodes_share_the_apps_broadcasts_and_remote_disconnects_over_redis() {
+    let app = App::start().await;
+    let url = crate::redis::redis_url();
+    let prefix = crate::redis::unique_prefix("rpc");
+    let mut nodes = Vec::new();
+    for _ in 0..2 {
+        let (rpc, redis, prefix) = (
+            format!("{}/_anycable", app.url),
+            url.clone(),
+            prefix.clone(),
+        );
+        nodes.push(
+            TestServer::start_with(|c| {
+                c.pubsub = hearth::config::PubSubKind::Redis;
+                c.redis_url = redis.into();
+                c.redis_channel_prefix = prefix;
+                c.rpc_url = Some(rpc);
+                c.rpc_secret = Some(KEY.to_owned().into());
+            })
+            .await,
+        );
+    }
+    let (one, two) = (&nodes[0], &nodes[1]);
+    let origin = two.origin();
+    let mut ws = Ws::connect(two.addr, Some("username=nia"), Some(&origin), None).await;
+    ws.send_text(r#"{"command":"subscribe","identifier":"{\"channel\":\"StreamChannel\",\"name\":\"shared\"}"}"#)
+        .await;
+    assert!(
+        frame_with(&mut ws, "confirm_subscription", Duration::from_secs(5))
+            .await
+            .is_some()
+    );
+    // A broadcast taken by the first node reaches the app's subscriber on the second.
+    let key = one.state.broadcast_key.clone();
+    let auth = format!("Bearer {key}");
+    let headers = [
+        ("Authorization", auth.as_str()),
+        ("Content-Type", "application/json"),
+    ];
+    let mut client = one.client();
+    let r = client
+        .request(
+            "POST",
+            "/_broadcast",
+            &headers,
+            br#"{"stream":"shared","data":"{\"n\":1}"}"#,
+        )
+        .await;
+    assert_eq!(r.status, 201);
+    assert!(frame_with(&mut ws, r#""n":1"#, Duration::from_secs(5))
+        .await
+        .is_some());
+    // AnyCable's remote disconnect through the first node closes the app's connection on the
+    // second, matched by the identifiers the app gave it.
+    // In the app's key order (JSON.stringify's), as the app encoded them.
+    let identifiers = format!(r#"{{"username":"nia","url":"{origin}/cable"}}"#);
+    let command = serde_json::json!({
+        "command": "disconnect",
+        "payload": {"identifier": identifiers, "reconnect": false},
+    });
+    let r = client
+        .request(
+            "POST",
+            "/_broadcast",
+            &headers,
+            command.to_string().as_bytes(),
+        )
+        .await;
+    assert_eq!(r.status, 201);
+    let frame = frame_with(&mut ws, "disconnect", Duration::from_secs(5)).await;
+    assert_eq!(
+        frame.as_deref(),
+        Some(r#"{"type":"disconnect","reason":"remote","reconnect":false}"#)
+    );
+}
