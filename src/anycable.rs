@@ -39,6 +39,8 @@ pub enum Message {
         /// The connection identifier: for Campfire's `identified_by :current_user`, the
         /// user's GlobalID param (taken from the identifiers JSON's `current_user`).
         identifier: String,
+        /// The identifiers as sent (an app's connection identifiers under `--rpc-url`).
+        identifiers: String,
         /// Whether the client may reconnect (default true).
         reconnect: bool,
     },
@@ -78,6 +80,7 @@ pub fn parse_message(body: &[u8]) -> Result<Message, PublicationError> {
             .unwrap_or(true);
         return Ok(Message::Disconnect {
             identifier,
+            identifiers: identifiers.to_owned(),
             reconnect,
         });
     }
@@ -198,6 +201,7 @@ mod tests {
             parse_message(body).expect("a command"),
             Message::Disconnect {
                 identifier: "Z2lkOi8vY2FtcGZpcmUvVXNlci8x".into(),
+                identifiers: r#"{"current_user":"Z2lkOi8vY2FtcGZpcmUvVXNlci8x"}"#.into(),
                 reconnect: false
             }
         );

@@ -19,9 +19,10 @@ use tokio::sync::Semaphore;
 
 use crate::cable::channels::host::{ChannelHost, LocalHost};
 use crate::cable::channels::remote::RemoteHost;
+use crate::cable::channels::rpc::RpcHost;
 use crate::cable::protocol::{disconnect_frames, DisconnectReason};
 use crate::cable::Identity;
-use crate::config::{Config, Role};
+use crate::config::{ChannelSet, Config, Role};
 use crate::fanout::frame::Frame;
 use crate::peer_connections::{PeerConnections, PeerSlot};
 use crate::pubsub::Control;
@@ -75,14 +76,26 @@ fn routes_by_role(state: SharedState) -> axum::Router {
     }
     // The channel host, chosen once: the app node's (a cable node), or this node's.
     let local = LocalHost::new(state.clone());
-    let host: Arc<dyn ChannelHost> = match &state.app_link {
+    let campfire: Arc<dyn ChannelHost> = match &state.app_link {
         Some(link) => RemoteHost::new(link.clone(), local),
         None => local,
+    };
+    // An app's own channels beside Campfire's (`--rpc-url`), or alone (`--channels rpc`).
+    let app_only = state.config.channels == ChannelSet::Rpc;
+    let host: Arc<dyn ChannelHost> = match &state.rpc {
+        Some(app) => RpcHost::new(campfire, app.clone(), !app_only),
+        None => campfire,
     };
     let cable_state = CableState {
         state: state.clone(),
         host,
     };
+    if app_only {
+        return direct.route(
+            "/cable",
+            axum::routing::any(cable_app_only).with_state(cable_state),
+        );
+    }
     if state.config.role == Role::Cable {
         return direct.route(
             "/cable",
@@ -414,6 +427,30 @@ async fn cable(
     crate::cable::upgrade(state, host, request, identity).await
 }
 
+/// `GET /cable` of the cable server alone (`--channels rpc`): no Campfire session is looked
+/// up (there is no database); the app's `connect` identifies the connection.
+async fn cable_app_only(
+    axum::extract::State(CableState { state, host }): axum::extract::State<CableState>,
+    request: axum::extract::Request,
+) -> axum::response::Response {
+    let peer = request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map_or(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), |c| {
+            c.0.ip()
+        });
+    let secure = crate::web::client_ip::forwarded_https(
+        peer,
+        request.headers(),
+        &state.config.trusted_proxies,
+    ) || state.config.production;
+    let identity = Identity {
+        secure,
+        ..Identity::default()
+    };
+    crate::cable::upgrade(state, host, request, identity).await
+}
+
 /// What the `/cable` handlers take: the state and the channel host chosen at start.
 #[derive(Clone, Debug)]
 struct CableState {
@@ -456,6 +493,7 @@ async fn anycable_broadcast(
         }
         Ok(crate::anycable::Message::Disconnect {
             identifier,
+            identifiers,
             reconnect,
         }) => {
             // anycable-rails' remote disconnect: the user's sockets on every node.
@@ -464,6 +502,14 @@ async fn anycable_broadcast(
                     state.bus.control(Control::Disconnect {
                         user_id,
                         session_sha256: None,
+                        reconnect,
+                    });
+                    StatusCode::CREATED
+                }
+                // An app's connections (`--rpc-url`), by the identifiers its `connect` gave.
+                _ if state.rpc.is_some() => {
+                    state.bus.control(Control::DisconnectIdentifiers {
+                        identifiers,
                         reconnect,
                     });
                     StatusCode::CREATED
@@ -506,6 +552,17 @@ fn apply_control(state: &SharedState, command: &Control) {
                 link.forget_user(*user_id);
             }
             tracing::debug!(user_id, connections = closed, "remote disconnect");
+        }
+        Control::DisconnectIdentifiers {
+            identifiers,
+            reconnect,
+        } => {
+            let frames = disconnect_frames(DisconnectReason::Remote, *reconnect);
+            let closed = state.cable.close_identifiers(identifiers, &frames);
+            tracing::debug!(
+                connections = closed,
+                "remote disconnect of an app's connection"
+            );
         }
         Control::SessionsEnded {
             user_id,
@@ -694,7 +751,7 @@ impl Server {
             background.push(spawn_metrics_upkeep(state.clone()));
         }
         // A cable node has no database of its own (it asks its app node).
-        if periodic && state.config.role != Role::Cable {
+        if periodic && state.config.has_database() {
             background.push(crate::db::spawn_checkpointer_with(
                 state.pool.clone(),
                 state.metrics.wal_stats(),

@@ -438,6 +438,41 @@ pub struct Config {
     #[arg(long, env = "HEARTH_APP_URL")]
     pub app_url: Option<String>,
 
+    /// Base URL of an app's AnyCable HTTP RPC (anycable-rails mounts it at `/_anycable`,
+    /// e.g. `http://127.0.0.1:3001/_anycable`; AnyCable's `rpc_host`). Set, channels that
+    /// Campfire does not own are the app's: a connection is identified by the app's
+    /// `connect`, and its subscriptions and actions are the app's `command`s (see
+    /// `docs/rails-app.md`).
+    #[arg(long, env = "HEARTH_RPC_URL")]
+    pub rpc_url: Option<String>,
+
+    /// Bearer key of the RPC calls (AnyCable's `http_rpc_secret`). Unset: derived from
+    /// secret_key_base as AnyCable derives it from its secret,
+    /// HMAC-SHA256-hex(secret, "rpc-cable").
+    #[arg(long, env = "HEARTH_RPC_SECRET", hide_env_values = true)]
+    pub rpc_secret: Option<Redacted<String>>,
+
+    /// The request headers passed to the app's `connect` (AnyCable's `headers`), lowercase,
+    /// comma-separated; `REMOTE_ADDR` is always added.
+    #[arg(
+        long,
+        env = "HEARTH_RPC_HEADERS",
+        value_delimiter = ',',
+        default_value = "cookie"
+    )]
+    pub rpc_headers: Vec<String>,
+
+    /// Which channels `/cable` runs: `campfire` (Campfire's, and an app's beside them with
+    /// --rpc-url) or `rpc` (the cable server alone: the app's channels at --rpc-url and
+    /// Turbo's signed streams, with no chat app and no database).
+    #[arg(long, env = "HEARTH_CHANNELS", value_enum, default_value = "campfire")]
+    pub channels: ChannelSet,
+
+    /// RPC calls in flight at most (AnyCable's `rpc_concurrency`); more wait for a place
+    /// within the 3 s call timeout.
+    #[arg(long, env = "HEARTH_RPC_CONCURRENCY", default_value_t = crate::rpc::DEFAULT_CONCURRENCY)]
+    pub rpc_concurrency: usize,
+
     /// Seconds a cable node waits for its app node's answer (who a connection is, a
     /// subscribe, an action) before it gives up: a subscribe then gets `reject_subscription`,
     /// a connection 503.
@@ -532,6 +567,17 @@ pub enum Role {
     App,
     /// /cable only, without a database: identification and authorization by the app node.
     Cable,
+}
+
+/// Which channels `/cable` runs (`--channels`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum ChannelSet {
+    /// Campfire's channels, and an app's beside them with `--rpc-url`.
+    #[default]
+    Campfire,
+    /// Only the cable server: the app's channels at `--rpc-url` and Turbo's signed streams;
+    /// no chat app, no database.
+    Rpc,
 }
 
 /// Where new files are stored (`--storage`).
@@ -650,6 +696,12 @@ impl Config {
             ),
             (Action::LinkPreview, self.link_preview_rate_limit, minute),
         ])
+    }
+
+    /// Whether this node opens a database: not a cable node (`--role cable`, which asks its
+    /// app node) nor the cable server alone (`--channels rpc`).
+    pub fn has_database(&self) -> bool {
+        self.role != Role::Cable && self.channels != ChannelSet::Rpc
     }
 
     /// The queued-frame budgets given by the flags.

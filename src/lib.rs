@@ -28,7 +28,9 @@
 //!    metrics at `/metrics`), [`rate_limit`] (the sign-in limit, token buckets), [`registry`]
 //!    (open connections by user and session), [`resumable`] (resumable cable sessions, by `sid`), [`presence`] (presence per connection, coalesced
 //!    into membership writes), [`assets`] (the room page's scripts, vendored and built into the
-//!    binary), [`anycable`] (AnyCable's publication format and broadcast key), [`storage`]
+//!    binary), [`anycable`] (AnyCable's publication format and broadcast key), [`rpc`] (AnyCable's
+//!    HTTP RPC client: an app's own channels asked over three JSON calls, with a timeout, a
+//!    cap on calls in flight, a circuit breaker and a bounded disconnect queue), [`storage`]
 //!    (Active Storage's disk service, content identification, signed blob URLs, image
 //!    processing), [`link_previews`] (a pasted URL's Open Graph card, fetched behind an SSRF
 //!    guard), [`webhooks`] (the bounded queue and HTTP client of bot webhooks), [`push`]
@@ -77,6 +79,7 @@ pub mod registry;
 pub mod render;
 pub mod resumable;
 pub mod rich_text;
+pub mod rpc;
 pub mod sounds;
 pub mod state;
 pub mod storage;

@@ -37,6 +37,10 @@
 //! | `hearth_webhook_deliveries_total{outcome}` | counter | bot webhook deliveries: `delivered` (answered 2xx), `failed` (no answer after the retries, or a non-2xx answer), `timed_out`, `dropped` (queue full) |
 //! | `hearth_push_deliveries_total{result}` | counter | web push requests by outcome (`crate::push`): `sent` (2xx), `retried` (429/5xx/no answer, tried again), `gone` (404/410: the subscription deleted), `failed` (given up), `dropped` (the push queue was full) |
 //! | `hearth_webhook_retries_total` | counter | webhook attempts repeated after a connection failure or a 5xx answer |
+//! | `hearth_rpc_calls_total{result}` | counter | (`--rpc-url`) calls to the app's RPC: `ok`, `error` (no answer, a timeout, another status than 200, a malformed answer), `refused` (not made: the breaker is open) |
+//! | `hearth_rpc_call_duration_seconds` | histogram | (`--rpc-url`) duration of each RPC call, answered or not |
+//! | `hearth_rpc_breaker_state` | gauge | (`--rpc-url`) the RPC circuit breaker: 0 closed, 1 half-open, 2 open |
+//! | `hearth_rpc_disconnects_dropped_total` | counter | (`--rpc-url`) disconnect calls dropped because their queue was full |
 //! | `hearth_redis_link_up` | gauge | 1 while a Redis link is up, 0 while down; absent when no Redis link is configured |
 //! | `hearth_redis_link_lag_seconds` | gauge | (Redis) the last heartbeat's trip from this node's publishing connection through Redis to its subscriber |
 //! | `hearth_redis_publish_pending` | gauge | (Redis) broadcasts kept while Redis cannot take them, published when it can (at most `crate::redis_pubsub::PENDING_LIMIT`) |
@@ -74,6 +78,9 @@ pub const BROADCAST_BUCKETS: &[f64] = &[
 
 const POST_DURATION: &str = "hearth_post_duration_seconds";
 const BROADCAST_DURATION: &str = "hearth_broadcast_duration_seconds";
+const RPC_DURATION: &str = "hearth_rpc_call_duration_seconds";
+/// Bucket bounds of `hearth_rpc_call_duration_seconds`, in seconds (1 ms to the 3 s timeout).
+const RPC_BUCKETS: &[f64] = &[0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 3.0];
 const REDIS_LINK_UP: &str = "hearth_redis_link_up";
 
 /// Where a post came from, as the `source` label.
@@ -368,6 +375,7 @@ impl Metrics {
                     BROADCAST_BUCKETS,
                 )
             })
+            .and_then(|b| b.set_buckets_for_metric(Matcher::Full(RPC_DURATION.into()), RPC_BUCKETS))
             .expect("bucket lists are not empty")
             .build_recorder();
         for &(name, kind, unit, help) in SERIES {
@@ -501,6 +509,18 @@ impl Metrics {
             .describe_gauge(KeyName::from_const_str(name), None, help.into());
         self.recorder
             .register_gauge(&Key::from_static_name(name), &metadata())
+    }
+
+    /// Registers (and describes) `hearth_rpc_call_duration_seconds`, the histogram of AnyCable
+    /// RPC calls' durations (`crate::rpc`), shown only while an RPC app is configured.
+    pub fn rpc_duration(&self) -> Histogram {
+        self.recorder.describe_histogram(
+            KeyName::from_const_str(RPC_DURATION),
+            Some(Unit::Seconds),
+            "Duration of RPC calls to the app, answered or not (the 3 s timeout included)".into(),
+        );
+        self.recorder
+            .register_histogram(&Key::from_static_name(RPC_DURATION), &metadata())
     }
 
     /// Counts a welcomed Action Cable connection.

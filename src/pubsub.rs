@@ -67,6 +67,15 @@ pub enum Control {
         /// Only the session whose token has this SHA-256 (lowercase hex); None for all.
         session_sha256: Option<String>,
     },
+    /// Close the connections an app identified with exactly `identifiers` (`--rpc-url`;
+    /// AnyCable's remote disconnect, `{"command":"disconnect","payload":{"identifier":…}}`),
+    /// with Action Cable's `disconnect` notice (reason `remote`).
+    DisconnectIdentifiers {
+        /// The app's identifiers, as its `connect` answered them.
+        identifiers: String,
+        /// Whether the client may reconnect.
+        reconnect: bool,
+    },
     /// These users lost access to rooms (a membership revoked, a room closed to them or
     /// destroyed): their connections re-check their room subscriptions and drop those no
     /// longer allowed, with `reject_subscription`. Grants send nothing.

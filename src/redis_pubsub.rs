@@ -455,8 +455,16 @@ impl RedisPubSub {
                 }
                 Ok(anycable::Message::Disconnect {
                     identifier,
+                    identifiers,
                     reconnect,
-                }) => self.apply_disconnect(&identifier, reconnect, None),
+                }) => match self.user_of(&identifier) {
+                    Some(_) => self.apply_disconnect(&identifier, reconnect, None),
+                    // Not a Campfire user: an app's connection (`--rpc-url`).
+                    None => self.on_control.apply(&Control::DisconnectIdentifiers {
+                        identifiers,
+                        reconnect,
+                    }),
+                },
                 Err(e) => tracing::warn!(error = %e, "dropped a malformed AnyCable publication"),
             }
             return;
@@ -539,6 +547,12 @@ fn parse_control(payload: &[u8]) -> Option<Control> {
     let value: serde_json::Value = serde_json::from_slice(payload).ok()?;
     match value.get("type")?.as_str()? {
         "access_revoked" => {}
+        "disconnect_identifiers" => {
+            return Some(Control::DisconnectIdentifiers {
+                identifiers: value.get("identifiers")?.as_str()?.to_owned(),
+                reconnect: value.get("reconnect")?.as_bool()?,
+            });
+        }
         "sessions_ended" => {
             let session_sha256 = match value.get("session_sha256") {
                 None | Some(serde_json::Value::Null) => None,
@@ -612,6 +626,17 @@ impl Bus for RedisPubSub {
                     CONTROL_CHANNEL,
                     access_revoked_payload(&user_ids).as_bytes(),
                 );
+            }
+            Control::DisconnectIdentifiers {
+                identifiers,
+                reconnect,
+            } => {
+                let payload = serde_json::json!({
+                    "type": "disconnect_identifiers",
+                    "identifiers": identifiers,
+                    "reconnect": reconnect,
+                });
+                self.publish(CONTROL_CHANNEL, payload.to_string().as_bytes());
             }
             // Another node's gap is its own to resync.
             Control::Resync => self.on_control.apply(&Control::Resync),

@@ -27,8 +27,12 @@ use crate::fanout::Connection;
 
 #[derive(Debug)]
 struct Entry {
-    user_id: i64,
+    /// The Campfire user; None for a connection only an app identified (`--rpc-url`).
+    user_id: Option<i64>,
     session_token: Option<String>,
+    /// The app's identifiers of the connection (`--rpc-url`), matched by AnyCable's remote
+    /// disconnect.
+    identifiers: Option<Arc<str>>,
     connection: Connection,
     revoked: Signal,
 }
@@ -100,12 +104,14 @@ impl Registry {
         })
     }
 
-    /// Records an identified connection. Returns its [`Signal`], which fires when the
-    /// user loses access to a room.
+    /// Records an identified connection: by a Campfire user (and the session token it was
+    /// found by), by an app's identifiers, or both. Returns its [`Signal`], which fires when
+    /// the user loses access to a room.
     pub fn register(
         &self,
-        user_id: i64,
+        user_id: Option<i64>,
         session_token: Option<String>,
+        identifiers: Option<Arc<str>>,
         connection: Connection,
     ) -> Signal {
         let revoked = Signal::default();
@@ -114,6 +120,7 @@ impl Registry {
             Entry {
                 user_id,
                 session_token,
+                identifiers,
                 connection,
                 revoked: revoked.clone(),
             },
@@ -130,7 +137,7 @@ impl Registry {
         let mut signalled = 0;
         for entry in entries
             .values()
-            .filter(|e| ids.binary_search(&e.user_id).is_ok())
+            .filter(|e| e.user_id.is_some_and(|id| ids.binary_search(&id).is_ok()))
         {
             entry.revoked.signal();
             signalled += 1;
@@ -176,7 +183,13 @@ impl Registry {
     /// Queues `frames` as the last frames of each of the user's connections and closes them.
     /// Returns how many were closed.
     pub fn close_user(&self, user_id: i64, frames: &[Frame]) -> usize {
-        self.close_matching(frames, |e| e.user_id == user_id)
+        self.close_matching(frames, |e| e.user_id == Some(user_id))
+    }
+
+    /// Queues `frames` as the last frames of each connection an app identified with exactly
+    /// `identifiers` (AnyCable's remote disconnect) and closes them. Returns how many.
+    pub fn close_identifiers(&self, identifiers: &str, frames: &[Frame]) -> usize {
+        self.close_matching(frames, |e| e.identifiers.as_deref() == Some(identifiers))
     }
 
     /// Queues `frames` as the last frames of each connection opened with this session token
@@ -195,7 +208,7 @@ impl Registry {
         frames: &[Frame],
     ) -> usize {
         self.close_matching(frames, |e| {
-            e.user_id == user_id
+            e.user_id == Some(user_id)
                 && e.session_token
                     .as_deref()
                     .is_some_and(|t| session_digest(t) == token_sha256)

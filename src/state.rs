@@ -52,6 +52,8 @@ pub struct AppState {
     pub internal_key: String,
     /// A cable node's line to its app node (`--role cable`).
     pub app_link: Option<Arc<AppLink>>,
+    /// An app's AnyCable HTTP RPC (`--rpc-url`), whose channels run beside Campfire's.
+    pub rpc: Option<Arc<crate::rpc::RpcApp>>,
     /// The bearer key of `POST /_broadcast` (`--broadcast-key`, or derived from
     /// secret_key_base as AnyCable derives it from its secret).
     pub broadcast_key: String,
@@ -197,14 +199,17 @@ impl AppState {
                 crate::app_link::KeyCheck::Refused(why) => anyhow::bail!("{why}"),
             }
         }
-        let pool = if config.role == Role::Cable {
+        if config.channels == crate::config::ChannelSet::Rpc && config.rpc_url.is_none() {
+            anyhow::bail!("--channels rpc needs --rpc-url");
+        }
+        let pool = if !config.has_database() {
             crate::db::unused_pool()?
         } else {
             crate::db::open(&config.database).await?
         };
-        if config.role != Role::Cable && config.production {
+        if config.has_database() && config.production {
             refuse_demo_credentials(&pool).await?;
-        } else if config.role != Role::Cable
+        } else if config.has_database()
             && !config.no_seed
             && crate::db::seed::is_empty(&pool).await?
         {
@@ -291,7 +296,24 @@ impl AppState {
             Some(key) => key.to_owned(),
             None => crate::anycable::broadcast_key(&secret),
         };
-        let bans_present = config.role != Role::Cable && crate::db::bans::any(&pool).await?;
+        let rpc = config
+            .rpc_url
+            .as_deref()
+            .filter(|u| !u.is_empty())
+            .map(|url| {
+                let key = match config.rpc_secret.as_deref().filter(|k| !k.is_empty()) {
+                    Some(key) => key.to_owned(),
+                    None => crate::rpc::rpc_key(&secret),
+                };
+                crate::rpc::RpcApp::start(
+                    url,
+                    key,
+                    config.rpc_concurrency,
+                    config.rpc_headers.clone(),
+                    &metrics,
+                )
+            });
+        let bans_present = config.has_database() && crate::db::bans::any(&pool).await?;
         let presence = crate::presence::Presence::new(pool.clone());
         let pool_for_push = pool.clone();
         let webhooks = crate::webhooks::WebhookQueue::new(
@@ -320,6 +342,7 @@ impl AppState {
             broadcast_key,
             internal_key,
             app_link,
+            rpc,
             fanout,
             cookies: SignedCookieJar::for_server(
                 secret.as_bytes(),

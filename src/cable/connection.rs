@@ -44,10 +44,12 @@ use bytes::Bytes;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use super::channels::host::{ChannelHost, Who};
+mod app;
+
+use super::channels::host::{AppSession, ChannelHost, Who};
 use super::channels::{self, Outcome, Subscribed};
 use super::deflate::{Agreed, Inflater};
-use super::protocol::{self, close_code, Command, DisconnectReason};
+use super::protocol::{self, close_code, Command};
 use super::reader::{Inbound, MessageReader};
 use crate::db::users::User;
 use crate::fanout::frame::Frame;
@@ -113,31 +115,23 @@ pub async fn run(
     session_token: Option<String>,
     extended: Option<Extended>,
     deflate: Option<Agreed>,
+    app: Option<crate::rpc::ConnectContext>,
 ) {
     let _ = stream.set_nodelay(true);
     let (read_half, mut write_half) = stream.into_split();
-    let Some(user) = user else {
-        state.metrics.connection_rejected();
-        // Rails: reject_unauthorized_connection → disconnect frame, close 1000, no welcome.
-        let mut bytes = Frame::text(&protocol::disconnect(DisconnectReason::Unauthorized, false))
-            .0
-            .to_vec();
-        bytes.extend_from_slice(&Frame::close(close_code::NORMAL, "").0);
-        let _ = tokio::time::timeout(std::time::Duration::from_secs(5), async {
-            let _ = write_half.write_all(&bytes).await;
-            let _ = write_half.shutdown().await;
-            // Wait for the client's close (or EOF) so the close handshake completes.
-            let mut sink = [0u8; 512];
-            let mut rd = read_half;
-            while let Ok(n) = rd.read(&mut sink).await {
-                if n == 0 {
-                    break;
-                }
-            }
-        })
-        .await;
-        tracing::info!("An unauthorized connection attempt was rejected");
-        return;
+    let app = match app {
+        Some(ctx) => Some(app::connect(host.as_ref(), ctx).await),
+        None => None,
+    };
+    let (app, app_frames) = match app {
+        Some(app::Connected::Accepted(session, frames)) => (Some(session), frames),
+        refused if user.is_none() => {
+            state.metrics.connection_rejected();
+            refuse(read_half, write_half, app::refusal(refused.as_ref())).await;
+            tracing::info!("An unauthorized connection attempt was rejected");
+            return;
+        }
+        _ => (None, Vec::new()),
     };
     // A restored session's subscriptions, as the channels resolved them when they were made
     // (Presence is never stored: its client subscribes again, which marks it present).
@@ -153,38 +147,46 @@ pub async fn run(
                 .collect()
         })
         .unwrap_or_default();
-    let welcome = match &extended {
-        None => protocol::WELCOME.to_vec(),
-        Some(Extended {
-            sid,
-            restored: Some(_),
-        }) => {
-            let ids: Vec<Arc<str>> = restored.iter().map(|(id, _)| id.clone()).collect();
-            protocol::welcome_restored(sid, &ids, state.json)
+    let opening = match &user {
+        // Campfire's welcome, then what the app sent beside its own welcome.
+        Some(_) => {
+            let mut bytes = Frame::text(&welcome(&state, extended.as_ref(), &restored))
+                .0
+                .to_vec();
+            bytes.extend(app::frames(&app_frames, true));
+            bytes
         }
-        Some(Extended { sid, .. }) => protocol::welcome_ext(sid),
+        // The app's transmissions as they are (its welcome among them).
+        None => app::frames(&app_frames, false),
     };
-    if write_half
-        .write_all(&Frame::text(&welcome).0)
-        .await
-        .is_err()
-    {
+    if write_half.write_all(&opening).await.is_err() {
         return;
     }
     state.metrics.connection_opened();
-    let conn = state
-        .fanout
-        .attach_owned(write_half, u64::try_from(user.id).unwrap_or(u64::MAX));
+    let user_id = user.as_ref().map(|u| u.id);
+    let conn = match user_id {
+        Some(id) => state
+            .fanout
+            .attach_owned(write_half, u64::try_from(id).unwrap_or(u64::MAX)),
+        None => state.fanout.attach(write_half),
+    };
     let kept_token = session_token.clone();
-    let revoked = state.cable.register(user.id, session_token, conn.clone());
+    let revoked = state.cable.register(
+        user_id,
+        session_token,
+        app.as_ref().map(|a| a.identifiers.clone()),
+        conn.clone(),
+    );
     // Commands for this user reach this node (Rails'
     // `Connection::InternalChannel#subscribe_to_internal_channel`).
-    let user_id = user.id;
-    state.bus.user_connected(user_id);
+    if let Some(id) = user_id {
+        state.bus.user_connected(id);
+    }
     let mut reader = Reader {
         state: state.clone(),
         host,
         user,
+        app,
         conn: conn.clone(),
         revoked,
         subscriptions: HashMap::new(),
@@ -199,59 +201,71 @@ pub async fn run(
         deflate,
     };
     if !restored.is_empty() {
-        let interest = state.bus.interest();
-        for (identifier, subscribed) in restored {
-            let variant = reader.variant(&identifier);
-            for stream in &subscribed.streams {
-                // Held until the client's `history` command (see the module docs).
-                conn.hold(stream, &variant.key);
-                interest.subscribe(&conn, stream, &variant);
-            }
-            reader.held.push(identifier.clone());
-            state.bus.ready(&subscribed.streams).await;
-            reader
-                .subscriptions
-                .insert(identifier, Subscription { subscribed });
-        }
-        reader.release_at = Some(tokio::time::Instant::now() + RESTORE_HOLD);
-        state.metrics.session_restored();
+        reader.attach_restored(restored).await;
     }
     reader.read_loop(read_half, leftover).await;
-    if let Some(sid) = reader.sid.as_deref().filter(|_| reader.ended_by_peer) {
-        // The client went away by itself (a dropped network, a closed tab): it may come back
-        // with this sid. Closed by the server (sign-out, ban, too slow, a restart), it may not.
-        let subscriptions = reader
-            .subscriptions
-            .iter()
-            .filter(|(_, sub)| !matches!(sub.subscribed.channel, channels::Channel::Presence(_)))
-            .filter_map(|(id, sub)| {
-                Some((id.to_string(), serde_json::to_string(&sub.subscribed).ok()?))
-            })
-            .collect();
-        state.sessions.keep(
-            sid,
-            crate::resumable::StoredSession {
-                user: reader.user.clone(),
-                session_token: kept_token,
-                subscriptions,
-            },
-        );
-    }
+    reader.keep_session(kept_token);
     // Boxed, like every command below: the task's future is sized for its largest state, so
     // rare database work kept inline would make every idle connection pay for it.
     Box::pin(reader.unsubscribe_all()).await;
     state.cable.deregister(conn.id());
-    state.bus.user_disconnected(user_id);
+    if let Some(id) = user_id {
+        state.bus.user_disconnected(id);
+    }
     if !conn.is_closed() {
         conn.abort();
     }
+}
+
+/// The welcome of a Campfire connection: Rails', or the extended protocol's (with the
+/// restored subscriptions' identifiers).
+fn welcome(
+    state: &SharedState,
+    extended: Option<&Extended>,
+    restored: &[(Arc<str>, Subscribed)],
+) -> Vec<u8> {
+    match extended {
+        None => protocol::WELCOME.to_vec(),
+        Some(Extended {
+            sid,
+            restored: Some(_),
+        }) => {
+            let ids: Vec<Arc<str>> = restored.iter().map(|(id, _)| id.clone()).collect();
+            protocol::welcome_restored(sid, &ids, state.json)
+        }
+        Some(Extended { sid, .. }) => protocol::welcome_ext(sid),
+    }
+}
+
+/// Refuses a connection: writes `bytes` (its last frames, a close among them), then waits a
+/// little for the client's close (or EOF) so the close handshake completes.
+async fn refuse(
+    read_half: tokio::net::tcp::OwnedReadHalf,
+    mut write_half: tokio::net::tcp::OwnedWriteHalf,
+    bytes: Vec<u8>,
+) {
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(5), async {
+        let _ = write_half.write_all(&bytes).await;
+        let _ = write_half.shutdown().await;
+        let mut sink = [0u8; 512];
+        let mut rd = read_half;
+        while let Ok(n) = rd.read(&mut sink).await {
+            if n == 0 {
+                break;
+            }
+        }
+    })
+    .await;
 }
 
 struct Reader {
     state: SharedState,
     /// Where the channels run (here, or on the app node).
     host: Arc<dyn ChannelHost>,
-    user: User,
+    /// The Campfire user (`current_user`), when a Campfire session identified the connection.
+    user: Option<User>,
+    /// The app's connection, when the app's `connect` accepted it (`--rpc-url`).
+    app: Option<AppSession>,
     conn: Connection,
     revoked: Signal,
     subscriptions: HashMap<Arc<str>, Subscription>,
@@ -390,11 +404,66 @@ impl Reader {
         self.conn.close(&[Frame::close(code, "")]);
     }
 
-    fn who(&self) -> Who<'_> {
-        Who {
-            user: &self.user,
+    /// Who the Campfire channels' calls are for; None on a connection only the app identified
+    /// (Campfire's channels then reject it).
+    fn who(&self) -> Option<Who<'_>> {
+        Some(Who {
+            user: self.user.as_ref()?,
             connection_id: self.conn.id(),
+        })
+    }
+
+    /// Attaches a restored session's subscriptions again, held until the client's `history`
+    /// command (see the module docs).
+    async fn attach_restored(&mut self, restored: Vec<(Arc<str>, Subscribed)>) {
+        let interest = self.state.bus.interest();
+        for (identifier, subscribed) in restored {
+            let variant = self.variant(&identifier);
+            for stream in &subscribed.streams {
+                self.conn.hold(stream, &variant.key);
+                interest.subscribe(&self.conn, stream, &variant);
+            }
+            self.held.push(identifier.clone());
+            self.state.bus.ready(&subscribed.streams).await;
+            self.subscriptions
+                .insert(identifier, Subscription { subscribed });
         }
+        self.release_at = Some(tokio::time::Instant::now() + RESTORE_HOLD);
+        self.state.metrics.session_restored();
+    }
+
+    /// Keeps an extended-protocol Campfire session the client ended by itself (a dropped
+    /// network, a closed tab): it may come back with this sid. Closed by the server (sign-out,
+    /// ban, too slow, a restart), it may not. The app's subscriptions are not kept: the app
+    /// is asked again on a reconnect.
+    fn keep_session(&self, session_token: Option<String>) {
+        let (Some(sid), Some(user)) = (self.sid.as_deref(), self.user.as_ref()) else {
+            return;
+        };
+        if !self.ended_by_peer {
+            return;
+        }
+        let subscriptions = self
+            .subscriptions
+            .iter()
+            .filter(|(_, sub)| {
+                !matches!(
+                    sub.subscribed.channel,
+                    channels::Channel::Presence(_) | channels::Channel::App(_)
+                )
+            })
+            .filter_map(|(id, sub)| {
+                Some((id.to_string(), serde_json::to_string(&sub.subscribed).ok()?))
+            })
+            .collect();
+        self.state.sessions.keep(
+            sid,
+            crate::resumable::StoredSession {
+                user: user.clone(),
+                session_token,
+                subscriptions,
+            },
+        );
     }
 
     /// The fan-out variant of this connection's subscription of `identifier` (compressed
@@ -526,6 +595,9 @@ impl Reader {
                 loggable(&identifier)
             );
         };
+        if self.host.is_app_channel(&channel) {
+            return self.app_subscribe(identifier, hold).await;
+        }
         let escaping = self.state.json;
         let outcome = match self.channel_subscribe(&identifier, &channel, params).await {
             Ok(outcome) => outcome,
@@ -586,6 +658,9 @@ impl Reader {
         let key = self.variant_key(identifier);
         for stream in &sub.subscribed.streams {
             interest.unsubscribe(&self.conn, stream, &key);
+        }
+        if let channels::Channel::App(istate) = &sub.subscribed.channel {
+            return self.app_unsubscribe(identifier, istate).await;
         }
         self.channel_unsubscribed(&sub.subscribed).await
     }
@@ -698,14 +773,23 @@ impl Reader {
         channel: &str,
         params: serde_json::Map<String, serde_json::Value>,
     ) -> anyhow::Result<Outcome> {
-        self.host
-            .subscribe(self.who(), identifier, channel, params)
-            .await
+        let Some(who) = self.who() else {
+            // A connection only an app identified: Turbo's signed streams need no user.
+            return Ok(if channel == channels::turbo_streams::CHANNEL {
+                channels::turbo_streams::verify(&self.state.signer, &params)
+            } else {
+                Outcome::Reject
+            });
+        };
+        self.host.subscribe(who, identifier, channel, params).await
     }
 
     /// Runs a channel's `unsubscribed` on the host.
     async fn channel_unsubscribed(&self, subscribed: &Subscribed) -> anyhow::Result<()> {
-        self.host.unsubscribed(self.who(), subscribed).await
+        match self.who() {
+            Some(who) => self.host.unsubscribed(who, subscribed).await,
+            None => Ok(()),
+        }
     }
 
     /// Runs a channel action on the host. `within_rate` is false for an action past its rate
@@ -716,14 +800,22 @@ impl Reader {
         action: &str,
         within_rate: bool,
     ) -> anyhow::Result<bool> {
-        self.host
-            .perform(self.who(), subscribed, action, within_rate)
-            .await
+        match self.who() {
+            Some(who) => {
+                self.host
+                    .perform(who, subscribed, action, within_rate)
+                    .await
+            }
+            None => Ok(false),
+        }
     }
 
     /// Whether a confirmed subscription is still allowed, asked of the host.
     async fn channel_still_allowed(&self, subscribed: &Subscribed) -> anyhow::Result<bool> {
-        self.host.still_allowed(self.who(), subscribed).await
+        match self.who() {
+            Some(who) => self.host.still_allowed(who, subscribed).await,
+            None => Ok(true),
+        }
     }
 
     async fn perform(&mut self, identifier: &Arc<str>, data: &str) -> anyhow::Result<()> {
@@ -733,7 +825,11 @@ impl Reader {
                 loggable(identifier)
             );
         };
+        if matches!(sub.subscribed.channel, channels::Channel::App(_)) {
+            return self.app_perform(identifier, data).await;
+        }
         let subscribed = sub.subscribed.clone();
+        let user_id = self.user.as_ref().map_or(0, |u| u.id);
         let budget = match subscribed.channel {
             channels::Channel::TypingNotifications(_) => {
                 Some((&mut self.typing_budget, Action::Typing))
@@ -745,11 +841,11 @@ impl Reader {
         // notice one connection drops costs the user nothing.
         let now = Instant::now();
         let limits = &self.state.request_limits;
-        let user = Client::User(self.user.id);
+        let user = Client::User(user_id);
         let within_rate = budget
             .is_none_or(|(b, action)| b.try_take(now) && limits.check(action, user, now).is_ok());
         if !within_rate {
-            tracing::debug!(user_id = self.user.id, "client action over its rate");
+            tracing::debug!(user_id, "client action over its rate");
         }
         let decoded: serde_json::Value = serde_json::from_str(data)?;
         let action = decoded
@@ -799,7 +895,7 @@ impl Reader {
             self.conn
                 .send(Frame::text(&protocol::reject(&identifier, self.state.json)));
             tracing::info!(
-                user_id = self.user.id,
+                user_id = self.user.as_ref().map(|u| u.id),
                 identifier = %loggable(&identifier),
                 "subscription revoked"
             );
@@ -807,15 +903,24 @@ impl Reader {
     }
 
     async fn unsubscribe_all(&mut self) {
-        let subs: Vec<Subscription> = self.subscriptions.drain().map(|(_, s)| s).collect();
-        for sub in subs {
+        let subs: Vec<(Arc<str>, Subscription)> = self.subscriptions.drain().collect();
+        // The app's subscriptions end with the app's `disconnect`, queued.
+        let mut app_subscriptions = Vec::new();
+        for (identifier, sub) in subs {
             // The engine detaches the connection's streams itself when it closes.
             for stream in &sub.subscribed.streams {
                 self.state.bus.interest().remove(stream);
             }
+            if let channels::Channel::App(istate) = sub.subscribed.channel {
+                app_subscriptions.push((identifier.to_string(), istate));
+                continue;
+            }
             if let Err(e) = self.channel_unsubscribed(&sub.subscribed).await {
                 tracing::warn!(error = %loggable(&e.to_string()), "unsubscribed failed");
             }
+        }
+        if let Some(session) = self.app.take() {
+            self.host.disconnected(session, app_subscriptions);
         }
     }
 }

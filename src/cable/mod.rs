@@ -301,6 +301,22 @@ pub async fn upgrade(
     } else {
         None
     };
+    // The app's `connect` (`--rpc-url`) is asked once the socket is open, with the request as
+    // it came (AnyCable's `env`).
+    let app = state.rpc.as_ref().map(|rpc| crate::rpc::ConnectContext {
+        sid: extended
+            .as_ref()
+            .map_or_else(crate::resumable::new_sid, |e| e.sid.clone()),
+        env: crate::rpc::request_env(
+            request_url(&request, identity.secure),
+            request.headers(),
+            &rpc.headers,
+            request
+                .extensions()
+                .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+                .map_or(std::net::Ipv4Addr::LOCALHOST.into(), |c| c.0.ip()),
+        ),
+    });
     let on_upgrade = hyper::upgrade::on(&mut request);
     tokio::spawn(async move {
         let _permit = permit;
@@ -329,6 +345,7 @@ pub async fn upgrade(
             identity.session_token,
             extended,
             agreed,
+            app,
         )
         .await;
     });
@@ -347,6 +364,22 @@ pub async fn upgrade(
         h.insert(header::SEC_WEBSOCKET_EXTENSIONS, answer);
     }
     response
+}
+
+/// The URL of a `/cable` request as Rails' `request.url` gives it: the scheme (`https` when
+/// the request came over TLS), the `Host` header, the path and query.
+pub fn request_url(request: &Request<Body>, secure: bool) -> String {
+    let host = request
+        .headers()
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("localhost");
+    let path = request
+        .uri()
+        .path_and_query()
+        .map_or("/cable", axum::http::uri::PathAndQuery::as_str);
+    let scheme = if secure { "https" } else { "http" };
+    format!("{scheme}://{host}{path}")
 }
 
 #[cfg(test)]

@@ -82,6 +82,9 @@ pub mod close_code {
     pub const INVALID_PAYLOAD: u16 = 1007;
     /// Message too big.
     pub const MESSAGE_TOO_BIG: u16 = 1009;
+    /// Internal error: the server could not go on (an app's `connect` that failed, as
+    /// AnyCable closes it).
+    pub const INTERNAL_ERROR: u16 = 1011;
 }
 
 /// `{"type":"ping","message":<unix seconds>}`.

@@ -84,6 +84,7 @@ mod rich_text;
 mod room_page;
 mod rooms;
 mod rooms_last_mile;
+mod rpc_channels;
 mod s3;
 mod security;
 mod seed;

@@ -15,6 +15,7 @@ pub(crate) fn ensure_node_modules() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/node");
     if !dir.join("node_modules/@rails/actioncable").exists()
         || !dir.join("node_modules/@anycable/core").exists()
+        || !dir.join("node_modules/@anycable/serverless-js").exists()
     {
         let status = Command::new("npm")
             .args(["ci", "--no-audit", "--no-fund"])

@@ -5,7 +5,14 @@
 //! - [`LocalHost`]: here, against this node's database (`--role all`, and the app node's
 //!   side of the internal endpoint);
 //! - [`super::remote::RemoteHost`]: a cable node's, which asks its app node for what needs
-//!   the database and runs the rest here.
+//!   the database and runs the rest here;
+//! - [`super::rpc::RpcHost`]: either of those for Campfire's channels, and an app's own
+//!   channels beside them, asked over AnyCable's HTTP RPC (`--rpc-url`).
+//!
+//! A connection is identified by a Campfire session ([`ChannelHost::identify`]: a
+//! [`User`]), by the app's `connect` ([`ChannelHost::connect`]: opaque identifiers and the
+//! connection's state, an [`AppSession`]), or both; Campfire's channels need the first, the
+//! app's channels ([`ChannelHost::is_app_channel`]) the second.
 //!
 //! Every method returns a boxed future: a connection boxes the database work of each command
 //! anyway (see `cable/connection.rs`), and a trait object needs it.
@@ -17,6 +24,7 @@ use serde_json::{Map, Value};
 
 use super::{ChannelContext, Outcome, Subscribed};
 use crate::db::users::User;
+use crate::rpc::{CommandResponse, ConnectContext, ConnectResponse, Env, StringMap};
 use crate::state::SharedState;
 
 /// Who a channel call is for: the connection's user and its id (unique across the nodes that
@@ -27,6 +35,40 @@ pub struct Who<'a> {
     pub user: &'a User,
     /// The connection's id.
     pub connection_id: u64,
+}
+
+/// A connection the app accepted (its `connect` succeeded): what the app's calls about it
+/// carry.
+#[derive(Clone, Debug)]
+pub struct AppSession {
+    /// The session id (`x-anycable-meta-sid`).
+    pub sid: String,
+    /// The app's opaque identifiers of the connection.
+    pub identifiers: std::sync::Arc<str>,
+    /// The request (URL, proxied headers) and the connection's state (`cstate`).
+    pub env: Env,
+}
+
+/// A subscription's command for the app ([`ChannelHost::command`]).
+#[derive(Clone, Copy, Debug)]
+pub enum AppCommand<'a> {
+    /// `subscribe`.
+    Subscribe,
+    /// `unsubscribe`.
+    Unsubscribe,
+    /// `message`, with the client's data (JSON text).
+    Message(&'a str),
+}
+
+impl AppCommand<'_> {
+    /// The protocol's name of the command.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Subscribe => "subscribe",
+            Self::Unsubscribe => "unsubscribe",
+            Self::Message(_) => "message",
+        }
+    }
 }
 
 /// Where channels run (see the module docs).
@@ -74,6 +116,39 @@ pub trait ChannelHost: Send + Sync + std::fmt::Debug {
         who: Who<'a>,
         sub: &'a Subscribed,
     ) -> BoxFuture<'a, anyhow::Result<bool>>;
+
+    /// Whether `channel` is an app's channel, run by [`ChannelHost::command`] (false: one of
+    /// Campfire's, or none). No app's channels by default.
+    fn is_app_channel(&self, _channel: &str) -> bool {
+        false
+    }
+
+    /// The app's `connect` for the request in `ctx`; None when this host runs no app's
+    /// channels (the default).
+    fn connect<'a>(
+        &'a self,
+        _ctx: &'a ConnectContext,
+    ) -> BoxFuture<'a, anyhow::Result<Option<ConnectResponse>>> {
+        Box::pin(async { Ok(None) })
+    }
+
+    /// An app subscription's command, with the subscription's state `istate`.
+    ///
+    /// # Errors
+    /// The app could not answer (see [`crate::rpc::CallError`]); no app by default.
+    fn command<'a>(
+        &'a self,
+        _session: &'a AppSession,
+        _identifier: &'a str,
+        _command: AppCommand<'a>,
+        _istate: &'a StringMap,
+    ) -> BoxFuture<'a, anyhow::Result<CommandResponse>> {
+        Box::pin(async { anyhow::bail!("no app channels here") })
+    }
+
+    /// Queues the app's `disconnect` of a closed connection, with its subscriptions and each
+    /// one's state (nothing by default).
+    fn disconnected(&self, _session: AppSession, _subscriptions: Vec<(String, StringMap)>) {}
 }
 
 /// Channels run here, against this node's database.

@@ -14,7 +14,8 @@
 //!
 //! Where they run is a [`host::ChannelHost`], chosen once at start: here ([`host::LocalHost`]),
 //! or, on a cable node (`--role cable`), on the app node for the channels that need the
-//! database ([`remote::RemoteHost`]).
+//! database ([`remote::RemoteHost`]); with `--rpc-url`, an app's own channels run beside
+//! them, asked over AnyCable's HTTP RPC ([`rpc::RpcHost`]).
 
 pub mod heartbeat;
 pub mod host;
@@ -22,6 +23,7 @@ pub mod presence;
 pub mod read_rooms;
 pub mod remote;
 pub mod room_messages;
+pub mod rpc;
 pub mod turbo_streams;
 pub mod typing_notifications;
 pub mod unread_rooms;
@@ -53,6 +55,9 @@ pub enum Channel {
     ReadRooms,
     /// `HeartbeatChannel`.
     Heartbeat,
+    /// One of an app's channels (`--rpc-url`), with the subscription's state (`istate`,
+    /// opaque to Hearth).
+    App(crate::rpc::StringMap),
 }
 
 /// A confirmed subscription's channel and streams.
@@ -118,6 +123,18 @@ pub async fn subscribe(
         _ => Outcome::UnknownChannel,
     })
 }
+
+/// The channel classes Campfire owns (the table above): every other name is an app's when
+/// `--rpc-url` is set.
+pub const CAMPFIRE_CHANNELS: [&str; 7] = [
+    "Turbo::StreamsChannel",
+    "RoomMessagesChannel",
+    "PresenceChannel",
+    "TypingNotificationsChannel",
+    "UnreadRoomsChannel",
+    "ReadRoomsChannel",
+    "HeartbeatChannel",
+];
 
 /// Runs a channel's `unsubscribed` (on `unsubscribe` and when the connection closes).
 pub async fn unsubscribed(ctx: ChannelContext<'_>, sub: &Subscribed) -> anyhow::Result<()> {
