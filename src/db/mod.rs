@@ -20,6 +20,7 @@ pub mod rooms;
 pub mod searches;
 pub mod seed;
 pub mod sessions;
+pub mod threads;
 pub mod upkeep;
 pub mod users;
 pub mod webhooks;

@@ -18,6 +18,7 @@
 //! | `GET /rooms/directs/new`, `POST /rooms/directs`, `GET /rooms/directs/{id}/edit`, `DELETE /rooms/directs/{id}` | [`rooms::directs`] |
 //! | `DELETE /rooms/{id}` | [`rooms::settings::destroy`] |
 //! | `GET`, `PUT`/`PATCH /rooms/{id}/involvement` | [`rooms::involvements`] |
+//! | `POST /messages/{id}/thread`, `POST`/`DELETE /rooms/{id}/follow` | [`threads`] |
 //! | `GET`/`POST /first_run` | [`first_run`] |
 //! | `GET`/`POST /join/{join_code}` | [`join`] |
 //! | `GET /users/{id}`, `GET`/`PATCH /users/me/profile` | [`profiles`] |
@@ -73,6 +74,7 @@ pub mod rooms;
 pub mod searches;
 pub mod sessions;
 pub mod sidebar_history;
+pub mod threads;
 pub mod transfers;
 pub mod translations;
 pub mod unfurl_links;
@@ -144,6 +146,11 @@ pub fn routes(state: SharedState) -> Router {
             delete(bots_api::destroy_boost),
         )
         .route("/messages/{message_id}/boosts", post(messages::boost))
+        .route("/messages/{message_id}/thread", post(threads::start))
+        .route(
+            "/rooms/{room_id}/follow",
+            post(threads::follow).delete(threads::unfollow),
+        )
         .route("/messages/{message_id}/boosts/new", get(boosts::new))
         .route(
             "/messages/{message_id}/boosts/{boost_id}",

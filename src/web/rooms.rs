@@ -153,6 +153,8 @@ async fn render_room(
         .unwrap_or(crate::db::Involvement::Mentions);
     let next = involvements::next_involvement(room.kind.is_direct(), involvement);
     let user_initials = render::initials(&user.name);
+    let thread =
+        super::threads::page_view(&state.pool, &state.storage.verifier, &room, user.id).await?;
     let view = RoomPage {
         involvement: involvement.as_str(),
         next_involvement: next.as_str(),
@@ -185,6 +187,7 @@ async fn render_room(
         refresh_cursor,
         scripts: state.assets.head_html(),
         welcome,
+        thread,
     };
     let html = askama::Template::render(&view)?;
     let mut response = Html(html).into_response();
@@ -375,6 +378,9 @@ pub async fn sidebar(
         user.id,
     );
     let list = rooms::for_sidebar(&state.pool, user.id).await?;
+    let (threads, list): (Vec<_>, Vec<_>) = list
+        .into_iter()
+        .partition(|r| r.kind == crate::db::RoomKind::Thread);
     let (direct, shared): (Vec<_>, Vec<_>) = list
         .into_iter()
         .partition(|r| r.kind == crate::db::RoomKind::Direct);
@@ -393,6 +399,7 @@ pub async fn sidebar(
             user_id: user.id,
             shared,
             direct,
+            threads,
             history: &history,
             people,
             csrf_token: &token,

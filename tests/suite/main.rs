@@ -89,5 +89,6 @@ mod seed;
 mod small_ones;
 mod sounds;
 mod stress;
+mod threads;
 mod transfer_round_trip;
 mod web;

@@ -1,0 +1,397 @@
+//! Threads over real HTTP and `/cable`: "Reply in thread" starting (or finding) a message's
+//! thread, a reply updating the parent's summary live in its room's open pages, who follows a
+//! thread, "also send to the room", search, and the permission rules: only members of the
+//! parent's room see or reply (a closed room's thread goes with its membership, on open
+//! sockets at once), no reply to a deleted parent, no thread of a thread, none after 30 days
+//! without a reply.
+
+use crate::common;
+
+use std::time::Duration;
+
+use common::forms::{broadcast_containing, csrf, scalar_i64, scalar_text, send, watch_room};
+use common::{connect_as, reject, subscribe_cmd, TestServer, Ws, WsEvent};
+
+const DAVID: &str = "david@example.com";
+const JASON: &str = "jason@example.com";
+const JZ: &str = "jz@example.com";
+const KEVIN: &str = "kevin@example.com";
+const SECRET: &str = "secret123456";
+const T: Duration = Duration::from_secs(10);
+
+/// The room id a 302 points at (`/rooms/{id}`).
+fn room_of(r: &common::Response) -> i64 {
+    assert_eq!(r.status, 302, "{}", r.body);
+    r.header("location")
+        .and_then(|l| l.strip_prefix("/rooms/"))
+        .and_then(|id| id.parse().ok())
+        .unwrap_or_else(|| panic!("a room location: {:?}", r.header("location")))
+}
+
+/// Posts `text` in room `room` as `c` (a form post, with `extra` fields); returns the status.
+async fn reply(
+    c: &mut common::Client,
+    room: i64,
+    text: &str,
+    extra: &[(&str, &str)],
+) -> common::Response {
+    let token = csrf(c, "/rooms/opens/new").await;
+    let mut pairs = vec![("message[body]", text)];
+    pairs.extend_from_slice(extra);
+    send(
+        c,
+        "POST",
+        &format!("/rooms/{room}/messages"),
+        &pairs,
+        &token,
+    )
+    .await
+}
+
+async fn involvement(server: &TestServer, room: i64, user: i64) -> String {
+    scalar_text(
+        server,
+        &format!(
+            "SELECT COALESCE((SELECT involvement FROM memberships WHERE room_id = {room} \
+             AND user_id = {user}), 'none')"
+        ),
+    )
+    .await
+}
+
+/// Reads frames until one contains `needle`; panics after `T`.
+async fn frame_containing(ws: &mut Ws, needle: &str) -> String {
+    let deadline = tokio::time::Instant::now() + T;
+    loop {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        match ws.next_non_ping(left).await {
+            Some(WsEvent::Text(t)) if t.contains(needle) => return t,
+            Some(WsEvent::Text(_)) => {}
+            other => panic!("expected a frame with {needle:?}, got {other:?}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_reply_in_a_thread_updates_the_parent_live_and_its_people_follow_it() {
+    let server = TestServer::start().await;
+    let mut david = server.signed_in(DAVID, SECRET).await;
+    let mut jason = server.signed_in(JASON, SECRET).await;
+    let mut kevin = server.signed_in(KEVIN, SECRET).await;
+    let mut watching = watch_room(&server, &mut david, 1).await;
+    // A message of David's in All Talk is the parent.
+    assert_eq!(reply(&mut david, 1, "Lunch plans?", &[]).await.status, 302);
+    let parent = scalar_i64(&server, "SELECT MAX(id) FROM messages WHERE room_id = 1").await;
+    let parent_cid = scalar_text(
+        &server,
+        &format!("SELECT client_message_id FROM messages WHERE id = {parent}"),
+    )
+    .await;
+
+    // "Reply in thread" in the message menu; pressed again, the same thread.
+    let page = jason.get("/rooms/1").await;
+    assert!(page
+        .body
+        .contains(&format!("action=\"/messages/{parent}/thread\"")));
+    let token = csrf(&mut jason, "/rooms/1").await;
+    let thread = room_of(
+        &send(
+            &mut jason,
+            "POST",
+            &format!("/messages/{parent}/thread"),
+            &[],
+            &token,
+        )
+        .await,
+    );
+    let again = send(
+        &mut jason,
+        "POST",
+        &format!("/messages/{parent}/thread"),
+        &[],
+        &token,
+    )
+    .await;
+    assert_eq!(room_of(&again), thread);
+    let page = jason.get(&format!("/rooms/{thread}")).await;
+    assert_eq!(page.status, 200);
+    for part in [
+        "room--thread",
+        "Lunch plans?",
+        "in All Talk",
+        ">Follow</button>",
+        "Also send to All Talk",
+        &format!("action=\"/rooms/{thread}/messages\""),
+    ] {
+        assert!(
+            page.body.contains(part),
+            "{part} missing from the thread page"
+        );
+    }
+
+    // Jason replies: the parent's summary is replaced in All Talk's open pages.
+    assert_eq!(reply(&mut jason, thread, "Tacos!", &[]).await.status, 302);
+    let target = format!("action=\"replace\" target=\"thread_summary_message_{parent_cid}\"");
+    let summary = broadcast_containing(&mut watching, &target).await;
+    assert!(summary.contains("1 reply"), "{summary}");
+    assert!(
+        summary.contains(&format!("href=\"/rooms/{thread}\""))
+            && summary.contains("/users/2/avatar"),
+        "{summary}"
+    );
+    // The replier and the parent's author follow it; Kevin does not, yet sees it.
+    assert_eq!(involvement(&server, thread, 2).await, "everything");
+    assert_eq!(involvement(&server, thread, 1).await, "everything");
+    assert_eq!(involvement(&server, thread, 4).await, "none");
+    assert_eq!(kevin.get(&format!("/rooms/{thread}")).await.status, 200);
+    // David had not seen the reply: the thread is unread for him, and in his sidebar.
+    let sidebar = david.get("/users/me/sidebar").await.body;
+    assert!(
+        sidebar.contains(&format!("id=\"list_rooms_thread_{thread}\"")),
+        "{sidebar}"
+    );
+    assert!(sidebar.contains("Lunch plans?"));
+
+    // Also sent to the room: a message of its own in All Talk; the summary counts 2.
+    let before = scalar_i64(&server, "SELECT COUNT(*) FROM messages WHERE room_id = 1").await;
+    let r = reply(
+        &mut kevin,
+        thread,
+        "Burritos",
+        &[("also_send_to_room", "1")],
+    )
+    .await;
+    assert_eq!(r.status, 302, "{}", r.body);
+    assert_eq!(
+        scalar_i64(&server, "SELECT COUNT(*) FROM messages WHERE room_id = 1").await,
+        before + 1
+    );
+    let summary = broadcast_containing(&mut watching, "2 replies").await;
+    assert!(summary.contains("/users/4/avatar") && summary.contains("/users/2/avatar"));
+    // The room page shows the summary too (and its catch-up replaces the parent).
+    let page = david.get("/rooms/1").await.body;
+    assert!(page.contains("2 replies") && page.contains(&format!("href=\"/rooms/{thread}\"")));
+
+    // Search finds a reply for a member of the parent's room.
+    let jz_hits = server
+        .signed_in(JZ, SECRET)
+        .await
+        .get("/searches?q=Tacos")
+        .await
+        .body;
+    assert!(jz_hits.contains("Tacos"), "search missed the thread reply");
+
+    // No thread of a thread.
+    let in_thread = scalar_i64(
+        &server,
+        &format!("SELECT MIN(id) FROM messages WHERE room_id = {thread}"),
+    )
+    .await;
+    let r = send(
+        &mut jason,
+        "POST",
+        &format!("/messages/{in_thread}/thread"),
+        &[],
+        &token,
+    )
+    .await;
+    assert_eq!(r.status, 422, "{}", r.body);
+
+    // Follow and unfollow.
+    let token = csrf(&mut kevin, &format!("/rooms/{thread}")).await;
+    let path = format!("/rooms/{thread}/follow");
+    assert_eq!(
+        room_of(&send(&mut kevin, "DELETE", &path, &[], &token).await),
+        thread
+    );
+    assert_eq!(involvement(&server, thread, 4).await, "invisible");
+    let page = kevin.get(&format!("/rooms/{thread}")).await.body;
+    assert!(page.contains(">Follow</button>"));
+    assert_eq!(
+        room_of(&send(&mut kevin, "POST", &path, &[], &token).await),
+        thread
+    );
+    assert_eq!(involvement(&server, thread, 4).await, "everything");
+    assert!(kevin
+        .get(&format!("/rooms/{thread}"))
+        .await
+        .body
+        .contains(">Unfollow</button>"));
+    // A room that is no thread cannot be followed.
+    assert_eq!(
+        send(&mut kevin, "POST", "/rooms/1/follow", &[], &token)
+            .await
+            .status,
+        404
+    );
+}
+
+#[tokio::test]
+async fn only_the_parent_rooms_members_see_a_thread_and_refused_replies_store_nothing() {
+    let server = TestServer::start().await;
+    let mut david = server.signed_in(DAVID, SECRET).await;
+    let mut jason = server.signed_in(JASON, SECRET).await;
+    let mut jz = server.signed_in(JZ, SECRET).await;
+    // A closed room of David and Jason, a message of Jason's and its thread.
+    let token = csrf(&mut david, "/rooms/closeds/new").await;
+    let closed = room_of(
+        &send(
+            &mut david,
+            "POST",
+            "/rooms/closeds",
+            &[("room[name]", "Plans"), ("user_ids[]", "2")],
+            &token,
+        )
+        .await,
+    );
+    assert_eq!(
+        reply(&mut jason, closed, "Secret plan", &[]).await.status,
+        302
+    );
+    let parent = scalar_i64(
+        &server,
+        &format!("SELECT MAX(id) FROM messages WHERE room_id = {closed}"),
+    )
+    .await;
+    let token = csrf(&mut jason, &format!("/rooms/{closed}")).await;
+    let thread = room_of(
+        &send(
+            &mut jason,
+            "POST",
+            &format!("/messages/{parent}/thread"),
+            &[],
+            &token,
+        )
+        .await,
+    );
+    assert_eq!(reply(&mut jason, thread, "Step one", &[]).await.status, 302);
+
+    // JZ is not in the room: nothing of the thread answers him.
+    let jz_token = csrf(&mut jz, "/rooms/1").await;
+    assert_eq!(jz.get(&format!("/rooms/{thread}")).await.status, 404);
+    assert_eq!(reply(&mut jz, thread, "let me in", &[]).await.status, 404);
+    for path in [
+        format!("/messages/{parent}/thread"),
+        format!("/rooms/{thread}/follow"),
+    ] {
+        assert_eq!(
+            send(&mut jz, "POST", &path, &[], &jz_token).await.status,
+            404,
+            "{path}"
+        );
+    }
+    assert!(!jz.get("/searches?q=Step").await.body.contains("Step one"));
+    assert_eq!(
+        scalar_i64(
+            &server,
+            &format!("SELECT COUNT(*) FROM messages WHERE room_id = {thread}")
+        )
+        .await,
+        1
+    );
+
+    // Jason watches the thread; David removes him from the room: the thread goes at once.
+    let (_jc, mut jason_ws) = connect_as(&server, JASON, SECRET).await;
+    let room = hearth::db::rooms::find(&server.state.pool, thread)
+        .await
+        .unwrap()
+        .unwrap();
+    let name = hearth::streams::room_messages(&server.state.config.gid_app, &room);
+    let identifier = serde_json::json!({"channel": "RoomMessagesChannel", "signed_stream_name": server.state.signer.sign(&name)}).to_string();
+    jason_ws.send_text(&subscribe_cmd(&identifier)).await;
+    frame_containing(&mut jason_ws, "confirm_subscription").await;
+    let token = csrf(&mut david, &format!("/rooms/closeds/{closed}/edit")).await;
+    let r = send(
+        &mut david,
+        "PATCH",
+        &format!("/rooms/closeds/{closed}"),
+        &[("room[name]", "Plans")],
+        &token,
+    )
+    .await;
+    assert_eq!(r.status, 302, "{}", r.body);
+    let rejected = frame_containing(&mut jason_ws, "reject_subscription").await;
+    assert_eq!(rejected, reject(&identifier));
+    assert_eq!(involvement(&server, thread, 2).await, "none");
+    assert_eq!(jason.get(&format!("/rooms/{thread}")).await.status, 404);
+    assert_eq!(
+        reply(&mut jason, thread, "still here?", &[]).await.status,
+        404
+    );
+
+    // A deleted parent: the thread stays readable and refuses replies.
+    let token = csrf(&mut david, &format!("/rooms/{closed}")).await;
+    let r = send(
+        &mut david,
+        "DELETE",
+        &format!("/rooms/{closed}/messages/{parent}"),
+        &[],
+        &token,
+    )
+    .await;
+    assert!(r.status == 302 || r.status == 200, "{}", r.body);
+    let page = david.get(&format!("/rooms/{thread}")).await;
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("was deleted") && page.body.contains("Step one"));
+    let r = reply(&mut david, thread, "too late", &[]).await;
+    assert_eq!(r.status, 422);
+    assert!(r.body.contains("was deleted"), "{}", r.body);
+    assert_eq!(
+        scalar_i64(
+            &server,
+            &format!("SELECT COUNT(*) FROM messages WHERE room_id = {thread}")
+        )
+        .await,
+        1
+    );
+}
+
+#[tokio::test]
+async fn a_thread_without_a_reply_for_30_days_closes_and_leaves_the_sidebar() {
+    let server = TestServer::start().await;
+    let mut david = server.signed_in(DAVID, SECRET).await;
+    assert_eq!(reply(&mut david, 2, "Cats or dogs?", &[]).await.status, 302);
+    let parent = scalar_i64(&server, "SELECT MAX(id) FROM messages WHERE room_id = 2").await;
+    let token = csrf(&mut david, "/rooms/2").await;
+    let thread = room_of(
+        &send(
+            &mut david,
+            "POST",
+            &format!("/messages/{parent}/thread"),
+            &[],
+            &token,
+        )
+        .await,
+    );
+    assert_eq!(reply(&mut david, thread, "Dogs", &[]).await.status, 302);
+    let entry = format!("id=\"list_rooms_thread_{thread}\"");
+    assert!(david.get("/users/me/sidebar").await.body.contains(&entry));
+    // 29 days: still open.
+    let day = 24 * 60 * 60 * 1000_i64;
+    let age = |days: i64| {
+        format!(
+            "UPDATE rooms SET updated_at = updated_at - {} WHERE id = {thread} RETURNING id",
+            days * day
+        )
+    };
+    scalar_i64(&server, &age(29)).await;
+    assert!(david.get("/users/me/sidebar").await.body.contains(&entry));
+    // A reply moves the clock on: back 30 days from it, the thread is closed.
+    assert_eq!(reply(&mut david, thread, "Cats", &[]).await.status, 302);
+    scalar_i64(&server, &age(30)).await;
+    let r = reply(&mut david, thread, "Hamsters", &[]).await;
+    assert_eq!(r.status, 422);
+    assert!(r.body.contains("closed"), "{}", r.body);
+    assert!(!david.get("/users/me/sidebar").await.body.contains(&entry));
+    let page = david.get(&format!("/rooms/{thread}")).await;
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("room--thread-closed") && page.body.contains("Cats"));
+    assert_eq!(
+        scalar_i64(
+            &server,
+            &format!("SELECT COUNT(*) FROM messages WHERE room_id = {thread}")
+        )
+        .await,
+        2
+    );
+}
