@@ -522,6 +522,8 @@ pub struct RoomPage<'a> {
     pub welcome: Option<(String, String)>,
     /// What a thread's page shows besides its messages; `None` for other rooms.
     pub thread: Option<ThreadView>,
+    /// Drawn for the thread panel beside a room (`?panel=1`): no sidebar, no menu button.
+    pub panel: bool,
 }
 
 /// The parts of a thread's page ([`RoomPage::thread`]).

@@ -56,15 +56,25 @@ pub async fn root(
     }
 }
 
+/// Query of `GET /rooms/{id}`.
+#[derive(Debug, Default, Deserialize)]
+pub struct ShowQuery {
+    /// `1`: the page is drawn for the thread panel beside a room (no sidebar).
+    pub panel: Option<String>,
+}
+
 /// `GET /rooms/{id}`: the latest 40 messages, the room's signed message stream and the
-/// composer. Signed out: 302 to the sign-in form, which then returns here.
+/// composer (`?panel=1`: a thread drawn for the panel beside its room, without the sidebar).
+/// Signed out: 302 to the sign-in form, which then returns here.
 pub async fn show(
     State(state): State<SharedState>,
     Extension(ctx): Extension<Ctx>,
     Path(room_id): Path<String>,
+    Query(q): Query<ShowQuery>,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
-    render_room(&state, &ctx, &headers, parse_id(&room_id)?, None).await
+    let panel = q.panel.as_deref() == Some("1");
+    render_room(&state, &ctx, &headers, parse_id(&room_id)?, (None, panel)).await
 }
 
 /// `GET /rooms/{id}/@{message_id}`: a deep link to a message (Campfire's
@@ -86,7 +96,7 @@ pub async fn show_segment(
         &ctx,
         &headers,
         parse_id(&room_id)?,
-        Some(message_id),
+        (Some(message_id), false),
     )
     .await
 }
@@ -96,7 +106,7 @@ async fn render_room(
     ctx: &Ctx,
     headers: &HeaderMap,
     room_id: i64,
-    message_id: Option<i64>,
+    (message_id, panel): (Option<i64>, bool),
 ) -> Result<Response, AppError> {
     let Some(user) = &ctx.user else {
         let path = match message_id {
@@ -186,6 +196,7 @@ async fn render_room(
         client_message_id: &client_message_id,
         refresh_cursor,
         scripts: state.assets.head_html(),
+        panel: panel && thread.is_some(),
         welcome,
         thread,
     };

@@ -38,6 +38,7 @@ mod browser_room;
 mod browser_rooms_admin;
 mod browser_small_ones;
 mod browser_sounds;
+mod browser_threads;
 mod cable;
 mod campfire_signed;
 mod children;
