@@ -395,3 +395,122 @@ async fn a_thread_without_a_reply_for_30_days_closes_and_leaves_the_sidebar() {
         2
     );
 }
+
+#[tokio::test]
+async fn a_bot_mentioned_in_a_thread_gets_the_threads_path_and_answers_in_it() {
+    let server = TestServer::start().await;
+    let (url, mut hits) =
+        common::webhooks::receiver((200, "text/plain", b"on it".to_vec()), Duration::ZERO, None)
+            .await;
+    let mut david = server.signed_in(DAVID, SECRET).await;
+    let token = csrf(&mut david, "/account/bots").await;
+    let r = send(
+        &mut david,
+        "POST",
+        "/account/bots",
+        &[("user[name]", "Helper"), ("user[webhook_url]", &url)],
+        &token,
+    )
+    .await;
+    assert_eq!(r.status, 302, "{}", r.body);
+    let bot = scalar_i64(
+        &server,
+        "SELECT id FROM users WHERE name = 'Helper' AND role = 'bot'",
+    )
+    .await;
+    let key = format!(
+        "{bot}-{}",
+        scalar_text(
+            &server,
+            &format!("SELECT bot_token FROM users WHERE id = {bot}")
+        )
+        .await
+    );
+    assert_eq!(
+        reply(&mut david, 1, "Is the build green?", &[])
+            .await
+            .status,
+        302
+    );
+    let parent = scalar_i64(&server, "SELECT MAX(id) FROM messages WHERE room_id = 1").await;
+    let token = csrf(&mut david, "/rooms/1").await;
+    let thread = room_of(
+        &send(
+            &mut david,
+            "POST",
+            &format!("/messages/{parent}/thread"),
+            &[],
+            &token,
+        )
+        .await,
+    );
+
+    // A mention of the bot in the thread: the payload's room is the thread, with its parent.
+    let sgid = server
+        .state
+        .sgids
+        .sign("User", bot, hearth::rails::ATTACHABLE_PURPOSE);
+    let html = format!(
+        "<div><action-text-attachment sgid=\"{sgid}\" content-type=\"application/vnd.campfire.mention\"></action-text-attachment> check it</div>"
+    );
+    let r = reply(
+        &mut david,
+        thread,
+        &html,
+        &[("message[body_format]", "html")],
+    )
+    .await;
+    assert_eq!(r.status, 302, "{}", r.body);
+    let (_, body) = tokio::time::timeout(T, hits.recv())
+        .await
+        .expect("the webhook")
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(v["room"]["id"], thread);
+    assert_eq!(v["room"]["path"], format!("/rooms/{thread}/{key}/messages"));
+    assert_eq!(v["thread"]["id"], thread);
+    assert_eq!(
+        v["thread"]["path"],
+        format!("/rooms/{thread}/{key}/messages")
+    );
+    assert_eq!(v["thread"]["parent"]["message_id"], parent);
+    assert_eq!(v["thread"]["parent"]["room_id"], 1);
+    assert_eq!(v["thread"]["parent"]["path"], format!("/rooms/1/@{parent}"));
+    assert_eq!(v["message"]["body"]["plain"], "check it");
+
+    // Its answer lands in the thread; so does a post through the bot API with the thread's id.
+    let answered =
+        format!("SELECT COUNT(*) FROM messages WHERE room_id = {thread} AND creator_id = {bot}");
+    let deadline = tokio::time::Instant::now() + T;
+    while scalar_i64(&server, &answered).await < 1 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no answer in the thread"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let r = server
+        .client()
+        .request(
+            "POST",
+            &format!("/rooms/{thread}/{key}/messages"),
+            &[],
+            b"all green",
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    assert!(r
+        .header("location")
+        .is_some_and(|l| l.starts_with(&format!("/rooms/{thread}/@"))));
+    assert_eq!(scalar_i64(&server, &answered).await, 2);
+    // A message outside threads keeps Campfire's payload: no thread key.
+    let r = reply(&mut david, 1, &html, &[("message[body_format]", "html")]).await;
+    assert_eq!(r.status, 302);
+    let (_, body) = tokio::time::timeout(T, hits.recv())
+        .await
+        .expect("the webhook")
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(v["room"]["id"], 1);
+    assert!(v.get("thread").is_none(), "{v}");
+}
