@@ -1,4 +1,6 @@
 -- no-transaction
+-- Threads and bookmarks.
+--
 -- Threads: a thread is a room of kind 'thread' whose parent is a message (the model of
 -- Campfire's public forks, `Rooms::Thread`), so streams, catch-up, unread marks, presence,
 -- typing, involvement, pushes, search, files, boosts, edits and bots work in it as in any room.
@@ -49,6 +51,17 @@ BEGIN
      WHERE user_id = OLD.user_id
        AND room_id IN (SELECT id FROM rooms WHERE parent_room_id = OLD.room_id);
 END;
+
+-- Bookmarks: a message saved for later by a person (the list at /users/me/bookmarks). A
+-- bookmark goes with its message or its user; one per person and message.
+CREATE TABLE bookmarks (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    user_id INTEGER NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+    message_id INTEGER NOT NULL REFERENCES messages (id) ON DELETE CASCADE,
+    created_at INTEGER NOT NULL
+);
+CREATE UNIQUE INDEX index_bookmarks_on_user_id_and_message_id ON bookmarks (user_id, message_id);
+CREATE INDEX index_bookmarks_on_message_id ON bookmarks (message_id);
 
 COMMIT;
 PRAGMA legacy_alter_table = OFF;

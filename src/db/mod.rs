@@ -9,6 +9,7 @@ pub mod any_rows;
 pub mod auth_cache;
 pub mod bans;
 pub mod blobs;
+pub mod bookmarks;
 pub mod boosts;
 pub mod generation;
 pub mod inline;

@@ -18,6 +18,7 @@
 //! | `GET /rooms/directs/new`, `POST /rooms/directs`, `GET /rooms/directs/{id}/edit`, `DELETE /rooms/directs/{id}` | [`rooms::directs`] |
 //! | `DELETE /rooms/{id}` | [`rooms::settings::destroy`] |
 //! | `GET`, `PUT`/`PATCH /rooms/{id}/involvement` | [`rooms::involvements`] |
+//! | `POST`/`DELETE /messages/{id}/bookmark`, `GET /users/me/bookmarks` | [`bookmarks`] |
 //! | `POST /messages/{id}/thread`, `POST`/`DELETE /rooms/{id}/follow` | [`threads`] |
 //! | `GET`/`POST /first_run` | [`first_run`] |
 //! | `GET`/`POST /join/{join_code}` | [`join`] |
@@ -44,6 +45,7 @@
 pub mod account;
 pub mod autocompletable;
 pub mod avatars;
+pub mod bookmarks;
 pub mod boosts;
 pub mod bots_api;
 pub mod browsers;
@@ -147,6 +149,11 @@ pub fn routes(state: SharedState) -> Router {
         )
         .route("/messages/{message_id}/boosts", post(messages::boost))
         .route("/messages/{message_id}/thread", post(threads::start))
+        .route(
+            "/messages/{message_id}/bookmark",
+            post(bookmarks::create).delete(bookmarks::destroy),
+        )
+        .route("/users/me/bookmarks", get(bookmarks::index))
         .route(
             "/rooms/{room_id}/follow",
             post(threads::follow).delete(threads::unfollow),

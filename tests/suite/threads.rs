@@ -514,3 +514,78 @@ async fn a_bot_mentioned_in_a_thread_gets_the_threads_path_and_answers_in_it() {
     assert_eq!(v["room"]["id"], 1);
     assert!(v.get("thread").is_none(), "{v}");
 }
+
+#[tokio::test]
+async fn a_bookmark_lists_its_message_for_its_owner_only_and_goes_live_from_every_list() {
+    let server = TestServer::start().await;
+    let mut jason = server.signed_in(JASON, SECRET).await;
+    let mut kevin = server.signed_in(KEVIN, SECRET).await;
+    assert_eq!(
+        reply(&mut jason, 1, "Remember the milk", &[]).await.status,
+        302
+    );
+    let id = scalar_i64(&server, "SELECT MAX(id) FROM messages WHERE room_id = 1").await;
+    assert!(jason
+        .get("/rooms/1")
+        .await
+        .body
+        .contains(&format!("action=\"/messages/{id}/bookmark\"")));
+    let token = csrf(&mut jason, "/rooms/1").await;
+    let path = format!("/messages/{id}/bookmark");
+    for _ in 0..2 {
+        let r = send(&mut jason, "POST", &path, &[], &token).await;
+        assert_eq!(r.status, 302, "{}", r.body);
+    }
+    assert_eq!(
+        scalar_i64(&server, "SELECT COUNT(*) FROM bookmarks").await,
+        1
+    );
+    let list = jason.get("/users/me/bookmarks").await;
+    assert_eq!(list.status, 200);
+    assert!(
+        list.body.contains("Remember the milk")
+            && list.body.contains(&format!("id=\"bookmark_message_{id}\""))
+    );
+    // Someone else's list is their own; a message one cannot see cannot be saved.
+    assert!(!kevin
+        .get("/users/me/bookmarks")
+        .await
+        .body
+        .contains("Remember the milk"));
+    let mut jz = server.signed_in(JZ, SECRET).await;
+    let secret = scalar_i64(&server, "SELECT MAX(id) FROM messages WHERE room_id = 5").await;
+    let jz_token = csrf(&mut jz, "/rooms/1").await;
+    assert_eq!(
+        send(
+            &mut jz,
+            "POST",
+            &format!("/messages/{secret}/bookmark"),
+            &[],
+            &jz_token
+        )
+        .await
+        .status,
+        404
+    );
+
+    // Removed from one list: every open list of Jason's drops it.
+    let (_c, mut ws) = connect_as(&server, JASON, SECRET).await;
+    let signed = server
+        .state
+        .signer
+        .sign(&hearth::streams::user_bookmarks(2));
+    let identifier =
+        serde_json::json!({"channel": "Turbo::StreamsChannel", "signed_stream_name": signed})
+            .to_string();
+    ws.send_text(&subscribe_cmd(&identifier)).await;
+    frame_containing(&mut ws, "confirm_subscription").await;
+    let r = send(&mut jason, "DELETE", &path, &[], &token).await;
+    assert_eq!(r.status, 302);
+    let removed = frame_containing(&mut ws, &format!("bookmark_message_{id}")).await;
+    assert!(removed.contains("remove"), "{removed}");
+    assert!(!jason
+        .get("/users/me/bookmarks")
+        .await
+        .body
+        .contains("Remember the milk"));
+}
