@@ -337,6 +337,23 @@ pub async fn set_presence(
     Ok(changed > 0)
 }
 
+/// Marks a visible membership unread ("Mark unread" in the room's menu): `unread_at` now.
+/// Returns false when the user is no member, or an invisible one (an unfollowed thread).
+pub async fn mark_unread(pool: &SqlitePool, room_id: i64, user_id: i64) -> sqlx::Result<bool> {
+    let changed = super::One::execute(pool, super::Access::Kept, |now| {
+        sqlx::query(
+            "UPDATE memberships SET unread_at = ?, updated_at = ? \
+             WHERE room_id = ? AND user_id = ? AND involvement != 'invisible'",
+        )
+        .bind(now)
+        .bind(now)
+        .bind(room_id)
+        .bind(user_id)
+    })
+    .await?;
+    Ok(changed > 0)
+}
+
 /// Reads a membership's presence columns: `(connections, connected_at, unread_at)`.
 pub async fn membership_state(
     pool: &SqlitePool,

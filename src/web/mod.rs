@@ -18,6 +18,7 @@
 //! | `GET /rooms/directs/new`, `POST /rooms/directs`, `GET /rooms/directs/{id}/edit`, `DELETE /rooms/directs/{id}` | [`rooms::directs`] |
 //! | `DELETE /rooms/{id}` | [`rooms::settings::destroy`] |
 //! | `GET`, `PUT`/`PATCH /rooms/{id}/involvement` | [`rooms::involvements`] |
+//! | `POST /rooms/{id}/unread` | [`rooms::marks`] |
 //! | `POST`/`DELETE /messages/{id}/bookmark`, `GET /users/me/bookmarks` | [`bookmarks`] |
 //! | `POST /messages/{id}/thread`, `POST`/`DELETE /rooms/{id}/follow` | [`threads`] |
 //! | `GET`/`POST /first_run` | [`first_run`] |
@@ -111,6 +112,7 @@ pub fn routes(state: SharedState) -> Router {
                 .put(rooms::involvements::update)
                 .patch(rooms::involvements::update),
         )
+        .route("/rooms/{room_id}/unread", post(rooms::marks::create))
         .route("/rooms/{room_id}/{segment}", get(rooms::show_segment))
         .route("/rooms/{room_id}/refresh", get(rooms::refresh))
         .route(

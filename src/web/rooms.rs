@@ -3,11 +3,13 @@
 //!
 //! Managing rooms lives in the submodules: [`by_kind`] (open and closed rooms) and
 //! [`directs`] (new, create, edit, update), [`settings`] (what they share: input limits, who may administer a
-//! room, `DELETE /rooms/{id}`) and [`involvements`] (`/rooms/{id}/involvement`).
+//! room, `DELETE /rooms/{id}`), [`involvements`] (`/rooms/{id}/involvement`) and [`marks`]
+//! (`POST /rooms/{id}/unread`).
 
 pub mod by_kind;
 pub mod directs;
 pub mod involvements;
+pub mod marks;
 pub mod settings;
 pub mod shared;
 

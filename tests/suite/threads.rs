@@ -589,3 +589,59 @@ async fn a_bookmark_lists_its_message_for_its_owner_only_and_goes_live_from_ever
         .body
         .contains("Remember the milk"));
 }
+
+#[tokio::test]
+async fn mark_unread_marks_a_room_or_a_followed_thread_for_its_member_only() {
+    let server = TestServer::start().await;
+    let mut david = server.signed_in(DAVID, SECRET).await;
+    let mut jz = server.signed_in(JZ, SECRET).await;
+    let unread = |room: i64, user: i64| {
+        format!("SELECT unread_at IS NOT NULL FROM memberships WHERE room_id = {room} AND user_id = {user}")
+    };
+    let token = csrf(&mut david, "/rooms/2").await;
+    assert_eq!(scalar_i64(&server, &unread(2, 1)).await, 0);
+    let r = send(&mut david, "POST", "/rooms/2/unread", &[], &token).await;
+    assert_eq!(room_of(&r), 2);
+    assert_eq!(scalar_i64(&server, &unread(2, 1)).await, 1);
+    assert!(david
+        .get("/users/me/sidebar")
+        .await
+        .body
+        .contains("room-link--unread\" data-room-id=\"2\""));
+    // A thread David follows (he replied in it).
+    assert_eq!(reply(&mut david, 3, "A parent", &[]).await.status, 302);
+    let parent = scalar_i64(&server, "SELECT MAX(id) FROM messages WHERE room_id = 3").await;
+    let thread = room_of(
+        &send(
+            &mut david,
+            "POST",
+            &format!("/messages/{parent}/thread"),
+            &[],
+            &token,
+        )
+        .await,
+    );
+    assert_eq!(reply(&mut david, thread, "A reply", &[]).await.status, 302);
+    assert_eq!(
+        room_of(
+            &send(
+                &mut david,
+                "POST",
+                &format!("/rooms/{thread}/unread"),
+                &[],
+                &token
+            )
+            .await
+        ),
+        thread
+    );
+    assert_eq!(scalar_i64(&server, &unread(thread, 1)).await, 1);
+    // Not a member: 404.
+    let jz_token = csrf(&mut jz, "/rooms/1").await;
+    assert_eq!(
+        send(&mut jz, "POST", "/rooms/5/unread", &[], &jz_token)
+            .await
+            .status,
+        404
+    );
+}
