@@ -18,6 +18,7 @@
 //! | closed room updated | `<user gid param>:rooms` | kept members: `replace`; granted: `prepend` to `shared_rooms`; revoked: `remove` |
 //! | direct room found or created | `<user gid param>:rooms`, for every member | `prepend` to `direct_rooms` (each member's own entry) |
 //! | room destroyed | `rooms` | `remove` of `list_rooms_<kind>_<id>` |
+//! | reply in a thread | `<parent room gid param>:messages` | turbo-stream `replace` of `thread_summary_message_<parent's client_message_id>` |
 //! | involvement to/from invisible | `<user gid param>:rooms` | `remove` / `prepend` to `shared_rooms` (not for direct rooms) |
 //!
 //! One call per event: it renders the payload once, JSON-encodes it once (ActiveSupport
@@ -129,6 +130,27 @@ pub fn message_updated(
     );
     b.broadcast_string(&streams::room_messages(b.gid_app(), room), &html);
     Ok(html)
+}
+
+/// Broadcasts a thread's new summary to its parent's room (a reply was posted in it): a
+/// `replace` of the parent's `thread_summary_<dom id>` element, in every open page of that
+/// room. `parent_dom_id` is the parent's `message_<client_message_id>`.
+///
+/// # Errors
+/// The summary failed to render; nothing was broadcast.
+pub fn thread_summary_changed(
+    b: &Broadcaster,
+    parent_room: &Room,
+    parent_dom_id: &str,
+    summary: &crate::db::threads::Summary,
+) -> Result<(), askama::Error> {
+    let html = render::turbo_stream(
+        "replace",
+        &format!("thread_summary_{parent_dom_id}"),
+        Some(&render::thread_summary(parent_dom_id, Some(summary))?),
+    );
+    b.broadcast_string(&streams::room_messages(b.gid_app(), parent_room), &html);
+    Ok(())
 }
 
 /// Broadcasts a deleted message: a `remove` of its element. Returns the turbo-stream.
@@ -410,6 +432,7 @@ mod tests {
             boosts: Vec::new(),
             attachment: None,
             creator_avatar: None,
+            thread: None,
         }
     }
 

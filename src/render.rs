@@ -31,6 +31,29 @@ struct MessagePartial<'a> {
     created_date: String,
     emoji: bool,
     sound: Option<&'static Sound>,
+    /// The thread summary's element ([`thread_summary`]).
+    thread_summary: String,
+}
+
+/// The `messages/_thread_summary` partial: a parent's reply count, last repliers and last
+/// reply time, linking to its thread; an empty element without replies.
+#[derive(Template)]
+#[template(path = "messages/_thread_summary.html")]
+struct ThreadSummaryPartial<'a> {
+    dom_id: &'a str,
+    summary: Option<&'a crate::db::threads::Summary>,
+}
+
+/// Renders the thread summary of the message whose element id is `dom_id`
+/// (`thread_summary_<dom_id>`, the target of its live `replace`).
+///
+/// # Errors
+/// The template failed to render (askama's error).
+pub fn thread_summary(
+    dom_id: &str,
+    summary: Option<&crate::db::threads::Summary>,
+) -> Result<String, askama::Error> {
+    ThreadSummaryPartial { dom_id, summary }.render()
 }
 
 pub use crate::sounds::{Sound, SOUNDS};
@@ -128,6 +151,7 @@ pub fn message_shown(
         created_date: long_date(m.created_at),
         emoji: is_emoji_only(&m.body),
         sound: sound_of(&m.body),
+        thread_summary: thread_summary(&m.dom_id(), m.thread.as_ref())?,
     };
     partial.render()
 }
@@ -333,6 +357,13 @@ struct DirectRoomEntry<'a> {
     r: &'a SidebarRoom,
 }
 
+/// The `users/sidebars/rooms/_thread` partial: one followed thread, named by its parent's text.
+#[derive(Template, Debug)]
+#[template(path = "users/sidebars/rooms/_thread.html")]
+struct ThreadRoomEntry<'a> {
+    r: &'a SidebarRoom,
+}
+
 /// The avatar paths of a sidebar entry's faces ([`SidebarRoom::faces`]), versioned as every
 /// page links avatars ([`crate::storage::avatar_path`]).
 pub fn face_paths(r: &SidebarRoom) -> Vec<String> {
@@ -350,6 +381,8 @@ pub fn face_paths(r: &SidebarRoom) -> Vec<String> {
 pub fn sidebar_room(r: &SidebarRoom) -> Result<String, askama::Error> {
     if r.kind == crate::db::RoomKind::Direct {
         DirectRoomEntry { r }.render()
+    } else if r.kind == crate::db::RoomKind::Thread {
+        ThreadRoomEntry { r }.render()
     } else {
         SharedRoomEntry { r }.render()
     }
@@ -489,6 +522,27 @@ pub struct RoomPage<'a> {
     /// page of messages (Campfire's `rooms/show/_invitation`): the join URL and the path of its
     /// QR code; `None` elsewhere.
     pub welcome: Option<(String, String)>,
+    /// What a thread's page shows besides its messages; `None` for other rooms.
+    pub thread: Option<ThreadView>,
+    /// Drawn for the thread panel beside a room (`?panel=1`): no sidebar, no menu button.
+    pub panel: bool,
+}
+
+/// The parts of a thread's page ([`RoomPage::thread`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ThreadView {
+    /// The parent message's partial, empty when it was deleted.
+    pub parent_html: String,
+    /// The parent's room.
+    pub parent_room_id: i64,
+    /// The parent's room's name as the viewer sees it.
+    pub parent_room_name: String,
+    /// The parent message's id.
+    pub parent_message_id: i64,
+    /// Whether the viewer follows the thread.
+    pub following: bool,
+    /// Why the thread takes no reply (closed by age, parent deleted); `None` while open.
+    pub closed: Option<&'static str>,
 }
 
 /// The sidebar frame (`GET /users/me/sidebar`).
@@ -515,6 +569,8 @@ pub struct SidebarNav<'a> {
     pub shared: Vec<SidebarRoom>,
     /// Direct rooms.
     pub direct: Vec<SidebarRoom>,
+    /// Followed threads still open, the latest reply first.
+    pub threads: Vec<SidebarRoom>,
     /// The sidebar streams' positions when the list was read (`data-sidebar-history`, see
     /// `crate::web::sidebar_history`).
     pub history: &'a str,

@@ -22,6 +22,11 @@ pub fn user_rooms(app: &str, user_id: i64) -> String {
     format!("{}:rooms", global_id::to_gid_param(app, "User", user_id))
 }
 
+/// `user_<id>_bookmarks`, the stream of a person's open bookmark lists (a removal's `remove`).
+pub fn user_bookmarks(user_id: i64) -> String {
+    format!("user_{user_id}_bookmarks")
+}
+
 /// What the stream history ([`crate::history`]) keeps of a stream's broadcasts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Retention {

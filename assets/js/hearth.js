@@ -2,7 +2,7 @@
 // defines <turbo-cable-stream-source>); this module adds the composer and its toolbar's
 // button, typing notices, presence, unread marks, rich message bodies, the list's look per
 // reader (times, days, threads), its paging, the message menu, pending posts, sounds, the
-// catch-up after a reconnect and the order of appended messages. Everything runs on one
+// catch-up after a reconnect, the order of appended messages and the thread panel. Everything runs on one
 // Action Cable consumer, the one turbo-rails' stream sources use.
 //
 // Each room page is set up on `turbo:load` and torn down before Turbo renders the next page;
@@ -33,6 +33,7 @@ import { startUnfurl } from "./unfurl.js"
 import { startSounds } from "./sounds.js"
 import { startUploads } from "./uploads.js"
 import { startLightbox } from "./lightbox.js"
+import { startThreads } from "./threads.js"
 
 let current = null
 
@@ -84,6 +85,7 @@ async function setUp() {
     startSoftKeyboard(context),
     startAttention(context),
     startNotifications(context),
+    startThreads(context),
   ]
 }
 

@@ -89,7 +89,8 @@ words! {
 }
 
 words! {
-    /// A room's kind (`rooms.kind`): Campfire's `Rooms::Open`, `Rooms::Closed`, `Rooms::Direct`.
+    /// A room's kind (`rooms.kind`): Campfire's `Rooms::Open`, `Rooms::Closed`, `Rooms::Direct`,
+    /// and the forks' `Rooms::Thread`.
     RoomKind ("room kind") {
         /// Everyone is a member.
         Open = "open",
@@ -97,6 +98,9 @@ words! {
         Closed = "closed",
         /// A direct conversation, named by its members.
         Direct = "direct",
+        /// A thread: a side conversation whose parent is a message of another room
+        /// (`rooms.parent_message_id`), seen by that room's members (see `crate::db::threads`).
+        Thread = "thread",
     }
 }
 
@@ -118,6 +122,11 @@ impl RoomKind {
     /// Whether this is a direct room.
     pub fn is_direct(self) -> bool {
         self == Self::Direct
+    }
+
+    /// Whether this is a thread (a room whose parent is a message).
+    pub fn is_thread(self) -> bool {
+        self == Self::Thread
     }
 }
 

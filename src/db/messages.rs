@@ -35,6 +35,8 @@ pub struct Message {
     pub attachment: Option<super::blobs::Attached>,
     /// The blob id of the author's avatar (the version of its URL), None for the initials.
     pub creator_avatar: Option<i64>,
+    /// The message's thread, when it has replies (see [`super::threads`]).
+    pub thread: Option<super::threads::Summary>,
 }
 
 impl Message {
@@ -96,6 +98,7 @@ impl From<Row> for Message {
             boosts: Vec::new(),
             attachment: None,
             creator_avatar: None,
+            thread: None,
         }
     }
 }
@@ -139,7 +142,8 @@ async fn with_boosts(pool: &SqlitePool, rows: Vec<Row>) -> sqlx::Result<Vec<Mess
     Ok(messages)
 }
 
-/// Fills in the files of `messages` (their `attachment`, with the thumbnail once made).
+/// Fills in the files of `messages` (their `attachment`, with the thumbnail once made), their
+/// authors' avatars and their threads' summaries.
 pub async fn with_files(pool: &SqlitePool, messages: &mut [Message]) -> sqlx::Result<()> {
     let mut creators: Vec<i64> = messages.iter().map(|m| m.creator_id).collect();
     creators.sort_unstable();
@@ -155,6 +159,11 @@ pub async fn with_files(pool: &SqlitePool, messages: &mut [Message]) -> sqlx::Re
     {
         if let Some(m) = messages.iter_mut().find(|m| m.id == id) {
             m.attachment = Some(attached);
+        }
+    }
+    for (parent, summary) in super::threads::summaries(pool, &ids).await? {
+        if let Some(m) = messages.iter_mut().find(|m| m.id == parent) {
+            m.thread = Some(summary);
         }
     }
     Ok(())
@@ -753,6 +762,7 @@ impl Owned {
             boosts: Vec::new(),
             attachment: None,
             creator_avatar: self.creator_avatar,
+            thread: None,
         }
     }
 }
@@ -1103,8 +1113,8 @@ pub async fn mentionees(pool: &SqlitePool, message: &Message) -> sqlx::Result<Ve
     Ok(found)
 }
 
-/// Which of the users `ids` are active members of room `room_id` (in no particular order):
-/// who a new body may mention. One query.
+/// Which of the users `ids` are active members of room `room_id` (of its parent's room, for a
+/// thread) (in no particular order): who a new body may mention. One query.
 ///
 /// # Errors
 /// A database failure.
@@ -1119,8 +1129,9 @@ pub async fn mentionable(
     let json = serde_json::to_string(ids).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
     sqlx::query_as(
         "SELECT u.id, u.name, u.role FROM users u \
-         JOIN memberships m ON m.user_id = u.id AND m.room_id = ? \
-         WHERE u.status = 'active' AND u.id IN (SELECT value FROM json_each(?))",
+         JOIN memberships m ON m.user_id = u.id \
+           AND m.room_id = COALESCE((SELECT parent_room_id FROM rooms WHERE id = ?1), ?1) \
+         WHERE u.status = 'active' AND u.id IN (SELECT value FROM json_each(?2))",
     )
     .bind(room_id)
     .bind(json)

@@ -29,6 +29,7 @@ impl Room {
             RoomKind::Open => "Rooms::Open",
             RoomKind::Closed => "Rooms::Closed",
             RoomKind::Direct => "Rooms::Direct",
+            RoomKind::Thread => "Rooms::Thread",
         }
     }
 
@@ -40,7 +41,10 @@ impl Room {
 
     /// The name shown for the room (`"Direct message"` for unnamed direct rooms).
     pub fn display_name(&self) -> &str {
-        self.name.as_deref().unwrap_or("Direct message")
+        match self.kind {
+            RoomKind::Thread => self.name.as_deref().unwrap_or("Thread"),
+            _ => self.name.as_deref().unwrap_or("Direct message"),
+        }
     }
 }
 
@@ -99,6 +103,8 @@ macro_rules! label_sql {
           JOIN users u ON u.id = o.user_id WHERE o.room_id = r.id AND o.user_id != ? \
           ORDER BY u.name COLLATE NOCASE, u.id)), \
        (SELECT name FROM users WHERE id = ?)) \
+     WHEN r.kind = 'thread' THEN COALESCE((SELECT NULLIF(trim(substr(replace(t.body, char(10), ' '), \
+       1, 60)), '') FROM message_search_texts t WHERE t.id = r.parent_message_id), 'Thread') \
      ELSE COALESCE(r.name, 'Untitled') END"
     };
 }
@@ -129,8 +135,9 @@ pub async fn find(pool: &SqlitePool, id: i64) -> sqlx::Result<Option<Room>> {
 }
 
 /// Finds a room by id only when `user_id` is a member of it (Campfire's
-/// `Current.user.rooms.find`): the way every room route looks rooms up, so that a
-/// non-member gets a 404.
+/// `Current.user.rooms.find`): the way every room route, channel and re-check looks rooms up,
+/// so that a non-member gets a 404. A thread is found for every member of its parent's room
+/// (`rooms.parent_room_id`, see [`super::threads`]), whether or not they follow it.
 pub async fn find_for_member(
     pool: &SqlitePool,
     id: i64,
@@ -138,7 +145,8 @@ pub async fn find_for_member(
 ) -> sqlx::Result<Option<Room>> {
     sqlx::query_as(
         "SELECT r.id, r.name, r.kind, r.updated_at FROM rooms r \
-         JOIN memberships m ON m.room_id = r.id WHERE r.id = ? AND m.user_id = ?",
+         JOIN memberships m ON m.room_id = COALESCE(r.parent_room_id, r.id) \
+         WHERE r.id = ? AND m.user_id = ?",
     )
     .bind(id)
     .bind(user_id)
@@ -147,8 +155,9 @@ pub async fn find_for_member(
 }
 
 /// The rooms of a user's sidebar, visible memberships only: shared rooms by name, then direct
-/// rooms by latest activity, the most recent first (a new message touches its room's
-/// `updated_at`; Campfire's `users/sidebars_controller.rb`).
+/// rooms and followed threads by latest activity, the most recent first (a new message
+/// touches its room's `updated_at`; Campfire's `users/sidebars_controller.rb`). A thread
+/// closed by age ([`super::threads::CLOSE_AFTER_MS`] without a reply) is left out.
 pub async fn for_sidebar(pool: &SqlitePool, user_id: i64) -> sqlx::Result<Vec<SidebarRoom>> {
     sqlx::query_as(concat!(
         "SELECT r.id, r.name, r.kind, (m.unread_at IS NOT NULL) AS unread, ",
@@ -157,14 +166,17 @@ pub async fn for_sidebar(pool: &SqlitePool, user_id: i64) -> sqlx::Result<Vec<Si
         avatars_sql!(),
         " AS avatars FROM rooms r JOIN memberships m ON m.room_id = r.id \
          WHERE m.user_id = ? AND m.involvement != 'invisible' \
-         ORDER BY r.kind = 'direct', \
-           CASE WHEN r.kind = 'direct' THEN -r.updated_at END, r.name COLLATE NOCASE, r.id"
+           AND (r.kind != 'thread' OR r.updated_at > ?) \
+         ORDER BY r.kind IN ('direct', 'thread'), \
+           CASE WHEN r.kind IN ('direct', 'thread') THEN -r.updated_at END, \
+           r.name COLLATE NOCASE, r.id"
     ))
     .bind(user_id)
     .bind(user_id)
     .bind(user_id)
     .bind(user_id)
     .bind(user_id)
+    .bind(super::now_ms() - super::threads::CLOSE_AFTER_MS)
     .fetch_all(pool)
     .await
 }
@@ -320,6 +332,23 @@ pub async fn set_presence(
             .bind(room_id)
             .bind(user_id)
         }
+    })
+    .await?;
+    Ok(changed > 0)
+}
+
+/// Marks a visible membership unread ("Mark unread" in the room's menu): `unread_at` now.
+/// Returns false when the user is no member, or an invisible one (an unfollowed thread).
+pub async fn mark_unread(pool: &SqlitePool, room_id: i64, user_id: i64) -> sqlx::Result<bool> {
+    let changed = super::One::execute(pool, super::Access::Kept, |now| {
+        sqlx::query(
+            "UPDATE memberships SET unread_at = ?, updated_at = ? \
+             WHERE room_id = ? AND user_id = ? AND involvement != 'invisible'",
+        )
+        .bind(now)
+        .bind(now)
+        .bind(room_id)
+        .bind(user_id)
     })
     .await?;
     Ok(changed > 0)

@@ -160,7 +160,8 @@ async fn search(
          COALESCE(u.bio, '') AS creator_bio, m.client_message_id, m.body, m.created_at, \
          m.updated_at FROM message_search_index s \
          JOIN messages m ON m.id = s.rowid \
-         JOIN memberships ms ON ms.room_id = m.room_id AND ms.user_id = ? \
+         JOIN rooms r ON r.id = m.room_id \
+         JOIN memberships ms ON ms.room_id = COALESCE(r.parent_room_id, r.id) AND ms.user_id = ? \
          JOIN users u ON u.id = m.creator_id \
          WHERE message_search_index MATCH ? \
          ORDER BY m.created_at DESC, m.id DESC LIMIT ?",

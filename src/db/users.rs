@@ -675,7 +675,8 @@ pub async fn memberships(pool: &SqlitePool, user_id: i64) -> sqlx::Result<Vec<Pr
              (SELECT name FROM users WHERE id = ?)) \
            ELSE COALESCE(r.name, 'Untitled') END AS label, \
            m.involvement \
-         FROM memberships m JOIN rooms r ON r.id = m.room_id WHERE m.user_id = ? \
+         FROM memberships m JOIN rooms r ON r.id = m.room_id \
+         WHERE m.user_id = ? AND r.kind != 'thread' \
          ORDER BY r.kind = 'direct', label COLLATE NOCASE, r.id",
     )
     .bind(user_id)
@@ -707,7 +708,8 @@ pub async fn autocompletable(
     sqlx::query_as(
         "SELECT u.id, u.name FROM users u \
          WHERE u.status = 'active' AND u.name LIKE ? ESCAPE '\\' \
-           AND (?2 IS NULL OR EXISTS (SELECT 1 FROM memberships m WHERE m.room_id = ?2 AND m.user_id = u.id)) \
+           AND (?2 IS NULL OR EXISTS (SELECT 1 FROM memberships m WHERE m.user_id = u.id \
+             AND m.room_id = COALESCE((SELECT parent_room_id FROM rooms WHERE id = ?2), ?2))) \
          ORDER BY u.name COLLATE NOCASE, u.id LIMIT ?3",
     )
     .bind(pattern)

@@ -152,6 +152,14 @@ pub async fn post_message(
         .copied()
         .filter(|id| *id != author.id)
         .collect();
+    // A reply in a thread: refused when the thread is closed or its parent gone; its author,
+    // the parent's and the people it mentions follow the thread before the post's commit
+    // (their unread marks and pushes are the post's).
+    let thread = if room.kind.is_thread() {
+        Some(super::threads::admit_reply(&state.pool, room.id, author, &mentioned).await?)
+    } else {
+        None
+    };
     // Drawn before the write lock: the partial needs only the message's id and time from it.
     let shown = body.shown();
     let (broadcaster, urls, at, notified) = (
@@ -191,6 +199,9 @@ pub async fn post_message(
         _ => AppError::from(e),
     })?;
     queue_pushes(state, room, author, &message, body, mentioned);
+    if let Some(thread) = &thread {
+        super::threads::after_reply(&state.pool, &state.broadcaster, thread).await;
+    }
     Ok((message, appended?))
 }
 
@@ -245,7 +256,13 @@ struct PostFields {
     blob: Option<Blob>,
     /// Whether the blob was uploaded by this very request (and goes if the post fails).
     uploaded_here: bool,
+    /// A reply in a thread asked to be posted in the parent's room too
+    /// (`also_send_to_room=1`).
+    also_send_to_room: bool,
 }
+
+/// The form field of a thread's composer that posts the reply in the parent's room too.
+pub const ALSO_SEND_FIELD: &str = "also_send_to_room";
 
 /// A post's fields: from the urlencoded form (`message[attachment]` a direct upload's signed
 /// blob id, as `@rails/activestorage` forms send it) or from a multipart form
@@ -266,6 +283,7 @@ async fn post_fields(
             text: form.get(TEXT).unwrap_or("").to_owned(),
             format: form.get(BODY_FORMAT_FIELD).map(str::to_owned),
             client_message_id: form.get(CID).map(str::to_owned),
+            also_send_to_room: form.get(ALSO_SEND_FIELD) == Some("1"),
             blob: form.blob,
             uploaded_here: true,
         });
@@ -278,6 +296,7 @@ async fn post_fields(
         text: ctx.form.get(TEXT).unwrap_or("").to_owned(),
         format: ctx.form.get(BODY_FORMAT_FIELD).map(str::to_owned),
         client_message_id: ctx.form.get(CID).map(str::to_owned),
+        also_send_to_room: ctx.form.get(ALSO_SEND_FIELD) == Some("1"),
         blob,
         uploaded_here: false,
     })
@@ -340,6 +359,7 @@ pub async fn post_file(
         text: String::new(),
         format: None,
         client_message_id: None,
+        also_send_to_room: false,
         blob: Some(blob),
         uploaded_here: true,
     };
@@ -382,7 +402,12 @@ pub async fn create(
             return Err(e);
         }
     };
+    let also = (fields.also_send_to_room && room.kind.is_thread())
+        .then(|| (fields.text.clone(), fields.format.clone()));
     let (message, html) = post_with_file(&state, &room, &user, fields, Some(cid)).await?;
+    if let Some((text, format)) = also {
+        also_send_to_room(&state, &room, &user, &text, format.as_deref()).await?;
+    }
     let mut response = stream_or_back(&headers, html, room.id);
     response.extensions_mut().insert(Posted {
         room,
@@ -427,6 +452,7 @@ pub async fn create_by_bot(
             text: form.get("body").unwrap_or("").to_owned(),
             format: None,
             client_message_id: None,
+            also_send_to_room: false,
             blob: form.blob,
             uploaded_here: true,
         }
@@ -437,6 +463,7 @@ pub async fn create_by_bot(
             text: text.to_owned(),
             format: None,
             client_message_id: None,
+            also_send_to_room: false,
             blob: None,
             uploaded_here: false,
         }
@@ -561,6 +588,34 @@ pub async fn boost(
     let boost = messages::boost(&state.pool, message.id, user.id, &user.name, content).await?;
     let html = broadcasts::boost_created(&state.broadcaster, &room, &message, &boost);
     Ok(super::boosts::boosted(&headers, html, &room, &message))
+}
+
+/// Posts a thread reply's text in the thread's parent room too, as a message of its own ("also
+/// send to the room"): written by `author` with the same text and format, checked as any
+/// post there (the parent room's members are the mentionable people).
+///
+/// # Errors
+/// As [`post_message`]; 404 when the parent room is gone.
+async fn also_send_to_room(
+    state: &crate::state::AppState,
+    thread_room: &crate::db::rooms::Room,
+    author: &User,
+    text: &str,
+    format: Option<&str>,
+) -> Result<(), AppError> {
+    let thread = crate::db::threads::find(&state.pool, thread_room.id)
+        .await?
+        .ok_or(AppError::NotFound)?;
+    let parent_room = crate::db::rooms::find(&state.pool, thread.parent_room_id)
+        .await?
+        .ok_or(AppError::NotFound)?;
+    if text.trim().is_empty() {
+        return Ok(());
+    }
+    let body = body_from_form(state, parent_room.id, text, format).await?;
+    let cid = crate::db::messages::new_client_message_id();
+    post_message(state, &parent_room, author, &body, &cid, None).await?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -18,6 +18,9 @@
 //! | `GET /rooms/directs/new`, `POST /rooms/directs`, `GET /rooms/directs/{id}/edit`, `DELETE /rooms/directs/{id}` | [`rooms::directs`] |
 //! | `DELETE /rooms/{id}` | [`rooms::settings::destroy`] |
 //! | `GET`, `PUT`/`PATCH /rooms/{id}/involvement` | [`rooms::involvements`] |
+//! | `POST /rooms/{id}/unread` | [`rooms::marks`] |
+//! | `POST`/`DELETE /messages/{id}/bookmark`, `GET /users/me/bookmarks` | [`bookmarks`] |
+//! | `POST /messages/{id}/thread`, `POST`/`DELETE /rooms/{id}/follow` | [`threads`] |
 //! | `GET`/`POST /first_run` | [`first_run`] |
 //! | `GET`/`POST /join/{join_code}` | [`join`] |
 //! | `GET /session/oidc`, `GET /session/oidc/callback` | [`sso`] |
@@ -45,6 +48,7 @@
 pub mod account;
 pub mod autocompletable;
 pub mod avatars;
+pub mod bookmarks;
 pub mod boosts;
 pub mod bots_api;
 pub mod browsers;
@@ -77,6 +81,7 @@ pub mod sessions;
 pub mod sidebar_history;
 pub mod sign_in_options;
 pub mod sso;
+pub mod threads;
 pub mod transfers;
 pub mod translations;
 pub mod unfurl_links;
@@ -111,6 +116,7 @@ pub fn routes(state: SharedState) -> Router {
                 .put(rooms::involvements::update)
                 .patch(rooms::involvements::update),
         )
+        .route("/rooms/{room_id}/unread", post(rooms::marks::create))
         .route("/rooms/{room_id}/{segment}", get(rooms::show_segment))
         .route("/rooms/{room_id}/refresh", get(rooms::refresh))
         .route(
@@ -148,6 +154,16 @@ pub fn routes(state: SharedState) -> Router {
             delete(bots_api::destroy_boost),
         )
         .route("/messages/{message_id}/boosts", post(messages::boost))
+        .route("/messages/{message_id}/thread", post(threads::start))
+        .route(
+            "/messages/{message_id}/bookmark",
+            post(bookmarks::create).delete(bookmarks::destroy),
+        )
+        .route("/users/me/bookmarks", get(bookmarks::index))
+        .route(
+            "/rooms/{room_id}/follow",
+            post(threads::follow).delete(threads::unfollow),
+        )
         .route("/messages/{message_id}/boosts/new", get(boosts::new))
         .route(
             "/messages/{message_id}/boosts/{boost_id}",

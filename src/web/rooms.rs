@@ -3,11 +3,13 @@
 //!
 //! Managing rooms lives in the submodules: [`by_kind`] (open and closed rooms) and
 //! [`directs`] (new, create, edit, update), [`settings`] (what they share: input limits, who may administer a
-//! room, `DELETE /rooms/{id}`) and [`involvements`] (`/rooms/{id}/involvement`).
+//! room, `DELETE /rooms/{id}`), [`involvements`] (`/rooms/{id}/involvement`) and [`marks`]
+//! (`POST /rooms/{id}/unread`).
 
 pub mod by_kind;
 pub mod directs;
 pub mod involvements;
+pub mod marks;
 pub mod settings;
 pub mod shared;
 
@@ -56,15 +58,25 @@ pub async fn root(
     }
 }
 
+/// Query of `GET /rooms/{id}`.
+#[derive(Debug, Default, Deserialize)]
+pub struct ShowQuery {
+    /// `1`: the page is drawn for the thread panel beside a room (no sidebar).
+    pub panel: Option<String>,
+}
+
 /// `GET /rooms/{id}`: the latest 40 messages, the room's signed message stream and the
-/// composer. Signed out: 302 to the sign-in form, which then returns here.
+/// composer (`?panel=1`: a thread drawn for the panel beside its room, without the sidebar).
+/// Signed out: 302 to the sign-in form, which then returns here.
 pub async fn show(
     State(state): State<SharedState>,
     Extension(ctx): Extension<Ctx>,
     Path(room_id): Path<String>,
+    Query(q): Query<ShowQuery>,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
-    render_room(&state, &ctx, &headers, parse_id(&room_id)?, None).await
+    let panel = q.panel.as_deref() == Some("1");
+    render_room(&state, &ctx, &headers, parse_id(&room_id)?, (None, panel)).await
 }
 
 /// `GET /rooms/{id}/@{message_id}`: a deep link to a message (Campfire's
@@ -86,7 +98,7 @@ pub async fn show_segment(
         &ctx,
         &headers,
         parse_id(&room_id)?,
-        Some(message_id),
+        (Some(message_id), false),
     )
     .await
 }
@@ -96,7 +108,7 @@ async fn render_room(
     ctx: &Ctx,
     headers: &HeaderMap,
     room_id: i64,
-    message_id: Option<i64>,
+    (message_id, panel): (Option<i64>, bool),
 ) -> Result<Response, AppError> {
     let Some(user) = &ctx.user else {
         let path = match message_id {
@@ -153,6 +165,8 @@ async fn render_room(
         .unwrap_or(crate::db::Involvement::Mentions);
     let next = involvements::next_involvement(room.kind.is_direct(), involvement);
     let user_initials = render::initials(&user.name);
+    let thread =
+        super::threads::page_view(&state.pool, &state.storage.verifier, &room, user.id).await?;
     let view = RoomPage {
         involvement: involvement.as_str(),
         next_involvement: next.as_str(),
@@ -184,7 +198,9 @@ async fn render_room(
         client_message_id: &client_message_id,
         refresh_cursor,
         scripts: state.assets.head_html(),
+        panel: panel && thread.is_some(),
         welcome,
+        thread,
     };
     let html = askama::Template::render(&view)?;
     let mut response = Html(html).into_response();
@@ -375,6 +391,9 @@ pub async fn sidebar(
         user.id,
     );
     let list = rooms::for_sidebar(&state.pool, user.id).await?;
+    let (threads, list): (Vec<_>, Vec<_>) = list
+        .into_iter()
+        .partition(|r| r.kind == crate::db::RoomKind::Thread);
     let (direct, shared): (Vec<_>, Vec<_>) = list
         .into_iter()
         .partition(|r| r.kind == crate::db::RoomKind::Direct);
@@ -393,6 +412,7 @@ pub async fn sidebar(
             user_id: user.id,
             shared,
             direct,
+            threads,
             history: &history,
             people,
             csrf_token: &token,

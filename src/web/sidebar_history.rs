@@ -145,6 +145,9 @@ pub async fn catch_up(
         state.metrics.history_rejected();
         let positions = positions_now(history, &state.config.gid_app, user.id);
         let list = rooms::for_sidebar(&state.pool, user.id).await?;
+        let (threads, list): (Vec<_>, Vec<_>) = list
+            .into_iter()
+            .partition(|r| r.kind == crate::db::RoomKind::Thread);
         let (direct, shared): (Vec<_>, Vec<_>) = list
             .into_iter()
             .partition(|r| r.kind == crate::db::RoomKind::Direct);
@@ -157,6 +160,7 @@ pub async fn catch_up(
             user_id: user.id,
             shared,
             direct,
+            threads,
             history: &positions,
             people,
             csrf_token: &token,

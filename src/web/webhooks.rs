@@ -20,6 +20,17 @@
 //!  "message":{"id":9,"body":{"html":"<div>@Bot hi</div>","plain":"hi"},"path":"/rooms/2/@9"}}
 //! ```
 //!
+//! A message in a thread (a room of kind `thread`, see `crate::db::threads`) has one key more,
+//! `thread`, and its `room` is the thread's room, so the bot's answer (and any post to
+//! `room.path`, the bot API's route with the thread's room id) lands in the thread:
+//!
+//! ```json
+//! "thread":{"id":12,"path":"/rooms/12/5-botToken/messages",
+//!  "parent":{"room_id":2,"message_id":9,"path":"/rooms/2/@9"}}
+//! ```
+//!
+//! A message outside threads has no `thread` key: the payload stays Campfire's.
+//!
 //! `plain` is the text without the recipient's own mention, trimmed. The answer: a 200 with
 //! `Content-Type` `text/plain` or `text/html` is posted as the bot's message (through the same
 //! path and limits as the bot API); no answer within 7 s posts "Failed to respond within 7
@@ -93,8 +104,13 @@ async fn queue(
         let mentioned = messages::mentionees(&state.pool, message).await?;
         mentioned_bots(&mentioned, members)
     };
+    let thread = if room.kind.is_thread() {
+        crate::db::threads::find(&state.pool, room.id).await?
+    } else {
+        None
+    };
     for bot in recipients {
-        let payload = payload(room, author, message, &bot);
+        let payload = payload(room, author, message, &bot, thread.as_ref());
         state.webhooks.enqueue(Delivery {
             bot_id: bot.bot_id,
             room_id: room.id,
@@ -159,10 +175,17 @@ fn mention_at(text: &str, needle: &[char]) -> Option<usize> {
     Some(chars.next().map_or(text.len(), |(i, _)| i))
 }
 
-/// Campfire's `Webhook#payload` for `bot`.
-pub fn payload(room: &Room, author: &User, message: &Message, bot: &Recipient) -> Vec<u8> {
+/// Campfire's `Webhook#payload` for `bot`; for a message in `thread`, a `thread` key more (see
+/// the module docs): the bot answers in the thread through `room.path`, as in any room.
+pub fn payload(
+    room: &Room,
+    author: &User,
+    message: &Message,
+    bot: &Recipient,
+    thread: Option<&crate::db::threads::Thread>,
+) -> Vec<u8> {
     let plain = crate::rich_text::plain_text(&message.body);
-    json!({
+    let mut payload = json!({
         "user": {"id": author.id, "name": author.name},
         "room": {
             "id": room.id,
@@ -174,9 +197,19 @@ pub fn payload(room: &Room, author: &User, message: &Message, bot: &Recipient) -
             "body": {"html": message.body, "plain": without_mention(&plain, &bot.name)},
             "path": format!("/rooms/{}/@{}", room.id, message.id),
         },
-    })
-    .to_string()
-    .into_bytes()
+    });
+    if let Some(thread) = thread {
+        payload["thread"] = json!({
+            "id": thread.id,
+            "path": format!("/rooms/{}/{}-{}/messages", thread.id, bot.bot_id, bot.bot_token),
+            "parent": {
+                "room_id": thread.parent_room_id,
+                "message_id": thread.parent_message_id,
+                "path": format!("/rooms/{}/@{}", thread.parent_room_id, thread.parent_message_id),
+            },
+        });
+    }
+    payload.to_string().into_bytes()
 }
 
 /// Starts the delivery loop of this server once (it ends when the server's state is dropped).

@@ -150,18 +150,24 @@ impl FromRequestParts<SharedState> for SharedRoom {
 /// direct room, every member (`Rooms::DirectsController#ensure_can_administer`). The caller
 /// has checked membership.
 pub async fn can_administer(state: &AppState, user: &User, room: &Room) -> Result<bool, AppError> {
+    if room.kind.is_thread() {
+        // Deleting a thread deletes everyone's replies: administrators only.
+        return Ok(user.role == crate::db::Role::Administrator);
+    }
     if user.role == crate::db::Role::Administrator || room.kind == crate::db::RoomKind::Direct {
         return Ok(true);
     }
     Ok(rooms::creator_id(&state.pool, room.id).await? == Some(user.id))
 }
 
-/// The settings page of a room: `/rooms/{opens|closeds|directs}/{id}/edit`.
+/// The settings page of a room: `/rooms/{opens|closeds|directs}/{id}/edit`; a thread has none
+/// (its own page).
 pub fn edit_path(room: &Room) -> String {
     let plural = match room.kind {
         crate::db::RoomKind::Open => "opens",
         crate::db::RoomKind::Closed => "closeds",
         crate::db::RoomKind::Direct => "directs",
+        crate::db::RoomKind::Thread => return format!("/rooms/{}", room.id),
     };
     format!("/rooms/{plural}/{}/edit", room.id)
 }

@@ -1,0 +1,33 @@
+//! Threads in a real browser: Debian's headless Chromium (`/usr/bin/chromium`) driven by
+//! `playwright-core` through `tests/browser/threads.mjs`, against the `hearth` binary with the
+//! seed. "Reply in thread" opens the thread in the panel beside the room on a wide screen; a
+//! reply there updates the parent's summary live in every open tab of the room; on a 390 px
+//! phone the summary opens the thread as its own page; the panel closes. Screenshots at
+//! 1280×900 and 390×844, light and dark, go to `target/artifacts/browser/`. Chromium must be
+//! installed: without it this test fails, it does not skip.
+
+use crate::common::browser::{assert_screenshots, assert_steps, run, work_dir};
+
+#[test]
+fn a_thread_opens_beside_the_room_and_its_summary_updates_in_every_tab() {
+    let stdout = run("threads.mjs", &work_dir("threads"), &[]);
+    assert_steps(
+        &stdout,
+        &[
+            "PANEL-BESIDE",
+            "LIVE-IN-EVERY-TAB",
+            "PHONE-OWN-PAGE",
+            "PANEL-CLOSES",
+            "NO-PAGE-ERRORS",
+            "OK",
+        ],
+    );
+    assert_screenshots(&[
+        "threads-1280x900.png",
+        "threads-1280x900-dark.png",
+        "threads-room-1280x900.png",
+        "threads-room-1280x900-dark.png",
+        "threads-390x844.png",
+        "threads-390x844-dark.png",
+    ]);
+}
