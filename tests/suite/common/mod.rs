@@ -12,6 +12,7 @@ use tokio::net::TcpStream;
 pub mod browser;
 pub mod child;
 pub mod forms;
+pub mod smtp;
 pub mod webhooks;
 
 /// A running test server and its temp dir (removed on drop).
