@@ -32,7 +32,8 @@
 //!    (Active Storage's disk service, content identification, signed blob URLs, image
 //!    processing), [`link_previews`] (a pasted URL's Open Graph card, fetched behind an SSRF
 //!    guard), [`webhooks`] (the bounded queue and HTTP client of bot webhooks), [`push`]
-//!    (web push: VAPID keys, the push queue and its sender).
+//!    (web push: VAPID keys, the push queue and its sender), [`mail`] (outgoing mail: the
+//!    SMTP transport behind a bounded queue with retries).
 //! 3. What the app says: [`render`] (askama pages and partials, the `<turbo-stream>` wrapper),
 //!    [`streams`] (stream names), [`pubsub`] (the [`pubsub::Bus`] seam every broadcast,
 //!    node-to-node command and stream attach goes through, and the [`pubsub::Broadcaster`]
@@ -61,6 +62,7 @@ pub mod fanout;
 pub mod history;
 pub mod link_previews;
 pub mod loggable;
+pub mod mail;
 pub mod metrics;
 pub mod net;
 pub mod peer_connections;

@@ -96,6 +96,8 @@ pub struct AppState {
     pub webhooks: crate::webhooks::WebhookQueue,
     /// Link previews: on or off, the allow-list and the bound on fetches at once.
     pub link_previews: crate::link_previews::LinkPreviews,
+    /// Outgoing mail (`--smtp-url`): off, or the queue in front of the SMTP server.
+    pub mailer: crate::mail::Mailer,
 }
 
 /// The state as handlers receive it.
@@ -300,7 +302,14 @@ impl AppState {
             config.link_previews,
             config.link_preview_allow_network.clone(),
         )?;
+        let mailer = crate::mail::Mailer::start(
+            config.smtp_url.as_deref().map(String::as_str),
+            config.mail_from.as_deref(),
+            config.smtp_ca_file.as_deref(),
+            &metrics,
+        )?;
         let state = Self {
+            mailer,
             link_previews,
             pool,
             auth_cache: std::sync::Arc::new(AuthCache::new(std::time::Duration::from_secs(

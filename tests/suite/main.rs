@@ -62,6 +62,7 @@ mod hardening_limits;
 mod hardening_push;
 mod hardening_sessions;
 mod hostile;
+mod mail;
 mod import_campfire;
 mod import_slack;
 mod layers;
