@@ -307,6 +307,12 @@ impl AppState {
             config.mail_from.as_deref(),
             config.smtp_ca_file.as_deref(),
             &metrics,
+            || {
+                crate::mail::keys::MailKeys::from_secret_key_base(
+                    secret.as_bytes(),
+                    config.key_generator_digest,
+                )
+            },
         )?;
         let state = Self {
             mailer,

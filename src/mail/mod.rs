@@ -16,6 +16,7 @@
 //! Without `--smtp-url` the [`Mailer`] is off ([`Mailer::is_on`] false): every page part that
 //! needs mail is hidden and [`Mailer::send`] refuses.
 
+pub mod keys;
 pub mod smtp_url;
 
 use std::sync::Arc;
@@ -86,6 +87,7 @@ struct Counters {
 }
 
 struct Inner {
+    keys: keys::MailKeys,
     tx: mpsc::Sender<lettre::Message>,
     from: Mailbox,
     server: SmtpUrl,
@@ -123,7 +125,13 @@ pub enum MailSetupError {
 }
 
 impl Mailer {
+    /// The keys of signing in by mail, when mail is on.
+    pub fn keys(&self) -> Option<&keys::MailKeys> {
+        self.inner.as_ref().map(|i| &i.keys)
+    }
+
     /// The mailer of these settings, its sending task started: off when `smtp_url` is `None`.
+    /// `keys` are the keys of signing in by mail ([`keys::MailKeys`]).
     ///
     /// # Errors
     /// [`MailSetupError`] for a URL, CA file or `From` that does not parse.
@@ -132,6 +140,7 @@ impl Mailer {
         mail_from: Option<&str>,
         ca_file: Option<&std::path::Path>,
         metrics: &Metrics,
+        keys: impl FnOnce() -> keys::MailKeys,
     ) -> Result<Self, MailSetupError> {
         let Some(url) = smtp_url.filter(|u| !u.is_empty()) else {
             return Ok(Self::default());
@@ -164,6 +173,7 @@ impl Mailer {
         };
         let (tx, rx) = mpsc::channel(QUEUE_CAPACITY);
         let inner = Arc::new(Inner {
+            keys: keys(),
             tx,
             from,
             server,

@@ -66,15 +66,23 @@ pub async fn new(
     if crate::db::accounts::needs_first_run(&state.pool).await? {
         return Ok(respond::found("/first_run"));
     }
-    Ok(sign_in_page(&ctx, StatusCode::OK, None, ""))
+    let mail = super::mail_sign_in::on_page(&state).await?;
+    Ok(sign_in_page(&ctx, StatusCode::OK, None, "", mail))
 }
 
-fn sign_in_page(ctx: &Ctx, status: StatusCode, alert: Option<&str>, email: &str) -> Response {
+fn sign_in_page(
+    ctx: &Ctx,
+    status: StatusCode,
+    alert: Option<&str>,
+    email: &str,
+    mail: crate::render::MailOnPage,
+) -> Response {
     let token = ctx.csrf_token();
     let page = SignInPage {
         csrf_token: &token,
         alert,
         email_address: email,
+        mail,
     };
     match askama::Template::render(&page) {
         Ok(html) => (status, Html(html)).into_response(),
@@ -96,7 +104,14 @@ pub async fn create(
         .to_owned();
     if let Err(wait) = state.login_limiter.attempt(ctx.ip, Instant::now()) {
         let alert = "Too many sign-in attempts. Try again later.";
-        let mut page = sign_in_page(&ctx, StatusCode::TOO_MANY_REQUESTS, Some(alert), &email);
+        let mail = super::mail_sign_in::on_page(&state).await?;
+        let mut page = sign_in_page(
+            &ctx,
+            StatusCode::TOO_MANY_REQUESTS,
+            Some(alert),
+            &email,
+            mail,
+        );
         let secs = crate::rate_limit::retry_after_secs(wait);
         page.headers_mut().insert(header::RETRY_AFTER, secs.into());
         return Ok(page);
@@ -119,11 +134,13 @@ pub async fn create(
     let Some(user) = authenticated else {
         tracing::info!(ip = %ctx.ip, "failed sign-in");
         let alert = "Try another email address or password.";
+        let mail = super::mail_sign_in::on_page(&state).await?;
         return Ok(sign_in_page(
             &ctx,
             StatusCode::UNAUTHORIZED,
             Some(alert),
             &email,
+            mail,
         ));
     };
     start_session(&state, &ctx, &headers, user.id).await

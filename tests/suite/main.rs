@@ -43,6 +43,7 @@ mod campfire_signed;
 mod children;
 mod cli;
 mod deflate;
+mod digests;
 mod drain_spread;
 mod export_campfire;
 // The fan-out hooks (`Fanout::new_inline_writers`) exist with the `test-support` feature.
@@ -63,6 +64,7 @@ mod hardening_push;
 mod hardening_sessions;
 mod hostile;
 mod mail;
+mod mail_sign_in;
 mod import_campfire;
 mod import_slack;
 mod layers;

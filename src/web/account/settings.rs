@@ -40,6 +40,8 @@ pub struct AccountPage<'a> {
     pub administrator: bool,
     /// The join link.
     pub invite: ShareLink,
+    /// The mail panel (administrators, with mail on).
+    pub mail: Option<super::mail::MailPanel>,
 }
 
 /// The custom styles form (`templates/accounts/custom_styles/edit.html`).
@@ -81,11 +83,19 @@ pub async fn edit(
     let settings = state.account_settings.get(&state.pool).await?;
     let invite = invite_link(&state, &ctx, &headers).await?;
     let token = ctx.csrf_token();
+    let administrator = user.role == crate::db::Role::Administrator;
+    let mail = if administrator {
+        let desk = axum::extract::FromRef::from_ref(&state);
+        super::mail::panel(&desk, origin(&ctx, &headers, &state)).await?
+    } else {
+        None
+    };
     let page = AccountPage {
         csrf_token: &token,
         settings: &settings,
-        administrator: user.role == crate::db::Role::Administrator,
+        administrator,
         invite,
+        mail,
     };
     Ok((StatusCode::OK, Html(page.render()?)).into_response())
 }

@@ -190,12 +190,24 @@ impl SmtpServer {
 
     /// The messages to `to`, waiting (up to `within`) until there are at least `n`.
     pub async fn wait_for(&self, to: &str, n: usize, within: Duration) -> Vec<Delivered> {
+        self.wait_matching(to, "", n, within).await
+    }
+
+    /// The messages to `to` whose subject contains `subject` (the tests of a module share the
+    /// server and the seed's addresses), waiting (up to `within`) until there are at least `n`.
+    pub async fn wait_matching(
+        &self,
+        to: &str,
+        subject: &str,
+        n: usize,
+        within: Duration,
+    ) -> Vec<Delivered> {
         let deadline = tokio::time::Instant::now() + within;
         loop {
             let found: Vec<Delivered> = self
                 .delivered()
                 .into_iter()
-                .filter(|m| m.rcpt_tos.iter().any(|r| r == to))
+                .filter(|m| m.rcpt_tos.iter().any(|r| r == to) && m.subject().contains(subject))
                 .collect();
             if found.len() >= n || tokio::time::Instant::now() >= deadline {
                 return found;
