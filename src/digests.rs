@@ -50,13 +50,25 @@ pub struct Digests {
 /// The period `[start, end)` that ended last at or before `now` for `frequency` in `tz`:
 /// hourly, the last whole local hour; daily, the 24 local hours up to the last `hour:00`.
 /// `None` for `never` (or a time jiff cannot place).
-pub fn period(frequency: Frequency, tz: &TimeZone, hour: u8, now: Timestamp) -> Option<(Zoned, Zoned)> {
+pub fn period(
+    frequency: Frequency,
+    tz: &TimeZone,
+    hour: u8,
+    now: Timestamp,
+) -> Option<(Zoned, Zoned)> {
     let here = now.to_zoned(tz.clone());
     match frequency {
         Frequency::Never => None,
         Frequency::Hourly => {
-            let end = here.date().at(here.hour(), 0, 0, 0).to_zoned(tz.clone()).ok()?;
-            let start = end.timestamp().checked_sub(jiff::SignedDuration::from_hours(1)).ok()?;
+            let end = here
+                .date()
+                .at(here.hour(), 0, 0, 0)
+                .to_zoned(tz.clone())
+                .ok()?;
+            let start = end
+                .timestamp()
+                .checked_sub(jiff::SignedDuration::from_hours(1))
+                .ok()?;
             Some((start.to_zoned(tz.clone()), end))
         }
         Frequency::Daily => {
@@ -66,7 +78,12 @@ pub fn period(frequency: Frequency, tz: &TimeZone, hour: u8, now: Timestamp) -> 
                 day = day.yesterday().ok()?;
             }
             let end = day.at(hour, 0, 0, 0).to_zoned(tz.clone()).ok()?;
-            let start = day.yesterday().ok()?.at(hour, 0, 0, 0).to_zoned(tz.clone()).ok()?;
+            let start = day
+                .yesterday()
+                .ok()?
+                .at(hour, 0, 0, 0)
+                .to_zoned(tz.clone())
+                .ok()?;
             Some((start, end))
         }
     }
@@ -137,7 +154,8 @@ impl Digests {
         let mut sent = 0;
         for person in crate::db::digests::recipients(&self.pool).await? {
             let tz = time_zone(person.time_zone.as_deref());
-            let Some((start, end)) = period(person.digest_frequency, &tz, settings.digest_hour, now)
+            let Some((start, end)) =
+                period(person.digest_frequency, &tz, settings.digest_hour, now)
             else {
                 continue;
             };
@@ -146,15 +164,25 @@ impl Digests {
                 continue;
             }
             let start_ms = start.timestamp().as_millisecond();
-            let missed = crate::db::digests::unread_between(&self.pool, person.id, start_ms, end_ms)
-                .await?;
-            let items: Vec<Missed> = missed.into_iter().filter(|m| belongs(m, person.id)).collect();
+            let missed =
+                crate::db::digests::unread_between(&self.pool, person.id, start_ms, end_ms).await?;
+            let items: Vec<Missed> = missed
+                .into_iter()
+                .filter(|m| belongs(m, person.id))
+                .collect();
             if !crate::db::digests::record(&self.pool, person.id, end_ms, items.len()).await?
                 || items.is_empty()
             {
                 continue;
             }
-            let letter = self.letter(&person, &tz, (&start, &end), &items, &settings.site_url, &account.name)?;
+            let letter = self.letter(
+                &person,
+                &tz,
+                (&start, &end),
+                &items,
+                &settings.site_url,
+                &account.name,
+            )?;
             match self.mailer.send(letter) {
                 Ok(()) => sent += 1,
                 Err(e) => tracing::warn!(error = %e, user_id = person.id, "digest not queued"),
@@ -186,9 +214,16 @@ impl Digests {
             })
             .collect();
         let expires = std::time::SystemTime::now() + Duration::from_secs(UNSUBSCRIBE_TTL_SECS);
-        let token = self.signed_ids.generate("user", UNSUBSCRIBE_PURPOSE, person.id, expires);
+        let token = self
+            .signed_ids
+            .generate("user", UNSUBSCRIBE_PURPOSE, person.id, expires);
         let unsubscribe_url = format!("{site}/digests/unsubscribe/{token}");
-        let period = format!("{} to {} ({})", shown(start), shown(end), tz.iana_name().unwrap_or("UTC"));
+        let period = format!(
+            "{} to {} ({})",
+            shown(start),
+            shown(end),
+            tz.iana_name().unwrap_or("UTC")
+        );
         let digest = crate::letters::Digest {
             account_name,
             period: &period,
@@ -224,13 +259,17 @@ mod tests {
         assert_eq!(end.timestamp(), at("2026-12-06T07:00:00Z"));
         // Across the spring change the day is 23 hours long.
         let (start, end) = period(Frequency::Daily, &paris, 8, at("2026-03-29T12:00:00Z")).unwrap();
-        assert_eq!(end.timestamp().as_second() - start.timestamp().as_second(), 23 * 3600);
+        assert_eq!(
+            end.timestamp().as_second() - start.timestamp().as_second(),
+            23 * 3600
+        );
     }
 
     #[test]
     fn an_hourly_period_is_the_last_whole_local_hour() {
         let kolkata = TimeZone::get("Asia/Kolkata").unwrap();
-        let (start, end) = period(Frequency::Hourly, &kolkata, 8, at("2026-12-07T10:10:00Z")).unwrap();
+        let (start, end) =
+            period(Frequency::Hourly, &kolkata, 8, at("2026-12-07T10:10:00Z")).unwrap();
         // 15:40 in Kolkata: the hour from 14:00 to 15:00 local (08:30 to 09:30 UTC).
         assert_eq!(end.timestamp(), at("2026-12-07T09:30:00Z"));
         assert_eq!(start.timestamp(), at("2026-12-07T08:30:00Z"));

@@ -147,8 +147,18 @@ pub fn password_reset(to: To<'_>, account_name: &str, url: &str) -> askama::Resu
     Ok(letter(
         to,
         format!("Reset your {account_name} password"),
-        ResetText { account_name, email_address, url }.render()?,
-        ResetHtml { account_name, email_address, url }.render()?,
+        ResetText {
+            account_name,
+            email_address,
+            url,
+        }
+        .render()?,
+        ResetHtml {
+            account_name,
+            email_address,
+            url,
+        }
+        .render()?,
     ))
 }
 
@@ -161,8 +171,18 @@ pub fn test(to: To<'_>, account_name: &str, server: &str) -> askama::Result<Lett
     Ok(letter(
         to,
         format!("Test e-mail from {account_name}"),
-        TestText { account_name, server, requested_by }.render()?,
-        TestHtml { account_name, server, requested_by }.render()?,
+        TestText {
+            account_name,
+            server,
+            requested_by,
+        }
+        .render()?,
+        TestHtml {
+            account_name,
+            server,
+            requested_by,
+        }
+        .render()?,
     ))
 }
 

@@ -36,6 +36,7 @@
 //! | `hearth_sqlite_wal_restarts_total` | counter | blocking checkpoints that left the `-wal` file to be written over from its start (`db::RESTART_FRAMES`) |
 //! | `hearth_webhook_deliveries_total{outcome}` | counter | bot webhook deliveries: `delivered` (answered 2xx), `failed` (no answer after the retries, or a non-2xx answer), `timed_out`, `dropped` (queue full) |
 //! | `hearth_push_deliveries_total{result}` | counter | web push requests by outcome (`crate::push`): `sent` (2xx), `retried` (429/5xx/no answer, tried again), `gone` (404/410: the subscription deleted), `failed` (given up), `dropped` (the push queue was full) |
+//! | `hearth_mail_deliveries_total{outcome}` | counter | outgoing mail (`crate::mail`, with `--smtp-url` only): `sent`, `retried` (an attempt failed, another follows), `failed` (given up, or refused for good), `dropped` (the mail queue was full) |
 //! | `hearth_webhook_retries_total` | counter | webhook attempts repeated after a connection failure or a 5xx answer |
 //! | `hearth_redis_link_up` | gauge | 1 while a Redis link is up, 0 while down; absent when no Redis link is configured |
 //! | `hearth_redis_link_lag_seconds` | gauge | (Redis) the last heartbeat's trip from this node's publishing connection through Redis to its subscriber |

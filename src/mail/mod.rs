@@ -155,10 +155,8 @@ impl Mailer {
         };
         let path = ca_file.map(|p| p.display().to_string()).unwrap_or_default();
         let transport = server.transport(pem.as_deref().map(|pem| (path.as_str(), pem)))?;
-        let from_text = mail_from.map_or_else(
-            || format!("Hearth <hearth@{}>", server.host),
-            str::to_owned,
-        );
+        let from_text =
+            mail_from.map_or_else(|| format!("Hearth <hearth@{}>", server.host), str::to_owned);
         let from: Mailbox = from_text
             .parse()
             .map_err(|_| MailSetupError::From(from_text.clone()))?;

@@ -168,7 +168,10 @@ mod tests {
         assert_eq!(u.shown(), "smtp://me@x.org@mail.example.com:587");
         assert!(!format!("{u:?}").contains("p@ss"));
         let u = SmtpUrl::parse("smtps://127.0.0.1:2465").unwrap();
-        assert_eq!((u.security, u.port, u.user.as_str()), (Security::ImplicitTls, 2465, ""));
+        assert_eq!(
+            (u.security, u.port, u.user.as_str()),
+            (Security::ImplicitTls, 2465, "")
+        );
     }
 
     #[test]

@@ -49,7 +49,12 @@ pub struct Definition {
 impl Definition {
     /// Rails' `full_purpose`: class, purpose and seconds joined by newlines.
     pub fn full_purpose(&self) -> String {
-        format!("{}\n{}\n{}", self.class, self.purpose, self.expires_in.as_secs())
+        format!(
+            "{}\n{}\n{}",
+            self.class,
+            self.purpose,
+            self.expires_in.as_secs()
+        )
     }
 }
 
@@ -137,10 +142,16 @@ mod tests {
         let token = t.generate(&PASSWORD_RESET, 42, tail, at);
         let (id, value) = t.read(&PASSWORD_RESET, &token, at).unwrap();
         assert_eq!((id, TokenFor::resolves(&value, tail)), (42, true));
-        assert!(!TokenFor::resolves(&value, "zzzzzzzzzz"), "another password");
+        assert!(
+            !TokenFor::resolves(&value, "zzzzzzzzzz"),
+            "another password"
+        );
         let later = at + Duration::from_secs(15 * 60);
         assert!(t.read(&PASSWORD_RESET, &token, later).is_none(), "expired");
-        let other = Definition { purpose: "email_verification", ..PASSWORD_RESET };
+        let other = Definition {
+            purpose: "email_verification",
+            ..PASSWORD_RESET
+        };
         assert!(t.read(&other, &token, at).is_none(), "another purpose");
         let mut tampered = token.clone();
         tampered.replace_range(0..1, if token.starts_with('e') { "f" } else { "e" });
@@ -152,7 +163,8 @@ mod tests {
         let t = TokenFor::from_secret_key_base(b"a-secret-key-base", KdfDigest::Sha256);
         let token = t.generate(&PASSWORD_RESET, 7, "abc", UNIX_EPOCH);
         let (data, _) = token.split_once("--").unwrap();
-        let json = base64::Engine::decode(&base64::engine::general_purpose::STANDARD, data).unwrap();
+        let json =
+            base64::Engine::decode(&base64::engine::general_purpose::STANDARD, data).unwrap();
         assert_eq!(
             String::from_utf8(json).unwrap(),
             r#"{"_rails":{"data":[7,"abc"],"exp":"1970-01-01T00:15:00.000Z","pur":"User\npassword_reset\n900"}}"#

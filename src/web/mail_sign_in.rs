@@ -33,24 +33,8 @@ use super::error::AppError;
 use super::sessions::{hash_password, start_session, MAX_PASSWORD_BYTES};
 use crate::db::{sign_in_codes, users};
 use crate::letters::To;
-use crate::render::MailOnPage;
 use crate::rails::token_for::{password_salt_tail, TokenFor, PASSWORD_RESET};
 use crate::state::{AppState, SharedState};
-
-/// What the sign-in page offers on this server now.
-///
-/// # Errors
-/// A database failure.
-pub async fn on_page(state: &AppState) -> sqlx::Result<MailOnPage> {
-    if !state.mailer.is_on() {
-        return Ok(MailOnPage::default());
-    }
-    let settings = crate::db::mail_settings::get(&state.pool).await?;
-    Ok(MailOnPage {
-        codes: true,
-        reset: !settings.site_url.is_empty(),
-    })
-}
 
 #[derive(Template)]
 #[template(path = "sessions/mail/code.html")]
@@ -138,7 +122,10 @@ async fn send_code(state: &AppState, email: &str) -> anyhow::Result<()> {
     let Some((user, _)) = users::find_active_for_login(&state.pool, email).await? else {
         return Ok(());
     };
-    let keys = state.mailer.keys().ok_or_else(|| anyhow::anyhow!("mail is off"))?;
+    let keys = state
+        .mailer
+        .keys()
+        .ok_or_else(|| anyhow::anyhow!("mail is off"))?;
     let code = crate::mail::keys::new_code();
     sign_in_codes::issue(&state.pool, user.id, &keys.code_digest(user.id, &code)).await?;
     let account = state.account_settings.get(&state.pool).await?;
@@ -265,7 +252,10 @@ async fn send_reset(state: &AppState, email: &str, site: &str) -> anyhow::Result
     let Some(tail) = password_salt_tail(&digest) else {
         return Ok(());
     };
-    let keys = state.mailer.keys().ok_or_else(|| anyhow::anyhow!("mail is off"))?;
+    let keys = state
+        .mailer
+        .keys()
+        .ok_or_else(|| anyhow::anyhow!("mail is off"))?;
     let token = keys
         .token_for
         .generate(&PASSWORD_RESET, user.id, tail, SystemTime::now());
@@ -290,10 +280,16 @@ async fn resolve(state: &AppState, token: &str) -> Result<Option<i64>, AppError>
     let Some(keys) = state.mailer.keys() else {
         return Ok(None);
     };
-    let Some((id, tail)) = keys.token_for.read(&PASSWORD_RESET, token, SystemTime::now()) else {
+    let Some((id, tail)) = keys
+        .token_for
+        .read(&PASSWORD_RESET, token, SystemTime::now())
+    else {
         return Ok(None);
     };
-    let Some(user) = users::find(&state.pool, id).await?.filter(|u| u.is_active()) else {
+    let Some(user) = users::find(&state.pool, id)
+        .await?
+        .filter(|u| u.is_active())
+    else {
         return Ok(None);
     };
     let digest = users::password_digest(&state.pool, user.id).await?;
@@ -306,7 +302,8 @@ fn dead_link(ctx: &Ctx) -> Result<Response, AppError> {
     let html = NoticePage {
         csrf_token: &token,
         heading: "This link no longer works",
-        message: "It has expired, or the password was changed since it was sent. Ask for a new one.",
+        message:
+            "It has expired, or the password was changed since it was sent. Ask for a new one.",
         alert: None,
         ask_address: true,
     }
@@ -346,9 +343,10 @@ pub async fn edit_reset(
     .render();
     let mut response = page(StatusCode::OK, html)?;
     // The token is in the URL: no referrer carries it to another site.
-    response
-        .headers_mut()
-        .insert(header::REFERRER_POLICY, "no-referrer".parse().expect("literal"));
+    response.headers_mut().insert(
+        header::REFERRER_POLICY,
+        "no-referrer".parse().expect("literal"),
+    );
     Ok(response)
 }
 

@@ -65,6 +65,7 @@ pub mod form;
 pub mod internal;
 pub mod join;
 pub mod links;
+pub mod mail_on_page;
 pub mod mail_sign_in;
 pub mod messages;
 pub mod page;

@@ -162,11 +162,8 @@ pub async fn edit(
         memberships: &memberships,
         transfer: transfer_link(&state, &origin(&ctx, &headers, &state), user.id),
         min_password_bytes: MIN_PASSWORD_BYTES,
-        digest: super::digest_settings::panel(
-            &axum::extract::FromRef::from_ref(&state),
-            user.id,
-        )
-        .await?,
+        digest: super::digest_settings::panel(&axum::extract::FromRef::from_ref(&state), user.id)
+            .await?,
     };
     Ok((StatusCode::OK, Html(page.render()?)).into_response())
 }

@@ -66,7 +66,7 @@ pub async fn new(
     if crate::db::accounts::needs_first_run(&state.pool).await? {
         return Ok(respond::found("/first_run"));
     }
-    let mail = super::mail_sign_in::on_page(&state).await?;
+    let mail = super::mail_on_page::on_page(&state).await?;
     Ok(sign_in_page(&ctx, StatusCode::OK, None, "", mail))
 }
 
@@ -104,7 +104,7 @@ pub async fn create(
         .to_owned();
     if let Err(wait) = state.login_limiter.attempt(ctx.ip, Instant::now()) {
         let alert = "Too many sign-in attempts. Try again later.";
-        let mail = super::mail_sign_in::on_page(&state).await?;
+        let mail = super::mail_on_page::on_page(&state).await?;
         let mut page = sign_in_page(
             &ctx,
             StatusCode::TOO_MANY_REQUESTS,
@@ -134,7 +134,7 @@ pub async fn create(
     let Some(user) = authenticated else {
         tracing::info!(ip = %ctx.ip, "failed sign-in");
         let alert = "Try another email address or password.";
-        let mail = super::mail_sign_in::on_page(&state).await?;
+        let mail = super::mail_on_page::on_page(&state).await?;
         return Ok(sign_in_page(
             &ctx,
             StatusCode::UNAUTHORIZED,

@@ -83,24 +83,46 @@ async fn a_digest_holds_exactly_the_unread_mentions_and_dms_once_per_period() {
     let bad = form(&[("_method", "patch"), ("user[digest_frequency]", "weekly")]);
     let token = csrf_meta(&jason.get("/users/me/profile").await.body);
     let r = jason
-        .post_form("/users/me/digest", &format!("{bad}&authenticity_token={token}"), &[])
+        .post_form(
+            "/users/me/digest",
+            &format!("{bad}&authenticity_token={token}"),
+            &[],
+        )
         .await;
     assert_eq!(r.status, 422);
     // In All Talk (room 1): a plain post, then a mention of Jason.
     post_html(&mut david, 1, "<div>lunch at noon, anyone</div>", "d-plain").await;
-    post_html(&mut david, 1, &mention(&server, 2, "can you look at the build?"), "d-mention").await;
+    post_html(
+        &mut david,
+        1,
+        &mention(&server, 2, "can you look at the build?"),
+        "d-mention",
+    )
+    .await;
     // A direct message from Kevin, unread.
     let mut kevin = server.signed_in("kevin@example.com", SECRET).await;
     let kevin_dm = direct_room(&mut kevin, "2").await;
-    post_html(&mut kevin, kevin_dm, "<div>ping me when you are back</div>", "k-dm").await;
+    post_html(
+        &mut kevin,
+        kevin_dm,
+        "<div>ping me when you are back</div>",
+        "k-dm",
+    )
+    .await;
     // A direct message from JZ, which Jason reads before the digest is built.
     let mut jz = server.signed_in("jz@example.com", SECRET).await;
     let jz_dm = direct_room(&mut jz, "2").await;
     post_html(&mut jz, jz_dm, "<div>already seen this one</div>", "jz-dm").await;
-    assert!(hearth::db::rooms::present(&server.state.pool, jz_dm, 2).await.unwrap());
+    assert!(hearth::db::rooms::present(&server.state.pool, jz_dm, 2)
+        .await
+        .unwrap());
     let at = next_hour_in_kolkata();
     let digests = Digests::of(&server.state);
-    assert_eq!(digests.run_as_of(at).await.unwrap(), 1, "Jason's digest only");
+    assert_eq!(
+        digests.run_as_of(at).await.unwrap(),
+        1,
+        "Jason's digest only"
+    );
     let got = smtp
         .wait_matching("jason@example.com", "unread", 1, Duration::from_secs(20))
         .await;
@@ -111,17 +133,32 @@ async fn a_digest_holds_exactly_the_unread_mentions_and_dms_once_per_period() {
     assert!(text.contains("can you look at the build?"), "{text}");
     assert!(text.contains("ping me when you are back"), "{text}");
     assert!(!text.contains("lunch at noon"), "not a mention: {text}");
-    assert!(!text.contains("already seen"), "read before the build: {text}");
-    assert!(text.contains(&format!("{}/rooms/{kevin_dm}/@", server.origin())), "{text}");
-    assert!(m.html().contains("mentioned you in All Talk"), "{}", m.html());
+    assert!(
+        !text.contains("already seen"),
+        "read before the build: {text}"
+    );
+    assert!(
+        text.contains(&format!("{}/rooms/{kevin_dm}/@", server.origin())),
+        "{text}"
+    );
+    assert!(
+        m.html().contains("mentioned you in All Talk"),
+        "{}",
+        m.html()
+    );
     let unsubscribe = m.header("List-Unsubscribe").unwrap().to_owned();
-    assert_eq!(m.header("List-Unsubscribe-Post"), Some("List-Unsubscribe=One-Click"));
+    assert_eq!(
+        m.header("List-Unsubscribe-Post"),
+        Some("List-Unsubscribe=One-Click")
+    );
     // One mail per person per period, however often the scheduler runs in it.
     assert_eq!(digests.run_as_of(at).await.unwrap(), 0);
     let later = at + jiff::SignedDuration::from_mins(20);
     assert_eq!(digests.run_as_of(later).await.unwrap(), 0);
     // Deactivated and banned people are never due one.
-    let due = hearth::db::digests::recipients(&server.state.pool).await.unwrap();
+    let due = hearth::db::digests::recipients(&server.state.pool)
+        .await
+        .unwrap();
     assert!(due.iter().all(|p| p.id != 6 && p.id != 7), "{due:?}");
     // RFC 8058: a POST of `List-Unsubscribe=One-Click`, no cookie, no CSRF token.
     let url = unsubscribe.trim_start_matches('<').trim_end_matches('>');

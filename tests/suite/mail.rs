@@ -56,7 +56,11 @@ async fn starttls_and_implicit_tls_both_deliver_text_and_html() {
     ] {
         let server = hearth_mailing(url, &smtp.ca_file).await;
         assert!(server.state.mailer.is_on());
-        server.state.mailer.send(letter(to, "Hello över TLS")).unwrap();
+        server
+            .state
+            .mailer
+            .send(letter(to, "Hello över TLS"))
+            .unwrap();
         let got = smtp.wait_for(to, 1, Duration::from_secs(20)).await;
         assert_eq!(got.len(), 1, "{to}");
         let m = &got[0];
@@ -83,7 +87,11 @@ async fn a_wrong_password_or_an_untrusted_certificate_delivers_nothing() {
     let smtp = shared_smtp().await;
     let wrong = format!("smtp://hearth:nope@127.0.0.1:{}", smtp.starttls_port);
     let server = hearth_mailing(wrong, &smtp.ca_file).await;
-    server.state.mailer.send(letter("wrongpw@example.net", "x")).unwrap();
+    server
+        .state
+        .mailer
+        .send(letter("wrongpw@example.net", "x"))
+        .unwrap();
     let failed = r#"hearth_mail_deliveries_total{outcome="failed"}"#;
     for _ in 0..200 {
         if metric(&server, failed).await == 1 {
@@ -97,7 +105,11 @@ async fn a_wrong_password_or_an_untrusted_certificate_delivers_nothing() {
     // since a certificate may be renewed), and nothing is delivered meanwhile.
     let url = smtp.starttls_url();
     let server = TestServer::start_with(move |c| c.smtp_url = Some(url.into())).await;
-    server.state.mailer.send(letter("untrusted@example.net", "x")).unwrap();
+    server
+        .state
+        .mailer
+        .send(letter("untrusted@example.net", "x"))
+        .unwrap();
     let retried = r#"hearth_mail_deliveries_total{outcome="retried"}"#;
     for _ in 0..200 {
         if metric(&server, retried).await >= 1 {
@@ -106,7 +118,10 @@ async fn a_wrong_password_or_an_untrusted_certificate_delivers_nothing() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert!(metric(&server, retried).await >= 1);
-    assert!(smtp.wait_for("untrusted@example.net", 1, Duration::ZERO).await.is_empty());
+    assert!(smtp
+        .wait_for("untrusted@example.net", 1, Duration::ZERO)
+        .await
+        .is_empty());
     server.stop().await;
 }
 
@@ -135,19 +150,35 @@ async fn with_the_smtp_server_down_posts_and_sign_ins_go_on_and_mail_follows() {
     let first = SmtpServer::start().await;
     let ca = first.ca_file.clone();
     let server = hearth_mailing(smtp::url_for("smtp", port), &ca).await;
-    server.state.mailer.send(letter("later@example.net", "Held back")).unwrap();
+    server
+        .state
+        .mailer
+        .send(letter("later@example.net", "Held back"))
+        .unwrap();
     let started = Instant::now();
     let mut david = server.client();
     assert_eq!(david.login(DAVID, SECRET).await.status, 302);
     let (csrf, _) = david.room(1).await;
-    let r = david.post_message(1, "while mail is down", "cid-down-1", &csrf).await;
+    let r = david
+        .post_message(1, "while mail is down", "cid-down-1", &csrf)
+        .await;
     assert!(r.status < 400, "{}", r.status);
-    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
     let smtp = SmtpServer::start_like(&ca, port).await;
-    let got = smtp.wait_for("later@example.net", 1, Duration::from_secs(40)).await;
+    let got = smtp
+        .wait_for("later@example.net", 1, Duration::from_secs(40))
+        .await;
     assert_eq!(got.len(), 1, "delivered once the server is back");
     assert_eq!(got[0].subject(), "Held back");
-    let retried = metric(&server, r#"hearth_mail_deliveries_total{outcome="retried"}"#).await;
+    let retried = metric(
+        &server,
+        r#"hearth_mail_deliveries_total{outcome="retried"}"#,
+    )
+    .await;
     assert!(retried >= 1, "{retried}");
     server.stop().await;
 }

@@ -33,7 +33,9 @@ async fn use_code(c: &mut Client, email: &str, code: &str) -> crate::common::Res
 /// The code in the newest mail to `to` (waiting for the `n`th).
 async fn code_in_mail(to: &str, n: usize) -> String {
     let smtp = shared_smtp().await;
-    let got = smtp.wait_matching(to, "sign-in code", n, Duration::from_secs(20)).await;
+    let got = smtp
+        .wait_matching(to, "sign-in code", n, Duration::from_secs(20))
+        .await;
     assert_eq!(got.len(), n, "mail {n} to {to}");
     let m = got.last().unwrap();
     let code: String = m.subject().chars().take(6).collect();
@@ -63,7 +65,10 @@ async fn an_emailed_code_signs_in_once_and_unknown_addresses_look_the_same() {
     let mut c = server.client();
     let page = c.get("/session/new").await.body;
     assert!(page.contains("Email me a code"), "{page}");
-    assert!(!page.contains("Forgot password"), "hidden without a site address");
+    assert!(
+        !page.contains("Forgot password"),
+        "hidden without a site address"
+    );
     let known = ask_code(&mut c, "jason@example.com").await;
     let unknown = ask_code(&mut c, "nobody@example.com").await;
     assert_eq!((known.status, unknown.status), (200, 200));
@@ -81,15 +86,23 @@ async fn an_emailed_code_signs_in_once_and_unknown_addresses_look_the_same() {
     );
     let code = code_in_mail("jason@example.com", 1).await;
     let wrong = if code == "000000" { "000001" } else { "000000" };
-    assert_eq!(use_code(&mut c, "jason@example.com", wrong).await.status, 401);
-    assert_eq!(use_code(&mut c, "nobody@example.com", &code).await.status, 401);
+    assert_eq!(
+        use_code(&mut c, "jason@example.com", wrong).await.status,
+        401
+    );
+    assert_eq!(
+        use_code(&mut c, "nobody@example.com", &code).await.status,
+        401
+    );
     let r = use_code(&mut c, "jason@example.com", &code).await;
     assert_eq!(r.status, 302, "{}", r.body);
     assert!(c.cookie("session_token").is_some());
     assert_eq!(c.get("/users/me/profile").await.status, 200, "signed in");
     let mut other = server.client();
     assert_eq!(
-        use_code(&mut other, "jason@example.com", &code).await.status,
+        use_code(&mut other, "jason@example.com", &code)
+            .await
+            .status,
         401,
         "a second use"
     );
@@ -100,7 +113,12 @@ async fn an_emailed_code_signs_in_once_and_unknown_addresses_look_the_same() {
         .execute(&server.state.pool)
         .await
         .unwrap();
-    assert_eq!(use_code(&mut other, "jason@example.com", &code).await.status, 401);
+    assert_eq!(
+        use_code(&mut other, "jason@example.com", &code)
+            .await
+            .status,
+        401
+    );
     // Codes are stored as their HMAC only.
     let stored: Vec<String> = sqlx::query_scalar("SELECT code_digest FROM sign_in_codes")
         .fetch_all(&server.state.pool)
@@ -112,9 +130,19 @@ async fn an_emailed_code_signs_in_once_and_unknown_addresses_look_the_same() {
     let code = code_in_mail("kevin@example.com", 1).await;
     let wrong = if code == "999999" { "999998" } else { "999999" };
     for _ in 0..5 {
-        assert_eq!(use_code(&mut other, "kevin@example.com", wrong).await.status, 401);
+        assert_eq!(
+            use_code(&mut other, "kevin@example.com", wrong)
+                .await
+                .status,
+            401
+        );
     }
-    assert_eq!(use_code(&mut other, "kevin@example.com", &code).await.status, 401);
+    assert_eq!(
+        use_code(&mut other, "kevin@example.com", &code)
+            .await
+            .status,
+        401
+    );
     // The same time within noise: the lookup and the mail happen after the answer.
     let mut timing = server.client();
     let (mut known_ms, mut unknown_ms) = (0.0, 0.0);
@@ -122,9 +150,14 @@ async fn an_emailed_code_signs_in_once_and_unknown_addresses_look_the_same() {
         known_ms = median_ms(&mut timing, "jz@example.com", 15).await;
         unknown_ms = median_ms(&mut timing, "no-such-person@example.com", 15).await;
     }
-    eprintln!("median answer to POST /session/code: known {known_ms:.2} ms, unknown {unknown_ms:.2} ms");
+    eprintln!(
+        "median answer to POST /session/code: known {known_ms:.2} ms, unknown {unknown_ms:.2} ms"
+    );
     let noise = 5.0_f64.max(0.25 * known_ms.max(unknown_ms));
-    assert!((known_ms - unknown_ms).abs() < noise, "{known_ms} vs {unknown_ms}");
+    assert!(
+        (known_ms - unknown_ms).abs() < noise,
+        "{known_ms} vs {unknown_ms}"
+    );
     server.stop().await;
 }
 
@@ -171,7 +204,9 @@ async fn ask_link(c: &mut Client, email: &str) -> String {
 
 async fn link_in_mail(server: &TestServer, to: &str, n: usize) -> String {
     let smtp = shared_smtp().await;
-    let got = smtp.wait_matching(to, "Reset your", n, Duration::from_secs(20)).await;
+    let got = smtp
+        .wait_matching(to, "Reset your", n, Duration::from_secs(20))
+        .await;
     assert_eq!(got.len(), n);
     let text = got.last().unwrap().text().to_owned();
     let url = text
@@ -203,10 +238,17 @@ async fn a_reset_link_works_once_and_dies_when_the_password_changes() {
     let mut david = server.signed_in(DAVID, SECRET).await;
     set_site_url(&server, &mut david, "8").await;
     let mut c = server.client();
-    assert!(c.get("/session/new").await.body.contains("Forgot password?"));
+    assert!(c
+        .get("/session/new")
+        .await
+        .body
+        .contains("Forgot password?"));
     let known = ask_link(&mut c, "jz@example.com").await;
     let unknown = ask_link(&mut c, "nobody@example.com").await;
-    assert_eq!(known.replace(&csrf_meta(&known), ""), unknown.replace(&csrf_meta(&unknown), ""));
+    assert_eq!(
+        known.replace(&csrf_meta(&known), ""),
+        unknown.replace(&csrf_meta(&unknown), "")
+    );
     let first = link_in_mail(&server, "jz@example.com", 1).await;
     ask_link(&mut c, "jz@example.com").await;
     let second = link_in_mail(&server, "jz@example.com", 2).await;
@@ -214,7 +256,11 @@ async fn a_reset_link_works_once_and_dies_when_the_password_changes() {
     let r = reset(&mut c, &second, "a new secret").await;
     assert_eq!(r.status, 302, "{}", r.body);
     assert_eq!(c.get("/users/me/profile").await.status, 200, "signed in");
-    assert_eq!(jz.get("/users/me/profile").await.status, 302, "other sessions ended");
+    assert_eq!(
+        jz.get("/users/me/profile").await.status,
+        302,
+        "other sessions ended"
+    );
     // Used once: the password changed, so both links are dead now.
     for path in [&second, &first] {
         let r = c.get(path).await;
@@ -223,7 +269,10 @@ async fn a_reset_link_works_once_and_dies_when_the_password_changes() {
     }
     let mut again = server.client();
     assert_eq!(again.login("jz@example.com", SECRET).await.status, 401);
-    assert_eq!(again.login("jz@example.com", "a new secret").await.status, 302);
+    assert_eq!(
+        again.login("jz@example.com", "a new secret").await.status,
+        302
+    );
     // A tampered token is refused.
     let tampered = second.replacen("token=", "token=A", 1);
     assert_eq!(server.client().get(&tampered).await.status, 404);

@@ -107,7 +107,14 @@ pub async fn update(State(desk): State<MailDesk>, Admin(ctx): Admin) -> Result<R
         .and_then(|h| h.trim().parse::<u8>().ok())
         .filter(|h| *h < 24)
         .ok_or_else(|| AppError::Unprocessable("mail[digest_hour] must be 0 to 23".into()))?;
-    mail_settings::set(&desk.pool, &MailSettings { site_url, digest_hour }).await?;
+    mail_settings::set(
+        &desk.pool,
+        &MailSettings {
+            site_url,
+            digest_hour,
+        },
+    )
+    .await?;
     Ok(found_with("/account/edit", Notice::Saved, ctx.secure))
 }
 

@@ -83,7 +83,11 @@ fn pki(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
         .unwrap()
         .signed_by(&key, &ca)
         .unwrap();
-    let paths = (dir.join("ca.pem"), dir.join("cert.pem"), dir.join("key.pem"));
+    let paths = (
+        dir.join("ca.pem"),
+        dir.join("cert.pem"),
+        dir.join("key.pem"),
+    );
     std::fs::write(&paths.0, ca.pem()).unwrap();
     std::fs::write(&paths.1, leaf.pem()).unwrap();
     std::fs::write(&paths.2, key.serialize_pem()).unwrap();
@@ -146,7 +150,9 @@ impl SmtpServer {
         .unwrap();
         let ports: Vec<u16> = line
             .strip_prefix("ready ")
-            .unwrap_or_else(|| panic!("the SMTP server did not start (is aiosmtpd installed?): {line:?}"))
+            .unwrap_or_else(|| {
+                panic!("the SMTP server did not start (is aiosmtpd installed?): {line:?}")
+            })
             .split_whitespace()
             .map(|p| p.parse().unwrap())
             .collect();
@@ -180,8 +186,7 @@ impl SmtpServer {
         names
             .iter()
             .map(|p| {
-                let mut m: Delivered =
-                    serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap();
+                let mut m: Delivered = serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap();
                 m.raw = std::fs::read_to_string(p.with_extension("eml")).unwrap_or_default();
                 m
             })
