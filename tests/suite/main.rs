@@ -34,6 +34,7 @@ mod browser_files;
 mod browser_import_campfire;
 mod browser_link_previews;
 mod browser_look;
+mod browser_mail;
 mod browser_room;
 mod browser_rooms_admin;
 mod browser_small_ones;
