@@ -101,7 +101,7 @@ pub async fn request_code(
     require_mail(&state)?;
     limit(&state, &ctx)?;
     let email = email_of(&ctx);
-    let background = state.clone();
+    let background = state;
     let address = email.clone();
     tokio::spawn(async move {
         if let Err(e) = send_code(&background, &address).await {
@@ -226,7 +226,7 @@ pub async fn request_reset(
     let site = site_url(&state).await?;
     limit(&state, &ctx)?;
     let email = email_of(&ctx);
-    let background = state.clone();
+    let background = state;
     tokio::spawn(async move {
         if let Err(e) = send_reset(&background, &email, &site).await {
             tracing::warn!(error = %e, "password reset link not sent");
