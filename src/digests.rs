@@ -9,7 +9,8 @@
 //!   the person or sit in one of their direct rooms. Nothing read is in it.
 //! - At most one mail per person per period: the period is recorded
 //!   ([`crate::db::digests::record`]) before the mail is queued, and a period already recorded
-//!   is skipped. A period with nothing missed is recorded too and sends nothing.
+//!   is skipped. A period with nothing missed is recorded too and sends nothing. Records older
+//!   than [`REMEMBERED`] are pruned (no period that old is due again).
 //! - Every digest carries `List-Unsubscribe` with RFC 8058's one-click `POST`
 //!   (`crate::web::mail_pages`), whose signed token names the person.
 //! - The clock is injected: [`Digests::run_as_of`] builds the digests due at any instant, and
@@ -36,6 +37,8 @@ pub const TICK: Duration = Duration::from_secs(60);
 pub const UNSUBSCRIBE_PURPOSE: &str = "digest_unsubscribe";
 /// How long an unsubscribe link works, in seconds (a year).
 pub const UNSUBSCRIBE_TTL_SECS: u64 = 365 * 24 * 3600;
+/// How long a built period is remembered (two days: longer than any period).
+pub const REMEMBERED: jiff::SignedDuration = jiff::SignedDuration::from_hours(48);
 /// The most characters of a message's text a digest shows.
 pub const TEXT_CHARS: usize = 400;
 
@@ -151,6 +154,8 @@ impl Digests {
             return Ok(0);
         }
         let account = crate::db::accounts::settings(&self.pool).await?;
+        let forget = now.checked_sub(REMEMBERED)?.as_millisecond();
+        crate::db::digests::prune(&self.pool, forget).await?;
         let mut sent = 0;
         for person in crate::db::digests::recipients(&self.pool).await? {
             let tz = time_zone(person.time_zone.as_deref());

@@ -194,3 +194,15 @@ pub async fn recorded(pool: &SqlitePool, user_id: i64, period_end: i64) -> sqlx:
     .fetch_one(pool)
     .await
 }
+
+/// Forgets the digests of periods that ended before `before` (milliseconds): a period that far
+/// back is never due again, so its row no longer guards anything.
+///
+/// # Errors
+/// A database failure.
+pub async fn prune(pool: &SqlitePool, before: i64) -> sqlx::Result<u64> {
+    One::execute(pool, Access::Kept, |_| {
+        sqlx::query("DELETE FROM digest_deliveries WHERE period_end < ?").bind(before)
+    })
+    .await
+}

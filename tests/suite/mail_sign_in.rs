@@ -151,9 +151,20 @@ async fn an_emailed_code_signs_in_once_and_unknown_addresses_look_the_same() {
     );
     // The same time within noise: the lookup and the mail happen after the answer.
     let mut timing = server.client();
-    medians_ms(&mut timing, "jz@example.com", "no-such-person@example.com", 5).await;
-    let (known_ms, unknown_ms) =
-        medians_ms(&mut timing, "jz@example.com", "no-such-person@example.com", 40).await;
+    medians_ms(
+        &mut timing,
+        "jz@example.com",
+        "no-such-person@example.com",
+        5,
+    )
+    .await;
+    let (known_ms, unknown_ms) = medians_ms(
+        &mut timing,
+        "jz@example.com",
+        "no-such-person@example.com",
+        40,
+    )
+    .await;
     eprintln!(
         "median answer to POST /session/code: known {known_ms:.2} ms, unknown {unknown_ms:.2} ms"
     );
