@@ -746,6 +746,9 @@ impl Server {
             background: periodic,
         } = self;
         let mut background = Vec::new();
+        if periodic && state.config.role != Role::Cable && state.mailer.is_on() {
+            background.push(crate::digests::Digests::of(&state).spawn());
+        }
         if periodic {
             background.push(spawn_pinger(state.clone()));
             background.push(spawn_metrics_upkeep(state.clone()));

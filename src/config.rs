@@ -533,6 +533,24 @@ pub struct Config {
     #[command(flatten)]
     pub oidc: OidcFlags,
 
+    /// Outgoing mail's SMTP server (`crate::mail`): `smtp://[user:password@]host[:port]`
+    /// speaks STARTTLS before anything else (port 587 when none is given) and refuses a server
+    /// without it; `smtps://…` speaks TLS from the first byte (port 465). User and password are
+    /// percent-decoded and sent with AUTH PLAIN or LOGIN. Unset: no mail, and every page part
+    /// that needs mail (sign-in codes, password reset, digests, the test e-mail) is hidden.
+    #[arg(long, env = "HEARTH_SMTP_URL", hide_env_values = true)]
+    pub smtp_url: Option<Redacted<String>>,
+
+    /// The `From` of outgoing mail: an address, or `Name <address>`. Unset: `Hearth
+    /// <hearth@` the SMTP server's host `>`.
+    #[arg(long, env = "HEARTH_MAIL_FROM")]
+    pub mail_from: Option<String>,
+
+    /// PEM file of extra certificate authorities the SMTP server's certificate may chain to,
+    /// besides the public web's (a relay with a private CA). Read at start.
+    #[arg(long, env = "HEARTH_SMTP_CA_FILE")]
+    pub smtp_ca_file: Option<PathBuf>,
+
     /// Link previews (`POST /unfurl_link`): a URL pasted into the composer is fetched by the
     /// server for its Open Graph title, description and image, shown as a card under the
     /// message. `off` turns the route off (it answers 404) and the composer inserts no card.

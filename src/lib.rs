@@ -36,15 +36,18 @@
 //!    guard), [`webhooks`] (the bounded queue and HTTP client of bot webhooks), [`push`]
 //!    (web push: VAPID keys, the push queue and its sender), [`oidc`] (single sign-on's
 //!    relying party: discovery, the JWKS and its rotation, the code exchange and the ID
-//!    token's checks, over its own HTTP client).
+//!    token's checks, over its own HTTP client), [`mail`] (outgoing mail: the SMTP transport
+//!    behind a bounded queue with retries).
 //! 3. What the app says: [`render`] (askama pages and partials, the `<turbo-stream>` wrapper),
+//!    [`letters`] (the mails' text and HTML parts),
 //!    [`streams`] (stream names), [`pubsub`] (the [`pubsub::Bus`] seam every broadcast,
 //!    node-to-node command and stream attach goes through, and the [`pubsub::Broadcaster`]
 //!    handle over it), [`redis_pubsub`] (the Redis bus behind that seam, in Rails' redis
 //!    adapter format, with remote disconnects), [`app_link`] (a cable node's calls to its app
 //!    node) and [`state`] (the shared state built at
 //!    start).
-//! 4. [`broadcasts`]: what each event broadcasts, to which stream, in one call per event.
+//! 4. [`broadcasts`]: what each event broadcasts, to which stream, in one call per event;
+//!    [`digests`]: what each period mails each person who missed something.
 //! 5. The faces: [`web`] (the axum routes: sessions, CSRF, rooms, messages, bots, the
 //!    sidebar, the first run, sign-up, profiles, administration, bans, search), [`cable`]
 //!    (the Action Cable server: upgrade, protocol frames, one task per connection reading
@@ -61,10 +64,13 @@ pub mod broadcasts;
 pub mod cable;
 pub mod config;
 pub mod db;
+pub mod digests;
 pub mod fanout;
 pub mod history;
+pub mod letters;
 pub mod link_previews;
 pub mod loggable;
+pub mod mail;
 pub mod metrics;
 pub mod net;
 pub mod oidc;

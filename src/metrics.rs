@@ -36,6 +36,7 @@
 //! | `hearth_sqlite_wal_restarts_total` | counter | blocking checkpoints that left the `-wal` file to be written over from its start (`db::RESTART_FRAMES`) |
 //! | `hearth_webhook_deliveries_total{outcome}` | counter | bot webhook deliveries: `delivered` (answered 2xx), `failed` (no answer after the retries, or a non-2xx answer), `timed_out`, `dropped` (queue full) |
 //! | `hearth_push_deliveries_total{result}` | counter | web push requests by outcome (`crate::push`): `sent` (2xx), `retried` (429/5xx/no answer, tried again), `gone` (404/410: the subscription deleted), `failed` (given up), `dropped` (the push queue was full) |
+//! | `hearth_mail_deliveries_total{outcome}` | counter | outgoing mail (`crate::mail`, with `--smtp-url` only): `sent`, `retried` (an attempt failed, another follows), `failed` (given up, or refused for good), `dropped` (the mail queue was full) |
 //! | `hearth_webhook_retries_total` | counter | webhook attempts repeated after a connection failure or a 5xx answer |
 //! | `hearth_rpc_calls_total{result}` | counter | (`--rpc-url`) calls to the app's RPC: `ok`, `error` (no answer, a timeout, another status than 200, a malformed answer), `refused` (not made: the breaker is open) |
 //! | `hearth_rpc_call_duration_seconds` | histogram | (`--rpc-url`) duration of each RPC call, answered or not |

@@ -464,6 +464,17 @@ pub struct SignInPage<'a> {
     pub alert: Option<&'a str>,
     /// The e-mail address typed before, kept on failure.
     pub email_address: &'a str,
+    /// What of mail the page offers (`templates/sessions/_mail_sign_in.html`).
+    pub mail: MailOnPage,
+}
+
+/// What of mail the sign-in page offers (`crate::web::mail_sign_in`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MailOnPage {
+    /// "Email me a code".
+    pub codes: bool,
+    /// "Forgot password?".
+    pub reset: bool,
 }
 
 /// The room page.

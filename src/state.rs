@@ -100,6 +100,8 @@ pub struct AppState {
     pub link_previews: crate::link_previews::LinkPreviews,
     /// Single sign-on with OpenID Connect: off, or the provider (`--oidc-issuer`).
     pub sso: crate::oidc::Sso,
+    /// Outgoing mail (`--smtp-url`): off, or the queue in front of the SMTP server.
+    pub mailer: crate::mail::Mailer,
 }
 
 /// The state as handlers receive it.
@@ -325,7 +327,20 @@ impl AppState {
             config.link_preview_allow_network.clone(),
         )?;
         let sso = crate::oidc::Sso::from_flags(&config.oidc)?;
+        let mailer = crate::mail::Mailer::start(
+            config.smtp_url.as_deref().map(String::as_str),
+            config.mail_from.as_deref(),
+            config.smtp_ca_file.as_deref(),
+            &metrics,
+            || {
+                crate::mail::keys::MailKeys::from_secret_key_base(
+                    secret.as_bytes(),
+                    config.key_generator_digest,
+                )
+            },
+        )?;
         let state = Self {
+            mailer,
             link_previews,
             sso,
             pool,

@@ -52,6 +52,7 @@ pub mod signed_cookie;
 pub mod signed_global_id;
 pub mod signed_id;
 pub mod time;
+pub mod token_for;
 
 pub use active_storage::ActiveStorageVerifier;
 pub use global_id::{gid, parse_gid_param, to_gid_param};

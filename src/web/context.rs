@@ -85,6 +85,13 @@ impl Ctx {
 
 pub use super::cookies::{delete_cookie, parse_cookies, set_cookie, set_cookie_until};
 
+/// Whether a path is a digest's one-click unsubscribe (RFC 8058: the mail client posts it
+/// with no cookie and no CSRF token; the signed token in the path is the authority).
+pub fn is_one_click_unsubscribe(path: &str) -> bool {
+    path.strip_prefix("/digests/unsubscribe/")
+        .is_some_and(|token| !token.is_empty() && !token.contains('/'))
+}
+
 /// Whether a path is a bot route (`/rooms/{id}/{bot_key}/messages`, and below it the
 /// message, boost and boost-deletion routes of Campfire's `by_bots` controllers), which
 /// authenticates by the key in the path: exempt from CSRF, and answered without setting a
@@ -245,7 +252,11 @@ async fn prepare_inner(
     if !safe {
         refuse_banned(state, ip, parts.uri.path()).await?;
     }
-    if !safe && !is_bot_path(parts.uri.path()) && !is_disk_upload(&parts) {
+    if !safe
+        && !is_bot_path(parts.uri.path())
+        && !is_disk_upload(&parts)
+        && !is_one_click_unsubscribe(parts.uri.path())
+    {
         check_csrf(&parts, &form, &csrf)?;
     }
 

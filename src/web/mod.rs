@@ -40,6 +40,9 @@
 //! | `GET /webmanifest`, `GET /service-worker`, `GET /favicon.svg`, `GET /icons/…` | [`pwa`] |
 //! | `POST /rails/active_storage/direct_uploads`, `PUT`/`GET /rails/active_storage/disk/…`, `GET /rails/active_storage/blobs/…`, `GET /rails/active_storage/representations/…` | [`files`] |
 //! | `POST /unfurl_link`, `GET /unfurl_link/images/{name}` | [`unfurl_links`] |
+//! | `POST /session/code`, `POST /session/code/verify`, `GET /password_reset/new`, `POST /password_reset`, `GET /password_reset/edit`, `POST /password_reset/update` | [`mail_sign_in`] |
+//! | `PATCH /account/mail`, `POST /account/mail/test_email` | [`account::mail`] |
+//! | `PATCH /users/me/digest`, `GET`/`POST /digests/unsubscribe/{token}` | [`digest_settings`] |
 //! | `GET /up` | health check |
 //! | `GET /assets/js/…`, `GET /assets/npm/<package>/…` | `crate::assets` (mounted by the wiring in front of the request context) |
 //!
@@ -57,6 +60,7 @@ pub mod client_ip;
 pub mod context;
 pub mod cookies;
 pub mod csrf;
+pub mod digest_settings;
 pub mod error;
 pub mod extract;
 pub mod fields;
@@ -67,6 +71,8 @@ pub mod form;
 pub mod internal;
 pub mod join;
 pub mod links;
+pub mod mail_on_page;
+pub mod mail_sign_in;
 pub mod messages;
 pub mod page;
 pub mod profiles;
@@ -93,6 +99,24 @@ use axum::routing::{delete, get, patch, post};
 use axum::Router;
 
 use crate::state::SharedState;
+
+/// The routes of mail: signing in by mail, the mail panel, digest settings and unsubscribe.
+fn mail_routes() -> Router<SharedState> {
+    Router::new()
+        .route("/session/code", post(mail_sign_in::request_code))
+        .route("/session/code/verify", post(mail_sign_in::verify_code))
+        .route("/password_reset/new", get(mail_sign_in::new_reset))
+        .route("/password_reset", post(mail_sign_in::request_reset))
+        .route("/password_reset/edit", get(mail_sign_in::edit_reset))
+        .route("/password_reset/update", post(mail_sign_in::update_reset))
+        .route("/account/mail", patch(account::mail::update))
+        .route("/account/mail/test_email", post(account::mail::test_email))
+        .route("/users/me/digest", patch(digest_settings::update))
+        .route(
+            "/digests/unsubscribe/{token}",
+            get(digest_settings::show).post(digest_settings::unsubscribe),
+        )
+}
 
 /// The routes, without the [`context::prepare`] wrapper (the wiring puts it in front).
 pub fn routes(state: SharedState) -> Router {
@@ -244,6 +268,7 @@ pub fn routes(state: SharedState) -> Router {
             "/account/bots/{bot_id}/key",
             patch(account::bots::update_key),
         )
+        .merge(mail_routes())
         .route("/searches", get(searches::index).post(searches::create))
         .route(
             "/rails/active_storage/direct_uploads",

@@ -98,6 +98,8 @@ pub struct EditProfilePage<'a> {
     pub transfer: ShareLink,
     /// The shortest new password accepted, in bytes.
     pub min_password_bytes: usize,
+    /// The digest settings (with mail on).
+    pub digest: Option<super::digest_settings::DigestPanel>,
 }
 
 /// The shortest new password accepted, in bytes.
@@ -160,6 +162,8 @@ pub async fn edit(
         memberships: &memberships,
         transfer: transfer_link(&state, &origin(&ctx, &headers, &state), user.id),
         min_password_bytes: MIN_PASSWORD_BYTES,
+        digest: super::digest_settings::panel(&axum::extract::FromRef::from_ref(&state), user.id)
+            .await?,
     };
     Ok((StatusCode::OK, Html(page.render()?)).into_response())
 }

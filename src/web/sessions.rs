@@ -66,23 +66,38 @@ pub async fn new(
     if crate::db::accounts::needs_first_run(&state.pool).await? {
         return Ok(respond::found("/first_run"));
     }
-    let sso = super::sign_in_options::button_label(&state.pool, &state.sso).await?;
-    Ok(sign_in_page(&ctx, sso.as_deref(), StatusCode::OK, None, ""))
+    let offers = offers(&state).await?;
+    Ok(sign_in_page(&ctx, offers, StatusCode::OK, None, ""))
+}
+
+/// What the sign-in page offers besides the password, read for each answer: single sign-on's
+/// button (its provider's name) and the mail parts (codes, reset links).
+struct Offers {
+    sso: Option<String>,
+    mail: crate::render::MailOnPage,
+}
+
+async fn offers(state: &SharedState) -> Result<Offers, AppError> {
+    Ok(Offers {
+        sso: super::sign_in_options::button_label(&state.pool, &state.sso).await?,
+        mail: super::mail_on_page::on_page(state).await?,
+    })
 }
 
 fn sign_in_page(
     ctx: &Ctx,
-    sso_provider: Option<&str>,
+    offers: Offers,
     status: StatusCode,
     alert: Option<&str>,
     email: &str,
 ) -> Response {
     let token = ctx.csrf_token();
     let page = SignInPage {
-        sso_provider,
+        sso_provider: offers.sso.as_deref(),
         csrf_token: &token,
         alert,
         email_address: email,
+        mail: offers.mail,
     };
     match askama::Template::render(&page) {
         Ok(html) => (status, Html(html)).into_response(),
@@ -104,9 +119,9 @@ pub async fn create(
         .to_owned();
     if let Err(wait) = state.login_limiter.attempt(ctx.ip, Instant::now()) {
         let alert = "Too many sign-in attempts. Try again later.";
-        let sso = super::sign_in_options::button_label(&state.pool, &state.sso).await?;
+        let offers = offers(&state).await?;
         let status = StatusCode::TOO_MANY_REQUESTS;
-        let mut page = sign_in_page(&ctx, sso.as_deref(), status, Some(alert), &email);
+        let mut page = sign_in_page(&ctx, offers, status, Some(alert), &email);
         let secs = crate::rate_limit::retry_after_secs(wait);
         page.headers_mut().insert(header::RETRY_AFTER, secs.into());
         return Ok(page);
@@ -129,31 +144,19 @@ pub async fn create(
     let Some(user) = authenticated else {
         tracing::info!(ip = %ctx.ip, "failed sign-in");
         let alert = "Try another email address or password.";
-        let sso = super::sign_in_options::button_label(&state.pool, &state.sso).await?;
+        let offers = offers(&state).await?;
         let status = StatusCode::UNAUTHORIZED;
-        return Ok(sign_in_page(
-            &ctx,
-            sso.as_deref(),
-            status,
-            Some(alert),
-            &email,
-        ));
+        return Ok(sign_in_page(&ctx, offers, status, Some(alert), &email));
     };
     if super::sign_in_options::refuses_password(&state.pool, &state.sso, &user).await? {
         tracing::info!(ip = %ctx.ip, user_id = user.id, "password sign-in refused: single sign-on only");
-        let sso = super::sign_in_options::button_label(&state.pool, &state.sso).await?;
+        let offers = offers(&state).await?;
         let alert = format!(
             "Passwords are for administrators only here: sign in with {}.",
-            sso.as_deref().unwrap_or("single sign-on")
+            offers.sso.as_deref().unwrap_or("single sign-on")
         );
         let status = StatusCode::FORBIDDEN;
-        return Ok(sign_in_page(
-            &ctx,
-            sso.as_deref(),
-            status,
-            Some(&alert),
-            &email,
-        ));
+        return Ok(sign_in_page(&ctx, offers, status, Some(&alert), &email));
     }
     start_session(&state, &ctx, &headers, user.id).await
 }

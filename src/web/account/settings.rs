@@ -42,6 +42,8 @@ pub struct AccountPage<'a> {
     pub administrator: bool,
     /// The join link.
     pub invite: ShareLink,
+    /// The mail panel (administrators, with mail on).
+    pub mail: Option<super::mail::MailPanel>,
 }
 
 /// The custom styles form (`templates/accounts/custom_styles/edit.html`).
@@ -84,18 +86,21 @@ pub async fn edit(
     let invite = invite_link(&state, &ctx, &headers).await?;
     let token = ctx.csrf_token();
     let administrator = user.role == crate::db::Role::Administrator;
-    let sso = if administrator {
+    let (sso, mail) = if administrator {
         let origin = origin(&ctx, &headers, &state);
-        crate::web::account::sso::view(&state.pool, &state.sso, &origin).await?
+        let sso = crate::web::account::sso::view(&state.pool, &state.sso, &origin).await?;
+        let desk = axum::extract::FromRef::from_ref(&state);
+        (sso, super::mail::panel(&desk, origin).await?)
     } else {
-        None
+        (None, None)
     };
     let page = AccountPage {
         sso,
         csrf_token: &token,
         settings: &settings,
-        administrator: user.role == crate::db::Role::Administrator,
+        administrator,
         invite,
+        mail,
     };
     Ok((StatusCode::OK, Html(page.render()?)).into_response())
 }

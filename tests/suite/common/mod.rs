@@ -13,6 +13,7 @@ pub mod browser;
 pub mod child;
 pub mod forms;
 pub mod oidc;
+pub mod smtp;
 pub mod webhooks;
 
 /// A running test server and its temp dir (removed on drop).

@@ -1,0 +1,86 @@
+//! Queries on `sign_in_codes` (migration 0018): 6-digit codes e-mailed for signing in, stored
+//! as their HMAC only, each valid for [`CODE_TTL_MS`], used at most once, and dead after
+//! [`MAX_FAILED_ATTEMPTS`] wrong tries.
+
+use sqlx::SqlitePool;
+
+use super::{Access, One};
+
+/// How long a code is valid, in milliseconds (10 minutes).
+pub const CODE_TTL_MS: i64 = 10 * 60 * 1000;
+/// Wrong codes tried against a person's live codes before they all die.
+pub const MAX_FAILED_ATTEMPTS: i64 = 5;
+
+/// Stores a new code digest for `user_id`, valid from now for [`CODE_TTL_MS`]; the person's
+/// earlier codes die (only the newest works).
+///
+/// # Errors
+/// A database failure.
+pub async fn issue(pool: &SqlitePool, user_id: i64, code_digest: &str) -> sqlx::Result<()> {
+    let mut tx = super::Write::begin(pool, Access::Kept).await?;
+    let now = super::now_ms();
+    sqlx::query("UPDATE sign_in_codes SET used_at = ? WHERE user_id = ? AND used_at IS NULL")
+        .bind(now)
+        .bind(user_id)
+        .execute(&mut *tx)
+        .await?;
+    sqlx::query(
+        "INSERT INTO sign_in_codes (user_id, code_digest, expires_at, created_at) VALUES (?, ?, ?, ?)",
+    )
+    .bind(user_id)
+    .bind(code_digest)
+    .bind(now + CODE_TTL_MS)
+    .bind(now)
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// The digest of `user_id`'s live code (unused, unexpired, under the failure limit), if any.
+///
+/// # Errors
+/// A database failure.
+pub async fn live_digest(pool: &SqlitePool, user_id: i64) -> sqlx::Result<Option<(i64, String)>> {
+    sqlx::query_as(
+        "SELECT id, code_digest FROM sign_in_codes WHERE user_id = ? AND used_at IS NULL \
+         AND expires_at > ? AND failed_attempts < ? ORDER BY id DESC LIMIT 1",
+    )
+    .bind(user_id)
+    .bind(super::now_ms())
+    .bind(MAX_FAILED_ATTEMPTS)
+    .fetch_optional(pool)
+    .await
+}
+
+/// Marks code `id` used: true only for the one caller that used it while it was live (a
+/// second use, even at the same moment, gets false).
+///
+/// # Errors
+/// A database failure.
+pub async fn consume(pool: &SqlitePool, id: i64) -> sqlx::Result<bool> {
+    let changed = One::execute(pool, Access::Kept, |now| {
+        sqlx::query(
+            "UPDATE sign_in_codes SET used_at = ?1 WHERE id = ?2 AND used_at IS NULL \
+             AND expires_at > ?1 AND failed_attempts < ?3",
+        )
+        .bind(now)
+        .bind(id)
+        .bind(MAX_FAILED_ATTEMPTS)
+    })
+    .await?;
+    Ok(changed == 1)
+}
+
+/// Counts a wrong code against code `id`.
+///
+/// # Errors
+/// A database failure.
+pub async fn count_failure(pool: &SqlitePool, id: i64) -> sqlx::Result<()> {
+    One::execute(pool, Access::Kept, |_| {
+        sqlx::query("UPDATE sign_in_codes SET failed_attempts = failed_attempts + 1 WHERE id = ?")
+            .bind(id)
+    })
+    .await?;
+    Ok(())
+}

@@ -1,0 +1,21 @@
+//! What of mail the sign-in page offers (`templates/sessions/_mail_sign_in.html`): "Email me
+//! a code" with `--smtp-url`, and "Forgot password?" once the account has a site address too
+//! (the routes are in the sibling module `mail_sign_in`).
+
+use crate::render::MailOnPage;
+use crate::state::AppState;
+
+/// What the sign-in page offers on this server now.
+///
+/// # Errors
+/// A database failure.
+pub async fn on_page(state: &AppState) -> sqlx::Result<MailOnPage> {
+    if !state.mailer.is_on() {
+        return Ok(MailOnPage::default());
+    }
+    let settings = crate::db::mail_settings::get(&state.pool).await?;
+    Ok(MailOnPage {
+        codes: true,
+        reset: !settings.site_url.is_empty(),
+    })
+}

@@ -1,0 +1,393 @@
+//! Signing in by mail (shown only with `--smtp-url`): "Email me a code" and "Forgot password".
+//!
+//! | route | what |
+//! |---|---|
+//! | `POST /session/code` (`email_address`) | e-mails a 6-digit code; answers the code form |
+//! | `POST /session/code/verify` (`email_address`, `code`) | signs in (302) or 401 with the form |
+//! | `GET /password_reset/new`, `POST /password_reset` (`email_address`) | e-mails a reset link |
+//! | `GET /password_reset/edit?token=`, `POST /password_reset/update` (`token`, `password`) | sets a new password and signs in |
+//!
+//! - Every request is under the sign-in rate limit of the client's address (429 past it).
+//! - The answer to a request for a code or a link is the same page, status and work on the
+//!   request path whether or not the address has an account: looking the address up, storing
+//!   the code and queueing the letter happen in a task of their own after the answer.
+//! - A code: 6 digits, [`crate::db::sign_in_codes::CODE_TTL_MS`] (10 minutes), single use,
+//!   only the newest works, stored as an HMAC ([`crate::mail::keys`]), dead after 5 wrong tries.
+//! - A reset link: Rails 7.1's `generates_token_for :password_reset, expires_in: 15.minutes`
+//!   carrying the password salt's tail ([`crate::rails::token_for`]): it stops working once the
+//!   password changes, so it works once. A new password ends every session of the person.
+//!   Links need the account's site address (`crate::db::mail_settings`): "Forgot password" is
+//!   hidden until an administrator sets it (a link built from the request's `Host` could be
+//!   pointed elsewhere by whoever asks).
+
+use std::time::{Instant, SystemTime};
+
+use askama::Template;
+use axum::extract::{Query, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{Html, IntoResponse, Response};
+use axum::Extension;
+
+use super::context::Ctx;
+use super::error::AppError;
+use super::sessions::{hash_password, start_session, MAX_PASSWORD_BYTES};
+use crate::db::{sign_in_codes, users};
+use crate::letters::To;
+use crate::rails::token_for::{password_salt_tail, TokenFor, PASSWORD_RESET};
+use crate::state::{AppState, SharedState};
+
+#[derive(Template)]
+#[template(path = "sessions/mail/code.html")]
+struct CodePage<'a> {
+    csrf_token: &'a str,
+    email_address: &'a str,
+    alert: Option<&'a str>,
+}
+
+#[derive(Template)]
+#[template(path = "sessions/mail/notice.html")]
+struct NoticePage<'a> {
+    csrf_token: &'a str,
+    heading: &'a str,
+    message: &'a str,
+    alert: Option<&'a str>,
+    ask_address: bool,
+}
+
+#[derive(Template)]
+#[template(path = "sessions/mail/reset_edit.html")]
+struct ResetPage<'a> {
+    csrf_token: &'a str,
+    token: &'a str,
+    alert: Option<&'a str>,
+    min_password_bytes: usize,
+}
+
+fn page(status: StatusCode, html: askama::Result<String>) -> Result<Response, AppError> {
+    Ok((status, Html(html?)).into_response())
+}
+
+/// 404 when mail is off (the routes do not exist then).
+fn require_mail(state: &AppState) -> Result<(), AppError> {
+    if state.mailer.is_on() {
+        Ok(())
+    } else {
+        Err(AppError::NotFound)
+    }
+}
+
+/// The sign-in limit: `Err` holds the 429 answer.
+fn limit(state: &AppState, ctx: &Ctx) -> Result<(), AppError> {
+    state
+        .login_limiter
+        .attempt(ctx.ip, Instant::now())
+        .map_err(AppError::RateLimited)
+}
+
+fn email_of(ctx: &Ctx) -> String {
+    let email = ctx.form.get("email_address").unwrap_or("").trim();
+    email.chars().take(254).collect::<String>().to_lowercase()
+}
+
+/// `POST /session/code`: queues a code for the address (when it has an active account) after
+/// answering the code form, the same for every address.
+///
+/// # Errors
+/// 404 without mail; 429 past the sign-in limit.
+pub async fn request_code(
+    State(state): State<SharedState>,
+    Extension(ctx): Extension<Ctx>,
+) -> Result<Response, AppError> {
+    require_mail(&state)?;
+    limit(&state, &ctx)?;
+    let email = email_of(&ctx);
+    let background = state;
+    let address = email.clone();
+    tokio::spawn(async move {
+        if let Err(e) = send_code(&background, &address).await {
+            tracing::warn!(error = %e, "sign-in code not sent");
+        }
+    });
+    let token = ctx.csrf_token();
+    let html = CodePage {
+        csrf_token: &token,
+        email_address: &email,
+        alert: None,
+    }
+    .render();
+    page(StatusCode::OK, html)
+}
+
+async fn send_code(state: &AppState, email: &str) -> anyhow::Result<()> {
+    let Some((user, _)) = users::find_active_for_login(&state.pool, email).await? else {
+        return Ok(());
+    };
+    let keys = state
+        .mailer
+        .keys()
+        .ok_or_else(|| anyhow::anyhow!("mail is off"))?;
+    let code = crate::mail::keys::new_code();
+    sign_in_codes::issue(&state.pool, user.id, &keys.code_digest(user.id, &code)).await?;
+    let account = state.account_settings.get(&state.pool).await?;
+    let to = To {
+        address: email,
+        name: &user.name,
+    };
+    state
+        .mailer
+        .send(crate::letters::sign_in_code(to, &account.name, &code)?)?;
+    Ok(())
+}
+
+/// `POST /session/code/verify`: signs in with a live code (302 and the session cookie), or
+/// answers the code form again with 401.
+///
+/// # Errors
+/// 404 without mail; 429 past the sign-in limit; database failures.
+pub async fn verify_code(
+    State(state): State<SharedState>,
+    Extension(ctx): Extension<Ctx>,
+    headers: HeaderMap,
+) -> Result<Response, AppError> {
+    require_mail(&state)?;
+    limit(&state, &ctx)?;
+    let email = email_of(&ctx);
+    let code = ctx.form.get("code").unwrap_or("").trim();
+    let keys = state.mailer.keys().ok_or(AppError::NotFound)?;
+    let user = users::find_active_for_login(&state.pool, &email)
+        .await?
+        .map(|(user, _)| user);
+    let live = match &user {
+        Some(user) => sign_in_codes::live_digest(&state.pool, user.id).await?,
+        None => None,
+    };
+    if let (Some(user), Some((code_id, digest))) = (&user, &live) {
+        let well_formed = code.len() == 6 && code.bytes().all(|b| b.is_ascii_digit());
+        if well_formed && keys.code_matches(user.id, code, digest) {
+            if sign_in_codes::consume(&state.pool, *code_id).await? {
+                tracing::info!(user_id = user.id, "signed in with an e-mailed code");
+                return start_session(&state, &ctx, &headers, user.id).await;
+            }
+        } else {
+            sign_in_codes::count_failure(&state.pool, *code_id).await?;
+        }
+    }
+    tracing::info!(ip = %ctx.ip, "failed sign-in with a code");
+    let token = ctx.csrf_token();
+    let html = CodePage {
+        csrf_token: &token,
+        email_address: &email,
+        alert: Some("That code is wrong, used or expired. Ask for a new one if you need to."),
+    }
+    .render();
+    page(StatusCode::UNAUTHORIZED, html)
+}
+
+/// The reset pages need the site address; 404 without it (or without mail).
+async fn site_url(state: &AppState) -> Result<String, AppError> {
+    require_mail(state)?;
+    let settings = crate::db::mail_settings::get(&state.pool).await?;
+    if settings.site_url.is_empty() {
+        return Err(AppError::NotFound);
+    }
+    Ok(settings.site_url)
+}
+
+/// `GET /password_reset/new`: the form asking for the address.
+///
+/// # Errors
+/// 404 without mail or site address.
+pub async fn new_reset(
+    State(state): State<SharedState>,
+    Extension(ctx): Extension<Ctx>,
+) -> Result<Response, AppError> {
+    site_url(&state).await?;
+    let token = ctx.csrf_token();
+    let html = NoticePage {
+        csrf_token: &token,
+        heading: "Forgot your password?",
+        message: "Enter your e-mail address and we will send you a link to choose a new one.",
+        alert: None,
+        ask_address: true,
+    }
+    .render();
+    page(StatusCode::OK, html)
+}
+
+/// `POST /password_reset`: queues a reset link for the address (when it has an active
+/// account) after answering, the same for every address.
+///
+/// # Errors
+/// 404 without mail or site address; 429 past the sign-in limit.
+pub async fn request_reset(
+    State(state): State<SharedState>,
+    Extension(ctx): Extension<Ctx>,
+) -> Result<Response, AppError> {
+    let site = site_url(&state).await?;
+    limit(&state, &ctx)?;
+    let email = email_of(&ctx);
+    let background = state;
+    tokio::spawn(async move {
+        if let Err(e) = send_reset(&background, &email, &site).await {
+            tracing::warn!(error = %e, "password reset link not sent");
+        }
+    });
+    let token = ctx.csrf_token();
+    let html = NoticePage {
+        csrf_token: &token,
+        heading: "Check your e-mail",
+        message: "If that address has an account here, we just sent it a link to choose a new \
+                  password. It works for 15 minutes.",
+        alert: None,
+        ask_address: false,
+    }
+    .render();
+    page(StatusCode::OK, html)
+}
+
+async fn send_reset(state: &AppState, email: &str, site: &str) -> anyhow::Result<()> {
+    let Some((user, digest)) = users::find_active_for_login(&state.pool, email).await? else {
+        return Ok(());
+    };
+    let Some(tail) = password_salt_tail(&digest) else {
+        return Ok(());
+    };
+    let keys = state
+        .mailer
+        .keys()
+        .ok_or_else(|| anyhow::anyhow!("mail is off"))?;
+    let token = keys
+        .token_for
+        .generate(&PASSWORD_RESET, user.id, tail, SystemTime::now());
+    let query: String = url::form_urlencoded::Serializer::new(String::new())
+        .append_pair("token", &token)
+        .finish();
+    let url = format!("{site}/password_reset/edit?{query}");
+    let account = state.account_settings.get(&state.pool).await?;
+    let to = To {
+        address: email,
+        name: &user.name,
+    };
+    state
+        .mailer
+        .send(crate::letters::password_reset(to, &account.name, &url)?)?;
+    Ok(())
+}
+
+/// The active person a reset token names, if it still resolves: MAC, purpose, expiry, and
+/// the password salt's tail equal to the current one.
+async fn resolve(state: &AppState, token: &str) -> Result<Option<i64>, AppError> {
+    let Some(keys) = state.mailer.keys() else {
+        return Ok(None);
+    };
+    let Some((id, tail)) = keys
+        .token_for
+        .read(&PASSWORD_RESET, token, SystemTime::now())
+    else {
+        return Ok(None);
+    };
+    let Some(user) = users::find(&state.pool, id)
+        .await?
+        .filter(|u| u.is_active())
+    else {
+        return Ok(None);
+    };
+    let digest = users::password_digest(&state.pool, user.id).await?;
+    let current = digest.as_deref().and_then(password_salt_tail).unwrap_or("");
+    Ok(TokenFor::resolves(&tail, current).then_some(user.id))
+}
+
+fn dead_link(ctx: &Ctx) -> Result<Response, AppError> {
+    let token = ctx.csrf_token();
+    let html = NoticePage {
+        csrf_token: &token,
+        heading: "This link no longer works",
+        message:
+            "It has expired, or the password was changed since it was sent. Ask for a new one.",
+        alert: None,
+        ask_address: true,
+    }
+    .render();
+    page(StatusCode::NOT_FOUND, html)
+}
+
+/// Query of `GET /password_reset/edit`.
+#[derive(Debug, serde::Deserialize)]
+pub struct TokenQuery {
+    /// The reset token.
+    #[serde(default)]
+    pub token: String,
+}
+
+/// `GET /password_reset/edit?token=`: the new-password form, or 404 with a page saying the
+/// link no longer works.
+///
+/// # Errors
+/// 404 without mail or site address; database failures.
+pub async fn edit_reset(
+    State(state): State<SharedState>,
+    Extension(ctx): Extension<Ctx>,
+    Query(query): Query<TokenQuery>,
+) -> Result<Response, AppError> {
+    site_url(&state).await?;
+    if resolve(&state, &query.token).await?.is_none() {
+        return dead_link(&ctx);
+    }
+    let csrf = ctx.csrf_token();
+    let html = ResetPage {
+        csrf_token: &csrf,
+        token: &query.token,
+        alert: None,
+        min_password_bytes: super::profiles::MIN_PASSWORD_BYTES,
+    }
+    .render();
+    let mut response = page(StatusCode::OK, html)?;
+    // The token is in the URL: no referrer carries it to another site.
+    response.headers_mut().insert(
+        header::REFERRER_POLICY,
+        "no-referrer".parse().expect("literal"),
+    );
+    Ok(response)
+}
+
+/// `POST /password_reset/update` with `token` and `password` (8-72 bytes): sets the password,
+/// ends every session of the person (their cable connections close) and signs this browser
+/// in (302). 404 page for a dead token, 422 with the form for a password out of bounds.
+///
+/// # Errors
+/// 404 without mail or site address; 429 past the sign-in limit; database failures.
+pub async fn update_reset(
+    State(state): State<SharedState>,
+    Extension(ctx): Extension<Ctx>,
+    headers: HeaderMap,
+) -> Result<Response, AppError> {
+    site_url(&state).await?;
+    limit(&state, &ctx)?;
+    let token = ctx.form.get("token").unwrap_or("").to_owned();
+    let Some(user_id) = resolve(&state, &token).await? else {
+        return dead_link(&ctx);
+    };
+    let password = ctx.form.get("password").unwrap_or("");
+    let min = super::profiles::MIN_PASSWORD_BYTES;
+    if password.len() < min || password.len() > MAX_PASSWORD_BYTES {
+        let csrf = ctx.csrf_token();
+        let alert = format!("The password must be {min} to {MAX_PASSWORD_BYTES} bytes long.");
+        let html = ResetPage {
+            csrf_token: &csrf,
+            token: &token,
+            alert: Some(&alert),
+            min_password_bytes: min,
+        }
+        .render();
+        return page(StatusCode::UNPROCESSABLE_ENTITY, html);
+    }
+    let digest = hash_password(password).await?;
+    let change = users::update_credentials(&state.pool, user_id, None, Some(&digest), None).await?;
+    if let users::CredentialsChange::Done { sessions_ended } = change {
+        for session in &sessions_ended {
+            super::users::close_session(&state, user_id, session);
+        }
+    }
+    tracing::info!(user_id, "password reset by e-mailed link");
+    start_session(&state, &ctx, &headers, user_id).await
+}

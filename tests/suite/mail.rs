@@ -1,0 +1,184 @@
+//! Outgoing mail against a real SMTP server (aiosmtpd, `tests/smtp/server.py`): STARTTLS and
+//! implicit TLS with AUTH, a certificate from a CA made at test time (`--smtp-ca-file`), the
+//! `/metrics` outcomes, and a server that is down for a while: posts and sign-ins go on, and
+//! the mail goes out once it is back.
+
+use std::time::{Duration, Instant};
+
+use crate::common::smtp::{self, SmtpServer};
+use crate::common::TestServer;
+use hearth::mail::Letter;
+
+const DAVID: &str = "david@example.com";
+const SECRET: &str = "secret123456";
+
+/// The module's SMTP server, started once.
+pub(crate) async fn shared_smtp() -> &'static SmtpServer {
+    static SMTP: tokio::sync::OnceCell<SmtpServer> = tokio::sync::OnceCell::const_new();
+    SMTP.get_or_init(SmtpServer::start).await
+}
+
+/// A seeded Hearth sending mail to `url`, trusting the test CA.
+pub(crate) async fn hearth_mailing(url: String, ca: &std::path::Path) -> TestServer {
+    let ca = ca.to_path_buf();
+    TestServer::start_with(move |c| {
+        c.smtp_url = Some(url.into());
+        c.mail_from = Some("Hearth <hearth@example.com>".into());
+        c.smtp_ca_file = Some(ca);
+    })
+    .await
+}
+
+fn letter(to: &str, subject: &str) -> Letter {
+    Letter {
+        to: to.into(),
+        to_name: "Someone Ünïcode".into(),
+        subject: subject.into(),
+        text: "Plain words.".into(),
+        html: "<p>Rich <b>words</b>.</p>".into(),
+        unsubscribe: None,
+    }
+}
+
+async fn metric(server: &TestServer, line: &str) -> u64 {
+    let body = server.client().get("/metrics").await.body;
+    body.lines()
+        .find_map(|l| l.strip_prefix(line)?.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+#[tokio::test]
+async fn starttls_and_implicit_tls_both_deliver_text_and_html() {
+    let smtp = shared_smtp().await;
+    for (url, to) in [
+        (smtp.starttls_url(), "starttls@example.net"),
+        (smtp.tls_url(), "wrapped@example.net"),
+    ] {
+        let server = hearth_mailing(url, &smtp.ca_file).await;
+        assert!(server.state.mailer.is_on());
+        server
+            .state
+            .mailer
+            .send(letter(to, "Hello över TLS"))
+            .unwrap();
+        let got = smtp.wait_for(to, 1, Duration::from_secs(20)).await;
+        assert_eq!(got.len(), 1, "{to}");
+        let m = &got[0];
+        assert_eq!(m.mail_from, "hearth@example.com");
+        assert_eq!(m.subject(), "Hello över TLS");
+        assert_eq!(m.header("To"), Some(&*format!("Someone Ünïcode <{to}>")));
+        assert_eq!(m.text().trim(), "Plain words.");
+        assert_eq!(m.html().trim(), "<p>Rich <b>words</b>.</p>");
+        assert!(m.raw.contains("multipart/alternative"), "{}", m.raw);
+        let sent = r#"hearth_mail_deliveries_total{outcome="sent"}"#;
+        for _ in 0..50 {
+            if metric(&server, sent).await == 1 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert_eq!(metric(&server, sent).await, 1);
+        server.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn a_wrong_password_or_an_untrusted_certificate_delivers_nothing() {
+    let smtp = shared_smtp().await;
+    let wrong = format!("smtp://hearth:nope@127.0.0.1:{}", smtp.starttls_port);
+    let server = hearth_mailing(wrong, &smtp.ca_file).await;
+    server
+        .state
+        .mailer
+        .send(letter("wrongpw@example.net", "x"))
+        .unwrap();
+    let failed = r#"hearth_mail_deliveries_total{outcome="failed"}"#;
+    for _ in 0..200 {
+        if metric(&server, failed).await == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(metric(&server, failed).await, 1, "a 535 is permanent");
+    server.stop().await;
+    // Without --smtp-ca-file the test CA is not trusted: the TLS handshake fails (retried,
+    // since a certificate may be renewed), and nothing is delivered meanwhile.
+    let url = smtp.starttls_url();
+    let server = TestServer::start_with(move |c| c.smtp_url = Some(url.into())).await;
+    server
+        .state
+        .mailer
+        .send(letter("untrusted@example.net", "x"))
+        .unwrap();
+    let retried = r#"hearth_mail_deliveries_total{outcome="retried"}"#;
+    for _ in 0..200 {
+        if metric(&server, retried).await >= 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(metric(&server, retried).await >= 1);
+    assert!(smtp
+        .wait_for("untrusted@example.net", 1, Duration::ZERO)
+        .await
+        .is_empty());
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn bad_settings_stop_the_start_with_the_reason() {
+    let dir = crate::common::temp_dir("mailcfg");
+    for (url, from, says) in [
+        ("http://x", None, "--smtp-url"),
+        ("smtp://h", Some("not an address"), "--mail-from"),
+    ] {
+        let mut config = hearth::config::Config::for_tests(&dir);
+        config.smtp_url = Some(url.to_owned().into());
+        config.mail_from = from.map(str::to_owned);
+        let e = hearth::state::AppState::build(config).await.unwrap_err();
+        assert!(e.to_string().contains(says), "{e}");
+    }
+}
+
+#[tokio::test]
+async fn with_the_smtp_server_down_posts_and_sign_ins_go_on_and_mail_follows() {
+    let port = {
+        let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        probe.local_addr().unwrap().port()
+    };
+    // A CA and certificate made now; the server itself starts later, on `port`.
+    let first = SmtpServer::start().await;
+    let ca = first.ca_file.clone();
+    let server = hearth_mailing(smtp::url_for("smtp", port), &ca).await;
+    server
+        .state
+        .mailer
+        .send(letter("later@example.net", "Held back"))
+        .unwrap();
+    let started = Instant::now();
+    let mut david = server.client();
+    assert_eq!(david.login(DAVID, SECRET).await.status, 302);
+    let (csrf, _) = david.room(1).await;
+    let r = david
+        .post_message(1, "while mail is down", "cid-down-1", &csrf)
+        .await;
+    assert!(r.status < 400, "{}", r.status);
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    let smtp = SmtpServer::start_like(&ca, port).await;
+    let got = smtp
+        .wait_for("later@example.net", 1, Duration::from_secs(40))
+        .await;
+    assert_eq!(got.len(), 1, "delivered once the server is back");
+    assert_eq!(got[0].subject(), "Held back");
+    let retried = metric(
+        &server,
+        r#"hearth_mail_deliveries_total{outcome="retried"}"#,
+    )
+    .await;
+    assert!(retried >= 1, "{retried}");
+    server.stop().await;
+}
