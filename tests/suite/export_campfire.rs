@@ -429,6 +429,74 @@ async fn a_dry_run_prints_the_counts_and_writes_nothing() {
     server.stop().await;
 }
 
+/// Campfire has no threads: a thread's replies are exported as messages of the parent's room
+/// and the thread's own room and memberships are left out, so every exported room has its STI
+/// `type` and every membership its room (a thread room exported as it is would have no type,
+/// and ActiveRecord could not load it).
+#[tokio::test]
+async fn a_threads_replies_are_exported_into_its_parents_room() {
+    let server = TestServer::start().await;
+    let mut david = server.signed_in(DAVID, SECRET).await;
+    let token = csrf(&mut david, "/rooms/1").await;
+    let body = [("message[body]", "Where do we meet?")];
+    let r = send(&mut david, "POST", "/rooms/1/messages", &body, &token).await;
+    assert_eq!(r.status, 302);
+    let parent = scalar_i64(&server, "SELECT MAX(id) FROM messages WHERE room_id = 1").await;
+    let r = send(
+        &mut david,
+        "POST",
+        &format!("/messages/{parent}/thread"),
+        &[],
+        &token,
+    )
+    .await;
+    assert_eq!(r.status, 302, "{}", r.body);
+    let thread = scalar_i64(
+        &server,
+        &format!("SELECT id FROM rooms WHERE parent_message_id = {parent}"),
+    )
+    .await;
+    let body = [("message[body]", "At the harbour")];
+    let r = send(
+        &mut david,
+        "POST",
+        &format!("/rooms/{thread}/messages"),
+        &body,
+        &token,
+    )
+    .await;
+    assert_eq!(r.status, 302, "{}", r.body);
+    let reply = scalar_i64(
+        &server,
+        &format!("SELECT MAX(id) FROM messages WHERE room_id = {thread}"),
+    )
+    .await;
+
+    let out = common::temp_dir("export-threads");
+    let storage = out.join("storage");
+    let (ok, stdout, stderr) = export(&server, &storage, &[]).await;
+    assert!(ok, "{stdout}\n{stderr}");
+    let db = exported(&storage);
+    let one = |sql: &str| -> i64 { db.query_row(sql, [], |r| r.get(0)).unwrap() };
+    assert_eq!(one("SELECT COUNT(*) FROM rooms WHERE type IS NULL"), 0);
+    assert_eq!(
+        one(&format!("SELECT COUNT(*) FROM rooms WHERE id = {thread}")),
+        0
+    );
+    assert_eq!(
+        one("SELECT COUNT(*) FROM memberships WHERE room_id NOT IN (SELECT id FROM rooms)"),
+        0
+    );
+    assert_eq!(
+        one(&format!("SELECT room_id FROM messages WHERE id = {reply}")),
+        1
+    );
+    let non_thread = scalar_i64(&server, "SELECT COUNT(*) FROM rooms WHERE kind <> 'thread'").await;
+    assert_eq!(one("SELECT COUNT(*) FROM rooms"), non_thread);
+    std::fs::remove_dir_all(&out).unwrap();
+    server.stop().await;
+}
+
 /// The export's database, for a query.
 fn exported(storage: &Path) -> rusqlite::Connection {
     let path: PathBuf = storage.join("db").join("production.sqlite3");

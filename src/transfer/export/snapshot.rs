@@ -54,9 +54,7 @@ impl Snapshot {
     pub fn count(&self, from: &str) -> anyhow::Result<u64> {
         let n: i64 = self
             .conn
-            .query_row(&format!("SELECT COUNT(*) FROM \"{from}\""), [], |r| {
-                r.get(0)
-            })
+            .query_row(&format!("SELECT COUNT(*) FROM {from}"), [], |r| r.get(0))
             .with_context(|| format!("counting Hearth's {from}"))?;
         Ok(u64::try_from(n).unwrap_or(0))
     }

@@ -15,7 +15,10 @@
 //!   `name` `body`; its id is the message's, as Hearth's `action_text_rich_texts` view has it);
 //! - `active_storage_blobs.service_name` becomes `local`: every file is written to the export's
 //!   disk service (`storage/files`, Campfire's `local` service), whichever service held it;
-//! - `accounts.singleton_guard`, which Hearth has not, gets Campfire's default 0.
+//! - `accounts.singleton_guard`, which Hearth has not, gets Campfire's default 0;
+//! - threads, which Campfire has not: a thread's replies become messages of its parent's
+//!   room (where they sort after the parent, by time), and the thread's own room and its
+//!   memberships (its followers) are left out.
 //!
 //! Hearth's columns and tables that Campfire has not are left out: `rooms.kind` (as `type`),
 //! `messages.body` (as the Action Text row), `messages.plain_text` (as the search index),
@@ -28,8 +31,8 @@
 pub struct Table {
     /// Campfire's table.
     pub campfire: &'static str,
-    /// A `FROM` of Hearth's database whose row count the export's must equal (a table or a
-    /// view).
+    /// A `FROM` of Hearth's database whose row count the export's must equal (a table, a
+    /// view or a parenthesized query).
     pub hearth: &'static str,
     /// The query over Hearth's database: Campfire's columns, aliased by their names.
     pub select: &'static str,
@@ -66,7 +69,7 @@ pub const TABLES: &[Table] = &[
     },
     Table {
         campfire: "rooms",
-        hearth: "rooms",
+        hearth: "(SELECT id FROM rooms WHERE kind <> 'thread')",
         select: "SELECT id, created_at, \
                  COALESCE(creator_id, \
                    (SELECT MIN(id) FROM users WHERE role = 'administrator'), \
@@ -74,23 +77,27 @@ pub const TABLES: &[Table] = &[
                  name, \
                  CASE kind WHEN 'open' THEN 'Rooms::Open' WHEN 'closed' THEN 'Rooms::Closed' \
                  WHEN 'direct' THEN 'Rooms::Direct' END AS type, \
-                 updated_at FROM rooms ORDER BY id",
+                 updated_at FROM rooms WHERE kind <> 'thread' ORDER BY id",
         times: STAMPS,
         sequence: Some("rooms"),
     },
     Table {
         campfire: "memberships",
-        hearth: "memberships",
+        hearth: "(SELECT id FROM memberships \
+                 WHERE room_id IN (SELECT id FROM rooms WHERE kind <> 'thread'))",
         select: "SELECT id, connected_at, connections, created_at, involvement, room_id, \
-                 unread_at, updated_at, user_id FROM memberships ORDER BY id",
+                 unread_at, updated_at, user_id FROM memberships \
+                 WHERE room_id IN (SELECT id FROM rooms WHERE kind <> 'thread') ORDER BY id",
         times: &["connected_at", "created_at", "unread_at", "updated_at"],
         sequence: None,
     },
     Table {
         campfire: "messages",
         hearth: "messages",
-        select: "SELECT id, client_message_id, created_at, creator_id, room_id, updated_at \
-                 FROM messages ORDER BY id",
+        select: "SELECT id, client_message_id, created_at, creator_id, \
+                 COALESCE((SELECT parent_room_id FROM rooms WHERE rooms.id = messages.room_id), \
+                   room_id) AS room_id, \
+                 updated_at FROM messages ORDER BY id",
         times: STAMPS,
         sequence: Some("messages"),
     },
