@@ -67,7 +67,7 @@ pub async fn new(
         return Ok(respond::found("/first_run"));
     }
     let offers = offers(&state).await?;
-    Ok(sign_in_page(&ctx, offers, StatusCode::OK, None, ""))
+    Ok(sign_in_page(&ctx, &offers, StatusCode::OK, None, ""))
 }
 
 /// What the sign-in page offers besides the password, read for each answer: single sign-on's
@@ -86,7 +86,7 @@ async fn offers(state: &SharedState) -> Result<Offers, AppError> {
 
 fn sign_in_page(
     ctx: &Ctx,
-    offers: Offers,
+    offers: &Offers,
     status: StatusCode,
     alert: Option<&str>,
     email: &str,
@@ -121,7 +121,7 @@ pub async fn create(
         let alert = "Too many sign-in attempts. Try again later.";
         let offers = offers(&state).await?;
         let status = StatusCode::TOO_MANY_REQUESTS;
-        let mut page = sign_in_page(&ctx, offers, status, Some(alert), &email);
+        let mut page = sign_in_page(&ctx, &offers, status, Some(alert), &email);
         let secs = crate::rate_limit::retry_after_secs(wait);
         page.headers_mut().insert(header::RETRY_AFTER, secs.into());
         return Ok(page);
@@ -146,7 +146,7 @@ pub async fn create(
         let alert = "Try another email address or password.";
         let offers = offers(&state).await?;
         let status = StatusCode::UNAUTHORIZED;
-        return Ok(sign_in_page(&ctx, offers, status, Some(alert), &email));
+        return Ok(sign_in_page(&ctx, &offers, status, Some(alert), &email));
     };
     if super::sign_in_options::refuses_password(&state.pool, &state.sso, &user).await? {
         tracing::info!(ip = %ctx.ip, user_id = user.id, "password sign-in refused: single sign-on only");
@@ -156,7 +156,7 @@ pub async fn create(
             offers.sso.as_deref().unwrap_or("single sign-on")
         );
         let status = StatusCode::FORBIDDEN;
-        return Ok(sign_in_page(&ctx, offers, status, Some(&alert), &email));
+        return Ok(sign_in_page(&ctx, &offers, status, Some(&alert), &email));
     }
     start_session(&state, &ctx, &headers, user.id).await
 }
