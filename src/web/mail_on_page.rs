@@ -3,17 +3,19 @@
 //! (the routes are in the sibling module `mail_sign_in`).
 
 use crate::render::MailOnPage;
-use crate::state::AppState;
 
 /// What the sign-in page offers on this server now.
 ///
 /// # Errors
 /// A database failure.
-pub async fn on_page(state: &AppState) -> sqlx::Result<MailOnPage> {
-    if !state.mailer.is_on() {
+pub async fn on_page(
+    pool: &sqlx::SqlitePool,
+    mailer: &crate::mail::Mailer,
+) -> sqlx::Result<MailOnPage> {
+    if !mailer.is_on() {
         return Ok(MailOnPage::default());
     }
-    let settings = crate::db::mail_settings::get(&state.pool).await?;
+    let settings = crate::db::mail_settings::get(pool).await?;
     Ok(MailOnPage {
         codes: true,
         reset: !settings.site_url.is_empty(),

@@ -68,8 +68,8 @@ fn page(status: StatusCode, html: askama::Result<String>) -> Result<Response, Ap
 }
 
 /// 404 when mail is off (the routes do not exist then).
-fn require_mail(state: &AppState) -> Result<(), AppError> {
-    if state.mailer.is_on() {
+fn require_mail(mailer: &crate::mail::Mailer) -> Result<(), AppError> {
+    if mailer.is_on() {
         Ok(())
     } else {
         Err(AppError::NotFound)
@@ -77,9 +77,8 @@ fn require_mail(state: &AppState) -> Result<(), AppError> {
 }
 
 /// The sign-in limit: `Err` holds the 429 answer.
-fn limit(state: &AppState, ctx: &Ctx) -> Result<(), AppError> {
-    state
-        .login_limiter
+fn limit(limiter: &crate::rate_limit::RateLimiter, ctx: &Ctx) -> Result<(), AppError> {
+    limiter
         .attempt(ctx.ip, Instant::now())
         .map_err(AppError::RateLimited)
 }
@@ -98,8 +97,8 @@ pub async fn request_code(
     State(state): State<SharedState>,
     Extension(ctx): Extension<Ctx>,
 ) -> Result<Response, AppError> {
-    require_mail(&state)?;
-    limit(&state, &ctx)?;
+    require_mail(&state.mailer)?;
+    limit(&state.login_limiter, &ctx)?;
     let email = email_of(&ctx);
     let background = state;
     let address = email.clone();
@@ -149,8 +148,8 @@ pub async fn verify_code(
     Extension(ctx): Extension<Ctx>,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
-    require_mail(&state)?;
-    limit(&state, &ctx)?;
+    require_mail(&state.mailer)?;
+    limit(&state.login_limiter, &ctx)?;
     let email = email_of(&ctx);
     let code = ctx.form.get("code").unwrap_or("").trim();
     let keys = state.mailer.keys().ok_or(AppError::NotFound)?;
@@ -184,9 +183,12 @@ pub async fn verify_code(
 }
 
 /// The reset pages need the site address; 404 without it (or without mail).
-async fn site_url(state: &AppState) -> Result<String, AppError> {
-    require_mail(state)?;
-    let settings = crate::db::mail_settings::get(&state.pool).await?;
+async fn site_url(
+    pool: &sqlx::SqlitePool,
+    mailer: &crate::mail::Mailer,
+) -> Result<String, AppError> {
+    require_mail(mailer)?;
+    let settings = crate::db::mail_settings::get(pool).await?;
     if settings.site_url.is_empty() {
         return Err(AppError::NotFound);
     }
@@ -201,7 +203,7 @@ pub async fn new_reset(
     State(state): State<SharedState>,
     Extension(ctx): Extension<Ctx>,
 ) -> Result<Response, AppError> {
-    site_url(&state).await?;
+    site_url(&state.pool, &state.mailer).await?;
     let token = ctx.csrf_token();
     let html = NoticePage {
         csrf_token: &token,
@@ -223,8 +225,8 @@ pub async fn request_reset(
     State(state): State<SharedState>,
     Extension(ctx): Extension<Ctx>,
 ) -> Result<Response, AppError> {
-    let site = site_url(&state).await?;
-    limit(&state, &ctx)?;
+    let site = site_url(&state.pool, &state.mailer).await?;
+    limit(&state.login_limiter, &ctx)?;
     let email = email_of(&ctx);
     let background = state;
     tokio::spawn(async move {
@@ -276,8 +278,12 @@ async fn send_reset(state: &AppState, email: &str, site: &str) -> anyhow::Result
 
 /// The active person a reset token names, if it still resolves: MAC, purpose, expiry, and
 /// the password salt's tail equal to the current one.
-async fn resolve(state: &AppState, token: &str) -> Result<Option<i64>, AppError> {
-    let Some(keys) = state.mailer.keys() else {
+async fn resolve(
+    pool: &sqlx::SqlitePool,
+    mailer: &crate::mail::Mailer,
+    token: &str,
+) -> Result<Option<i64>, AppError> {
+    let Some(keys) = mailer.keys() else {
         return Ok(None);
     };
     let Some((id, tail)) = keys
@@ -286,13 +292,10 @@ async fn resolve(state: &AppState, token: &str) -> Result<Option<i64>, AppError>
     else {
         return Ok(None);
     };
-    let Some(user) = users::find(&state.pool, id)
-        .await?
-        .filter(|u| u.is_active())
-    else {
+    let Some(user) = users::find(pool, id).await?.filter(|u| u.is_active()) else {
         return Ok(None);
     };
-    let digest = users::password_digest(&state.pool, user.id).await?;
+    let digest = users::password_digest(pool, user.id).await?;
     let current = digest.as_deref().and_then(password_salt_tail).unwrap_or("");
     Ok(TokenFor::resolves(&tail, current).then_some(user.id))
 }
@@ -329,8 +332,11 @@ pub async fn edit_reset(
     Extension(ctx): Extension<Ctx>,
     Query(query): Query<TokenQuery>,
 ) -> Result<Response, AppError> {
-    site_url(&state).await?;
-    if resolve(&state, &query.token).await?.is_none() {
+    site_url(&state.pool, &state.mailer).await?;
+    if resolve(&state.pool, &state.mailer, &query.token)
+        .await?
+        .is_none()
+    {
         return dead_link(&ctx);
     }
     let csrf = ctx.csrf_token();
@@ -361,10 +367,10 @@ pub async fn update_reset(
     Extension(ctx): Extension<Ctx>,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
-    site_url(&state).await?;
-    limit(&state, &ctx)?;
+    site_url(&state.pool, &state.mailer).await?;
+    limit(&state.login_limiter, &ctx)?;
     let token = ctx.form.get("token").unwrap_or("").to_owned();
-    let Some(user_id) = resolve(&state, &token).await? else {
+    let Some(user_id) = resolve(&state.pool, &state.mailer, &token).await? else {
         return dead_link(&ctx);
     };
     let password = ctx.form.get("password").unwrap_or("");

@@ -66,7 +66,7 @@ pub async fn new(
     if crate::db::accounts::needs_first_run(&state.pool).await? {
         return Ok(respond::found("/first_run"));
     }
-    let offers = offers(&state).await?;
+    let offers = offers(&state.pool, &state.sso, &state.mailer).await?;
     Ok(sign_in_page(&ctx, &offers, StatusCode::OK, None, ""))
 }
 
@@ -77,10 +77,14 @@ struct Offers {
     mail: crate::render::MailOnPage,
 }
 
-async fn offers(state: &SharedState) -> Result<Offers, AppError> {
+async fn offers(
+    pool: &sqlx::SqlitePool,
+    sso: &crate::oidc::Sso,
+    mailer: &crate::mail::Mailer,
+) -> Result<Offers, AppError> {
     Ok(Offers {
-        sso: super::sign_in_options::button_label(&state.pool, &state.sso).await?,
-        mail: super::mail_on_page::on_page(state).await?,
+        sso: super::sign_in_options::button_label(pool, sso).await?,
+        mail: super::mail_on_page::on_page(pool, mailer).await?,
     })
 }
 
@@ -119,7 +123,7 @@ pub async fn create(
         .to_owned();
     if let Err(wait) = state.login_limiter.attempt(ctx.ip, Instant::now()) {
         let alert = "Too many sign-in attempts. Try again later.";
-        let offers = offers(&state).await?;
+        let offers = offers(&state.pool, &state.sso, &state.mailer).await?;
         let status = StatusCode::TOO_MANY_REQUESTS;
         let mut page = sign_in_page(&ctx, &offers, status, Some(alert), &email);
         let secs = crate::rate_limit::retry_after_secs(wait);
@@ -144,13 +148,13 @@ pub async fn create(
     let Some(user) = authenticated else {
         tracing::info!(ip = %ctx.ip, "failed sign-in");
         let alert = "Try another email address or password.";
-        let offers = offers(&state).await?;
+        let offers = offers(&state.pool, &state.sso, &state.mailer).await?;
         let status = StatusCode::UNAUTHORIZED;
         return Ok(sign_in_page(&ctx, &offers, status, Some(alert), &email));
     };
     if super::sign_in_options::refuses_password(&state.pool, &state.sso, &user).await? {
         tracing::info!(ip = %ctx.ip, user_id = user.id, "password sign-in refused: single sign-on only");
-        let offers = offers(&state).await?;
+        let offers = offers(&state.pool, &state.sso, &state.mailer).await?;
         let alert = format!(
             "Passwords are for administrators only here: sign in with {}.",
             offers.sso.as_deref().unwrap_or("single sign-on")
