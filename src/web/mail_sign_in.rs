@@ -34,7 +34,8 @@ use super::sessions::{hash_password, start_session, MAX_PASSWORD_BYTES};
 use crate::db::{sign_in_codes, users};
 use crate::letters::To;
 use crate::rails::token_for::{password_salt_tail, TokenFor, PASSWORD_RESET};
-use crate::state::{AppState, SharedState};
+use crate::state::SharedState;
+use crate::web::account::mail::MailDesk;
 
 #[derive(Template)]
 #[template(path = "sessions/mail/code.html")]
@@ -100,10 +101,10 @@ pub async fn request_code(
     require_mail(&state.mailer)?;
     limit(&state.login_limiter, &ctx)?;
     let email = email_of(&ctx);
-    let background = state;
-    let address = email.clone();
+    let account = state.account_settings.get(&state.pool).await?.name.clone();
+    let (pool, mailer, address) = (state.pool.clone(), state.mailer.clone(), email.clone());
     tokio::spawn(async move {
-        if let Err(e) = send_code(&background, &address).await {
+        if let Err(e) = send_code(&pool, &mailer, &account, &address).await {
             tracing::warn!(error = %e, "sign-in code not sent");
         }
     });
@@ -117,24 +118,27 @@ pub async fn request_code(
     page(StatusCode::OK, html)
 }
 
-async fn send_code(state: &AppState, email: &str) -> anyhow::Result<()> {
-    let Some((user, _)) = users::find_active_for_login(&state.pool, email).await? else {
+/// Issues a code for `email`'s active account, if any, and queues the letter (`account`: the
+/// account's name, for the letter).
+async fn send_code(
+    pool: &sqlx::SqlitePool,
+    mailer: &crate::mail::Mailer,
+    account: &str,
+    email: &str,
+) -> anyhow::Result<()> {
+    let Some((user, _)) = users::find_active_for_login(pool, email).await? else {
         return Ok(());
     };
-    let keys = state
-        .mailer
+    let keys = mailer
         .keys()
         .ok_or_else(|| anyhow::anyhow!("mail is off"))?;
     let code = crate::mail::keys::new_code();
-    sign_in_codes::issue(&state.pool, user.id, &keys.code_digest(user.id, &code)).await?;
-    let account = state.account_settings.get(&state.pool).await?;
+    sign_in_codes::issue(pool, user.id, &keys.code_digest(user.id, &code)).await?;
     let to = To {
         address: email,
         name: &user.name,
     };
-    state
-        .mailer
-        .send(crate::letters::sign_in_code(to, &account.name, &code)?)?;
+    mailer.send(crate::letters::sign_in_code(to, account, &code)?)?;
     Ok(())
 }
 
@@ -200,10 +204,10 @@ async fn site_url(
 /// # Errors
 /// 404 without mail or site address.
 pub async fn new_reset(
-    State(state): State<SharedState>,
+    State(desk): State<MailDesk>,
     Extension(ctx): Extension<Ctx>,
 ) -> Result<Response, AppError> {
-    site_url(&state.pool, &state.mailer).await?;
+    site_url(&desk.pool, &desk.mailer).await?;
     let token = ctx.csrf_token();
     let html = NoticePage {
         csrf_token: &token,
@@ -228,9 +232,10 @@ pub async fn request_reset(
     let site = site_url(&state.pool, &state.mailer).await?;
     limit(&state.login_limiter, &ctx)?;
     let email = email_of(&ctx);
-    let background = state;
+    let account = state.account_settings.get(&state.pool).await?.name.clone();
+    let (pool, mailer, address) = (state.pool.clone(), state.mailer.clone(), email.clone());
     tokio::spawn(async move {
-        if let Err(e) = send_reset(&background, &email, &site).await {
+        if let Err(e) = send_reset(&pool, &mailer, &account, &address, &site).await {
             tracing::warn!(error = %e, "password reset link not sent");
         }
     });
@@ -247,15 +252,22 @@ pub async fn request_reset(
     page(StatusCode::OK, html)
 }
 
-async fn send_reset(state: &AppState, email: &str, site: &str) -> anyhow::Result<()> {
-    let Some((user, digest)) = users::find_active_for_login(&state.pool, email).await? else {
+/// Queues a reset link at `site` for `email`'s active account, if any (`account`: the
+/// account's name, for the letter).
+async fn send_reset(
+    pool: &sqlx::SqlitePool,
+    mailer: &crate::mail::Mailer,
+    account: &str,
+    email: &str,
+    site: &str,
+) -> anyhow::Result<()> {
+    let Some((user, digest)) = users::find_active_for_login(pool, email).await? else {
         return Ok(());
     };
     let Some(tail) = password_salt_tail(&digest) else {
         return Ok(());
     };
-    let keys = state
-        .mailer
+    let keys = mailer
         .keys()
         .ok_or_else(|| anyhow::anyhow!("mail is off"))?;
     let token = keys
@@ -265,14 +277,11 @@ async fn send_reset(state: &AppState, email: &str, site: &str) -> anyhow::Result
         .append_pair("token", &token)
         .finish();
     let url = format!("{site}/password_reset/edit?{query}");
-    let account = state.account_settings.get(&state.pool).await?;
     let to = To {
         address: email,
         name: &user.name,
     };
-    state
-        .mailer
-        .send(crate::letters::password_reset(to, &account.name, &url)?)?;
+    mailer.send(crate::letters::password_reset(to, account, &url)?)?;
     Ok(())
 }
 
@@ -328,12 +337,12 @@ pub struct TokenQuery {
 /// # Errors
 /// 404 without mail or site address; database failures.
 pub async fn edit_reset(
-    State(state): State<SharedState>,
+    State(desk): State<MailDesk>,
     Extension(ctx): Extension<Ctx>,
     Query(query): Query<TokenQuery>,
 ) -> Result<Response, AppError> {
-    site_url(&state.pool, &state.mailer).await?;
-    if resolve(&state.pool, &state.mailer, &query.token)
+    site_url(&desk.pool, &desk.mailer).await?;
+    if resolve(&desk.pool, &desk.mailer, &query.token)
         .await?
         .is_none()
     {
