@@ -76,13 +76,13 @@ fn routes_by_role(state: SharedState) -> axum::Router {
     }
     // The channel host, chosen once: the app node's (a cable node), or this node's.
     let local = LocalHost::new(state.clone());
-    let campfire: Arc<dyn ChannelHost> = match &state.app_link {
+    let campfire: Arc<dyn ChannelHost> = match &state.apps.app_link {
         Some(link) => RemoteHost::new(link.clone(), local),
         None => local,
     };
     // An app's own channels beside Campfire's (`--rpc-url`), or alone (`--channels rpc`).
     let app_only = state.config.channels == ChannelSet::Rpc;
-    let host: Arc<dyn ChannelHost> = match &state.rpc {
+    let host: Arc<dyn ChannelHost> = match &state.apps.rpc {
         Some(app) => RpcHost::new(campfire, app.clone(), !app_only),
         None => campfire,
     };
@@ -187,7 +187,8 @@ async fn limit_requests(
         None => return next.run(request).await,
     };
     match state
-        .request_limits
+        .limits
+        .requests
         .check(action, client, std::time::Instant::now())
     {
         Ok(()) => next.run(request).await,
@@ -225,7 +226,7 @@ async fn internal_guard(
         .get(axum::http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
     if request.method() != axum::http::Method::POST
-        || !crate::anycable::bearer_matches(auth, &state.internal_key)
+        || !crate::anycable::bearer_matches(auth, &state.keys.internal_key)
     {
         return StatusCode::NOT_FOUND.into_response();
     }
@@ -293,7 +294,7 @@ async fn up(
     axum::extract::State(state): axum::extract::State<SharedState>,
 ) -> axum::response::Response {
     use axum::response::IntoResponse as _;
-    if let Some(link) = &state.app_link {
+    if let Some(link) = &state.apps.app_link {
         let why = match link.check_key().await {
             crate::app_link::KeyCheck::Accepted => None,
             crate::app_link::KeyCheck::Refused(why) => Some(why),
@@ -305,12 +306,12 @@ async fn up(
             return (axum::http::StatusCode::SERVICE_UNAVAILABLE, why).into_response();
         }
     }
-    let body = match state.bus.health() {
+    let body = match state.delivery.bus.health() {
         crate::pubsub::Health::LinkDown => "OK (redis link down)",
         crate::pubsub::Health::Local | crate::pubsub::Health::Linked => "OK",
     };
     let mut response = body.into_response();
-    if let Some(link) = state.bus.link_report() {
+    if let Some(link) = state.delivery.bus.link_report() {
         let headers = response.headers_mut();
         let up = if link.up { "up" } else { "down" };
         headers.insert(
@@ -352,11 +353,12 @@ async fn cable_via_app(
     let token = crate::web::context::parse_cookies(headers)
         .into_iter()
         .find(|(name, _)| name == SESSION_COOKIE)
-        .and_then(|(_, value)| state.cookies.verify(SESSION_COOKIE, &value));
+        .and_then(|(_, value)| state.keys.cookies.verify(SESSION_COOKIE, &value));
     // A restored extended-protocol session is identified too, afresh (nothing cached about
     // the session is trusted: it may have ended while its socket was away); the upgrade takes
     // the session once its own checks passed.
-    let restoring = crate::cable::restore_requested(&state.sessions, &request, token.as_deref());
+    let restoring =
+        crate::cable::restore_requested(&state.sockets.sessions, &request, token.as_deref());
     let user = match &token {
         Some(token) => match host.identify(token, restoring).await {
             Ok(user) => user,
@@ -408,7 +410,7 @@ async fn cable(
     let token = identity.session_token.clone();
     if let Some(token) = token
         .as_deref()
-        .filter(|t| crate::cable::restore_requested(&state.sessions, &request, Some(t)))
+        .filter(|t| crate::cable::restore_requested(&state.sockets.sessions, &request, Some(t)))
     {
         identity.user = match host.identify(token, true).await {
             Ok(user) => user,
@@ -474,7 +476,7 @@ async fn anycable_broadcast(
         .headers()
         .get(axum::http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
-    if !crate::anycable::bearer_matches(auth, &state.broadcast_key) {
+    if !crate::anycable::bearer_matches(auth, &state.keys.broadcast_key) {
         return StatusCode::UNAUTHORIZED;
     }
     let body = match read_limited_body(&state, request).await {
@@ -487,7 +489,10 @@ async fn anycable_broadcast(
     match crate::anycable::parse_message(&body) {
         Ok(crate::anycable::Message::Publications(publications)) => {
             for p in &publications {
-                state.broadcaster.broadcast(&p.stream, p.data.as_bytes());
+                state
+                    .delivery
+                    .broadcaster
+                    .broadcast(&p.stream, p.data.as_bytes());
             }
             StatusCode::CREATED
         }
@@ -499,7 +504,7 @@ async fn anycable_broadcast(
             // anycable-rails' remote disconnect: the user's sockets on every node.
             match crate::rails::global_id::parse_gid_param(&identifier) {
                 Some((app, model, user_id)) if app == state.config.gid_app && model == "User" => {
-                    state.bus.control(Control::Disconnect {
+                    state.delivery.bus.control(Control::Disconnect {
                         user_id,
                         session_sha256: None,
                         reconnect,
@@ -507,8 +512,8 @@ async fn anycable_broadcast(
                     StatusCode::CREATED
                 }
                 // An app's connections (`--rpc-url`), by the identifiers its `connect` gave.
-                _ if state.rpc.is_some() => {
-                    state.bus.control(Control::DisconnectIdentifiers {
+                _ if state.apps.rpc.is_some() => {
+                    state.delivery.bus.control(Control::DisconnectIdentifiers {
                         identifiers,
                         reconnect,
                     });
@@ -542,13 +547,17 @@ fn apply_control(state: &SharedState, command: &Control) {
         } => {
             let frames = disconnect_frames(DisconnectReason::Remote, *reconnect);
             let closed = match session_sha256 {
-                Some(digest) => state.cable.close_session_digest(*user_id, digest, &frames),
-                None => state.cable.close_user(*user_id, &frames),
+                Some(digest) => state
+                    .sockets
+                    .registry
+                    .close_session_digest(*user_id, digest, &frames),
+                None => state.sockets.registry.close_user(*user_id, &frames),
             };
             state
+                .sockets
                 .sessions
                 .forget_user(*user_id, session_sha256.as_deref());
-            if let Some(link) = &state.app_link {
+            if let Some(link) = &state.apps.app_link {
                 link.forget_user(*user_id);
             }
             tracing::debug!(user_id, connections = closed, "remote disconnect");
@@ -558,7 +567,10 @@ fn apply_control(state: &SharedState, command: &Control) {
             reconnect,
         } => {
             let frames = disconnect_frames(DisconnectReason::Remote, *reconnect);
-            let closed = state.cable.close_identifiers(identifiers, &frames);
+            let closed = state
+                .sockets
+                .registry
+                .close_identifiers(identifiers, &frames);
             tracing::debug!(
                 connections = closed,
                 "remote disconnect of an app's connection"
@@ -572,9 +584,10 @@ fn apply_control(state: &SharedState, command: &Control) {
             // sessions may bring them back (a restore, a cached identification).
             crate::db::generation::advance();
             state
+                .sockets
                 .sessions
                 .forget_user(*user_id, session_sha256.as_deref());
-            if let Some(link) = &state.app_link {
+            if let Some(link) = &state.apps.app_link {
                 link.forget_user(*user_id);
             }
         }
@@ -583,13 +596,13 @@ fn apply_control(state: &SharedState, command: &Control) {
             // from its app node) must not confirm a new subscription.
             crate::db::generation::advance();
             // A stored session would bring the revoked subscriptions back unchecked.
-            state.sessions.forget_users(user_ids);
-            if let Some(link) = &state.app_link {
+            state.sockets.sessions.forget_users(user_ids);
+            if let Some(link) = &state.apps.app_link {
                 for user_id in user_ids {
                     link.forget_user(*user_id);
                 }
             }
-            let signalled = state.cable.signal_access_revoked(user_ids);
+            let signalled = state.sockets.registry.signal_access_revoked(user_ids);
             tracing::debug!(
                 users = user_ids.len(),
                 connections = signalled,
@@ -601,8 +614,8 @@ fn apply_control(state: &SharedState, command: &Control) {
             tokio::spawn(async move {
                 let frames = disconnect_frames(DisconnectReason::ServerRestart, true);
                 let spread = Duration::from_secs(state.config.drain_spread);
-                let closed =
-                    close_spread(&state, &frames, spread).await + state.cable.close_all(&frames);
+                let closed = close_spread(&state, &frames, spread).await
+                    + state.sockets.registry.close_all(&frames);
                 tracing::warn!(
                     connections = closed,
                     spread_seconds = spread.as_secs(),
@@ -635,7 +648,7 @@ async fn metrics(
                 .into_response();
         }
     }
-    let body = state.metrics.render(&state.fanout.stats());
+    let body = state.metrics.render(&state.delivery.fanout.stats());
     ([(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)], body).into_response()
 }
 
@@ -665,6 +678,7 @@ pub fn spawn_pinger(state: SharedState) -> tokio::task::JoinHandle<()> {
                 .duration_since(std::time::UNIX_EPOCH)
                 .unwrap_or_default();
             state
+                .delivery
                 .fanout
                 .send_all(&Frame::text(&crate::cable::protocol::ping(now.as_secs())));
         }
@@ -704,9 +718,9 @@ impl Server {
     pub async fn bind(config: Config) -> anyhow::Result<Self> {
         let listener = listen(config.bind).with_context(|| format!("binding {}", config.bind))?;
         let state = AppState::build(config).await?;
-        let weak = std::sync::Arc::downgrade(&state);
-        state.bus.on_control(Box::new(move |command| {
-            if let Some(state) = weak.upgrade() {
+        let weak = state.downgrade();
+        state.delivery.bus.on_control(Box::new(move |command| {
+            if let Some(state) = SharedState::upgrade(&weak) {
                 apply_control(&state, command);
             }
         }));
@@ -746,8 +760,9 @@ impl Server {
             background: periodic,
         } = self;
         let mut background = Vec::new();
-        if periodic && state.config.role != Role::Cable && state.mailer.is_on() {
-            background.push(crate::digests::Digests::of(&state).spawn());
+        if periodic && state.config.role != Role::Cable && state.outbox.mailer.is_on() {
+            background
+                .push(crate::digests::Digests::of(&state.db, &state.keys, &state.outbox).spawn());
         }
         if periodic {
             background.push(spawn_pinger(state.clone()));
@@ -756,10 +771,10 @@ impl Server {
         // A cable node has no database of its own (it asks its app node).
         if periodic && state.config.has_database() {
             background.push(crate::db::spawn_checkpointer_with(
-                state.pool.clone(),
+                state.db.pool.clone(),
                 state.metrics.wal_stats(),
             ));
-            background.push(crate::db::upkeep::spawn(state.pool.clone()));
+            background.push(crate::db::upkeep::spawn(state.db.pool.clone()));
             background.push(crate::web::files::spawn_purger(state.clone()));
             background.push(crate::web::files::spawn_resume_processing(state.clone()));
         }
@@ -773,7 +788,7 @@ impl Server {
         let restart = disconnect_frames(DisconnectReason::ServerRestart, true);
         let spread = Duration::from_secs(state.config.drain_spread);
         let spread_out = close_spread(&state, &restart, spread).await;
-        let closed = state.cable.close_all(&restart);
+        let closed = state.sockets.registry.close_all(&restart);
         tracing::info!(
             connections = spread_out + closed,
             spread_seconds = spread.as_secs(),
@@ -785,8 +800,8 @@ impl Server {
         let _ = stop_tx.send(true);
         drop(done_tx);
         drain(&state, &mut done_rx).await;
-        state.bus.stop();
-        state.pool.close().await;
+        state.delivery.bus.stop();
+        state.db.pool.close().await;
         Ok(())
     }
 }
@@ -916,7 +931,7 @@ async fn close_spread(
     if spread.is_zero() {
         return 0;
     }
-    let mut connections = state.cable.connections();
+    let mut connections = state.sockets.registry.connections();
     // Fisher-Yates, so no user's or node's clients always go first.
     for i in (1..connections.len()).rev() {
         let j = (rand::random::<u64>() % (i as u64 + 1)) as usize;
@@ -933,18 +948,18 @@ async fn close_spread(
 }
 
 /// Waits at most `config.drain_timeout` seconds for every HTTP connection task to end and
-/// every cable socket to close (each holds a permit of `state.cable_sockets`).
+/// every cable socket to close (each holds a permit of `state.sockets.permits`).
 async fn drain(state: &SharedState, done: &mut tokio::sync::mpsc::Receiver<()>) {
     let all_sockets =
         u32::try_from(state.config.max_connections.min(Semaphore::MAX_PERMITS)).unwrap_or(u32::MAX);
     let drained = tokio::time::timeout(Duration::from_secs(state.config.drain_timeout), async {
         let _ = done.recv().await;
-        let _ = state.cable_sockets.acquire_many(all_sockets).await;
+        let _ = state.sockets.permits.acquire_many(all_sockets).await;
     })
     .await;
     if drained.is_err() {
         tracing::warn!(
-            cable = state.open_cable_sockets(),
+            cable = state.sockets.open(),
             "drain timeout reached; closing what is left"
         );
     }
@@ -952,7 +967,7 @@ async fn drain(state: &SharedState, done: &mut tokio::sync::mpsc::Receiver<()>) 
 
 /// Logs the fan-out engine's totals at shutdown (frames, bytes, write calls, cut-offs).
 fn log_fanout_totals(state: &AppState) {
-    let stats = state.fanout.stats();
+    let stats = state.delivery.fanout.stats();
     tracing::info!(
         frames_written = stats.frames_written,
         bytes_written = stats.bytes_written,

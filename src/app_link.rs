@@ -8,6 +8,7 @@
 //! and caches JSON, and checks at start that the app node takes this node's key.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
@@ -113,6 +114,16 @@ pub fn internal_key(secret_key_base: &str) -> String {
         32,
         crate::rails::KdfDigest::Sha256,
     ))
+}
+
+/// The apps this node asks: its app node (a cable node's link, `--role cable`) and a Rails
+/// app's channels over AnyCable's HTTP RPC (`--rpc-url`); each absent when not configured.
+#[derive(Clone, Debug, Default)]
+pub struct Apps {
+    /// A cable node's line to its app node.
+    pub app_link: Option<Arc<AppLink>>,
+    /// An app's AnyCable HTTP RPC, whose channels run beside Campfire's.
+    pub rpc: Option<Arc<crate::rpc::RpcApp>>,
 }
 
 /// The client side of the internal endpoint, with its answer cache.

@@ -19,6 +19,9 @@
 //! Nothing runs without mail (`--smtp-url`) or without the account's site address (links
 //! need it, `crate::db::mail_settings`).
 
+use crate::db::Db;
+use crate::outbox::Outbox;
+use crate::rails::Keys;
 use std::time::Duration;
 
 use jiff::tz::TimeZone;
@@ -29,7 +32,6 @@ use crate::db::digests::{Frequency, Missed, Recipient};
 use crate::letters::{DigestItem, To};
 use crate::mail::Mailer;
 use crate::rails::SignedIdVerifier;
-use crate::state::AppState;
 
 /// How often the scheduler looks for periods that ended.
 pub const TICK: Duration = Duration::from_secs(60);
@@ -117,11 +119,11 @@ fn cut(text: &str) -> String {
 
 impl Digests {
     /// The handles of `state`.
-    pub fn of(state: &AppState) -> Self {
+    pub fn of(db: &Db, keys: &Keys, outbox: &Outbox) -> Self {
         Self {
-            pool: state.pool.clone(),
-            mailer: state.mailer.clone(),
-            signed_ids: state.signed_ids.clone(),
+            pool: db.pool.clone(),
+            mailer: outbox.mailer.clone(),
+            signed_ids: keys.signed_ids.clone(),
         }
     }
 

@@ -37,7 +37,8 @@
 //!    (web push: VAPID keys, the push queue and its sender), [`oidc`] (single sign-on's
 //!    relying party: discovery, the JWKS and its rotation, the code exchange and the ID
 //!    token's checks, over its own HTTP client), [`mail`] (outgoing mail: the SMTP transport
-//!    behind a bounded queue with retries).
+//!    behind a bounded queue with retries), [`outbox`] (the handle over what leaves the server
+//!    off the request path: pushes, webhooks, mail, link-preview fetches).
 //! 3. What the app says: [`render`] (askama pages and partials, the `<turbo-stream>` wrapper),
 //!    [`letters`] (the mails' text and HTML parts),
 //!    [`streams`] (stream names), [`pubsub`] (the [`pubsub::Bus`] seam every broadcast,
@@ -74,6 +75,7 @@ pub mod mail;
 pub mod metrics;
 pub mod net;
 pub mod oidc;
+pub mod outbox;
 pub mod peer_connections;
 pub mod presence;
 pub mod pubsub;

@@ -327,7 +327,7 @@ async fn main() -> anyhow::Result<()> {
             let server = hearth::app::Server::bind(*config).await?;
             tracing::info!(
                 address = %server.local_addr()?,
-                fanout = ?server.state.fanout.kind(),
+                fanout = ?server.state.delivery.fanout.kind(),
                 "Hearth is listening"
             );
             server.run(hearth::app::shutdown_signal()).await?;

@@ -408,6 +408,33 @@ impl Bus for LocalBus {
     }
 }
 
+/// The delivery handle: the bus chosen at start and what sits on it, cloned into every
+/// handler that broadcasts, attaches a connection or reads a stream's history.
+#[derive(Clone)]
+pub struct Delivery {
+    /// The bus, chosen once at start: in process ([`LocalBus`]), or the Redis adapter with
+    /// `--pubsub redis` (broadcasts, node-to-node commands, the local interest count).
+    pub bus: Arc<dyn Bus>,
+    /// Where events are broadcast (onto [`Self::bus`]).
+    pub broadcaster: Broadcaster,
+    /// Every stream's recent broadcasts and their positions (`--history-limit`,
+    /// `--history-ttl`): read by the `history` command and the room page's catch-up.
+    pub history: Arc<dyn History>,
+    /// The fan-out engine (cable connections attach to it).
+    pub fanout: Fanout,
+    /// ActiveSupport's JSON escaping settings for frames.
+    pub json: JsonEscaping,
+}
+
+impl std::fmt::Debug for Delivery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Delivery")
+            .field("broadcaster", &self.broadcaster)
+            .field("json", &self.json)
+            .finish_non_exhaustive()
+    }
+}
+
 /// Sends already-encoded payloads to streams. Cheap to clone (two `Arc`s, an app name and a
 /// flag pair).
 #[derive(Clone, Debug)]

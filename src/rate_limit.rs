@@ -6,6 +6,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
@@ -173,6 +174,18 @@ pub enum Client {
     User(i64),
     /// Anyone else (a bot by its key, a visitor), by address.
     Ip(IpAddr),
+}
+
+/// The limits handle: the sign-in limit and the per-client request limits, cloned into the
+/// handlers they guard.
+#[derive(Clone, Debug)]
+pub struct Limits {
+    /// The login rate limit, per client address: sign-ins, password challenges (an e-mail or
+    /// password change), sign-in codes and reset links together.
+    pub login: Arc<RateLimiter>,
+    /// Per-user limits of posting, editing, room creation, searches, boosts, push
+    /// subscriptions, test notifications and sign-ups.
+    pub requests: Arc<RequestLimits>,
 }
 
 /// Per-client limits of the actions a flood would repeat ([`Action`]): a token bucket of

@@ -60,6 +60,30 @@ pub fn session_digest(token: &str) -> String {
     hex::encode(sha2::Sha256::digest(token.as_bytes()))
 }
 
+/// The sockets handle: the open connections, the sessions they may resume, their presence and
+/// the permits of open sockets, cloned into the cable face and the handlers that close or
+/// count connections.
+#[derive(Clone, Debug)]
+pub struct Sockets {
+    /// Open cable connections by user and session.
+    pub registry: Arc<Registry>,
+    /// The `actioncable-v1-ext-json` sessions that may be restored (`--sessions-ttl`).
+    pub sessions: Arc<crate::resumable::SessionStore>,
+    /// Presence per connection, written to memberships on transitions only.
+    pub presence: crate::presence::Presence,
+    /// One permit per open (upgraded) cable socket, identified or not: `max` in all.
+    pub permits: Arc<tokio::sync::Semaphore>,
+    /// The number of permits (`--max-connections`, at most the semaphore's maximum).
+    pub max: usize,
+}
+
+impl Sockets {
+    /// Open (upgraded) cable sockets right now, identified or not.
+    pub fn open(&self) -> usize {
+        self.max.saturating_sub(self.permits.available_permits())
+    }
+}
+
 /// Open connections keyed by connection id.
 #[derive(Debug, Default)]
 pub struct Registry {

@@ -8,104 +8,101 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::Context as _;
-use sqlx::SqlitePool;
 use tokio::sync::Semaphore;
 
-use crate::app_link::AppLink;
+use crate::app_link::{AppLink, Apps};
 use crate::config::Config;
 use crate::config::{PubSubKind, Role};
-use crate::db::auth_cache::AuthCache;
+use crate::db::Db;
 use crate::fanout::Fanout;
 use crate::metrics::Metrics;
-use crate::pubsub::{Broadcaster, Bus, LocalBus};
+use crate::outbox::Outbox;
+use crate::pubsub::{Broadcaster, Bus, Delivery, LocalBus};
 use crate::rails::json::JsonEscaping;
-use crate::rails::{SignedCookieJar, SignedGlobalIds, StreamNameSigner};
-use crate::rate_limit::{RateLimiter, WINDOW};
+use crate::rails::{Keys, SignedCookieJar, SignedGlobalIds, StreamNameSigner};
+use crate::rate_limit::{Limits, RateLimiter, WINDOW};
 use crate::redis_pubsub::RedisPubSub;
-use crate::registry::Registry;
+use crate::registry::Sockets;
 
-/// Everything a request or a connection needs, shared behind an `Arc`.
+/// Everything a request or a connection needs: one handle per wing, each extracted by the
+/// handlers that use it (`impl FromRef<SharedState>` below).
 #[derive(Debug)]
 pub struct AppState {
     /// The settings the server started with.
-    pub config: Config,
-    /// The SQLite pool.
-    pub pool: SqlitePool,
-    /// Session and membership answers kept for `--auth-cache-seconds` (or until an access
-    /// change in this process).
-    pub auth_cache: std::sync::Arc<AuthCache>,
-    /// The posts waiting for the next group commit ([`crate::db::messages::create_then`]).
-    pub commits: crate::db::messages::GroupCommit,
-    /// The fan-out engine (cable connections attach to it).
-    pub fanout: Fanout,
-    /// Where events are broadcast (onto [`Self::bus`]).
-    pub broadcaster: Broadcaster,
-    /// The bus, chosen once here: in process, or the Redis adapter with `--pubsub redis`
-    /// (broadcasts, node-to-node commands, the local interest count).
-    pub bus: Arc<dyn Bus>,
-    /// Every stream's recent broadcasts and their positions (`--history-limit`,
-    /// `--history-ttl`): read by the `history` command and the room page's catch-up.
-    pub history: Arc<dyn crate::history::History>,
-    /// The `actioncable-v1-ext-json` sessions that may be restored (`--sessions-ttl`).
-    pub sessions: crate::resumable::SessionStore,
-    /// The key of the app node's internal endpoint (derived from secret_key_base).
-    pub internal_key: String,
-    /// A cable node's line to its app node (`--role cable`).
-    pub app_link: Option<Arc<AppLink>>,
-    /// An app's AnyCable HTTP RPC (`--rpc-url`), whose channels run beside Campfire's.
-    pub rpc: Option<Arc<crate::rpc::RpcApp>>,
-    /// The bearer key of `POST /_broadcast` (`--broadcast-key`, or derived from
-    /// secret_key_base as AnyCable derives it from its secret).
-    pub broadcast_key: String,
-    /// Rails' signed cookie jar (`cookies.signed`).
-    pub cookies: SignedCookieJar,
-    /// Turbo's signed stream name signer and verifier.
-    pub signer: StreamNameSigner,
-    /// Signed GlobalIDs (`sgid`) of mentioned users, as Rails' `signed_global_ids` verifier
-    /// makes them for `--gid-app`.
-    pub sgids: SignedGlobalIds,
-    /// ActiveSupport's JSON escaping settings for frames.
-    pub json: JsonEscaping,
-    /// The login rate limit, per client address: sign-ins and password challenges (an
-    /// e-mail or password change) together.
-    pub login_limiter: RateLimiter,
-    /// Per-user limits of posting, editing, room creation, searches, boosts, push
-    /// subscriptions, test notifications and sign-ups.
-    pub request_limits: crate::rate_limit::RequestLimits,
-    /// Open cable connections by user and session.
-    pub cable: Registry,
-    /// Presence per connection, written to memberships on transitions only.
-    pub presence: crate::presence::Presence,
-    /// The room page's scripts under `/assets` (built in, or `--assets-dir`).
-    pub assets: crate::assets::BrowserAssets,
+    pub config: Arc<Config>,
+    /// The database: pool, auth cache, group commit, settings cache, bans flag.
+    pub db: Db,
+    /// The bus, the broadcaster, the history and the fan-out engine.
+    pub delivery: Delivery,
+    /// Every verifier and key derived from `secret_key_base`.
+    pub keys: Keys,
+    /// Open connections, resumable sessions, presence, socket permits.
+    pub sockets: Sockets,
+    /// Active Storage: the services, `ActiveStorage.verifier`, the upload limits.
+    pub storage: Arc<crate::storage::Storage>,
+    /// The sign-in limit and the per-client request limits.
+    pub limits: Limits,
     /// Counters, gauges and histograms for `/metrics`.
     pub metrics: Arc<Metrics>,
-    /// Web push: the VAPID public key and the queue of notifications to send.
-    pub pusher: crate::push::Pusher,
-    /// One permit per open (upgraded) cable socket, identified or not:
-    /// `config.max_connections` in all.
-    pub cable_sockets: Arc<Semaphore>,
-    /// Whether any IP address is banned (`bans` has a row): while false, state-changing
-    /// requests skip the ban lookup. Set at start and after every ban or unban.
-    pub bans_present: std::sync::atomic::AtomicBool,
-    /// Active Storage: the disk service, `ActiveStorage.verifier`, the upload limits.
-    pub storage: crate::storage::Storage,
-    /// Active Record's signed ids (the transfer links), keyed from secret_key_base.
-    pub signed_ids: crate::rails::SignedIdVerifier,
-    /// The account's settings, cached for the layout and the room-creation check.
-    pub account_settings: crate::db::accounts::SettingsCache,
-    /// The bounded queue and client of bot webhooks.
-    pub webhooks: crate::webhooks::WebhookQueue,
-    /// Link previews: on or off, the allow-list and the bound on fetches at once.
-    pub link_previews: crate::link_previews::LinkPreviews,
+    /// The room page's scripts under `/assets` (built in, or `--assets-dir`).
+    pub assets: Arc<crate::assets::BrowserAssets>,
+    /// Pushes, webhooks, mail and link-preview fetches.
+    pub outbox: Outbox,
+    /// The app node (on a cable node) and an app's RPC (`--rpc-url`).
+    pub apps: Apps,
     /// Single sign-on with OpenID Connect: off, or the provider (`--oidc-issuer`).
     pub sso: crate::oidc::Sso,
-    /// Outgoing mail (`--smtp-url`): off, or the queue in front of the SMTP server.
-    pub mailer: crate::mail::Mailer,
 }
 
-/// The state as handlers receive it.
-pub type SharedState = Arc<AppState>;
+/// The state as the router holds it: one [`AppState`] behind an `Arc`, so that the tasks
+/// that must end with the server hold it weakly ([`SharedState::downgrade`]).
+#[derive(Clone, Debug)]
+pub struct SharedState(Arc<AppState>);
+
+impl SharedState {
+    /// A weak reference: it upgrades while the server (some clone of this state) lives.
+    pub fn downgrade(&self) -> std::sync::Weak<AppState> {
+        Arc::downgrade(&self.0)
+    }
+
+    /// The state a weak reference of [`Self::downgrade`] points to, while it lives.
+    pub fn upgrade(weak: &std::sync::Weak<AppState>) -> Option<Self> {
+        weak.upgrade().map(Self)
+    }
+}
+
+impl std::ops::Deref for SharedState {
+    type Target = AppState;
+    fn deref(&self) -> &AppState {
+        &self.0
+    }
+}
+
+/// One `FromRef` per handle: a handler names the handles it uses (`State<Db>`, …).
+macro_rules! handles {
+    ($($field:ident: $handle:ty),* $(,)?) => {$(
+        impl axum::extract::FromRef<SharedState> for $handle {
+            fn from_ref(state: &SharedState) -> Self {
+                state.$field.clone()
+            }
+        }
+    )*};
+}
+
+handles! {
+    config: Arc<Config>,
+    db: Db,
+    delivery: Delivery,
+    keys: Keys,
+    sockets: Sockets,
+    storage: Arc<crate::storage::Storage>,
+    limits: Limits,
+    metrics: Arc<Metrics>,
+    assets: Arc<crate::assets::BrowserAssets>,
+    outbox: Outbox,
+    apps: Apps,
+    sso: crate::oidc::Sso,
+}
 
 /// Reads `SECRET_KEY_BASE` from the config, else from `<data_dir>/secret_key_base`, creating
 /// that file with 64 random bytes in hex (128 characters, as `rails secret`) on first use.
@@ -317,7 +314,6 @@ impl AppState {
             });
         let bans_present = config.has_database() && crate::db::bans::any(&pool).await?;
         let presence = crate::presence::Presence::new(pool.clone());
-        let pool_for_push = pool.clone();
         let webhooks = crate::webhooks::WebhookQueue::new(
             &metrics,
             crate::webhooks::root_store(config.webhook_ca_file.as_deref())?,
@@ -339,87 +335,89 @@ impl AppState {
                 )
             },
         )?;
+        let max_connections = config.max_connections.min(Semaphore::MAX_PERMITS);
         let state = Self {
-            mailer,
-            link_previews,
-            sso,
-            pool,
-            auth_cache: std::sync::Arc::new(AuthCache::new(std::time::Duration::from_secs(
-                config.auth_cache_seconds,
-            ))),
-            commits: crate::db::messages::GroupCommit::default(),
-            broadcaster,
-            bus,
-            history,
-            sessions: crate::resumable::SessionStore::new(std::time::Duration::from_secs(
-                config.sessions_ttl,
-            )),
-            broadcast_key,
-            internal_key,
-            app_link,
-            rpc,
-            fanout,
-            cookies: SignedCookieJar::for_server(
-                secret.as_bytes(),
-                config.key_generator_digest,
-                config.signed_cookie_digest,
+            db: Db::new(
+                pool.clone(),
+                std::time::Duration::from_secs(config.auth_cache_seconds),
+                bans_present,
             ),
-            sgids: SignedGlobalIds::from_secret_key_base(
-                secret.as_bytes(),
-                config.key_generator_digest,
-                &config.gid_app,
-            ),
-            signer,
-            json,
-            login_limiter: RateLimiter::new(config.login_rate_limit, WINDOW),
-            request_limits: config.request_limits(),
-            cable: Registry::default(),
-            presence,
-            assets: crate::assets::BrowserAssets::new(config.assets_dir.clone())?,
-            pusher: crate::push::Pusher::start(
-                pool_for_push,
-                crate::push::VapidKeys::load(&config)?,
-                &config,
-                &metrics,
-            )?,
-            metrics,
-            cable_sockets: Arc::new(Semaphore::new(
-                config.max_connections.min(Semaphore::MAX_PERMITS),
-            )),
-            bans_present: std::sync::atomic::AtomicBool::new(bans_present),
-            storage: crate::storage::Storage::new(
-                crate::rails::ActiveStorageVerifier::from_secret_key_base(
+            delivery: Delivery {
+                bus,
+                broadcaster,
+                history,
+                fanout,
+                json,
+            },
+            keys: Keys {
+                cookies: SignedCookieJar::for_server(
+                    secret.as_bytes(),
+                    config.key_generator_digest,
+                    config.signed_cookie_digest,
+                ),
+                signer,
+                sgids: Arc::new(SignedGlobalIds::from_secret_key_base(
+                    secret.as_bytes(),
+                    config.key_generator_digest,
+                    &config.gid_app,
+                )),
+                signed_ids: crate::rails::SignedIdVerifier::from_secret_key_base(
                     secret.as_bytes(),
                     config.key_generator_digest,
                 ),
-                config
-                    .storage_root
-                    .clone()
-                    .unwrap_or_else(|| config.data_dir.clone()),
-                config.max_upload_bytes,
-                config.upload_rate_limit,
-            )
-            .with_s3_from(&config)?,
-            signed_ids: crate::rails::SignedIdVerifier::from_secret_key_base(
-                secret.as_bytes(),
-                config.key_generator_digest,
+                internal_key: internal_key.into(),
+                broadcast_key: broadcast_key.into(),
+            },
+            sockets: Sockets {
+                registry: Arc::default(),
+                sessions: Arc::new(crate::resumable::SessionStore::new(
+                    std::time::Duration::from_secs(config.sessions_ttl),
+                )),
+                presence,
+                permits: Arc::new(Semaphore::new(max_connections)),
+                max: max_connections,
+            },
+            limits: Limits {
+                login: Arc::new(RateLimiter::new(config.login_rate_limit, WINDOW)),
+                requests: Arc::new(config.request_limits()),
+            },
+            assets: Arc::new(crate::assets::BrowserAssets::new(
+                config.assets_dir.clone(),
+            )?),
+            outbox: Outbox {
+                pusher: crate::push::Pusher::start(
+                    pool,
+                    crate::push::VapidKeys::load(&config)?,
+                    &config,
+                    &metrics,
+                )?,
+                webhooks: Arc::new(webhooks),
+                mailer,
+                link_previews: Arc::new(link_previews),
+            },
+            apps: Apps { app_link, rpc },
+            sso,
+            metrics,
+            storage: Arc::new(
+                crate::storage::Storage::new(
+                    crate::rails::ActiveStorageVerifier::from_secret_key_base(
+                        secret.as_bytes(),
+                        config.key_generator_digest,
+                    ),
+                    config
+                        .storage_root
+                        .clone()
+                        .unwrap_or_else(|| config.data_dir.clone()),
+                    config.max_upload_bytes,
+                    config.upload_rate_limit,
+                )
+                .with_s3_from(&config)?,
             ),
-            account_settings: crate::db::accounts::SettingsCache::default(),
-            webhooks,
-            config,
+            config: Arc::new(config),
         };
         if let Some(dir) = state.assets.dir() {
             tracing::info!(assets_dir = %dir.display(), "the page's own scripts are read from disk");
         }
-        Ok(Arc::new(state))
-    }
-}
-
-impl AppState {
-    /// Open (upgraded) cable sockets right now, identified or not.
-    pub fn open_cable_sockets(&self) -> usize {
-        self.config
-            .max_connections
-            .saturating_sub(self.cable_sockets.available_permits())
+        Ok(SharedState(Arc::new(state)))
     }
 }

@@ -35,6 +35,7 @@
 //! by forgetting the subscription). Campfire reaches the same end by disconnecting the user
 //! (`reset_remote_connections`); here the connection's other subscriptions stay.
 
+use crate::pubsub::Delivery;
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
@@ -150,7 +151,7 @@ pub async fn run(
     let opening = match &user {
         // Campfire's welcome, then what the app sent beside its own welcome.
         Some(_) => {
-            let mut bytes = Frame::text(&welcome(&state, extended.as_ref(), &restored))
+            let mut bytes = Frame::text(&welcome(&state.delivery, extended.as_ref(), &restored))
                 .0
                 .to_vec();
             bytes.extend(app::frames(&app_frames, true));
@@ -166,12 +167,13 @@ pub async fn run(
     let user_id = user.as_ref().map(|u| u.id);
     let conn = match user_id {
         Some(id) => state
+            .delivery
             .fanout
             .attach_owned(write_half, u64::try_from(id).unwrap_or(u64::MAX)),
-        None => state.fanout.attach(write_half),
+        None => state.delivery.fanout.attach(write_half),
     };
     let kept_token = session_token.clone();
-    let revoked = state.cable.register(
+    let revoked = state.sockets.registry.register(
         user_id,
         session_token,
         app.as_ref().map(|a| a.identifiers.clone()),
@@ -180,7 +182,7 @@ pub async fn run(
     // Commands for this user reach this node (Rails'
     // `Connection::InternalChannel#subscribe_to_internal_channel`).
     if let Some(id) = user_id {
-        state.bus.user_connected(id);
+        state.delivery.bus.user_connected(id);
     }
     let mut reader = Reader {
         state: state.clone(),
@@ -208,9 +210,9 @@ pub async fn run(
     // Boxed, like every command below: the task's future is sized for its largest state, so
     // rare database work kept inline would make every idle connection pay for it.
     Box::pin(reader.unsubscribe_all()).await;
-    state.cable.deregister(conn.id());
+    state.sockets.registry.deregister(conn.id());
     if let Some(id) = user_id {
-        state.bus.user_disconnected(id);
+        state.delivery.bus.user_disconnected(id);
     }
     if !conn.is_closed() {
         conn.abort();
@@ -220,7 +222,7 @@ pub async fn run(
 /// The welcome of a Campfire connection: Rails', or the extended protocol's (with the
 /// restored subscriptions' identifiers).
 fn welcome(
-    state: &SharedState,
+    delivery: &Delivery,
     extended: Option<&Extended>,
     restored: &[(Arc<str>, Subscribed)],
 ) -> Vec<u8> {
@@ -231,7 +233,7 @@ fn welcome(
             restored: Some(_),
         }) => {
             let ids: Vec<Arc<str>> = restored.iter().map(|(id, _)| id.clone()).collect();
-            protocol::welcome_restored(sid, &ids, state.json)
+            protocol::welcome_restored(sid, &ids, delivery.json)
         }
         Some(Extended { sid, .. }) => protocol::welcome_ext(sid),
     }
@@ -416,7 +418,7 @@ impl Reader {
     /// Attaches a restored session's subscriptions again, held until the client's `history`
     /// command (see the module docs).
     async fn attach_restored(&mut self, restored: Vec<(Arc<str>, Subscribed)>) {
-        let interest = self.state.bus.interest();
+        let interest = self.state.delivery.bus.interest();
         for (identifier, subscribed) in restored {
             let variant = self.variant(&identifier);
             for stream in &subscribed.streams {
@@ -424,7 +426,7 @@ impl Reader {
                 interest.subscribe(&self.conn, stream, &variant);
             }
             self.held.push(identifier.clone());
-            self.state.bus.ready(&subscribed.streams).await;
+            self.state.delivery.bus.ready(&subscribed.streams).await;
             self.subscriptions
                 .insert(identifier, Subscription { subscribed });
         }
@@ -456,7 +458,7 @@ impl Reader {
                 Some((id.to_string(), serde_json::to_string(&sub.subscribed).ok()?))
             })
             .collect();
-        self.state.sessions.keep(
+        self.state.sockets.sessions.keep(
             sid,
             crate::resumable::StoredSession {
                 user: user.clone(),
@@ -470,8 +472,8 @@ impl Reader {
     /// frames when the connection agreed to permessage-deflate).
     fn variant(&self, identifier: &Arc<str>) -> Variant {
         let variant = match self.sid {
-            Some(_) => protocol::ext_variant(identifier, self.state.json),
-            None => protocol::variant(identifier, self.state.json),
+            Some(_) => protocol::ext_variant(identifier, self.state.delivery.json),
+            None => protocol::variant(identifier, self.state.delivery.json),
         };
         variant.deflated(self.deflate.map(|d| d.server))
     }
@@ -574,8 +576,10 @@ impl Reader {
                     "Subscription refused: identifier too long"
                 );
             }
-            self.conn
-                .send_deferred(Frame::text(&protocol::reject(&identifier, self.state.json)));
+            self.conn.send_deferred(Frame::text(&protocol::reject(
+                &identifier,
+                self.state.delivery.json,
+            )));
             return Ok(());
         }
         if self.subscriptions.len() >= self.state.config.max_subscriptions {
@@ -585,8 +589,10 @@ impl Reader {
                     "Subscription refused: too many subscriptions on this connection"
                 );
             }
-            self.conn
-                .send_deferred(Frame::text(&protocol::reject(&identifier, self.state.json)));
+            self.conn.send_deferred(Frame::text(&protocol::reject(
+                &identifier,
+                self.state.delivery.json,
+            )));
             return Ok(());
         }
         let Some((channel, params)) = protocol::identifier_params(&identifier) else {
@@ -598,7 +604,7 @@ impl Reader {
         if self.host.is_app_channel(&channel) {
             return self.app_subscribe(identifier, hold).await;
         }
-        let escaping = self.state.json;
+        let escaping = self.state.delivery.json;
         let outcome = match self.channel_subscribe(&identifier, &channel, params).await {
             Ok(outcome) => outcome,
             Err(e) => {
@@ -618,7 +624,7 @@ impl Reader {
         match outcome {
             Outcome::Confirm(subscribed) => {
                 let variant = self.variant(&identifier);
-                let interest = self.state.bus.interest();
+                let interest = self.state.delivery.bus.interest();
                 for stream in &subscribed.streams {
                     if hold {
                         self.conn.hold(stream, &variant.key);
@@ -628,7 +634,7 @@ impl Reader {
                     }
                     interest.subscribe(&self.conn, stream, &variant);
                 }
-                self.state.bus.ready(&subscribed.streams).await;
+                self.state.delivery.bus.ready(&subscribed.streams).await;
                 self.conn
                     .send_deferred(Frame::text(&protocol::confirm(&identifier, escaping)));
                 self.subscriptions
@@ -654,7 +660,7 @@ impl Reader {
                 loggable(identifier)
             );
         };
-        let interest = self.state.bus.interest();
+        let interest = self.state.delivery.bus.interest();
         let key = self.variant_key(identifier);
         for stream in &sub.subscribed.streams {
             interest.unsubscribe(&self.conn, stream, &key);
@@ -690,8 +696,8 @@ impl Reader {
             .iter()
             .map(|stream| self.conn.hold(stream, &key))
             .collect();
-        let history = self.state.history.clone();
-        let json = self.state.json;
+        let history = self.state.delivery.history.clone();
+        let json = self.state.delivery.json;
         let prefix = protocol::variant(identifier, json).prefix;
         let mut frames = Vec::new();
         // Per stream: the last position the client has (its own, then each entry sent).
@@ -776,7 +782,7 @@ impl Reader {
         let Some(who) = self.who() else {
             // A connection only an app identified: Turbo's signed streams need no user.
             return Ok(if channel == channels::turbo_streams::CHANNEL {
-                channels::turbo_streams::verify(&self.state.signer, &params)
+                channels::turbo_streams::verify(&self.state.keys.signer, &params)
             } else {
                 Outcome::Reject
             });
@@ -840,7 +846,7 @@ impl Reader {
         // The connection's bucket first, then the user's (over all their connections), so a
         // notice one connection drops costs the user nothing.
         let now = Instant::now();
-        let limits = &self.state.request_limits;
+        let limits = &self.state.limits.requests;
         let user = Client::User(user_id);
         let within_rate = budget
             .is_none_or(|(b, action)| b.try_take(now) && limits.check(action, user, now).is_ok());
@@ -884,7 +890,7 @@ impl Reader {
             };
             // Through the interest count, so the bus stops listening to a stream whose last
             // local subscriber this was.
-            let interest = self.state.bus.interest();
+            let interest = self.state.delivery.bus.interest();
             let key = self.variant_key(&identifier);
             for stream in &sub.subscribed.streams {
                 interest.unsubscribe(&self.conn, stream, &key);
@@ -892,8 +898,10 @@ impl Reader {
             if let Err(e) = self.channel_unsubscribed(&sub.subscribed).await {
                 tracing::warn!(error = %loggable(&e.to_string()), "unsubscribed failed");
             }
-            self.conn
-                .send(Frame::text(&protocol::reject(&identifier, self.state.json)));
+            self.conn.send(Frame::text(&protocol::reject(
+                &identifier,
+                self.state.delivery.json,
+            )));
             tracing::info!(
                 user_id = self.user.as_ref().map(|u| u.id),
                 identifier = %loggable(&identifier),
@@ -909,7 +917,7 @@ impl Reader {
         for (identifier, sub) in subs {
             // The engine detaches the connection's streams itself when it closes.
             for stream in &sub.subscribed.streams {
-                self.state.bus.interest().remove(stream);
+                self.state.delivery.bus.interest().remove(stream);
             }
             if let channels::Channel::App(istate) = sub.subscribed.channel {
                 app_subscriptions.push((identifier.to_string(), istate));

@@ -18,6 +18,7 @@ pub mod handshake;
 pub mod protocol;
 pub mod reader;
 
+use crate::config::Config;
 use axum::body::Body;
 use axum::extract::Request;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
@@ -29,7 +30,7 @@ use sha1::Digest as _;
 use tokio::net::TcpStream;
 
 use crate::db::users::User;
-use crate::state::{AppState, SharedState};
+use crate::state::SharedState;
 
 /// The subprotocols Rails supports, in its order (`ActionCable::INTERNAL[:protocols]`).
 pub const PROTOCOLS: [&str; 2] = ["actioncable-v1-json", "actioncable-unsupported"];
@@ -78,8 +79,8 @@ pub fn pick_protocol(headers: &HeaderMap) -> Option<&'static str> {
 
 /// Rails' `allow_request_origin?`: the check is off, or the Origin equals
 /// `<proto>://<Host>`, or it is in the allowed list. A missing Origin is refused.
-pub fn origin_allowed(state: &AppState, headers: &HeaderMap, secure: bool) -> bool {
-    if state.config.disable_origin_check {
+pub fn origin_allowed(config: &Config, headers: &HeaderMap, secure: bool) -> bool {
+    if config.disable_origin_check {
         return true;
     }
     let Some(origin) = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()) else {
@@ -91,8 +92,7 @@ pub fn origin_allowed(state: &AppState, headers: &HeaderMap, secure: bool) -> bo
             return true;
         }
     }
-    state
-        .config
+    config
         .allowed_origins
         .iter()
         .any(|allowed| allowed == origin)
@@ -236,7 +236,7 @@ pub async fn upgrade(
         }
         handshake::Outcome::UpgradeRequired => return handshake::upgrade_required(),
     };
-    if !origin_allowed(&state, headers, identity.secure) {
+    if !origin_allowed(&state.config, headers, identity.secure) {
         tracing::warn!(
             "Request origin not allowed: {}",
             headers
@@ -249,7 +249,7 @@ pub async fn upgrade(
     let user_slot = match &identity.user {
         Some(user) => {
             let cap = state.config.max_connections_per_user;
-            let Some(slot) = state.cable.reserve_user_slot(user.id, cap) else {
+            let Some(slot) = state.sockets.registry.reserve_user_slot(user.id, cap) else {
                 tracing::warn!(
                     user_id = user.id,
                     limit = cap,
@@ -266,7 +266,7 @@ pub async fn upgrade(
         }
         None => None,
     };
-    let Ok(permit) = state.cable_sockets.clone().try_acquire_owned() else {
+    let Ok(permit) = state.sockets.permits.clone().try_acquire_owned() else {
         tracing::warn!(
             limit = state.config.max_connections,
             "Cable connection refused: at the connection limit"
@@ -289,7 +289,11 @@ pub async fn upgrade(
     let extended = if protocol == Some(protocol::EXT_PROTOCOL) {
         // Taken only now that the connection is let in: a restore turned away above (its
         // Origin, a limit) leaves the session for the client's retry.
-        let stored = take_stored(&state.sessions, &request, identity.session_token.as_deref());
+        let stored = take_stored(
+            &state.sockets.sessions,
+            &request,
+            identity.session_token.as_deref(),
+        );
         let restored = match stored.filter(|_| identity.identified_afresh) {
             Some(stored) => verify_restore(host.as_ref(), identity.user.as_ref(), stored).await,
             None => None,
@@ -303,20 +307,24 @@ pub async fn upgrade(
     };
     // The app's `connect` (`--rpc-url`) is asked once the socket is open, with the request as
     // it came (AnyCable's `env`).
-    let app = state.rpc.as_ref().map(|rpc| crate::rpc::ConnectContext {
-        sid: extended
-            .as_ref()
-            .map_or_else(crate::resumable::new_sid, |e| e.sid.clone()),
-        env: crate::rpc::request_env(
-            request_url(&request, identity.secure),
-            request.headers(),
-            &rpc.headers,
-            request
-                .extensions()
-                .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
-                .map_or(std::net::Ipv4Addr::LOCALHOST.into(), |c| c.0.ip()),
-        ),
-    });
+    let app = state
+        .apps
+        .rpc
+        .as_ref()
+        .map(|rpc| crate::rpc::ConnectContext {
+            sid: extended
+                .as_ref()
+                .map_or_else(crate::resumable::new_sid, |e| e.sid.clone()),
+            env: crate::rpc::request_env(
+                request_url(&request, identity.secure),
+                request.headers(),
+                &rpc.headers,
+                request
+                    .extensions()
+                    .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+                    .map_or(std::net::Ipv4Addr::LOCALHOST.into(), |c| c.0.ip()),
+            ),
+        });
     let on_upgrade = hyper::upgrade::on(&mut request);
     tokio::spawn(async move {
         let _permit = permit;

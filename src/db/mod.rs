@@ -34,6 +34,38 @@ pub mod write;
 pub use kinds::{Involvement, Role, RoomKind, Status};
 pub use write::{Access, One, Write};
 
+/// The database handle: the SQLite pool and what a server keeps beside it, cloned into every
+/// handler that reads or writes (an `Arc` clone per field).
+#[derive(Clone, Debug)]
+pub struct Db {
+    /// The SQLite pool ([`open`]).
+    pub pool: SqlitePool,
+    /// Session and membership answers kept for `--auth-cache-seconds` (or until an access
+    /// change in this process).
+    pub auth_cache: Arc<auth_cache::AuthCache>,
+    /// The posts waiting for the next group commit ([`messages::create_then`]).
+    pub commits: messages::GroupCommit,
+    /// The account's settings, cached for the layout and the room-creation check.
+    pub account_settings: Arc<accounts::SettingsCache>,
+    /// Whether any IP address is banned (`bans` has a row): while false, state-changing
+    /// requests skip the ban lookup. Set at start and after every ban or unban.
+    pub bans_present: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Db {
+    /// The handle over `pool`: an empty auth cache keeping answers for `auth_cache_ttl`, no
+    /// posts waiting, the settings not read yet, and `bans_present` as given.
+    pub fn new(pool: SqlitePool, auth_cache_ttl: Duration, bans_present: bool) -> Self {
+        Self {
+            pool,
+            auth_cache: Arc::new(auth_cache::AuthCache::new(auth_cache_ttl)),
+            commits: messages::GroupCommit::default(),
+            account_settings: Arc::default(),
+            bans_present: Arc::new(std::sync::atomic::AtomicBool::new(bans_present)),
+        }
+    }
+}
+
 use std::path::Path;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};

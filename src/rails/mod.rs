@@ -25,6 +25,8 @@
 //!   service tokens, over the subset of Ruby's Marshal in [`marshal`].
 //! - [`signed_global_id`]: signed GlobalIDs (`sgid`), how Action Text names an attachment's
 //!   record (a mentioned user) in a message body, byte for byte as Campfire signs them.
+//! - [`keys`]: every verifier a server derives from `secret_key_base`, built once and
+//!   cloned into the handlers that sign or verify.
 //! - [`json`]: ActiveSupport::JSON's string escaping (`<` `>` `&` and U+2028/U+2029 as
 //!   `\uXXXX`), which decides the exact bytes of every Action Cable frame.
 //!
@@ -46,6 +48,7 @@ pub mod active_storage;
 pub mod global_id;
 pub mod json;
 pub mod key_generator;
+pub mod keys;
 pub mod marshal;
 pub mod message_verifier;
 pub mod signed_cookie;
@@ -58,6 +61,7 @@ pub use active_storage::ActiveStorageVerifier;
 pub use global_id::{gid, parse_gid_param, to_gid_param};
 pub use json::{encode_value, json_string, write_json_string, JsonEscaping};
 pub use key_generator::{generate_key, KdfDigest, UnknownKdfDigest, ITERATIONS};
+pub use keys::Keys;
 pub use message_verifier::{MacDigest, MessageVerifier, StreamNameSigner, UnknownMacDigest};
 pub use signed_cookie::SignedCookieJar;
 pub use signed_global_id::{SignedGlobalIds, ATTACHABLE_PURPOSE};

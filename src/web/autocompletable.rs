@@ -16,6 +16,8 @@
 //! members (404 unless the viewer is one of them); without, everyone of the account.
 //! Signed out: 401. A `query` longer than [`MAX_QUERY_CHARS`] characters is cut there.
 
+use crate::db::Db;
+use crate::rails::Keys;
 use axum::extract::{Query, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
@@ -27,7 +29,6 @@ use super::error::AppError;
 use super::extract::parse_id;
 use crate::db::{rooms, users};
 use crate::rails::json::{encode_value, JsonEscaping};
-use crate::state::SharedState;
 
 /// The most people one answer lists (Campfire's `per_page: 20`).
 pub const PAGE_SIZE: i64 = 20;
@@ -61,7 +62,8 @@ pub fn avatar_data_url(id: i64, name: &str) -> String {
 
 /// `GET /autocompletable/users` (see the module docs).
 pub async fn users(
-    State(state): State<SharedState>,
+    State(db): State<Db>,
+    State(keys): State<Keys>,
     Extension(ctx): Extension<Ctx>,
     Query(params): Query<Params>,
 ) -> Result<Response, AppError> {
@@ -69,7 +71,7 @@ pub async fn users(
     let room_id = match params.room_id.as_deref().filter(|s| !s.is_empty()) {
         Some(id) => {
             let id = parse_id(id)?;
-            rooms::find_for_member(&state.pool, id, user.id)
+            rooms::find_for_member(&db.pool, id, user.id)
                 .await?
                 .ok_or(AppError::NotFound)?;
             Some(id)
@@ -77,7 +79,7 @@ pub async fn users(
         None => None,
     };
     let query: String = params.query.trim().chars().take(MAX_QUERY_CHARS).collect();
-    let found = users::autocompletable(&state.pool, room_id, &query, PAGE_SIZE).await?;
+    let found = users::autocompletable(&db.pool, room_id, &query, PAGE_SIZE).await?;
     let list: Vec<serde_json::Value> = found
         .iter()
         .map(|(id, name)| {
@@ -85,7 +87,7 @@ pub async fn users(
                 "name": crate::rich_text::html_escape(name),
                 "value": id,
                 "avatar_url": avatar_data_url(*id, name),
-                "sgid": state.sgids.sign("User", *id, crate::rails::ATTACHABLE_PURPOSE),
+                "sgid": keys.sgids.sign("User", *id, crate::rails::ATTACHABLE_PURPOSE),
             })
         })
         .collect();

@@ -19,12 +19,17 @@
 //! the decode limits of [`crate::storage::process`]): a file that is not an image the decoders
 //! read is refused and nothing is kept. EXIF orientation is applied; no metadata survives.
 
+use crate::config::Config;
+use crate::db::Db;
+use crate::rails::Keys;
+use crate::storage::Storage;
 use axum::body::Body;
 use axum::extract::{Path, Query, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use serde::Deserialize;
+use std::sync::Arc;
 
 use super::context::Ctx;
 use super::error::AppError;
@@ -32,7 +37,6 @@ use super::files;
 use super::respond::found;
 use crate::db::blobs::{self, record, Blob};
 use crate::db::users::{self, User};
-use crate::state::{AppState, SharedState};
 use crate::storage::process;
 
 /// An avatar's largest side, in pixels (Campfire's `:square` variant limit).
@@ -86,7 +90,7 @@ fn not_modified(request_headers: &HeaderMap, etag: &str) -> bool {
 }
 
 async fn image_answer(
-    state: &AppState,
+    storage: &Storage,
     request_headers: &HeaderMap,
     image: Option<Blob>,
     fallback: (&'static str, Vec<u8>),
@@ -99,7 +103,7 @@ async fn image_answer(
         return Ok(response);
     }
     let file = match &image {
-        Some(blob) => state.storage.read(&blob.service_name, &blob.key).await,
+        Some(blob) => storage.read(&blob.service_name, &blob.key).await,
         None => None,
     };
     let (content_type, body) = match (file, &image) {
@@ -148,23 +152,23 @@ const BOT_SVG: &str = "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 3
 
 /// `GET /users/{user_id}/avatar` (see the module docs).
 pub async fn show(
-    State(state): State<SharedState>,
+    State(db): State<Db>,
+    State(keys): State<Keys>,
+    State(storage): State<Arc<Storage>>,
     Extension(ctx): Extension<Ctx>,
     Path(user_id): Path<String>,
     Query(query): Query<ImageQuery>,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
     ctx.require_user()?;
-    let user = match campfire_avatar_token(&state.signed_ids, &user_id) {
-        Some(id) => users::find(&state.pool, id)
-            .await?
-            .ok_or(AppError::NotFound)?,
-        None => target(&state, &ctx, &user_id).await?,
+    let user = match campfire_avatar_token(&keys.signed_ids, &user_id) {
+        Some(id) => users::find(&db.pool, id).await?.ok_or(AppError::NotFound)?,
+        None => target(&db, &ctx, &user_id).await?,
     };
-    let avatar = blobs::attached(&state.pool, "avatar", record::USER, user.id).await?;
+    let avatar = blobs::attached(&db.pool, "avatar", record::USER, user.id).await?;
     let version = avatar.as_ref().map_or(0, |b| b.id);
     let image = match &avatar {
-        Some(a) => blobs::variant(&state.pool, a.id, &square_digest(AVATAR_SIZE)).await?,
+        Some(a) => blobs::variant(&db.pool, a.id, &square_digest(AVATAR_SIZE)).await?,
         None => None,
     };
     let etag = if avatar.is_some() {
@@ -176,7 +180,7 @@ pub async fn show(
     };
     let current = avatar.is_some() && query.v.as_deref() == Some(version.to_string().as_str());
     image_answer(
-        &state,
+        &storage,
         &headers,
         image,
         ("image/svg+xml", initials_svg(&user)),
@@ -198,26 +202,20 @@ fn campfire_avatar_token(signed_ids: &crate::rails::SignedIdVerifier, raw: &str)
 }
 
 /// The user `raw` names (`me` or an id); 404 when unknown.
-async fn target(state: &AppState, ctx: &Ctx, raw: &str) -> Result<User, AppError> {
+async fn target(db: &Db, ctx: &Ctx, raw: &str) -> Result<User, AppError> {
     let id = match (raw, &ctx.user) {
         ("me", Some(me)) => me.id,
         ("me", None) => return Err(AppError::Unauthorized),
         _ => super::extract::parse_id(raw)?,
     };
-    users::find(&state.pool, id)
-        .await?
-        .ok_or(AppError::NotFound)
+    users::find(&db.pool, id).await?.ok_or(AppError::NotFound)
 }
 
 /// Whose avatar the signed-in user may change: their own, or, for administrators, a bot's.
 /// Returns the user and where to go back to.
-async fn changeable(
-    state: &AppState,
-    ctx: &Ctx,
-    raw: &str,
-) -> Result<(User, &'static str), AppError> {
+async fn changeable(db: &Db, ctx: &Ctx, raw: &str) -> Result<(User, &'static str), AppError> {
     let me = ctx.require_user()?;
-    let user = target(state, ctx, raw).await?;
+    let user = target(db, ctx, raw).await?;
     if user.id == me.id {
         Ok((user, "/users/me/profile"))
     } else if user.role == crate::db::Role::Bot && me.role == crate::db::Role::Administrator {
@@ -230,14 +228,17 @@ async fn changeable(
 /// The uploaded image of a form: a multipart file in `field` (or `file_field_short`), or a
 /// direct upload's signed id in the urlencoded `field`. 422 without one.
 async fn uploaded(
-    state: &AppState,
+    config: &Config,
+    db: &Db,
+    storage: &Storage,
     ctx: &Ctx,
     user: &User,
     request: Request,
     fields: [&str; 2],
 ) -> Result<Blob, AppError> {
     if files::is_multipart(request.headers()) {
-        let mut form = files::read_upload_form_any(state, user, request, &fields).await?;
+        let mut form =
+            files::read_upload_form_any(config, db, storage, user, request, &fields).await?;
         return form
             .blob
             .take()
@@ -248,13 +249,14 @@ async fn uploaded(
         .find_map(|f| ctx.form.get(f))
         .filter(|v| !v.is_empty())
         .ok_or_else(|| AppError::Unprocessable(format!("{} is missing", fields[0])))?;
-    files::blob_for_attaching(state, user, signed_id).await
+    files::blob_for_attaching(db, storage, user, signed_id).await
 }
 
 /// Makes the square variants `sizes` of `blob` (`exact`: filled to the size, upscaling a small
 /// image; else at most the size). On any failure the blob is purged and the answer is 422.
 async fn make_squares(
-    state: &AppState,
+    db: &Db,
+    storage: &Storage,
     blob: &Blob,
     sizes: &[u32],
     exact: bool,
@@ -266,17 +268,16 @@ async fn make_squares(
         .as_deref()
         .is_some_and(|t| matches!(t, "image/png" | "image/jpeg" | "image/gif" | "image/webp"));
     let copy = if readable {
-        state.storage.local_copy(blob).await
+        storage.local_copy(blob).await
     } else {
         None
     };
     let Some(copy) = copy else {
-        files::purge_blob(state, blob.id).await;
+        files::purge_blob(db, storage, blob.id).await;
         return Err(refuse());
     };
     let made = {
-        let _permit = state
-            .storage
+        let _permit = storage
             .processing
             .acquire()
             .await
@@ -303,13 +304,13 @@ async fn make_squares(
         Ok(encoded) => encoded,
         Err(e) => {
             tracing::info!(blob_id = blob.id, error = %e, "image refused");
-            files::purge_blob(state, blob.id).await;
+            files::purge_blob(db, storage, blob.id).await;
             return Err(refuse());
         }
     };
     for (n, e) in encoded {
-        if let Err(err) = files::store_variant(state, blob, &square_digest(n), &e).await {
-            files::purge_blob(state, blob.id).await;
+        if let Err(err) = files::store_variant(db, storage, blob, &square_digest(n), &e).await {
+            files::purge_blob(db, storage, blob.id).await;
             return Err(AppError::Internal(err));
         }
     }
@@ -319,13 +320,14 @@ async fn make_squares(
 /// Attaches `blob` as the one `name` of a record, purging what it replaces; 422
 /// ([`files::ALREADY_ATTACHED`]) when another request attached `blob` first.
 async fn replace(
-    state: &AppState,
+    db: &Db,
+    storage: &Storage,
     name: &str,
     record_type: &str,
     record_id: i64,
     blob: &Blob,
 ) -> Result<(), AppError> {
-    let old = blobs::attach_one(&state.pool, name, record_type, record_id, blob.id)
+    let old = blobs::attach_one(&db.pool, name, record_type, record_id, blob.id)
         .await
         .map_err(|e| {
             if blobs::is_already_attached(&e) {
@@ -335,22 +337,33 @@ async fn replace(
             }
         })?;
     for id in old {
-        files::purge_blob(state, id).await;
+        files::purge_blob(db, storage, id).await;
     }
     Ok(())
 }
 
 /// `POST /users/{user_id}/avatar` (see the module docs).
 pub async fn create(
-    State(state): State<SharedState>,
+    State(config): State<Arc<Config>>,
+    State(db): State<Db>,
+    State(storage): State<Arc<Storage>>,
     Extension(ctx): Extension<Ctx>,
     Path(user_id): Path<String>,
     request: Request,
 ) -> Result<Response, AppError> {
-    let (user, back) = changeable(&state, &ctx, &user_id).await?;
+    let (user, back) = changeable(&db, &ctx, &user_id).await?;
     let uploader = ctx.require_user()?;
-    let blob = uploaded(&state, &ctx, uploader, request, ["user[avatar]", "avatar"]).await?;
-    attach_avatar(&state, user.id, &blob).await?;
+    let blob = uploaded(
+        &config,
+        &db,
+        &storage,
+        &ctx,
+        uploader,
+        request,
+        ["user[avatar]", "avatar"],
+    )
+    .await?;
+    attach_avatar(&db, &storage, user.id, &blob).await?;
     Ok(found(back))
 }
 
@@ -358,35 +371,37 @@ pub async fn create(
 /// purged, for what is not an image the decoders read), the old avatar purged, the user
 /// touched so pages link the new version.
 pub(crate) async fn attach_avatar(
-    state: &AppState,
+    db: &Db,
+    storage: &Storage,
     user_id: i64,
     blob: &Blob,
 ) -> Result<(), AppError> {
-    make_squares(state, blob, &[AVATAR_SIZE], false, false).await?;
-    replace(state, "avatar", record::USER, user_id, blob).await?;
-    users::touch(&state.pool, user_id).await?;
-    state.storage.avatars.set(user_id, Some(blob.id));
+    make_squares(db, storage, blob, &[AVATAR_SIZE], false, false).await?;
+    replace(db, storage, "avatar", record::USER, user_id, blob).await?;
+    users::touch(&db.pool, user_id).await?;
+    storage.avatars.set(user_id, Some(blob.id));
     Ok(())
 }
 
 /// `DELETE /users/{user_id}/avatar` (see the module docs).
 pub async fn destroy(
-    State(state): State<SharedState>,
+    State(db): State<Db>,
+    State(storage): State<Arc<Storage>>,
     Extension(ctx): Extension<Ctx>,
     Path(user_id): Path<String>,
 ) -> Result<Response, AppError> {
-    let (user, back) = changeable(&state, &ctx, &user_id).await?;
-    for id in blobs::detach(&state.pool, "avatar", record::USER, user.id).await? {
-        files::purge_blob(&state, id).await;
+    let (user, back) = changeable(&db, &ctx, &user_id).await?;
+    for id in blobs::detach(&db.pool, "avatar", record::USER, user.id).await? {
+        files::purge_blob(&db, &storage, id).await;
     }
-    users::touch(&state.pool, user.id).await?;
-    state.storage.avatars.set(user.id, None);
+    users::touch(&db.pool, user.id).await?;
+    storage.avatars.set(user.id, None);
     Ok(found(back))
 }
 
 /// The account's id, for its `logo` attachment (404 before the first run).
-async fn account_id(state: &AppState) -> Result<i64, AppError> {
-    Ok(crate::db::accounts::find(&state.pool)
+async fn account_id(db: &Db) -> Result<i64, AppError> {
+    Ok(crate::db::accounts::find(&db.pool)
         .await?
         .ok_or(AppError::NotFound)?
         .id)
@@ -394,19 +409,20 @@ async fn account_id(state: &AppState) -> Result<i64, AppError> {
 
 /// `GET /account/logo` (see the module docs).
 pub async fn show_logo(
-    State(state): State<SharedState>,
+    State(db): State<Db>,
+    State(storage): State<Arc<Storage>>,
     Query(query): Query<ImageQuery>,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
     let small = query.size.as_deref() == Some("small");
     let size = LOGO_SIZES[usize::from(small)];
-    let logo = match crate::db::accounts::find(&state.pool).await? {
-        Some(account) => blobs::attached(&state.pool, "logo", record::ACCOUNT, account.id).await?,
+    let logo = match crate::db::accounts::find(&db.pool).await? {
+        Some(account) => blobs::attached(&db.pool, "logo", record::ACCOUNT, account.id).await?,
         None => None,
     };
     let version = logo.as_ref().map_or(0, |b| b.id);
     let image = match &logo {
-        Some(l) => blobs::variant(&state.pool, l.id, &square_digest(size)).await?,
+        Some(l) => blobs::variant(&db.pool, l.id, &square_digest(size)).await?,
         None => None,
     };
     let stock = if small {
@@ -417,7 +433,7 @@ pub async fn show_logo(
     let etag = format!("logo-{version}-{size}");
     let current = query.v.as_deref() == Some(version.to_string().as_str());
     let mut response = image_answer(
-        &state,
+        &storage,
         &headers,
         image,
         ("image/png", stock.to_vec()),
@@ -439,29 +455,41 @@ pub async fn show_logo(
 
 /// `POST /account/logo` (see the module docs).
 pub async fn create_logo(
-    State(state): State<SharedState>,
+    State(config): State<Arc<Config>>,
+    State(db): State<Db>,
+    State(storage): State<Arc<Storage>>,
     Extension(ctx): Extension<Ctx>,
     request: Request,
 ) -> Result<Response, AppError> {
     let admin = ctx.require_administrator()?;
-    let account = account_id(&state).await?;
-    let blob = uploaded(&state, &ctx, admin, request, ["account[logo]", "logo"]).await?;
-    make_squares(&state, &blob, &LOGO_SIZES, true, true).await?;
-    replace(&state, "logo", record::ACCOUNT, account, &blob).await?;
-    state.account_settings.forget();
+    let account = account_id(&db).await?;
+    let blob = uploaded(
+        &config,
+        &db,
+        &storage,
+        &ctx,
+        admin,
+        request,
+        ["account[logo]", "logo"],
+    )
+    .await?;
+    make_squares(&db, &storage, &blob, &LOGO_SIZES, true, true).await?;
+    replace(&db, &storage, "logo", record::ACCOUNT, account, &blob).await?;
+    db.account_settings.forget();
     Ok(found("/account/edit"))
 }
 
 /// `DELETE /account/logo` (see the module docs).
 pub async fn destroy_logo(
-    State(state): State<SharedState>,
+    State(db): State<Db>,
+    State(storage): State<Arc<Storage>>,
     Extension(ctx): Extension<Ctx>,
 ) -> Result<Response, AppError> {
     ctx.require_administrator()?;
-    let account = account_id(&state).await?;
-    for id in blobs::detach(&state.pool, "logo", record::ACCOUNT, account).await? {
-        files::purge_blob(&state, id).await;
+    let account = account_id(&db).await?;
+    for id in blobs::detach(&db.pool, "logo", record::ACCOUNT, account).await? {
+        files::purge_blob(&db, &storage, id).await;
     }
-    state.account_settings.forget();
+    db.account_settings.forget();
     Ok(found("/account/edit"))
 }

@@ -45,9 +45,9 @@ pub struct BookmarksHandle {
 impl FromRef<SharedState> for BookmarksHandle {
     fn from_ref(state: &SharedState) -> Self {
         Self {
-            pool: state.pool.clone(),
-            broadcaster: state.broadcaster.clone(),
-            signer: state.signer.clone(),
+            pool: state.db.pool.clone(),
+            broadcaster: state.delivery.broadcaster.clone(),
+            signer: state.keys.signer.clone(),
             urls: state.storage.verifier.clone(),
             scripts: state.assets.head_html().into(),
         }

@@ -9,6 +9,8 @@
 //! boost's answer puts the link back in the frame; without JavaScript the link opens the form
 //! as a page, whose post comes back to the message's permalink.
 
+use crate::db::Db;
+use crate::pubsub::Delivery;
 use askama::Template;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -23,7 +25,6 @@ use crate::broadcasts;
 use crate::db::boosts;
 use crate::db::messages::Message;
 use crate::db::rooms::Room;
-use crate::state::SharedState;
 
 /// The most characters a boost holds (Campfire's boosts form and the column's check).
 pub const MAX_BOOST_CHARS: usize = 16;
@@ -144,7 +145,8 @@ pub fn boosted(headers: &HeaderMap, stream: String, room: &Room, message: &Messa
 /// 404 for an unknown message or boost or a room the person is not in, 403 for someone else's
 /// boost.
 pub async fn destroy(
-    State(state): State<SharedState>,
+    State(db): State<Db>,
+    State(delivery): State<Delivery>,
     MemberMessage {
         user,
         message,
@@ -153,15 +155,15 @@ pub async fn destroy(
     Path((_, boost_id)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
-    let boost = boosts::find(&state.pool, message.id, parse_id(&boost_id)?)
+    let boost = boosts::find(&db.pool, message.id, parse_id(&boost_id)?)
         .await?
         .ok_or(AppError::NotFound)?;
     if boost.booster_id != user.id {
         return Err(AppError::Forbidden);
     }
-    if !boosts::delete(&state.pool, boost.id).await? {
+    if !boosts::delete(&db.pool, boost.id).await? {
         return Err(AppError::NotFound);
     }
-    let html = broadcasts::boost_removed(&state.broadcaster, &room, boost.id);
+    let html = broadcasts::boost_removed(&delivery.broadcaster, &room, boost.id);
     Ok(stream_or_back(&headers, html, room.id))
 }

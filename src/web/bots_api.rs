@@ -13,11 +13,16 @@
 //! A wrong or revoked key gets a bare 401; a room the bot is not in, or an unknown message
 //! or boost, a bare 404; another author's message or boost, a bare 403.
 
+use crate::config::Config;
+use crate::db::Db;
+use crate::pubsub::Delivery;
+use crate::storage::Storage;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use serde::Deserialize;
+use std::sync::Arc;
 
 use super::context::Ctx;
 use super::error::AppError;
@@ -28,7 +33,6 @@ use crate::db::boosts;
 use crate::db::messages::{self, Message};
 use crate::db::rooms::{self, Room};
 use crate::db::users::{self, User};
-use crate::state::SharedState;
 
 /// A response with a status and nothing else (Rails' `head`).
 pub fn head(status: StatusCode) -> Response {
@@ -38,17 +42,17 @@ pub fn head(status: StatusCode) -> Response {
 /// The bot and the room of a bot path, or the bare answer to give instead (401 for a bad
 /// key, 404 for a room the bot is not in).
 async fn bot_and_room(
-    state: &SharedState,
+    db: &Db,
     room_id: &str,
     bot_key: &str,
 ) -> Result<Result<(User, Room), Response>, AppError> {
-    let Some(bot) = users::authenticate_bot(&state.pool, bot_key).await? else {
+    let Some(bot) = users::authenticate_bot(&db.pool, bot_key).await? else {
         return Ok(Err(head(StatusCode::UNAUTHORIZED)));
     };
     let Ok(room_id) = parse_id(room_id) else {
         return Ok(Err(head(StatusCode::NOT_FOUND)));
     };
-    match rooms::find_for_member(&state.pool, room_id, bot.id).await? {
+    match rooms::find_for_member(&db.pool, room_id, bot.id).await? {
         Some(room) => Ok(Ok((bot, room))),
         None => Ok(Err(head(StatusCode::NOT_FOUND))),
     }
@@ -57,17 +61,17 @@ async fn bot_and_room(
 /// The bot of `bot_key`, its room `room_id` and the message `message_id` there (see
 /// [`bot_and_room`]); a bare 404 for a malformed or unknown message.
 async fn bot_message(
-    state: &SharedState,
+    db: &Db,
     (room_id, bot_key, message_id): (&str, &str, &str),
 ) -> Result<Result<(User, Room, Message), Response>, AppError> {
-    let (bot, room) = match bot_and_room(state, room_id, bot_key).await? {
+    let (bot, room) = match bot_and_room(db, room_id, bot_key).await? {
         Ok(found) => found,
         Err(answer) => return Ok(Err(answer)),
     };
     let Ok(id) = parse_id(message_id) else {
         return Ok(Err(head(StatusCode::NOT_FOUND)));
     };
-    Ok(match messages::find(&state.pool, room.id, id).await? {
+    Ok(match messages::find(&db.pool, room.id, id).await? {
         Some(message) => Ok((bot, room, message)),
         None => Err(head(StatusCode::NOT_FOUND)),
     })
@@ -75,10 +79,10 @@ async fn bot_message(
 
 /// [`bot_message`] when the bot wrote the message; a bare 403 for another's.
 async fn own_message(
-    state: &SharedState,
+    db: &Db,
     path: (&str, &str, &str),
 ) -> Result<Result<(Room, Message), Response>, AppError> {
-    Ok(match bot_message(state, path).await? {
+    Ok(match bot_message(db, path).await? {
         Ok((bot, _, message)) if message.creator_id != bot.id => Err(head(StatusCode::FORBIDDEN)),
         Ok((_, room, message)) => Ok((room, message)),
         Err(answer) => Err(answer),
@@ -118,40 +122,41 @@ pub struct IndexQuery {
 /// `after`), as Campfire's `set_pagination_headers`. A `before`/`after` id not in the room:
 /// bare 404.
 pub async fn index(
-    State(state): State<SharedState>,
+    State(config): State<Arc<Config>>,
+    State(db): State<Db>,
     Extension(ctx): Extension<Ctx>,
     headers: axum::http::HeaderMap,
     Path((room_id, bot_key)): Path<(String, String)>,
     Query(query): Query<IndexQuery>,
 ) -> Result<Response, AppError> {
-    let (_, room) = or_answer!(bot_and_room(&state, &room_id, &bot_key).await?);
+    let (_, room) = or_answer!(bot_and_room(&db, &room_id, &bot_key).await?);
     let anchor = |raw: &Option<String>| raw.as_deref().filter(|s| !s.is_empty()).map(parse_id);
     let (page, next) = match (anchor(&query.before), anchor(&query.after)) {
-        (Some(Ok(id)), _) if messages::in_room(&state.pool, room.id, id).await? => {
-            let page = messages::page_before(&state.pool, room.id, id).await?;
-            let next = cursor_past(&state, room.id, page.first(), Toward::Older).await?;
+        (Some(Ok(id)), _) if messages::in_room(&db.pool, room.id, id).await? => {
+            let page = messages::page_before(&db.pool, room.id, id).await?;
+            let next = cursor_past(&db, room.id, page.first(), Toward::Older).await?;
             (page, next)
         }
-        (None, Some(Ok(id))) if messages::in_room(&state.pool, room.id, id).await? => {
-            let page = messages::page_after(&state.pool, room.id, id).await?;
-            let next = cursor_past(&state, room.id, page.last(), Toward::Newer).await?;
+        (None, Some(Ok(id))) if messages::in_room(&db.pool, room.id, id).await? => {
+            let page = messages::page_after(&db.pool, room.id, id).await?;
+            let next = cursor_past(&db, room.id, page.last(), Toward::Newer).await?;
             (page, next)
         }
         (None, None) => {
-            let page = messages::last_page(&state.pool, room.id).await?;
-            let next = cursor_past(&state, room.id, page.first(), Toward::Older).await?;
+            let page = messages::last_page(&db.pool, room.id).await?;
+            let next = cursor_past(&db, room.id, page.first(), Toward::Older).await?;
             (page, next)
         }
         _ => return Ok(head(StatusCode::NOT_FOUND)),
     };
-    let origin = super::links::origin(&ctx, &headers, &state);
+    let origin = super::links::origin(&ctx, &headers, &config);
     let mut roles = std::collections::HashMap::new();
     let mut list = Vec::with_capacity(page.len());
     for m in &page {
         let role = match roles.get(&m.creator_id) {
             Some(r) => *r,
             None => {
-                let r = users::find(&state.pool, m.creator_id)
+                let r = users::find(&db.pool, m.creator_id)
                     .await?
                     .map_or(crate::db::Role::Member, |u| u.role);
                 roles.insert(m.creator_id, r);
@@ -175,7 +180,7 @@ pub async fn index(
             "url": format!("{origin}/rooms/{}/@{}", room.id, m.id),
         }));
     }
-    let total = messages::count(&state.pool, room.id).await?;
+    let total = messages::count(&db.pool, room.id).await?;
     let mut response = axum::Json(serde_json::Value::Array(list)).into_response();
     let h = response.headers_mut();
     h.insert("x-total-count", axum::http::HeaderValue::from(total));
@@ -203,7 +208,7 @@ enum Toward {
 /// The query of the next page past `edge` (`before=<id>` or `after=<id>`), when there are
 /// messages past it that way; `None` for an empty page or at the end.
 async fn cursor_past(
-    state: &SharedState,
+    db: &Db,
     room_id: i64,
     edge: Option<&Message>,
     toward: Toward,
@@ -213,11 +218,11 @@ async fn cursor_past(
     };
     let (more, word) = match toward {
         Toward::Older => (
-            messages::page_before(&state.pool, room_id, edge.id).await?,
+            messages::page_before(&db.pool, room_id, edge.id).await?,
             "before",
         ),
         Toward::Newer => (
-            messages::page_after(&state.pool, room_id, edge.id).await?,
+            messages::page_after(&db.pool, room_id, edge.id).await?,
             "after",
         ),
     };
@@ -227,14 +232,14 @@ async fn cursor_past(
 /// `PATCH`/`PUT /rooms/{room_id}/{bot_key}/messages/{message_id}`: the raw body becomes the
 /// text of the bot's own message; 204 and a broadcast `replace`. 422 for a blank body.
 pub async fn update(
-    State(state): State<SharedState>,
+    State(posting): State<super::messages::Posting>,
     Extension(ctx): Extension<Ctx>,
     Path((room_id, bot_key, message_id)): Path<(String, String, String)>,
 ) -> Result<Response, AppError> {
     let path = (room_id.as_str(), bot_key.as_str(), message_id.as_str());
-    let (room, message) = or_answer!(own_message(&state, path).await?);
+    let (room, message) = or_answer!(own_message(&posting.db, path).await?);
     let text = body_text(&ctx)?;
-    if edit_body(&state, &room, message.id, text, None)
+    if edit_body(&posting, &room, message.id, text, None)
         .await?
         .is_none()
     {
@@ -246,17 +251,19 @@ pub async fn update(
 /// `DELETE /rooms/{room_id}/{bot_key}/messages/{message_id}`: deletes the bot's own message;
 /// 204 and a broadcast `remove`.
 pub async fn destroy(
-    State(state): State<SharedState>,
+    State(db): State<Db>,
+    State(delivery): State<Delivery>,
+    State(storage): State<Arc<Storage>>,
     Path((room_id, bot_key, message_id)): Path<(String, String, String)>,
 ) -> Result<Response, AppError> {
     let path = (room_id.as_str(), bot_key.as_str(), message_id.as_str());
-    let (room, message) = or_answer!(own_message(&state, path).await?);
-    let Some(removed) = messages::delete(&state.pool, room.id, message.id).await? else {
+    let (room, message) = or_answer!(own_message(&db, path).await?);
+    let Some(removed) = messages::delete(&db.pool, room.id, message.id).await? else {
         return Ok(head(StatusCode::NOT_FOUND));
     };
-    broadcasts::message_removed(&state.broadcaster, &room, &removed);
+    broadcasts::message_removed(&delivery.broadcaster, &room, &removed);
     if removed.attachment.is_some() {
-        super::files::purge_orphans(&state).await;
+        super::files::purge_orphans(&db, &storage).await;
     }
     Ok(head(StatusCode::NO_CONTENT))
 }
@@ -264,12 +271,13 @@ pub async fn destroy(
 /// `POST /rooms/{room_id}/{bot_key}/messages/{message_id}/boosts`: the raw body (1-16
 /// characters, trimmed) boosts the message; 201 and a broadcast `append`. 422 otherwise.
 pub async fn create_boost(
-    State(state): State<SharedState>,
+    State(db): State<Db>,
+    State(delivery): State<Delivery>,
     Extension(ctx): Extension<Ctx>,
     Path((room_id, bot_key, message_id)): Path<(String, String, String)>,
 ) -> Result<Response, AppError> {
     let path = (room_id.as_str(), bot_key.as_str(), message_id.as_str());
-    let (bot, room, message) = or_answer!(bot_message(&state, path).await?);
+    let (bot, room, message) = or_answer!(bot_message(&db, path).await?);
     let content = body_text(&ctx)?.trim();
     if content.is_empty() || content.chars().count() > 16 {
         return Err(AppError::Unprocessable(
@@ -277,30 +285,31 @@ pub async fn create_boost(
         ));
     }
     super::fields::refuse_unsafe_chars("boost", content)?;
-    let boost = messages::boost(&state.pool, message.id, bot.id, &bot.name, content).await?;
-    broadcasts::boost_created(&state.broadcaster, &room, &message, &boost);
+    let boost = messages::boost(&db.pool, message.id, bot.id, &bot.name, content).await?;
+    broadcasts::boost_created(&delivery.broadcaster, &room, &message, &boost);
     Ok(head(StatusCode::CREATED))
 }
 
 /// `DELETE /rooms/{room_id}/{bot_key}/messages/{message_id}/boosts/{boost_id}`: deletes the
 /// bot's own boost; 204 and a broadcast `remove` of `boost_<id>`.
 pub async fn destroy_boost(
-    State(state): State<SharedState>,
+    State(db): State<Db>,
+    State(delivery): State<Delivery>,
     Path((room_id, bot_key, message_id, boost_id)): Path<(String, String, String, String)>,
 ) -> Result<Response, AppError> {
     let path = (room_id.as_str(), bot_key.as_str(), message_id.as_str());
-    let (bot, room, message) = or_answer!(bot_message(&state, path).await?);
+    let (bot, room, message) = or_answer!(bot_message(&db, path).await?);
     let Ok(boost_id) = parse_id(&boost_id) else {
         return Ok(head(StatusCode::NOT_FOUND));
     };
-    let Some(boost) = boosts::find(&state.pool, message.id, boost_id).await? else {
+    let Some(boost) = boosts::find(&db.pool, message.id, boost_id).await? else {
         return Ok(head(StatusCode::NOT_FOUND));
     };
     if boost.booster_id != bot.id {
         return Ok(head(StatusCode::FORBIDDEN));
     }
-    if boosts::delete(&state.pool, boost.id).await? {
-        broadcasts::boost_removed(&state.broadcaster, &room, boost.id);
+    if boosts::delete(&db.pool, boost.id).await? {
+        broadcasts::boost_removed(&delivery.broadcaster, &room, boost.id);
     }
     Ok(head(StatusCode::NO_CONTENT))
 }

@@ -17,8 +17,10 @@ use super::csrf::CsrfSecret;
 use super::error::AppError;
 use super::form::Form;
 use super::upload_clock::UploadClock;
+use crate::config::Config;
 use crate::db::users::User;
-use crate::state::{AppState, SharedState};
+use crate::db::Db;
+use crate::rails::Keys;
 
 /// Name of the signed cookie holding the session token (Campfire's `session_token`).
 pub const SESSION_COOKIE: &str = "session_token";
@@ -120,22 +122,24 @@ pub fn is_bot_path(path: &str) -> bool {
 /// The middleware that builds [`Ctx`] (see the module docs). Answers 413 for a body over
 /// the limit, 408 for a body slower than the body timeout (a streamed one: see
 /// [`super::upload_clock`]), 400 for a malformed form and 422 for a missing or wrong CSRF token.
-pub async fn prepare(State(state): State<SharedState>, request: Request, next: Next) -> Response {
+pub async fn prepare(
+    State(db): State<Db>,
+    State(keys): State<Keys>,
+    State(config): State<Arc<Config>>,
+    request: Request,
+    next: Next,
+) -> Response {
     let notice = super::flash::pending(request.headers());
-    match prepare_inner(&state, request).await {
+    match prepare_inner(&db, &keys, &config, request).await {
         Ok((request, new_csrf_cookie, secure)) => {
-            let secure = secure || state.config.production;
+            let secure = secure || config.production;
             let bot = is_bot_path(request.uri().path());
             let clock = request.extensions().get::<UploadClock>().cloned();
             let mut response = if bot {
                 next.run(request).await
             } else {
                 // Without settings (a cable node has no database) pages show the defaults.
-                let settings = state
-                    .account_settings
-                    .get(&state.pool)
-                    .await
-                    .unwrap_or_default();
+                let settings = db.account_settings.get(&db.pool).await.unwrap_or_default();
                 let page = super::page::scope(settings, next.run(request));
                 match notice {
                     Some(notice) => super::flash::scope(notice, page).await,
@@ -151,7 +155,7 @@ pub async fn prepare(State(state): State<SharedState>, request: Request, next: N
                 .iter()
                 .any(|v| v.as_bytes().starts_with(CSRF_COOKIE_PREFIX.as_bytes()));
             if let Some(secret) = new_csrf_cookie.filter(|_| !bot && !rotated) {
-                let value = state.cookies.sign(CSRF_COOKIE, &secret.encode(), None);
+                let value = keys.cookies.sign(CSRF_COOKIE, &secret.encode(), None);
                 response.headers_mut().append(
                     header::SET_COOKIE,
                     set_cookie(CSRF_COOKIE, &value, None, secure),
@@ -170,12 +174,12 @@ const CSRF_COOKIE_PREFIX: &str = "_hearth_session=";
 /// sign-out, which drops the old secret): tokens of pages rendered before stop working, so a
 /// token seen before a sign-in cannot act for the session after it. [`prepare`] then sets no
 /// other CSRF cookie on the same response.
-pub fn rotate_csrf(state: &AppState, response: &mut Response, secure: bool) {
+pub fn rotate_csrf(keys: &Keys, config: &Config, response: &mut Response, secure: bool) {
     let secret = CsrfSecret::generate();
-    let value = state.cookies.sign(CSRF_COOKIE, &secret.encode(), None);
+    let value = keys.cookies.sign(CSRF_COOKIE, &secret.encode(), None);
     response.headers_mut().append(
         header::SET_COOKIE,
-        set_cookie(CSRF_COOKIE, &value, None, secure || state.config.production),
+        set_cookie(CSRF_COOKIE, &value, None, secure || config.production),
     );
 }
 
@@ -212,7 +216,9 @@ pub fn loggable_path(path: &str) -> std::borrow::Cow<'_, str> {
 /// CSRF token. Returns the request (body restored), the CSRF secret to set when the browser
 /// had none, and whether the request came over TLS.
 async fn prepare_inner(
-    state: &SharedState,
+    db: &Db,
+    keys: &Keys,
+    config: &Config,
     request: Request,
 ) -> Result<(Request, Option<CsrfSecret>, bool), AppError> {
     let (mut parts, body) = request.into_parts();
@@ -223,34 +229,31 @@ async fn prepare_inner(
             .find(|(n, _)| n == name)
             .map(|(_, v)| v.as_str())
     };
-    let secure = super::client_ip::forwarded_https(
-        peer_ip(&parts),
-        &parts.headers,
-        &state.config.trusted_proxies,
-    );
-    let ip = client_ip(state, &parts);
-    let (csrf, new_csrf_cookie) = csrf_secret(state, find(CSRF_COOKIE));
-    let (user, session_token) = resume_session(state, find(SESSION_COOKIE)).await?;
+    let secure =
+        super::client_ip::forwarded_https(peer_ip(&parts), &parts.headers, &config.trusted_proxies);
+    let ip = client_ip(config, &parts);
+    let (csrf, new_csrf_cookie) = csrf_secret(keys, find(CSRF_COOKIE));
+    let (user, session_token) = resume_session(db, keys, find(SESSION_COOKIE)).await?;
     let safe = matches!(parts.method, Method::GET | Method::HEAD | Method::OPTIONS);
     let streamed = !safe && streams_body(&parts);
     let (body_bytes, form, body) = if streamed {
         let clock = UploadClock::default();
         let body = clock.wrap(
             body,
-            std::time::Duration::from_secs(state.config.body_timeout),
-            std::time::Duration::from_secs(state.config.upload_timeout),
+            std::time::Duration::from_secs(config.body_timeout),
+            std::time::Duration::from_secs(config.upload_timeout),
         );
         parts.extensions.insert(clock);
         (Bytes::new(), Form::default(), body)
     } else if safe {
         (Bytes::new(), Form::default(), body)
     } else {
-        let (bytes, form) = read_body(state, &parts, body).await?;
+        let (bytes, form) = read_body(config, &parts, body).await?;
         (bytes.clone(), form, Body::from(bytes))
     };
     method_override(&mut parts, &form);
     if !safe {
-        refuse_banned(state, ip, parts.uri.path()).await?;
+        refuse_banned(db, ip, parts.uri.path()).await?;
     }
     if !safe
         && !is_bot_path(parts.uri.path())
@@ -310,12 +313,8 @@ fn streams_body(parts: &Parts) -> bool {
 /// The client's address: the TCP peer, or, when the peer is one of `--trusted-proxies`, the
 /// address the proxies forwarded (see [`super::client_ip`]). Loopback when the connection
 /// info is missing (requests served without a socket, as in router unit tests).
-fn client_ip(state: &SharedState, parts: &Parts) -> IpAddr {
-    super::client_ip::resolve(
-        peer_ip(parts),
-        &parts.headers,
-        &state.config.trusted_proxies,
-    )
+fn client_ip(config: &Config, parts: &Parts) -> IpAddr {
+    super::client_ip::resolve(peer_ip(parts), &parts.headers, &config.trusted_proxies)
 }
 
 /// The TCP peer's address (loopback without connection info).
@@ -329,9 +328,9 @@ fn peer_ip(parts: &Parts) -> IpAddr {
 
 /// The browser's CSRF secret from its signed cookie, or a new one (returned twice: the second
 /// copy is the cookie to set).
-fn csrf_secret(state: &SharedState, cookie: Option<&str>) -> (CsrfSecret, Option<CsrfSecret>) {
+fn csrf_secret(keys: &Keys, cookie: Option<&str>) -> (CsrfSecret, Option<CsrfSecret>) {
     let stored = cookie
-        .and_then(|v| state.cookies.verify(CSRF_COOKIE, v))
+        .and_then(|v| keys.cookies.verify(CSRF_COOKIE, v))
         .and_then(|v| CsrfSecret::decode(&v));
     match stored {
         Some(secret) => (secret, None),
@@ -345,12 +344,13 @@ fn csrf_secret(state: &SharedState, cookie: Option<&str>) -> (CsrfSecret, Option
 /// The active user of the signed session cookie and the session token, both None when the
 /// cookie is missing, forged, or names an ended session or an inactive user.
 async fn resume_session(
-    state: &SharedState,
+    db: &Db,
+    keys: &Keys,
     cookie: Option<&str>,
 ) -> Result<(Option<User>, Option<String>), AppError> {
-    let session_token = cookie.and_then(|v| state.cookies.verify(SESSION_COOKIE, v));
+    let session_token = cookie.and_then(|v| keys.cookies.verify(SESSION_COOKIE, v));
     let user = match &session_token {
-        Some(token) => state.auth_cache.resume(&state.pool, token).await?,
+        Some(token) => db.auth_cache.resume(&db.pool, token).await?,
         None => None,
     };
     let session_token = session_token.filter(|_| user.is_some());
@@ -360,12 +360,8 @@ async fn resume_session(
 /// Reads the body of a state-changing request within `--max-body-bytes` (413 past it, also
 /// when `Content-Length` announces more) and `--body-timeout` (408), and parses it when it is
 /// `application/x-www-form-urlencoded` (400 when malformed).
-async fn read_body(
-    state: &SharedState,
-    parts: &Parts,
-    body: Body,
-) -> Result<(Bytes, Form), AppError> {
-    let limit = state.config.max_body_bytes;
+async fn read_body(config: &Config, parts: &Parts, body: Body) -> Result<(Bytes, Form), AppError> {
+    let limit = config.max_body_bytes;
     let declared = parts
         .headers
         .get(header::CONTENT_LENGTH)
@@ -374,7 +370,7 @@ async fn read_body(
     if declared.is_some_and(|n| n > limit as u64) {
         return Err(AppError::PayloadTooLarge);
     }
-    let deadline = std::time::Duration::from_secs(state.config.body_timeout);
+    let deadline = std::time::Duration::from_secs(config.body_timeout);
     let bytes = tokio::time::timeout(deadline, axum::body::to_bytes(body, limit))
         .await
         .map_err(|_| AppError::RequestTimeout)?
@@ -393,12 +389,10 @@ async fn read_body(
 }
 
 /// Campfire's `BlockBannedRequests`: a state-changing request from a banned address changes
-/// nothing (429). Reads the database only once some ban exists (`state.bans_present`).
-async fn refuse_banned(state: &AppState, ip: IpAddr, path: &str) -> Result<(), AppError> {
-    if state
-        .bans_present
-        .load(std::sync::atomic::Ordering::Relaxed)
-        && crate::db::bans::is_banned(&state.pool, &ip.to_string()).await?
+/// nothing (429). Reads the database only once some ban exists ([`Db::bans_present`]).
+async fn refuse_banned(db: &Db, ip: IpAddr, path: &str) -> Result<(), AppError> {
+    if db.bans_present.load(std::sync::atomic::Ordering::Relaxed)
+        && crate::db::bans::is_banned(&db.pool, &ip.to_string()).await?
     {
         let path = loggable_path(path);
         tracing::info!(%ip, %path, "request from a banned address refused");

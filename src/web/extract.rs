@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-use axum::extract::{FromRequestParts, Path};
+use axum::extract::{FromRef, FromRequestParts, Path};
 use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
 
@@ -18,7 +18,7 @@ use super::respond::found;
 use crate::db::messages::{self, Message};
 use crate::db::rooms::{self, Room};
 use crate::db::users::User;
-use crate::state::SharedState;
+use crate::db::Db;
 
 /// Parses an id from a path or query segment; anything but a decimal `i64` is a 404 (Rails'
 /// `find` raises `RecordNotFound` for such ids).
@@ -123,14 +123,15 @@ pub struct MemberRoom {
     pub room: Room,
 }
 
-impl FromRequestParts<SharedState> for MemberRoom {
+impl<S> FromRequestParts<S> for MemberRoom
+where
+    S: Send + Sync,
+    Db: FromRef<S>,
+{
     type Rejection = AppError;
 
-    async fn from_request_parts(
-        parts: &mut Parts,
-        state: &SharedState,
-    ) -> Result<Self, Self::Rejection> {
-        let (user, room) = member_room(parts, state, Lookup::Fresh).await?;
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let (user, room) = member_room(parts, &Db::from_ref(state), Lookup::Fresh).await?;
         Ok(Self { user, room })
     }
 }
@@ -148,14 +149,15 @@ pub struct CachedMemberRoom {
     pub room: Room,
 }
 
-impl FromRequestParts<SharedState> for CachedMemberRoom {
+impl<S> FromRequestParts<S> for CachedMemberRoom
+where
+    S: Send + Sync,
+    Db: FromRef<S>,
+{
     type Rejection = AppError;
 
-    async fn from_request_parts(
-        parts: &mut Parts,
-        state: &SharedState,
-    ) -> Result<Self, Self::Rejection> {
-        let (user, room) = member_room(parts, state, Lookup::Cached).await?;
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let (user, room) = member_room(parts, &Db::from_ref(state), Lookup::Cached).await?;
         Ok(Self { user, room })
     }
 }
@@ -175,19 +177,21 @@ pub struct MemberMessage {
     pub room: Room,
 }
 
-impl FromRequestParts<SharedState> for MemberMessage {
+impl<S> FromRequestParts<S> for MemberMessage
+where
+    S: Send + Sync,
+    Db: FromRef<S>,
+{
     type Rejection = AppError;
 
-    async fn from_request_parts(
-        parts: &mut Parts,
-        state: &SharedState,
-    ) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
         let user = signed_in_user(parts)?;
-        let id = parse_id(&path_param(parts, state, "message_id").await?)?;
-        let message = messages::find_any(&state.pool, id)
+        let id = parse_id(&path_param(parts, "message_id").await?)?;
+        let db = Db::from_ref(state);
+        let message = messages::find_any(&db.pool, id)
             .await?
             .ok_or(AppError::NotFound)?;
-        let room = rooms::find_for_member(&state.pool, message.room_id, user.id)
+        let room = rooms::find_for_member(&db.pool, message.room_id, user.id)
             .await?
             .ok_or(AppError::NotFound)?;
         Ok(Self {
@@ -212,16 +216,17 @@ pub struct EditableMessage {
     pub message: Message,
 }
 
-impl FromRequestParts<SharedState> for EditableMessage {
+impl<S> FromRequestParts<S> for EditableMessage
+where
+    S: Send + Sync,
+    Db: FromRef<S>,
+{
     type Rejection = AppError;
 
-    async fn from_request_parts(
-        parts: &mut Parts,
-        state: &SharedState,
-    ) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
         let MemberRoom { user, room } = MemberRoom::from_request_parts(parts, state).await?;
-        let id = parse_id(&path_param(parts, state, "message_id").await?)?;
-        let message = messages::find(&state.pool, room.id, id)
+        let id = parse_id(&path_param(parts, "message_id").await?)?;
+        let message = messages::find(&Db::from_ref(state).pool, room.id, id)
             .await?
             .ok_or(AppError::NotFound)?;
         if message.creator_id != user.id && user.role != crate::db::Role::Administrator {
@@ -241,12 +246,8 @@ fn signed_in_user(parts: &Parts) -> Result<User, AppError> {
 }
 
 /// The path's parameter `name`, else 404.
-async fn path_param(
-    parts: &mut Parts,
-    state: &SharedState,
-    name: &str,
-) -> Result<String, AppError> {
-    let Path(mut params) = Path::<HashMap<String, String>>::from_request_parts(parts, state)
+async fn path_param(parts: &mut Parts, name: &str) -> Result<String, AppError> {
+    let Path(mut params) = Path::<HashMap<String, String>>::from_request_parts(parts, &())
         .await
         .map_err(|_| AppError::NotFound)?;
     params.remove(name).ok_or(AppError::NotFound)
@@ -262,21 +263,12 @@ enum Lookup {
 }
 
 /// The signed-in user (else 401) and the path's `{room_id}` among the user's rooms (else 404).
-async fn member_room(
-    parts: &mut Parts,
-    state: &SharedState,
-    lookup: Lookup,
-) -> Result<(User, Room), AppError> {
+async fn member_room(parts: &mut Parts, db: &Db, lookup: Lookup) -> Result<(User, Room), AppError> {
     let user = signed_in_user(parts)?;
-    let id = parse_id(&path_param(parts, state, "room_id").await?)?;
+    let id = parse_id(&path_param(parts, "room_id").await?)?;
     let room = match lookup {
-        Lookup::Fresh => rooms::find_for_member(&state.pool, id, user.id).await?,
-        Lookup::Cached => {
-            state
-                .auth_cache
-                .find_for_member(&state.pool, id, user.id)
-                .await?
-        }
+        Lookup::Fresh => rooms::find_for_member(&db.pool, id, user.id).await?,
+        Lookup::Cached => db.auth_cache.find_for_member(&db.pool, id, user.id).await?,
     };
     Ok((user, room.ok_or(AppError::NotFound)?))
 }

@@ -16,6 +16,11 @@
 //! A blob is attached at most once (the unique index of migration 0016), and a purge never
 //! deletes a blob an attachment still names.
 
+use crate::config::Config;
+use crate::db::Db;
+use crate::pubsub::Delivery;
+use crate::storage::Storage;
+use std::sync::Arc;
 use std::time::Instant;
 
 use axum::body::Body;
@@ -35,7 +40,7 @@ use crate::db::rooms::Room;
 use crate::db::users::User;
 use crate::db::{messages, rooms};
 use crate::rails::marshal::Value;
-use crate::state::{AppState, SharedState};
+use crate::state::SharedState;
 use crate::storage::disk::UploadError;
 use crate::storage::{self, identify, process, DirectUpload};
 
@@ -116,8 +121,8 @@ fn blob_json(verifier: &crate::rails::ActiveStorageVerifier, blob: &Blob) -> ser
     })
 }
 
-fn allow_upload(state: &AppState, user: &User) -> Result<(), AppError> {
-    if state.storage.allow_upload(user.id, Instant::now()) {
+fn allow_upload(storage: &Storage, user: &User) -> Result<(), AppError> {
+    if storage.allow_upload(user.id, Instant::now()) {
         Ok(())
     } else {
         Err(AppError::TooManyRequests)
@@ -127,14 +132,16 @@ fn allow_upload(state: &AppState, user: &User) -> Result<(), AppError> {
 /// `POST /rails/active_storage/direct_uploads` (Rails' `DirectUploadsController#create`): makes
 /// the blob record a direct upload will fill. Signed-in users only.
 pub async fn create_direct_upload(
-    State(state): State<SharedState>,
+    State(config): State<Arc<Config>>,
+    State(db): State<Db>,
+    State(storage): State<Arc<Storage>>,
     Extension(ctx): Extension<Ctx>,
 ) -> Result<Response, AppError> {
     let user = ctx.require_user()?;
     let request: DirectUploadRequest = serde_json::from_slice(&ctx.body)
         .map_err(|e| AppError::Unprocessable(format!("blob: {e}")))?;
     let b = request.blob;
-    if b.byte_size > state.storage.max_upload_bytes {
+    if b.byte_size > storage.max_upload_bytes {
         return Err(AppError::PayloadTooLarge);
     }
     let checksum_ok =
@@ -145,7 +152,7 @@ pub async fn create_direct_upload(
             "blob[checksum] must be a base64 MD5".into(),
         ));
     }
-    allow_upload(&state, user)?;
+    allow_upload(&storage, user)?;
     let filename = storage::sanitize_filename(&b.filename);
     let content_type = b
         .content_type
@@ -153,8 +160,8 @@ pub async fn create_direct_upload(
     let metadata = serde_json::json!({ UPLOADER_KEY: user.id }).to_string();
     let key = storage::new_key();
     let blob = quota::Quota {
-        pool: &state.pool,
-        bytes: state.config.max_storage_bytes_per_user,
+        pool: &db.pool,
+        bytes: config.max_storage_bytes_per_user,
     }
     .insert_blob(
         user.id,
@@ -163,18 +170,18 @@ pub async fn create_direct_upload(
             filename: &filename,
             content_type: content_type.as_deref(),
             metadata: &metadata,
-            service_name: state.storage.service_name(),
+            service_name: storage.service_name(),
             byte_size: i64::try_from(b.byte_size).unwrap_or(i64::MAX),
             checksum: Some(&b.checksum),
         },
     )
     .await?;
-    let mut json = blob_json(&state.storage.verifier, &blob);
+    let mut json = blob_json(&storage.verifier, &blob);
     let mut headers = serde_json::Map::new();
     if let Some(t) = &blob.content_type {
         headers.insert("Content-Type".into(), t.clone().into());
     }
-    let direct = state.storage.current().direct_upload(&blob).await;
+    let direct = storage.current().direct_upload(&blob).await;
     let url = match direct.map_err(|e| AppError::Internal(e.into()))? {
         DirectUpload::Presigned {
             url,
@@ -185,7 +192,7 @@ pub async fn create_direct_upload(
             }
             url
         }
-        DirectUpload::ThroughServer => state.storage.direct_upload_url(&blob, now_ms()),
+        DirectUpload::ThroughServer => storage.direct_upload_url(&blob, now_ms()),
     };
     json["direct_upload"] = serde_json::json!({
         "url": url,
@@ -198,19 +205,16 @@ pub async fn create_direct_upload(
 /// of a direct upload. The token names the key, type, length and checksum; anything else is
 /// refused (422) and nothing is kept. Identifies the type from the bytes.
 pub async fn upload_to_disk(
-    State(state): State<SharedState>,
+    State(db): State<Db>,
+    State(storage): State<Arc<Storage>>,
     Path(token): Path<String>,
     request: Request,
 ) -> Result<Response, AppError> {
-    let Some(claims) = state
-        .storage
-        .verifier
-        .verified(&token, "blob_token", now_ms())
-    else {
+    let Some(claims) = storage.verifier.verified(&token, "blob_token", now_ms()) else {
         return Ok(StatusCode::NOT_FOUND.into_response());
     };
     let key = claims.get("key").and_then(Value::as_str).unwrap_or("");
-    let Some(blob) = blobs::find_by_key(&state.pool, key)
+    let Some(blob) = blobs::find_by_key(&db.pool, key)
         .await?
         .filter(|b| b.service_name == storage::DISK_SERVICE)
     else {
@@ -247,15 +251,14 @@ pub async fn upload_to_disk(
             ));
         }
     }
-    if state.storage.disk.exists(&blob.key).await {
+    if storage.disk.exists(&blob.key).await {
         return Err(AppError::Unprocessable(
             "this blob was already uploaded".into(),
         ));
     }
-    let max = state.storage.max_upload_bytes;
+    let max = storage.max_upload_bytes;
     let stream = request.into_body().into_data_stream();
-    let written = state
-        .storage
+    let written = storage
         .disk
         .upload(
             &blob.key,
@@ -265,17 +268,17 @@ pub async fn upload_to_disk(
             checksum,
         )
         .await?;
-    identify_blob(&state, &blob, &written.head).await?;
+    identify_blob(&db, &blob, &written.head).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
 /// Sets a blob's content type from its first bytes and marks it identified.
-async fn identify_blob(state: &AppState, blob: &Blob, head: &[u8]) -> Result<(), AppError> {
+async fn identify_blob(db: &Db, blob: &Blob, head: &[u8]) -> Result<(), AppError> {
     let content_type = identify::content_type(head, &blob.filename);
     let mut metadata = blob.metadata_json();
     metadata.insert("identified".into(), true.into());
     blobs::update_identity(
-        &state.pool,
+        &db.pool,
         blob.id,
         Some(content_type),
         &serde_json::Value::Object(metadata).to_string(),
@@ -286,7 +289,9 @@ async fn identify_blob(state: &AppState, blob: &Blob, head: &[u8]) -> Result<(),
 
 /// Stores a file streamed in a multipart field as a new blob uploaded by `user`.
 async fn store_field(
-    state: &AppState,
+    config: &Config,
+    db: &Db,
+    storage: &Storage,
     user: &User,
     field: multer::Field<'static>,
 ) -> Result<Blob, AppError> {
@@ -302,7 +307,7 @@ async fn store_field(
             flag.store(true, std::sync::atomic::Ordering::Relaxed);
         }
     });
-    store_stream(state, user, filename, Box::pin(stream))
+    store_stream(config, db, storage, user, filename, Box::pin(stream))
         .await
         .map_err(|e| {
             if too_large.load(std::sync::atomic::Ordering::Relaxed) {
@@ -321,18 +326,22 @@ async fn store_field(
 /// 429 past the upload rate limit, 413 past the size limit or the uploader's storage quota,
 /// a storage or database failure.
 pub async fn store_bytes(
-    state: &AppState,
+    config: &Config,
+    db: &Db,
+    storage: &Storage,
     user: &User,
     filename: &str,
     bytes: bytes::Bytes,
 ) -> Result<Blob, AppError> {
     let filename = storage::sanitize_filename(filename);
     let stream = futures_util::stream::once(async move { Ok::<_, ()>(bytes) });
-    store_stream(state, user, filename, Box::pin(stream)).await
+    store_stream(config, db, storage, user, filename, Box::pin(stream)).await
 }
 
 async fn store_stream<S>(
-    state: &AppState,
+    config: &Config,
+    db: &Db,
+    storage: &Storage,
     user: &User,
     filename: String,
     stream: S,
@@ -340,12 +349,12 @@ async fn store_stream<S>(
 where
     S: futures_util::Stream<Item = Result<bytes::Bytes, ()>> + Unpin + Send,
 {
-    allow_upload(state, user)?;
+    allow_upload(storage, user)?;
     // Within the storage quota: cut at the bytes left, then inserted only if it still fits.
-    let max = state.storage.max_upload_bytes;
+    let max = storage.max_upload_bytes;
     let quota = quota::Quota {
-        pool: &state.pool,
-        bytes: state.config.max_storage_bytes_per_user,
+        pool: &db.pool,
+        bytes: config.max_storage_bytes_per_user,
     };
     let limit = match quota.room_left(user.id).await? {
         Some(0) => return Err(quota.refusal(user.id).await),
@@ -353,16 +362,11 @@ where
         None => max,
     };
     let key = storage::new_key();
-    let written = match state
-        .storage
-        .disk
-        .upload(&key, stream, limit, None, None)
-        .await
-    {
+    let written = match storage.disk.upload(&key, stream, limit, None, None).await {
         Err(UploadError::TooLarge(_)) if limit < max => return Err(quota.refusal(user.id).await),
         written => written?,
     };
-    let service_name = state.storage.promote(&key).await?;
+    let service_name = storage.promote(&key).await?;
     let content_type = identify::content_type(&written.head, &filename);
     let metadata = serde_json::json!({ UPLOADER_KEY: user.id, "identified": true }).to_string();
     let inserted = quota
@@ -382,7 +386,7 @@ where
     match inserted {
         Ok(blob) => Ok(blob),
         Err(e) => {
-            state.storage.delete(service_name, &key).await;
+            storage.delete(service_name, &key).await;
             Err(e)
         }
     }
@@ -429,17 +433,21 @@ pub fn is_multipart(headers: &HeaderMap) -> bool {
 /// declared length before reading anything) or past the uploader's storage quota
 /// ([`quota`]); nothing is kept when the form fails.
 pub async fn read_upload_form(
-    state: &AppState,
+    config: &Config,
+    db: &Db,
+    storage: &Storage,
     user: &User,
     request: Request,
     file_field: &str,
 ) -> Result<UploadForm, AppError> {
-    read_upload_form_any(state, user, request, &[file_field]).await
+    read_upload_form_any(config, db, storage, user, request, &[file_field]).await
 }
 
 /// [`read_upload_form`] whose file may come in any of `file_fields`.
 pub async fn read_upload_form_any(
-    state: &AppState,
+    config: &Config,
+    db: &Db,
+    storage: &Storage,
     user: &User,
     request: Request,
     file_fields: &[&str],
@@ -449,7 +457,7 @@ pub async fn read_upload_form_any(
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > state.storage.max_upload_bytes + MULTIPART_OVERHEAD) {
+    if declared.is_some_and(|n| n > storage.max_upload_bytes + MULTIPART_OVERHEAD) {
         return Err(AppError::PayloadTooLarge);
     }
     let boundary = request
@@ -459,9 +467,9 @@ pub async fn read_upload_form_any(
         .and_then(|v| multer::parse_boundary(v).ok())
         .ok_or_else(|| AppError::BadRequest("multipart form without a boundary".into()))?;
     let mut limits =
-        multer::SizeLimit::new().whole_stream(state.storage.max_upload_bytes + MULTIPART_OVERHEAD);
+        multer::SizeLimit::new().whole_stream(storage.max_upload_bytes + MULTIPART_OVERHEAD);
     for field in file_fields {
-        limits = limits.for_field(*field, state.storage.max_upload_bytes + 1);
+        limits = limits.for_field(*field, storage.max_upload_bytes + 1);
     }
     let constraints = multer::Constraints::new().size_limit(limits);
     let mut multipart = multer::Multipart::with_constraints(
@@ -477,7 +485,7 @@ pub async fn read_upload_form_any(
                 if form.blob.is_some() {
                     return Err(AppError::Unprocessable("one file per message".into()));
                 }
-                form.blob = Some(store_field(state, user, field).await?);
+                form.blob = Some(store_field(config, db, storage, user, field).await?);
             } else {
                 let text = field.text().await.map_err(multipart_error)?;
                 if text.len() > 64 * 1024 || form.fields.len() > 32 {
@@ -491,7 +499,7 @@ pub async fn read_upload_form_any(
     .await;
     if let Err(e) = result {
         if let Some(blob) = form.blob.take() {
-            purge_blob(state, blob.id).await;
+            purge_blob(db, storage, blob.id).await;
         }
         return Err(e);
     }
@@ -503,17 +511,14 @@ pub async fn read_upload_form_any(
 /// Two requests may both pass this check: the attachment's unique index lets one of them
 /// attach it ([`blobs::is_already_attached`] tells the others).
 pub async fn blob_for_attaching(
-    state: &AppState,
+    db: &Db,
+    storage: &Storage,
     user: &User,
     signed_id: &str,
 ) -> Result<Blob, AppError> {
     let refuse = || AppError::Unprocessable("message[attachment] is not an upload of yours".into());
-    let id = state
-        .storage
-        .verifier
-        .blob_id(signed_id)
-        .ok_or_else(refuse)?;
-    let blob = blobs::find(&state.pool, id).await?.ok_or_else(refuse)?;
+    let id = storage.verifier.blob_id(signed_id).ok_or_else(refuse)?;
+    let blob = blobs::find(&db.pool, id).await?.ok_or_else(refuse)?;
     if blob
         .metadata_json()
         .get(UPLOADER_KEY)
@@ -523,10 +528,10 @@ pub async fn blob_for_attaching(
         return Err(refuse());
     }
     // Checked again, atomically, by the attachment's unique index (migration 0016).
-    if !blobs::records_of(&state.pool, blob.id).await?.is_empty() {
+    if !blobs::records_of(&db.pool, blob.id).await?.is_empty() {
         return Err(AppError::Unprocessable(ALREADY_ATTACHED.into()));
     }
-    if !state.storage.exists(&blob).await {
+    if !storage.exists(&blob).await {
         return Err(AppError::Unprocessable(
             "the upload has not finished".into(),
         ));
@@ -535,20 +540,20 @@ pub async fn blob_for_attaching(
         return Ok(blob);
     }
     // Straight to the bucket: checked against its record now, then identified.
-    let head = state.storage.verify_upload(&blob).await.ok_or_else(|| {
+    let head = storage.verify_upload(&blob).await.ok_or_else(|| {
         AppError::Unprocessable("the upload does not match its size or checksum".into())
     })?;
-    identify_blob(state, &blob, &head).await?;
-    blobs::find(&state.pool, blob.id).await?.ok_or_else(refuse)
+    identify_blob(db, &blob, &head).await?;
+    blobs::find(&db.pool, blob.id).await?.ok_or_else(refuse)
 }
 
 /// Deletes a blob, its variants and their files, unless it is attached to something (then
 /// nothing is deleted: see [`blobs::delete`]).
-pub async fn purge_blob(state: &AppState, blob_id: i64) {
-    match blobs::delete(&state.pool, blob_id).await {
+pub async fn purge_blob(db: &Db, storage: &Storage, blob_id: i64) {
+    match blobs::delete(&db.pool, blob_id).await {
         Ok(gone) => {
             for (service, key) in gone {
-                state.storage.delete(&service, &key).await;
+                storage.delete(&service, &key).await;
             }
         }
         Err(e) => tracing::warn!(blob_id, error = %e, "purging a blob failed"),
@@ -557,12 +562,12 @@ pub async fn purge_blob(state: &AppState, blob_id: i64) {
 
 /// Purges the blobs of deleted messages, users and accounts, and direct uploads left unattached
 /// for a day (Rails' `ActiveStorage::PurgeJob` and `Blob.unattached` cleanup).
-pub async fn purge_orphans(state: &AppState) {
+pub async fn purge_orphans(db: &Db, storage: &Storage) {
     let before = now_ms() - storage::UNATTACHED_TTL.as_millis() as i64;
-    match blobs::orphans(&state.pool, before).await {
+    match blobs::orphans(&db.pool, before).await {
         Ok(ids) => {
             for id in ids {
-                purge_blob(state, id).await;
+                purge_blob(db, storage, id).await;
             }
         }
         Err(e) => tracing::warn!(error = %e, "finding orphaned blobs failed"),
@@ -575,7 +580,7 @@ pub fn spawn_purger(state: SharedState) -> tokio::task::JoinHandle<()> {
         let mut tick = tokio::time::interval(std::time::Duration::from_secs(3600));
         loop {
             tick.tick().await;
-            purge_orphans(&state).await;
+            purge_orphans(&state.db, &state.storage).await;
         }
     })
 }
@@ -593,48 +598,59 @@ pub fn spawn_processing(state: SharedState, room: Room, message_id: i64, blob: B
     if !(blob.is_image() || blob.is_video()) {
         return;
     }
-    tokio::spawn(
-        async move { process_and_broadcast(&state, &room, message_id, &blob, true).await },
-    );
+    tokio::spawn(async move {
+        process_and_broadcast(
+            &state.db,
+            &state.delivery,
+            &state.storage,
+            &room,
+            message_id,
+            &blob,
+            true,
+        )
+        .await
+    });
 }
 
 /// [`spawn_processing`]'s work, once the one processing slot is free: processes `blob` (when
 /// `decode`; otherwise, or when processing fails, only marks it analyzed), then broadcasts
 /// the message's `replace`.
 async fn process_and_broadcast(
-    state: &AppState,
+    db: &Db,
+    delivery: &Delivery,
+    storage: &Storage,
     room: &Room,
     message_id: i64,
     blob: &Blob,
     decode: bool,
 ) {
-    let Ok(_permit) = state.storage.processing.acquire().await else {
+    let Ok(_permit) = storage.processing.acquire().await else {
         return;
     };
     let processed = if decode {
-        process_message_file(state, blob).await
+        process_message_file(db, storage, blob).await
     } else {
         Err(anyhow::anyhow!("its processing was cut off twice"))
     };
     if let Err(e) = processed {
         tracing::info!(blob_id = blob.id, error = %e, "file not processed: shown as a file");
-        if let Err(e) = mark_analyzed(&state.pool, blob.id).await {
+        if let Err(e) = mark_analyzed(&db.pool, blob.id).await {
             tracing::warn!(blob_id = blob.id, error = %e, "marking a file analyzed failed");
             return;
         }
     }
-    match messages::find(&state.pool, room.id, message_id).await {
+    match messages::find(&db.pool, room.id, message_id).await {
         Ok(Some(message)) => {
             if let Err(e) = broadcasts::message_updated(
-                &state.broadcaster,
-                &state.storage.verifier,
+                &delivery.broadcaster,
+                &storage.verifier,
                 room,
                 &message,
             ) {
                 tracing::warn!(error = %e, "broadcasting a processed file failed");
             }
         }
-        Ok(None) => purge_orphans(state).await,
+        Ok(None) => purge_orphans(db, storage).await,
         Err(e) => tracing::warn!(error = %e, "reading a processed message failed"),
     }
 }
@@ -655,13 +671,13 @@ const RESUME_BATCH: i64 = 64;
 /// never delaying the listener (Rails' `ActiveStorage::AnalyzeJob` is likewise retried from
 /// its queue after a crash).
 pub fn spawn_resume_processing(state: SharedState) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move { resume_processing(&state).await })
+    tokio::spawn(async move { resume_processing(&state.db, &state.delivery, &state.storage).await })
 }
 
 /// [`spawn_resume_processing`]'s work, to its end.
-pub async fn resume_processing(state: &AppState) {
+pub async fn resume_processing(db: &Db, delivery: &Delivery, storage: &Storage) {
     // Files posted from now on are processed by their own posts.
-    let upto = match blobs::max_id(&state.pool).await {
+    let upto = match blobs::max_id(&db.pool).await {
         Ok(id) => id,
         Err(e) => {
             tracing::warn!(error = %e, "finding unprocessed files failed");
@@ -671,7 +687,7 @@ pub async fn resume_processing(state: &AppState) {
     let mut after = 0;
     let mut resumed = 0u64;
     loop {
-        let found = blobs::unprocessed_message_files(&state.pool, after, upto, RESUME_BATCH).await;
+        let found = blobs::unprocessed_message_files(&db.pool, after, upto, RESUME_BATCH).await;
         let files = match found {
             Ok(files) => files,
             Err(e) => {
@@ -684,7 +700,7 @@ pub async fn resume_processing(state: &AppState) {
         };
         after = last.id;
         for (room_id, message_id, blob) in files {
-            let room = match rooms::find(&state.pool, room_id).await {
+            let room = match rooms::find(&db.pool, room_id).await {
                 Ok(Some(room)) => room,
                 Ok(None) => continue,
                 Err(e) => {
@@ -694,7 +710,7 @@ pub async fn resume_processing(state: &AppState) {
             };
             let decode = !blob.metadata_json().contains_key(RESUMED_KEY);
             if decode {
-                match blobs::mark_unanalyzed(&state.pool, blob.id, RESUMED_KEY).await {
+                match blobs::mark_unanalyzed(&db.pool, blob.id, RESUMED_KEY).await {
                     Ok(true) => {}
                     // Analyzed meanwhile.
                     Ok(false) => continue,
@@ -704,7 +720,7 @@ pub async fn resume_processing(state: &AppState) {
                     }
                 }
             }
-            process_and_broadcast(state, &room, message_id, &blob, decode).await;
+            process_and_broadcast(db, delivery, storage, &room, message_id, &blob, decode).await;
             resumed += 1;
         }
     }
@@ -732,9 +748,8 @@ async fn mark_analyzed(pool: &sqlx::SqlitePool, blob_id: i64) -> anyhow::Result<
 }
 
 /// Analysis and the thumb variant of `blob`.
-async fn process_message_file(state: &AppState, blob: &Blob) -> anyhow::Result<()> {
-    let copy = state
-        .storage
+async fn process_message_file(db: &Db, storage: &Storage, blob: &Blob) -> anyhow::Result<()> {
+    let copy = storage
         .local_copy(blob)
         .await
         .ok_or_else(|| anyhow::anyhow!("the file is missing"))?;
@@ -767,27 +782,28 @@ async fn process_message_file(state: &AppState, blob: &Blob) -> anyhow::Result<(
         }
     }
     blobs::update_identity(
-        &state.pool,
+        &db.pool,
         blob.id,
         blob.content_type.as_deref(),
         &serde_json::Value::Object(metadata).to_string(),
     )
     .await?;
     if let Some(e) = encoded {
-        store_variant(state, blob, blobs::thumb_digest(), &e).await?;
+        store_variant(db, storage, blob, blobs::thumb_digest(), &e).await?;
     }
     Ok(())
 }
 
 /// Stores an encoded variant of `source` as a blob and records it under `digest`.
 pub async fn store_variant(
-    state: &AppState,
+    db: &Db,
+    storage: &Storage,
     source: &Blob,
     digest: &str,
     encoded: &process::Encoded,
 ) -> anyhow::Result<Blob> {
     let key = storage::new_key();
-    let service_name = state.storage.write(&key, &encoded.bytes).await?;
+    let service_name = storage.write(&key, &encoded.bytes).await?;
     let stem = source
         .filename
         .rsplit_once('.')
@@ -805,7 +821,7 @@ pub async fn store_variant(
         )
     };
     let variant = blobs::insert(
-        &state.pool,
+        &db.pool,
         &blobs::NewBlob {
             key: &key,
             filename: &filename,
@@ -817,26 +833,22 @@ pub async fn store_variant(
         },
     )
     .await?;
-    if !blobs::add_variant(&state.pool, source.id, digest, variant.id).await? {
-        purge_blob(state, variant.id).await;
+    if !blobs::add_variant(&db.pool, source.id, digest, variant.id).await? {
+        purge_blob(db, storage, variant.id).await;
         anyhow::bail!("the source blob is gone");
     }
     Ok(variant)
 }
 
 /// Whether `user` (None: signed out) may read `blob` (see the module docs).
-pub async fn can_read(
-    state: &AppState,
-    user: Option<&User>,
-    blob: &Blob,
-) -> Result<bool, AppError> {
+pub async fn can_read(db: &Db, user: Option<&User>, blob: &Blob) -> Result<bool, AppError> {
     let mut blob_id = blob.id;
     let mut uploader = blob
         .metadata_json()
         .get(UPLOADER_KEY)
         .and_then(serde_json::Value::as_i64);
     for _ in 0..2 {
-        let records = blobs::records_of(&state.pool, blob_id).await?;
+        let records = blobs::records_of(&db.pool, blob_id).await?;
         if records.is_empty() {
             return Ok(user.is_some_and(|u| Some(u.id) == uploader));
         }
@@ -847,18 +859,18 @@ pub async fn can_read(
                 record::USER if user.is_some() => return Ok(true),
                 record::MESSAGE => {
                     let (Some(user), Some(message)) =
-                        (user, messages::find_any(&state.pool, record_id).await?)
+                        (user, messages::find_any(&db.pool, record_id).await?)
                     else {
                         continue;
                     };
-                    if rooms::find_for_member(&state.pool, message.room_id, user.id)
+                    if rooms::find_for_member(&db.pool, message.room_id, user.id)
                         .await?
                         .is_some()
                     {
                         return Ok(true);
                     }
                 }
-                record::VARIANT => next = blobs::variant_source(&state.pool, record_id).await?,
+                record::VARIANT => next = blobs::variant_source(&db.pool, record_id).await?,
                 _ => {}
             }
         }
@@ -889,16 +901,18 @@ fn redirect(to: &str) -> Response {
     response
 }
 
-async fn readable_blob(state: &AppState, ctx: &Ctx, signed_id: &str) -> Result<Blob, AppError> {
-    let id = state
-        .storage
+async fn readable_blob(
+    db: &Db,
+    storage: &Storage,
+    ctx: &Ctx,
+    signed_id: &str,
+) -> Result<Blob, AppError> {
+    let id = storage
         .verifier
         .blob_id(signed_id)
         .ok_or(AppError::NotFound)?;
-    let blob = blobs::find(&state.pool, id)
-        .await?
-        .ok_or(AppError::NotFound)?;
-    if !can_read(state, ctx.user.as_ref(), &blob).await? {
+    let blob = blobs::find(&db.pool, id).await?.ok_or(AppError::NotFound)?;
+    if !can_read(db, ctx.user.as_ref(), &blob).await? {
         return Err(AppError::NotFound);
     }
     Ok(blob)
@@ -907,35 +921,36 @@ async fn readable_blob(state: &AppState, ctx: &Ctx, signed_id: &str) -> Result<B
 /// `GET /rails/active_storage/blobs/redirect/{signed_id}/{*filename}` (Rails'
 /// `Blobs::RedirectController#show`): 302 to an expiring disk URL, for readers only (404).
 pub async fn blob_redirect(
-    State(state): State<SharedState>,
+    State(db): State<Db>,
+    State(storage): State<Arc<Storage>>,
     Extension(ctx): Extension<Ctx>,
     Path((signed_id, _filename)): Path<(String, String)>,
     Query(query): Query<DispositionQuery>,
 ) -> Result<Response, AppError> {
-    let blob = readable_blob(&state, &ctx, &signed_id).await?;
+    let blob = readable_blob(&db, &storage, &ctx, &signed_id).await?;
     let download = query.disposition.as_deref() == Some("attachment");
-    Ok(redirect(&state.storage.disk_url(&blob, download, now_ms())))
+    Ok(redirect(&storage.disk_url(&blob, download, now_ms())))
 }
 
 /// `GET /rails/active_storage/representations/redirect/{signed_blob_id}/{variation_key}/{*filename}`
 /// (Rails' `Representations::RedirectController#show`): 302 to the variant's disk URL, or to
 /// the original's while the variant is not made (and for animated GIFs).
 pub async fn representation_redirect(
-    State(state): State<SharedState>,
+    State(db): State<Db>,
+    State(storage): State<Arc<Storage>>,
     Extension(ctx): Extension<Ctx>,
     Path((signed_id, variation_key, _filename)): Path<(String, String, String)>,
 ) -> Result<Response, AppError> {
-    let blob = readable_blob(&state, &ctx, &signed_id).await?;
-    let transformations = state
-        .storage
+    let blob = readable_blob(&db, &storage, &ctx, &signed_id).await?;
+    let transformations = storage
         .verifier
         .verified(&variation_key, "variation", 0)
         .ok_or(AppError::NotFound)?;
     let digest = crate::rails::active_storage::variation_digest(&transformations);
-    let target = blobs::variant(&state.pool, blob.id, &digest)
+    let target = blobs::variant(&db.pool, blob.id, &digest)
         .await?
         .unwrap_or(blob);
-    Ok(redirect(&state.storage.disk_url(&target, false, now_ms())))
+    Ok(redirect(&storage.disk_url(&target, false, now_ms())))
 }
 
 /// `GET /rails/active_storage/disk/{encoded_key}/{*filename}` (Rails' `DiskController#show`):
@@ -945,13 +960,12 @@ pub async fn representation_redirect(
 /// 206 with `Content-Range`, 416 with `Content-Range: bytes */<length>` past the end, the
 /// whole file (200, `Accept-Ranges: bytes`, a strong `ETag` for `If-Range`) otherwise.
 pub async fn serve_from_disk(
-    State(state): State<SharedState>,
+    State(storage): State<Arc<Storage>>,
     Path((token, _filename)): Path<(String, String)>,
     request_headers: HeaderMap,
 ) -> Result<Response, AppError> {
     use super::byte_ranges::{self, Selected};
-    let claims = state
-        .storage
+    let claims = storage
         .verifier
         .verified(&token, "blob_key", now_ms())
         .ok_or(AppError::NotFound)?;
@@ -960,11 +974,7 @@ pub async fn serve_from_disk(
         .get("service_name")
         .and_then(Value::as_str)
         .unwrap_or(storage::DISK_SERVICE);
-    let opened = state
-        .storage
-        .open(service, key)
-        .await
-        .ok_or(AppError::NotFound)?;
+    let opened = storage.open(service, key).await.ok_or(AppError::NotFound)?;
     let (len, etag) = (opened.len, opened.etag.clone());
     let selected = byte_ranges::select(&request_headers, &etag, len);
     let content_type =

@@ -5,6 +5,7 @@
 //! multipart with the CSRF token in `X-CSRF-Token` (`assets/js/first_run.js`), and the picture
 //! becomes the new user's avatar as the profile's upload would make it.
 
+use crate::db::Db;
 use askama::Template;
 use axum::extract::{Request, State};
 use axum::http::{header, StatusCode};
@@ -33,10 +34,10 @@ pub struct FirstRunPage<'a> {
 
 /// `GET /first_run`: the form, or 302 to `/` once the account exists.
 pub async fn show(
-    State(state): State<SharedState>,
+    State(db): State<Db>,
     Extension(ctx): Extension<Ctx>,
 ) -> Result<Response, AppError> {
-    if !accounts::needs_first_run(&state.pool).await? {
+    if !accounts::needs_first_run(&db.pool).await? {
         return Ok(found("/"));
     }
     let token = ctx.csrf_token();
@@ -58,7 +59,7 @@ pub async fn create(
     Extension(ctx): Extension<Ctx>,
     request: Request,
 ) -> Result<Response, AppError> {
-    if !accounts::needs_first_run(&state.pool).await? {
+    if !accounts::needs_first_run(&state.db.pool).await? {
         return Ok(found("/"));
     }
     let headers = request.headers().clone();
@@ -71,7 +72,7 @@ pub async fn create(
     let name = fields::required(&form, "user[name]", MAX_NAME_CHARS)?;
     let email = fields::email(&form, "user[email_address]")?;
     let digest = hash_password(form.get("user[password]").unwrap_or("")).await?;
-    let Some(created) = accounts::first_run(&state.pool, &name, &email, &digest).await? else {
+    let Some(created) = accounts::first_run(&state.db.pool, &name, &email, &digest).await? else {
         return Ok(found("/"));
     };
     tracing::info!(user_id = created.user_id, "first run: account created");
@@ -80,7 +81,15 @@ pub async fn create(
             tracing::info!(user_id = created.user_id, error = ?e, "first run: avatar not kept");
         }
     }
-    start_session(&state, &ctx, &headers, created.user_id).await
+    start_session(
+        &state.config,
+        &state.db,
+        &state.keys,
+        &ctx,
+        &headers,
+        created.user_id,
+    )
+    .await
 }
 
 /// The text fields and the avatar (its file name and bytes, when a file was picked) of a
@@ -147,9 +156,17 @@ async fn store_avatar(
     filename: &str,
     bytes: bytes::Bytes,
 ) -> Result<(), AppError> {
-    let user = crate::db::users::find(&state.pool, user_id)
+    let user = crate::db::users::find(&state.db.pool, user_id)
         .await?
         .ok_or(AppError::NotFound)?;
-    let blob = files::store_bytes(state, &user, filename, bytes).await?;
-    super::avatars::attach_avatar(state, user_id, &blob).await
+    let blob = files::store_bytes(
+        &state.config,
+        &state.db,
+        &state.storage,
+        &user,
+        filename,
+        bytes,
+    )
+    .await?;
+    super::avatars::attach_avatar(&state.db, &state.storage, user_id, &blob).await
 }

@@ -36,7 +36,7 @@ async fn call(
     let auth = headers
         .get(axum::http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
-    if !crate::anycable::bearer_matches(auth, &state.internal_key) {
+    if !crate::anycable::bearer_matches(auth, &state.keys.internal_key) {
         return StatusCode::NOT_FOUND.into_response();
     }
     match answer(&state, &op, &body).await {

@@ -2,11 +2,15 @@
 //! routed as `join/:join_code`): a wrong code is a 404; signed-in people are sent to `/`.
 //! The new member gets a membership in every open room and is signed in.
 
+use crate::config::Config;
+use crate::db::Db;
+use crate::rails::Keys;
 use askama::Template;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use axum::Extension;
+use std::sync::Arc;
 use subtle::ConstantTimeEq;
 
 use super::context::Ctx;
@@ -15,7 +19,6 @@ use super::fields::{self, MAX_NAME_CHARS};
 use super::respond::found;
 use super::sessions::{hash_password, start_session};
 use crate::db::{accounts, users};
-use crate::state::SharedState;
 
 /// The sign-up form (`templates/users/new.html`).
 #[derive(Template, Debug)]
@@ -30,10 +33,8 @@ pub struct JoinPage<'a> {
 }
 
 /// The account when `code` is its join code (compared in constant time), else 404.
-async fn verify_join_code(state: &SharedState, code: &str) -> Result<accounts::Account, AppError> {
-    let account = accounts::find(&state.pool)
-        .await?
-        .ok_or(AppError::NotFound)?;
+async fn verify_join_code(db: &Db, code: &str) -> Result<accounts::Account, AppError> {
+    let account = accounts::find(&db.pool).await?.ok_or(AppError::NotFound)?;
     let equal: bool = account.join_code.as_bytes().ct_eq(code.as_bytes()).into();
     if equal {
         Ok(account)
@@ -44,11 +45,11 @@ async fn verify_join_code(state: &SharedState, code: &str) -> Result<accounts::A
 
 /// `GET /join/{join_code}`: the sign-up form; 404 for a wrong code; 302 to `/` when signed in.
 pub async fn new(
-    State(state): State<SharedState>,
+    State(db): State<Db>,
     Extension(ctx): Extension<Ctx>,
     Path(code): Path<String>,
 ) -> Result<Response, AppError> {
-    let account = verify_join_code(&state, &code).await?;
+    let account = verify_join_code(&db, &code).await?;
     if ctx.user.is_some() {
         return Ok(found("/"));
     }
@@ -66,20 +67,22 @@ pub async fn new(
 /// field, 302 to `/session/new` (nothing created) when the address is taken, 302 to `/` when
 /// already signed in.
 pub async fn create(
-    State(state): State<SharedState>,
+    State(config): State<Arc<Config>>,
+    State(db): State<Db>,
+    State(keys): State<Keys>,
     Extension(ctx): Extension<Ctx>,
     Path(code): Path<String>,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
-    verify_join_code(&state, &code).await?;
+    verify_join_code(&db, &code).await?;
     if ctx.user.is_some() {
         return Ok(found("/"));
     }
     let name = fields::required(&ctx.form, "user[name]", MAX_NAME_CHARS)?;
     let email = fields::email(&ctx.form, "user[email_address]")?;
     let digest = hash_password(ctx.form.get("user[password]").unwrap_or("")).await?;
-    match users::create_member(&state.pool, &name, &email, &digest).await? {
-        Some(id) => start_session(&state, &ctx, &headers, id).await,
+    match users::create_member(&db.pool, &name, &email, &digest).await? {
+        Some(id) => start_session(&config, &db, &keys, &ctx, &headers, id).await,
         None => Ok(found("/session/new")),
     }
 }

@@ -2,6 +2,8 @@
 //! (`GET /qr_code/{id}`, Campfire's `QrCodeController`) and the transfer link
 //! (Campfire's `User::Transferable`).
 
+use crate::config::Config;
+use crate::rails::Keys;
 use std::time::{Duration, SystemTime};
 
 use axum::extract::Path;
@@ -12,7 +14,6 @@ use base64::Engine as _;
 
 use super::context::Ctx;
 use super::error::AppError;
-use crate::state::AppState;
 
 /// How long a transfer link signs in (Campfire's `TRANSFER_LINK_EXPIRY_DURATION`, 4 hours).
 pub const TRANSFER_LINK_EXPIRY: Duration = Duration::from_secs(4 * 3600);
@@ -23,8 +24,8 @@ pub const MAX_QR_URL_BYTES: usize = 2048;
 
 /// `scheme://host` of the request: `https` when it came over TLS (or the server runs in
 /// production), the `Host` header's value (`localhost` when missing or not printable ASCII).
-pub fn origin(ctx: &Ctx, headers: &HeaderMap, state: &AppState) -> String {
-    origin_for(ctx, headers, state.config.production)
+pub fn origin(ctx: &Ctx, headers: &HeaderMap, config: &Config) -> String {
+    origin_for(ctx, headers, config.production)
 }
 
 /// [`origin`] from `--production` alone (`https` in production or over TLS).
@@ -52,8 +53,8 @@ pub fn qr_path(url: &str) -> String {
 }
 
 /// A new transfer id of `user_id`, valid for [`TRANSFER_LINK_EXPIRY`] (`User#transfer_id`).
-pub fn transfer_id(state: &AppState, user_id: i64) -> String {
-    state.signed_ids.generate(
+pub fn transfer_id(keys: &Keys, user_id: i64) -> String {
+    keys.signed_ids.generate(
         TRANSFER_PURPOSE.0,
         TRANSFER_PURPOSE.1,
         user_id,
@@ -63,9 +64,8 @@ pub fn transfer_id(state: &AppState, user_id: i64) -> String {
 
 /// The user id a transfer id names, if it is genuine and not expired (the caller checks the
 /// user is active: `User.active.find_by_transfer_id`).
-pub fn find_by_transfer_id(state: &AppState, id: &str) -> Option<i64> {
-    state
-        .signed_ids
+pub fn find_by_transfer_id(keys: &Keys, id: &str) -> Option<i64> {
+    keys.signed_ids
         .verify(TRANSFER_PURPOSE.0, TRANSFER_PURPOSE.1, id)
 }
 
@@ -90,10 +90,10 @@ impl ShareLink {
 }
 
 /// The transfer link of `user_id` on this server.
-pub fn transfer_link(state: &AppState, origin: &str, user_id: i64) -> ShareLink {
+pub fn transfer_link(keys: &Keys, origin: &str, user_id: i64) -> ShareLink {
     ShareLink::to_path(
         origin,
-        &format!("/session/transfers/{}", transfer_id(state, user_id)),
+        &format!("/session/transfers/{}", transfer_id(keys, user_id)),
     )
 }
 

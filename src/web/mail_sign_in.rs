@@ -20,6 +20,10 @@
 //!   hidden until an administrator sets it (a link built from the request's `Host` could be
 //!   pointed elsewhere by whoever asks).
 
+use crate::db::Db;
+use crate::outbox::Outbox;
+use crate::pubsub::Delivery;
+use crate::rate_limit::Limits;
 use std::time::{Instant, SystemTime};
 
 use askama::Template;
@@ -95,14 +99,16 @@ fn email_of(ctx: &Ctx) -> String {
 /// # Errors
 /// 404 without mail; 429 past the sign-in limit.
 pub async fn request_code(
-    State(state): State<SharedState>,
+    State(db): State<Db>,
+    State(limits): State<Limits>,
+    State(outbox): State<Outbox>,
     Extension(ctx): Extension<Ctx>,
 ) -> Result<Response, AppError> {
-    require_mail(&state.mailer)?;
-    limit(&state.login_limiter, &ctx)?;
+    require_mail(&outbox.mailer)?;
+    limit(&limits.login, &ctx)?;
     let email = email_of(&ctx);
-    let account = state.account_settings.get(&state.pool).await?.name.clone();
-    let (pool, mailer, address) = (state.pool.clone(), state.mailer.clone(), email.clone());
+    let account = db.account_settings.get(&db.pool).await?.name.clone();
+    let (pool, mailer, address) = (db.pool.clone(), outbox.mailer.clone(), email.clone());
     tokio::spawn(async move {
         if let Err(e) = send_code(&pool, &mailer, &account, &address).await {
             tracing::warn!(error = %e, "sign-in code not sent");
@@ -152,27 +158,35 @@ pub async fn verify_code(
     Extension(ctx): Extension<Ctx>,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
-    require_mail(&state.mailer)?;
-    limit(&state.login_limiter, &ctx)?;
+    require_mail(&state.outbox.mailer)?;
+    limit(&state.limits.login, &ctx)?;
     let email = email_of(&ctx);
     let code = ctx.form.get("code").unwrap_or("").trim();
-    let keys = state.mailer.keys().ok_or(AppError::NotFound)?;
-    let user = users::find_active_for_login(&state.pool, &email)
+    let keys = state.outbox.mailer.keys().ok_or(AppError::NotFound)?;
+    let user = users::find_active_for_login(&state.db.pool, &email)
         .await?
         .map(|(user, _)| user);
     let live = match &user {
-        Some(user) => sign_in_codes::live_digest(&state.pool, user.id).await?,
+        Some(user) => sign_in_codes::live_digest(&state.db.pool, user.id).await?,
         None => None,
     };
     if let (Some(user), Some((code_id, digest))) = (&user, &live) {
         let well_formed = code.len() == 6 && code.bytes().all(|b| b.is_ascii_digit());
         if well_formed && keys.code_matches(user.id, code, digest) {
-            if sign_in_codes::consume(&state.pool, *code_id).await? {
+            if sign_in_codes::consume(&state.db.pool, *code_id).await? {
                 tracing::info!(user_id = user.id, "signed in with an e-mailed code");
-                return start_session(&state, &ctx, &headers, user.id).await;
+                return start_session(
+                    &state.config,
+                    &state.db,
+                    &state.keys,
+                    &ctx,
+                    &headers,
+                    user.id,
+                )
+                .await;
             }
         } else {
-            sign_in_codes::count_failure(&state.pool, *code_id).await?;
+            sign_in_codes::count_failure(&state.db.pool, *code_id).await?;
         }
     }
     tracing::info!(ip = %ctx.ip, "failed sign-in with a code");
@@ -226,14 +240,16 @@ pub async fn new_reset(
 /// # Errors
 /// 404 without mail or site address; 429 past the sign-in limit.
 pub async fn request_reset(
-    State(state): State<SharedState>,
+    State(db): State<Db>,
+    State(limits): State<Limits>,
+    State(outbox): State<Outbox>,
     Extension(ctx): Extension<Ctx>,
 ) -> Result<Response, AppError> {
-    let site = site_url(&state.pool, &state.mailer).await?;
-    limit(&state.login_limiter, &ctx)?;
+    let site = site_url(&db.pool, &outbox.mailer).await?;
+    limit(&limits.login, &ctx)?;
     let email = email_of(&ctx);
-    let account = state.account_settings.get(&state.pool).await?.name.clone();
-    let (pool, mailer, address) = (state.pool.clone(), state.mailer.clone(), email.clone());
+    let account = db.account_settings.get(&db.pool).await?.name.clone();
+    let (pool, mailer, address) = (db.pool.clone(), outbox.mailer.clone(), email.clone());
     tokio::spawn(async move {
         if let Err(e) = send_reset(&pool, &mailer, &account, &address, &site).await {
             tracing::warn!(error = %e, "password reset link not sent");
@@ -372,14 +388,15 @@ pub async fn edit_reset(
 /// # Errors
 /// 404 without mail or site address; 429 past the sign-in limit; database failures.
 pub async fn update_reset(
-    State(state): State<SharedState>,
+    State(sign_in): State<super::sessions::SignIn>,
+    State(delivery): State<Delivery>,
     Extension(ctx): Extension<Ctx>,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
-    site_url(&state.pool, &state.mailer).await?;
-    limit(&state.login_limiter, &ctx)?;
+    site_url(&sign_in.db.pool, &sign_in.outbox.mailer).await?;
+    limit(&sign_in.limits.login, &ctx)?;
     let token = ctx.form.get("token").unwrap_or("").to_owned();
-    let Some(user_id) = resolve(&state.pool, &state.mailer, &token).await? else {
+    let Some(user_id) = resolve(&sign_in.db.pool, &sign_in.outbox.mailer, &token).await? else {
         return dead_link(&ctx);
     };
     let password = ctx.form.get("password").unwrap_or("");
@@ -397,12 +414,21 @@ pub async fn update_reset(
         return page(StatusCode::UNPROCESSABLE_ENTITY, html);
     }
     let digest = hash_password(password).await?;
-    let change = users::update_credentials(&state.pool, user_id, None, Some(&digest), None).await?;
+    let change =
+        users::update_credentials(&sign_in.db.pool, user_id, None, Some(&digest), None).await?;
     if let users::CredentialsChange::Done { sessions_ended } = change {
         for session in &sessions_ended {
-            super::users::close_session(&state, user_id, session);
+            super::users::close_session(&delivery, user_id, session);
         }
     }
     tracing::info!(user_id, "password reset by e-mailed link");
-    start_session(&state, &ctx, &headers, user_id).await
+    start_session(
+        &sign_in.config,
+        &sign_in.db,
+        &sign_in.keys,
+        &ctx,
+        &headers,
+        user_id,
+    )
+    .await
 }

@@ -4,10 +4,17 @@
 //! A post is stored in one transaction with its membership updates and only then handed to
 //! the fan-out engine; the response never waits for a socket write.
 
-use axum::extract::{Path, Request, State};
+use crate::config::Config;
+use crate::db::Db;
+use crate::outbox::Outbox;
+use crate::pubsub::Delivery;
+use crate::rails::Keys;
+use crate::storage::Storage;
+use axum::extract::{FromRef, Path, Request, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use axum::Extension;
+use std::sync::Arc;
 
 use super::context::Ctx;
 use super::error::AppError;
@@ -22,7 +29,7 @@ use crate::db::{messages, users};
 use crate::metrics::PostSource;
 use crate::render;
 use crate::rich_text;
-use crate::state::{AppState, SharedState};
+use crate::state::SharedState;
 
 /// Longest accepted `client_message_id`, in bytes.
 pub const MAX_CLIENT_MESSAGE_ID: usize = 64;
@@ -46,7 +53,8 @@ pub const BODY_FORMAT_FIELD: &str = "message[body_format]";
 /// 413 past [`rich_text::MAX_BODY_BYTES`]; 422 for a body with nothing left to show or HTML
 /// nested deeper than [`rich_text::MAX_NESTING`]; a database failure.
 pub async fn body_from_form(
-    state: &AppState,
+    db: &Db,
+    keys: &Keys,
     room_id: i64,
     text: &str,
     format: Option<&str>,
@@ -67,14 +75,13 @@ pub async fn body_from_form(
             .sgids()
             .iter()
             .filter_map(|sgid| {
-                state
-                    .sgids
+                keys.sgids
                     .verify(sgid, "User", crate::rails::ATTACHABLE_PURPOSE, now)
                     .map(|id| (sgid.clone(), id))
             })
             .collect();
         let ids: Vec<i64> = verified.iter().map(|(_, id)| *id).collect();
-        let members = messages::mentionable(&state.pool, room_id, &ids).await?;
+        let members = messages::mentionable(&db.pool, room_id, &ids).await?;
         let people = verified
             .into_iter()
             .filter_map(|(sgid, id)| {
@@ -125,7 +132,7 @@ fn client_message_id(given: Option<&str>) -> Result<String, AppError> {
 /// failed; nothing stored); a database failure (nothing stored); a render failure (stored,
 /// not broadcast).
 pub async fn post_message(
-    state: &AppState,
+    posting: &Posting,
     room: &Room,
     author: &User,
     body: &rich_text::Body,
@@ -144,7 +151,11 @@ pub async fn post_message(
         body: &body.html,
         plain_text: Some(&body.plain_text),
         attachment_blob_id: attachment.map(|b| b.id),
-        creator_avatar: state.storage.avatars.get(&state.pool, author.id).await?,
+        creator_avatar: posting
+            .storage
+            .avatars
+            .get(&posting.db.pool, author.id)
+            .await?,
     };
     let mentioned: Vec<i64> = body
         .mentionee_ids
@@ -156,22 +167,22 @@ pub async fn post_message(
     // the parent's and the people it mentions follow the thread before the post's commit
     // (their unread marks and pushes are the post's).
     let thread = if room.kind.is_thread() {
-        Some(super::threads::admit_reply(&state.pool, room.id, author, &mentioned).await?)
+        Some(super::threads::admit_reply(&posting.db.pool, room.id, author, &mentioned).await?)
     } else {
         None
     };
     // Drawn before the write lock: the partial needs only the message's id and time from it.
     let shown = body.shown();
     let (broadcaster, urls, at, notified) = (
-        state.broadcaster.clone(),
-        state.storage.verifier.clone(),
+        posting.delivery.broadcaster.clone(),
+        posting.storage.verifier.clone(),
         room.clone(),
         mentioned.clone(),
     );
     let (message, appended) = messages::create_then(
-        &state.pool,
-        &state.auth_cache,
-        &state.commits,
+        &posting.db.pool,
+        &posting.db.auth_cache,
+        &posting.db.commits,
         &new,
         move |message, member_ids| {
             broadcasts::message_created(
@@ -198,9 +209,9 @@ pub async fn post_message(
         Some(d) if d.is_foreign_key_violation() => AppError::NotFound,
         _ => AppError::from(e),
     })?;
-    queue_pushes(state, room, author, &message, body, mentioned);
+    queue_pushes(&posting.outbox, room, author, &message, body, mentioned);
     if let Some(thread) = &thread {
-        super::threads::after_reply(&state.pool, &state.broadcaster, thread).await;
+        super::threads::after_reply(&posting.db.pool, &posting.delivery.broadcaster, thread).await;
     }
     Ok((message, appended?))
 }
@@ -210,7 +221,7 @@ pub async fn post_message(
 /// but its author (told on their unread stream at the commit, [`broadcasts::message_created`]).
 /// The push worker finds the recipients ([`crate::push`]).
 fn queue_pushes(
-    state: &AppState,
+    outbox: &Outbox,
     room: &Room,
     author: &User,
     message: &messages::Message,
@@ -224,7 +235,7 @@ fn queue_pushes(
         &body.plain_text,
         format!("/rooms/{}/@{}", room.id, message.id),
     );
-    state.pusher.enqueue(crate::push::Job {
+    outbox.pusher.enqueue(crate::push::Job {
         room_id: room.id,
         creator_id: author.id,
         mentionee_ids: mentioned,
@@ -236,7 +247,8 @@ fn queue_pushes(
 /// The body of a post that may carry a file: with a file, a blank text is an empty body (a
 /// file's message, as Campfire's posts of one file each); otherwise [`body_from_form`].
 async fn body_with_file(
-    state: &AppState,
+    db: &Db,
+    keys: &Keys,
     room_id: i64,
     text: &str,
     format: Option<&str>,
@@ -245,7 +257,7 @@ async fn body_with_file(
     if has_file && text.trim().is_empty() {
         return Ok(rich_text::Body::empty());
     }
-    body_from_form(state, room_id, text, format).await
+    body_from_form(db, keys, room_id, text, format).await
 }
 
 /// What a post form carries.
@@ -268,7 +280,9 @@ pub const ALSO_SEND_FIELD: &str = "also_send_to_room";
 /// blob id, as `@rails/activestorage` forms send it) or from a multipart form
 /// (`message[attachment]` the file, as Campfire's composer sends it; stored as a new blob).
 async fn post_fields(
-    state: &AppState,
+    config: &Config,
+    db: &Db,
+    storage: &Storage,
     ctx: &Ctx,
     user: &User,
     request: Request,
@@ -278,7 +292,7 @@ async fn post_fields(
     const TEXT: &str = "message[body]";
     const CID: &str = "message[client_message_id]";
     if files::is_multipart(headers) {
-        let form = files::read_upload_form(state, user, request, FILE).await?;
+        let form = files::read_upload_form(config, db, storage, user, request, FILE).await?;
         return Ok(PostFields {
             text: form.get(TEXT).unwrap_or("").to_owned(),
             format: form.get(BODY_FORMAT_FIELD).map(str::to_owned),
@@ -289,7 +303,7 @@ async fn post_fields(
         });
     }
     let blob = match ctx.form.get(FILE).filter(|v| !v.is_empty()) {
-        Some(signed_id) => Some(files::blob_for_attaching(state, user, signed_id).await?),
+        Some(signed_id) => Some(files::blob_for_attaching(db, storage, user, signed_id).await?),
         None => None,
     };
     Ok(PostFields {
@@ -300,6 +314,23 @@ async fn post_fields(
         blob,
         uploaded_here: false,
     })
+}
+
+handles_of! {
+    /// What posting and editing touch: the database (the write and group commit), the
+    /// broadcaster, the mention signer, the files (an attachment) and the outbox (pushes).
+    pub struct Posting {
+        /// The database.
+        db: Db,
+        /// The broadcaster.
+        delivery: Delivery,
+        /// The mention signer.
+        keys: Keys,
+        /// Active Storage.
+        storage: Arc<Storage>,
+        /// Pushes.
+        outbox: Outbox,
+    }
 }
 
 /// Posts `fields` as `author`; when the post fails, purges a blob the request itself uploaded;
@@ -323,8 +354,24 @@ async fn post_with_file(
             Some(cid) => cid,
             None => messages::new_client_message_id(),
         };
-        let body = body_with_file(state, room.id, &text, format.as_deref(), blob.is_some()).await?;
-        post_message(state, room, author, &body, &cid, blob.as_ref()).await
+        let body = body_with_file(
+            &state.db,
+            &state.keys,
+            room.id,
+            &text,
+            format.as_deref(),
+            blob.is_some(),
+        )
+        .await?;
+        post_message(
+            &Posting::from_ref(state),
+            room,
+            author,
+            &body,
+            &cid,
+            blob.as_ref(),
+        )
+        .await
     }
     .await;
     match posted {
@@ -336,7 +383,7 @@ async fn post_with_file(
         }
         Err(e) => {
             if let (Some(blob), true) = (blob, uploaded_here) {
-                files::purge_blob(state, blob.id).await;
+                files::purge_blob(&state.db, &state.storage, blob.id).await;
             }
             Err(e)
         }
@@ -392,12 +439,21 @@ pub async fn create(
     request: Request,
 ) -> Result<Response, AppError> {
     let started = std::time::Instant::now();
-    let fields = post_fields(&state, &ctx, &user, request, &headers).await?;
+    let fields = post_fields(
+        &state.config,
+        &state.db,
+        &state.storage,
+        &ctx,
+        &user,
+        request,
+        &headers,
+    )
+    .await?;
     let cid = match client_message_id(fields.client_message_id.as_deref()) {
         Ok(cid) => cid,
         Err(e) => {
             if let (Some(blob), true) = (fields.blob, fields.uploaded_here) {
-                files::purge_blob(&state, blob.id).await;
+                files::purge_blob(&state.db, &state.storage, blob.id).await;
             }
             return Err(e);
         }
@@ -433,21 +489,30 @@ pub async fn create_by_bot(
     request: Request,
 ) -> Result<Response, AppError> {
     let started = std::time::Instant::now();
-    let Some(bot) = users::authenticate_bot(&state.pool, &bot_key).await? else {
+    let Some(bot) = users::authenticate_bot(&state.db.pool, &bot_key).await? else {
         return Ok(StatusCode::UNAUTHORIZED.into_response());
     };
     let Ok(room_id) = parse_id(&room_id) else {
         return Ok(StatusCode::NOT_FOUND.into_response());
     };
     let Some(room) = state
+        .db
         .auth_cache
-        .find_for_member(&state.pool, room_id, bot.id)
+        .find_for_member(&state.db.pool, room_id, bot.id)
         .await?
     else {
         return Ok(StatusCode::NOT_FOUND.into_response());
     };
     let fields = if files::is_multipart(&headers) {
-        let form = files::read_upload_form(&state, &bot, request, "attachment").await?;
+        let form = files::read_upload_form(
+            &state.config,
+            &state.db,
+            &state.storage,
+            &bot,
+            request,
+            "attachment",
+        )
+        .await?;
         PostFields {
             text: form.get("body").unwrap_or("").to_owned(),
             format: None,
@@ -484,15 +549,15 @@ pub async fn create_by_bot(
 /// # Errors
 /// Those of [`body_from_form`]; a database or rendering failure.
 pub async fn edit_body(
-    state: &SharedState,
+    posting: &Posting,
     room: &Room,
     message_id: i64,
     text: &str,
     format: Option<&str>,
 ) -> Result<Option<String>, AppError> {
-    let body = body_from_form(state, room.id, text, format).await?;
+    let body = body_from_form(&posting.db, &posting.keys, room.id, text, format).await?;
     let Some(updated) = messages::update_body(
-        &state.pool,
+        &posting.db.pool,
         room.id,
         message_id,
         &body.html,
@@ -503,8 +568,8 @@ pub async fn edit_body(
         return Ok(None);
     };
     Ok(Some(broadcasts::message_updated(
-        &state.broadcaster,
-        &state.storage.verifier,
+        &posting.delivery.broadcaster,
+        &posting.storage.verifier,
         room,
         &updated,
     )?))
@@ -536,14 +601,14 @@ pub async fn edit(
 /// for a post): the creator (or an administrator) edits; broadcasts a `replace`. 422 for a
 /// blank body, 413 for one too long.
 pub async fn update(
-    State(state): State<SharedState>,
+    State(posting): State<Posting>,
     Extension(ctx): Extension<Ctx>,
     EditableMessage { room, message }: EditableMessage,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
     let text = ctx.form.get("message[body]").unwrap_or("");
     let format = ctx.form.get(BODY_FORMAT_FIELD);
-    let html = edit_body(&state, &room, message.id, text, format)
+    let html = edit_body(&posting, &room, message.id, text, format)
         .await?
         .ok_or(AppError::NotFound)?;
     Ok(stream_or_back(&headers, html, room.id))
@@ -552,16 +617,18 @@ pub async fn update(
 /// `DELETE /rooms/{room_id}/messages/{id}`: the creator (or an administrator) deletes;
 /// broadcasts a `remove`.
 pub async fn destroy(
-    State(state): State<SharedState>,
+    State(db): State<Db>,
+    State(delivery): State<Delivery>,
+    State(storage): State<Arc<Storage>>,
     EditableMessage { room, message }: EditableMessage,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
-    let removed = messages::delete(&state.pool, room.id, message.id)
+    let removed = messages::delete(&db.pool, room.id, message.id)
         .await?
         .ok_or(AppError::NotFound)?;
-    let html = broadcasts::message_removed(&state.broadcaster, &room, &removed);
+    let html = broadcasts::message_removed(&delivery.broadcaster, &room, &removed);
     if removed.attachment.is_some() {
-        files::purge_orphans(&state).await;
+        files::purge_orphans(&db, &storage).await;
     }
     Ok(stream_or_back(&headers, html, room.id))
 }
@@ -569,7 +636,8 @@ pub async fn destroy(
 /// `POST /messages/{id}/boosts` with `boost[content]` (at most 16 characters): broadcasts an
 /// `append` to the message's boosts container; answered by [`super::boosts::boosted`].
 pub async fn boost(
-    State(state): State<SharedState>,
+    State(db): State<Db>,
+    State(delivery): State<Delivery>,
     Extension(ctx): Extension<Ctx>,
     MemberMessage {
         user,
@@ -585,8 +653,8 @@ pub async fn boost(
         ));
     }
     super::fields::refuse_unsafe_chars("boost[content]", content)?;
-    let boost = messages::boost(&state.pool, message.id, user.id, &user.name, content).await?;
-    let html = broadcasts::boost_created(&state.broadcaster, &room, &message, &boost);
+    let boost = messages::boost(&db.pool, message.id, user.id, &user.name, content).await?;
+    let html = broadcasts::boost_created(&delivery.broadcaster, &room, &message, &boost);
     Ok(super::boosts::boosted(&headers, html, &room, &message))
 }
 
@@ -597,24 +665,32 @@ pub async fn boost(
 /// # Errors
 /// As [`post_message`]; 404 when the parent room is gone.
 async fn also_send_to_room(
-    state: &crate::state::AppState,
+    state: &SharedState,
     thread_room: &crate::db::rooms::Room,
     author: &User,
     text: &str,
     format: Option<&str>,
 ) -> Result<(), AppError> {
-    let thread = crate::db::threads::find(&state.pool, thread_room.id)
+    let thread = crate::db::threads::find(&state.db.pool, thread_room.id)
         .await?
         .ok_or(AppError::NotFound)?;
-    let parent_room = crate::db::rooms::find(&state.pool, thread.parent_room_id)
+    let parent_room = crate::db::rooms::find(&state.db.pool, thread.parent_room_id)
         .await?
         .ok_or(AppError::NotFound)?;
     if text.trim().is_empty() {
         return Ok(());
     }
-    let body = body_from_form(state, parent_room.id, text, format).await?;
+    let body = body_from_form(&state.db, &state.keys, parent_room.id, text, format).await?;
     let cid = crate::db::messages::new_client_message_id();
-    post_message(state, &parent_room, author, &body, &cid, None).await?;
+    post_message(
+        &Posting::from_ref(state),
+        &parent_room,
+        author,
+        &body,
+        &cid,
+        None,
+    )
+    .await?;
     Ok(())
 }
 

@@ -48,6 +48,36 @@
 //!
 //! `/cable` and `/metrics` are mounted by the wiring (`app`), beside these routes.
 
+/// Declares a handle made of handles: a `Clone` struct of the named fields, each a handle of
+/// the state, and its `FromRef` from any state that gives each of them (so the struct never
+/// names the state). For routes that use many handles together.
+macro_rules! handles_of {
+    (
+        $(#[$meta:meta])*
+        $vis:vis struct $name:ident {
+            $($(#[$field_meta:meta])* $field:ident: $ty:ty),* $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Clone, Debug)]
+        $vis struct $name {
+            $($(#[$field_meta])* pub $field: $ty),*
+        }
+
+        impl<S> axum::extract::FromRef<S> for $name
+        where
+            S: Send + Sync,
+            $($ty: axum::extract::FromRef<S>),*
+        {
+            fn from_ref(state: &S) -> Self {
+                Self {
+                    $($field: axum::extract::FromRef::from_ref(state)),*
+                }
+            }
+        }
+    };
+}
+
 pub mod account;
 pub mod autocompletable;
 pub mod avatars;

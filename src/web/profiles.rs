@@ -12,6 +12,9 @@
 //! `POST /session` uses), so a stolen session cannot guess the password faster than the
 //! sign-in form can.
 
+use crate::db::Db;
+use crate::pubsub::Delivery;
+use crate::rate_limit::Limits;
 use askama::Template;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -44,7 +47,7 @@ pub async fn avatar_url(
     Ok(state
         .storage
         .avatars
-        .get(&state.pool, user_id)
+        .get(&state.db.pool, user_id)
         .await?
         .map(|v| crate::storage::avatar_path(user_id, Some(v))))
 }
@@ -113,7 +116,7 @@ pub async fn show(
     headers: HeaderMap,
     Path(user_id): Path<String>,
 ) -> Result<Response, AppError> {
-    let profile = users::profile(&state.pool, parse_id(&user_id)?)
+    let profile = users::profile(&state.db.pool, parse_id(&user_id)?)
         .await?
         .ok_or(AppError::NotFound)?;
     let token = ctx.csrf_token();
@@ -133,8 +136,13 @@ pub async fn show(
             .email_address
             .as_deref()
             .filter(|_| administers),
-        transfer: (administers && person && profile.user.is_active())
-            .then(|| transfer_link(&state, &origin(&ctx, &headers, &state), profile.user.id)),
+        transfer: (administers && person && profile.user.is_active()).then(|| {
+            transfer_link(
+                &state.keys,
+                &origin(&ctx, &headers, &state.config),
+                profile.user.id,
+            )
+        }),
         profile: &profile,
     };
     Ok((StatusCode::OK, Html(page.render()?)).into_response())
@@ -147,10 +155,10 @@ pub async fn edit(
     SignedInPage { ctx, user }: SignedInPage,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
-    let profile = users::profile(&state.pool, user.id)
+    let profile = users::profile(&state.db.pool, user.id)
         .await?
         .ok_or(AppError::Unauthorized)?;
-    let memberships = users::memberships(&state.pool, user.id).await?;
+    let memberships = users::memberships(&state.db.pool, user.id).await?;
     let token = ctx.csrf_token();
     let page = EditProfilePage {
         csrf_token: &token,
@@ -160,7 +168,7 @@ pub async fn edit(
         initials: crate::render::initials(&profile.user.name),
         avatar: avatar_url(&state, user.id).await?,
         memberships: &memberships,
-        transfer: transfer_link(&state, &origin(&ctx, &headers, &state), user.id),
+        transfer: transfer_link(&state.keys, &origin(&ctx, &headers, &state.config), user.id),
         min_password_bytes: MIN_PASSWORD_BYTES,
         digest: super::digest_settings::panel(&axum::extract::FromRef::from_ref(&state), user.id)
             .await?,
@@ -177,7 +185,9 @@ pub async fn edit(
 /// password out of bounds, or a missing or wrong current password; 429 with `Retry-After`,
 /// nothing changed, for a challenge past the sign-in limit of the client's address.
 pub async fn update(
-    State(state): State<SharedState>,
+    State(db): State<Db>,
+    State(delivery): State<Delivery>,
+    State(limits): State<Limits>,
     Extension(ctx): Extension<Ctx>,
 ) -> Result<Response, AppError> {
     let user = ctx.require_user()?;
@@ -201,10 +211,7 @@ pub async fn update(
         }
     }
     if email.is_some() || password.is_some() {
-        if let Err(wait) = state
-            .login_limiter
-            .attempt(ctx.ip, std::time::Instant::now())
-        {
+        if let Err(wait) = limits.login.attempt(ctx.ip, std::time::Instant::now()) {
             tracing::info!(ip = %ctx.ip, user_id = user.id, "password challenge over the sign-in limit");
             return Err(AppError::RateLimited(wait));
         }
@@ -212,7 +219,7 @@ pub async fn update(
         // A person who never had a password (brought over by `hearth import slack`, signed in
         // through a transfer link) sets the first one without a challenge, as Campfire's
         // profile form lets anyone signed in do.
-        let genuine = match users::password_digest(&state.pool, user.id).await? {
+        let genuine = match users::password_digest(&db.pool, user.id).await? {
             None => true,
             Some(digest) => {
                 !challenge.is_empty()
@@ -232,7 +239,7 @@ pub async fn update(
     };
     if email.is_some() || digest.is_some() {
         let change = users::update_credentials(
-            &state.pool,
+            &db.pool,
             user.id,
             email.as_deref(),
             digest.as_deref(),
@@ -247,7 +254,7 @@ pub async fn update(
             }
             CredentialsChange::Done { sessions_ended } => {
                 for token in &sessions_ended {
-                    super::users::close_session(&state, user.id, token);
+                    super::users::close_session(&delivery, user.id, token);
                 }
                 if !sessions_ended.is_empty() {
                     tracing::info!(
@@ -259,6 +266,6 @@ pub async fn update(
             }
         }
     }
-    users::update_profile(&state.pool, user.id, &name, &bio).await?;
+    users::update_profile(&db.pool, user.id, &name, &bio).await?;
     Ok(found_with("/users/me/profile", Notice::Saved, ctx.secure))
 }

@@ -11,15 +11,18 @@
 //!
 //! Signed out: 401 (the list: 302 to the sign-in form).
 
+use crate::config::Config;
+use crate::db::Db;
+use crate::outbox::Outbox;
 use askama::Template;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use axum::Extension;
+use std::sync::Arc;
 
 use crate::db::push_subscriptions::{self, NewSubscription, PushSubscription, Upserted};
 use crate::push::{self, Job, Notification};
-use crate::state::SharedState;
 use crate::web::context::Ctx;
 use crate::web::error::AppError;
 use crate::web::extract::{Id, SignedInPage};
@@ -48,14 +51,15 @@ fn wants_json(headers: &HeaderMap) -> bool {
 
 /// `GET /users/me/push_subscriptions`.
 pub async fn index(
-    State(state): State<SharedState>,
+    State(db): State<Db>,
+    State(outbox): State<Outbox>,
     SignedInPage { ctx, user }: SignedInPage,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
-    let list = push_subscriptions::for_user(&state.pool, user.id).await?;
+    let list = push_subscriptions::for_user(&db.pool, user.id).await?;
     if wants_json(&headers) {
         let body = serde_json::json!({
-            "vapid_public_key": state.pusher.public_key(),
+            "vapid_public_key": outbox.pusher.public_key(),
             "push_subscriptions": list,
         });
         return Ok((
@@ -68,14 +72,16 @@ pub async fn index(
     let page = PushSubscriptionsPage {
         csrf_token: &token,
         subscriptions: &list,
-        vapid_public_key: state.pusher.public_key(),
+        vapid_public_key: outbox.pusher.public_key(),
     };
     Ok(Html(page.render()?).into_response())
 }
 
 /// `POST /users/me/push_subscriptions`.
 pub async fn create(
-    State(state): State<SharedState>,
+    State(config): State<Arc<Config>>,
+    State(db): State<Db>,
+    State(outbox): State<Outbox>,
     Extension(ctx): Extension<Ctx>,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
@@ -84,15 +90,15 @@ pub async fn create(
     let endpoint = field("push_subscription[endpoint]");
     let p256dh = field("push_subscription[p256dh_key]");
     let auth = field("push_subscription[auth_key]");
-    push::validate(&endpoint, &p256dh, &auth, state.config.push_allow_loopback)
+    push::validate(&endpoint, &p256dh, &auth, config.push_allow_loopback)
         .map_err(|e| AppError::Unprocessable(e.to_string()))?;
     let user_agent: Option<String> = headers
         .get(header::USER_AGENT)
         .and_then(|v| v.to_str().ok())
         .map(|v| v.chars().take(255).collect());
     let upserted = push_subscriptions::upsert(
-        &state.pool,
-        state.pusher.subscriptions_present(),
+        &db.pool,
+        outbox.pusher.subscriptions_present(),
         &NewSubscription {
             user_id: user.id,
             endpoint: &endpoint,
@@ -122,12 +128,12 @@ pub async fn create(
 
 /// `DELETE /users/me/push_subscriptions/{id}`.
 pub async fn destroy(
-    State(state): State<SharedState>,
+    State(db): State<Db>,
     Extension(ctx): Extension<Ctx>,
     Id(id): Id,
 ) -> Result<Response, AppError> {
     let user = ctx.require_user()?;
-    if !push_subscriptions::delete_for_user(&state.pool, user.id, id).await? {
+    if !push_subscriptions::delete_for_user(&db.pool, user.id, id).await? {
         return Err(AppError::NotFound);
     }
     Ok(found(LIST))
@@ -135,15 +141,16 @@ pub async fn destroy(
 
 /// `POST /users/me/push_subscriptions/{id}/test_notifications`.
 pub async fn test_notification(
-    State(state): State<SharedState>,
+    State(db): State<Db>,
+    State(outbox): State<Outbox>,
     Extension(ctx): Extension<Ctx>,
     Id(id): Id,
 ) -> Result<Response, AppError> {
     let user = ctx.require_user()?;
-    let subscription = push_subscriptions::find_for_user(&state.pool, user.id, id)
+    let subscription = push_subscriptions::find_for_user(&db.pool, user.id, id)
         .await?
         .ok_or(AppError::NotFound)?;
-    state.pusher.enqueue(Job {
+    outbox.pusher.enqueue(Job {
         room_id: 0,
         creator_id: 0,
         mentionee_ids: Vec::new(),

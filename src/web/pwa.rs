@@ -10,12 +10,12 @@
 //!
 //! They need no session: a browser fetches them before and beside sign-in.
 
+use crate::db::Db;
 use axum::extract::State;
 use axum::http::{header, HeaderValue};
 use axum::response::{IntoResponse, Response};
 
 use crate::db::accounts;
-use crate::state::SharedState;
 use crate::web::error::AppError;
 
 /// The app icon, drawn for Hearth (SVG).
@@ -68,9 +68,9 @@ pub fn manifest_json(name: &str, logo: Option<i64>) -> serde_json::Value {
 }
 
 /// `GET /webmanifest`: the web app manifest, named after the account.
-pub async fn manifest(State(state): State<SharedState>) -> Result<Response, AppError> {
-    let settings = state.account_settings.get(&state.pool).await?;
-    let name = match accounts::find(&state.pool).await? {
+pub async fn manifest(State(db): State<Db>) -> Result<Response, AppError> {
+    let settings = db.account_settings.get(&db.pool).await?;
+    let name = match accounts::find(&db.pool).await? {
         Some(_) => settings.name.clone(),
         None => DEFAULT_NAME.to_owned(),
     };

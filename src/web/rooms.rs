@@ -13,11 +13,19 @@ pub mod marks;
 pub mod settings;
 pub mod shared;
 
+use crate::assets::BrowserAssets;
+use crate::config::Config;
+use crate::db::Db;
+use crate::outbox::Outbox;
+use crate::pubsub::Delivery;
+use crate::rails::Keys;
+use crate::storage::Storage;
 use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use axum::Extension;
 use serde::Deserialize;
+use std::sync::Arc;
 
 use super::context::{set_cookie, Ctx, LAST_ROOM_COOKIE};
 use super::error::AppError;
@@ -26,7 +34,6 @@ use super::respond::{found, TURBO_STREAM};
 use super::sessions;
 use crate::db::{memberships, messages, rooms};
 use crate::render::{self, RoomPage, Sidebar, SidebarNav};
-use crate::state::SharedState;
 use crate::streams;
 
 fn sign_in() -> Response {
@@ -35,7 +42,7 @@ fn sign_in() -> Response {
 
 /// `GET /`: the last visited room (the `last_room` cookie), else the user's first room.
 pub async fn root(
-    State(state): State<SharedState>,
+    State(db): State<Db>,
     Extension(ctx): Extension<Ctx>,
 ) -> Result<Response, AppError> {
     let Some(user) = &ctx.user else {
@@ -45,14 +52,14 @@ pub async fn root(
         .cookie(LAST_ROOM_COOKIE)
         .and_then(|v| v.parse::<i64>().ok())
     {
-        if rooms::find_for_member(&state.pool, id, user.id)
+        if rooms::find_for_member(&db.pool, id, user.id)
             .await?
             .is_some()
         {
             return Ok(found(&format!("/rooms/{id}")));
         }
     }
-    match rooms::first_for_user(&state.pool, user.id).await? {
+    match rooms::first_for_user(&db.pool, user.id).await? {
         Some(id) => Ok(found(&format!("/rooms/{id}"))),
         None => Err(AppError::NotFound),
     }
@@ -65,18 +72,37 @@ pub struct ShowQuery {
     pub panel: Option<String>,
 }
 
+handles_of! {
+    /// What the room page reads: the settings, the database, the stream signer, the files, the
+    /// page's scripts and the push key.
+    pub struct RoomHandles {
+        /// The settings.
+        config: Arc<Config>,
+        /// The database.
+        db: Db,
+        /// The stream signer and the mention signer.
+        keys: Keys,
+        /// Active Storage (attachment URLs).
+        storage: Arc<Storage>,
+        /// The page's scripts.
+        assets: Arc<BrowserAssets>,
+        /// The push key and link previews.
+        outbox: Outbox,
+    }
+}
+
 /// `GET /rooms/{id}`: the latest 40 messages, the room's signed message stream and the
 /// composer (`?panel=1`: a thread drawn for the panel beside its room, without the sidebar).
 /// Signed out: 302 to the sign-in form, which then returns here.
 pub async fn show(
-    State(state): State<SharedState>,
+    State(handles): State<RoomHandles>,
     Extension(ctx): Extension<Ctx>,
     Path(room_id): Path<String>,
     Query(q): Query<ShowQuery>,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
     let panel = q.panel.as_deref() == Some("1");
-    render_room(&state, &ctx, &headers, parse_id(&room_id)?, (None, panel)).await
+    render_room(&handles, &ctx, &headers, parse_id(&room_id)?, (None, panel)).await
 }
 
 /// `GET /rooms/{id}/@{message_id}`: a deep link to a message (Campfire's
@@ -84,7 +110,7 @@ pub async fn show(
 /// message, which the page scrolls to and highlights. A message of another room, or none, is
 /// 404; other segments are unknown (404).
 pub async fn show_segment(
-    State(state): State<SharedState>,
+    State(handles): State<RoomHandles>,
     Extension(ctx): Extension<Ctx>,
     Path((room_id, segment)): Path<(String, String)>,
     headers: HeaderMap,
@@ -94,7 +120,7 @@ pub async fn show_segment(
     };
     let message_id = parse_id(message_id)?;
     render_room(
-        &state,
+        &handles,
         &ctx,
         &headers,
         parse_id(&room_id)?,
@@ -104,7 +130,7 @@ pub async fn show_segment(
 }
 
 async fn render_room(
-    state: &SharedState,
+    handles: &RoomHandles,
     ctx: &Ctx,
     headers: &HeaderMap,
     room_id: i64,
@@ -117,56 +143,62 @@ async fn render_room(
         };
         return Ok(sessions::sign_in_returning_to(
             &path,
-            ctx.secure || state.config.production,
+            ctx.secure || handles.config.production,
         ));
     };
-    let room = rooms::find_for_member(&state.pool, room_id, user.id)
+    let room = rooms::find_for_member(&handles.db.pool, room_id, user.id)
         .await?
         .ok_or(AppError::NotFound)?;
     // The cursor first: whatever commits between the two reads comes again in the catch-up.
-    let refresh_cursor = messages::last_change(&state.pool).await?;
+    let refresh_cursor = messages::last_change(&handles.db.pool).await?;
     let page = match message_id {
-        Some(id) => messages::page_around(&state.pool, room.id, id)
+        Some(id) => messages::page_around(&handles.db.pool, room.id, id)
             .await?
             .ok_or(AppError::NotFound)?,
-        None => messages::last_page(&state.pool, room.id).await?,
+        None => messages::last_page(&handles.db.pool, room.id).await?,
     };
     let has_older = match page.first() {
-        Some(first) => messages::any_beyond(&state.pool, room.id, first.id, true).await?,
+        Some(first) => messages::any_beyond(&handles.db.pool, room.id, first.id, true).await?,
         None => false,
     };
     let has_newer = match (message_id, page.last()) {
-        (Some(_), Some(last)) => messages::any_beyond(&state.pool, room.id, last.id, false).await?,
+        (Some(_), Some(last)) => {
+            messages::any_beyond(&handles.db.pool, room.id, last.id, false).await?
+        }
         _ => false,
     };
     // Campfire's `rooms/show/_invitation`: the first room, while it holds no more than a page
     // of messages, welcomes with the invite block.
     let welcome = if message_id.is_none()
         && !has_older
-        && rooms::original_id(&state.pool).await? == Some(room.id)
+        && rooms::original_id(&handles.db.pool).await? == Some(room.id)
     {
-        let invite = super::account::settings::invite_link(state, ctx, headers).await?;
+        let invite =
+            super::account::settings::invite_link(&handles.config, &handles.db, ctx, headers)
+                .await?;
         Some((invite.url, invite.qr_path))
     } else {
         None
     };
-    let messages_html = render::messages(&page, &state.storage.verifier)?;
-    let messages_stream = state
+    let messages_html = render::messages(&page, &handles.storage.verifier)?;
+    let messages_stream = &handles
+        .keys
         .signer
-        .sign(&streams::room_messages(&state.config.gid_app, &room));
+        .sign(&streams::room_messages(&handles.config.gid_app, &room));
     let token = ctx.csrf_token();
     let client_message_id = messages::new_client_message_id();
-    let room_name = rooms::sidebar_entry(&state.pool, room.id, user.id)
+    let room_name = rooms::sidebar_entry(&handles.db.pool, room.id, user.id)
         .await?
         .map_or_else(|| room.display_name().to_owned(), |entry| entry.label);
     let settings_path = settings::edit_path(&room);
-    let involvement = memberships::involvement(&state.pool, room.id, user.id)
+    let involvement = memberships::involvement(&handles.db.pool, room.id, user.id)
         .await?
         .unwrap_or(crate::db::Involvement::Mentions);
     let next = involvements::next_involvement(room.kind.is_direct(), involvement);
     let user_initials = render::initials(&user.name);
     let thread =
-        super::threads::page_view(&state.pool, &state.storage.verifier, &room, user.id).await?;
+        super::threads::page_view(&handles.db.pool, &handles.storage.verifier, &room, user.id)
+            .await?;
     let view = RoomPage {
         involvement: involvement.as_str(),
         next_involvement: next.as_str(),
@@ -174,19 +206,19 @@ async fn render_room(
         next_involvement_label: involvements::short_label(next),
         user_hue: crate::web::profiles::avatar_hue(user.id),
         user_initials: &user_initials,
-        user_avatar: state
+        user_avatar: handles
             .storage
             .avatars
-            .get(&state.pool, user.id)
+            .get(&handles.db.pool, user.id)
             .await?
             .map(|v| crate::storage::avatar_path(user.id, Some(v))),
-        vapid_public_key: state.pusher.public_key(),
+        vapid_public_key: handles.outbox.pusher.public_key(),
         csrf_token: &token,
         user,
         room: &room,
         room_name: &room_name,
         settings_path: &settings_path,
-        messages_stream: &messages_stream,
+        messages_stream,
         messages_html: &messages_html,
         has_older,
         has_newer,
@@ -197,14 +229,14 @@ async fn render_room(
         highlight_message_id: message_id.unwrap_or(0),
         client_message_id: &client_message_id,
         refresh_cursor,
-        scripts: state.assets.head_html(),
+        scripts: handles.assets.head_html(),
         panel: panel && thread.is_some(),
         welcome,
         thread,
     };
     let html = askama::Template::render(&view)?;
     let mut response = Html(html).into_response();
-    let secure = ctx.secure || state.config.production;
+    let secure = ctx.secure || handles.config.production;
     response.headers_mut().append(
         header::SET_COOKIE,
         set_cookie(LAST_ROOM_COOKIE, &room.id.to_string(), None, secure),
@@ -225,7 +257,8 @@ pub struct PageQuery {
 /// empty. The cursor is looked up inside the room (Campfire's `@room.messages.find`): a
 /// message of another room, or none, answers 404; a cursor that is not a number, 400.
 pub async fn messages_page(
-    State(state): State<SharedState>,
+    State(db): State<Db>,
+    State(storage): State<Arc<Storage>>,
     MemberRoom { room, .. }: MemberRoom,
     Query(q): Query<PageQuery>,
 ) -> Result<Response, AppError> {
@@ -235,14 +268,14 @@ pub async fn messages_page(
     };
     let page = match (&q.before, &q.after) {
         (Some(b), None) => {
-            let id = cursor_in_room(&state, room.id, cursor(b)?).await?;
-            messages::page_before(&state.pool, room.id, id).await?
+            let id = cursor_in_room(&db, room.id, cursor(b)?).await?;
+            messages::page_before(&db.pool, room.id, id).await?
         }
         (None, Some(a)) => {
-            let id = cursor_in_room(&state, room.id, cursor(a)?).await?;
-            messages::page_after(&state.pool, room.id, id).await?
+            let id = cursor_in_room(&db, room.id, cursor(a)?).await?;
+            messages::page_after(&db.pool, room.id, id).await?
         }
-        (None, None) => messages::last_page(&state.pool, room.id).await?,
+        (None, None) => messages::last_page(&db.pool, room.id).await?,
         (Some(_), Some(_)) => {
             return Err(AppError::BadRequest(
                 "give before or after, not both".into(),
@@ -252,7 +285,7 @@ pub async fn messages_page(
     if page.is_empty() {
         return Ok(StatusCode::NO_CONTENT.into_response());
     }
-    Ok(Html(render::messages(&page, &state.storage.verifier)?).into_response())
+    Ok(Html(render::messages(&page, &storage.verifier)?).into_response())
 }
 
 /// The most changes one catch-up answers with (five pages of [`messages::PAGE_SIZE`]); past
@@ -267,8 +300,8 @@ pub const REFRESH_CURSOR_HEADER: &str = "x-refresh-cursor";
 pub const RELOAD_STREAM: &str = "<turbo-stream action=\"refresh\"></turbo-stream>";
 
 /// The paging cursor `id` when it names a message of room `room_id`; 404 otherwise.
-async fn cursor_in_room(state: &SharedState, room_id: i64, id: i64) -> Result<i64, AppError> {
-    if messages::in_room(&state.pool, room_id, id).await? {
+async fn cursor_in_room(db: &Db, room_id: i64, id: i64) -> Result<i64, AppError> {
+    if messages::in_room(&db.pool, room_id, id).await? {
         Ok(id)
     } else {
         Err(AppError::NotFound)
@@ -297,13 +330,14 @@ pub struct RefreshQuery {
 ///
 /// Errors: 400 without a numeric `cursor` or `since`; 404 for non-members.
 pub async fn refresh(
-    State(state): State<SharedState>,
+    State(db): State<Db>,
+    State(storage): State<Arc<Storage>>,
     MemberRoom { room, .. }: MemberRoom,
     Query(q): Query<RefreshQuery>,
 ) -> Result<Response, AppError> {
     let number = |raw: &Option<String>| raw.as_deref().and_then(|s| s.parse::<i64>().ok());
     let (body, cursor) = if let Some(cursor) = number(&q.cursor) {
-        match messages::catch_up(&state.pool, room.id, cursor, REFRESH_MAX).await? {
+        match messages::catch_up(&db.pool, room.id, cursor, REFRESH_MAX).await? {
             None => (RELOAD_STREAM.to_owned(), None),
             Some(up) => {
                 let mut body = String::new();
@@ -311,14 +345,14 @@ pub async fn refresh(
                     body.push_str(&render::turbo_stream(
                         "append",
                         &room.messages_target(),
-                        Some(&render::messages(&up.appended, &state.storage.verifier)?),
+                        Some(&render::messages(&up.appended, &storage.verifier)?),
                     ));
                 }
                 for m in &up.replaced {
                     body.push_str(&render::turbo_stream(
                         "replace",
                         &m.dom_id(),
-                        Some(&render::message(m, &state.storage.verifier)?),
+                        Some(&render::message(m, &storage.verifier)?),
                     ));
                 }
                 for client_message_id in &up.removed {
@@ -332,9 +366,9 @@ pub async fn refresh(
             }
         }
     } else if let Some(since) = number(&q.since) {
-        let cursor = messages::last_change(&state.pool).await?;
+        let cursor = messages::last_change(&db.pool).await?;
         let (created, updated) =
-            messages::changed_since(&state.pool, room.id, since, REFRESH_MAX + 1).await?;
+            messages::changed_since(&db.pool, room.id, since, REFRESH_MAX + 1).await?;
         let too_many = |list: &[messages::Message]| {
             i64::try_from(list.len()).unwrap_or(i64::MAX) > REFRESH_MAX
         };
@@ -346,14 +380,14 @@ pub async fn refresh(
                 body.push_str(&render::turbo_stream(
                     "replace",
                     &m.dom_id(),
-                    Some(&render::message(m, &state.storage.verifier)?),
+                    Some(&render::message(m, &storage.verifier)?),
                 ));
             }
             if !created.is_empty() {
                 body.push_str(&render::turbo_stream(
                     "append",
                     &room.messages_target(),
-                    Some(&render::messages(&created, &state.storage.verifier)?),
+                    Some(&render::messages(&created, &storage.verifier)?),
                 ));
             }
             (body, Some(cursor))
@@ -380,30 +414,29 @@ pub async fn refresh(
 /// `<user gid>:rooms`), and the people one click starts a direct room with (Campfire's
 /// placeholders: a form posting `user_ids[]` to `/rooms/directs`).
 pub async fn sidebar(
-    State(state): State<SharedState>,
+    State(config): State<Arc<Config>>,
+    State(db): State<Db>,
+    State(delivery): State<Delivery>,
+    State(keys): State<Keys>,
     Extension(ctx): Extension<Ctx>,
 ) -> Result<Response, AppError> {
     let user = ctx.require_user()?;
     // Before the list: what is broadcast after this read comes again in the catch-up.
-    let history = super::sidebar_history::positions_now(
-        state.history.as_ref(),
-        &state.config.gid_app,
-        user.id,
-    );
-    let list = rooms::for_sidebar(&state.pool, user.id).await?;
+    let history =
+        super::sidebar_history::positions_now(delivery.history.as_ref(), &config.gid_app, user.id);
+    let list = rooms::for_sidebar(&db.pool, user.id).await?;
     let (threads, list): (Vec<_>, Vec<_>) = list
         .into_iter()
         .partition(|r| r.kind == crate::db::RoomKind::Thread);
     let (direct, shared): (Vec<_>, Vec<_>) = list
         .into_iter()
         .partition(|r| r.kind == crate::db::RoomKind::Direct);
-    let rooms_stream = state.signer.sign("rooms");
-    let user_rooms_stream = state
+    let rooms_stream = keys.signer.sign("rooms");
+    let user_rooms_stream = keys
         .signer
-        .sign(&streams::user_rooms(&state.config.gid_app, user.id));
-    let people = crate::db::users::direct_placeholders(&state.pool, user.id).await?;
-    let may_create_rooms =
-        shared::may_create_rooms(&state.account_settings, &state.pool, user).await?;
+        .sign(&streams::user_rooms(&config.gid_app, user.id));
+    let people = crate::db::users::direct_placeholders(&db.pool, user.id).await?;
+    let may_create_rooms = shared::may_create_rooms(&db.account_settings, &db.pool, user).await?;
     let token = ctx.csrf_token();
     let view = Sidebar {
         rooms_stream: &rooms_stream,

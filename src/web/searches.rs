@@ -4,12 +4,16 @@
 //! `DELETE /searches/clear` forgets the recent searches. The match runs on SQLite FTS5
 //! (`message_search_index`), every word required.
 
+use crate::assets::BrowserAssets;
+use crate::db::Db;
+use crate::storage::Storage;
 use askama::Template;
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Response};
 use axum::Extension;
 use serde::Deserialize;
+use std::sync::Arc;
 
 use super::context::Ctx;
 use super::error::AppError;
@@ -18,7 +22,6 @@ use super::respond::found;
 use crate::db::rooms;
 use crate::db::searches::{self, Search};
 use crate::render;
-use crate::state::SharedState;
 
 /// Longest query, in characters (longer ones get 422).
 pub const MAX_QUERY_CHARS: usize = 200;
@@ -94,7 +97,9 @@ pub fn clean_query(raw: &str) -> Result<String, AppError> {
 /// `GET /searches[?q=…]`: the page (302 to the sign-in form when signed out); 422 for an
 /// oversize query.
 pub async fn index(
-    State(state): State<SharedState>,
+    State(db): State<Db>,
+    State(storage): State<Arc<Storage>>,
+    State(assets): State<Arc<BrowserAssets>>,
     SignedInPage { ctx, user }: SignedInPage,
     Query(params): Query<SearchQuery>,
 ) -> Result<Response, AppError> {
@@ -102,13 +107,13 @@ pub async fn index(
     let results = if query.is_empty() {
         Vec::new()
     } else {
-        searches::messages(&state.pool, user.id, &query, MAX_RESULTS).await?
+        searches::messages(&db.pool, user.id, &query, MAX_RESULTS).await?
     };
     let mut names: std::collections::HashMap<i64, String> = std::collections::HashMap::new();
     let mut hits = Vec::with_capacity(results.len());
     for m in &results {
         if let std::collections::hash_map::Entry::Vacant(slot) = names.entry(m.room_id) {
-            let name = rooms::sidebar_entry(&state.pool, m.room_id, user.id)
+            let name = rooms::sidebar_entry(&db.pool, m.room_id, user.id)
                 .await?
                 .map_or_else(|| format!("Room {}", m.room_id), |entry| entry.label);
             slot.insert(name);
@@ -117,10 +122,10 @@ pub async fn index(
             room_id: m.room_id,
             room_name: names.get(&m.room_id).cloned().unwrap_or_default(),
             message_id: m.id,
-            html: render::message(m, &state.storage.verifier)?,
+            html: render::message(m, &storage.verifier)?,
         });
     }
-    let recent = searches::recent(&state.pool, user.id).await?;
+    let recent = searches::recent(&db.pool, user.id).await?;
     let token = ctx.csrf_token();
     let page = SearchPage {
         csrf_token: &token,
@@ -129,7 +134,7 @@ pub async fn index(
         recent: &recent,
         results: &hits,
         user_id: user.id,
-        scripts: state.assets.head_html(),
+        scripts: assets.head_html(),
     };
     Ok((StatusCode::OK, Html(page.render()?)).into_response())
 }
@@ -138,7 +143,7 @@ pub async fn index(
 /// and answers 302 to `/searches?q=…`. 401 when signed out, 422 for an oversize query; a
 /// query without words records nothing.
 pub async fn create(
-    State(state): State<SharedState>,
+    State(db): State<Db>,
     Extension(ctx): Extension<Ctx>,
 ) -> Result<Response, AppError> {
     let user = ctx.require_user()?;
@@ -146,7 +151,7 @@ pub async fn create(
     if query.is_empty() {
         return Ok(found("/searches"));
     }
-    searches::record(&state.pool, user.id, &query, RECENT_SEARCHES).await?;
+    searches::record(&db.pool, user.id, &query, RECENT_SEARCHES).await?;
     let encoded: String =
         percent_encoding::utf8_percent_encode(&query, percent_encoding::NON_ALPHANUMERIC)
             .to_string();
@@ -155,11 +160,11 @@ pub async fn create(
 
 /// `DELETE /searches/clear`: forgets the user's recent searches; 302 to `/searches`.
 pub async fn clear(
-    State(state): State<SharedState>,
+    State(db): State<Db>,
     Extension(ctx): Extension<Ctx>,
 ) -> Result<Response, AppError> {
     let user = ctx.require_user()?;
-    searches::clear(&state.pool, user.id).await?;
+    searches::clear(&db.pool, user.id).await?;
     Ok(found("/searches"))
 }
 

@@ -3,6 +3,14 @@
 //! `POST /session` answers 302 with the signed `session_token` cookie on success, 401 with
 //! the form again on failure, and 429 past the per-IP login rate limit.
 
+use crate::config::Config;
+use crate::db::Db;
+use crate::oidc::Sso;
+use crate::outbox::Outbox;
+use crate::pubsub::Delivery;
+use crate::rails::Keys;
+use crate::rate_limit::Limits;
+use std::sync::Arc;
 use std::time::Instant;
 
 use axum::extract::State;
@@ -18,7 +26,6 @@ use super::respond;
 use crate::db::users::PASSWORD_BCRYPT_COST;
 use crate::pubsub::Control;
 use crate::render::SignInPage;
-use crate::state::{AppState, SharedState};
 
 /// bcrypt ignores bytes past 72; Rails' `has_secure_password` refuses longer passwords, and so
 /// does Hearth (such a login fails).
@@ -57,16 +64,18 @@ async fn dummy_digest() -> String {
 /// `GET /session/new`: the sign-in form (signed-in users go to `/`; before the first run,
 /// everyone goes to `/first_run`, as Campfire's `request_authentication` does).
 pub async fn new(
-    State(state): State<SharedState>,
+    State(db): State<Db>,
+    State(outbox): State<Outbox>,
+    State(sso): State<Sso>,
     Extension(ctx): Extension<Ctx>,
 ) -> Result<Response, AppError> {
     if ctx.user.is_some() {
         return Ok(respond::found("/"));
     }
-    if crate::db::accounts::needs_first_run(&state.pool).await? {
+    if crate::db::accounts::needs_first_run(&db.pool).await? {
         return Ok(respond::found("/first_run"));
     }
-    let offers = offers(&state.pool, &state.sso, &state.mailer).await?;
+    let offers = offers(&db.pool, &sso, &outbox.mailer).await?;
     Ok(sign_in_page(&ctx, &offers, StatusCode::OK, None, ""))
 }
 
@@ -109,9 +118,28 @@ fn sign_in_page(
     }
 }
 
+handles_of! {
+    /// What signing in uses: the settings, the database, the cookie keys, the sign-in limit,
+    /// the mailer (for the offers on the page) and single sign-on.
+    pub struct SignIn {
+        /// The settings.
+        config: Arc<Config>,
+        /// The database.
+        db: Db,
+        /// The cookie jar's keys.
+        keys: Keys,
+        /// The sign-in limit.
+        limits: Limits,
+        /// The mailer (whether codes and reset links are offered).
+        outbox: Outbox,
+        /// Single sign-on.
+        sso: Sso,
+    }
+}
+
 /// `POST /session` with `email_address` and `password`: starts a session.
 pub async fn create(
-    State(state): State<SharedState>,
+    State(sign_in): State<SignIn>,
     Extension(ctx): Extension<Ctx>,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
@@ -121,9 +149,9 @@ pub async fn create(
         .unwrap_or("")
         .trim()
         .to_owned();
-    if let Err(wait) = state.login_limiter.attempt(ctx.ip, Instant::now()) {
+    if let Err(wait) = sign_in.limits.login.attempt(ctx.ip, Instant::now()) {
         let alert = "Too many sign-in attempts. Try again later.";
-        let offers = offers(&state.pool, &state.sso, &state.mailer).await?;
+        let offers = offers(&sign_in.db.pool, &sign_in.sso, &sign_in.outbox.mailer).await?;
         let status = StatusCode::TOO_MANY_REQUESTS;
         let mut page = sign_in_page(&ctx, &offers, status, Some(alert), &email);
         let secs = crate::rate_limit::retry_after_secs(wait);
@@ -134,7 +162,7 @@ pub async fn create(
     let found = if password.is_empty() || password.len() > MAX_PASSWORD_BYTES {
         None
     } else {
-        crate::db::users::find_active_for_login(&state.pool, &email).await?
+        crate::db::users::find_active_for_login(&sign_in.db.pool, &email).await?
     };
     let authenticated = match found {
         Some((user, digest)) => verify_password(password, digest).await.then_some(user),
@@ -148,13 +176,13 @@ pub async fn create(
     let Some(user) = authenticated else {
         tracing::info!(ip = %ctx.ip, "failed sign-in");
         let alert = "Try another email address or password.";
-        let offers = offers(&state.pool, &state.sso, &state.mailer).await?;
+        let offers = offers(&sign_in.db.pool, &sign_in.sso, &sign_in.outbox.mailer).await?;
         let status = StatusCode::UNAUTHORIZED;
         return Ok(sign_in_page(&ctx, &offers, status, Some(alert), &email));
     };
-    if super::sign_in_options::refuses_password(&state.pool, &state.sso, &user).await? {
+    if super::sign_in_options::refuses_password(&sign_in.db.pool, &sign_in.sso, &user).await? {
         tracing::info!(ip = %ctx.ip, user_id = user.id, "password sign-in refused: single sign-on only");
-        let offers = offers(&state.pool, &state.sso, &state.mailer).await?;
+        let offers = offers(&sign_in.db.pool, &sign_in.sso, &sign_in.outbox.mailer).await?;
         let alert = format!(
             "Passwords are for administrators only here: sign in with {}.",
             offers.sso.as_deref().unwrap_or("single sign-on")
@@ -162,7 +190,15 @@ pub async fn create(
         let status = StatusCode::FORBIDDEN;
         return Ok(sign_in_page(&ctx, &offers, status, Some(&alert), &email));
     }
-    start_session(&state, &ctx, &headers, user.id).await
+    start_session(
+        &sign_in.config,
+        &sign_in.db,
+        &sign_in.keys,
+        &ctx,
+        &headers,
+        user.id,
+    )
+    .await
 }
 
 /// Starts a session for `user_id` (Campfire's `start_new_session_for`) and answers 302 to `/`
@@ -172,7 +208,9 @@ pub async fn create(
 /// # Errors
 /// The session could not be stored.
 pub async fn start_session(
-    state: &AppState,
+    config: &Config,
+    db: &Db,
+    keys: &Keys,
     ctx: &Ctx,
     headers: &HeaderMap,
     user_id: i64,
@@ -181,11 +219,11 @@ pub async fn start_session(
         .get(header::USER_AGENT)
         .and_then(|v| v.to_str().ok());
     let ip = ctx.ip.to_string();
-    let token = crate::db::sessions::start(&state.pool, user_id, Some(&ip), user_agent).await?;
+    let token = crate::db::sessions::start(&db.pool, user_id, Some(&ip), user_agent).await?;
     // `cookies.signed.permanent[:session_token] = { value:, httponly: true, same_site: :lax }`.
     let expires = crate::rails::signed_cookie::permanent_expiry(std::time::SystemTime::now());
-    let value = state.cookies.sign(SESSION_COOKIE, &token, Some(expires));
-    let secure = ctx.secure || state.config.production;
+    let value = keys.cookies.sign(SESSION_COOKIE, &token, Some(expires));
+    let secure = ctx.secure || config.production;
     let back_to = ctx
         .cookie(RETURN_TO_COOKIE)
         .filter(|path| is_return_path(path));
@@ -199,7 +237,7 @@ pub async fn start_session(
             .headers_mut()
             .append(header::SET_COOKIE, delete_cookie(RETURN_TO_COOKIE));
     }
-    rotate_csrf(state, &mut response, secure);
+    rotate_csrf(keys, config, &mut response, secure);
     Ok(response)
 }
 
@@ -263,22 +301,25 @@ pub async fn hash_password(password: &str) -> Result<String, AppError> {
 /// connections opened with it. With `push_subscription_endpoint` (the sign-out form's, filled
 /// in by `assets/js/notifications.js`), the user's push subscription there is deleted too.
 pub async fn destroy(
-    State(state): State<SharedState>,
+    State(config): State<Arc<Config>>,
+    State(db): State<Db>,
+    State(delivery): State<Delivery>,
+    State(keys): State<Keys>,
     Extension(ctx): Extension<Ctx>,
 ) -> Result<Response, AppError> {
     // Campfire's `remove_push_subscription`: the page sends the browser's endpoint (its
     // script unsubscribed the browser first); only the signed-out user's own is deleted.
     if let (Some(user), Some(endpoint)) = (&ctx.user, ctx.form.get("push_subscription_endpoint")) {
         if !endpoint.is_empty() {
-            crate::db::push_subscriptions::delete_endpoint_for_user(&state.pool, user.id, endpoint)
+            crate::db::push_subscriptions::delete_endpoint_for_user(&db.pool, user.id, endpoint)
                 .await?;
         }
     }
     if let Some(token) = &ctx.session_token {
-        crate::db::sessions::destroy(&state.pool, token).await?;
+        crate::db::sessions::destroy(&db.pool, token).await?;
         if let Some(user) = &ctx.user {
             // Every node closes its connections of this session.
-            state.bus.control(Control::Disconnect {
+            delivery.bus.control(Control::Disconnect {
                 user_id: user.id,
                 session_sha256: Some(crate::registry::session_digest(token)),
                 reconnect: false,
@@ -289,6 +330,6 @@ pub async fn destroy(
     response
         .headers_mut()
         .append(header::SET_COOKIE, delete_cookie(SESSION_COOKIE));
-    rotate_csrf(&state, &mut response, ctx.secure);
+    rotate_csrf(&keys, &config, &mut response, ctx.secure);
     Ok(response)
 }

@@ -23,11 +23,16 @@
 //! The streams are the signed-in user's own: the parameter holds positions only, never a
 //! stream name. A malformed parameter is answered like positions the history no longer covers.
 
+use crate::config::Config;
+use crate::db::Db;
+use crate::metrics::Metrics;
+use crate::pubsub::Delivery;
 use axum::extract::{Query, State};
 use axum::http::{header, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use serde::Deserialize;
+use std::sync::Arc;
 
 use super::context::Ctx;
 use super::error::AppError;
@@ -35,7 +40,6 @@ use super::respond::TURBO_STREAM;
 use crate::db::rooms;
 use crate::history::{Backlog, History, Since};
 use crate::render::{self, SidebarNav};
-use crate::state::SharedState;
 use crate::streams;
 
 /// The response header with the positions the page sends next time.
@@ -88,13 +92,16 @@ pub struct CatchUpQuery {
 /// `GET /users/me/sidebar/catch_up?history=<positions>`: see the module docs. Signed-in
 /// users only (401 otherwise); the answer is a turbo-stream, empty when nothing was missed.
 pub async fn catch_up(
-    State(state): State<SharedState>,
+    State(config): State<Arc<Config>>,
+    State(db): State<Db>,
+    State(delivery): State<Delivery>,
+    State(metrics): State<Arc<Metrics>>,
     Extension(ctx): Extension<Ctx>,
     Query(q): Query<CatchUpQuery>,
 ) -> Result<Response, AppError> {
     let user = ctx.require_user()?;
-    let history = state.history.as_ref();
-    let streams = sidebar_streams(&state.config.gid_app, user.id);
+    let history = delivery.history.as_ref();
+    let streams = sidebar_streams(&config.gid_app, user.id);
     let mut body = String::new();
     let mut heads = [0u64; 4];
     let mut covered = false;
@@ -123,7 +130,7 @@ pub async fn catch_up(
         }
     }
     let mut response = if covered {
-        state.metrics.history_replayed(replayed);
+        metrics.history_replayed(replayed);
         let next = format!(
             "{}.{}.{}.{}.{}",
             history.epoch(),
@@ -142,19 +149,18 @@ pub async fn catch_up(
         }
         response
     } else {
-        state.metrics.history_rejected();
-        let positions = positions_now(history, &state.config.gid_app, user.id);
-        let list = rooms::for_sidebar(&state.pool, user.id).await?;
+        metrics.history_rejected();
+        let positions = positions_now(history, &config.gid_app, user.id);
+        let list = rooms::for_sidebar(&db.pool, user.id).await?;
         let (threads, list): (Vec<_>, Vec<_>) = list
             .into_iter()
             .partition(|r| r.kind == crate::db::RoomKind::Thread);
         let (direct, shared): (Vec<_>, Vec<_>) = list
             .into_iter()
             .partition(|r| r.kind == crate::db::RoomKind::Direct);
-        let people = crate::db::users::direct_placeholders(&state.pool, user.id).await?;
+        let people = crate::db::users::direct_placeholders(&db.pool, user.id).await?;
         let may_create_rooms =
-            super::rooms::shared::may_create_rooms(&state.account_settings, &state.pool, user)
-                .await?;
+            super::rooms::shared::may_create_rooms(&db.account_settings, &db.pool, user).await?;
         let token = ctx.csrf_token();
         let nav = askama::Template::render(&SidebarNav {
             user_id: user.id,

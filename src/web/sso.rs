@@ -66,9 +66,9 @@ impl SsoHandle {
 impl FromRef<SharedState> for SsoHandle {
     fn from_ref(state: &SharedState) -> Self {
         Self {
-            pool: state.pool.clone(),
+            pool: state.db.pool.clone(),
             sso: state.sso.clone(),
-            cookies: state.cookies.clone(),
+            cookies: state.keys.cookies.clone(),
             production: state.config.production,
         }
     }
@@ -138,7 +138,7 @@ pub async fn callback(
     if ctx.user.is_some() {
         return Ok(found("/"));
     }
-    let settings = store::settings(&state.pool).await?;
+    let settings = store::settings(&state.db.pool).await?;
     let name = super::sign_in_options::label(&settings, provider);
     let identity = match checked_identity(&state, &ctx, &headers, provider, &params).await {
         Ok(identity) => identity,
@@ -164,7 +164,7 @@ pub async fn callback(
         .map(|n| n.chars().take(super::fields::MAX_NAME_CHARS).collect())
         .unwrap_or_else(|| email.split('@').next().unwrap_or("").to_owned());
     let user_id = match store::find_or_create(
-        &state.pool,
+        &state.db.pool,
         &identity.issuer,
         &identity.subject,
         &email,
@@ -179,7 +179,15 @@ pub async fn callback(
         }
         Match::Inactive => return Ok(refuse(&Refusal::Inactive, Some(&name))),
     };
-    let mut response = super::sessions::start_session(&state, &ctx, &headers, user_id).await?;
+    let mut response = super::sessions::start_session(
+        &state.config,
+        &state.db,
+        &state.keys,
+        &ctx,
+        &headers,
+        user_id,
+    )
+    .await?;
     response
         .headers_mut()
         .append(header::SET_COOKIE, delete_cookie(FLOW_COOKIE));
@@ -197,7 +205,7 @@ async fn checked_identity(
 ) -> Result<Identity, Refusal> {
     let flow = ctx
         .cookie(FLOW_COOKIE)
-        .and_then(|v| state.cookies.verify(FLOW_COOKIE, v))
+        .and_then(|v| state.keys.cookies.verify(FLOW_COOKIE, v))
         .ok_or(Refusal::NoSignInUnderWay)?;
     let mut parts = flow.split(' ');
     let (Some(expected), Some(nonce), Some(verifier)) = (parts.next(), parts.next(), parts.next())

@@ -53,8 +53,8 @@ pub struct ThreadsHandle {
 impl FromRef<SharedState> for ThreadsHandle {
     fn from_ref(state: &SharedState) -> Self {
         Self {
-            pool: state.pool.clone(),
-            broadcaster: state.broadcaster.clone(),
+            pool: state.db.pool.clone(),
+            broadcaster: state.delivery.broadcaster.clone(),
         }
     }
 }

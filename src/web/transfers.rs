@@ -7,17 +7,20 @@
 //! active user. Then it starts a session (302 to `/` with the session cookie); otherwise 400
 //! and no session.
 
+use crate::config::Config;
+use crate::db::Db;
+use crate::rails::Keys;
 use askama::Template;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use axum::Extension;
+use std::sync::Arc;
 
 use super::context::Ctx;
 use super::error::AppError;
 use super::links::find_by_transfer_id;
 use super::sessions::start_session;
-use crate::state::SharedState;
 
 /// The longest transfer id looked at (a genuine one is about 150 bytes).
 const MAX_ID_BYTES: usize = 1024;
@@ -52,16 +55,18 @@ pub async fn show(
 /// `PUT`/`PATCH /session/transfers/{id}`: signs this device in as the link's user (302 to
 /// `/`), or 400 for an expired, forged or malformed id or a user who is not active.
 pub async fn update(
-    State(state): State<SharedState>,
+    State(config): State<Arc<Config>>,
+    State(db): State<Db>,
+    State(keys): State<Keys>,
     Extension(ctx): Extension<Ctx>,
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Result<Response, AppError> {
     let user_id = (id.len() <= MAX_ID_BYTES)
-        .then(|| find_by_transfer_id(&state, &id))
+        .then(|| find_by_transfer_id(&keys, &id))
         .flatten();
     let user = match user_id {
-        Some(user_id) => crate::db::users::find(&state.pool, user_id)
+        Some(user_id) => crate::db::users::find(&db.pool, user_id)
             .await?
             .filter(|u| u.is_active() && u.role != crate::db::Role::Bot),
         None => None,
@@ -72,5 +77,5 @@ pub async fn update(
             "That link is expired or invalid.".into(),
         ));
     };
-    start_session(&state, &ctx, &headers, user.id).await
+    start_session(&config, &db, &keys, &ctx, &headers, user.id).await
 }

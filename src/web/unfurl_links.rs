@@ -7,16 +7,17 @@
 //!
 //! The fetching and its guard are [`crate::link_previews`].
 
+use crate::outbox::Outbox;
 use axum::extract::{Path, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use serde::Deserialize;
+use std::sync::Arc;
 
 use super::context::Ctx;
 use super::error::AppError;
 use crate::link_previews::{self, LinkPreviews};
-use crate::state::SharedState;
 use crate::storage::Storage;
 
 /// The longest URL looked at, in bytes.
@@ -31,12 +32,13 @@ pub struct UnfurlParams {
 
 /// `POST /unfurl_link` (see the module docs).
 pub async fn create(
-    State(state): State<SharedState>,
+    State(storage): State<Arc<Storage>>,
+    State(outbox): State<Outbox>,
     Extension(ctx): Extension<Ctx>,
     Json(params): Json<UnfurlParams>,
 ) -> Result<Response, AppError> {
     let user = ctx.require_user()?;
-    unfurl(&state.link_previews, &state.storage, user.id, &params.url).await
+    unfurl(&outbox.link_previews, &storage, user.id, &params.url).await
 }
 
 async fn unfurl(
@@ -62,12 +64,12 @@ async fn unfurl(
 
 /// `GET /unfurl_link/images/{name}` (see the module docs).
 pub async fn image(
-    State(state): State<SharedState>,
+    State(storage): State<Arc<Storage>>,
     Extension(ctx): Extension<Ctx>,
     Path(name): Path<String>,
 ) -> Result<Response, AppError> {
     ctx.require_user()?;
-    stored_image(&state.storage, &name).await
+    stored_image(&storage, &name).await
 }
 
 async fn stored_image(storage: &Storage, name: &str) -> Result<Response, AppError> {

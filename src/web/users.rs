@@ -11,6 +11,8 @@
 //! messages, broadcasting their removal to each room (Campfire's `User::Bannable`). The last
 //! active administrator can be neither deactivated nor banned (422).
 
+use crate::db::Db;
+use crate::pubsub::Delivery;
 use std::collections::BTreeMap;
 
 use axum::extract::State;
@@ -25,7 +27,6 @@ use crate::db::bans::{self, Banned};
 use crate::db::users::Guard;
 use crate::db::{rooms, Status};
 use crate::pubsub::Control;
-use crate::state::{AppState, SharedState};
 
 /// The statuses a user can be given.
 pub const STATUSES: &[Status] = Status::ALL;
@@ -46,8 +47,8 @@ pub fn guard_error(guard: Guard) -> Result<(), AppError> {
 
 /// Closes every open cable connection of `user_id` (reason `remote`, no reconnect) on every
 /// node (Rails' `remote_connections.where(current_user:).disconnect(reconnect: false)`).
-pub fn disconnect(state: &AppState, user_id: i64) {
-    state.bus.control(Control::Disconnect {
+pub fn disconnect(delivery: &Delivery, user_id: i64) {
+    delivery.bus.control(Control::Disconnect {
         user_id,
         session_sha256: None,
         reconnect: false,
@@ -56,8 +57,8 @@ pub fn disconnect(state: &AppState, user_id: i64) {
 
 /// Closes the cable connections opened with session `token` of `user_id` (the session itself
 /// is already deleted), on every node.
-pub fn close_session(state: &AppState, user_id: i64, token: &str) {
-    state.bus.control(Control::Disconnect {
+pub fn close_session(delivery: &Delivery, user_id: i64, token: &str) {
+    delivery.bus.control(Control::Disconnect {
         user_id,
         session_sha256: Some(crate::registry::session_digest(token)),
         reconnect: false,
@@ -70,31 +71,35 @@ pub fn close_session(state: &AppState, user_id: i64, token: &str) {
 /// # Errors
 /// 422 for a status outside [`STATUSES`], 404 for an unknown user or a bot, 422 for the last
 /// active administrator, database failures.
-pub async fn set_status(state: &AppState, user_id: i64, status: &str) -> Result<(), AppError> {
+pub async fn set_status(
+    db: &Db,
+    delivery: &Delivery,
+    user_id: i64,
+    status: &str,
+) -> Result<(), AppError> {
     let status: Status = status
         .parse()
         .map_err(|e: crate::db::kinds::UnknownWord| AppError::Unprocessable(e.to_string()))?;
     if status == Status::Banned {
-        return ban(state, user_id).await;
+        return ban(db, delivery, user_id).await;
     }
     if status == Status::Active {
         // Lifting a ban also lifts its address blocks.
-        if bans::unban(&state.pool, user_id).await? {
-            refresh_bans_present(state).await?;
+        if bans::unban(&db.pool, user_id).await? {
+            refresh_bans_present(db).await?;
         }
     }
-    guard_error(crate::db::users::set_status(&state.pool, user_id, status).await?)?;
+    guard_error(crate::db::users::set_status(&db.pool, user_id, status).await?)?;
     if status != Status::Active {
-        disconnect(state, user_id);
+        disconnect(delivery, user_id);
         tracing::info!(user_id, status = status.as_str(), "user disabled");
     }
     Ok(())
 }
 
-async fn refresh_bans_present(state: &AppState) -> Result<(), AppError> {
-    let any = bans::any(&state.pool).await?;
-    state
-        .bans_present
+async fn refresh_bans_present(db: &Db) -> Result<(), AppError> {
+    let any = bans::any(&db.pool).await?;
+    db.bans_present
         .store(any, std::sync::atomic::Ordering::Relaxed);
     Ok(())
 }
@@ -105,8 +110,8 @@ async fn refresh_bans_present(state: &AppState) -> Result<(), AppError> {
 /// # Errors
 /// 404 for an unknown user or a bot, 422 for the last active administrator, database
 /// failures (nothing changed).
-pub async fn ban(state: &AppState, user_id: i64) -> Result<(), AppError> {
-    let (ips, removed) = match bans::ban(&state.pool, user_id).await? {
+pub async fn ban(db: &Db, delivery: &Delivery, user_id: i64) -> Result<(), AppError> {
+    let (ips, removed) = match bans::ban(&db.pool, user_id).await? {
         Banned::Done { ips, removed } => (ips, removed),
         Banned::NotFound => return Err(AppError::NotFound),
         Banned::LastAdministrator => {
@@ -114,8 +119,7 @@ pub async fn ban(state: &AppState, user_id: i64) -> Result<(), AppError> {
         }
     };
     if !ips.is_empty() {
-        state
-            .bans_present
+        db.bans_present
             .store(true, std::sync::atomic::Ordering::Relaxed);
     }
     let mut by_room: BTreeMap<i64, Vec<String>> = BTreeMap::new();
@@ -126,11 +130,11 @@ pub async fn ban(state: &AppState, user_id: i64) -> Result<(), AppError> {
             .push(m.client_message_id.clone());
     }
     for (room_id, ids) in &by_room {
-        if let Some(room) = rooms::find(&state.pool, *room_id).await? {
-            broadcasts::messages_purged(&state.broadcaster, &room, ids);
+        if let Some(room) = rooms::find(&db.pool, *room_id).await? {
+            broadcasts::messages_purged(&delivery.broadcaster, &room, ids);
         }
     }
-    disconnect(state, user_id);
+    disconnect(delivery, user_id);
     tracing::info!(
         user_id,
         addresses = ips.len(),
@@ -144,23 +148,25 @@ pub async fn ban(state: &AppState, user_id: i64) -> Result<(), AppError> {
 /// 404 for an unknown user, 400 for an unknown status, 422 for the last active
 /// administrator.
 pub async fn update(
-    State(state): State<SharedState>,
+    State(db): State<Db>,
+    State(delivery): State<Delivery>,
     Admin(ctx): Admin,
     Id(user_id): Id,
 ) -> Result<Response, AppError> {
     let status = ctx.form.get("user[status]").unwrap_or("").to_owned();
-    set_status(&state, user_id, &status).await?;
+    set_status(&db, &delivery, user_id, &status).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
 /// `POST /users/{user_id}/ban`: bans the user and answers 302 to the profile. 403 for
 /// non-administrators, 404 for an unknown user, 422 for the last active administrator.
 pub async fn create_ban(
-    State(state): State<SharedState>,
+    State(db): State<Db>,
+    State(delivery): State<Delivery>,
     _: Admin,
     Id(user_id): Id,
 ) -> Result<Response, AppError> {
-    ban(&state, user_id).await?;
+    ban(&db, &delivery, user_id).await?;
     Ok(found(&format!("/users/{user_id}")))
 }
 
@@ -168,13 +174,13 @@ pub async fn create_ban(
 /// blocks go) and answers 302 to the profile. 403 for non-administrators, 404 when the user
 /// is not banned.
 pub async fn destroy_ban(
-    State(state): State<SharedState>,
+    State(db): State<Db>,
     _: Admin,
     Id(user_id): Id,
 ) -> Result<Response, AppError> {
-    if !bans::unban(&state.pool, user_id).await? {
+    if !bans::unban(&db.pool, user_id).await? {
         return Err(AppError::NotFound);
     }
-    refresh_bans_present(&state).await?;
+    refresh_bans_present(&db).await?;
     Ok(found(&format!("/users/{user_id}")))
 }

@@ -37,11 +37,15 @@
 //! seconds"; a 200 with any other content type is posted as a file, `attachment.<subtype>`
 //! (Campfire's `receive_attachment_reply_to`); anything else posts nothing.
 
+use crate::config::Config;
+use crate::db::Db;
+use crate::outbox::Outbox;
+use crate::storage::Storage;
 use std::sync::{Arc, Weak};
 
 use serde_json::json;
 
-use axum::extract::{Request, State};
+use axum::extract::{FromRef, Request, State};
 use axum::middleware::Next;
 use axum::response::Response;
 
@@ -70,7 +74,7 @@ pub async fn after_post(
 /// After `message` by `author` is stored in `room`: reaches the bots it should (see the
 /// module docs), off the post path.
 pub fn deliver_later(state: &SharedState, room: &Room, author: &User, message: &Message) {
-    if state.webhooks.present().known() == Some(false) {
+    if state.outbox.webhooks.present().known() == Some(false) {
         return;
     }
     start_worker(state);
@@ -79,39 +83,40 @@ pub fn deliver_later(state: &SharedState, room: &Room, author: &User, message: &
     let author = author.clone();
     let message = message.clone();
     tokio::spawn(async move {
-        if let Err(e) = queue(&state, &room, &author, &message).await {
+        if let Err(e) = queue(&state.db, &state.outbox, &room, &author, &message).await {
             tracing::warn!(error = %e, message_id = message.id, "webhook lookup failed");
         }
     });
 }
 
 async fn queue(
-    state: &AppState,
+    db: &Db,
+    outbox: &Outbox,
     room: &Room,
     author: &User,
     message: &Message,
 ) -> sqlx::Result<()> {
-    if !store::any(&state.pool, state.webhooks.present()).await? {
+    if !store::any(&db.pool, outbox.webhooks.present()).await? {
         return Ok(());
     }
-    let members = store::bots_in_room(&state.pool, room.id, author.id).await?;
+    let members = store::bots_in_room(&db.pool, room.id, author.id).await?;
     if members.is_empty() {
         return Ok(());
     }
     let recipients = if room.kind == crate::db::RoomKind::Direct {
         members
     } else {
-        let mentioned = messages::mentionees(&state.pool, message).await?;
+        let mentioned = messages::mentionees(&db.pool, message).await?;
         mentioned_bots(&mentioned, members)
     };
     let thread = if room.kind.is_thread() {
-        crate::db::threads::find(&state.pool, room.id).await?
+        crate::db::threads::find(&db.pool, room.id).await?
     } else {
         None
     };
     for bot in recipients {
         let payload = payload(room, author, message, &bot, thread.as_ref());
-        state.webhooks.enqueue(Delivery {
+        outbox.webhooks.enqueue(Delivery {
             bot_id: bot.bot_id,
             room_id: room.id,
             url: bot.url.clone(),
@@ -214,17 +219,17 @@ pub fn payload(
 
 /// Starts the delivery loop of this server once (it ends when the server's state is dropped).
 fn start_worker(state: &SharedState) {
-    let Some(mut rx) = state.webhooks.take_receiver() else {
+    let Some(mut rx) = state.outbox.webhooks.take_receiver() else {
         return;
     };
-    let weak: Weak<AppState> = Arc::downgrade(state);
+    let weak: Weak<AppState> = state.downgrade();
     tokio::spawn(async move {
         let permits = Arc::new(tokio::sync::Semaphore::new(CONCURRENCY));
         while let Some(delivery) = rx.recv().await {
             let Ok(permit) = permits.clone().acquire_owned().await else {
                 break;
             };
-            let Some(state) = weak.upgrade() else {
+            let Some(state) = SharedState::upgrade(&weak) else {
                 break;
             };
             tokio::spawn(async move {
@@ -239,7 +244,7 @@ fn start_worker(state: &SharedState) {
 /// text, a 200 with another content type as a file, a timeout as "Failed to respond within 7
 /// seconds".
 async fn deliver(state: &SharedState, delivery: &Delivery) {
-    let answer = match state.webhooks.deliver(delivery).await {
+    let answer = match state.outbox.webhooks.deliver(delivery).await {
         Ok(reply) if reply.status == 200 && !reply.body.is_empty() => answer_of(reply),
         Ok(reply) => {
             tracing::debug!(
@@ -350,17 +355,25 @@ async fn post_answer(
     delivery: &Delivery,
     answer: Answer,
 ) -> anyhow::Result<()> {
-    let bot = crate::db::users::find(&state.pool, delivery.bot_id)
+    let bot = crate::db::users::find(&state.db.pool, delivery.bot_id)
         .await?
         .filter(|u| u.is_active() && u.role == crate::db::Role::Bot)
         .ok_or_else(|| anyhow::anyhow!("the bot is gone"))?;
-    let room = rooms::find_for_member(&state.pool, delivery.room_id, bot.id)
+    let room = rooms::find_for_member(&state.db.pool, delivery.room_id, bot.id)
         .await?
         .ok_or_else(|| anyhow::anyhow!("the bot left the room"))?;
     let (html, text) = match answer {
         Answer::Text { html, text } => (html, text),
         Answer::File { filename, bytes } => {
-            let blob = store_file(state, &bot, &filename, bytes).await?;
+            let blob = store_file(
+                &state.config,
+                &state.db,
+                &state.storage,
+                &bot,
+                &filename,
+                bytes,
+            )
+            .await?;
             post_file(state, &room, &bot, blob)
                 .await
                 .map_err(|e| anyhow::anyhow!("{e:?}"))?;
@@ -382,19 +395,28 @@ async fn post_answer(
     };
     anyhow::ensure!(!body.is_blank(), "blank answer");
     let cid = messages::new_client_message_id();
-    post_message(state, &room, &bot, &body, &cid, None)
-        .await
-        .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    post_message(
+        &super::messages::Posting::from_ref(state),
+        &room,
+        &bot,
+        &body,
+        &cid,
+        None,
+    )
+    .await
+    .map_err(|e| anyhow::anyhow!("{e:?}"))?;
     Ok(())
 }
 
 async fn store_file(
-    state: &AppState,
+    config: &Config,
+    db: &Db,
+    storage: &Storage,
     bot: &User,
     filename: &str,
     bytes: bytes::Bytes,
 ) -> anyhow::Result<crate::db::blobs::Blob> {
-    super::files::store_bytes(state, bot, filename, bytes)
+    super::files::store_bytes(config, db, storage, bot, filename, bytes)
         .await
         .map_err(|e| anyhow::anyhow!("{e:?}"))
 }

@@ -185,7 +185,7 @@ async fn a_transfer_link_signs_in_a_second_client_until_it_expires() {
     assert!(me.body.contains("value=\"david@example.com\""));
 
     // Expired, forged, purpose-swapped, or a deactivated user's: 400, no session.
-    let verifier = &server.state.signed_ids;
+    let verifier = &server.state.keys.signed_ids;
     let past = std::time::SystemTime::now() - Duration::from_secs(1);
     let expired = verifier.generate("user", "transfer", 1, past);
     let other_purpose = verifier.generate(
@@ -243,6 +243,7 @@ async fn a_transfer_link_that_signed_a_device_in_signs_no_one_in_after_it_expire
     let expires = std::time::SystemTime::now() + Duration::from_secs(2);
     let id = server
         .state
+        .keys
         .signed_ids
         .generate("user", "transfer", 1, expires);
     let path = format!("/session/transfers/{id}");
@@ -543,7 +544,7 @@ async fn a_mentioned_bot_gets_campfires_payload_and_its_answer_appears_live() {
     let bots_page = david.get("/account/bots").await;
     let token_of_bot: String = sqlx::query_scalar("SELECT bot_token FROM users WHERE id = ?")
         .bind(bot_id)
-        .fetch_one(&server.state.pool)
+        .fetch_one(&server.state.db.pool)
         .await
         .unwrap();
     let line = format!(
@@ -571,6 +572,7 @@ async fn a_mentioned_bot_gets_campfires_payload_and_its_answer_appears_live() {
     assert!(r.status < 400);
     let sgid = server
         .state
+        .keys
         .sgids
         .sign("User", bot_id, hearth::rails::ATTACHABLE_PURPOSE);
     let html = format!(
@@ -615,7 +617,7 @@ async fn a_mentioned_bot_gets_campfires_payload_and_its_answer_appears_live() {
     assert_eq!(v["message"]["id"], message_id);
     let stored: String = sqlx::query_scalar("SELECT body FROM messages WHERE id = ?")
         .bind(message_id)
-        .fetch_one(&server.state.pool)
+        .fetch_one(&server.state.db.pool)
         .await
         .unwrap();
     assert!(
@@ -848,12 +850,12 @@ fn the_people_picker_boosts_and_account_pages_work_in_a_browser() {
 async fn the_first_room_welcomes_with_the_invite_block_until_it_holds_more_than_a_page() {
     let server = TestServer::start().await;
     sqlx::query("DELETE FROM messages WHERE room_id = 1")
-        .execute(&server.state.pool)
+        .execute(&server.state.db.pool)
         .await
         .unwrap();
     let mut jason = signed_in(&server, JASON, SECRET).await;
     let code: String = sqlx::query_scalar("SELECT join_code FROM accounts")
-        .fetch_one(&server.state.pool)
+        .fetch_one(&server.state.db.pool)
         .await
         .unwrap();
     let page = jason.get("/rooms/1").await;

@@ -175,7 +175,7 @@ async fn the_join_code_signs_people_up_and_administrators_regenerate_it() {
     let rooms: Vec<i64> =
         sqlx::query_scalar("SELECT room_id FROM memberships WHERE user_id = ? ORDER BY room_id")
             .bind(id)
-            .fetch_all(&server.state.pool)
+            .fetch_all(&server.state.db.pool)
             .await
             .unwrap();
     assert_eq!(
@@ -465,7 +465,7 @@ async fn a_ban_removes_the_users_messages_live_and_blocks_their_addresses() {
     );
     // A session from a public address (loopback and private ones are never banned).
     sqlx::query("INSERT INTO sessions (user_id, token, ip_address, last_active_at, created_at, updated_at) VALUES (4, 'kevin-phone-session-token', '8.8.8.8', 0, 0, 0)")
-        .execute(&server.state.pool)
+        .execute(&server.state.db.pool)
         .await
         .unwrap();
     let mut david = server.signed_in(DAVID, SECRET).await;
@@ -519,11 +519,12 @@ async fn a_ban_removes_the_users_messages_live_and_blocks_their_addresses() {
 
     // A banned address changes nothing (429), reading still works.
     sqlx::query("INSERT INTO bans (user_id, ip_address, created_at, updated_at) VALUES (4, '127.0.0.1', 0, 0)")
-        .execute(&server.state.pool)
+        .execute(&server.state.db.pool)
         .await
         .unwrap();
     server
         .state
+        .db
         .bans_present
         .store(true, std::sync::atomic::Ordering::Relaxed);
     let (token, _) = david.room(1).await;
@@ -536,7 +537,7 @@ async fn a_ban_removes_the_users_messages_live_and_blocks_their_addresses() {
     );
     assert_eq!(david.get("/rooms/1").await.status, 200);
     sqlx::query("DELETE FROM bans WHERE ip_address = '127.0.0.1'")
-        .execute(&server.state.pool)
+        .execute(&server.state.db.pool)
         .await
         .unwrap();
 
@@ -550,6 +551,7 @@ async fn a_ban_removes_the_users_messages_live_and_blocks_their_addresses() {
     assert_eq!(scalar_i64(&server, "SELECT COUNT(*) FROM bans").await, 0);
     assert!(!server
         .state
+        .db
         .bans_present
         .load(std::sync::atomic::Ordering::Relaxed));
     expect_statuses(&mut david, &token, &[("DELETE", "/users/4/ban", &[], 404)]).await;
@@ -607,7 +609,7 @@ async fn administrators_create_rename_rekey_and_remove_bots() {
     assert_eq!(r.header("location"), Some("/account/bots"));
     let (id, bot_token): (i64, String) =
         sqlx::query_as("SELECT id, bot_token FROM users WHERE name = 'Marvin' AND role = 'bot'")
-            .fetch_one(&server.state.pool)
+            .fetch_one(&server.state.db.pool)
             .await
             .unwrap();
     let key = format!("{id}-{bot_token}");
@@ -1018,7 +1020,7 @@ async fn recent_searches_keep_the_newest_ten_and_clear() {
     let recent: Vec<String> = sqlx::query_scalar(
         "SELECT query FROM searches WHERE user_id = 1 ORDER BY updated_at DESC, id DESC",
     )
-    .fetch_all(&server.state.pool)
+    .fetch_all(&server.state.db.pool)
     .await
     .unwrap();
     assert_eq!(recent.len(), 10);
@@ -1166,7 +1168,7 @@ async fn a_session_ended_by_another_process_is_refused_after_the_cache_lifetime(
     assert_eq!(c.get("/rooms/1").await.status, 200);
     // As a console or another node would: straight in the database, not through Hearth.
     sqlx::query("DELETE FROM sessions")
-        .execute(&server.state.pool)
+        .execute(&server.state.db.pool)
         .await
         .unwrap();
     tokio::time::sleep(Duration::from_millis(1300)).await;

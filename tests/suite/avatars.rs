@@ -236,7 +236,7 @@ async fn avatars_refuse_what_is_not_an_image_oversize_files_and_other_peoples_av
     let server = TestServer::start_with(|c| c.max_upload_bytes = 64 * 1024).await;
     let david = Session::new(&server, DAVID, SECRET).await;
     let jason = Session::new(&server, JASON, SECRET).await;
-    let pool = server.state.pool.clone();
+    let pool = server.state.db.pool.clone();
     let blobs = || hearth::db::blobs::count(&pool);
     let before = blobs().await.unwrap();
     // Not an image (the type comes from the bytes, whatever the name says).
@@ -418,7 +418,7 @@ async fn a_sideways_jpeg_is_turned_upright_in_its_thumbnail_and_avatar() {
     let metadata: String = sqlx::query_scalar(
         "SELECT metadata FROM active_storage_blobs WHERE filename = 'sideways.jpg'",
     )
-    .fetch_one(&server.state.pool)
+    .fetch_one(&server.state.db.pool)
     .await
     .unwrap();
     let metadata: serde_json::Value = serde_json::from_str(&metadata).unwrap();

@@ -72,7 +72,7 @@ async fn bot_and_direct_room(server: &TestServer, david: &mut Client, url: &str)
     assert_eq!(r.status, 302, "{}", r.body);
     let bot_id: i64 =
         sqlx::query_scalar("SELECT id FROM users WHERE name = 'Secure' AND role = 'bot'")
-            .fetch_one(&server.state.pool)
+            .fetch_one(&server.state.db.pool)
             .await
             .unwrap();
     let r = david
@@ -112,7 +112,7 @@ async fn eventually(server: &TestServer, sql: &'static str) -> bool {
     let deadline = std::time::Instant::now() + T;
     while std::time::Instant::now() < deadline {
         let n: i64 = sqlx::query_scalar(sql)
-            .fetch_one(&server.state.pool)
+            .fetch_one(&server.state.db.pool)
             .await
             .unwrap();
         if n > 0 {
@@ -165,7 +165,7 @@ async fn a_bot_behind_https_with_a_private_ca_gets_the_payload_and_its_file_answ
         "SELECT m.creator_id FROM messages m JOIN active_storage_attachments a \
          ON a.record_id = m.id AND a.record_type = 'Message'",
     )
-    .fetch_one(&server.state.pool)
+    .fetch_one(&server.state.db.pool)
     .await
     .unwrap();
     assert_eq!(creator, bot_id);
@@ -209,7 +209,7 @@ async fn an_https_webhook_whose_certificate_the_server_does_not_trust_gets_nothi
     let answers: i64 =
         sqlx::query_scalar("SELECT COUNT(*) FROM messages WHERE room_id = ? AND creator_id != 1")
             .bind(room)
-            .fetch_one(&server.state.pool)
+            .fetch_one(&server.state.db.pool)
             .await
             .unwrap();
     assert_eq!(answers, 0);
@@ -254,7 +254,7 @@ async fn a_server_without_webhooks_never_stops_another_servers_bots() {
         .await;
     assert!(r.status < 400);
     let deadline = std::time::Instant::now() + T;
-    while without.state.webhooks.present().known() != Some(false) {
+    while without.state.outbox.webhooks.present().known() != Some(false) {
         assert!(std::time::Instant::now() < deadline, "never looked");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }

@@ -68,7 +68,7 @@ async fn chromium_and_rails_client_decode_the_compressed_frame_a_plain_client_ge
     let mut compressed = connect_deflate(&server, &jason, OFFER).await;
     subscribe(&mut compressed, &id).await;
 
-    let before = server.state.fanout.stats().frames_compressed;
+    let before = server.state.delivery.fanout.stats().frames_compressed;
     let r = poster
         .post_message(1, &long_body("chromium"), cid, &csrf)
         .await;
@@ -101,6 +101,9 @@ async fn chromium_and_rails_client_decode_the_compressed_frame_a_plain_client_ge
     );
     assert_eq!(next_line().await, "OK", "{out}");
     // Chromium, `ws` and the raw client share the one compressed frame of the post.
-    assert_eq!(server.state.fanout.stats().frames_compressed - before, 1);
+    assert_eq!(
+        server.state.delivery.fanout.stats().frames_compressed - before,
+        1
+    );
     let _ = std::fs::remove_dir_all(&work);
 }

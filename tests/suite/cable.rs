@@ -176,7 +176,7 @@ async fn pings_every_interval_with_unix_seconds() {
 async fn subscribe_confirm_reject_and_silent_cases_like_rails() {
     let server = TestServer::start().await;
     let (_c, mut ws) = connect_as(&server, "david@example.com", "secret123456").await;
-    let good = turbo_identifier(&server.state.signer.sign("rooms"));
+    let good = turbo_identifier(&server.state.keys.signer.sign("rooms"));
     let bad = turbo_identifier(
         "ImNoYXQ6MjAyMSI=--f9ee45dbccb1da04d8ceb99cc820207804370ba0d06b46fc3b8b373af1315628",
     );
@@ -200,6 +200,7 @@ async fn subscribe_confirm_reject_and_silent_cases_like_rails() {
     // A broadcast still arrives, exactly once, as Rails wraps it.
     let sent = server
         .state
+        .delivery
         .fanout
         .broadcast("rooms", br#""just a string""#);
     assert_eq!(sent, 1);
@@ -217,7 +218,7 @@ async fn subscribe_confirm_reject_and_silent_cases_like_rails() {
         ws.next_non_ping(T).await,
         text(&confirm(r#"{"channel":"HeartbeatChannel"}"#))
     );
-    assert_eq!(server.state.fanout.broadcast("rooms", b"1"), 0);
+    assert_eq!(server.state.delivery.fanout.broadcast("rooms", b"1"), 0);
 }
 
 #[tokio::test]
@@ -272,23 +273,24 @@ async fn a_post_reaches_room_subscribers_with_activesupport_escaping() {
 async fn room_streams_are_authorized() {
     let server = TestServer::start().await;
     let (_c, mut ws) = connect_as(&server, "user1@example.com", "password").await;
-    let designers = hearth::db::rooms::find(&server.state.pool, 4)
+    let designers = hearth::db::rooms::find(&server.state.db.pool, 4)
         .await
         .unwrap()
         .unwrap();
     let name = hearth::streams::room_messages("campfire", &designers);
-    let signed = server.state.signer.sign(&name);
+    let signed = server.state.keys.signer.sign(&name);
     // A validly signed name for a room the user is not a member of is rejected…
     let id = room_identifier(&signed);
     ws.send_text(&subscribe_cmd(&id)).await;
     assert_eq!(ws.next_non_ping(T).await, text(&reject(&id)));
     // …and Turbo::StreamsChannel refuses every `:messages` name, even a member's.
-    let all_talk = hearth::db::rooms::find(&server.state.pool, 1)
+    let all_talk = hearth::db::rooms::find(&server.state.db.pool, 1)
         .await
         .unwrap()
         .unwrap();
     let signed = server
         .state
+        .keys
         .signer
         .sign(&hearth::streams::room_messages("campfire", &all_talk));
     let id = turbo_identifier(&signed);
@@ -315,7 +317,7 @@ async fn presence_and_typing_notifications() {
         text(r#"{"identifier":"{\"channel\":\"ReadRoomsChannel\"}","message":{"room_id":1}}"#)
     );
     assert_eq!(david.next_non_ping(T).await, text(&confirm(presence)));
-    let state = hearth::db::rooms::membership_state(&server.state.pool, 1, 1)
+    let state = hearth::db::rooms::membership_state(&server.state.db.pool, 1, 1)
         .await
         .unwrap()
         .unwrap();
@@ -353,7 +355,7 @@ async fn presence_and_typing_notifications() {
         david.next_non_ping(T).await,
         text(&confirm(r#"{"channel":"HeartbeatChannel"}"#))
     );
-    let state = hearth::db::rooms::membership_state(&server.state.pool, 1, 1)
+    let state = hearth::db::rooms::membership_state(&server.state.db.pool, 1, 1)
         .await
         .unwrap()
         .unwrap();
@@ -453,7 +455,7 @@ async fn edits_deletes_and_boosts_are_broadcast_to_the_room() {
     assert!(message(ws.next_non_ping(T).await).starts_with("<turbo-stream action=\"append\""));
     let message_id: i64 =
         sqlx::query_scalar("SELECT id FROM messages WHERE client_message_id = 'edit-me'")
-            .fetch_one(&server.state.pool)
+            .fetch_one(&server.state.db.pool)
             .await
             .unwrap();
     let path = format!("/rooms/1/messages/{message_id}");
@@ -511,7 +513,7 @@ async fn edits_deletes_and_boosts_are_broadcast_to_the_room() {
     );
     let left: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM messages WHERE id = ?")
         .bind(message_id)
-        .fetch_one(&server.state.pool)
+        .fetch_one(&server.state.db.pool)
         .await
         .unwrap();
     assert_eq!(left, 0);

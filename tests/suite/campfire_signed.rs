@@ -80,7 +80,7 @@ async fn campfire_server() -> TestServer {
     .bind(now)
     .bind(now)
     .bind(now)
-    .execute(&server.state.pool)
+    .execute(&server.state.db.pool)
     .await
     .unwrap();
     server
@@ -140,7 +140,7 @@ async fn a_campfire_session_cookie_signs_in_pages_and_the_cable() {
     // The session is Campfire's row, resumed.
     let ip: Option<String> = sqlx::query_scalar("SELECT ip_address FROM sessions WHERE token = ?")
         .bind(CAMPFIRE_TOKEN)
-        .fetch_one(&server.state.pool)
+        .fetch_one(&server.state.db.pool)
         .await
         .unwrap();
     assert!(ip.is_some());
@@ -221,7 +221,7 @@ async fn campfires_rails_reads_the_session_cookie_hearth_writes() {
     let value = c.cookie("session_token").unwrap().to_owned();
     let token: String =
         sqlx::query_scalar("SELECT token FROM sessions WHERE user_id = 1 ORDER BY id DESC LIMIT 1")
-            .fetch_one(&server.state.pool)
+            .fetch_one(&server.state.db.pool)
             .await
             .unwrap();
     let read = campfire(
@@ -249,7 +249,7 @@ async fn server_with_campfires_secret() -> TestServer {
 async fn chip(server: &TestServer, id: i64) -> String {
     let name: String = sqlx::query_scalar("SELECT name FROM users WHERE id = ?")
         .bind(id)
-        .fetch_one(&server.state.pool)
+        .fetch_one(&server.state.db.pool)
         .await
         .unwrap();
     format!("<span class=\"mention\" data-user-id=\"{id}\">@{name}</span>")
@@ -324,7 +324,7 @@ async fn imported_campfire_mentions_draw_as_chips() {
     .bind(&imported)
     .bind(now)
     .bind(now)
-    .execute(&server.state.pool)
+    .execute(&server.state.db.pool)
     .await
     .unwrap();
     let mut david = server.signed_in(DAVID, SECRET).await;

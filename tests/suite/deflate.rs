@@ -258,7 +258,7 @@ async fn one_compressed_frame_per_broadcast_and_window_for_every_deflate_client_
     }
     subscribe(&mut plain, UNREADS).await;
 
-    let before = server.state.fanout.stats().frames_compressed;
+    let before = server.state.delivery.fanout.stats().frames_compressed;
     let r = poster
         .post_message(1, &long_body("everyone"), cid, &csrf)
         .await;
@@ -300,7 +300,10 @@ async fn one_compressed_frame_per_broadcast_and_window_for_every_deflate_client_
             r#"{"identifier":"{\"channel\":\"UnreadRoomsChannel\"}","message":{"roomId":1}}"#
         );
     }
-    assert_eq!(server.state.fanout.stats().frames_compressed - before, 2);
+    assert_eq!(
+        server.state.delivery.fanout.stats().frames_compressed - before,
+        2
+    );
 }
 
 #[tokio::test]
@@ -331,7 +334,7 @@ async fn compression_off_agrees_to_nothing_and_sends_plain_frames() {
     let frame = next_message(&mut ws).await;
     assert!(!frame.rsv1());
     assert!(frame.text().contains("deflate-off"));
-    assert_eq!(server.state.fanout.stats().frames_compressed, 0);
+    assert_eq!(server.state.delivery.fanout.stats().frames_compressed, 0);
     // And RSV1 is then a protocol error like any reserved bit.
     send_raw(&mut ws, COMPRESSED_TEXT, &common::deflate(b"{}", 15)).await;
     assert_eq!(closed_with(&mut ws).await, 1002);

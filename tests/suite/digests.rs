@@ -32,6 +32,7 @@ async fn post_html(c: &mut Client, room: i64, html: &str, cid: &str) {
 fn mention(server: &TestServer, user_id: i64, words: &str) -> String {
     let sgid = server
         .state
+        .keys
         .sgids
         .sign("User", user_id, hearth::rails::ATTACHABLE_PURPOSE);
     format!(
@@ -113,11 +114,11 @@ async fn a_digest_holds_exactly_the_unread_mentions_and_dms_once_per_period() {
     let mut jz = server.signed_in("jz@example.com", SECRET).await;
     let jz_dm = direct_room(&mut jz, "2").await;
     post_html(&mut jz, jz_dm, "<div>already seen this one</div>", "jz-dm").await;
-    assert!(hearth::db::rooms::present(&server.state.pool, jz_dm, 2)
+    assert!(hearth::db::rooms::present(&server.state.db.pool, jz_dm, 2)
         .await
         .unwrap());
     let at = next_hour_in_kolkata();
-    let digests = Digests::of(&server.state);
+    let digests = Digests::of(&server.state.db, &server.state.keys, &server.state.outbox);
     assert_eq!(
         digests.run_as_of(at).await.unwrap(),
         1,
@@ -168,7 +169,7 @@ async fn a_digest_holds_exactly_the_unread_mentions_and_dms_once_per_period() {
     let later = at + jiff::SignedDuration::from_mins(20);
     assert_eq!(digests.run_as_of(later).await.unwrap(), 0);
     // Deactivated and banned people are never due one.
-    let due = hearth::db::digests::recipients(&server.state.pool)
+    let due = hearth::db::digests::recipients(&server.state.db.pool)
         .await
         .unwrap();
     assert!(due.iter().all(|p| p.id != 6 && p.id != 7), "{due:?}");
@@ -185,7 +186,7 @@ async fn a_digest_holds_exactly_the_unread_mentions_and_dms_once_per_period() {
         )
         .await;
     assert_eq!(r.status, 200, "{}", r.body);
-    let (frequency, _) = hearth::db::digests::preferences(&server.state.pool, 2)
+    let (frequency, _) = hearth::db::digests::preferences(&server.state.db.pool, 2)
         .await
         .unwrap()
         .unwrap();

@@ -92,14 +92,14 @@ fn listing(dir: &Path) -> Vec<String> {
 
 async fn text(server: &TestServer, sql: &str) -> String {
     sqlx::query_scalar(sqlx::AssertSqlSafe(sql.to_owned()))
-        .fetch_one(&server.state.pool)
+        .fetch_one(&server.state.db.pool)
         .await
         .unwrap()
 }
 
 async fn texts(server: &TestServer, sql: &str) -> Vec<String> {
     sqlx::query_scalar(sqlx::AssertSqlSafe(sql.to_owned()))
-        .fetch_all(&server.state.pool)
+        .fetch_all(&server.state.db.pool)
         .await
         .unwrap()
 }
@@ -157,6 +157,7 @@ async fn post_mention(server: &TestServer) -> i64 {
     let (token, _) = jason.room(1).await;
     let sgid = server
         .state
+        .keys
         .sgids
         .sign("User", 1, hearth::rails::ATTACHABLE_PURPOSE);
     let html = format!(
@@ -203,7 +204,7 @@ async fn administer(server: &TestServer) -> i64 {
          updated_at) VALUES (?, 'kevin-phone', '8.8.8.8', 1, 1, 1)",
     )
     .bind(KEVIN)
-    .execute(&server.state.pool)
+    .execute(&server.state.db.pool)
     .await
     .unwrap();
     let token = csrf(&mut david, &format!("/users/{KEVIN}")).await;
@@ -230,7 +231,7 @@ async fn administer(server: &TestServer) -> i64 {
          created_at, updated_at) VALUES (1, 'https://push.example.com/send/abc', 'BPk', 'au', \
          'Firefox', 1793523600001, 1793523600002)",
     )
-    .execute(&server.state.pool)
+    .execute(&server.state.db.pool)
     .await
     .unwrap();
     scalar_i64(server, "SELECT id FROM users WHERE name = 'Exporter'").await

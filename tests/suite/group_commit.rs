@@ -25,9 +25,9 @@ fn new<'a>(cid: &'a str, body: &'a str) -> NewMessage<'a> {
 /// Posts one message (client message id `cid`) to room 1, which fills the room's member cache.
 async fn fill_member_cache(state: &hearth::state::AppState, cid: &str) {
     messages::create_then(
-        &state.pool,
-        &state.auth_cache,
-        &state.commits,
+        &state.db.pool,
+        &state.db.auth_cache,
+        &state.db.commits,
         &new(cid, "<div>first</div>"),
         |_, _| (),
     )
@@ -46,15 +46,15 @@ async fn concurrent_posts_share_transactions_and_are_announced_in_id_order() {
     // (the insert itself runs on the committing task's thread, without a hand-off), so its
     // posts share a transaction only because the committing task lets the others queue first.
     fill_member_cache(&state, "group-warm").await;
-    let before = state.commits.transactions();
+    let before = state.db.commits.transactions();
     let posts = cids.iter().map(|cid| {
         let announced = announced.clone();
         let state = state.clone();
         async move {
             let (message, id) = messages::create_then(
-                &state.pool,
-                &state.auth_cache,
-                &state.commits,
+                &state.db.pool,
+                &state.db.auth_cache,
+                &state.db.commits,
                 &new(cid, "<div>hello</div>"),
                 move |message, members| {
                     assert!(
@@ -70,12 +70,14 @@ async fn concurrent_posts_share_transactions_and_are_announced_in_id_order() {
             assert_eq!(message.id, id);
             assert_eq!(&message.client_message_id, cid);
             // Answered only after its commit: another connection reads it.
-            assert!(messages::in_room(&state.pool, 1, message.id).await.unwrap());
+            assert!(messages::in_room(&state.db.pool, 1, message.id)
+                .await
+                .unwrap());
             message.id
         }
     });
     let ids = futures_util::future::join_all(posts).await;
-    let transactions = state.commits.transactions() - before;
+    let transactions = state.db.commits.transactions() - before;
     assert!(
         transactions <= (POSTS / 4) as u64,
         "{POSTS} concurrent posts took {transactions} transactions"
@@ -97,7 +99,7 @@ async fn concurrent_posts_share_transactions_and_are_announced_in_id_order() {
 async fn a_taken_client_message_id_fails_only_its_own_post_in_a_group() {
     let server = TestServer::start().await;
     let state = server.state.clone();
-    messages::create(&state.pool, 1, 1, "David", "taken", "<div>first</div>")
+    messages::create(&state.db.pool, 1, 1, "David", "taken", "<div>first</div>")
         .await
         .unwrap();
     let cids = ["g-a", "g-b", "taken", "g-c", "g-d"];
@@ -105,9 +107,9 @@ async fn a_taken_client_message_id_fails_only_its_own_post_in_a_group() {
         let state = state.clone();
         async move {
             messages::create_then(
-                &state.pool,
-                &state.auth_cache,
-                &state.commits,
+                &state.db.pool,
+                &state.db.auth_cache,
+                &state.db.commits,
                 &new(cid, "<div>x</div>"),
                 |_, _| (),
             )
@@ -127,7 +129,7 @@ async fn a_taken_client_message_id_fails_only_its_own_post_in_a_group() {
             (_, Err(e)) => panic!("{cid} failed with the group: {e}"),
         }
     }
-    assert!(messages::count(&state.pool, 1).await.unwrap() >= 5);
+    assert!(messages::count(&state.db.pool, 1).await.unwrap() >= 5);
     server.stop().await;
 }
 
@@ -149,9 +151,9 @@ async fn a_post_to_a_room_deleted_meanwhile_fails_alone_and_its_group_is_stored(
                 ..new(cid, "<div>hello</div>")
             };
             messages::create_then(
-                &state.pool,
-                &state.auth_cache,
-                &state.commits,
+                &state.db.pool,
+                &state.db.auth_cache,
+                &state.db.commits,
                 &post,
                 |_, _| (),
             )
@@ -171,7 +173,9 @@ async fn a_post_to_a_room_deleted_meanwhile_fails_alone_and_its_group_is_stored(
             );
         } else {
             let (message, ()) = result.as_ref().expect("the rest of the group is stored");
-            assert!(messages::in_room(&state.pool, 1, message.id).await.unwrap());
+            assert!(messages::in_room(&state.db.pool, 1, message.id)
+                .await
+                .unwrap());
         }
     }
     server.stop().await;
@@ -181,7 +185,7 @@ async fn a_post_to_a_room_deleted_meanwhile_fails_alone_and_its_group_is_stored(
 async fn stored_with_prefix(state: &hearth::state::AppState, prefix: &str) -> i64 {
     sqlx::query_scalar("SELECT COUNT(*) FROM messages WHERE client_message_id LIKE ? || '%'")
         .bind(prefix)
-        .fetch_one(&state.pool)
+        .fetch_one(&state.db.pool)
         .await
         .unwrap()
 }
@@ -200,15 +204,15 @@ async fn answered(
 
 /// Spawns a post of `cid` to room 1; the task answers what `create_then` answered.
 fn spawn_post(
-    state: &Arc<hearth::state::AppState>,
+    state: &hearth::state::SharedState,
     cid: String,
 ) -> tokio::task::JoinHandle<Result<i64, String>> {
     let state = state.clone();
     tokio::spawn(async move {
         messages::create_then(
-            &state.pool,
-            &state.auth_cache,
-            &state.commits,
+            &state.db.pool,
+            &state.db.auth_cache,
+            &state.db.commits,
             &new(&cid, "<div>queued</div>"),
             |_, _| (),
         )
@@ -227,7 +231,7 @@ async fn posts_whose_requests_were_dropped_never_stop_the_posts_after_them() {
     let server = TestServer::start().await;
     let state = server.state.clone();
     fill_member_cache(&state, "warm-dropped").await;
-    let held = hearth::db::Write::begin(&state.pool, hearth::db::Access::Kept)
+    let held = hearth::db::Write::begin(&state.db.pool, hearth::db::Access::Kept)
         .await
         .unwrap();
     let dropped: Vec<_> = (0..70)
@@ -259,7 +263,7 @@ async fn a_post_whose_request_is_dropped_mid_commit_takes_none_of_its_group_down
     let server = TestServer::start().await;
     let state = server.state.clone();
     fill_member_cache(&state, "warm-mid").await;
-    let mut outside = state.pool.connect_options().connect().await.unwrap();
+    let mut outside = state.db.pool.connect_options().connect().await.unwrap();
     sqlx::query("BEGIN IMMEDIATE")
         .execute(&mut outside)
         .await

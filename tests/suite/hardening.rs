@@ -133,7 +133,7 @@ async fn upgrades_past_the_connection_limit_get_503() {
     // A closed connection frees its place.
     drop(first);
     let state = server.state.clone();
-    eventually(|| state.open_cable_sockets() < 2).await;
+    eventually(|| state.sockets.open() < 2).await;
     let _again = connect_with(&server, &c).await;
 }
 
@@ -181,7 +181,7 @@ async fn a_request_whose_body_drips_gets_408() {
     let mut c = server.signed_in(DAVID, SECRET).await;
     let (csrf, _) = c.room(1).await;
     let before: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM messages")
-        .fetch_one(&server.state.pool)
+        .fetch_one(&server.state.db.pool)
         .await
         .unwrap();
     let body = form(&[("message[body]", "slow"), ("authenticity_token", &csrf)]);
@@ -211,7 +211,7 @@ async fn a_request_whose_body_drips_gets_408() {
     let response = String::from_utf8_lossy(&response);
     assert!(response.starts_with("HTTP/1.1 408"), "{response}");
     let after: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM messages")
-        .fetch_one(&server.state.pool)
+        .fetch_one(&server.state.db.pool)
         .await
         .unwrap();
     assert_eq!(after, before);
@@ -222,7 +222,7 @@ async fn every_state_changing_route_needs_the_csrf_token() {
     let server = TestServer::start().await;
     let mut c = server.signed_in(DAVID, SECRET).await;
     let count = |sql: &'static str| {
-        let pool = server.state.pool.clone();
+        let pool = server.state.db.pool.clone();
         async move {
             sqlx::query_scalar::<_, i64>(sql)
                 .fetch_one(&pool)
@@ -236,7 +236,7 @@ async fn every_state_changing_route_needs_the_csrf_token() {
     let active = count("SELECT COUNT(*) FROM users WHERE status = 'active'").await;
     let message_id: i64 =
         sqlx::query_scalar("SELECT id FROM messages WHERE room_id = 1 AND creator_id = 1 LIMIT 1")
-            .fetch_one(&server.state.pool)
+            .fetch_one(&server.state.db.pool)
             .await
             .unwrap();
     let routes = [
@@ -363,7 +363,7 @@ async fn hostile_user_names_and_bodies_are_escaped_in_pages_and_frames() {
     let name = r#"<script>alert("name")</script>"#;
     sqlx::query("UPDATE users SET name = ? WHERE id = 1")
         .bind(name)
-        .execute(&server.state.pool)
+        .execute(&server.state.db.pool)
         .await
         .unwrap();
     let (mut c, mut ws) = connect_as(&server, DAVID, SECRET).await;
@@ -372,12 +372,13 @@ async fn hostile_user_names_and_bodies_are_escaped_in_pages_and_frames() {
         !html.contains("<script>alert"),
         "raw user name in the room page"
     );
-    let room = hearth::db::rooms::find(&server.state.pool, 1)
+    let room = hearth::db::rooms::find(&server.state.db.pool, 1)
         .await
         .unwrap()
         .unwrap();
     let signed = server
         .state
+        .keys
         .signer
         .sign(&hearth::streams::room_messages("campfire", &room));
     let id = serde_json::json!({"channel": "RoomMessagesChannel", "signed_stream_name": signed})
@@ -430,7 +431,7 @@ async fn deactivated_and_banned_users_lose_their_sessions_and_connections() {
         let (victim, mut ws) = connect_as(&server, email, SECRET).await;
         let user_id: i64 = sqlx::query_scalar("SELECT id FROM users WHERE email_address = ?")
             .bind(email)
-            .fetch_one(&server.state.pool)
+            .fetch_one(&server.state.db.pool)
             .await
             .unwrap();
         let r = admin
@@ -489,7 +490,7 @@ async fn only_administrators_change_a_users_status() {
         .await;
     assert_eq!(r.status, 403);
     let status: String = sqlx::query_scalar("SELECT status FROM users WHERE id = 1")
-        .fetch_one(&server.state.pool)
+        .fetch_one(&server.state.db.pool)
         .await
         .unwrap();
     assert_eq!(status, "active");
@@ -503,14 +504,21 @@ async fn a_posts_room_touch_never_moves_back() {
     let later = hearth::db::now_ms() + 60_000;
     sqlx::query("UPDATE rooms SET updated_at = ? WHERE id = 1")
         .bind(later)
-        .execute(&server.state.pool)
+        .execute(&server.state.db.pool)
         .await
         .unwrap();
-    hearth::db::messages::create(&server.state.pool, 1, 1, "David", "touch-1", "<div>x</div>")
-        .await
-        .unwrap();
+    hearth::db::messages::create(
+        &server.state.db.pool,
+        1,
+        1,
+        "David",
+        "touch-1",
+        "<div>x</div>",
+    )
+    .await
+    .unwrap();
     let touched: i64 = sqlx::query_scalar("SELECT updated_at FROM rooms WHERE id = 1")
-        .fetch_one(&server.state.pool)
+        .fetch_one(&server.state.db.pool)
         .await
         .unwrap();
     assert_eq!(touched, later);
@@ -749,7 +757,7 @@ async fn a_direct_message_of_others(server: &TestServer) -> (i64, i64) {
     assert_eq!(posted.status, 200, "{}", posted.body);
     let id: i64 =
         sqlx::query_scalar("SELECT id FROM messages WHERE client_message_id = 'private-dm-1'")
-            .fetch_one(&server.state.pool)
+            .fetch_one(&server.state.db.pool)
             .await
             .unwrap();
     (room, id)
@@ -781,7 +789,7 @@ async fn a_paging_cursor_from_another_room_or_none_answers_404() {
         404
     );
     let first_of_room_1: i64 = sqlx::query_scalar("SELECT MIN(id) FROM messages WHERE room_id = 1")
-        .fetch_one(&server.state.pool)
+        .fetch_one(&server.state.db.pool)
         .await
         .unwrap();
     assert_eq!(
@@ -810,7 +818,7 @@ async fn a_paging_cursor_from_another_room_or_none_answers_404() {
 #[tokio::test]
 async fn a_client_message_id_of_another_message_is_refused() {
     let server = TestServer::start().await;
-    let pool = &server.state.pool;
+    let pool = &server.state.db.pool;
     let mut david = server.signed_in(DAVID, SECRET).await;
     let (csrf, _) = david.room(1).await;
     assert_eq!(
@@ -1018,7 +1026,7 @@ async fn one_user_cannot_take_every_connection() {
     // A closed connection gives its place back.
     drop(open.pop());
     let state = server.state.clone();
-    eventually(|| state.open_cable_sockets() < 4).await;
+    eventually(|| state.sockets.open() < 4).await;
     let _again = connect_with(&server, &other_session).await;
 }
 
@@ -1091,7 +1099,7 @@ async fn membership_writes(pool: &sqlx::SqlitePool) -> i64 {
 #[tokio::test]
 async fn presence_churn_is_coalesced_per_membership() {
     let server = TestServer::start().await;
-    let pool = &server.state.pool;
+    let pool = &server.state.db.pool;
     count_membership_writes(pool).await;
     let (_c, mut ws) = connect_as(&server, DAVID, SECRET).await;
     let presence = r#"{"channel":"PresenceChannel","room_id":1}"#;
@@ -1143,7 +1151,7 @@ async fn presence_churn_is_coalesced_per_membership() {
 #[tokio::test]
 async fn one_tab_hidden_and_closed_never_overrides_another_open_tab() {
     let server = TestServer::start().await;
-    let pool = &server.state.pool;
+    let pool = &server.state.db.pool;
     let presence = r#"{"channel":"PresenceChannel","room_id":1}"#;
     let david = server.signed_in(DAVID, SECRET).await;
     let mut tab_a = connect_with(&server, &david).await;
@@ -1168,7 +1176,7 @@ async fn one_tab_hidden_and_closed_never_overrides_another_open_tab() {
         .await;
     drop(tab_a);
     let state = server.state.clone();
-    eventually(|| state.open_cable_sockets() == 1).await;
+    eventually(|| state.sockets.open() == 1).await;
     tokio::time::sleep(Duration::from_millis(1200)).await;
     let (connections, connected_at, _) = hearth::db::rooms::membership_state(pool, 1, 1)
         .await
@@ -1194,7 +1202,7 @@ async fn one_tab_hidden_and_closed_never_overrides_another_open_tab() {
     assert_eq!(unread, None, "the room is not unread while tab B is open");
     // Closing tab B too: David is gone.
     drop(tab_b);
-    eventually(|| state.open_cable_sockets() == 0).await;
+    eventually(|| state.sockets.open() == 0).await;
     let mut gone = false;
     for _ in 0..100 {
         let s = hearth::db::rooms::membership_state(pool, 1, 1)

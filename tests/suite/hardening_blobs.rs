@@ -46,7 +46,7 @@ async fn post_file(s: &Session, room: i64, signed_id: &str) -> (u16, String) {
 
 async fn scalar(server: &TestServer, sql: &str) -> i64 {
     sqlx::query_scalar(sqlx::AssertSqlSafe(sql.to_owned()))
-        .fetch_one(&server.state.pool)
+        .fetch_one(&server.state.db.pool)
         .await
         .unwrap()
 }
@@ -54,7 +54,7 @@ async fn scalar(server: &TestServer, sql: &str) -> i64 {
 async fn blob_id_of(server: &TestServer, filename: &str) -> i64 {
     sqlx::query_scalar("SELECT id FROM active_storage_blobs WHERE filename = ?")
         .bind(filename)
-        .fetch_one(&server.state.pool)
+        .fetch_one(&server.state.db.pool)
         .await
         .unwrap()
 }
@@ -75,7 +75,7 @@ async fn every_attachment_has_its_file(server: &TestServer) {
         "SELECT a.id, b.key FROM active_storage_attachments a \
          LEFT JOIN active_storage_blobs b ON b.id = a.blob_id",
     )
-    .fetch_all(&server.state.pool)
+    .fetch_all(&server.state.db.pool)
     .await
     .unwrap();
     for (attachment, key) in keys {
@@ -153,7 +153,7 @@ async fn one_direct_upload_posted_at_once_to_five_routes_is_attached_once() {
              ON m.id = a.record_id WHERE a.blob_id = ? AND a.record_type = 'Message'",
         )
         .bind(blob)
-        .fetch_one(&server.state.pool)
+        .fetch_one(&server.state.db.pool)
         .await
         .unwrap();
         (format!("/rooms/{room}/messages/{record}"), "_method=delete")
@@ -376,7 +376,7 @@ async fn files_in_s3_answer_byte_ranges_too() {
     let service: String =
         sqlx::query_scalar("SELECT service_name FROM active_storage_blobs WHERE filename = ?")
             .bind("clip.bin")
-            .fetch_one(&server.state.pool)
+            .fetch_one(&server.state.db.pool)
             .await
             .unwrap();
     assert_eq!(service, "amazon", "the file is in the bucket");
@@ -485,7 +485,7 @@ async fn file_names_lose_bidirectional_controls_on_every_upload_route() {
     the_name_tells_the_truth(&mut david, 1, "bot").await;
 
     let stored: Vec<String> = sqlx::query_scalar("SELECT filename FROM active_storage_blobs")
-        .fetch_all(&server.state.pool)
+        .fetch_all(&server.state.db.pool)
         .await
         .unwrap();
     assert!(stored.iter().all(|n| !n.contains('\u{202E}')), "{stored:?}");

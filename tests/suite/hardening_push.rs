@@ -239,7 +239,7 @@ async fn one_users_dead_push_endpoints_never_delay_another_users_push_and_subscr
 {
     let (addr, service) = kit::start_service().await;
     let server = push_server().await;
-    *service.vapid_public.lock() = server.state.pusher.public_key().to_owned();
+    *service.vapid_public.lock() = server.state.outbox.pusher.public_key().to_owned();
     // David subscribes 20 browsers (the cap) at endpoints that never answer.
     let (mut david, david_csrf) = kit::signed_in(&server, DAVID, SECRET).await;
     for i in 0..20 {
@@ -299,7 +299,7 @@ async fn a_dead_push_service_never_delays_a_push_to_another_service() {
     let (dead, dead_service) = kit::start_service().await;
     let (alive, service) = kit::start_service().await;
     let server = push_server().await;
-    *service.vapid_public.lock() = server.state.pusher.public_key().to_owned();
+    *service.vapid_public.lock() = server.state.outbox.pusher.public_key().to_owned();
     // Seventeen generated users (ids 8…24), four browsers each, all at the dead service: more
     // than the whole sender's slots.
     for n in 1..=17 {
@@ -311,7 +311,7 @@ async fn a_dead_push_service_never_delays_a_push_to_another_service() {
         }
     }
     sqlx::query("UPDATE memberships SET involvement = 'everything' WHERE room_id = 1")
-        .execute(&server.state.pool)
+        .execute(&server.state.db.pool)
         .await
         .unwrap();
     // Kevin (id 4), at the live service, is pushed his direct messages only.
@@ -352,7 +352,7 @@ async fn test_notification(c: &mut Client, csrf: &str, id: i64) {
 async fn pushes_name_the_first_administrators_public_address_and_are_urgent() {
     let (addr, service) = kit::start_service().await;
     let server = push_server().await;
-    *service.vapid_public.lock() = server.state.pusher.public_key().to_owned();
+    *service.vapid_public.lock() = server.state.outbox.pusher.public_key().to_owned();
     let (mut kevin, token) = kit::signed_in(&server, "kevin@example.com", SECRET).await;
     let endpoint = format!("http://{addr}/ok/kevin");
     let id = subscribed(&mut kevin, &token, &endpoint, &service, Some("kevin")).await;
@@ -368,7 +368,7 @@ async fn pushes_name_the_first_administrators_public_address_and_are_urgent() {
         "UPDATE users SET email_address = replace(email_address, '@example.com', '@localhost') \
          WHERE role = 'administrator'",
     )
-    .execute(&server.state.pool)
+    .execute(&server.state.db.pool)
     .await
     .unwrap();
     test_notification(&mut kevin, &token, id).await;
@@ -400,7 +400,7 @@ async fn a_local_vapid_subject_stops_the_start_and_a_public_one_is_used() {
         c.vapid_subject = Some("https://chat.example.org/contact".into());
     })
     .await;
-    *service.vapid_public.lock() = server.state.pusher.public_key().to_owned();
+    *service.vapid_public.lock() = server.state.outbox.pusher.public_key().to_owned();
     let (mut kevin, token) = kit::signed_in(&server, "kevin@example.com", SECRET).await;
     let endpoint = format!("http://{addr}/ok/kevin");
     let id = subscribed(&mut kevin, &token, &endpoint, &service, Some("kevin")).await;
@@ -494,6 +494,7 @@ async fn the_bots_mention_is_cut_from_the_text_at_its_own_place_after_any_unicod
     let mention = {
         let sgid = server
             .state
+            .keys
             .sgids
             .sign("User", bot_id, hearth::rails::ATTACHABLE_PURPOSE);
         format!(
@@ -586,7 +587,7 @@ async fn a_webhook_answer_in_another_charset_is_posted_decoded() {
             let bodies: Vec<String> =
                 sqlx::query_scalar("SELECT body FROM messages WHERE creator_id = ?")
                     .bind(bot_id)
-                    .fetch_all(&server.state.pool)
+                    .fetch_all(&server.state.db.pool)
                     .await
                     .unwrap();
             if bodies.iter().any(|b| b.contains(want)) {

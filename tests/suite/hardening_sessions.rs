@@ -87,7 +87,10 @@ impl Nodes {
 
     /// Sessions kept for a restore, on every node together.
     pub(crate) fn kept(&self) -> usize {
-        self.servers.iter().map(|s| s.state.sessions.len()).sum()
+        self.servers
+            .iter()
+            .map(|s| s.state.sockets.sessions.len())
+            .sum()
     }
 }
 
@@ -328,7 +331,7 @@ async fn a_restore_identifies_again(topology: Topology) {
         let kept = nodes.kept();
         let sid = stored_session(&nodes, &cookie, &[&id]).await;
         sqlx::query(sqlx::AssertSqlSafe(sql.to_owned()))
-            .execute(&app.state.pool)
+            .execute(&app.state.db.pool)
             .await
             .expect("the change");
         let (mut ws, first) = ext(&nodes, &cookie, &sid).await;
@@ -393,7 +396,7 @@ async fn a_removed_membership_is_not_restored(topology: Topology) {
         } else {
             sqlx::query("DELETE FROM memberships WHERE room_id = ? AND user_id = 4")
                 .bind(room)
-                .execute(&app.state.pool)
+                .execute(&app.state.db.pool)
                 .await
                 .expect("the membership deleted");
         }

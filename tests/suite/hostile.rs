@@ -170,10 +170,16 @@ async fn a_revoked_subscriptions_identifier_cannot_forge_a_log_line() {
             break;
         }
     }
-    hearth::db::memberships::revise(&server.state.pool, &server.state.cable, 4, &[], &[2])
-        .await
-        .unwrap()
-        .unwrap();
+    hearth::db::memberships::revise(
+        &server.state.db.pool,
+        &*server.state.sockets.registry,
+        4,
+        &[],
+        &[2],
+    )
+    .await
+    .unwrap()
+    .unwrap();
     loop {
         let next = ws.next_non_ping(Duration::from_secs(10)).await;
         assert!(next.is_some(), "no rejection");

@@ -55,9 +55,10 @@ async fn starttls_and_implicit_tls_both_deliver_text_and_html() {
         (smtp.tls_url(), "wrapped@example.net"),
     ] {
         let server = hearth_mailing(url, &smtp.ca_file).await;
-        assert!(server.state.mailer.is_on());
+        assert!(server.state.outbox.mailer.is_on());
         server
             .state
+            .outbox
             .mailer
             .send(letter(to, "Hello över TLS"))
             .unwrap();
@@ -89,6 +90,7 @@ async fn a_wrong_password_or_an_untrusted_certificate_delivers_nothing() {
     let server = hearth_mailing(wrong, &smtp.ca_file).await;
     server
         .state
+        .outbox
         .mailer
         .send(letter("wrongpw@example.net", "x"))
         .unwrap();
@@ -107,6 +109,7 @@ async fn a_wrong_password_or_an_untrusted_certificate_delivers_nothing() {
     let server = TestServer::start_with(move |c| c.smtp_url = Some(url.into())).await;
     server
         .state
+        .outbox
         .mailer
         .send(letter("untrusted@example.net", "x"))
         .unwrap();
@@ -152,6 +155,7 @@ async fn with_the_smtp_server_down_posts_and_sign_ins_go_on_and_mail_follows() {
     let server = hearth_mailing(smtp::url_for("smtp", port), &ca).await;
     server
         .state
+        .outbox
         .mailer
         .send(letter("later@example.net", "Held back"))
         .unwrap();

@@ -116,7 +116,7 @@ async fn an_emailed_code_signs_in_once_and_unknown_addresses_look_the_same() {
     assert_eq!(ask_code(&mut other, "jason@example.com").await.status, 200);
     let code = code_in_mail("jason@example.com", 2).await;
     sqlx::query("UPDATE sign_in_codes SET expires_at = expires_at - 600001")
-        .execute(&server.state.pool)
+        .execute(&server.state.db.pool)
         .await
         .unwrap();
     assert_eq!(
@@ -127,7 +127,7 @@ async fn an_emailed_code_signs_in_once_and_unknown_addresses_look_the_same() {
     );
     // Codes are stored as their HMAC only.
     let stored: Vec<String> = sqlx::query_scalar("SELECT code_digest FROM sign_in_codes")
-        .fetch_all(&server.state.pool)
+        .fetch_all(&server.state.db.pool)
         .await
         .unwrap();
     assert!(stored.iter().all(|d| d.len() == 64 && *d != code));

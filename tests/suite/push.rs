@@ -210,7 +210,7 @@ pub(crate) async fn set_involvement(server: &TestServer, room: i64, user: i64, i
         .bind(involvement)
         .bind(room)
         .bind(user)
-        .execute(&server.state.pool)
+        .execute(&server.state.db.pool)
         .await
         .unwrap();
 }
@@ -226,7 +226,7 @@ pub(crate) async fn wait_for(service: &Service, n: usize) {
 async fn a_mention_and_a_dm_reach_exactly_the_members_campfire_pushes_to() {
     let (addr, service) = start_service().await;
     let server = TestServer::start_with(|c| c.push_allow_loopback = true).await;
-    *service.vapid_public.lock() = server.state.pusher.public_key().to_owned();
+    *service.vapid_public.lock() = server.state.outbox.pusher.public_key().to_owned();
 
     // (name, email, password, user id)
     let people = [
@@ -262,7 +262,7 @@ async fn a_mention_and_a_dm_reach_exactly_the_members_campfire_pushes_to() {
     set_involvement(&server, 1, 10, "invisible").await; // Carmen Okafor: mentioned, invisible → never
     sqlx::query("UPDATE memberships SET connected_at = ?, connections = 1 WHERE room_id = 1 AND user_id = 4")
         .bind(hearth::db::now_ms())
-        .execute(&server.state.pool)
+        .execute(&server.state.db.pool)
         .await
         .unwrap();
     // Room 6 (David and JZ, direct): David turned it to nothing.
@@ -271,7 +271,7 @@ async fn a_mention_and_a_dm_reach_exactly_the_members_campfire_pushes_to() {
     // Mentions as the editor sends them: Action Text HTML with signed mention attachments.
     let (csrf, _) = jason.room(1).await;
     let mention = |id: i64, name: &str| {
-        let sgid = server.state.sgids.sign(
+        let sgid = server.state.keys.sgids.sign(
             "User",
             id,
             hearth::rails::signed_global_id::ATTACHABLE_PURPOSE,
@@ -339,11 +339,11 @@ async fn a_mention_and_a_dm_reach_exactly_the_members_campfire_pushes_to() {
         })
         .collect();
     got.sort();
-    let m1 = hearth::db::messages::last_page(&server.state.pool, 1)
+    let m1 = hearth::db::messages::last_page(&server.state.db.pool, 1)
         .await
         .unwrap();
     let m1 = m1.last().unwrap().id;
-    let m5 = hearth::db::messages::last_page(&server.state.pool, 5)
+    let m5 = hearth::db::messages::last_page(&server.state.db.pool, 5)
         .await
         .unwrap();
     let m5 = m5.last().unwrap().id;
@@ -386,7 +386,7 @@ async fn a_mention_and_a_dm_reach_exactly_the_members_campfire_pushes_to() {
 async fn a_subscription_made_after_posts_found_none_is_pushed_to() {
     let (addr, service) = start_service().await;
     let server = TestServer::start_with(|c| c.push_allow_loopback = true).await;
-    *service.vapid_public.lock() = server.state.pusher.public_key().to_owned();
+    *service.vapid_public.lock() = server.state.outbox.pusher.public_key().to_owned();
     set_involvement(&server, 1, 1, "everything").await;
     let (mut jason, _) = signed_in(&server, "jason@example.com", PASSWORD).await;
     let (room_csrf, _) = jason.room(1).await;
@@ -396,7 +396,7 @@ async fn a_subscription_made_after_posts_found_none_is_pushed_to() {
     assert_eq!(r.status, 200, "{}", r.body);
     // The first post's push job found no subscription (and the server remembered it).
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while server.state.pusher.subscriptions_present().known() != Some(false) {
+    while server.state.outbox.pusher.subscriptions_present().known() != Some(false) {
         assert!(tokio::time::Instant::now() < deadline, "never looked");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -488,7 +488,7 @@ async fn subscriptions_refuse_bad_input_and_belong_to_their_user() {
         422
     );
     assert!(
-        hearth::db::push_subscriptions::for_user(&server.state.pool, 1)
+        hearth::db::push_subscriptions::for_user(&server.state.db.pool, 1)
             .await
             .unwrap()
             .is_empty()
@@ -512,7 +512,7 @@ async fn subscriptions_refuse_bad_input_and_belong_to_their_user() {
     )
     .await;
     assert_eq!(again.status, 201);
-    let list = hearth::db::push_subscriptions::for_user(&server.state.pool, 1)
+    let list = hearth::db::push_subscriptions::for_user(&server.state.db.pool, 1)
         .await
         .unwrap();
     assert_eq!(list.len(), 1, "the same endpoint is one subscription");
@@ -533,7 +533,7 @@ async fn subscriptions_refuse_bad_input_and_belong_to_their_user() {
     assert_eq!(json["push_subscriptions"].as_array().unwrap().len(), 0);
     assert_eq!(
         json["vapid_public_key"].as_str().unwrap(),
-        server.state.pusher.public_key()
+        server.state.outbox.pusher.public_key()
     );
     let del = form(&[("_method", "delete"), ("authenticity_token", &jcsrf)]);
     let r = jason
@@ -550,7 +550,7 @@ async fn subscriptions_refuse_bad_input_and_belong_to_their_user() {
         .await;
     assert_eq!(r.status, 404);
     assert_eq!(
-        hearth::db::push_subscriptions::for_user(&server.state.pool, 1)
+        hearth::db::push_subscriptions::for_user(&server.state.db.pool, 1)
             .await
             .unwrap()
             .len(),
@@ -573,7 +573,7 @@ async fn subscriptions_refuse_bad_input_and_belong_to_their_user() {
         .await;
     assert_eq!(r.status, 302);
     assert!(
-        hearth::db::push_subscriptions::for_user(&server.state.pool, 1)
+        hearth::db::push_subscriptions::for_user(&server.state.db.pool, 1)
             .await
             .unwrap()
             .is_empty()
@@ -590,7 +590,7 @@ async fn gone_subscriptions_are_deleted_busy_ones_retried_and_a_hanging_service_
         c.push_timeout_seconds = 1;
     })
     .await;
-    *service.vapid_public.lock() = server.state.pusher.public_key().to_owned();
+    *service.vapid_public.lock() = server.state.outbox.pusher.public_key().to_owned();
     let mut ids = Vec::new();
     for (name, email, mode) in [
         ("david", "david@example.com", "gone"),
@@ -643,7 +643,7 @@ async fn gone_subscriptions_are_deleted_busy_ones_retried_and_a_hanging_service_
     assert_eq!(got, ["jz", "jz", "jz"], "{:?}", service.problems.lock());
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     loop {
-        let left = hearth::db::push_subscriptions::for_user(&server.state.pool, 1)
+        let left = hearth::db::push_subscriptions::for_user(&server.state.db.pool, 1)
             .await
             .unwrap();
         if left.is_empty() {
@@ -691,7 +691,7 @@ async fn signing_out_deletes_the_browsers_subscription_and_only_the_users_own() 
     let r = subscribe(&mut jason, &jason_csrf, endpoint, &p256dh, &auth).await;
     assert!(r.status < 400, "{}", r.body);
     let count = |user: i64| {
-        let pool = server.state.pool.clone();
+        let pool = server.state.db.pool.clone();
         async move {
             sqlx::query_scalar::<_, i64>(
                 "SELECT COUNT(*) FROM push_subscriptions WHERE user_id = ?",
@@ -724,7 +724,7 @@ async fn signing_out_deletes_the_browsers_subscription_and_only_the_users_own() 
     assert_eq!(r.header("location"), Some("/session/new"));
     let left: Vec<String> =
         sqlx::query_scalar("SELECT endpoint FROM push_subscriptions WHERE user_id = 1")
-            .fetch_all(&server.state.pool)
+            .fetch_all(&server.state.db.pool)
             .await
             .unwrap();
     assert_eq!(left, vec![other.to_owned()]);

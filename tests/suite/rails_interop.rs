@@ -189,7 +189,7 @@ async fn action_text_reads_a_body_hearth_stored_and_renders_the_same_mention_chi
         "SELECT r.body FROM action_text_rich_texts r JOIN messages m ON m.id = r.record_id \
          WHERE r.record_type = 'Message' AND r.name = 'body' AND m.client_message_id = 'interop-1'",
     )
-    .fetch_one(&server.state.pool)
+    .fetch_one(&server.state.db.pool)
     .await
     .unwrap();
 

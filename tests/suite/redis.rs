@@ -88,7 +88,7 @@ async fn app_and_cables(url: &str, prefix: &str, cables: usize) -> Vec<TestServe
 
 pub(crate) async fn wait_link(node: &TestServer, up: bool) {
     let deadline = tokio::time::Instant::now() + T;
-    while (node.state.bus.health() == hearth::pubsub::Health::Linked) != up {
+    while (node.state.delivery.bus.health() == hearth::pubsub::Health::Linked) != up {
         assert!(
             tokio::time::Instant::now() < deadline,
             "Redis link never became {up}"
@@ -158,7 +158,7 @@ pub(crate) async fn nothing_more(ws: &mut Ws) {
 }
 
 async fn user_id(node: &TestServer, email: &str) -> i64 {
-    hearth::db::users::find_active_for_login(&node.state.pool, email)
+    hearth::db::users::find_active_for_login(&node.state.db.pool, email)
         .await
         .expect("query")
         .expect("an active user")
@@ -199,7 +199,7 @@ async fn posts_on_the_app_node_reach_clients_on_both_cable_nodes_once_and_in_ord
         &format!(
             "{}:{}",
             nodes[0].state.config.redis_channel_prefix,
-            nodes[0].state.signer.verify(&signed).expect("signed")
+            nodes[0].state.keys.signer.verify(&signed).expect("signed")
         ),
         b"\"count\"",
     )
@@ -215,7 +215,7 @@ async fn a_raw_rails_publish_and_anycable_broadcasts_reach_subscribers_byte_for_
     let c = nodes[0]
         .signed_in("david@example.com", "secret123456")
         .await;
-    let id = turbo_identifier(&nodes[0].state.signer.sign("chat:2021"));
+    let id = turbo_identifier(&nodes[0].state.keys.signer.sign("chat:2021"));
     let mut a = subscribed(&nodes[0], &c, &id).await;
     let mut b = subscribed(&nodes[1], &c, &id).await;
     let wrap = |message: &str| {
@@ -257,7 +257,7 @@ async fn a_raw_rails_publish_and_anycable_broadcasts_reach_subscribers_byte_for_
     assert_eq!(next_text(&mut b).await, wrap(r#"{"n":1}"#));
 
     // AnyCable's HTTP API on node 1, shared with node 0 through Redis.
-    let key = nodes[1].state.broadcast_key.clone();
+    let key = nodes[1].state.keys.broadcast_key.clone();
     let mut http = nodes[1].client();
     let body = r#"{"stream":"chat:2021","data":"\"via http\""}"#;
     let r = http
@@ -307,7 +307,7 @@ async fn rails_remote_disconnect_closes_that_users_sockets_on_every_node_only() 
     let jason = nodes[0]
         .signed_in("jason@example.com", "secret123456")
         .await;
-    let id = turbo_identifier(&nodes[0].state.signer.sign("rooms"));
+    let id = turbo_identifier(&nodes[0].state.keys.signer.sign("rooms"));
     let mut d0 = subscribed(&nodes[2], &david, &id).await;
     let mut d1 = subscribed(&nodes[1], &david, &id).await;
     let mut j1 = subscribed(&nodes[1], &jason, &id).await;
@@ -334,7 +334,8 @@ async fn rails_remote_disconnect_closes_that_users_sockets_on_every_node_only() 
 
     // Hearth's own deactivation, on node 0, closes jason's socket on node 1.
     hearth::web::users::set_status(
-        &nodes[0].state,
+        &nodes[0].state.db,
+        &nodes[0].state.delivery,
         user_id(&nodes[0], "jason@example.com").await,
         "deactivated",
     )
@@ -354,7 +355,7 @@ async fn sign_out_closes_that_sessions_sockets_on_every_node() {
     let staying = nodes[0]
         .signed_in("david@example.com", "secret123456")
         .await;
-    let id = turbo_identifier(&nodes[0].state.signer.sign("rooms"));
+    let id = turbo_identifier(&nodes[0].state.keys.signer.sign("rooms"));
     let mut gone = subscribed(&nodes[1], &leaving, &id).await;
     let mut kept = subscribed(&nodes[1], &staying, &id).await;
     let r = leaving
@@ -664,12 +665,15 @@ pub(crate) async fn closed_room_with(node: &TestServer, david: &mut Client, memb
 
 /// `RoomMessagesChannel`'s identifier of room `room_id` and its stream name.
 pub(crate) async fn room_messages_of(node: &TestServer, room_id: i64) -> (String, String) {
-    let room = hearth::db::rooms::find(&node.state.pool, room_id)
+    let room = hearth::db::rooms::find(&node.state.db.pool, room_id)
         .await
         .expect("query")
         .expect("the room");
     let stream = hearth::streams::room_messages(&node.state.config.gid_app, &room);
-    (room_identifier(&node.state.signer.sign(&stream)), stream)
+    (
+        room_identifier(&node.state.keys.signer.sign(&stream)),
+        stream,
+    )
 }
 
 fn typing_of(room_id: i64) -> String {
@@ -851,7 +855,7 @@ async fn anycable_publications_stay_within_their_channel_prefix_and_its_disconne
     let two = cluster(&url, &p2, 1).await;
     let c1 = one[0].signed_in("david@example.com", "secret123456").await;
     let c2 = two[0].signed_in("david@example.com", "secret123456").await;
-    let id = turbo_identifier(&one[0].state.signer.sign("chat:2021"));
+    let id = turbo_identifier(&one[0].state.keys.signer.sign("chat:2021"));
     let mut a = subscribed(&one[0], &c1, &id).await;
     let mut b = subscribed(&two[0], &c2, &id).await;
     let body = br#"{"stream":"chat:2021","data":"\"scoped\""}"#;
@@ -875,7 +879,7 @@ async fn anycable_publications_stay_within_their_channel_prefix_and_its_disconne
         a.next_non_ping(T).await,
         text(r#"{"type":"disconnect","reason":"remote","reconnect":false}"#)
     );
-    let key = two[0].state.broadcast_key.clone();
+    let key = two[0].state.keys.broadcast_key.clone();
     let r = two[0]
         .client()
         .request(

@@ -258,7 +258,7 @@ async fn a_half_open_subscriber_link_is_noticed_within_3_s_and_what_it_missed_is
     }
     // The silence is noticed (heartbeat through Redis), reported, and the link reconnects.
     let deadline = stalled + Duration::from_millis(3500);
-    while nodes[1].state.bus.health() == hearth::pubsub::Health::Linked {
+    while nodes[1].state.delivery.bus.health() == hearth::pubsub::Health::Linked {
         assert!(
             tokio::time::Instant::now() < deadline,
             "a silent link was still reported up after 3.5 s"

@@ -42,7 +42,7 @@ async fn rails_redis_adapter_broadcasts_and_disconnects_into_hearth() {
     };
 
     let deadline = tokio::time::Instant::now() + T;
-    while node.state.bus.health() != hearth::pubsub::Health::Linked {
+    while node.state.delivery.bus.health() != hearth::pubsub::Health::Linked {
         assert!(
             tokio::time::Instant::now() < deadline,
             "Redis link never came up"
@@ -64,7 +64,7 @@ async fn rails_redis_adapter_broadcasts_and_disconnects_into_hearth() {
 
     let identifier = serde_json::json!({
         "channel": "Turbo::StreamsChannel",
-        "signed_stream_name": node.state.signer.sign("chat:2021"),
+        "signed_stream_name": node.state.keys.signer.sign("chat:2021"),
     })
     .to_string();
     let david = node.signed_in("david@example.com", "secret123456").await;
@@ -76,12 +76,13 @@ async fn rails_redis_adapter_broadcasts_and_disconnects_into_hearth() {
         assert_eq!(ws.next_non_ping(T).await, text(&confirm(&identifier)));
         sockets.push(ws);
     }
-    let david_id = hearth::db::users::find_active_for_login(&node.state.pool, "david@example.com")
-        .await
-        .expect("query")
-        .expect("david")
-        .0
-        .id;
+    let david_id =
+        hearth::db::users::find_active_for_login(&node.state.db.pool, "david@example.com")
+            .await
+            .expect("query")
+            .expect("david")
+            .0
+            .id;
 
     let script = concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -127,7 +128,10 @@ async fn rails_redis_adapter_broadcasts_and_disconnects_into_hearth() {
         .expect("in time")
         .expect("a message");
     assert_eq!(rails.get_payload_bytes(), encoded.as_bytes());
-    node.state.broadcaster.broadcast_string("chat:2021", HTML);
+    node.state
+        .delivery
+        .broadcaster
+        .broadcast_string("chat:2021", HTML);
     let hearth = tokio::time::timeout(T, published.next())
         .await
         .expect("in time")

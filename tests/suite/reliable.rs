@@ -449,7 +449,11 @@ async fn a_history_subscribe_racing_live_broadcasts_gets_each_offset_once_in_ord
     // Broadcasts on the stream from another thread, a few thousand a second.
     let stop = Arc::new(AtomicBool::new(false));
     let flood = {
-        let (bus, stream, stop) = (server.state.bus.clone(), stream.clone(), stop.clone());
+        let (bus, stream, stop) = (
+            server.state.delivery.bus.clone(),
+            stream.clone(),
+            stop.clone(),
+        );
         std::thread::spawn(move || {
             while !stop.load(Ordering::Relaxed) {
                 bus.publish(&stream, br#""flood""#);
@@ -457,7 +461,7 @@ async fn a_history_subscribe_racing_live_broadcasts_gets_each_offset_once_in_ord
             }
         })
     };
-    let history = server.state.history.clone();
+    let history = server.state.delivery.history.clone();
     let deadline = tokio::time::Instant::now() + T;
     while history.head(&stream).offset < 300 {
         assert!(
@@ -588,8 +592,12 @@ async fn malformed_restores_and_history_requests_are_ignored_and_read_no_other_s
     assert_eq!(welcome["restored"], true, "{welcome}");
 
     // A history request for a stream the subscription does not have: nothing of it is read.
-    server.state.bus.publish("elsewhere", br#""not yours""#);
-    let foreign = serde_json::json!({"streams": {"elsewhere": {"epoch": server.state.history.epoch().to_string(), "offset": 0}}});
+    server
+        .state
+        .delivery
+        .bus
+        .publish("elsewhere", br#""not yours""#);
+    let foreign = serde_json::json!({"streams": {"elsewhere": {"epoch": server.state.delivery.history.epoch().to_string(), "offset": 0}}});
     back.send_text(&history_cmd(&id, foreign)).await;
     let answer = next_json(&mut back).await;
     assert_eq!(
@@ -928,7 +936,7 @@ async fn a_tampered_or_another_users_sid_starts_a_fresh_session_with_exact_frame
     // Jason with David's (new) sid and his own cookie.
     let (mut stolen, raw) = ext_raw(&server, &jason, &format!("?sid={new_sid}")).await;
     fresh_welcome(&raw, &new_sid);
-    let epoch = server.state.history.epoch().to_string();
+    let epoch = server.state.delivery.history.epoch().to_string();
     let stream = "Z2lkOi8vY2FtcGZpcmUvUm9vbXM6Ok9wZW4vMQ:messages";
     stolen
         .send_text(&history_cmd(

@@ -85,7 +85,7 @@ fn assert_clean(what: &str, html: &str) {
 #[tokio::test]
 async fn an_editor_body_is_stored_shown_and_listed_without_what_the_sanitizer_cuts() {
     let server = TestServer::start().await;
-    let pool = &server.state.pool;
+    let pool = &server.state.db.pool;
     let mut david = server.signed_in(DAVID, SECRET).await;
     let (csrf, _) = david.room(4).await;
     let jason = sgid_of(&mut david, "Jason", 2).await;
@@ -214,7 +214,7 @@ async fn bots_see_sanitized_html_and_plain_text_and_post_plain_text_linked() {
         .await;
     assert_eq!(r.status, 201, "{}", r.body);
     let stored: String = sqlx::query_scalar("SELECT body FROM messages ORDER BY id DESC LIMIT 1")
-        .fetch_one(&server.state.pool)
+        .fetch_one(&server.state.db.pool)
         .await
         .unwrap();
     assert_eq!(
@@ -230,7 +230,7 @@ async fn a_body_over_the_limit_is_413_and_an_empty_editor_body_is_refused() {
     let (csrf, _) = david.room(1).await;
     let count = || async {
         sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM messages")
-            .fetch_one(&server.state.pool)
+            .fetch_one(&server.state.db.pool)
             .await
             .unwrap()
     };
@@ -274,7 +274,7 @@ async fn a_deeply_nested_body_is_422_and_nothing_is_stored() {
     let (csrf, _) = david.room(1).await;
     let count = || async {
         sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM messages")
-            .fetch_one(&server.state.pool)
+            .fetch_one(&server.state.db.pool)
             .await
             .unwrap()
     };
@@ -317,7 +317,7 @@ async fn an_edit_through_the_editor_is_sanitized_and_keeps_mentions_of_members_o
     );
     let id: i64 =
         sqlx::query_scalar("SELECT id FROM messages WHERE client_message_id = 'edit-rich'")
-            .fetch_one(&server.state.pool)
+            .fetch_one(&server.state.db.pool)
             .await
             .unwrap();
     let kevin = sgid_of(&mut david, "Kevin", 4).await;
@@ -347,7 +347,7 @@ async fn an_edit_through_the_editor_is_sanitized_and_keeps_mentions_of_members_o
     assert!(!r.body.contains("Bender"));
     let plain: String = sqlx::query_scalar("SELECT plain_text FROM messages WHERE id = ?")
         .bind(id)
-        .fetch_one(&server.state.pool)
+        .fetch_one(&server.state.db.pool)
         .await
         .unwrap();
     assert_eq!(plain, "after @Kevin");
@@ -386,7 +386,11 @@ async fn autocompletable_users_lists_active_people_by_name_as_campfire_does() {
         .starts_with("data:image/svg+xml,"));
     let sgid = jason["sgid"].as_str().unwrap();
     assert_eq!(
-        server.state.sgids.verify(sgid, "User", "attachable", 0),
+        server
+            .state
+            .keys
+            .sgids
+            .verify(sgid, "User", "attachable", 0),
         Some(2),
         "a Rails signed GlobalID of the user"
     );

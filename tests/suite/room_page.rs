@@ -23,7 +23,7 @@ fn message_ids(html: &str) -> Vec<i64> {
 
 async fn main_room_ids(server: &TestServer) -> Vec<i64> {
     sqlx::query_scalar("SELECT id FROM messages WHERE room_id = 1 ORDER BY created_at, id")
-        .fetch_all(&server.state.pool)
+        .fetch_all(&server.state.db.pool)
         .await
         .unwrap()
 }
@@ -71,7 +71,7 @@ async fn a_permalink_to_a_message_of_another_room_or_none_is_404() {
     let server = TestServer::start().await;
     let mut c = server.signed_in(DAVID, SECRET).await;
     let other: i64 = sqlx::query_scalar("SELECT id FROM messages WHERE room_id = 2 LIMIT 1")
-        .fetch_one(&server.state.pool)
+        .fetch_one(&server.state.db.pool)
         .await
         .unwrap();
     assert_eq!(c.get(&format!("/rooms/1/@{other}")).await.status, 404);
@@ -177,7 +177,7 @@ async fn the_partial_is_the_same_for_every_reader_and_edit_stays_403_for_others(
     assert!(for_jason.contains("message__action--creator-only"));
     let davids: i64 =
         sqlx::query_scalar("SELECT id FROM messages WHERE room_id = 1 AND creator_id = 1 LIMIT 1")
-            .fetch_one(&server.state.pool)
+            .fetch_one(&server.state.db.pool)
             .await
             .unwrap();
     let r = jason.get(&format!("/rooms/1/messages/{davids}/edit")).await;

@@ -12,7 +12,7 @@ const T: Duration = Duration::from_secs(5);
 const PASSWORD: &str = "secret123456";
 
 fn turbo(server: &TestServer, stream: &str) -> String {
-    let signed = server.state.signer.sign(stream);
+    let signed = server.state.keys.signer.sign(stream);
     serde_json::json!({"channel": "Turbo::StreamsChannel", "signed_stream_name": signed})
         .to_string()
 }
@@ -25,12 +25,12 @@ fn user_rooms(server: &TestServer, user_id: i64) -> String {
 }
 
 async fn room_messages_identifier(server: &TestServer, room_id: i64) -> String {
-    let room = hearth::db::rooms::find(&server.state.pool, room_id)
+    let room = hearth::db::rooms::find(&server.state.db.pool, room_id)
         .await
         .unwrap()
         .unwrap();
     let name = hearth::streams::room_messages(&server.state.config.gid_app, &room);
-    serde_json::json!({"channel": "RoomMessagesChannel", "signed_stream_name": server.state.signer.sign(&name)})
+    serde_json::json!({"channel": "RoomMessagesChannel", "signed_stream_name": server.state.keys.signer.sign(&name)})
         .to_string()
 }
 
@@ -82,7 +82,7 @@ fn room_id_of(r: &common::Response) -> i64 {
 
 async fn room_count(server: &TestServer) -> i64 {
     sqlx::query_scalar("SELECT COUNT(*) FROM rooms")
-        .fetch_one(&server.state.pool)
+        .fetch_one(&server.state.db.pool)
         .await
         .unwrap()
 }
@@ -211,7 +211,7 @@ async fn closed_rooms_hold_their_members_and_removal_ends_subscriptions_at_once(
         assert!(frame.contains(&format!("list_rooms_closed_{id}")) && frame.contains("Secret"));
     }
     assert_eq!(
-        hearth::db::rooms::member_ids(&server.state.pool, id)
+        hearth::db::rooms::member_ids(&server.state.db.pool, id)
             .await
             .unwrap(),
         vec![1, 2, 4]
@@ -306,11 +306,16 @@ async fn a_membership_revoked_in_the_database_layer_reaches_open_sockets() {
     let presence = serde_json::json!({"channel": "PresenceChannel", "room_id": 4}).to_string();
     subscribe(&mut jason, &messages).await;
     subscribe(&mut jason, &presence).await;
-    let revision =
-        hearth::db::memberships::revise(&server.state.pool, &server.state.cable, 4, &[], &[2])
-            .await
-            .unwrap()
-            .unwrap();
+    let revision = hearth::db::memberships::revise(
+        &server.state.db.pool,
+        &*server.state.sockets.registry,
+        4,
+        &[],
+        &[2],
+    )
+    .await
+    .unwrap()
+    .unwrap();
     assert_eq!(revision.revoked, vec![2]);
     let mut seen = Vec::new();
     while seen.len() < 2 {
@@ -391,7 +396,7 @@ async fn directs_are_found_or_created_and_named_by_the_other_members() {
     let mut jz = server.signed_in("jz@example.com", PASSWORD).await;
     let r = send(&mut jz, "DELETE", &format!("/rooms/directs/{id}"), &[]).await;
     assert_eq!((r.status, r.header("location")), (302, Some("/")));
-    assert!(hearth::db::rooms::find(&server.state.pool, id)
+    assert!(hearth::db::rooms::find(&server.state.db.pool, id)
         .await
         .unwrap()
         .is_some());
@@ -410,7 +415,7 @@ async fn directs_are_found_or_created_and_named_by_the_other_members() {
     )
     .await;
     assert_eq!((r.status, r.header("location")), (302, Some("/")));
-    assert!(hearth::db::rooms::find(&server.state.pool, id)
+    assert!(hearth::db::rooms::find(&server.state.db.pool, id)
         .await
         .unwrap()
         .is_none());
@@ -461,7 +466,7 @@ async fn rooms_are_destroyed_by_administrators_and_creators_only() {
     let mut david = server.signed_in("david@example.com", PASSWORD).await;
     let r = send(&mut david, "DELETE", "/rooms/3", &[]).await;
     assert_eq!(r.status, 302);
-    assert!(hearth::db::rooms::find(&server.state.pool, 3)
+    assert!(hearth::db::rooms::find(&server.state.db.pool, 3)
         .await
         .unwrap()
         .is_none());
@@ -513,7 +518,7 @@ async fn involvement_hides_a_room_and_brings_it_back() {
     })
     .await;
     assert_eq!(
-        hearth::db::memberships::involvement(&server.state.pool, 2, 2)
+        hearth::db::memberships::involvement(&server.state.db.pool, 2, 2)
             .await
             .unwrap(),
         Some(hearth::db::Involvement::Everything)
@@ -543,7 +548,7 @@ async fn involvement_hides_a_room_and_brings_it_back() {
 async fn membership_changes_reach_the_next_subscription_at_once() {
     use hearth::db::memberships::{self, NoObserver};
     let server = TestServer::start().await;
-    let pool = &server.state.pool;
+    let pool = &server.state.db.pool;
     let (_jc, mut jason) = connect_as(&server, "jason@example.com", PASSWORD).await;
     let presence = serde_json::json!({"channel": "PresenceChannel", "room_id": 4}).to_string();
     let messages = room_messages_identifier(&server, 4).await;
@@ -584,7 +589,7 @@ async fn granting_access_rechecks_no_connection_and_a_revocation_only_the_revoke
         subscribe(&mut ws, &turbo(&server, "rooms")).await;
         sockets.push((c, ws));
     }
-    let before = server.state.cable.rechecks();
+    let before = server.state.sockets.registry.rechecks();
     let mut david = server.signed_in("david@example.com", PASSWORD).await;
     // An open room grants everyone; a closed room and a direct room grant their members.
     let open = room_id_of(
@@ -614,7 +619,7 @@ async fn granting_access_rechecks_no_connection_and_a_revocation_only_the_revoke
     }
     assert!(open > 0 && closed > 0);
     assert_eq!(
-        server.state.cable.rechecks(),
+        server.state.sockets.registry.rechecks(),
         before,
         "a grant made open connections re-check their subscriptions"
     );
@@ -627,5 +632,5 @@ async fn granting_access_rechecks_no_connection_and_a_revocation_only_the_revoke
     )
     .await;
     assert_eq!(r.status, 302);
-    assert_eq!(server.state.cable.rechecks(), before + 1);
+    assert_eq!(server.state.sockets.registry.rechecks(), before + 1);
 }

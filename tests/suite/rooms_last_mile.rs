@@ -154,7 +154,7 @@ async fn the_people_list_shows_500_a_page_and_filters_by_name_or_address() {
          SELECT printf('Paged %03d', i), printf('paged%03d@list.example', i), 'member', \
                 'active', 0, 0 FROM n",
     )
-    .execute(&server.state.pool)
+    .execute(&server.state.db.pool)
     .await
     .unwrap();
     let people = scalar_i64(&server, "SELECT COUNT(*) FROM users WHERE role != 'bot'").await;

@@ -95,7 +95,7 @@ async fn run_clients(app: &App, server: &TestServer) {
     let output = tokio::process::Command::new("node")
         .arg(script)
         .args(["--base", &server.origin(), "--app", &app.url])
-        .args(["--broadcast-key", &server.state.broadcast_key])
+        .args(["--broadcast-key", &server.state.keys.broadcast_key])
         .output()
         .await
         .expect("node runs");
@@ -156,7 +156,7 @@ async fn the_cable_server_alone_runs_the_apps_channels_and_turbo_without_a_datab
     );
     run_clients(&app, &server).await;
     // Turbo's signed streams, verified here without a call, beside the app's connection.
-    let signed = server.state.signer.sign("updates");
+    let signed = server.state.keys.signer.sign("updates");
     let origin = server.origin();
     let mut ws = Ws::connect(server.addr, Some("username=kim"), Some(&origin), None).await;
     let identifier = serde_json::json!({
@@ -173,6 +173,7 @@ async fn the_cable_server_alone_runs_the_apps_channels_and_turbo_without_a_datab
     );
     server
         .state
+        .delivery
         .broadcaster
         .broadcast("updates", br#""<turbo-stream></turbo-stream>""#);
     assert!(frame_with(&mut ws, "turbo-stream", Duration::from_secs(5))
@@ -246,6 +247,7 @@ async fn a_slow_or_stopped_app_gets_the_documented_answers() {
         .await;
     server
         .state
+        .delivery
         .broadcaster
         .broadcast("s", br#"{"during":"slow"}"#);
     assert!(frame_with(&mut quick, "during", Duration::from_secs(1))
@@ -390,7 +392,7 @@ async fn a_rails_client_rides_out_a_server_restart_on_the_apps_channels() {
     let mut child = tokio::process::Command::new("node")
         .arg(script)
         .args(["--base", &server.origin(), "--app", &app.url])
-        .args(["--broadcast-key", &server.state.broadcast_key])
+        .args(["--broadcast-key", &server.state.keys.broadcast_key])
         .args(["--scenario", "restart", "--timeout", "60"])
         .stdout(std::process::Stdio::piped())
         .kill_on_drop(true)
@@ -470,7 +472,7 @@ async fn two_nodes_share_the_apps_broadcasts_and_remote_disconnects_over_redis()
             .is_some()
     );
     // A broadcast taken by the first node reaches the app's subscriber on the second.
-    let key = one.state.broadcast_key.clone();
+    let key = one.state.keys.broadcast_key.clone();
     let auth = format!("Bearer {key}");
     let headers = [
         ("Authorization", auth.as_str()),

@@ -138,7 +138,7 @@ async fn object(server: &TestServer, key: &str) -> (u16, Vec<u8>) {
 async fn key_of(server: &TestServer, filename: &str) -> (String, String) {
     sqlx::query_as("SELECT key, service_name FROM active_storage_blobs WHERE filename = ?")
         .bind(filename)
-        .fetch_one(&server.state.pool)
+        .fetch_one(&server.state.db.pool)
         .await
         .unwrap()
 }
@@ -206,7 +206,7 @@ async fn a_direct_upload_goes_to_the_bucket_by_a_presigned_put_and_is_served_thr
     let variants: i64 = sqlx::query_scalar(
         "SELECT COUNT(*) FROM active_storage_blobs WHERE service_name = 'amazon' AND filename = 'bay.png'",
     )
-    .fetch_one(&server.state.pool)
+    .fetch_one(&server.state.db.pool)
     .await
     .unwrap();
     assert_eq!(

@@ -75,7 +75,7 @@ async fn a_production_server_on_an_empty_database_begins_at_the_first_run_form()
         bot.status
     );
     let users: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM users")
-        .fetch_one(&server.state.pool)
+        .fetch_one(&server.state.db.pool)
         .await
         .unwrap();
     assert_eq!(users, 0);
@@ -113,7 +113,7 @@ async fn a_production_server_refuses_a_database_holding_the_demo_credentials_and
 #[tokio::test]
 async fn a_production_server_starts_once_every_demo_credential_was_changed() {
     let seeded = TestServer::start_with(|c| c.seed_users = 0).await;
-    let pool = seeded.state.pool.clone();
+    let pool = seeded.state.db.pool.clone();
     let digest = bcrypt::hash("another long password", 4).unwrap();
     sqlx::query("UPDATE users SET password_digest = ? WHERE password_digest IS NOT NULL")
         .bind(&digest)
@@ -341,7 +341,7 @@ async fn get_on_the_internal_endpoint_is_404_with_or_without_the_key() {
 #[tokio::test]
 async fn a_broadcast_body_is_read_under_the_body_timeout() {
     let server = TestServer::start_with(|c| c.body_timeout = 1).await;
-    let key = server.state.broadcast_key.clone();
+    let key = server.state.keys.broadcast_key.clone();
     let head = format!(
         "POST /_broadcast HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {key}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n",
         server.addr
@@ -354,7 +354,7 @@ async fn a_broadcast_body_is_read_under_the_body_timeout() {
 async fn a_remote_disconnect_for_an_unknown_identifier_cannot_forge_or_flood_log_lines() {
     let (log, _capturing) = common::captured_log();
     let server = TestServer::start().await;
-    let key = server.state.broadcast_key.clone();
+    let key = server.state.keys.broadcast_key.clone();
     let forged = "x\n2026-01-01T00:00:00Z  INFO hearth: FORGED admin signed in \u{1b}[31m";
     let long = "Q".repeat(200_000);
     for identifier in [forged.to_owned(), long] {
@@ -587,7 +587,7 @@ async fn posting_past_the_limit_is_429_with_retry_after_and_stores_nothing() {
     assert!((1..=20).contains(&retry), "{retry}");
     let stored: i64 =
         sqlx::query_scalar("SELECT COUNT(*) FROM messages WHERE client_message_id LIKE 'flood-%'")
-            .fetch_one(&server.state.pool)
+            .fetch_one(&server.state.db.pool)
             .await
             .unwrap();
     assert_eq!(stored, 3);
@@ -617,7 +617,7 @@ async fn room_creation_searches_boosts_and_sign_ups_have_limits_too() {
     assert_eq!(r.status, 429);
     assert!(r.header("retry-after").is_some());
     let rooms: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM rooms WHERE name = 'Two'")
-        .fetch_one(&server.state.pool)
+        .fetch_one(&server.state.db.pool)
         .await
         .unwrap();
     assert_eq!(rooms, 0);
@@ -680,7 +680,7 @@ pub(crate) async fn names_are_422_and_nothing_changes(refused: &[&str], accepted
         assert_eq!(r.status, 422, "room {bad:?}");
     }
     let name: String = sqlx::query_scalar("SELECT name FROM users WHERE id = 1")
-        .fetch_one(&server.state.pool)
+        .fetch_one(&server.state.db.pool)
         .await
         .unwrap();
     assert_eq!(name, "David");
@@ -754,7 +754,7 @@ async fn the_old_since_catch_up_reads_at_most_its_bound_then_asks_for_a_reload()
         .bind(format!("since-flood-{i}"))
         .bind(since + 1)
         .bind(since + 1)
-        .execute(&server.state.pool)
+        .execute(&server.state.db.pool)
         .await
         .unwrap();
     }
@@ -786,12 +786,12 @@ async fn boosts_with_nul_or_bidi_overrides_are_422_and_nothing_is_stored() {
     let mut c = server.signed_in(DAVID, SECRET).await;
     let (csrf, _) = c.room(1).await;
     let message: i64 = sqlx::query_scalar("SELECT max(id) FROM messages WHERE room_id = 1")
-        .fetch_one(&server.state.pool)
+        .fetch_one(&server.state.db.pool)
         .await
         .unwrap();
     let count = || async {
         sqlx::query_scalar::<_, i64>("SELECT count(*) FROM boosts")
-            .fetch_one(&server.state.pool)
+            .fetch_one(&server.state.db.pool)
             .await
             .unwrap()
     };
@@ -866,7 +866,7 @@ async fn cable_input_quoted_in_warnings_cannot_forge_log_lines_or_flood_them() {
 #[tokio::test]
 async fn a_user_id_is_never_handed_out_twice() {
     let server = &TestServer::start().await;
-    let pool = &server.state.pool;
+    let pool = &server.state.db.pool;
     let sign_up = |n: u32| async move {
         let email = format!("reuse{n}@example.org");
         assert_eq!(

@@ -14,7 +14,7 @@ const SECRET: &str = "secret123456";
 async fn stored_body(server: &TestServer, cid: &str) -> String {
     sqlx::query_scalar("SELECT body FROM messages WHERE client_message_id = ?")
         .bind(cid)
-        .fetch_one(&server.state.pool)
+        .fetch_one(&server.state.db.pool)
         .await
         .unwrap()
 }

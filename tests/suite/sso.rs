@@ -89,7 +89,9 @@ async fn bad_settings_are_refused(server: &TestServer) {
         jason.post_form("/account/sso", &body, &[]).await.status,
         403
     );
-    let saved = hearth::db::sso::settings(&server.state.pool).await.unwrap();
+    let saved = hearth::db::sso::settings(&server.state.db.pool)
+        .await
+        .unwrap();
     assert_eq!(saved.allowed_domains, ["allowed.test", "example.com"]);
 }
 
@@ -110,7 +112,7 @@ async fn sign_in(
 async fn user_id(server: &TestServer, email: &str) -> Option<i64> {
     sqlx::query_scalar("SELECT id FROM users WHERE email_address = ?")
         .bind(email)
-        .fetch_optional(&server.state.pool)
+        .fetch_optional(&server.state.db.pool)
         .await
         .unwrap()
 }
@@ -161,7 +163,7 @@ async fn people_sign_in_through_the_provider_and_the_wrong_ones_are_refused() {
          (SELECT COUNT(*) FROM rooms WHERE kind = 'open') FROM users WHERE id = ?",
     )
     .bind(id)
-    .fetch_one(&server.state.pool)
+    .fetch_one(&server.state.db.pool)
     .await
     .unwrap();
     assert_eq!(
@@ -172,7 +174,7 @@ async fn people_sign_in_through_the_provider_and_the_wrong_ones_are_refused() {
     assert_eq!(again.status, 302);
     let count: i64 =
         sqlx::query_scalar("SELECT COUNT(*) FROM users WHERE email_address LIKE 'ada.%'")
-            .fetch_one(&server.state.pool)
+            .fetch_one(&server.state.db.pool)
             .await
             .unwrap();
     assert_eq!(count, 1, "the second sign-in is the same person");
@@ -183,7 +185,7 @@ async fn people_sign_in_through_the_provider_and_the_wrong_ones_are_refused() {
     let jason_id = user_id(&server, "jason@example.com").await.unwrap();
     let linked: i64 = sqlx::query_scalar("SELECT user_id FROM sso_identities WHERE subject = ?")
         .bind("sub-jason@example.com")
-        .fetch_one(&server.state.pool)
+        .fetch_one(&server.state.db.pool)
         .await
         .unwrap();
     assert_eq!(linked, jason_id);

@@ -292,12 +292,12 @@ async fn only_the_parent_rooms_members_see_a_thread_and_refused_replies_store_no
 
     // Jason watches the thread; David removes him from the room: the thread goes at once.
     let (_jc, mut jason_ws) = connect_as(&server, JASON, SECRET).await;
-    let room = hearth::db::rooms::find(&server.state.pool, thread)
+    let room = hearth::db::rooms::find(&server.state.db.pool, thread)
         .await
         .unwrap()
         .unwrap();
     let name = hearth::streams::room_messages(&server.state.config.gid_app, &room);
-    let identifier = serde_json::json!({"channel": "RoomMessagesChannel", "signed_stream_name": server.state.signer.sign(&name)}).to_string();
+    let identifier = serde_json::json!({"channel": "RoomMessagesChannel", "signed_stream_name": server.state.keys.signer.sign(&name)}).to_string();
     jason_ws.send_text(&subscribe_cmd(&identifier)).await;
     frame_containing(&mut jason_ws, "confirm_subscription").await;
     let token = csrf(&mut david, &format!("/rooms/closeds/{closed}/edit")).await;
@@ -448,6 +448,7 @@ async fn a_bot_mentioned_in_a_thread_gets_the_threads_path_and_answers_in_it() {
     // A mention of the bot in the thread: the payload's room is the thread, with its parent.
     let sgid = server
         .state
+        .keys
         .sgids
         .sign("User", bot, hearth::rails::ATTACHABLE_PURPOSE);
     let html = format!(
@@ -572,6 +573,7 @@ async fn a_bookmark_lists_its_message_for_its_owner_only_and_goes_live_from_ever
     let (_c, mut ws) = connect_as(&server, JASON, SECRET).await;
     let signed = server
         .state
+        .keys
         .signer
         .sign(&hearth::streams::user_bookmarks(2));
     let identifier =

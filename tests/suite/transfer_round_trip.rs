@@ -147,7 +147,7 @@ async fn team() -> std::path::PathBuf {
     assert_eq!(put, 204);
     assert_eq!(david.post_signed(1, &signed).await, 200);
     // Images get their variants processed after the post: wait for the variant records.
-    let pool = server.state.pool.clone();
+    let pool = server.state.db.pool.clone();
     for _ in 0..100 {
         let variants: i64 =
             sqlx::query_scalar("SELECT count(*) FROM active_storage_variant_records")

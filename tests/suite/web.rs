@@ -46,7 +46,7 @@ async fn login_succeeds_with_a_signed_session_cookie() {
         .expect("Rails-signed cookie");
     let stored: i64 = sqlx::query_scalar("SELECT user_id FROM sessions WHERE token = ?")
         .bind(&token)
-        .fetch_one(&server.state.pool)
+        .fetch_one(&server.state.db.pool)
         .await
         .unwrap();
     assert_eq!(stored, 1);
@@ -108,7 +108,7 @@ async fn logout_destroys_the_server_side_session() {
     assert_eq!(r.status, 302);
     assert_eq!(r.header("location"), Some("/session/new"));
     let sessions: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM sessions")
-        .fetch_one(&server.state.pool)
+        .fetch_one(&server.state.db.pool)
         .await
         .unwrap();
     assert_eq!(sessions, 0);
@@ -125,7 +125,7 @@ async fn state_changing_requests_without_csrf_get_422() {
     let server = TestServer::start().await;
     let mut c = server.signed_in(DAVID, SECRET).await;
     let before: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM messages")
-        .fetch_one(&server.state.pool)
+        .fetch_one(&server.state.db.pool)
         .await
         .unwrap();
     let r = c
@@ -151,7 +151,7 @@ async fn state_changing_requests_without_csrf_get_422() {
         .await;
     assert_eq!(r.status, 302);
     let after: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM messages")
-        .fetch_one(&server.state.pool)
+        .fetch_one(&server.state.db.pool)
         .await
         .unwrap();
     assert_eq!(after, before + 1);
@@ -186,7 +186,7 @@ async fn the_room_page_has_what_turbo_needs_and_the_latest_40_messages() {
         .replace("&#61;", "=")
         .replace("&#43;", "+");
     // The signed name is `<room 1 gid param>:messages`, verifiable with the same key.
-    let name = server.state.signer.verify(&signed).expect("verifies");
+    let name = server.state.keys.signer.verify(&signed).expect("verifies");
     assert_eq!(name, "Z2lkOi8vY2FtcGZpcmUvUm9vbXM6Ok9wZW4vMQ:messages");
     let sidebar = c.get("/users/me/sidebar").await;
     assert_eq!(sidebar.status, 200);
@@ -223,12 +223,12 @@ async fn a_post_is_stored_and_answered_with_an_escaped_turbo_stream() {
     assert!(!r.body.contains("<script>"));
     let stored: String =
         sqlx::query_scalar("SELECT body FROM messages WHERE client_message_id = 'cid-1'")
-            .fetch_one(&server.state.pool)
+            .fetch_one(&server.state.db.pool)
             .await
             .unwrap();
     assert!(stored.contains("&lt;script&gt;"));
     let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM messages WHERE room_id = 1")
-        .fetch_one(&server.state.pool)
+        .fetch_one(&server.state.db.pool)
         .await
         .unwrap();
     assert_eq!(count, 170);
@@ -246,7 +246,7 @@ async fn bad_posts_store_nothing() {
     let (csrf, _) = c.room(1).await;
     let count = || async {
         sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM messages")
-            .fetch_one(&server.state.pool)
+            .fetch_one(&server.state.db.pool)
             .await
             .unwrap()
     };
@@ -299,16 +299,21 @@ async fn a_revoked_member_cannot_post_although_the_post_route_caches_membership(
     let (csrf, _) = c.room(4).await;
     // The first post caches Jason's membership of room 4.
     assert_eq!(c.post_message(4, "before", "rev1", &csrf).await.status, 200);
-    let revision =
-        hearth::db::memberships::revise(&server.state.pool, &server.state.cable, 4, &[], &[2])
-            .await
-            .unwrap()
-            .unwrap();
+    let revision = hearth::db::memberships::revise(
+        &server.state.db.pool,
+        &*server.state.sockets.registry,
+        4,
+        &[],
+        &[2],
+    )
+    .await
+    .unwrap()
+    .unwrap();
     assert_eq!(revision.revoked, vec![2]);
     assert_eq!(c.post_message(4, "after", "rev2", &csrf).await.status, 404);
     let stored: i64 =
         sqlx::query_scalar("SELECT COUNT(*) FROM messages WHERE client_message_id = 'rev2'")
-            .fetch_one(&server.state.pool)
+            .fetch_one(&server.state.db.pool)
             .await
             .unwrap();
     assert_eq!(stored, 0);
@@ -332,7 +337,7 @@ async fn bots_post_with_their_key() {
     let body: String = sqlx::query_scalar(
         "SELECT body FROM messages WHERE creator_id = 5 ORDER BY id DESC LIMIT 1",
     )
-    .fetch_one(&server.state.pool)
+    .fetch_one(&server.state.db.pool)
     .await
     .unwrap();
     assert_eq!(body, "<div>Deploy finished &lt;ok&gt;</div>");
@@ -348,7 +353,7 @@ async fn pages_of_40_and_204_when_empty() {
     let mut c = server.signed_in(DAVID, SECRET).await;
     let ids: Vec<i64> =
         sqlx::query_scalar("SELECT id FROM messages WHERE room_id = 1 ORDER BY created_at, id")
-            .fetch_all(&server.state.pool)
+            .fetch_all(&server.state.db.pool)
             .await
             .unwrap();
     assert_eq!(ids.len(), 169);
@@ -420,7 +425,7 @@ async fn health_check_answers() {
 #[tokio::test]
 async fn a_post_touches_the_room_and_marks_disconnected_members_unread() {
     let server = TestServer::start().await;
-    let pool = &server.state.pool;
+    let pool = &server.state.db.pool;
     // Start from a read room, with Jason connected (present) and Ada Abara (user 1) not.
     sqlx::query("UPDATE memberships SET unread_at = NULL WHERE room_id = 1")
         .execute(pool)
@@ -470,7 +475,7 @@ async fn a_post_touches_the_room_and_marks_disconnected_members_unread() {
 async fn message_id(server: &TestServer, cid: &str) -> i64 {
     sqlx::query_scalar("SELECT id FROM messages WHERE client_message_id = ?")
         .bind(cid)
-        .fetch_one(&server.state.pool)
+        .fetch_one(&server.state.db.pool)
         .await
         .unwrap()
 }
@@ -545,7 +550,7 @@ async fn the_edit_link_renders_the_edit_form_in_its_frame() {
     assert_eq!(jason.get(&edit_path).await.status, 403);
     let mut outsider = server.signed_in("user1@example.com", "password").await;
     let david_in_4: i64 = sqlx::query_scalar("SELECT MAX(id) FROM messages WHERE room_id = 4")
-        .fetch_one(&server.state.pool)
+        .fetch_one(&server.state.db.pool)
         .await
         .unwrap();
     assert_eq!(
@@ -596,7 +601,7 @@ async fn refresh_returns_a_message_sharing_the_last_seen_millisecond() {
     let mut c = server.signed_in(DAVID, SECRET).await;
     let (_, html) = c.room(1).await;
     let newest: i64 = sqlx::query_scalar("SELECT MAX(created_at) FROM messages WHERE room_id = 1")
-        .fetch_one(&server.state.pool)
+        .fetch_one(&server.state.db.pool)
         .await
         .unwrap();
     // Committed in the same millisecond as the page's newest message, after the page loaded.
@@ -606,7 +611,7 @@ async fn refresh_returns_a_message_sharing_the_last_seen_millisecond() {
     )
     .bind(newest)
     .bind(newest)
-    .execute(&server.state.pool)
+    .execute(&server.state.db.pool)
     .await
     .unwrap();
     let r = c.get(&format!("/rooms/1/refresh?since={newest}")).await;
@@ -662,7 +667,7 @@ async fn refresh_returns_everything_missed_or_asks_for_a_reload() {
         .bind(format!("flood-{i}"))
         .bind(hearth::db::now_ms())
         .bind(hearth::db::now_ms())
-        .execute(&server.state.pool)
+        .execute(&server.state.db.pool)
         .await
         .unwrap();
     }

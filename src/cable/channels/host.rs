@@ -166,12 +166,12 @@ impl LocalHost {
     /// The channel context of `who`.
     pub fn ctx<'a>(&'a self, who: Who<'a>) -> ChannelContext<'a> {
         ChannelContext {
-            pool: &self.state.pool,
-            auth_cache: &self.state.auth_cache,
-            broadcaster: &self.state.broadcaster,
-            signer: &self.state.signer,
+            pool: &self.state.db.pool,
+            auth_cache: &self.state.db.auth_cache,
+            broadcaster: &self.state.delivery.broadcaster,
+            signer: &self.state.keys.signer,
             user: who.user,
-            presence: &self.state.presence,
+            presence: &self.state.sockets.presence,
             connection_id: who.connection_id,
         }
     }
@@ -184,11 +184,11 @@ impl ChannelHost for LocalHost {
         fresh: bool,
     ) -> BoxFuture<'a, anyhow::Result<Option<User>>> {
         Box::pin(async move {
-            let pool = &self.state.pool;
+            let pool = &self.state.db.pool;
             Ok(if fresh {
                 crate::db::sessions::resume(pool, session_token).await?
             } else {
-                self.state.auth_cache.resume(pool, session_token).await?
+                self.state.db.auth_cache.resume(pool, session_token).await?
             })
         })
     }

@@ -108,7 +108,7 @@ impl Reader {
         identifier: Arc<str>,
         hold: bool,
     ) -> anyhow::Result<()> {
-        let json = self.state.json;
+        let json = self.state.delivery.json;
         let Some(session) = self.app.as_ref() else {
             // The app did not accept this connection: its channels are not open to it.
             self.conn
@@ -231,7 +231,7 @@ impl Reader {
         hold: bool,
     ) {
         let variant = self.variant(identifier);
-        let interest = self.state.bus.interest();
+        let interest = self.state.delivery.bus.interest();
         let mut added = Vec::new();
         if let Some(sub) = self.subscriptions.get_mut(identifier) {
             let streams = &mut sub.subscribed.streams;
@@ -265,7 +265,7 @@ impl Reader {
             }
         }
         if !added.is_empty() {
-            self.state.bus.ready(&added).await;
+            self.state.delivery.bus.ready(&added).await;
         }
         if let Some(app) = self.app.as_mut() {
             merge_state(&mut app.env.cstate, reply.env.cstate);

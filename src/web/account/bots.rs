@@ -4,13 +4,18 @@
 //! in, ready `curl` lines for posting text and files, with copy buttons; each bot's avatar
 //! (uploaded to `/users/<bot id>/avatar`, `crate::web::avatars`).
 
+use crate::config::Config;
+use crate::db::Db;
+use crate::outbox::Outbox;
+use crate::pubsub::Delivery;
+use crate::storage::Storage;
 use askama::Template;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
+use std::sync::Arc;
 
 use crate::db::users::{self, Bot};
-use crate::state::SharedState;
 use crate::web::context::Ctx;
 use crate::web::error::AppError;
 use crate::web::extract::{Admin, AdminPage, Id};
@@ -71,24 +76,26 @@ fn webhook_url(ctx: &Ctx) -> Result<Option<String>, AppError> {
     Ok(Some(url.to_owned()))
 }
 
-async fn set_webhook(state: &SharedState, bot_id: i64, url: &str) -> Result<(), AppError> {
-    crate::db::webhooks::set(&state.pool, state.webhooks.present(), bot_id, Some(url)).await?;
+async fn set_webhook(db: &Db, outbox: &Outbox, bot_id: i64, url: &str) -> Result<(), AppError> {
+    crate::db::webhooks::set(&db.pool, outbox.webhooks.present(), bot_id, Some(url)).await?;
     Ok(())
 }
 
 /// `GET /account/bots`: the bots with their keys.
 pub async fn index(
-    State(state): State<SharedState>,
+    State(config): State<Arc<Config>>,
+    State(db): State<Db>,
+    State(storage): State<Arc<Storage>>,
     AdminPage(ctx): AdminPage,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
-    let origin = origin(&ctx, &headers, &state);
+    let origin = origin(&ctx, &headers, &config);
     let mut rows = Vec::new();
-    for bot in users::bots(&state.pool).await? {
-        let webhook_url = crate::db::webhooks::url_for(&state.pool, bot.id)
+    for bot in users::bots(&db.pool).await? {
+        let webhook_url = crate::db::webhooks::url_for(&db.pool, bot.id)
             .await?
             .unwrap_or_default();
-        let rooms = users::memberships(&state.pool, bot.id)
+        let rooms = users::memberships(&db.pool, bot.id)
             .await?
             .into_iter()
             .map(|m| {
@@ -100,7 +107,7 @@ pub async fn index(
                 }
             })
             .collect();
-        let version = state.storage.avatars.get(&state.pool, bot.id).await?;
+        let version = storage.avatars.get(&db.pool, bot.id).await?;
         rows.push(BotRow {
             avatar: crate::storage::avatar_path(bot.id, version),
             has_avatar: version.is_some(),
@@ -121,14 +128,15 @@ pub async fn index(
 /// `user[webhook_url]`: a new bot, member of every open room; 302 to `/account/bots`. 422 for
 /// a bad name or URL (nothing stored).
 pub async fn create(
-    State(state): State<SharedState>,
+    State(db): State<Db>,
+    State(outbox): State<Outbox>,
     Admin(ctx): Admin,
 ) -> Result<Response, AppError> {
     let name = fields::required(&ctx.form, "user[name]", MAX_NAME_CHARS)?;
     let url = webhook_url(&ctx)?;
-    let bot = users::create_bot(&state.pool, &name).await?;
+    let bot = users::create_bot(&db.pool, &name).await?;
     if let Some(url) = url.filter(|u| !u.is_empty()) {
-        set_webhook(&state, bot.id, &url).await?;
+        set_webhook(&db, &outbox, bot.id, &url).await?;
     }
     tracing::info!(bot_id = bot.id, "bot created");
     Ok(found("/account/bots"))
@@ -138,17 +146,18 @@ pub async fn create(
 /// (empty removes the webhook): renames and sets the URL; 302 to `/account/bots`. 404 for an
 /// unknown bot, 422 for a bad name or URL (nothing stored).
 pub async fn update(
-    State(state): State<SharedState>,
+    State(db): State<Db>,
+    State(outbox): State<Outbox>,
     Admin(ctx): Admin,
     Id(bot_id): Id,
 ) -> Result<Response, AppError> {
     let name = fields::required(&ctx.form, "user[name]", MAX_NAME_CHARS)?;
     let url = webhook_url(&ctx)?;
-    if !users::rename_bot(&state.pool, bot_id, &name).await? {
+    if !users::rename_bot(&db.pool, bot_id, &name).await? {
         return Err(AppError::NotFound);
     }
     if let Some(url) = url {
-        set_webhook(&state, bot_id, &url).await?;
+        set_webhook(&db, &outbox, bot_id, &url).await?;
     }
     Ok(found("/account/bots"))
 }
@@ -156,11 +165,11 @@ pub async fn update(
 /// `PATCH /account/bots/{bot_id}/key`: a new key (the old one gets 401 from now on); 302 to
 /// `/account/bots`. 404 for an unknown bot.
 pub async fn update_key(
-    State(state): State<SharedState>,
+    State(db): State<Db>,
     _: Admin,
     Id(bot_id): Id,
 ) -> Result<Response, AppError> {
-    users::reset_bot_token(&state.pool, bot_id)
+    users::reset_bot_token(&db.pool, bot_id)
         .await?
         .ok_or(AppError::NotFound)?;
     Ok(found("/account/bots"))
@@ -169,13 +178,14 @@ pub async fn update_key(
 /// `DELETE /account/bots/{bot_id}`: removes the bot (deactivated, key cleared; its messages
 /// stay); 302 to `/account/bots`. 404 for an unknown bot.
 pub async fn destroy(
-    State(state): State<SharedState>,
+    State(db): State<Db>,
+    State(delivery): State<Delivery>,
     _: Admin,
     Id(bot_id): Id,
 ) -> Result<Response, AppError> {
-    if !users::deactivate_bot(&state.pool, bot_id).await? {
+    if !users::deactivate_bot(&db.pool, bot_id).await? {
         return Err(AppError::NotFound);
     }
-    disconnect(&state, bot_id);
+    disconnect(&delivery, bot_id);
     Ok(found("/account/bots"))
 }

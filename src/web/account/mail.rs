@@ -32,9 +32,9 @@ pub struct MailDesk {
 impl FromRef<SharedState> for MailDesk {
     fn from_ref(state: &SharedState) -> Self {
         Self {
-            pool: state.pool.clone(),
-            mailer: state.mailer.clone(),
-            signed_ids: state.signed_ids.clone(),
+            pool: state.db.pool.clone(),
+            mailer: state.outbox.mailer.clone(),
+            signed_ids: state.keys.signed_ids.clone(),
         }
     }
 }

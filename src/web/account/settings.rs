@@ -13,6 +13,8 @@
 //!   after Hearth's own; administrators only. It is stored sanitized (see
 //!   [`crate::web::page::sanitize_css`]).
 
+use crate::config::Config;
+use crate::db::Db;
 use askama::Template;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
@@ -63,15 +65,14 @@ pub struct CustomStylesPage<'a> {
 /// # Errors
 /// 404 before the first run; database failures.
 pub async fn invite_link(
-    state: &SharedState,
+    config: &Config,
+    db: &Db,
     ctx: &Ctx,
     headers: &HeaderMap,
 ) -> Result<ShareLink, AppError> {
-    let account = accounts::find(&state.pool)
-        .await?
-        .ok_or(AppError::NotFound)?;
+    let account = accounts::find(&db.pool).await?.ok_or(AppError::NotFound)?;
     Ok(ShareLink::to_path(
-        &origin(ctx, headers, state),
+        &origin(ctx, headers, config),
         &format!("/join/{}", account.join_code),
     ))
 }
@@ -82,13 +83,13 @@ pub async fn edit(
     SignedInPage { ctx, user }: SignedInPage,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
-    let settings = state.account_settings.get(&state.pool).await?;
-    let invite = invite_link(&state, &ctx, &headers).await?;
+    let settings = state.db.account_settings.get(&state.db.pool).await?;
+    let invite = invite_link(&state.config, &state.db, &ctx, &headers).await?;
     let token = ctx.csrf_token();
     let administrator = user.role == crate::db::Role::Administrator;
     let (sso, mail) = if administrator {
-        let origin = origin(&ctx, &headers, &state);
-        let sso = crate::web::account::sso::view(&state.pool, &state.sso, &origin).await?;
+        let origin = origin(&ctx, &headers, &state.config);
+        let sso = crate::web::account::sso::view(&state.db.pool, &state.sso, &origin).await?;
         let desk = axum::extract::FromRef::from_ref(&state);
         (sso, super::mail::panel(&desk, origin).await?)
     } else {
@@ -117,10 +118,7 @@ fn form_bool(value: &str) -> Option<bool> {
 /// `PATCH`/`PUT /account` (see the module docs): 302 to `/account/edit` with the "Saved"
 /// notice. 401 signed out, 403 for members, 422 for a blank or oversize name or a setting
 /// that is not a boolean. An `account[logo]` is not read here.
-pub async fn update(
-    State(state): State<SharedState>,
-    Admin(ctx): Admin,
-) -> Result<Response, AppError> {
+pub async fn update(State(db): State<Db>, Admin(ctx): Admin) -> Result<Response, AppError> {
     let name = fields::required(&ctx.form, "account[name]", MAX_NAME_CHARS)?;
     let key = "account[settings][restrict_room_creation_to_administrators]";
     let restrict = match ctx.form.get_all(key).last() {
@@ -129,10 +127,10 @@ pub async fn update(
         ),
         None => None,
     };
-    if !accounts::update(&state.pool, &name, restrict).await? {
+    if !accounts::update(&db.pool, &name, restrict).await? {
         return Err(AppError::NotFound);
     }
-    state.account_settings.forget();
+    db.account_settings.forget();
     Ok(crate::web::flash::found_with(
         "/account/edit",
         crate::web::flash::Notice::Saved,
@@ -142,10 +140,10 @@ pub async fn update(
 
 /// `GET /account/custom_styles/edit`: the form (administrators; 403 for members).
 pub async fn edit_custom_styles(
-    State(state): State<SharedState>,
+    State(db): State<Db>,
     AdminPage(ctx): AdminPage,
 ) -> Result<Response, AppError> {
-    let settings = state.account_settings.get(&state.pool).await?;
+    let settings = db.account_settings.get(&db.pool).await?;
     let token = ctx.csrf_token();
     let page = CustomStylesPage {
         csrf_token: &token,
@@ -159,16 +157,16 @@ pub async fn edit_custom_styles(
 /// stylesheet (empty clears it) and answers 302 to the form. 403 for members, 413 over
 /// [`MAX_CUSTOM_STYLES_BYTES`].
 pub async fn update_custom_styles(
-    State(state): State<SharedState>,
+    State(db): State<Db>,
     Admin(ctx): Admin,
 ) -> Result<Response, AppError> {
     let css = ctx.form.get("account[custom_styles]").unwrap_or("");
     if css.len() > MAX_CUSTOM_STYLES_BYTES {
         return Err(AppError::PayloadTooLarge);
     }
-    if !accounts::set_custom_styles(&state.pool, &sanitize_css(css)).await? {
+    if !accounts::set_custom_styles(&db.pool, &sanitize_css(css)).await? {
         return Err(AppError::NotFound);
     }
-    state.account_settings.forget();
+    db.account_settings.forget();
     Ok(found("/account/custom_styles/edit"))
 }

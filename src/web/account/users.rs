@@ -3,6 +3,8 @@
 //! `DELETE /account/users/{id}` (deactivate) and `POST /account/join_code` (a new join
 //! code): Campfire's `Accounts::UsersController` and `Accounts::JoinCodesController`.
 
+use crate::db::Db;
+use crate::pubsub::Delivery;
 use askama::Template;
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
@@ -11,7 +13,6 @@ use axum::response::{Html, IntoResponse, Response};
 use crate::db::users::User;
 use crate::db::{accounts, users};
 use crate::db::{Role, Status};
-use crate::state::SharedState;
 use crate::web::error::AppError;
 use crate::web::extract::{Admin, AdminPage, Id};
 use crate::web::respond::found;
@@ -69,13 +70,11 @@ fn page_href(filter: &str, page: i64) -> String {
 /// ([`PER_PAGE`] at most) whose name or e-mail address contains `q`, with links to the pages
 /// before and after. 400 for a page that is not a number.
 pub async fn index(
-    State(state): State<SharedState>,
+    State(db): State<Db>,
     AdminPage(ctx): AdminPage,
     Query(query): Query<PeopleQuery>,
 ) -> Result<Response, AppError> {
-    let account = accounts::find(&state.pool)
-        .await?
-        .ok_or(AppError::NotFound)?;
+    let account = accounts::find(&db.pool).await?.ok_or(AppError::NotFound)?;
     let filter: String = query
         .q
         .as_deref()
@@ -86,7 +85,7 @@ pub async fn index(
         .collect();
     let page = i64::from(query.page.unwrap_or(1).max(1));
     let mut people =
-        users::people_page(&state.pool, &filter, (page - 1) * PER_PAGE, PER_PAGE + 1).await?;
+        users::people_page(&db.pool, &filter, (page - 1) * PER_PAGE, PER_PAGE + 1).await?;
     let more = people.len() as i64 > PER_PAGE;
     people.truncate(PER_PAGE as usize);
     let token = ctx.csrf_token();
@@ -106,7 +105,7 @@ pub async fn index(
 /// `/account/users`. 422 for another role, 404 for an unknown user or a bot, 422 when it
 /// would demote the last active administrator.
 pub async fn update(
-    State(state): State<SharedState>,
+    State(db): State<Db>,
     Admin(ctx): Admin,
     Id(user_id): Id,
 ) -> Result<Response, AppError> {
@@ -116,7 +115,7 @@ pub async fn update(
         .ok()
         .filter(|r| ROLES.contains(r))
         .ok_or_else(|| AppError::Unprocessable(format!("unknown role {role:?}")))?;
-    guard_error(users::set_role(&state.pool, user_id, role).await?)?;
+    guard_error(users::set_role(&db.pool, user_id, role).await?)?;
     Ok(found("/account/users"))
 }
 
@@ -124,22 +123,20 @@ pub async fn update(
 /// connections closed) and answers 302 to `/account/users`. 404 for an unknown user or a
 /// bot, 422 for the last active administrator.
 pub async fn destroy(
-    State(state): State<SharedState>,
+    State(db): State<Db>,
+    State(delivery): State<Delivery>,
     _: Admin,
     Id(user_id): Id,
 ) -> Result<Response, AppError> {
-    guard_error(users::set_status(&state.pool, user_id, Status::Deactivated).await?)?;
-    disconnect(&state, user_id);
+    guard_error(users::set_status(&db.pool, user_id, Status::Deactivated).await?)?;
+    disconnect(&delivery, user_id);
     Ok(found("/account/users"))
 }
 
 /// `POST /account/join_code`: a new join code (the old link answers 404 from now on); 302 to
 /// `/account/users`.
-pub async fn regenerate_join_code(
-    State(state): State<SharedState>,
-    _: Admin,
-) -> Result<Response, AppError> {
-    accounts::regenerate_join_code(&state.pool)
+pub async fn regenerate_join_code(State(db): State<Db>, _: Admin) -> Result<Response, AppError> {
+    accounts::regenerate_join_code(&db.pool)
         .await?
         .ok_or(AppError::NotFound)?;
     Ok(found("/account/users"))

@@ -4,6 +4,8 @@
 //! [`Closeds`] (a chosen member list). The flow they share with each other is in
 //! [`super::shared`].
 
+use crate::db::Db;
+use crate::pubsub::Delivery;
 use axum::extract::State;
 use axum::response::Response;
 use axum::routing::get;
@@ -58,18 +60,19 @@ pub fn routes<K: RoomsOfKind>() -> Router<SharedState> {
 
 /// `GET <path>/new` (see [`shared::new_page`]).
 pub async fn new<K: RoomsOfKind>(
-    State(state): State<SharedState>,
+    State(db): State<Db>,
     Extension(ctx): Extension<Ctx>,
 ) -> Result<Response, AppError> {
-    shared::new_page(&state, &ctx, K::KIND).await
+    shared::new_page(&db, &ctx, K::KIND).await
 }
 
 /// `POST <path>` (see [`shared::create`]).
 pub async fn create<K: RoomsOfKind>(
-    State(state): State<SharedState>,
+    State(db): State<Db>,
+    State(delivery): State<Delivery>,
     Extension(ctx): Extension<Ctx>,
 ) -> Result<Response, AppError> {
-    shared::create(&state, &ctx, K::KIND).await
+    shared::create(&db, &delivery, &ctx, K::KIND).await
 }
 
 /// `GET <path>/{id}`: redirects to the room page (members; others: 302 to `/`), the same for
@@ -80,18 +83,19 @@ pub async fn show(SharedRoom { room, .. }: SharedRoom) -> Response {
 
 /// `GET <path>/{id}/edit` (see [`shared::edit_page`]).
 pub async fn edit<K: RoomsOfKind>(
-    State(state): State<SharedState>,
+    State(db): State<Db>,
     Extension(ctx): Extension<Ctx>,
     room: SharedRoom,
 ) -> Result<Response, AppError> {
-    shared::edit_page(&state, &ctx, room, K::KIND).await
+    shared::edit_page(&db, &ctx, room, K::KIND).await
 }
 
 /// `PATCH`/`PUT <path>/{id}` (see [`shared::update`]).
 pub async fn update<K: RoomsOfKind>(
-    State(state): State<SharedState>,
+    State(db): State<Db>,
+    State(delivery): State<Delivery>,
     Extension(ctx): Extension<Ctx>,
     room: SharedRoom,
 ) -> Result<Response, AppError> {
-    shared::update(&state, &ctx, room, K::KIND).await
+    shared::update(&db, &delivery, &ctx, room, K::KIND).await
 }

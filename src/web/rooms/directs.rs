@@ -2,26 +2,29 @@
 //! for a set of people, unnamed, listed under `direct_rooms` and named for each member by the
 //! other members. Every member may delete one.
 
+use crate::db::Db;
+use crate::pubsub::Delivery;
+use crate::storage::Storage;
 use axum::extract::{Path, State};
 use axum::response::Response;
 use axum::Extension;
+use std::sync::Arc;
 
 use super::settings::{self, Scope};
 use crate::db::{memberships, rooms};
 use crate::render::RoomForm;
-use crate::state::SharedState;
 use crate::web::context::Ctx;
 use crate::web::error::AppError;
 use crate::web::respond::found;
 
 /// `GET /rooms/directs/new`: the people to message (signed-in users).
 pub async fn new(
-    State(state): State<SharedState>,
+    State(db): State<Db>,
     Extension(ctx): Extension<Ctx>,
 ) -> Result<Response, AppError> {
     let user = ctx.require_user()?;
     let token = ctx.csrf_token();
-    let people = settings::people(&state, user, &[]).await?;
+    let people = settings::people(&db, user, &[]).await?;
     settings::form_page(&RoomForm {
         csrf_token: &token,
         title: "New direct message",
@@ -45,20 +48,21 @@ pub async fn new(
 /// (found or created, as Campfire does) and redirects to the room (302). 422 for a bad list
 /// or more than [`settings::MAX_DIRECT_MEMBER_IDS`] people; 401 when signed out.
 pub async fn create(
-    State(state): State<SharedState>,
+    State(db): State<Db>,
+    State(delivery): State<Delivery>,
     Extension(ctx): Extension<Ctx>,
 ) -> Result<Response, AppError> {
     let user = ctx.require_user()?;
     let ids = settings::user_ids(&ctx.form, settings::MAX_DIRECT_MEMBER_IDS)?;
     let (room, members, created) =
-        memberships::find_or_create_direct(&state.pool, &state.broadcaster, user.id, &ids).await?;
+        memberships::find_or_create_direct(&db.pool, &delivery.broadcaster, user.id, &ids).await?;
     let mut entries = Vec::with_capacity(members.len());
     for id in &members {
-        if let Some(entry) = rooms::sidebar_entry(&state.pool, room.id, *id).await? {
+        if let Some(entry) = rooms::sidebar_entry(&db.pool, room.id, *id).await? {
             entries.push((*id, entry));
         }
     }
-    crate::broadcasts::direct_room_created(&state.broadcaster, &entries)?;
+    crate::broadcasts::direct_room_created(&delivery.broadcaster, &entries)?;
     tracing::info!(room_id = room.id, created, "direct room");
     Ok(found(&format!("/rooms/{}", room.id)))
 }
@@ -66,21 +70,21 @@ pub async fn create(
 /// `GET /rooms/directs/{id}/edit`: the room's people and its delete button (members; others
 /// and non-direct rooms: 302 to `/`).
 pub async fn edit(
-    State(state): State<SharedState>,
+    State(db): State<Db>,
     Extension(ctx): Extension<Ctx>,
     Path(id): Path<String>,
 ) -> Result<Response, AppError> {
     let user = ctx.require_user()?;
-    let Some(room) = settings::find_room(&state, user, &id, Scope::Direct).await? else {
+    let Some(room) = settings::find_room(&db, user, &id, Scope::Direct).await? else {
         return Ok(settings::not_found_or_inaccessible());
     };
-    let members = rooms::member_ids(&state.pool, room.id).await?;
-    let people = settings::people(&state, user, &members)
+    let members = rooms::member_ids(&db.pool, room.id).await?;
+    let people = settings::people(&db, user, &members)
         .await?
         .into_iter()
         .filter(|p| p.selected)
         .collect();
-    let label = rooms::sidebar_entry(&state.pool, room.id, user.id)
+    let label = rooms::sidebar_entry(&db.pool, room.id, user.id)
         .await?
         .map_or_else(|| room.display_name().to_owned(), |e| e.label);
     let token = ctx.csrf_token();
@@ -106,9 +110,11 @@ pub async fn edit(
 /// `DELETE /rooms/directs/{id}`: any member deletes the direct room (see
 /// [`settings::destroy`]).
 pub async fn destroy(
-    State(state): State<SharedState>,
+    State(db): State<Db>,
+    State(delivery): State<Delivery>,
+    State(storage): State<Arc<Storage>>,
     Extension(ctx): Extension<Ctx>,
     Path(id): Path<String>,
 ) -> Result<Response, AppError> {
-    settings::destroy_in(&state, &ctx, &id, Scope::Direct).await
+    settings::destroy_in(&db, &delivery, &storage, &ctx, &id, Scope::Direct).await
 }

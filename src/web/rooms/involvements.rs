@@ -2,6 +2,8 @@
 //! notification level in a room: `invisible` (hidden from the sidebar: how a member leaves a
 //! room, since open rooms always include everyone), `nothing`, `mentions`, `everything`.
 
+use crate::db::Db;
+use crate::pubsub::Delivery;
 use axum::extract::State;
 use axum::response::{Html, IntoResponse, Response};
 use axum::Extension;
@@ -10,7 +12,6 @@ use crate::db::memberships::{self, INVOLVEMENTS};
 use crate::db::rooms;
 use crate::db::Involvement;
 use crate::render::InvolvementPage;
-use crate::state::SharedState;
 use crate::web::context::Ctx;
 use crate::web::error::AppError;
 use crate::web::extract::MemberRoom;
@@ -63,14 +64,14 @@ fn label(involvement: Involvement) -> &'static str {
 /// `GET /rooms/{room_id}/involvement`: the current involvement and the choices (members; a
 /// non-member or unknown room: 404, as Campfire's `RoomScoped`).
 pub async fn show(
-    State(state): State<SharedState>,
+    State(db): State<Db>,
     Extension(ctx): Extension<Ctx>,
     MemberRoom { user, room }: MemberRoom,
 ) -> Result<Response, AppError> {
-    let current = memberships::involvement(&state.pool, room.id, user.id)
+    let current = memberships::involvement(&db.pool, room.id, user.id)
         .await?
         .ok_or(AppError::NotFound)?;
-    let name = rooms::sidebar_entry(&state.pool, room.id, user.id)
+    let name = rooms::sidebar_entry(&db.pool, room.id, user.id)
         .await?
         .map_or_else(|| room.display_name().to_owned(), |e| e.label);
     let token = ctx.csrf_token();
@@ -92,7 +93,8 @@ pub async fn show(
 /// `:rooms` stream. 302 to the involvement page (to the room itself with `return_to=room`,
 /// which the room's bell sends); 422 for an unknown value; 404 for a non-member.
 pub async fn update(
-    State(state): State<SharedState>,
+    State(db): State<Db>,
+    State(delivery): State<Delivery>,
     Extension(ctx): Extension<Ctx>,
     MemberRoom { user, room }: MemberRoom,
 ) -> Result<Response, AppError> {
@@ -102,12 +104,12 @@ pub async fn update(
         .unwrap_or("")
         .parse()
         .map_err(|e: crate::db::kinds::UnknownWord| AppError::Unprocessable(e.to_string()))?;
-    let previous = memberships::set_involvement(&state.pool, room.id, user.id, involvement)
+    let previous = memberships::set_involvement(&db.pool, room.id, user.id, involvement)
         .await?
         .ok_or(AppError::NotFound)?;
-    if let Some(entry) = rooms::sidebar_entry(&state.pool, room.id, user.id).await? {
+    if let Some(entry) = rooms::sidebar_entry(&db.pool, room.id, user.id).await? {
         crate::broadcasts::involvement_changed(
-            &state.broadcaster,
+            &delivery.broadcaster,
             &room,
             user.id,
             previous,

@@ -25,8 +25,8 @@ pub struct MarksHandle {
 impl FromRef<SharedState> for MarksHandle {
     fn from_ref(state: &SharedState) -> Self {
         Self {
-            pool: state.pool.clone(),
-            broadcaster: state.broadcaster.clone(),
+            pool: state.db.pool.clone(),
+            broadcaster: state.delivery.broadcaster.clone(),
         }
     }
 }

@@ -3,16 +3,20 @@
 //! administer a room (`User#can_administer?`), the room form page, and
 //! `DELETE /rooms/{room_id}` (`RoomsController#destroy`).
 
+use crate::db::Db;
+use crate::pubsub::Delivery;
+use crate::storage::Storage;
 use axum::extract::{FromRequestParts, Path, State};
 use axum::http::request::Parts;
 use axum::response::{Html, IntoResponse, Response};
 use axum::Extension;
+use std::sync::Arc;
 
 use crate::db::memberships;
 use crate::db::rooms::{self, Room};
 use crate::db::users::User;
 use crate::render::{Person, RoomForm};
-use crate::state::{AppState, SharedState};
+use crate::state::SharedState;
 use crate::web::context::Ctx;
 use crate::web::error::AppError;
 use crate::web::extract::parse_id;
@@ -97,13 +101,13 @@ pub fn not_found_or_inaccessible() -> Response {
 /// The room `raw_id` when `user` is a member and the room is in `scope`; `None` otherwise
 /// (answer [`not_found_or_inaccessible`]). A malformed id is a 404.
 pub async fn find_room(
-    state: &AppState,
+    db: &Db,
     user: &User,
     raw_id: &str,
     scope: Scope,
 ) -> Result<Option<Room>, AppError> {
     let id = parse_id(raw_id)?;
-    Ok(rooms::find_for_member(&state.pool, id, user.id)
+    Ok(rooms::find_for_member(&db.pool, id, user.id)
         .await?
         .filter(|room| scope.admits(room)))
 }
@@ -138,7 +142,7 @@ impl FromRequestParts<SharedState> for SharedRoom {
         let Path(raw_id) = Path::<String>::from_request_parts(parts, state)
             .await
             .map_err(|_| AppError::NotFound.into_response())?;
-        match find_room(state, &user, &raw_id, Scope::Shared).await {
+        match find_room(&state.db, &user, &raw_id, Scope::Shared).await {
             Ok(Some(room)) => Ok(Self { user, room }),
             Ok(None) => Err(not_found_or_inaccessible()),
             Err(e) => Err(e.into_response()),
@@ -149,7 +153,7 @@ impl FromRequestParts<SharedState> for SharedRoom {
 /// Campfire's `User#can_administer?(room)`: administrators and the room's creator; for a
 /// direct room, every member (`Rooms::DirectsController#ensure_can_administer`). The caller
 /// has checked membership.
-pub async fn can_administer(state: &AppState, user: &User, room: &Room) -> Result<bool, AppError> {
+pub async fn can_administer(db: &Db, user: &User, room: &Room) -> Result<bool, AppError> {
     if room.kind.is_thread() {
         // Deleting a thread deletes everyone's replies: administrators only.
         return Ok(user.role == crate::db::Role::Administrator);
@@ -157,7 +161,7 @@ pub async fn can_administer(state: &AppState, user: &User, room: &Room) -> Resul
     if user.role == crate::db::Role::Administrator || room.kind == crate::db::RoomKind::Direct {
         return Ok(true);
     }
-    Ok(rooms::creator_id(&state.pool, room.id).await? == Some(user.id))
+    Ok(rooms::creator_id(&db.pool, room.id).await? == Some(user.id))
 }
 
 /// The settings page of a room: `/rooms/{opens|closeds|directs}/{id}/edit`; a thread has none
@@ -173,12 +177,8 @@ pub fn edit_path(room: &Room) -> String {
 }
 
 /// The people a form offers, `selected` checked (and the viewer always).
-pub async fn people(
-    state: &AppState,
-    user: &User,
-    selected: &[i64],
-) -> Result<Vec<Person>, AppError> {
-    Ok(crate::db::users::active_ordered(&state.pool)
+pub async fn people(db: &Db, user: &User, selected: &[i64]) -> Result<Vec<Person>, AppError> {
+    Ok(crate::db::users::active_ordered(&db.pool)
         .await?
         .into_iter()
         .map(|(id, name)| Person {
@@ -200,34 +200,38 @@ pub fn form_page(form: &RoomForm<'_>) -> Result<Response, AppError> {
 /// open subscriptions to it end. 302 to `/`; 403 for a member who may not; 302 to `/` for a
 /// non-member (as Campfire's `set_room`); 401 when signed out.
 pub async fn destroy(
-    State(state): State<SharedState>,
+    State(db): State<Db>,
+    State(delivery): State<Delivery>,
+    State(storage): State<Arc<Storage>>,
     Extension(ctx): Extension<Ctx>,
     Path(room_id): Path<String>,
 ) -> Result<Response, AppError> {
-    destroy_in(&state, &ctx, &room_id, Scope::Any).await
+    destroy_in(&db, &delivery, &storage, &ctx, &room_id, Scope::Any).await
 }
 
 /// `DELETE /rooms/{room_id}` within `scope` (also `DELETE /rooms/directs/{id}`).
 pub async fn destroy_in(
-    state: &AppState,
+    db: &Db,
+    delivery: &Delivery,
+    storage: &Storage,
     ctx: &Ctx,
     room_id: &str,
     scope: Scope,
 ) -> Result<Response, AppError> {
     let user = ctx.require_user()?;
-    let Some(room) = find_room(state, user, room_id, scope).await? else {
+    let Some(room) = find_room(db, user, room_id, scope).await? else {
         return Ok(not_found_or_inaccessible());
     };
-    if !can_administer(state, user, &room).await? {
+    if !can_administer(db, user, &room).await? {
         return Err(AppError::Forbidden);
     }
     if let Some((room, former)) =
-        memberships::destroy_room(&state.pool, &state.broadcaster, room.id).await?
+        memberships::destroy_room(&db.pool, &delivery.broadcaster, room.id).await?
     {
-        crate::broadcasts::room_removed(&state.broadcaster, &room);
+        crate::broadcasts::room_removed(&delivery.broadcaster, &room);
         tracing::info!(room_id = room.id, members = former.len(), "room destroyed");
         // The room's messages went with it; their files go now.
-        crate::web::files::purge_orphans(state).await;
+        crate::web::files::purge_orphans(db, storage).await;
     }
     Ok(found("/"))
 }

@@ -3,12 +3,13 @@
 //! (Campfire's `Rooms::OpensController` and `Rooms::ClosedsController`, which convert a room
 //! of the other kind into their own on update).
 
+use crate::db::Db;
+use crate::pubsub::Delivery;
 use axum::response::Response;
 
 use super::settings::{self, SharedRoom};
 use crate::db::memberships;
 use crate::render::RoomForm;
-use crate::state::AppState;
 use crate::web::context::Ctx;
 use crate::web::error::AppError;
 use crate::web::respond::found;
@@ -57,10 +58,10 @@ pub const DEFAULT_ROOM_NAME: &str = "New room";
 /// # Errors
 /// 403 as said; database failures.
 pub async fn ensure_permission_to_create_rooms(
-    state: &AppState,
+    db: &Db,
     user: &crate::db::users::User,
 ) -> Result<(), AppError> {
-    if !may_create_rooms(&state.account_settings, &state.pool, user).await? {
+    if !may_create_rooms(&db.account_settings, &db.pool, user).await? {
         return Err(AppError::Forbidden);
     }
     Ok(())
@@ -86,12 +87,12 @@ pub async fn may_create_rooms(
 
 /// `GET /rooms/{opens|closeds}/new`: the form (signed-in users; 403 for members while room
 /// creation is restricted to administrators).
-pub async fn new_page(state: &AppState, ctx: &Ctx, kind: Kind) -> Result<Response, AppError> {
+pub async fn new_page(db: &Db, ctx: &Ctx, kind: Kind) -> Result<Response, AppError> {
     let user = ctx.require_user()?;
-    ensure_permission_to_create_rooms(state, user).await?;
+    ensure_permission_to_create_rooms(db, user).await?;
     let token = ctx.csrf_token();
     let people = match kind {
-        Kind::Closed => settings::people(state, user, &[]).await?,
+        Kind::Closed => settings::people(db, user, &[]).await?,
         Kind::Open => Vec::new(),
     };
     let title = match kind {
@@ -120,40 +121,45 @@ pub async fn new_page(state: &AppState, ctx: &Ctx, kind: Kind) -> Result<Respons
 /// for the creator and `user_ids[]`), broadcasts it to the sidebars and redirects to it (302).
 /// 422 for a bad name or member list; 401 when signed out; 403 for members while room
 /// creation is restricted to administrators.
-pub async fn create(state: &AppState, ctx: &Ctx, kind: Kind) -> Result<Response, AppError> {
+pub async fn create(
+    db: &Db,
+    delivery: &Delivery,
+    ctx: &Ctx,
+    kind: Kind,
+) -> Result<Response, AppError> {
     let user = ctx.require_user()?;
-    ensure_permission_to_create_rooms(state, user).await?;
+    ensure_permission_to_create_rooms(db, user).await?;
     let name = settings::room_name(&ctx.form)?;
     let member_ids = match kind {
         Kind::Closed => settings::user_ids(&ctx.form, settings::MAX_MEMBER_IDS)?,
         Kind::Open => Vec::new(),
     };
     let (room, members) = memberships::create_room(
-        &state.pool,
-        &state.broadcaster,
+        &db.pool,
+        &delivery.broadcaster,
         kind.room_kind(),
         &name,
         user.id,
         &member_ids,
     )
     .await?;
-    crate::broadcasts::shared_room_created(&state.broadcaster, &room, &members)?;
+    crate::broadcasts::shared_room_created(&delivery.broadcaster, &room, &members)?;
     Ok(found(&format!("/rooms/{}", room.id)))
 }
 
 /// `GET /rooms/{opens|closeds}/{id}/edit`: the room's settings for its members (the form can
 /// be submitted by those who may administer it); a direct room or a non-member: 302 to `/`.
 pub async fn edit_page(
-    state: &AppState,
+    db: &Db,
     ctx: &Ctx,
     SharedRoom { user, room }: SharedRoom,
     kind: Kind,
 ) -> Result<Response, AppError> {
-    let editable = settings::can_administer(state, &user, &room).await?;
+    let editable = settings::can_administer(db, &user, &room).await?;
     let people = match kind {
         Kind::Closed => {
-            let members = crate::db::rooms::member_ids(&state.pool, room.id).await?;
-            settings::people(state, &user, &members).await?
+            let members = crate::db::rooms::member_ids(&db.pool, room.id).await?;
+            settings::people(db, &user, &members).await?
         }
         Kind::Open => Vec::new(),
     };
@@ -185,12 +191,13 @@ pub async fn edit_page(
 /// notice); 403 for a member
 /// who may not administer it; 302 to `/` for a direct room or a non-member; 422 for bad input.
 pub async fn update(
-    state: &AppState,
+    db: &Db,
+    delivery: &Delivery,
     ctx: &Ctx,
     SharedRoom { user, room }: SharedRoom,
     kind: Kind,
 ) -> Result<Response, AppError> {
-    if !settings::can_administer(state, &user, &room).await? {
+    if !settings::can_administer(db, &user, &room).await? {
         return Err(AppError::Forbidden);
     }
     let name = settings::room_name(&ctx.form)?;
@@ -200,8 +207,8 @@ pub async fn update(
     };
     let was = room.kind;
     let Some((room, revision)) = memberships::update_room(
-        &state.pool,
-        &state.broadcaster,
+        &db.pool,
+        &delivery.broadcaster,
         room.id,
         kind.room_kind(),
         &name,
@@ -212,7 +219,7 @@ pub async fn update(
     else {
         return Ok(settings::not_found_or_inaccessible());
     };
-    crate::broadcasts::shared_room_updated(&state.broadcaster, &room, was, &revision)?;
+    crate::broadcasts::shared_room_updated(&delivery.broadcaster, &room, was, &revision)?;
     Ok(crate::web::flash::found_with(
         &format!("/rooms/{}", room.id),
         crate::web::flash::Notice::Saved,

@@ -53,7 +53,7 @@ pub async fn expect_statuses(c: &mut Client, token: &str, cases: &[Case<'_>]) {
 /// The one integer `sql` selects.
 pub async fn scalar_i64(server: &TestServer, sql: &str) -> i64 {
     sqlx::query_scalar(sqlx::AssertSqlSafe(sql.to_owned()))
-        .fetch_one(&server.state.pool)
+        .fetch_one(&server.state.db.pool)
         .await
         .unwrap()
 }
@@ -61,7 +61,7 @@ pub async fn scalar_i64(server: &TestServer, sql: &str) -> i64 {
 /// The one text `sql` selects.
 pub async fn scalar_text(server: &TestServer, sql: &str) -> String {
     sqlx::query_scalar(sqlx::AssertSqlSafe(sql.to_owned()))
-        .fetch_one(&server.state.pool)
+        .fetch_one(&server.state.db.pool)
         .await
         .unwrap()
 }
