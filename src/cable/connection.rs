@@ -119,46 +119,16 @@ pub async fn run(
 ) {
     let _ = stream.set_nodelay(true);
     let (read_half, mut write_half) = stream.into_split();
-    let app = match app {
-        Some(ctx) => Some(app::connect(host.as_ref(), ctx).await),
-        None => None,
-    };
-    let (app, app_frames) = match app {
-        Some(app::Connected::Accepted(session, frames)) => (Some(session), frames),
-        refused if user.is_none() => {
-            state.metrics.connection_rejected();
-            refuse(read_half, write_half, app::refusal(refused.as_ref())).await;
+    let (app, app_frames) = match app_session(&state, host.as_ref(), app, user.is_some()).await {
+        Ok(accepted) => accepted,
+        Err(refusal) => {
+            refuse(read_half, write_half, refusal).await;
             tracing::info!("An unauthorized connection attempt was rejected");
             return;
         }
-        _ => (None, Vec::new()),
     };
-    // A restored session's subscriptions, as the channels resolved them when they were made
-    // (Presence is never stored: its client subscribes again, which marks it present).
-    let restored: Vec<(Arc<str>, Subscribed)> = extended
-        .as_ref()
-        .and_then(|e| e.restored.as_ref())
-        .map(|r| {
-            r.subscriptions
-                .iter()
-                .filter_map(|(id, json)| {
-                    Some((Arc::from(id.as_str()), serde_json::from_str(json).ok()?))
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    let opening = match &user {
-        // Campfire's welcome, then what the app sent beside its own welcome.
-        Some(_) => {
-            let mut bytes = Frame::text(&welcome(&state, extended.as_ref(), &restored))
-                .0
-                .to_vec();
-            bytes.extend(app::frames(&app_frames, true));
-            bytes
-        }
-        // The app's transmissions as they are (its welcome among them).
-        None => app::frames(&app_frames, false),
-    };
+    let restored = restored_subscriptions(extended.as_ref());
+    let opening = opening(&state, user.is_some(), extended.as_ref(), &restored, &app_frames);
     if write_half.write_all(&opening).await.is_err() {
         return;
     }
@@ -208,6 +178,30 @@ pub async fn run(
     // Boxed, like every command below: the task's future is sized for its largest state, so
     // rare database work kept inline would make every idle connection pay for it.
     Box::pin(reader.unsubscribe_all()).await;
+    forget(&state, &conn, user_id);
+}
+
+/// The first bytes of an accepted connection: Campfire's welcome then what the app sent
+/// beside its own welcome (`campfire`: a Campfire session identified it), or the app's
+/// transmissions as they are (its welcome among them).
+fn opening(
+    state: &SharedState,
+    campfire: bool,
+    extended: Option<&Extended>,
+    restored: &[(Arc<str>, Subscribed)],
+    app_frames: &[String],
+) -> Vec<u8> {
+    if !campfire {
+        return app::frames(app_frames, false);
+    }
+    let mut bytes = Frame::text(&welcome(state, extended, restored)).0.to_vec();
+    bytes.extend(app::frames(app_frames, true));
+    bytes
+}
+
+/// The end of a connection: it leaves the registry, the user's commands are let go for it
+/// (`user_connected`'s counterpart), and its socket is dropped.
+fn forget(state: &SharedState, conn: &Connection, user_id: Option<i64>) {
     state.cable.deregister(conn.id());
     if let Some(id) = user_id {
         state.bus.user_disconnected(id);
@@ -215,6 +209,46 @@ pub async fn run(
     if !conn.is_closed() {
         conn.abort();
     }
+}
+
+/// Asks the app's `connect` when `ctx` is given (`--rpc-url`): the app's session (None when
+/// there is no app, or it refused a connection Campfire identified, `campfire`) and its
+/// transmissions; Err with the last bytes to write when nobody identified the connection
+/// (counted as rejected).
+async fn app_session(
+    state: &SharedState,
+    host: &dyn ChannelHost,
+    ctx: Option<crate::rpc::ConnectContext>,
+    campfire: bool,
+) -> Result<(Option<AppSession>, Vec<String>), Vec<u8>> {
+    let connected = match ctx {
+        Some(ctx) => Some(app::connect(host, ctx).await),
+        None => None,
+    };
+    match connected {
+        Some(app::Connected::Accepted(session, frames)) => Ok((Some(session), frames)),
+        refused if !campfire => {
+            state.metrics.connection_rejected();
+            Err(app::refusal(refused.as_ref()))
+        }
+        _ => Ok((None, Vec::new())),
+    }
+}
+
+/// A restored session's subscriptions, as the channels resolved them when they were made
+/// (Presence is never stored: its client subscribes again, which marks it present).
+fn restored_subscriptions(extended: Option<&Extended>) -> Vec<(Arc<str>, Subscribed)> {
+    extended
+        .and_then(|e| e.restored.as_ref())
+        .map(|r| {
+            r.subscriptions
+                .iter()
+                .filter_map(|(id, json)| {
+                    Some((Arc::from(id.as_str()), serde_json::from_str(json).ok()?))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// The welcome of a Campfire connection: Rails', or the extended protocol's (with the
