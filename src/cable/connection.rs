@@ -45,6 +45,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 mod app;
+mod peer;
 
 use super::channels::host::{AppSession, ChannelHost, Who};
 use super::channels::{self, Outcome, Subscribed};
@@ -127,6 +128,7 @@ pub async fn run(
             return;
         }
     };
+    let read_half = peer::SharedRead::new(read_half);
     let restored = restored_subscriptions(extended.as_ref());
     let opening = opening(&state, user.is_some(), extended.as_ref(), &restored, &app_frames);
     if write_half.write_all(&opening).await.is_err() {
@@ -169,6 +171,8 @@ pub async fn run(
         held: Vec::new(),
         release_at: None,
         deflate,
+        peer: read_half.clone(),
+        app_gone: false,
     };
     if !restored.is_empty() {
         reader.attach_restored(restored).await;
@@ -323,6 +327,11 @@ struct Reader {
     release_at: Option<tokio::time::Instant>,
     /// What the handshake agreed of permessage-deflate (RFC 7692), if anything.
     deflate: Option<Agreed>,
+    /// The client's side of the socket, for its close while an app's call is pending.
+    peer: peer::SharedRead,
+    /// Whether the connection was found over while an app's call was pending: no further
+    /// command is sent to the app for it (see `peer`).
+    app_gone: bool,
 }
 
 /// Warnings one connection's bad commands may log at once, then [`WARNINGS_PER_SECOND`]; the
@@ -350,7 +359,7 @@ impl Reader {
         true
     }
 
-    async fn read_loop(&mut self, read_half: tokio::net::tcp::OwnedReadHalf, leftover: Bytes) {
+    async fn read_loop(&mut self, read_half: peer::SharedRead, leftover: Bytes) {
         let mut source = std::io::Cursor::new(leftover).chain(read_half);
         let mut reader = MessageReader::new(&mut source, self.state.config.max_message_bytes)
             .inflating(self.deflate.as_ref().map(Inflater::new));

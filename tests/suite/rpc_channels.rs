@@ -568,3 +568,42 @@ async fn anycable_go_environment_names_configure_the_cable_server() {
         .await
         .is_some());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_calls_of_a_client_gone_are_dropped_and_its_disconnect_still_sent() {
+    let app = App::start().await;
+    let server = server_for(&app).await;
+    let origin = server.origin();
+    let mut ws = Ws::connect(server.addr, Some("username=gus"), Some(&origin), None).await;
+    assert!(frame_with(&mut ws, "welcome", Duration::from_secs(5))
+        .await
+        .is_some());
+    // A slow app, five subscribes sent at once, and the client gone before the first is
+    // answered (as a client that gives up and reconnects).
+    app.control("/_control/slow?ms=1000").await;
+    for n in 0..5 {
+        ws.send_text(&format!(
+            r#"{{"command":"subscribe","identifier":"{{\"channel\":\"EchoChannel\",\"n\":{n}}}"}}"#
+        ))
+        .await;
+    }
+    drop(ws);
+    // Its disconnect still reaches the app; the first call was abandoned, the others were
+    // never made (anycable#266), so the disconnect is not held up behind them.
+    let started = std::time::Instant::now();
+    let calls = loop {
+        let calls = app_calls(&app).await;
+        if calls.contains(r#""event":"disconnect","username":"gus""#) {
+            break calls;
+        }
+        assert!(started.elapsed() < Duration::from_secs(15), "{calls}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let subscribes = calls.matches(r#"\"n\":"#).count();
+    assert!(subscribes <= 1, "{subscribes} subscribes reached the app: {calls}");
+    let metrics = server.client().get("/metrics").await.body;
+    assert!(
+        metrics.contains("hearth_rpc_calls_total{result=\"canceled\"} 1"),
+        "{metrics}"
+    );
+}
