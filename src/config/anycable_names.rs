@@ -9,14 +9,15 @@
 
 use super::{Config, Redacted};
 
-/// anycable-go's names (see the module docs). `None`: not given.
+/// anycable-go's names (see the module docs), each field `go_` and anycable-go's setting.
+/// `None`: not given.
 #[derive(Clone, Debug, Default, clap::Args)]
 pub struct AnyCableNames {
     /// `ANYCABLE_RPC_HOST`: the RPC's address, for [`Config::rpc_url`] when it is an
     /// `http://` or `https://` URL (anycable-go's HTTP RPC; a bare `host:port` is its gRPC,
     /// which Hearth does not speak, and stops the start).
     #[arg(long = "rpc_host", env = "ANYCABLE_RPC_HOST", hide = true)]
-    pub rpc_host: Option<String>,
+    pub go_rpc_host: Option<String>,
 
     /// `ANYCABLE_HTTP_RPC_SECRET`: [`Config::rpc_secret`].
     #[arg(
@@ -25,7 +26,7 @@ pub struct AnyCableNames {
         hide = true,
         hide_env_values = true
     )]
-    pub http_rpc_secret: Option<Redacted<String>>,
+    pub go_http_rpc_secret: Option<Redacted<String>>,
 
     /// `ANYCABLE_SECRET`: the common secret the RPC key and the broadcast key are derived
     /// from when neither is given (instead of secret_key_base), and Turbo's signed stream
@@ -36,7 +37,7 @@ pub struct AnyCableNames {
         hide = true,
         hide_env_values = true
     )]
-    pub secret: Option<Redacted<String>>,
+    pub go_secret: Option<Redacted<String>>,
 
     /// `ANYCABLE_HEADERS`: [`Config::rpc_headers`], comma-separated.
     #[arg(
@@ -45,11 +46,11 @@ pub struct AnyCableNames {
         hide = true,
         value_delimiter = ','
     )]
-    pub headers: Option<Vec<String>>,
+    pub go_headers: Option<Vec<String>>,
 
     /// `ANYCABLE_RPC_CONCURRENCY`: [`Config::rpc_concurrency`].
     #[arg(long = "rpc_concurrency", env = "ANYCABLE_RPC_CONCURRENCY", hide = true)]
-    pub rpc_concurrency: Option<usize>,
+    pub go_rpc_concurrency: Option<usize>,
 
     /// `ANYCABLE_BROADCAST_KEY` (or the older `ANYCABLE_HTTP_BROADCAST_SECRET`, below):
     /// [`Config::broadcast_key`].
@@ -59,7 +60,7 @@ pub struct AnyCableNames {
         hide = true,
         hide_env_values = true
     )]
-    pub broadcast_key: Option<Redacted<String>>,
+    pub go_broadcast_key: Option<Redacted<String>>,
 
     /// `ANYCABLE_HTTP_BROADCAST_SECRET`: anycable-go's older name of the broadcast key.
     #[arg(
@@ -68,11 +69,11 @@ pub struct AnyCableNames {
         hide = true,
         hide_env_values = true
     )]
-    pub http_broadcast_secret: Option<Redacted<String>>,
+    pub go_http_broadcast_secret: Option<Redacted<String>>,
 
     /// `ANYCABLE_REDIS_CHANNEL`: [`Config::anycable_redis_channel`].
     #[arg(long = "redis_channel", env = "ANYCABLE_REDIS_CHANNEL", hide = true)]
-    pub redis_channel: Option<String>,
+    pub go_redis_channel: Option<String>,
 
     /// `ANYCABLE_REDIS_URL`: [`Config::redis_url`] (anycable-go reads `REDIS_URL` too, as
     /// Hearth does).
@@ -82,7 +83,7 @@ pub struct AnyCableNames {
         hide = true,
         hide_env_values = true
     )]
-    pub redis_url: Option<Redacted<String>>,
+    pub go_redis_url: Option<Redacted<String>>,
 
     /// `ANYCABLE_TURBO_STREAMS_SECRET`: Turbo's signed stream verifier key as the Rails app
     /// sets it (`Turbo.signed_stream_verifier_key`), a plain string; Hearth's
@@ -93,7 +94,7 @@ pub struct AnyCableNames {
         hide = true,
         hide_env_values = true
     )]
-    pub turbo_streams_secret: Option<Redacted<String>>,
+    pub go_turbo_streams_secret: Option<Redacted<String>>,
 }
 
 /// Hearth's default of `--rpc-headers`, which `ANYCABLE_HEADERS` replaces.
@@ -111,7 +112,7 @@ impl AnyCableNames {
         let given = |value: &Option<Redacted<String>>| {
             value.as_ref().is_some_and(|v| !v.is_empty())
         };
-        if let Some(host) = names.rpc_host.filter(|h| !h.is_empty()) {
+        if let Some(host) = names.go_rpc_host.filter(|h| !h.is_empty()) {
             if !(host.starts_with("http://") || host.starts_with("https://")) {
                 anyhow::bail!(
                     "ANYCABLE_RPC_HOST {host:?} is a gRPC address; Hearth speaks AnyCable's \
@@ -120,36 +121,36 @@ impl AnyCableNames {
             }
             config.rpc_url.get_or_insert(host);
         }
-        if !given(&config.rpc_secret) && given(&names.http_rpc_secret) {
-            config.rpc_secret = names.http_rpc_secret;
+        if !given(&config.rpc_secret) && given(&names.go_http_rpc_secret) {
+            config.rpc_secret = names.go_http_rpc_secret;
         }
         if !given(&config.broadcast_key) {
-            if given(&names.broadcast_key) {
-                config.broadcast_key = names.broadcast_key;
-            } else if given(&names.http_broadcast_secret) {
-                config.broadcast_key = names.http_broadcast_secret;
+            if given(&names.go_broadcast_key) {
+                config.broadcast_key = names.go_broadcast_key;
+            } else if given(&names.go_http_broadcast_secret) {
+                config.broadcast_key = names.go_http_broadcast_secret;
             }
         }
         if config.rpc_headers == [DEFAULT_HEADERS] {
-            if let Some(headers) = names.headers.filter(|h| !h.is_empty()) {
+            if let Some(headers) = names.go_headers.filter(|h| !h.is_empty()) {
                 config.rpc_headers = headers;
             }
         }
         if config.rpc_concurrency == crate::rpc::DEFAULT_CONCURRENCY {
-            if let Some(n) = names.rpc_concurrency {
+            if let Some(n) = names.go_rpc_concurrency {
                 config.rpc_concurrency = n;
             }
         }
         if config.anycable_redis_channel.is_none() {
-            config.anycable_redis_channel = names.redis_channel;
+            config.anycable_redis_channel = names.go_redis_channel;
         }
-        if config.redis_url.as_str() == DEFAULT_REDIS_URL && given(&names.redis_url) {
-            config.redis_url = names.redis_url.unwrap_or_default();
+        if config.redis_url.as_str() == DEFAULT_REDIS_URL && given(&names.go_redis_url) {
+            config.redis_url = names.go_redis_url.unwrap_or_default();
         }
         if !given(&config.turbo_verifier_key) {
-            let turbo = Some(names.turbo_streams_secret)
+            let turbo = Some(names.go_turbo_streams_secret)
                 .filter(given)
-                .or(Some(names.secret).filter(given))
+                .or(Some(names.go_secret).filter(given))
                 .flatten();
             config.turbo_verifier_key = turbo.map(|key| Redacted(hex::encode(key.as_bytes())));
         }
@@ -159,7 +160,7 @@ impl AnyCableNames {
     /// The secret the RPC and broadcast keys derive from when they are not given:
     /// `ANYCABLE_SECRET`, if given (None: secret_key_base).
     pub fn key_base(&self) -> Option<&str> {
-        self.secret
+        self.go_secret
             .as_deref()
             .map(String::as_str)
             .filter(|s| !s.is_empty())

@@ -129,11 +129,15 @@ class RejectChannel extends Channel {
   }
 }
 
+// Its subscribe is answered by hand (`railsOrderAnswer`); its unsubscribes by the SDK.
+class RailsOrderChannel extends Channel {}
+
 const app = new App();
 app.registerChannel("EchoChannel", new EchoChannel());
 app.registerChannel("StreamChannel", new StreamChannel());
 app.registerChannel("CounterChannel", new CounterChannel());
 app.registerChannel("RejectChannel", new RejectChannel());
+app.registerChannel("RailsOrderChannel", new RailsOrderChannel());
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 function actionOf(body) {
