@@ -120,15 +120,17 @@ pub async fn run(
 ) {
     let _ = stream.set_nodelay(true);
     let (read_half, mut write_half) = stream.into_split();
-    let (app, app_frames) = match app_session(&state, host.as_ref(), app, user.is_some()).await {
+    let read_half = peer::SharedRead::new(read_half);
+    let app = app_session(&state, host.as_ref(), app, user.is_some(), &read_half).await;
+    let (app, app_frames) = match app {
         Ok(accepted) => accepted,
-        Err(refusal) => {
+        Err(None) => return,
+        Err(Some(refusal)) => {
             refuse(read_half, write_half, refusal).await;
             tracing::info!("An unauthorized connection attempt was rejected");
             return;
         }
     };
-    let read_half = peer::SharedRead::new(read_half);
     let restored = restored_subscriptions(extended.as_ref());
     let opening = opening(&state, user.is_some(), extended.as_ref(), &restored, &app_frames);
     if write_half.write_all(&opening).await.is_err() {
@@ -217,23 +219,29 @@ fn forget(state: &SharedState, conn: &Connection, user_id: Option<i64>) {
 
 /// Asks the app's `connect` when `ctx` is given (`--rpc-url`): the app's session (None when
 /// there is no app, or it refused a connection Campfire identified, `campfire`) and its
-/// transmissions; Err with the last bytes to write when nobody identified the connection
-/// (counted as rejected).
+/// transmissions. Err with the last bytes to write when nobody identified the connection
+/// (counted as rejected); Err(None) when the client left while the app was asked (the call is
+/// abandoned, see `peer`).
 async fn app_session(
     state: &SharedState,
     host: &dyn ChannelHost,
     ctx: Option<crate::rpc::ConnectContext>,
     campfire: bool,
-) -> Result<(Option<AppSession>, Vec<String>), Vec<u8>> {
+    peer: &peer::SharedRead,
+) -> Result<(Option<AppSession>, Vec<String>), Option<Vec<u8>>> {
     let connected = match ctx {
-        Some(ctx) => Some(app::connect(host, ctx).await),
+        Some(ctx) => tokio::select! {
+            biased;
+            connected = app::connect(host, ctx) => Some(connected),
+            () = peer.peer_closed() => return Err(None),
+        },
         None => None,
     };
     match connected {
         Some(app::Connected::Accepted(session, frames)) => Ok((Some(session), frames)),
         refused if !campfire => {
             state.metrics.connection_rejected();
-            Err(app::refusal(refused.as_ref()))
+            Err(Some(app::refusal(refused.as_ref())))
         }
         _ => Ok((None, Vec::new())),
     }
@@ -278,7 +286,7 @@ fn welcome(
 /// Refuses a connection: writes `bytes` (its last frames, a close among them), then waits a
 /// little for the client's close (or EOF) so the close handshake completes.
 async fn refuse(
-    read_half: tokio::net::tcp::OwnedReadHalf,
+    read_half: peer::SharedRead,
     mut write_half: tokio::net::tcp::OwnedWriteHalf,
     bytes: Vec<u8>,
 ) {

@@ -578,9 +578,11 @@ async fn the_calls_of_a_client_gone_are_dropped_and_its_disconnect_still_sent() 
     assert!(frame_with(&mut ws, "welcome", Duration::from_secs(5))
         .await
         .is_some());
-    // A slow app, five subscribes sent at once, and the client gone before the first is
-    // answered (as a client that gives up and reconnects).
+    // A slow app, and a client gone while its `connect` is pending: that call is abandoned.
     app.control("/_control/slow?ms=1000").await;
+    drop(Ws::connect(server.addr, Some("username=ida"), Some(&origin), None).await);
+    // Five subscribes sent at once, and the client gone before the first is answered (as a
+    // client that gives up and reconnects).
     for n in 0..5 {
         ws.send_text(&format!(
             r#"{{"command":"subscribe","identifier":"{{\"channel\":\"EchoChannel\",\"n\":{n}}}"}}"#
@@ -603,7 +605,7 @@ async fn the_calls_of_a_client_gone_are_dropped_and_its_disconnect_still_sent() 
     assert!(subscribes <= 1, "{subscribes} subscribes reached the app: {calls}");
     let metrics = server.client().get("/metrics").await.body;
     assert!(
-        metrics.contains("hearth_rpc_calls_total{result=\"canceled\"} 1"),
+        metrics.contains("hearth_rpc_calls_total{result=\"canceled\"} 2"),
         "{metrics}"
     );
 }

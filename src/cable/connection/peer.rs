@@ -3,10 +3,10 @@
 //!
 //! As anycable-go discards the pending RPC calls of a session that ended (anycable#266: the
 //! calls of a client that is gone only delay everyone else's, and a client that resubscribes
-//! in a loop would fill the queue), a connection stops waiting for the app's answer to a
-//! command once the client has closed its side or the server closed the connection, and makes
-//! no further command calls for it; its `disconnect` is still queued
-//! ([`crate::rpc::DisconnectQueue`]).
+//! in a loop would fill the queue), a connection stops waiting for the app's answer to its
+//! `connect` or to a command once the client has closed its side (or, for a command, the
+//! server closed the connection), and makes no further command calls for it; the `disconnect`
+//! of a connection the app accepted is still queued ([`crate::rpc::DisconnectQueue`]).
 
 use std::io;
 use std::pin::Pin;
