@@ -355,7 +355,8 @@ fn rpc_stream_broadcast_allocations(subscribers: usize, identifiers: &[&str]) ->
     let json = hearth::rails::json::JsonEscaping::default();
     let variant = |identifier: &str| hearth::cable::protocol::variant(&identifier.into(), json);
     let app: Vec<Variant> = identifiers.iter().map(|id| variant(id)).collect();
-    let turbo = variant(r#"{"channel":"Turbo::StreamsChannel","signed_stream_name":"ImJlbmNoIg==--0f"}"#);
+    let turbo =
+        variant(r#"{"channel":"Turbo::StreamsChannel","signed_stream_name":"ImJlbmNoIg==--0f"}"#);
     let conns: Vec<Connection> = (0..2 * subscribers)
         .map(|_| fanout.attach_detached())
         .collect();

@@ -132,30 +132,21 @@ pub async fn run(
         }
     };
     let restored = restored_subscriptions(extended.as_ref());
-    let opening = opening(&state, user.is_some(), extended.as_ref(), &restored, &app_frames);
+    let opening = opening(
+        &state,
+        user.is_some(),
+        extended.as_ref(),
+        &restored,
+        &app_frames,
+    );
     if write_half.write_all(&opening).await.is_err() {
         return;
     }
     state.metrics.connection_opened();
     let user_id = user.as_ref().map(|u| u.id);
-    let conn = match user_id {
-        Some(id) => state
-            .fanout
-            .attach_owned(write_half, u64::try_from(id).unwrap_or(u64::MAX)),
-        None => state.fanout.attach(write_half),
-    };
     let kept_token = session_token.clone();
-    let revoked = state.cable.register(
-        user_id,
-        session_token,
-        app.as_ref().map(|a| a.identifiers.clone()),
-        conn.clone(),
-    );
-    // Commands for this user reach this node (Rails'
-    // `Connection::InternalChannel#subscribe_to_internal_channel`).
-    if let Some(id) = user_id {
-        state.bus.user_connected(id);
-    }
+    let identifiers = app.as_ref().map(|a| a.identifiers.clone());
+    let (conn, revoked) = enter(&state, write_half, user_id, session_token, identifiers);
     let mut reader = Reader {
         state: state.clone(),
         host,
@@ -203,6 +194,31 @@ fn opening(
     let mut bytes = Frame::text(&welcome(state, extended, restored)).0.to_vec();
     bytes.extend(app::frames(app_frames, true));
     bytes
+}
+
+/// The start of an accepted connection: the fan-out engine takes its write half over, it
+/// enters the registry (its Signal is returned), and the user's commands reach this node
+/// (Rails' `Connection::InternalChannel#subscribe_to_internal_channel`).
+fn enter(
+    state: &SharedState,
+    write_half: tokio::net::tcp::OwnedWriteHalf,
+    user_id: Option<i64>,
+    session_token: Option<String>,
+    identifiers: Option<Arc<str>>,
+) -> (Connection, Signal) {
+    let conn = match user_id {
+        Some(id) => state
+            .fanout
+            .attach_owned(write_half, u64::try_from(id).unwrap_or(u64::MAX)),
+        None => state.fanout.attach(write_half),
+    };
+    let revoked = state
+        .cable
+        .register(user_id, session_token, identifiers, conn.clone());
+    if let Some(id) = user_id {
+        state.bus.user_connected(id);
+    }
+    (conn, revoked)
 }
 
 /// The end of a connection: it leaves the registry, the user's commands are let go for it

@@ -49,7 +49,11 @@ pub struct AnyCableNames {
     pub go_headers: Option<Vec<String>>,
 
     /// `ANYCABLE_RPC_CONCURRENCY`: [`Config::rpc_concurrency`].
-    #[arg(long = "rpc_concurrency", env = "ANYCABLE_RPC_CONCURRENCY", hide = true)]
+    #[arg(
+        long = "rpc_concurrency",
+        env = "ANYCABLE_RPC_CONCURRENCY",
+        hide = true
+    )]
     pub go_rpc_concurrency: Option<usize>,
 
     /// `ANYCABLE_BROADCAST_KEY` (or the older `ANYCABLE_HTTP_BROADCAST_SECRET`, below):
@@ -109,9 +113,8 @@ impl AnyCableNames {
     /// `ANYCABLE_RPC_HOST` is not an `http://` or `https://` URL (anycable-go's gRPC).
     pub fn apply(config: &mut Config) -> anyhow::Result<()> {
         let names = config.anycable.clone();
-        let given = |value: &Option<Redacted<String>>| {
-            value.as_ref().is_some_and(|v| !v.is_empty())
-        };
+        let given =
+            |value: &Option<Redacted<String>>| value.as_ref().is_some_and(|v| !v.is_empty());
         if let Some(host) = names.go_rpc_host.filter(|h| !h.is_empty()) {
             if !(host.starts_with("http://") || host.starts_with("https://")) {
                 anyhow::bail!(
@@ -205,12 +208,24 @@ mod tests {
             "s",
         ]);
         assert_eq!(config.rpc_url.as_deref(), Some("http://app:3000/_anycable"));
-        assert_eq!(config.rpc_secret.as_deref().map(String::as_str), Some("rpc-k"));
+        assert_eq!(
+            config.rpc_secret.as_deref().map(String::as_str),
+            Some("rpc-k")
+        );
         assert_eq!(config.rpc_headers, ["cookie", "x-api-token"]);
         assert_eq!(config.rpc_concurrency, 7);
-        assert_eq!(config.broadcast_key.as_deref().map(String::as_str), Some("b-k"));
-        assert_eq!(config.anycable_redis_channel.as_deref(), Some("__anycable__"));
-        assert_eq!(config.turbo_verifier_key.as_deref().map(String::as_str), Some("74"));
+        assert_eq!(
+            config.broadcast_key.as_deref().map(String::as_str),
+            Some("b-k")
+        );
+        assert_eq!(
+            config.anycable_redis_channel.as_deref(),
+            Some("__anycable__")
+        );
+        assert_eq!(
+            config.turbo_verifier_key.as_deref().map(String::as_str),
+            Some("74")
+        );
         assert_eq!(config.anycable.key_base(), Some("s"));
     }
 
@@ -232,7 +247,10 @@ mod tests {
         assert_eq!(config.rpc_url.as_deref(), Some("http://mine/_anycable"));
         assert_eq!(config.rpc_concurrency, 3);
         // The common secret is Turbo's key when no other is given, as anycable-go's.
-        assert_eq!(config.turbo_verifier_key.as_deref().map(String::as_str), Some("73"));
+        assert_eq!(
+            config.turbo_verifier_key.as_deref().map(String::as_str),
+            Some("73")
+        );
         use clap::Parser;
         #[derive(clap::Parser)]
         struct Wrap {

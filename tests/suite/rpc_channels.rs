@@ -543,7 +543,11 @@ async fn anycable_go_environment_names_configure_the_cable_server() {
     let origin = format!("http://{}", hearth.addr);
     let mut ws = Ws::connect(hearth.addr, Some("username=env"), Some(&origin), None).await;
     let welcome = frame_with(&mut ws, "welcome", Duration::from_secs(5)).await;
-    assert!(welcome.is_some_and(|w| w.contains(r#""sid":"#)), "{}", hearth.log());
+    assert!(
+        welcome.is_some_and(|w| w.contains(r#""sid":"#)),
+        "{}",
+        hearth.log()
+    );
     ws.send_text(r#"{"command":"subscribe","identifier":"{\"channel\":\"StreamChannel\",\"name\":\"env\"}"}"#)
         .await;
     assert!(
@@ -555,7 +559,12 @@ async fn anycable_go_environment_names_configure_the_cable_server() {
     let url = format!("{origin}/_broadcast");
     let body = br#"{"stream":"env","data":"{\"from\":\"env\"}"}"#.to_vec();
     let json = ("Content-Type", "application/json");
-    let wrong = post(&url, &[("Authorization", "Bearer nope"), json], body.clone()).await;
+    let wrong = post(
+        &url,
+        &[("Authorization", "Bearer nope"), json],
+        body.clone(),
+    )
+    .await;
     assert_eq!(wrong, 401);
     let status = post(
         &url,
@@ -564,9 +573,11 @@ async fn anycable_go_environment_names_configure_the_cable_server() {
     )
     .await;
     assert_eq!(status, 201);
-    assert!(frame_with(&mut ws, r#""from":"env""#, Duration::from_secs(5))
-        .await
-        .is_some());
+    assert!(
+        frame_with(&mut ws, r#""from":"env""#, Duration::from_secs(5))
+            .await
+            .is_some()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -602,7 +613,10 @@ async fn the_calls_of_a_client_gone_are_dropped_and_its_disconnect_still_sent() 
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     let subscribes = calls.matches(r#"\"n\":"#).count();
-    assert!(subscribes <= 1, "{subscribes} subscribes reached the app: {calls}");
+    assert!(
+        subscribes <= 1,
+        "{subscribes} subscribes reached the app: {calls}"
+    );
     let metrics = server.client().get("/metrics").await.body;
     assert!(
         metrics.contains("hearth_rpc_calls_total{result=\"canceled\"} 2"),
