@@ -21,7 +21,9 @@
 //! Disconnects go through a bounded queue ([`DisconnectQueue`]): at most
 //! [`DISCONNECT_BACKLOG`] waiting, sent at most [`DISCONNECTS_PER_SECOND`] per second, so a
 //! mass disconnect (a restart of many clients) cannot flood the app; past the backlog they
-//! are dropped and counted.
+//! are dropped and counted. A call whose caller gives up on it (the client went away while it
+//! was pending, `cable::connection::peer`) is abandoned and counted as canceled, as
+//! anycable-go's `rpc_canceled`.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -371,9 +373,7 @@ impl Breaker {
             BreakerState::Open => {}
         }
     }
-}
 
-impl Breaker {
     /// Forgets an allowed call that was abandoned before its outcome was known (the client
     /// went away): a half-open breaker may let another trial through in its place.
     pub fn forget(&self, now: Instant) {
