@@ -113,8 +113,7 @@ impl AnyCableNames {
     /// `ANYCABLE_RPC_HOST` is not an `http://` or `https://` URL (anycable-go's gRPC).
     pub fn apply(config: &mut Config) -> anyhow::Result<()> {
         let names = config.anycable.clone();
-        let given =
-            |value: &Option<Redacted<String>>| value.as_ref().is_some_and(|v| !v.is_empty());
+        let given = |value: Option<&Redacted<String>>| value.is_some_and(|v| !v.is_empty());
         if let Some(host) = names.go_rpc_host.filter(|h| !h.is_empty()) {
             if !(host.starts_with("http://") || host.starts_with("https://")) {
                 anyhow::bail!(
@@ -124,13 +123,13 @@ impl AnyCableNames {
             }
             config.rpc_url.get_or_insert(host);
         }
-        if !given(&config.rpc_secret) && given(&names.go_http_rpc_secret) {
+        if !given(config.rpc_secret.as_ref()) && given(names.go_http_rpc_secret.as_ref()) {
             config.rpc_secret = names.go_http_rpc_secret;
         }
-        if !given(&config.broadcast_key) {
-            if given(&names.go_broadcast_key) {
+        if !given(config.broadcast_key.as_ref()) {
+            if given(names.go_broadcast_key.as_ref()) {
                 config.broadcast_key = names.go_broadcast_key;
-            } else if given(&names.go_http_broadcast_secret) {
+            } else if given(names.go_http_broadcast_secret.as_ref()) {
                 config.broadcast_key = names.go_http_broadcast_secret;
             }
         }
@@ -147,14 +146,14 @@ impl AnyCableNames {
         if config.anycable_redis_channel.is_none() {
             config.anycable_redis_channel = names.go_redis_channel;
         }
-        if config.redis_url.as_str() == DEFAULT_REDIS_URL && given(&names.go_redis_url) {
+        if config.redis_url.as_str() == DEFAULT_REDIS_URL && given(names.go_redis_url.as_ref()) {
             config.redis_url = names.go_redis_url.unwrap_or_default();
         }
-        if !given(&config.turbo_verifier_key) {
-            let turbo = Some(names.go_turbo_streams_secret)
-                .filter(given)
-                .or(Some(names.go_secret).filter(given))
-                .flatten();
+        if !given(config.turbo_verifier_key.as_ref()) {
+            let turbo = [names.go_turbo_streams_secret, names.go_secret]
+                .into_iter()
+                .flatten()
+                .find(|key| !key.is_empty());
             config.turbo_verifier_key = turbo.map(|key| Redacted(hex::encode(key.as_bytes())));
         }
         Ok(())

@@ -35,13 +35,15 @@ impl SharedRead {
     /// the kernel, though input sent before it may still be unread); never otherwise.
     pub(super) async fn peer_closed(&self) {
         loop {
-            match self.0.ready(Interest::READABLE).await {
-                Ok(ready) if ready.is_read_closed() => return,
-                // Unread input (the client's next commands): readiness stays set until it is
-                // read, so the close is looked for again a little later.
-                Ok(_) => tokio::time::sleep(RECHECK).await,
-                Err(_) => return,
+            let Ok(ready) = self.0.ready(Interest::READABLE).await else {
+                return;
+            };
+            if ready.is_read_closed() {
+                return;
             }
+            // Unread input (the client's next commands): readiness stays set until it is
+            // read, so the close is looked for again a little later.
+            tokio::time::sleep(RECHECK).await;
         }
     }
 }
