@@ -38,6 +38,9 @@ pub const MAX_STORAGE_BYTES_PER_USER: u64 = 10 * 1024 * 1024 * 1024;
 pub const MAX_IDENTIFIER_BYTES: usize = 1024;
 use crate::rails::KdfDigest;
 
+mod anycable_names;
+pub use anycable_names::AnyCableNames;
+
 /// Settings of a running server.
 ///
 /// `Debug` prints every field; the secrets are [`Redacted`], so logging a configuration never
@@ -532,6 +535,11 @@ pub struct Config {
     /// `--oidc-client-secret` (docs/sso.md).
     #[command(flatten)]
     pub oidc: OidcFlags,
+
+    /// anycable-go's environment variables and flags (`ANYCABLE_RPC_HOST`, `--rpc_host`, ...),
+    /// read as aliases of Hearth's own when those are unset ([`AnyCableNames`]).
+    #[command(flatten)]
+    pub anycable: AnyCableNames,
 
     /// Outgoing mail's SMTP server (`crate::mail`): `smtp://[user:password@]host[:port]`
     /// speaks STARTTLS before anything else (port 587 when none is given) and refuses a server

@@ -323,8 +323,10 @@ async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Cmd::Serve(config) => {
+            let mut config = *config;
+            hearth::config::AnyCableNames::apply(&mut config)?;
             init_tracing(&config.log_level, config.log_json);
-            let server = hearth::app::Server::bind(*config).await?;
+            let server = hearth::app::Server::bind(config).await?;
             tracing::info!(
                 address = %server.local_addr()?,
                 fanout = ?server.state.delivery.fanout.kind(),

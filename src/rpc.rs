@@ -21,7 +21,9 @@
 //! Disconnects go through a bounded queue ([`DisconnectQueue`]): at most
 //! [`DISCONNECT_BACKLOG`] waiting, sent at most [`DISCONNECTS_PER_SECOND`] per second, so a
 //! mass disconnect (a restart of many clients) cannot flood the app; past the backlog they
-//! are dropped and counted.
+//! are dropped and counted. A call whose caller gives up on it (the client went away while it
+//! was pending, `cable::connection::peer`) is abandoned and counted as canceled, as
+//! anycable-go's `rpc_canceled`.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -371,6 +373,16 @@ impl Breaker {
             BreakerState::Open => {}
         }
     }
+
+    /// Forgets an allowed call that was abandoned before its outcome was known (the client
+    /// went away): a half-open breaker may let another trial through in its place.
+    pub fn forget(&self, now: Instant) {
+        let mut inner = self.inner.lock();
+        inner.tick(now);
+        if inner.state == BreakerState::HalfOpen {
+            inner.trial_calls = inner.trial_calls.saturating_sub(1);
+        }
+    }
 }
 
 impl BreakerInner {
@@ -429,6 +441,7 @@ struct RpcMetrics {
     ok: Counter,
     failed: Counter,
     refused: Counter,
+    canceled: Counter,
     duration: Histogram,
     breaker: Gauge,
     disconnects_dropped: Counter,
@@ -439,11 +452,12 @@ impl RpcMetrics {
         const CALLS: &str = "hearth_rpc_calls_total";
         const HELP: &str = "RPC calls by result: ok (answered 200), error (no answer, a timeout, \
                             another status, a malformed answer), refused (not made: the breaker \
-                            is open)";
+                            is open), canceled (abandoned: the client went away)";
         Self {
             ok: metrics.labelled_counter(CALLS, ("result", "ok"), HELP),
             failed: metrics.labelled_counter(CALLS, ("result", "error"), HELP),
             refused: metrics.labelled_counter(CALLS, ("result", "refused"), HELP),
+            canceled: metrics.labelled_counter(CALLS, ("result", "canceled"), HELP),
             duration: metrics.rpc_duration(),
             breaker: metrics.plain_gauge(
                 "hearth_rpc_breaker_state",
@@ -546,7 +560,13 @@ impl RpcClient {
             self.show_breaker();
             return Err(CallError::BreakerOpen);
         }
+        // Counts the call as canceled if this future is dropped before the answer is in.
+        let mut pending = Abandoned {
+            client: self,
+            settled: false,
+        };
         let answer = tokio::time::timeout(CALL_TIMEOUT, self.post(op, sid, request)).await;
+        pending.settled = true;
         let answered = matches!(
             answer,
             Ok(Ok(_) | Err(CallError::Status(_) | CallError::Unauthenticated))
@@ -617,6 +637,22 @@ impl RpcClient {
         )
         .await
         .map_err(|e| CallError::Malformed(format!("answer unreadable or too large: {e}")))
+    }
+}
+
+/// A call in flight; dropped unsettled (its caller gave up on it, see
+/// `cable::connection::peer`), it is counted as canceled and the breaker forgets it.
+struct Abandoned<'a> {
+    client: &'a RpcClient,
+    settled: bool,
+}
+
+impl Drop for Abandoned<'_> {
+    fn drop(&mut self) {
+        if !self.settled {
+            self.client.metrics.canceled.increment(1);
+            self.client.breaker.forget(Instant::now());
+        }
     }
 }
 
@@ -784,6 +820,29 @@ mod tests {
         let failed: ConnectResponse = decode(br#"{"status":"FAILURE"}"#).unwrap();
         assert_eq!(failed.status, Status::Failure);
         assert!(decode::<ConnectResponse>(b"[1]").is_err());
+    }
+
+    #[test]
+    fn an_abandoned_trial_call_lets_another_through() {
+        let breaker = Breaker::default();
+        let t0 = Instant::now();
+        for _ in 0..TRIP_MIN_CALLS {
+            assert!(breaker.allow(t0));
+            breaker.record(false, t0);
+        }
+        let later = t0 + OPEN_FOR;
+        for _ in 0..HALF_OPEN_CALLS {
+            assert!(breaker.allow(later));
+        }
+        assert!(!breaker.allow(later));
+        // One trial's client went away: its place is given to another call, and the breaker
+        // can still close.
+        breaker.forget(later);
+        assert!(breaker.allow(later));
+        for _ in 0..HALF_OPEN_CALLS {
+            breaker.record(true, later);
+        }
+        assert_eq!(breaker.state(later), BreakerState::Closed);
     }
 
     #[test]

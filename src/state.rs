@@ -293,7 +293,7 @@ impl AppState {
             Broadcaster::with_sink(bus.clone(), json, &config.gid_app, metrics.clone());
         let broadcast_key = match config.broadcast_key.as_deref().filter(|k| !k.is_empty()) {
             Some(key) => key.to_owned(),
-            None => crate::anycable::broadcast_key(&secret),
+            None => crate::anycable::broadcast_key(config.anycable.key_base().unwrap_or(&secret)),
         };
         let rpc = config
             .rpc_url
@@ -302,7 +302,7 @@ impl AppState {
             .map(|url| {
                 let key = match config.rpc_secret.as_deref().filter(|k| !k.is_empty()) {
                     Some(key) => key.to_owned(),
-                    None => crate::rpc::rpc_key(&secret),
+                    None => crate::rpc::rpc_key(config.anycable.key_base().unwrap_or(&secret)),
                 };
                 crate::rpc::RpcApp::start(
                     url,

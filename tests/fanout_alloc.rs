@@ -7,6 +7,10 @@
 //! thread while a broadcast runs are counted. Needs the `test-support` feature; the reference
 //! engine's cases also `reference-engine`.
 //!
+//! An app's channels over AnyCable's RPC (`--rpc-url`) attach the streams the app answers
+//! with under the same per-identifier variants, and are held to the same: one frame per
+//! identifier, whatever the subscribers.
+//!
 //! Compressed broadcasts (permessage-deflate, `src/fanout/deflate.rs`) are held to the same: one
 //! compression per broadcast and compressed variant (counted by the engine's
 //! `frames_compressed`), never per subscriber, and no more allocations than a plain frame once
@@ -338,6 +342,65 @@ fn broadcast_each_builds_one_frame_for_streams_that_share_an_identifier() {
     assert_eq!(at_10, at_1000, "allocations must not grow with the streams");
     // The name buffer, the list of frames built, and the one frame.
     assert!(at_1000 <= 4, "{at_1000} allocations");
+}
+
+/// The most allocations any of several steady-state broadcasts to a stream that `subscribers`
+/// subscriptions of an app's channel follow (`--rpc-url`): each attached as the connection
+/// attaches the `streams` of the app's `subscribe` answer, with the variant of its identifier
+/// (`cable::protocol::variant`), spread over the identifiers in `identifiers` (the params
+/// that tell subscriptions apart), beside as many Campfire subscriptions of a signed Turbo
+/// stream on the same stream.
+fn rpc_stream_broadcast_allocations(subscribers: usize, identifiers: &[&str]) -> u64 {
+    let fanout = Fanout::new(EngineKind::Queue, QueueLimits::default());
+    let json = hearth::rails::json::JsonEscaping::default();
+    let variant = |identifier: &str| hearth::cable::protocol::variant(&identifier.into(), json);
+    let app: Vec<Variant> = identifiers.iter().map(|id| variant(id)).collect();
+    let turbo =
+        variant(r#"{"channel":"Turbo::StreamsChannel","signed_stream_name":"ImJlbmNoIg==--0f"}"#);
+    let conns: Vec<Connection> = (0..2 * subscribers)
+        .map(|_| fanout.attach_detached())
+        .collect();
+    for (i, conn) in conns.iter().enumerate() {
+        match i.checked_sub(subscribers) {
+            None => conn.subscribe("bench", &app[i % app.len()]),
+            Some(_) => conn.subscribe("bench", &turbo),
+        }
+    }
+    let mut worst = 0;
+    for round in 0..8 {
+        let (allocations, queued) = count_allocations(|| fanout.broadcast("bench", MESSAGE));
+        assert_eq!(queued, 2 * subscribers);
+        assert_eq!(drain(&fanout, &conns), 2 * subscribers);
+        if round >= 3 {
+            worst = worst.max(allocations);
+        }
+    }
+    worst
+}
+
+#[test]
+fn a_broadcast_to_an_apps_stream_builds_one_frame_per_identifier_never_per_subscriber() {
+    for identifiers in [
+        &[r#"{"channel":"StreamChannel","name":"bench"}"#][..],
+        &[
+            r#"{"channel":"StreamChannel","name":"bench"}"#,
+            r#"{"channel":"StreamChannel","name":"bench","mine":true}"#,
+            r#"{"channel":"ChatChannel","room":"bench"}"#,
+        ][..],
+    ] {
+        let at_10 = rpc_stream_broadcast_allocations(10 * identifiers.len(), identifiers);
+        let at_1000 = rpc_stream_broadcast_allocations(1000 * identifiers.len(), identifiers);
+        assert_eq!(
+            at_10, at_1000,
+            "{identifiers:?}: allocations must not grow with subscribers"
+        );
+        // The app's identifiers and Turbo's: one frame each, and its shared header.
+        let variants = identifiers.len() as u64 + 1;
+        assert!(
+            (variants..=2 * variants).contains(&at_1000),
+            "{at_1000} allocations for {variants} variants"
+        );
+    }
 }
 
 /// The most allocations any of several steady-state positioned broadcasts made to

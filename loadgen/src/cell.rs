@@ -82,7 +82,19 @@ pub enum PostTarget {
         url: Endpoint,
         /// Optional `Cookie` header.
         cookie: Option<String>,
+        /// AnyCable's broadcast endpoint instead (`POST /_broadcast`, a bearer key): the
+        /// body above goes as the `data` of a broadcast to this stream.
+        anycable: Option<AnyCableBroadcast>,
     },
+}
+
+/// A broadcast through AnyCable's `POST /_broadcast`: `{"stream":…,"data":"<JSON>"}`.
+#[derive(Debug, Clone)]
+pub struct AnyCableBroadcast {
+    /// The stream broadcast to.
+    pub stream: String,
+    /// The bearer key.
+    pub key: String,
 }
 
 /// Everything about the target of one cell.
@@ -217,12 +229,23 @@ async fn poster(p: usize, ctx: Rc<PosterCtx>) {
                     Err(e) => Err(e.to_string()),
                 }
             }
-            PostTarget::Trigger { url, cookie } => {
+            PostTarget::Trigger {
+                url,
+                cookie,
+                anycable,
+            } => {
                 let body = trigger_body(&token, ctx.opts.body_bytes);
-                match conn
-                    .post_raw(&url.path, cookie.as_deref(), "application/json", body)
-                    .await
-                {
+                let sent = match anycable {
+                    Some(a) => {
+                        let body = anycable_body(&a.stream, &body);
+                        conn.post_bearer(&url.path, &a.key, body).await
+                    }
+                    None => {
+                        conn.post_raw(&url.path, cookie.as_deref(), "application/json", body)
+                            .await
+                    }
+                };
+                match sent {
                     Ok(resp) if (200..300).contains(&resp.status) => {
                         wire = wire_of(&resp);
                         Ok(())
@@ -266,6 +289,12 @@ pub fn trigger_body(token: &str, size: usize) -> Bytes {
         "{{\"body\":\"{}\",\"id\":\"{token}\"}}",
         "x".repeat(size)
     ))
+}
+
+/// AnyCable's broadcast of `data` (JSON text) to `stream`.
+pub fn anycable_body(stream: &str, data: &[u8]) -> Bytes {
+    let data = String::from_utf8_lossy(data);
+    Bytes::from(serde_json::json!({ "stream": stream, "data": data }).to_string())
 }
 
 fn server_stats(pid: u32, start: Option<CpuSample>, end: Option<CpuSample>) -> Option<ServerStats> {
@@ -621,6 +650,16 @@ fn me_and_server_disjoint(a: &str, b: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_anycable_broadcast_carries_the_trigger_body_as_its_data() {
+        let body = anycable_body("bench", &trigger_body("lgabx00000007", 2));
+        let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(v["stream"], "bench");
+        let data: serde_json::Value = serde_json::from_str(v["data"].as_str().unwrap()).unwrap();
+        assert_eq!(data["id"], "lgabx00000007");
+        assert_eq!(data["body"], "xx");
+    }
 
     #[test]
     fn cpu_lists() {

@@ -4,7 +4,7 @@
 //! (the results are still written), 1 on an error that stopped the run.
 
 use crate::campfire::{self, ExtraChannel, PrepareOptions};
-use crate::cell::{run_cell_with, CellOptions};
+use crate::cell::{run_cell_with, AnyCableBroadcast, CellOptions};
 use crate::coordination::Coordination;
 use crate::endpoint::Endpoint;
 use crate::fanout::{self, FanoutOptions};
@@ -411,6 +411,13 @@ pub struct FanoutArgs {
     /// Cookie header for the trigger.
     #[arg(long)]
     pub trigger_cookie: Option<String>,
+    /// The trigger is AnyCable's `POST /_broadcast`: broadcast to this stream (with
+    /// `--anycable-key`).
+    #[arg(long, requires = "anycable_key")]
+    pub anycable_stream: Option<String>,
+    /// The bearer key of AnyCable's `POST /_broadcast` (`hearth broadcast-key`).
+    #[arg(long, requires = "anycable_stream")]
+    pub anycable_key: Option<String>,
     /// Client counts.
     #[arg(long, default_value = "100", value_parser = parse_ns)]
     pub n: ClientCounts,
@@ -602,6 +609,10 @@ pub async fn run(cli: Cli) -> Result<i32> {
                 identifiers: a.identifiers.clone(),
                 trigger: Endpoint::parse(&a.trigger)?,
                 trigger_cookie: a.trigger_cookie.clone(),
+                anycable: a.anycable_stream.clone().map(|stream| AnyCableBroadcast {
+                    stream,
+                    key: a.anycable_key.clone().unwrap_or_default(),
+                }),
                 ns: a.n.0.clone(),
                 repeat: a.repeat.max(1),
                 server_pid: a.server_pid,

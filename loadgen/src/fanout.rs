@@ -1,4 +1,6 @@
-//! Fan-out only: any Action Cable endpoint plus an HTTP broadcast trigger.
+//! Fan-out only: any Action Cable endpoint plus an HTTP broadcast trigger (or AnyCable's
+//! `POST /_broadcast` with `--anycable-stream` and `--anycable-key`: the body below is then the
+//! broadcast's `data`, e.g. to a stream that an app's channels over AnyCable's RPC follow).
 //!
 //! For comparing Hearth's cable with a plain Rails Action Cable server (the reference peer's
 //! `POST /broadcast?stream=X` runs `ActionCable.server.broadcast(X, JSON body)`) without the
@@ -13,7 +15,7 @@
 //! start several timers (anchors §5).
 
 use crate::cable::{self, CableConfig, ClientProfile};
-use crate::cell::{run_cell, CellOptions, CellTarget, PostTarget};
+use crate::cell::{run_cell, AnyCableBroadcast, CellOptions, CellTarget, PostTarget};
 use crate::endpoint::Endpoint;
 use crate::report::CellResult;
 use crate::sweep::{cell_line, discover_pid, progress_bar, say, Output};
@@ -38,6 +40,8 @@ pub struct FanoutOptions {
     pub trigger: Endpoint,
     /// `Cookie` header for the trigger, if it needs one.
     pub trigger_cookie: Option<String>,
+    /// The trigger is AnyCable's `POST /_broadcast` to this stream, with this key.
+    pub anycable: Option<AnyCableBroadcast>,
     /// Client counts.
     pub ns: Vec<usize>,
     /// Repetitions.
@@ -89,6 +93,7 @@ pub async fn run_fanout(opts: &FanoutOptions) -> Result<Vec<CellResult>> {
         post: PostTarget::Trigger {
             url: opts.trigger.clone(),
             cookie: opts.trigger_cookie.clone(),
+            anycable: opts.anycable.clone(),
         },
         server_pid,
     };

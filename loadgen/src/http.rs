@@ -195,6 +195,32 @@ impl HttpConnection {
         })
     }
 
+    /// `POST`s `body` (JSON) with `Authorization: Bearer <key>` (AnyCable's `/_broadcast`).
+    ///
+    /// Errors: the request fails or times out.
+    pub async fn post_bearer(
+        &mut self,
+        path: &str,
+        key: &str,
+        body: Bytes,
+    ) -> Result<Response, HttpError> {
+        let jar = CookieJar::default();
+        let mut req = self.request(
+            Method::POST,
+            path,
+            &jar,
+            "*/*",
+            Some(("application/json", body)),
+        );
+        if let Ok(v) = HeaderValue::from_str(&format!("Bearer {key}")) {
+            req.headers_mut().insert(hyper::header::AUTHORIZATION, v);
+        }
+        self.send(req).await.map_err(|message| HttpError {
+            request: format!("POST {}", self.endpoint.join(path)),
+            message,
+        })
+    }
+
     fn request(
         &self,
         method: Method,

@@ -46,6 +46,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 mod app;
+mod peer;
 
 use super::channels::host::{AppSession, ChannelHost, Who};
 use super::channels::{self, Outcome, Subscribed};
@@ -120,70 +121,33 @@ pub async fn run(
 ) {
     let _ = stream.set_nodelay(true);
     let (read_half, mut write_half) = stream.into_split();
-    let app = match app {
-        Some(ctx) => Some(app::connect(host.as_ref(), ctx).await),
-        None => None,
-    };
+    let read_half = peer::SharedRead::new(read_half);
+    let app = app_session(&state, host.as_ref(), app, user.is_some(), &read_half).await;
     let (app, app_frames) = match app {
-        Some(app::Connected::Accepted(session, frames)) => (Some(session), frames),
-        refused if user.is_none() => {
-            state.metrics.connection_rejected();
-            refuse(read_half, write_half, app::refusal(refused.as_ref())).await;
+        Ok(accepted) => accepted,
+        Err(None) => return,
+        Err(Some(refusal)) => {
+            refuse(read_half, write_half, refusal).await;
             tracing::info!("An unauthorized connection attempt was rejected");
             return;
         }
-        _ => (None, Vec::new()),
     };
-    // A restored session's subscriptions, as the channels resolved them when they were made
-    // (Presence is never stored: its client subscribes again, which marks it present).
-    let restored: Vec<(Arc<str>, Subscribed)> = extended
-        .as_ref()
-        .and_then(|e| e.restored.as_ref())
-        .map(|r| {
-            r.subscriptions
-                .iter()
-                .filter_map(|(id, json)| {
-                    Some((Arc::from(id.as_str()), serde_json::from_str(json).ok()?))
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    let opening = match &user {
-        // Campfire's welcome, then what the app sent beside its own welcome.
-        Some(_) => {
-            let mut bytes = Frame::text(&welcome(&state.delivery, extended.as_ref(), &restored))
-                .0
-                .to_vec();
-            bytes.extend(app::frames(&app_frames, true));
-            bytes
-        }
-        // The app's transmissions as they are (its welcome among them).
-        None => app::frames(&app_frames, false),
-    };
+    let restored = restored_subscriptions(extended.as_ref());
+    let opening = opening(
+        &state,
+        user.is_some(),
+        extended.as_ref(),
+        &restored,
+        &app_frames,
+    );
     if write_half.write_all(&opening).await.is_err() {
         return;
     }
     state.metrics.connection_opened();
     let user_id = user.as_ref().map(|u| u.id);
-    let conn = match user_id {
-        Some(id) => state
-            .delivery
-            .fanout
-            .attach_owned(write_half, u64::try_from(id).unwrap_or(u64::MAX)),
-        None => state.delivery.fanout.attach(write_half),
-    };
     let kept_token = session_token.clone();
-    let revoked = state.sockets.registry.register(
-        user_id,
-        session_token,
-        app.as_ref().map(|a| a.identifiers.clone()),
-        conn.clone(),
-    );
-    // Commands for this user reach this node (Rails'
-    // `Connection::InternalChannel#subscribe_to_internal_channel`).
-    if let Some(id) = user_id {
-        state.delivery.bus.user_connected(id);
-    }
+    let identifiers = app.as_ref().map(|a| a.identifiers.clone());
+    let (conn, revoked) = enter(&state, write_half, user_id, session_token, identifiers);
     let mut reader = Reader {
         state: state.clone(),
         host,
@@ -201,6 +165,8 @@ pub async fn run(
         held: Vec::new(),
         release_at: None,
         deflate,
+        peer: read_half.clone(),
+        app_gone: false,
     };
     if !restored.is_empty() {
         reader.attach_restored(restored).await;
@@ -210,6 +176,55 @@ pub async fn run(
     // Boxed, like every command below: the task's future is sized for its largest state, so
     // rare database work kept inline would make every idle connection pay for it.
     Box::pin(reader.unsubscribe_all()).await;
+    forget(&state, &conn, user_id);
+}
+
+/// The first bytes of an accepted connection: Campfire's welcome then what the app sent
+/// beside its own welcome (`campfire`: a Campfire session identified it), or the app's
+/// transmissions as they are (its welcome among them).
+fn opening(
+    state: &SharedState,
+    campfire: bool,
+    extended: Option<&Extended>,
+    restored: &[(Arc<str>, Subscribed)],
+    app_frames: &[String],
+) -> Vec<u8> {
+    if !campfire {
+        return app::frames(app_frames, false);
+    }
+    let mut bytes = Frame::text(&welcome(state, extended, restored)).0.to_vec();
+    bytes.extend(app::frames(app_frames, true));
+    bytes
+}
+
+/// The start of an accepted connection: the fan-out engine takes its write half over, it
+/// enters the registry (its Signal is returned), and the user's commands reach this node
+/// (Rails' `Connection::InternalChannel#subscribe_to_internal_channel`).
+fn enter(
+    state: &SharedState,
+    write_half: tokio::net::tcp::OwnedWriteHalf,
+    user_id: Option<i64>,
+    session_token: Option<String>,
+    identifiers: Option<Arc<str>>,
+) -> (Connection, Signal) {
+    let conn = match user_id {
+        Some(id) => state
+            .delivery.fanout
+            .attach_owned(write_half, u64::try_from(id).unwrap_or(u64::MAX)),
+        None => state.delivery.fanout.attach(write_half),
+    };
+    let revoked = state
+        .sockets.registry
+        .register(user_id, session_token, identifiers, conn.clone());
+    if let Some(id) = user_id {
+        state.delivery.bus.user_connected(id);
+    }
+    (conn, revoked)
+}
+
+/// The end of a connection: it leaves the registry, the user's commands are let go for it
+/// (`user_connected`'s counterpart), and its socket is dropped.
+fn forget(state: &SharedState, conn: &Connection, user_id: Option<i64>) {
     state.sockets.registry.deregister(conn.id());
     if let Some(id) = user_id {
         state.delivery.bus.user_disconnected(id);
@@ -217,6 +232,52 @@ pub async fn run(
     if !conn.is_closed() {
         conn.abort();
     }
+}
+
+/// Asks the app's `connect` when `ctx` is given (`--rpc-url`): the app's session (None when
+/// there is no app, or it refused a connection Campfire identified, `campfire`) and its
+/// transmissions. Err with the last bytes to write when nobody identified the connection
+/// (counted as rejected); Err(None) when the client left while the app was asked (the call is
+/// abandoned, see `peer`).
+async fn app_session(
+    state: &SharedState,
+    host: &dyn ChannelHost,
+    ctx: Option<crate::rpc::ConnectContext>,
+    campfire: bool,
+    peer: &peer::SharedRead,
+) -> Result<(Option<AppSession>, Vec<String>), Option<Vec<u8>>> {
+    let connected = match ctx {
+        Some(ctx) => tokio::select! {
+            biased;
+            connected = app::connect(host, ctx) => Some(connected),
+            () = peer.peer_closed() => return Err(None),
+        },
+        None => None,
+    };
+    match connected {
+        Some(app::Connected::Accepted(session, frames)) => Ok((Some(session), frames)),
+        refused if !campfire => {
+            state.metrics.connection_rejected();
+            Err(Some(app::refusal(refused.as_ref())))
+        }
+        _ => Ok((None, Vec::new())),
+    }
+}
+
+/// A restored session's subscriptions, as the channels resolved them when they were made
+/// (Presence is never stored: its client subscribes again, which marks it present).
+fn restored_subscriptions(extended: Option<&Extended>) -> Vec<(Arc<str>, Subscribed)> {
+    extended
+        .and_then(|e| e.restored.as_ref())
+        .map(|r| {
+            r.subscriptions
+                .iter()
+                .filter_map(|(id, json)| {
+                    Some((Arc::from(id.as_str()), serde_json::from_str(json).ok()?))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// The welcome of a Campfire connection: Rails', or the extended protocol's (with the
@@ -242,7 +303,7 @@ fn welcome(
 /// Refuses a connection: writes `bytes` (its last frames, a close among them), then waits a
 /// little for the client's close (or EOF) so the close handshake completes.
 async fn refuse(
-    read_half: tokio::net::tcp::OwnedReadHalf,
+    read_half: peer::SharedRead,
     mut write_half: tokio::net::tcp::OwnedWriteHalf,
     bytes: Vec<u8>,
 ) {
@@ -291,6 +352,11 @@ struct Reader {
     release_at: Option<tokio::time::Instant>,
     /// What the handshake agreed of permessage-deflate (RFC 7692), if anything.
     deflate: Option<Agreed>,
+    /// The client's side of the socket, for its close while an app's call is pending.
+    peer: peer::SharedRead,
+    /// Whether the connection was found over while an app's call was pending: no further
+    /// command is sent to the app for it (see `peer`).
+    app_gone: bool,
 }
 
 /// Warnings one connection's bad commands may log at once, then [`WARNINGS_PER_SECOND`]; the
@@ -318,7 +384,7 @@ impl Reader {
         true
     }
 
-    async fn read_loop(&mut self, read_half: tokio::net::tcp::OwnedReadHalf, leftover: Bytes) {
+    async fn read_loop(&mut self, read_half: peer::SharedRead, leftover: Bytes) {
         let mut source = std::io::Cursor::new(leftover).chain(read_half);
         let mut reader = MessageReader::new(&mut source, self.state.config.max_message_bytes)
             .inflating(self.deflate.as_ref().map(Inflater::new));

@@ -20,8 +20,12 @@
 //                    `follow {name}`, `unfollow {name}`, `unfollow_all` change its streams;
 //                    `kick` asks for the connection to be closed
 //   CounterChannel   keeps `count` in its channel state across commands: `add {by}` transmits
-//                    the new count
+//                    the new count; `unsubscribed` logs the state it was given
 //   RejectChannel    always rejects
+//   RailsOrderChannel answered here, not by the SDK, as anycable-rails answers a subscribe
+//                    whose `subscribed` transmits "hello" and "world": the transmissions, then
+//                    the confirmation (serverless-js puts the confirmation first)
+// EchoChannel's `tick` (no data) transmits the string "tock".
 import { register } from "node:module";
 import { createServer } from "node:http";
 import { pathToFileURL } from "node:url";
@@ -75,6 +79,9 @@ class EchoChannel extends Channel {
   async whoami(handle) {
     handle.transmit({ identifiers: handle.identifiers });
   }
+  async tick(handle) {
+    handle.transmit("tock");
+  }
 }
 
 class StreamChannel extends Channel {
@@ -106,6 +113,9 @@ class CounterChannel extends Channel {
   async subscribed(handle) {
     handle.state = { count: 0 };
   }
+  async unsubscribed(handle, params) {
+    log.push({ event: "unsubscribed", channel: "CounterChannel", params, state: handle.state, username: handle.identifiers?.username });
+  }
   async add(handle, _params, { by }) {
     const count = (handle.state?.count ?? 0) + Number(by ?? 1);
     handle.state = { ...(handle.state ?? {}), count };
@@ -119,11 +129,15 @@ class RejectChannel extends Channel {
   }
 }
 
+// Its subscribe is answered by hand (`railsOrderAnswer`); its unsubscribes by the SDK.
+class RailsOrderChannel extends Channel {}
+
 const app = new App();
 app.registerChannel("EchoChannel", new EchoChannel());
 app.registerChannel("StreamChannel", new StreamChannel());
 app.registerChannel("CounterChannel", new CounterChannel());
 app.registerChannel("RejectChannel", new RejectChannel());
+app.registerChannel("RailsOrderChannel", new RailsOrderChannel());
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 function actionOf(body) {
@@ -133,6 +147,16 @@ function actionOf(body) {
   } catch {
     return null;
   }
+}
+// anycable-rails' answer to a subscribe whose `subscribed` transmits twice: what the channel
+// transmitted, in order, then the confirmation.
+function railsOrderAnswer(path, body) {
+  if (!path.endsWith("/command")) return null;
+  const { command, identifier } = JSON.parse(body.toString("utf8") || "{}");
+  if (command !== "subscribe" || JSON.parse(identifier ?? "{}").channel !== "RailsOrderChannel") return null;
+  const transmissions = ["hello", "world"].map((message) => JSON.stringify({ identifier, message }));
+  transmissions.push(JSON.stringify({ identifier, type: "confirm_subscription" }));
+  return { status: 1, transmissions, streams: [], stopped_streams: [], error_msg: "" };
 }
 const server = createServer(async (req, res) => {
   const chunks = [];
@@ -158,6 +182,8 @@ const server = createServer(async (req, res) => {
     const { command, identifier } = JSON.parse(body.toString("utf8") || "{}");
     log.push({ event: "command", command, identifier });
   }
+  const railsOrder = railsOrderAnswer(url.pathname, body);
+  if (railsOrder) return answer(200, railsOrder);
   if (action === "malformed") {
     res.writeHead(200, { "Content-Type": "application/json" });
     return res.end('{"status":1,"transmissions":[');

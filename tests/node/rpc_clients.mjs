@@ -49,8 +49,9 @@ globalThis.removeEventListener ??= () => {};
 globalThis.document ??= { visibilityState: "visible" };
 const AC = await import("@rails/actioncable");
 
-// A consumer whose socket sends `headers` and records every frame it receives.
-function consumer(headers) {
+// A consumer whose socket sends `headers` (to `url`, /cable by default) and records every
+// frame it receives.
+function consumer(headers, url = wsUrl) {
   const frames = [];
   const state = { frames, closed: false, socket: null };
   AC.adapters.WebSocket = class extends WS {
@@ -61,7 +62,7 @@ function consumer(headers) {
       this.on("close", () => { state.closed = true; });
     }
   };
-  state.consumer = AC.createConsumer(wsUrl);
+  state.consumer = AC.createConsumer(url);
   return state;
 }
 
@@ -99,6 +100,10 @@ if (args.scenario === "restart") {
   await new Promise(() => {});
 }
 
+// Open through the whole run, for the pings (Action Cable's, every 3 s, with a timestamp).
+const pinged = consumer({ Cookie: "username=pat" });
+pinged.consumer.connect();
+
 const alice = consumer({ Cookie: "username=alice" });
 const echo = subscribe(alice, { channel: "EchoChannel", greet: true });
 await until(() => echo.events.includes("connected"), "EchoChannel confirmed");
@@ -122,7 +127,17 @@ echo.sub.perform("whoami");
 await until(() => echo.events.some((e) => e.identifiers), "whoami");
 const who = echo.events.find((e) => e.identifiers).identifiers;
 if (who.username !== "alice" || !who.url.endsWith("/cable")) fail(`identifiers ${JSON.stringify(who)}`);
+echo.sub.perform("tick");
+await until(() => echo.events.includes("tock"), "tock");
 out("PASS perform", JSON.stringify(who));
+
+// anycable-rails' order: what `subscribed` transmitted, then the confirmation, as sent.
+const railsOrder = subscribe(alice, { channel: "RailsOrderChannel" });
+await until(() => railsOrder.events.length >= 3, "the Rails-ordered answer");
+if (JSON.stringify(railsOrder.events) !== JSON.stringify(["hello", "world", "connected"])) {
+  fail(`Rails order ${JSON.stringify(railsOrder.events)}`);
+}
+out("PASS transmissions-before-confirm");
 
 const news = subscribe(alice, { channel: "StreamChannel", name: "news" });
 const mine = subscribe(alice, { channel: "StreamChannel", mine: true });
@@ -178,7 +193,12 @@ for (let i = 0; i < 100; i++) {
   const log = await appLog();
   const gone = log.some((e) => e.event === "disconnect" && e.username === "alice");
   const streamsGone = log.filter((e) => e.event === "unsubscribed" && e.channel === "StreamChannel" && e.username === "alice").length;
-  if (gone && streamsGone === 3) break;
+  // The state the counter kept reaches its `unsubscribed`: Hearth sends each subscription's
+  // state map as JSON by identifier (anycable-go's disconnect), and serverless-js 0.1.0 keeps
+  // its state as JSON under the identifier inside that map.
+  const counted = log.find((e) => e.event === "unsubscribed" && e.channel === "CounterChannel" && e.username === "alice");
+  const kept = counted && JSON.parse(Object.values(counted.state ?? {})[0] ?? "{}").count;
+  if (gone && streamsGone === 3 && kept === 5) break;
   if (i === 99) fail(`disconnect never reached the app: ${JSON.stringify(log.slice(-6))}`);
   await sleep(50);
 }
@@ -190,6 +210,23 @@ await until(() => nobody.closed, "the refused connection closed");
 if (nobody.frames[0] !== '{"type":"disconnect","reason":"unauthorized"}') fail(`refusal ${JSON.stringify(nobody.frames)}`);
 nobody.consumer.disconnect();
 out("PASS refused-without-cookie");
+
+const forger = consumer({ "X-Api-Token": "forged" });
+forger.consumer.connect();
+await until(() => forger.closed, "the connection refused by header closed");
+if (forger.frames[0] !== '{"type":"disconnect","reason":"unauthorized"}') fail(`header refusal ${JSON.stringify(forger.frames)}`);
+forger.consumer.disconnect();
+out("PASS refused-by-header");
+
+// The request URL, query string and host included, reaches the app's `connect`.
+const asked = consumer({ Cookie: "username=quinn" }, `${wsUrl}?test=request_url`);
+asked.consumer.connect();
+await until(() => asked.frames.length > 0, "quinn's welcome");
+const seen = (await appLog()).find((e) => e.event === "connect" && e.username === "quinn");
+const host = new URL(base).host;
+if (!seen || seen.url !== `http://${host}/cable?test=request_url`) fail(`connect saw ${JSON.stringify(seen)}`);
+asked.consumer.disconnect();
+out("PASS request-url");
 
 const bob = consumer({ "X-Api-Token": "token-bob" });
 const bobEcho = subscribe(bob, { channel: "EchoChannel" });
@@ -260,4 +297,11 @@ await until(() => has(got, { following: "ext2" }), "the extended client's action
 if (!frames[0].includes('"sid":')) fail(`ext welcome ${frames[0]}`);
 cable.disconnect();
 out("PASS anycable-client");
+
+const pings = () => pinged.frames.map((f) => JSON.parse(f)).filter((f) => f.type === "ping");
+await until(() => pings().length >= 2, "two pings", 8000);
+const [first, second] = pings();
+if (!Number.isInteger(first.message) || !(second.message > first.message)) fail(`pings ${JSON.stringify(pings())}`);
+pinged.consumer.disconnect();
+out("PASS ping");
 process.exit(0);

@@ -52,6 +52,11 @@ impl App {
 
 /// POSTs an empty body, returns the status.
 async fn reqwest_like_post(url: &str) -> u16 {
+    post(url, &[], Vec::new()).await
+}
+
+/// POSTs `body` with `headers`, returns the status.
+async fn post(url: &str, headers: &[(&str, &str)], body: Vec<u8>) -> u16 {
     let uri: hyper::Uri = url.parse().unwrap();
     let addr = format!("{}:{}", uri.host().unwrap(), uri.port_u16().unwrap());
     let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
@@ -60,10 +65,12 @@ async fn reqwest_like_post(url: &str) -> u16 {
             .await
             .unwrap();
     tokio::spawn(conn);
-    let request = hyper::Request::post(uri.path_and_query().unwrap().as_str())
-        .header(hyper::header::HOST, uri.host().unwrap())
-        .body(axum::body::Body::empty())
-        .unwrap();
+    let mut request = hyper::Request::post(uri.path_and_query().unwrap().as_str())
+        .header(hyper::header::HOST, uri.host().unwrap());
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let request = request.body(axum::body::Body::from(body)).unwrap();
     sender
         .send_request(request)
         .await
@@ -109,6 +116,7 @@ async fn run_clients(app: &App, server: &TestServer) {
         "welcome",
         "transmissions-in-order",
         "perform",
+        "transmissions-before-confirm",
         "streams",
         "stop-stream-from",
         "channel-state",
@@ -116,11 +124,14 @@ async fn run_clients(app: &App, server: &TestServer) {
         "unsubscribe",
         "disconnect-with-subscriptions",
         "refused-without-cookie",
+        "refused-by-header",
+        "request-url",
         "accepted-by-header",
         "app-disconnect",
         "many-clients",
         "remote-disconnect",
         "anycable-client",
+        "ping",
     ] {
         assert!(
             stdout
@@ -512,5 +523,105 @@ async fn two_nodes_share_the_apps_broadcasts_and_remote_disconnects_over_redis()
     assert_eq!(
         frame.as_deref(),
         Some(r#"{"type":"disconnect","reason":"remote","reconnect":false}"#)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn anycable_go_environment_names_configure_the_cable_server() {
+    let app = App::start().await;
+    let dir = common::temp_dir("anycable-env");
+    let rpc_host = format!("{}/_anycable", app.url);
+    let hearth = common::child::Hearth::start_with_env(
+        &dir,
+        &["--channels", "rpc"],
+        &[
+            ("ANYCABLE_RPC_HOST", rpc_host.as_str()),
+            ("ANYCABLE_HTTP_RPC_SECRET", KEY),
+            ("ANYCABLE_BROADCAST_KEY", "env-broadcast-key"),
+        ],
+    )
+    .await;
+    // The app is asked (with the key it checks) and welcomes the connection itself.
+    let origin = format!("http://{}", hearth.addr);
+    let mut ws = Ws::connect(hearth.addr, Some("username=env"), Some(&origin), None).await;
+    let welcome = frame_with(&mut ws, "welcome", Duration::from_secs(5)).await;
+    assert!(
+        welcome.is_some_and(|w| w.contains(r#""sid":"#)),
+        "{}",
+        hearth.log()
+    );
+    ws.send_text(r#"{"command":"subscribe","identifier":"{\"channel\":\"StreamChannel\",\"name\":\"env\"}"}"#)
+        .await;
+    assert!(
+        frame_with(&mut ws, "confirm_subscription", Duration::from_secs(5))
+            .await
+            .is_some()
+    );
+    // `/_broadcast` takes anycable-go's broadcast key.
+    let url = format!("{origin}/_broadcast");
+    let body = br#"{"stream":"env","data":"{\"from\":\"env\"}"}"#.to_vec();
+    let json = ("Content-Type", "application/json");
+    let wrong = post(
+        &url,
+        &[("Authorization", "Bearer nope"), json],
+        body.clone(),
+    )
+    .await;
+    assert_eq!(wrong, 401);
+    let status = post(
+        &url,
+        &[("Authorization", "Bearer env-broadcast-key"), json],
+        body,
+    )
+    .await;
+    assert_eq!(status, 201);
+    assert!(
+        frame_with(&mut ws, r#""from":"env""#, Duration::from_secs(5))
+            .await
+            .is_some()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_calls_of_a_client_gone_are_dropped_and_its_disconnect_still_sent() {
+    let app = App::start().await;
+    let server = server_for(&app).await;
+    let origin = server.origin();
+    let mut ws = Ws::connect(server.addr, Some("username=gus"), Some(&origin), None).await;
+    assert!(frame_with(&mut ws, "welcome", Duration::from_secs(5))
+        .await
+        .is_some());
+    // A slow app, and a client gone while its `connect` is pending: that call is abandoned.
+    app.control("/_control/slow?ms=1000").await;
+    drop(Ws::connect(server.addr, Some("username=ida"), Some(&origin), None).await);
+    // Five subscribes sent at once, and the client gone before the first is answered (as a
+    // client that gives up and reconnects).
+    for n in 0..5 {
+        ws.send_text(&format!(
+            r#"{{"command":"subscribe","identifier":"{{\"channel\":\"EchoChannel\",\"n\":{n}}}"}}"#
+        ))
+        .await;
+    }
+    drop(ws);
+    // Its disconnect still reaches the app; the first call was abandoned, the others were
+    // never made (anycable#266), so the disconnect is not held up behind them.
+    let started = std::time::Instant::now();
+    let calls = loop {
+        let calls = app_calls(&app).await;
+        if calls.contains(r#""event":"disconnect","username":"gus""#) {
+            break calls;
+        }
+        assert!(started.elapsed() < Duration::from_secs(15), "{calls}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let subscribes = calls.matches(r#"\"n\":"#).count();
+    assert!(
+        subscribes <= 1,
+        "{subscribes} subscribes reached the app: {calls}"
+    );
+    let metrics = server.client().get("/metrics").await.body;
+    assert!(
+        metrics.contains("hearth_rpc_calls_total{result=\"canceled\"} 2"),
+        "{metrics}"
     );
 }

@@ -10,14 +10,21 @@
 //! later); a failed `subscribe` is rejected (`reject_subscription`); a failed action or
 //! `unsubscribe` is logged. A malformed answer (not JSON of the protocol's shape, or too
 //! large) closes that connection only and is logged once.
+//!
+//! A command's call is abandoned when the connection ends while it is pending (the client
+//! closed its side, or the server closed it), and the connection's later commands make no
+//! call, as anycable-go discards the calls of a session that ended (`super::peer`).
 
+use std::future::Future;
 use std::sync::Arc;
 
+use super::peer::SharedRead;
 use super::{Reader, Subscription};
 use crate::cable::channels::host::{AppCommand, AppSession, ChannelHost};
 use crate::cable::channels::{Channel, Subscribed};
 use crate::cable::protocol::{self, close_code, DisconnectReason};
 use crate::fanout::frame::Frame;
+use crate::fanout::Connection;
 use crate::loggable::loggable;
 use crate::rpc::{merge_state, CallError, CommandResponse, ConnectContext, Status, StringMap};
 
@@ -100,6 +107,26 @@ fn is_welcome(transmission: &str) -> bool {
         .unwrap_or(false)
 }
 
+/// The app's answer to `call`, unless the connection is over first (`gone`: found over
+/// before; or the client closes its side, or the server closes the connection, while the call
+/// is pending): then None, and the call is abandoned or never made (`super::peer`).
+async fn unless_gone<T>(
+    gone: bool,
+    peer: &SharedRead,
+    conn: &Connection,
+    call: impl Future<Output = T>,
+) -> Option<T> {
+    if gone || conn.is_closed() {
+        return None;
+    }
+    tokio::select! {
+        biased;
+        answer = call => Some(answer),
+        () = conn.closed() => None,
+        () = peer.peer_closed() => None,
+    }
+}
+
 impl Reader {
     /// Subscribes to an app's channel; `hold`: its history is sent next (see the parent
     /// module's docs).
@@ -116,10 +143,13 @@ impl Reader {
             return Ok(());
         };
         let none = StringMap::new();
-        let reply = self
+        let call = self
             .host
-            .command(session, &identifier, AppCommand::Subscribe, &none)
-            .await;
+            .command(session, &identifier, AppCommand::Subscribe, &none);
+        let Some(reply) = unless_gone(self.app_gone, &self.peer, &self.conn, call).await else {
+            self.app_gone = true;
+            return Ok(());
+        };
         let reply = match reply {
             Ok(reply) => reply,
             Err(e) => {
@@ -168,10 +198,13 @@ impl Reader {
             Channel::App(istate) => istate.clone(),
             _ => StringMap::new(),
         };
-        let reply = self
+        let call = self
             .host
-            .command(session, identifier, AppCommand::Message(data), &istate)
-            .await;
+            .command(session, identifier, AppCommand::Message(data), &istate);
+        let Some(reply) = unless_gone(self.app_gone, &self.peer, &self.conn, call).await else {
+            self.app_gone = true;
+            return Ok(());
+        };
         match reply {
             Ok(reply) => {
                 if reply.status == Status::Error {
@@ -195,10 +228,13 @@ impl Reader {
         let Some(session) = self.app.as_ref() else {
             return Ok(());
         };
-        let reply = self
+        let call = self
             .host
-            .command(session, identifier, AppCommand::Unsubscribe, istate)
-            .await;
+            .command(session, identifier, AppCommand::Unsubscribe, istate);
+        let Some(reply) = unless_gone(self.app_gone, &self.peer, &self.conn, call).await else {
+            self.app_gone = true;
+            return Ok(());
+        };
         match reply {
             Ok(reply) => self.apply_reply(identifier, reply, false, false).await,
             Err(e) => {

@@ -52,6 +52,11 @@ impl Hearth {
     /// Starts `hearth serve` on `dir/hearth.sqlite3` at an ephemeral port, with JSON logs, and
     /// waits for its "listening" line.
     pub async fn start(dir: &Path, extra: &[&str]) -> Self {
+        Self::start_with_env(dir, extra, &[]).await
+    }
+
+    /// [`Hearth::start`] with the environment variables `env` set too.
+    pub async fn start_with_env(dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> Self {
         let mut child = hearth_command()
             .arg("serve")
             .args(["--bind", "127.0.0.1:0"])
@@ -69,6 +74,7 @@ impl Hearth {
                 "--log-json",
             ])
             .args(extra)
+            .envs(env.iter().copied())
             .env("SECRET_KEY_BASE", SECRET_KEY_BASE)
             .env_remove("HEARTH_LOG_LEVEL")
             .stdin(Stdio::null())
