@@ -171,9 +171,11 @@ async fn thousands_of_streams_in_one_answer_close_that_connection_at_once() {
     let mut ws = connected(&server, "username=sam").await;
     subscribed(&mut ws, HOSTILE).await;
     perform(&mut ws, HOSTILE, "many_streams", r#","count":10"#).await;
-    assert!(frame_with(&mut ws, r#"\"streams\":10"#, Duration::from_secs(5))
-        .await
-        .is_some());
+    assert!(
+        frame_with(&mut ws, r#""streams":10"#, Duration::from_secs(5))
+            .await
+            .is_some()
+    );
     let started = std::time::Instant::now();
     perform(&mut ws, HOSTILE, "many_streams", r#","count":70000"#).await;
     assert_eq!(
@@ -242,7 +244,13 @@ async fn the_app_cannot_stream_campfires_own_streams() {
         "user_1_bookmarks".to_owned(),
     ];
     for name in &campfire {
-        perform(&mut ws, stream_channel, "follow", &format!(r#","name":"{name}""#)).await;
+        perform(
+            &mut ws,
+            stream_channel,
+            "follow",
+            &format!(r#","name":"{name}""#),
+        )
+        .await;
         assert!(frame_with(&mut ws, "following", Duration::from_secs(5))
             .await
             .is_some());
@@ -277,7 +285,9 @@ async fn bad_rpc_settings_are_refused_at_start() {
         ("--rpc-url", |c| {
             c.rpc_url = Some("https://127.0.0.1:1/_anycable".into());
         }),
-        ("--rpc-url", |c| c.rpc_url = Some("127.0.0.1:1/_anycable".into())),
+        ("--rpc-url", |c| {
+            c.rpc_url = Some("127.0.0.1:1/_anycable".into())
+        }),
         ("--rpc-headers", |c| {
             c.rpc_headers = vec!["cookie".into(), "x-bad header\r\n".into()];
         }),
@@ -317,8 +327,10 @@ async fn a_hostile_client_costs_the_app_no_extra_calls() {
             .await
             .is_some()
     );
-    ws.send_text(r#"{"command":"unsubscribe","identifier":"{\"channel\":\"EchoChannel\",\"never\":1}"}"#)
-        .await;
+    ws.send_text(
+        r#"{"command":"unsubscribe","identifier":"{\"channel\":\"EchoChannel\",\"never\":1}"}"#,
+    )
+    .await;
     let echo = r#"{\"channel\":\"EchoChannel\",\"twice\":1}"#;
     subscribed(&mut ws, echo).await;
     ws.send_text(&format!(
@@ -333,12 +345,18 @@ async fn a_hostile_client_costs_the_app_no_extra_calls() {
     let calls: Vec<serde_json::Value> = serde_json::from_str(&app_calls(&app).await).unwrap();
     let commands: Vec<&serde_json::Value> =
         calls.iter().filter(|c| c["event"] == "command").collect();
-    assert_eq!(commands.len(), 2, "one subscribe, one message: {commands:?}");
-    assert!(commands.iter().all(|c| !c["identifier"]
-        .as_str()
-        .unwrap_or_default()
-        .contains("pad")
-        && !c["identifier"].as_str().unwrap_or_default().contains("never")));
+    assert_eq!(
+        commands.len(),
+        2,
+        "one subscribe, one message: {commands:?}"
+    );
+    assert!(commands.iter().all(
+        |c| !c["identifier"].as_str().unwrap_or_default().contains("pad")
+            && !c["identifier"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("never")
+    ));
     let disconnects = calls
         .iter()
         .filter(|c| c["event"] == "disconnect" && c["username"] == "hugo")

@@ -21,8 +21,8 @@ use crate::cable::protocol::{self, close_code, DisconnectReason};
 use crate::fanout::frame::Frame;
 use crate::loggable::loggable;
 use crate::rpc::{
-    merge_state, merged_size, CallError, CommandResponse, ConnectContext, ConnectResponse,
-    Status, StringMap, MAX_IDENTIFIERS_BYTES, MAX_STATE_BYTES, MAX_STREAMS,
+    merge_state, merged_size, CallError, CommandResponse, ConnectContext, ConnectResponse, Status,
+    StringMap, MAX_IDENTIFIERS_BYTES, MAX_STATE_BYTES, MAX_STREAMS,
 };
 
 /// What the app's `connect` came to.
@@ -40,7 +40,10 @@ pub(super) async fn connect(host: &dyn ChannelHost, ctx: ConnectContext) -> Conn
     match host.connect(&ctx).await {
         Ok(Some(answer)) if answer.status == Status::Success => {
             if let Some(why) = connect_oversteps(&ctx, &answer) {
-                tracing::warn!(why, "Closing a connection: the app's connect answer is too large");
+                tracing::warn!(
+                    why,
+                    "Closing a connection: the app's connect answer is too large"
+                );
                 return Connected::Failed;
             }
             let mut env = ctx.env;
