@@ -62,11 +62,14 @@ pub fn parse_message(body: &[u8]) -> Result<Message, PublicationError> {
         if command.command != "disconnect" {
             return Err(PublicationError::Command(command.command));
         }
+        // Without one (or with an empty one), it names no connection: an app's connections
+        // accepted without identifiers have empty ones, and must not all be closed.
         let identifiers = command
             .payload
             .get("identifier")
             .and_then(serde_json::Value::as_str)
-            .unwrap_or_default();
+            .filter(|i| !i.is_empty())
+            .ok_or(PublicationError::NoIdentifier)?;
         // anycable-rails sends the identifiers as JSON (`{"current_user":"gid://…"}`); a bare
         // GlobalID is taken as it is.
         let identifier = serde_json::from_str::<serde_json::Value>(identifiers)
@@ -112,6 +115,9 @@ pub enum PublicationError {
     /// A command other than `disconnect`.
     #[error("unknown AnyCable command {0:?}")]
     Command(String),
+    /// A `disconnect` command whose `payload.identifier` is missing, empty or not a string.
+    #[error("a disconnect command without an identifier")]
+    NoIdentifier,
     /// A publication's `data` is not one JSON value.
     #[error("publication data for stream {stream:?} is not JSON")]
     Data {
@@ -206,6 +212,19 @@ mod tests {
             }
         );
         assert!(parse_message(br#"{"command":"other","payload":{}}"#).is_err());
+        for body in [
+            r#"{"command":"disconnect","payload":{}}"#,
+            r#"{"command":"disconnect","payload":{"identifier":""}}"#,
+            r#"{"command":"disconnect","payload":{"identifier":7}}"#,
+        ] {
+            assert!(
+                matches!(
+                    parse_message(body.as_bytes()),
+                    Err(PublicationError::NoIdentifier)
+                ),
+                "{body}"
+            );
+        }
         assert!(matches!(
             parse_message(br#"{"stream":"a","data":"1"}"#),
             Ok(Message::Publications(_))

@@ -399,6 +399,16 @@ impl RedisPubSub {
         self.up.load(Ordering::Acquire)
     }
 
+    /// Whether `channel` is one the node listens to for the link's whole life, whatever its
+    /// streams: AnyCable's broadcasts, and Hearth's own (`hearth/…`: control, marks,
+    /// heartbeats).
+    fn is_own_channel(&self, channel: &str) -> bool {
+        channel == self.anycable_channel
+            || channel
+                .strip_prefix(self.prefix.as_str())
+                .is_some_and(|name| name.starts_with("hearth/"))
+    }
+
     /// The Redis channel of a broadcasting: `[<prefix>:]<broadcasting>`.
     pub fn channel(&self, broadcasting: &str) -> String {
         format!("{}{broadcasting}", self.prefix)
@@ -880,6 +890,13 @@ fn apply(
     add: &mut Vec<String>,
     remove: &mut Vec<String>,
 ) {
+    let (InterestChange::Gained(name) | InterestChange::Lost(name)) = &change;
+    if adapter.is_own_channel(&adapter.channel(name)) {
+        // A stream named like one of the node's own channels (an app's `stream_from` of
+        // `__anycable__` or `hearth/control`): those are listened to for the link's whole
+        // life, and the last such subscriber leaving must not UNSUBSCRIBE the node.
+        return;
+    }
     match change {
         InterestChange::Gained(name) => {
             let channel = adapter.channel(&name);

@@ -57,6 +57,15 @@ pub const HALF_OPEN_CALLS: u32 = 5;
 pub const DISCONNECT_BACKLOG: usize = 4096;
 /// Disconnect calls sent per second at most.
 pub const DISCONNECTS_PER_SECOND: u32 = 100;
+/// Streams one app subscription may have at most; an answer that would take it past this
+/// is refused (as a malformed answer: the connection closes).
+pub const MAX_STREAMS: usize = 4096;
+/// Bytes (keys and values) a connection's state, or one subscription's, may hold at most;
+/// an answer that would take it past this is refused (as a malformed answer).
+pub const MAX_STATE_BYTES: usize = 64 * 1024;
+/// Bytes of a connection's identifiers at most (kept for the connection's life and sent with
+/// every call); a `connect` answering more is refused (the connection closes, 1011).
+pub const MAX_IDENTIFIERS_BYTES: usize = 16 * 1024;
 
 /// The phrase AnyCable signs with its secret to derive the RPC key.
 const KEY_PHRASE: &[u8] = b"rpc-cable";
@@ -281,6 +290,48 @@ pub fn merge_state(state: &mut StringMap, changes: StringMap) {
             state.insert(key, value);
         }
     }
+}
+
+/// The size in bytes (keys and values) of `state` once `changes` are merged into it
+/// ([`merge_state`]), without merging them.
+pub fn merged_size(state: &StringMap, changes: &StringMap) -> usize {
+    let size = |map: &StringMap| map.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>();
+    let replaced: usize = changes
+        .keys()
+        .filter_map(|k| state.get(k).map(|v| k.len() + v.len()))
+        .sum();
+    let added: usize = changes
+        .iter()
+        .filter(|(_, v)| !v.is_empty())
+        .map(|(k, v)| k.len() + v.len())
+        .sum();
+    size(state) - replaced + added
+}
+
+/// Checks the RPC settings at start, so that a bad one is said once, naming its flag, rather
+/// than failing every call: the URL (`--rpc-url`) is `http://host[:port]/…` (the client
+/// speaks plain HTTP), the key (`--rpc-secret`) is a valid header value (no line break nor
+/// control character), and each of `headers` (`--rpc-headers`) is a header name.
+///
+/// # Errors
+/// The first bad setting, by its flag (never quoting the key).
+pub fn check_settings(url: &str, key: &str, headers: &[String]) -> anyhow::Result<()> {
+    let uri: hyper::Uri = url
+        .parse()
+        .map_err(|e| anyhow::anyhow!("--rpc-url {url:?} is not a URL: {e}"))?;
+    if uri.scheme_str() != Some("http") || uri.host().is_none() {
+        anyhow::bail!("--rpc-url {url:?} must be an http://host[:port]/path URL");
+    }
+    if hyper::header::HeaderValue::from_str(&format!("Bearer {key}")).is_err() {
+        anyhow::bail!("--rpc-secret holds a character a header value may not (a line break?)");
+    }
+    for name in headers {
+        let name = name.trim();
+        if !name.is_empty() && hyper::header::HeaderName::from_bytes(name.as_bytes()).is_err() {
+            anyhow::bail!("--rpc-headers: {name:?} is not a header name");
+        }
+    }
+    Ok(())
 }
 
 /// The breaker's state, as `hearth_rpc_breaker_state` shows it.
@@ -577,9 +628,7 @@ impl RpcClient {
             .duration
             .record(started.elapsed().as_secs_f64());
         let result = match answer {
-            Ok(Ok(bytes)) => {
-                serde_json::from_slice(&bytes).map_err(|e| CallError::Malformed(e.to_string()))
-            }
+            Ok(Ok(bytes)) => decode(&bytes),
             Ok(Err(e)) => Err(e),
             Err(_) => Err(CallError::Timeout(CALL_TIMEOUT)),
         };

@@ -295,23 +295,23 @@ impl AppState {
             Some(key) => key.to_owned(),
             None => crate::anycable::broadcast_key(config.anycable.key_base().unwrap_or(&secret)),
         };
-        let rpc = config
-            .rpc_url
-            .as_deref()
-            .filter(|u| !u.is_empty())
-            .map(|url| {
+        let rpc = match config.rpc_url.as_deref().filter(|u| !u.is_empty()) {
+            Some(url) => {
                 let key = match config.rpc_secret.as_deref().filter(|k| !k.is_empty()) {
                     Some(key) => key.to_owned(),
                     None => crate::rpc::rpc_key(config.anycable.key_base().unwrap_or(&secret)),
                 };
-                crate::rpc::RpcApp::start(
+                crate::rpc::check_settings(url, &key, &config.rpc_headers)?;
+                Some(crate::rpc::RpcApp::start(
                     url,
                     key,
                     config.rpc_concurrency,
                     config.rpc_headers.clone(),
                     &metrics,
-                )
-            });
+                ))
+            }
+            None => None,
+        };
         let bans_present = config.has_database() && crate::db::bans::any(&pool).await?;
         let presence = crate::presence::Presence::new(pool.clone());
         let webhooks = crate::webhooks::WebhookQueue::new(

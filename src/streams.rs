@@ -27,6 +27,24 @@ pub fn user_bookmarks(user_id: i64) -> String {
     format!("user_{user_id}_bookmarks")
 }
 
+/// Whether `stream` is one of Campfire's own (those of this module, the signed Turbo streams
+/// of its pages): a part of it between `:` is a GlobalID param of app `gid_app` (a room's,
+/// a user's), or it is `user_<id>_bookmarks`, `_unreads` or `_reads`. Campfire's channels
+/// alone may attach these: what they carry is guarded by memberships an app's channels know
+/// nothing of (`docs/rails-app.md`).
+pub fn is_campfires(stream: &str, gid_app: &str) -> bool {
+    let own_gid = stream.split(':').any(|part| {
+        crate::rails::global_id::parse_gid_param(part).is_some_and(|(app, _, _)| app == gid_app)
+    });
+    let user_stream = ["_bookmarks", "_unreads", "_reads"].iter().any(|suffix| {
+        stream
+            .strip_prefix("user_")
+            .and_then(|rest| rest.strip_suffix(suffix))
+            .is_some_and(|id| id.parse::<i64>().is_ok())
+    });
+    own_gid || user_stream
+}
+
 /// What the stream history ([`crate::history`]) keeps of a stream's broadcasts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Retention {
@@ -116,6 +134,31 @@ pub fn reads(user_id: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn campfires_streams_are_told_from_an_apps() {
+        let room = global_id::to_gid_param("campfire", "Room", 3);
+        for own in [
+            format!("{room}:messages"),
+            room.clone(),
+            format!("typing_notifications:{room}"),
+            user_rooms("campfire", 4),
+            user_bookmarks(4),
+            unreads(4),
+            reads(4),
+        ] {
+            assert!(is_campfires(&own, "campfire"), "{own}");
+        }
+        let other = global_id::to_gid_param("shop", "Room", 3);
+        for apps in [
+            other.as_str(),
+            "chat_3",
+            "user_4_notifications",
+            "user_x_unreads",
+        ] {
+            assert!(!is_campfires(apps, "campfire"), "{apps}");
+        }
+    }
 
     #[test]
     fn stream_names_follow_global_id() {

@@ -12,6 +12,12 @@
 // and the actions `malformed` and `oversized` of any channel get a broken answer (truncated
 // JSON, 2 MiB), as a broken app could give.
 //
+// Hostile answers, for the hardening tests: a `hostile` cookie makes `connect` answer a JSON
+// array (`array`), identifiers of 300 KiB (`huge_ids`), or accept without identifiers
+// (`anonymous`, the SDK then answers `identifiers: ""`); and HostileChannel's actions
+// `many_streams {count}` (streams `many-0`… in one answer) and `bloat {bytes}` (a new
+// connection-state key of that many bytes at each call).
+//
 // The connection accepts a `username` cookie or an `x-api-token` header (`token-<name>`),
 // identified by `{username, url}`; anything else is refused. Channels:
 //   EchoChannel      echoes `echo` data back; `whoami` transmits the identifiers; with
@@ -53,6 +59,12 @@ class App extends Application {
     const token = headers["x-api-token"];
     const username = cookie(headers.cookie, "username") ?? (token?.startsWith("token-") ? token.slice(6) : null);
     log.push({ event: "connect", username, url: handle.env.url, remote_addr: headers.REMOTE_ADDR ?? null });
+    const hostile = cookie(headers.cookie, "hostile");
+    if (hostile === "anonymous") return;
+    if (hostile === "huge_ids") {
+      handle.identifiedBy({ username, pad: "x".repeat(300 * 1024) });
+      return;
+    }
     if (!username) {
       handle.reject();
       return;
@@ -131,6 +143,18 @@ class RejectChannel extends Channel {
 
 // Its subscribe is answered by hand (`railsOrderAnswer`); its unsubscribes by the SDK.
 class RailsOrderChannel extends Channel {}
+class HostileChannel extends Channel {
+  async many_streams(handle, _params, { count }) {
+    for (let i = 0; i < Number(count); i++) handle.streamFrom(`many-${i}`);
+    handle.transmit({ streams: Number(count) });
+  }
+  async bloat(handle, _params, { bytes }) {
+    const env = handle.delegate.env;
+    const cstate = env.cstate ?? {};
+    env.cstate = { ...cstate, [`k${Object.keys(cstate).length}`]: "x".repeat(Number(bytes)) };
+    handle.transmit({ bloated: Object.keys(env.cstate).length });
+  }
+}
 
 const app = new App();
 app.registerChannel("EchoChannel", new EchoChannel());
@@ -138,6 +162,7 @@ app.registerChannel("StreamChannel", new StreamChannel());
 app.registerChannel("CounterChannel", new CounterChannel());
 app.registerChannel("RejectChannel", new RejectChannel());
 app.registerChannel("RailsOrderChannel", new RailsOrderChannel());
+app.registerChannel("HostileChannel", new HostileChannel());
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 function actionOf(body) {
@@ -157,6 +182,13 @@ function railsOrderAnswer(path, body) {
   const transmissions = ["hello", "world"].map((message) => JSON.stringify({ identifier, message }));
   transmissions.push(JSON.stringify({ identifier, type: "confirm_subscription" }));
   return { status: 1, transmissions, streams: [], stopped_streams: [], error_msg: "" };
+}
+function hostileOf(body) {
+  try {
+    return cookie(JSON.parse(body.toString("utf8")).env?.headers?.cookie, "hostile");
+  } catch {
+    return null;
+  }
 }
 const server = createServer(async (req, res) => {
   const chunks = [];
@@ -184,6 +216,7 @@ const server = createServer(async (req, res) => {
   }
   const railsOrder = railsOrderAnswer(url.pathname, body);
   if (railsOrder) return answer(200, railsOrder);
+  if (url.pathname.endsWith("/connect") && hostileOf(body) === "array") return answer(200, [1]);
   if (action === "malformed") {
     res.writeHead(200, { "Content-Type": "application/json" });
     return res.end('{"status":1,"transmissions":[');

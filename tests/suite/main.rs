@@ -64,6 +64,7 @@ mod hardening_images2;
 mod hardening_last_mile;
 mod hardening_limits;
 mod hardening_push;
+mod hardening_rpc;
 mod hardening_sessions;
 mod hostile;
 mod import_campfire;

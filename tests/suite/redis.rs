@@ -105,7 +105,7 @@ async fn redis_conn(url: &str) -> redis::aio::MultiplexedConnection {
         .expect("Redis answers (start redis-server, or set REDIS_URL)")
 }
 
-async fn publish(url: &str, channel: &str, payload: &[u8]) -> i64 {
+pub(crate) async fn publish(url: &str, channel: &str, payload: &[u8]) -> i64 {
     let mut conn = redis_conn(url).await;
     redis::cmd("PUBLISH")
         .arg(channel)

@@ -12,16 +12,16 @@ use common::{TestServer, Ws, WsEvent};
 use tokio::io::AsyncBufReadExt;
 
 /// The RPC key both sides use.
-const KEY: &str = "rpc-test-key";
+pub(crate) const KEY: &str = "rpc-test-key";
 
 /// The running app (`rpc_app.mjs`), killed when dropped.
-struct App {
-    child: tokio::process::Child,
-    url: String,
+pub(crate) struct App {
+    pub(crate) child: tokio::process::Child,
+    pub(crate) url: String,
 }
 
 impl App {
-    async fn start() -> Self {
+    pub(crate) async fn start() -> Self {
         crate::node_client::ensure_node_modules();
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/node/rpc_app.mjs");
         let mut child = tokio::process::Command::new("node")
@@ -44,7 +44,7 @@ impl App {
         }
     }
 
-    async fn control(&self, path: &str) {
+    pub(crate) async fn control(&self, path: &str) {
         let status = reqwest_like_post(&format!("{}{path}", self.url)).await;
         assert_eq!(status, 200, "{path}");
     }
@@ -79,7 +79,7 @@ async fn post(url: &str, headers: &[(&str, &str)], body: Vec<u8>) -> u16 {
         .as_u16()
 }
 
-async fn server_for(app: &App) -> TestServer {
+pub(crate) async fn server_for(app: &App) -> TestServer {
     let url = format!("{}/_anycable", app.url);
     TestServer::start_with(|c| {
         c.rpc_url = Some(url);
@@ -195,7 +195,7 @@ async fn the_cable_server_alone_runs_the_apps_channels_and_turbo_without_a_datab
 }
 
 /// The app's log of what it was asked (`/_control/log`).
-async fn app_calls(app: &App) -> String {
+pub(crate) async fn app_calls(app: &App) -> String {
     let uri: hyper::Uri = format!("{}/_control/log", app.url).parse().unwrap();
     let addr = format!("{}:{}", uri.host().unwrap(), uri.port_u16().unwrap());
     let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
@@ -216,7 +216,7 @@ async fn app_calls(app: &App) -> String {
 }
 
 /// Reads frames until one contains `needle` (pings skipped); None past `within`.
-async fn frame_with(ws: &mut Ws, needle: &str, within: Duration) -> Option<String> {
+pub(crate) async fn frame_with(ws: &mut Ws, needle: &str, within: Duration) -> Option<String> {
     let deadline = tokio::time::Instant::now() + within;
     loop {
         let left = deadline.saturating_duration_since(tokio::time::Instant::now());

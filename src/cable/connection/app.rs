@@ -16,6 +16,7 @@
 //! call, as anycable-go discards the calls of a session that ended (`super::peer`).
 
 use std::future::Future;
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use super::peer::SharedRead;
@@ -26,7 +27,10 @@ use crate::cable::protocol::{self, close_code, DisconnectReason};
 use crate::fanout::frame::Frame;
 use crate::fanout::Connection;
 use crate::loggable::loggable;
-use crate::rpc::{merge_state, CallError, CommandResponse, ConnectContext, Status, StringMap};
+use crate::rpc::{
+    merge_state, merged_size, CallError, CommandResponse, ConnectContext, ConnectResponse, Status,
+    StringMap, MAX_IDENTIFIERS_BYTES, MAX_STATE_BYTES, MAX_STREAMS,
+};
 
 /// What the app's `connect` came to.
 pub(super) enum Connected {
@@ -42,6 +46,13 @@ pub(super) enum Connected {
 pub(super) async fn connect(host: &dyn ChannelHost, ctx: ConnectContext) -> Connected {
     match host.connect(&ctx).await {
         Ok(Some(answer)) if answer.status == Status::Success => {
+            if let Some(why) = connect_oversteps(&ctx, &answer) {
+                tracing::warn!(
+                    why,
+                    "Closing a connection: the app's connect answer is too large"
+                );
+                return Connected::Failed;
+            }
             let mut env = ctx.env;
             merge_state(&mut env.cstate, answer.env.cstate);
             Connected::Accepted(
@@ -65,6 +76,18 @@ pub(super) async fn connect(host: &dyn ChannelHost, ctx: ConnectContext) -> Conn
             tracing::warn!(error = %loggable(&e.to_string()), "The app's connect failed");
             Connected::Failed
         }
+    }
+}
+
+/// Why an accepted `connect` answer cannot be kept, if it cannot: identifiers past
+/// [`MAX_IDENTIFIERS_BYTES`], connection state past [`MAX_STATE_BYTES`].
+fn connect_oversteps(ctx: &ConnectContext, answer: &ConnectResponse) -> Option<&'static str> {
+    if answer.identifiers.len() > MAX_IDENTIFIERS_BYTES {
+        Some("identifiers past the limit")
+    } else if merged_size(&ctx.env.cstate, &answer.env.cstate) > MAX_STATE_BYTES {
+        Some("connection state past the limit")
+    } else {
+        None
     }
 }
 
@@ -257,15 +280,71 @@ impl Reader {
         malformed
     }
 
+    /// Why an answer to subscription `identifier` cannot be applied, if it cannot: the
+    /// subscription past [`MAX_STREAMS`], its state or the connection's past
+    /// [`MAX_STATE_BYTES`]. Drops (and logs) the streams that are Campfire's
+    /// ([`crate::streams::is_campfires`]) when Campfire's channels run beside the app's.
+    fn reply_oversteps(
+        &mut self,
+        identifier: &Arc<str>,
+        reply: &mut CommandResponse,
+    ) -> Option<&'static str> {
+        if self.state.config.channels == crate::config::ChannelSet::Campfire {
+            let gid_app = &self.state.config.gid_app;
+            let before = reply.streams.len();
+            reply
+                .streams
+                .retain(|s| !crate::streams::is_campfires(s, gid_app));
+            if reply.streams.len() < before && self.may_warn() {
+                tracing::warn!(
+                    identifier = %loggable(identifier),
+                    "The app streamed from Campfire's own streams: refused"
+                );
+            }
+        }
+        if let Some(app) = &self.app {
+            if merged_size(&app.env.cstate, &reply.env.cstate) > MAX_STATE_BYTES {
+                return Some("connection state past the limit");
+            }
+        }
+        let sub = self.subscriptions.get(identifier)?;
+        if let Channel::App(istate) = &sub.subscribed.channel {
+            if merged_size(istate, &reply.env.istate) > MAX_STATE_BYTES {
+                return Some("subscription state past the limit");
+            }
+        }
+        let kept: HashSet<&str> = if reply.stop_streams {
+            HashSet::new()
+        } else {
+            let stopping: HashSet<&str> =
+                reply.stopped_streams.iter().map(String::as_str).collect();
+            let streams = sub.subscribed.streams.iter().map(String::as_str);
+            streams.filter(|s| !stopping.contains(s)).collect()
+        };
+        let added: HashSet<&str> = reply
+            .streams
+            .iter()
+            .map(String::as_str)
+            .filter(|s| !kept.contains(s))
+            .collect();
+        (kept.len() + added.len() > MAX_STREAMS).then_some("streams past the limit")
+    }
+
     /// Applies an answer of the app to subscription `identifier` (see the module docs);
     /// `deferred`: its frames wait for the read loop's wake (a subscribe's).
     async fn apply_reply(
         &mut self,
         identifier: &Arc<str>,
-        reply: CommandResponse,
+        mut reply: CommandResponse,
         deferred: bool,
         hold: bool,
     ) {
+        if let Some(why) = self.reply_oversteps(identifier, &mut reply) {
+            tracing::warn!(why, "Closing a connection: the app's answer is too large");
+            self.conn
+                .close(&[Frame::close(close_code::INTERNAL_ERROR, "")]);
+            return;
+        }
         let variant = self.variant(identifier);
         let interest = self.state.delivery.bus.interest();
         let mut added = Vec::new();
@@ -274,9 +353,11 @@ impl Reader {
             let stopped: Vec<String> = if reply.stop_streams {
                 std::mem::take(streams)
             } else {
+                let stopping: HashSet<&str> =
+                    reply.stopped_streams.iter().map(String::as_str).collect();
                 let (gone, kept) = std::mem::take(streams)
                     .into_iter()
-                    .partition(|s| reply.stopped_streams.contains(s));
+                    .partition(|s| stopping.contains(s.as_str()));
                 *streams = kept;
                 gone
             };
