@@ -65,6 +65,7 @@ mod hardening_last_mile;
 mod hardening_limits;
 mod hardening_push;
 mod hardening_sessions;
+mod hardening_signin;
 mod hostile;
 mod import_campfire;
 mod import_slack;
