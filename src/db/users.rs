@@ -635,7 +635,7 @@ pub async fn update_credentials(
                 .fetch_optional(&mut *tx)
                 .await?;
         if current.flatten().as_deref() != Some(email.as_str()) {
-            super::sign_in_codes::end_all(&mut *tx, id).await?;
+            super::sign_in_codes::end_all(&mut tx, id).await?;
         }
         let sql =
             "UPDATE users SET email_address = ?, updated_at = ? WHERE id = ? AND role != 'bot'";
