@@ -8,17 +8,33 @@ use super::{Access, One};
 
 /// How long a code is valid, in milliseconds (10 minutes).
 pub const CODE_TTL_MS: i64 = 10 * 60 * 1000;
+/// Codes issued to one person in an hour at most, whoever asks and from wherever: past it,
+/// asking answers as always but issues and mails nothing (the sign-in limit counts per client,
+/// and an address asked for from many clients would otherwise get a letter each time, each
+/// code another [`MAX_FAILED_ATTEMPTS`] guesses).
+pub const MAX_CODES_PER_HOUR: i64 = 5;
 /// Wrong codes tried against a person's live codes before they all die.
 pub const MAX_FAILED_ATTEMPTS: i64 = 5;
 
 /// Stores a new code digest for `user_id`, valid from now for [`CODE_TTL_MS`]; the person's
-/// earlier codes die (only the newest works).
+/// earlier codes die (only the newest works). False, and nothing stored, when the person had
+/// [`MAX_CODES_PER_HOUR`] codes in the last hour.
 ///
 /// # Errors
 /// A database failure.
-pub async fn issue(pool: &SqlitePool, user_id: i64, code_digest: &str) -> sqlx::Result<()> {
+pub async fn issue(pool: &SqlitePool, user_id: i64, code_digest: &str) -> sqlx::Result<bool> {
     let mut tx = super::Write::begin(pool, Access::Kept).await?;
     let now = super::now_ms();
+    let recent: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM sign_in_codes WHERE user_id = ? AND created_at > ?",
+    )
+    .bind(user_id)
+    .bind(now - 3_600_000)
+    .fetch_one(&mut *tx)
+    .await?;
+    if recent >= MAX_CODES_PER_HOUR {
+        return Ok(false);
+    }
     sqlx::query("UPDATE sign_in_codes SET used_at = ? WHERE user_id = ? AND used_at IS NULL")
         .bind(now)
         .bind(user_id)
@@ -34,6 +50,20 @@ pub async fn issue(pool: &SqlitePool, user_id: i64, code_digest: &str) -> sqlx::
     .execute(&mut *tx)
     .await?;
     tx.commit().await?;
+    Ok(true)
+}
+
+/// Ends every live code of `user_id` (its address changed: a code mailed to the old one must
+/// not sign in under the new one).
+///
+/// # Errors
+/// A database failure.
+pub async fn end_all(conn: &mut sqlx::SqliteConnection, user_id: i64) -> sqlx::Result<()> {
+    sqlx::query("UPDATE sign_in_codes SET used_at = ? WHERE user_id = ? AND used_at IS NULL")
+        .bind(super::now_ms())
+        .bind(user_id)
+        .execute(conn)
+        .await?;
     Ok(())
 }
 

@@ -118,7 +118,8 @@ pub enum Match {
 }
 
 /// The person `(issuer, subject)` is, in one transaction: the one linked to it; else the one
-/// holding `email` (any case; linked now); else a new member named `name` with no password, in
+/// holding `email` (any case of its ASCII letters; linked now); else a new member named
+/// `name` with no password, in
 /// every open room (as a join link makes one), linked now. The caller has checked that the
 /// provider verified `email`.
 pub async fn find_or_create(
@@ -130,7 +131,8 @@ pub async fn find_or_create(
 ) -> sqlx::Result<Match> {
     const COLUMNS: &str = "SELECT users.id, users.name, users.email_address, users.role, \
                            users.status, users.bot_token FROM users";
-    let email = email.trim().to_lowercase();
+    // ASCII only: see `Identity::email`.
+    let email = email.trim().to_ascii_lowercase();
     let mut tx = super::Write::begin(pool, Access::Changed).await?;
     let linked: Option<UserRowWith<Option<String>>> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "{COLUMNS} JOIN sso_identities ON sso_identities.user_id = users.id \

@@ -629,6 +629,14 @@ pub async fn update_credentials(
         if taken {
             return Ok(CredentialsChange::EmailTaken);
         }
+        let current: Option<Option<String>> =
+            sqlx::query_scalar("SELECT email_address FROM users WHERE id = ?")
+                .bind(id)
+                .fetch_optional(&mut *tx)
+                .await?;
+        if current.flatten().as_deref() != Some(email.as_str()) {
+            super::sign_in_codes::end_all(&mut tx, id).await?;
+        }
         let sql =
             "UPDATE users SET email_address = ?, updated_at = ? WHERE id = ? AND role != 'bot'";
         update_person(&mut tx, sql, email, now, id).await?;

@@ -213,15 +213,25 @@ impl Mailer {
     }
 }
 
+/// `text` on one line, fit for a header: each control character (CR and LF among them, which
+/// would end the header, and which lettre refuses to encode in a name by panicking) becomes a
+/// space. People's and rooms' names may hold line breaks.
+fn header_text(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
 /// The lettre message of `letter`, from `from`.
 fn build(from: &Mailbox, letter: Letter) -> Result<lettre::Message, NotQueued> {
     let invalid = |e: &dyn std::fmt::Display| NotQueued::Invalid(e.to_string());
     let address = letter.to.parse().map_err(|e| invalid(&e))?;
-    let name = (!letter.to_name.is_empty()).then_some(letter.to_name);
+    let name = header_text(letter.to_name.trim());
+    let name = (!name.trim().is_empty()).then_some(name);
     let mut builder = lettre::Message::builder()
         .from(from.clone())
         .to(Mailbox::new(name, address))
-        .subject(letter.subject);
+        .subject(header_text(&letter.subject));
     if let Some(url) = letter.unsubscribe {
         if !url.is_ascii() || url.contains(['<', '>', '\r', '\n']) {
             return Err(NotQueued::Invalid("unsubscribe URL".into()));
@@ -319,5 +329,22 @@ mod tests {
             ..letter
         };
         assert!(build(&from, bad).is_err());
+    }
+
+    #[test]
+    fn names_and_subjects_stay_on_one_line() {
+        assert_eq!(header_text("Eve\r\nBcc: x@y\t!"), "Eve  Bcc: x@y !");
+        let from: Mailbox = "Hearth <h@example.com>".parse().unwrap();
+        let letter = Letter {
+            to: "ann@example.com".into(),
+            to_name: "Ann\r\nBcc: eve@example.com".into(),
+            subject: "Hi\r\nBcc: eve@example.com".into(),
+            text: "hi".into(),
+            html: "<p>hi</p>".into(),
+            unsubscribe: None,
+        };
+        let bytes = String::from_utf8(build(&from, letter).unwrap().formatted()).unwrap();
+        let head = bytes.split("\r\n\r\n").next().unwrap();
+        assert!(!head.lines().any(|l| l.starts_with("Bcc")), "{head}");
     }
 }

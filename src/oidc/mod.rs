@@ -64,7 +64,9 @@ pub struct Identity {
     pub issuer: String,
     /// The person's stable id at the issuer (`sub`).
     pub subject: String,
-    /// The `email` claim, lower-cased.
+    /// The `email` claim, its ASCII letters lower-cased (and nothing else: Unicode's case
+    /// mapping folds other letters onto ASCII ones, U+212A KELVIN SIGN onto `k`, which would
+    /// make another mailbox's address an existing person's).
     pub email: Option<String>,
     /// `email_verified` (false when absent).
     pub email_verified: bool,
@@ -267,7 +269,7 @@ impl Provider {
                     identity = Some(Identity {
                         issuer: claims.issuer().to_string(),
                         subject: claims.subject().to_string(),
-                        email: claims.email().map(|e| e.to_lowercase()),
+                        email: claims.email().map(|e| e.to_ascii_lowercase()),
                         email_verified: claims.email_verified().unwrap_or(false),
                         name: claims
                             .name()
@@ -367,7 +369,7 @@ impl Provider {
             .request_async(&self.http)
             .await
             .map_err(|e| SsoError::Provider(format!("UserInfo: {}", error_chain(&e))))?;
-        identity.email = claims.email().map(|e| e.to_lowercase());
+        identity.email = claims.email().map(|e| e.to_ascii_lowercase());
         identity.email_verified = claims.email_verified().unwrap_or(false);
         if identity.name.is_none() {
             identity.name = claims

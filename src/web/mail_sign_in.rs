@@ -18,7 +18,12 @@
 //!   password changes, so it works once. A new password ends every session of the person.
 //!   Links need the account's site address (`crate::db::mail_settings`): "Forgot password" is
 //!   hidden until an administrator sets it (a link built from the request's `Host` could be
-//!   pointed elsewhere by whoever asks).
+//!   pointed elsewhere by whoever asks). Every page carrying the token is `no-store` and sends
+//!   no referrer.
+//! - While passwords are for administrators only (docs/sso.md), a code and a reset link are
+//!   passwords too: none is mailed to anyone else, and one issued before is refused (403).
+//! - At most [`sign_in_codes::MAX_CODES_PER_HOUR`] codes a person an hour, whoever asks: the
+//!   answer stays the same, the letters stop.
 
 use crate::db::Db;
 use crate::outbox::Outbox;
@@ -35,8 +40,10 @@ use axum::Extension;
 use super::context::Ctx;
 use super::error::AppError;
 use super::sessions::{hash_password, start_session, MAX_PASSWORD_BYTES};
+use super::sign_in_options::refuses_password;
 use crate::db::{sign_in_codes, users};
 use crate::letters::To;
+use crate::oidc::Sso;
 use crate::rails::token_for::{password_salt_tail, TokenFor, PASSWORD_RESET};
 use crate::state::SharedState;
 use crate::web::account::mail::MailDesk;
@@ -102,6 +109,7 @@ pub async fn request_code(
     State(db): State<Db>,
     State(limits): State<Limits>,
     State(outbox): State<Outbox>,
+    State(sso): State<Sso>,
     Extension(ctx): Extension<Ctx>,
 ) -> Result<Response, AppError> {
     require_mail(&outbox.mailer)?;
@@ -110,7 +118,7 @@ pub async fn request_code(
     let account = db.account_settings.get(&db.pool).await?.name.clone();
     let (pool, mailer, address) = (db.pool.clone(), outbox.mailer.clone(), email.clone());
     tokio::spawn(async move {
-        if let Err(e) = send_code(&pool, &mailer, &account, &address).await {
+        if let Err(e) = send_code(&pool, &mailer, &sso, &account, &address).await {
             tracing::warn!(error = %e, "sign-in code not sent");
         }
     });
@@ -125,23 +133,35 @@ pub async fn request_code(
 }
 
 /// Issues a code for `email`'s active account, if any, and queues the letter (`account`: the
-/// account's name, for the letter).
+/// account's name, for the letter); nothing for a person whose passwords are refused or who
+/// had their hourly codes.
 async fn send_code(
     pool: &sqlx::SqlitePool,
     mailer: &crate::mail::Mailer,
+    sso: &Sso,
     account: &str,
     email: &str,
 ) -> anyhow::Result<()> {
     let Some((user, _)) = users::find_active_for_login(pool, email).await? else {
         return Ok(());
     };
+    if refuses_password(pool, sso, &user).await? {
+        tracing::info!(user_id = user.id, "no sign-in code: single sign-on only");
+        return Ok(());
+    }
     let keys = mailer
         .keys()
         .ok_or_else(|| anyhow::anyhow!("mail is off"))?;
     let code = crate::mail::keys::new_code();
-    sign_in_codes::issue(pool, user.id, &keys.code_digest(user.id, &code)).await?;
+    if !sign_in_codes::issue(pool, user.id, &keys.code_digest(user.id, &code)).await? {
+        tracing::info!(
+            user_id = user.id,
+            "no sign-in code: the hour's codes were sent"
+        );
+        return Ok(());
+    }
     let to = To {
-        address: email,
+        address: user.email_address.as_deref().unwrap_or(email),
         name: &user.name,
     };
     mailer.send(crate::letters::sign_in_code(to, account, &code)?)?;
@@ -173,6 +193,9 @@ pub async fn verify_code(
     if let (Some(user), Some((code_id, digest))) = (&user, &live) {
         let well_formed = code.len() == 6 && code.bytes().all(|b| b.is_ascii_digit());
         if well_formed && keys.code_matches(user.id, code, digest) {
+            if refuses_password(&state.db.pool, &state.sso, user).await? {
+                return passwords_refused(&state.db.pool, &state.sso, &ctx).await;
+            }
             if sign_in_codes::consume(&state.db.pool, *code_id).await? {
                 tracing::info!(user_id = user.id, "signed in with an e-mailed code");
                 return start_session(
@@ -243,6 +266,7 @@ pub async fn request_reset(
     State(db): State<Db>,
     State(limits): State<Limits>,
     State(outbox): State<Outbox>,
+    State(sso): State<Sso>,
     Extension(ctx): Extension<Ctx>,
 ) -> Result<Response, AppError> {
     let site = site_url(&db.pool, &outbox.mailer).await?;
@@ -251,7 +275,8 @@ pub async fn request_reset(
     let account = db.account_settings.get(&db.pool).await?.name.clone();
     let (pool, mailer, address) = (db.pool.clone(), outbox.mailer.clone(), email.clone());
     tokio::spawn(async move {
-        if let Err(e) = send_reset(&pool, &mailer, &account, &address, &site).await {
+        let letter = (account.as_str(), address.as_str(), site.as_str());
+        if let Err(e) = send_reset(&pool, &mailer, &sso, letter).await {
             tracing::warn!(error = %e, "password reset link not sent");
         }
     });
@@ -269,17 +294,20 @@ pub async fn request_reset(
 }
 
 /// Queues a reset link at `site` for `email`'s active account, if any (`account`: the
-/// account's name, for the letter).
+/// account's name, for the letter); nothing for a person whose passwords are refused.
 async fn send_reset(
     pool: &sqlx::SqlitePool,
     mailer: &crate::mail::Mailer,
-    account: &str,
-    email: &str,
-    site: &str,
+    sso: &Sso,
+    (account, email, site): (&str, &str, &str),
 ) -> anyhow::Result<()> {
     let Some((user, digest)) = users::find_active_for_login(pool, email).await? else {
         return Ok(());
     };
+    if refuses_password(pool, sso, &user).await? {
+        tracing::info!(user_id = user.id, "no reset link: single sign-on only");
+        return Ok(());
+    }
     let Some(tail) = password_salt_tail(&digest) else {
         return Ok(());
     };
@@ -307,7 +335,7 @@ async fn resolve(
     pool: &sqlx::SqlitePool,
     mailer: &crate::mail::Mailer,
     token: &str,
-) -> Result<Option<i64>, AppError> {
+) -> Result<Option<users::User>, AppError> {
     let Some(keys) = mailer.keys() else {
         return Ok(None);
     };
@@ -322,7 +350,7 @@ async fn resolve(
     };
     let digest = users::password_digest(pool, user.id).await?;
     let current = digest.as_deref().and_then(password_salt_tail).unwrap_or("");
-    Ok(TokenFor::resolves(&tail, current).then_some(user.id))
+    Ok(TokenFor::resolves(&tail, current).then_some(user))
 }
 
 fn dead_link(ctx: &Ctx) -> Result<Response, AppError> {
@@ -358,11 +386,11 @@ pub async fn edit_reset(
     Query(query): Query<TokenQuery>,
 ) -> Result<Response, AppError> {
     site_url(&desk.pool, &desk.mailer).await?;
-    if resolve(&desk.pool, &desk.mailer, &query.token)
-        .await?
-        .is_none()
-    {
+    let Some(user) = resolve(&desk.pool, &desk.mailer, &query.token).await? else {
         return dead_link(&ctx);
+    };
+    if refuses_password(&desk.pool, &desk.sso, &user).await? {
+        return passwords_refused(&desk.pool, &desk.sso, &ctx).await;
     }
     let csrf = ctx.csrf_token();
     let html = ResetPage {
@@ -372,13 +400,43 @@ pub async fn edit_reset(
         min_password_bytes: super::profiles::MIN_PASSWORD_BYTES,
     }
     .render();
-    let mut response = page(StatusCode::OK, html)?;
-    // The token is in the URL: no referrer carries it to another site.
-    response.headers_mut().insert(
-        header::REFERRER_POLICY,
-        "no-referrer".parse().expect("literal"),
+    page(StatusCode::OK, html).map(private)
+}
+
+/// A page carrying a reset token: stored by no cache (a shared computer's back button, a
+/// proxy), and sending no referrer (the token is in the URL) to any other site.
+fn private(mut response: Response) -> Response {
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CACHE_CONTROL,
+        header::HeaderValue::from_static("no-store"),
     );
-    Ok(response)
+    headers.insert(
+        header::REFERRER_POLICY,
+        header::HeaderValue::from_static("no-referrer"),
+    );
+    response
+}
+
+/// The 403 page of a code or a reset link while passwords are for administrators only.
+async fn passwords_refused(
+    pool: &sqlx::SqlitePool,
+    sso: &Sso,
+    ctx: &Ctx,
+) -> Result<Response, AppError> {
+    tracing::info!(ip = %ctx.ip, "mail sign-in refused: single sign-on only");
+    let label = super::sign_in_options::button_label(pool, sso).await?;
+    let message = super::sign_in_options::passwords_refused(label.as_deref());
+    let token = ctx.csrf_token();
+    let html = NoticePage {
+        csrf_token: &token,
+        heading: "Sign in with single sign-on",
+        message: &message,
+        alert: None,
+        ask_address: false,
+    }
+    .render();
+    page(StatusCode::FORBIDDEN, html)
 }
 
 /// `POST /password_reset/update` with `token` and `password` (8-72 bytes): sets the password,
@@ -396,9 +454,13 @@ pub async fn update_reset(
     site_url(&sign_in.db.pool, &sign_in.outbox.mailer).await?;
     limit(&sign_in.limits.login, &ctx)?;
     let token = ctx.form.get("token").unwrap_or("").to_owned();
-    let Some(user_id) = resolve(&sign_in.db.pool, &sign_in.outbox.mailer, &token).await? else {
+    let Some(user) = resolve(&sign_in.db.pool, &sign_in.outbox.mailer, &token).await? else {
         return dead_link(&ctx);
     };
+    if refuses_password(&sign_in.db.pool, &sign_in.sso, &user).await? {
+        return passwords_refused(&sign_in.db.pool, &sign_in.sso, &ctx).await;
+    }
+    let user_id = user.id;
     let password = ctx.form.get("password").unwrap_or("");
     let min = super::profiles::MIN_PASSWORD_BYTES;
     if password.len() < min || password.len() > MAX_PASSWORD_BYTES {
@@ -411,7 +473,7 @@ pub async fn update_reset(
             min_password_bytes: min,
         }
         .render();
-        return page(StatusCode::UNPROCESSABLE_ENTITY, html);
+        return page(StatusCode::UNPROCESSABLE_ENTITY, html).map(private);
     }
     let digest = hash_password(password).await?;
     let change =

@@ -49,3 +49,12 @@ pub async fn refuses_password(
         .await?
         .passwords_for_administrators_only)
 }
+
+/// What a person refused a password (or a code, or a reset link) is told, naming the button's
+/// `label` when known.
+pub fn passwords_refused(label: Option<&str>) -> String {
+    format!(
+        "Passwords are for administrators only here: sign in with {}.",
+        label.unwrap_or("single sign-on")
+    )
+}

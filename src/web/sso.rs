@@ -161,7 +161,14 @@ pub async fn callback(
         .as_deref()
         .map(str::trim)
         .filter(|n| !n.is_empty())
-        .map(|n| n.chars().take(super::fields::MAX_NAME_CHARS).collect())
+        .map(|n| {
+            // A typed name refuses controls and bidirectional overrides; the provider's loses them.
+            n.chars()
+                .filter(|c| !c.is_control() && !super::fields::is_unsafe_char(*c))
+                .take(super::fields::MAX_NAME_CHARS)
+                .collect::<String>()
+        })
+        .filter(|n| !n.trim().is_empty())
         .unwrap_or_else(|| email.split('@').next().unwrap_or("").to_owned());
     let user_id = match store::find_or_create(
         &state.db.pool,

@@ -90,7 +90,7 @@ async fn a_remote_disconnect_without_an_identifier_closes_no_connection() {
     let app = App::start().await;
     let server = server_for(&app).await;
     let mut anonymous = connected(&server, "hostile=anonymous").await;
-    let auth = format!("Bearer {}", server.state.broadcast_key);
+    let auth = format!("Bearer {}", server.state.keys.broadcast_key);
     let headers = [
         ("Authorization", auth.as_str()),
         ("Content-Type", "application/json"),
@@ -258,12 +258,12 @@ async fn the_app_cannot_stream_campfires_own_streams() {
     for name in &campfire {
         server
             .state
-            .broadcaster
+            .delivery.broadcaster
             .broadcast(name, br#"{"secret":"campfire"}"#);
     }
     server
         .state
-        .broadcaster
+        .delivery.broadcaster
         .broadcast("open", br#"{"fine":"app"}"#);
     let first = frame_with(&mut ws, "message", Duration::from_secs(5)).await;
     assert!(

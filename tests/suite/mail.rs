@@ -20,13 +20,7 @@ pub(crate) async fn shared_smtp() -> &'static SmtpServer {
 
 /// A seeded Hearth sending mail to `url`, trusting the test CA.
 pub(crate) async fn hearth_mailing(url: String, ca: &std::path::Path) -> TestServer {
-    let ca = ca.to_path_buf();
-    TestServer::start_with(move |c| {
-        c.smtp_url = Some(url.into());
-        c.mail_from = Some("Hearth <hearth@example.com>".into());
-        c.smtp_ca_file = Some(ca);
-    })
-    .await
+    TestServer::start_with(|c| smtp::configure(c, url, ca)).await
 }
 
 fn letter(to: &str, subject: &str) -> Letter {

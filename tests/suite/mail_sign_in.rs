@@ -14,13 +14,13 @@ async fn csrf(c: &mut Client) -> String {
     csrf_meta(&c.get("/session/new").await.body)
 }
 
-async fn ask_code(c: &mut Client, email: &str) -> crate::common::Response {
+pub(crate) async fn ask_code(c: &mut Client, email: &str) -> crate::common::Response {
     let token = csrf(c).await;
     let body = form(&[("email_address", email), ("authenticity_token", &token)]);
     c.post_form("/session/code", &body, &[]).await
 }
 
-async fn use_code(c: &mut Client, email: &str, code: &str) -> crate::common::Response {
+pub(crate) async fn use_code(c: &mut Client, email: &str, code: &str) -> crate::common::Response {
     let token = csrf(c).await;
     let body = form(&[
         ("email_address", email),

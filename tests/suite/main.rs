@@ -66,6 +66,7 @@ mod hardening_limits;
 mod hardening_push;
 mod hardening_rpc;
 mod hardening_sessions;
+mod hardening_signin;
 mod hostile;
 mod import_campfire;
 mod import_slack;

@@ -16,17 +16,17 @@ use crate::common::{csrf_meta, form, Client, TestServer};
 const PASSWORD: &str = "secret123456";
 
 /// A server with single sign-on at `http://127.0.0.1:<port>`.
-async fn server(port: u16) -> TestServer {
-    TestServer::start_with(|config| {
-        config.oidc.oidc_issuer = Some(format!("http://127.0.0.1:{port}"));
-        config.oidc.oidc_client_id = Some(oidc::CLIENT_ID.into());
-        config.oidc.oidc_client_secret = Some(oidc::CLIENT_SECRET.to_owned().into());
-    })
-    .await
+pub(crate) async fn server(port: u16) -> TestServer {
+    TestServer::start_with(|config| oidc::configure(config, port)).await
 }
 
 /// The provider for `server`, keys in its directory.
-async fn provider(server: &TestServer, port: u16, sign: &str, publish: &[&str]) -> Provider {
+pub(crate) async fn provider(
+    server: &TestServer,
+    port: u16,
+    sign: &str,
+    publish: &[&str],
+) -> Provider {
     let redirect = format!("{}/session/oidc/callback", server.origin());
     Provider::start(
         port,
@@ -97,7 +97,7 @@ async fn bad_settings_are_refused(server: &TestServer) {
 
 /// A whole sign-in of `login` at the provider from a fresh client: the client and Hearth's
 /// answer to the callback.
-async fn sign_in(
+pub(crate) async fn sign_in(
     server: &TestServer,
     op: &Provider,
     login: &str,
@@ -109,7 +109,7 @@ async fn sign_in(
     (browser, answer)
 }
 
-async fn user_id(server: &TestServer, email: &str) -> Option<i64> {
+pub(crate) async fn user_id(server: &TestServer, email: &str) -> Option<i64> {
     sqlx::query_scalar("SELECT id FROM users WHERE email_address = ?")
         .bind(email)
         .fetch_optional(&server.state.db.pool)

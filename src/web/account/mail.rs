@@ -27,6 +27,8 @@ pub struct MailDesk {
     pub mailer: Mailer,
     /// Signed ids (the digests' unsubscribe links).
     pub signed_ids: crate::rails::SignedIdVerifier,
+    /// Single sign-on (whether a reset link may set a member's password).
+    pub sso: crate::oidc::Sso,
 }
 
 impl FromRef<SharedState> for MailDesk {
@@ -35,6 +37,7 @@ impl FromRef<SharedState> for MailDesk {
             pool: state.db.pool.clone(),
             mailer: state.outbox.mailer.clone(),
             signed_ids: state.keys.signed_ids.clone(),
+            sso: state.sso.clone(),
         }
     }
 }

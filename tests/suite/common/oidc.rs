@@ -15,6 +15,14 @@ use super::{form, Client, Response};
 pub const CLIENT_ID: &str = "hearth";
 pub const CLIENT_SECRET: &str = "hearth-test-client-secret-0123456789";
 
+/// Sets `config` for single sign-on through the provider at `http://127.0.0.1:<port>`, as
+/// [`CLIENT_ID`] with [`CLIENT_SECRET`].
+pub fn configure(config: &mut hearth::config::Config, port: u16) {
+    config.oidc.oidc_issuer = Some(format!("http://127.0.0.1:{port}"));
+    config.oidc.oidc_client_id = Some(CLIENT_ID.into());
+    config.oidc.oidc_client_secret = Some(CLIENT_SECRET.to_owned().into());
+}
+
 /// A free loopback port (bound, then released), for a provider that restarts on it.
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")

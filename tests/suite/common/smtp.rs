@@ -222,6 +222,14 @@ impl SmtpServer {
     }
 }
 
+/// Sets `config` to send mail through `url` (From `Hearth <hearth@example.com>`), trusting the
+/// CA certificate in `ca`.
+pub fn configure(config: &mut hearth::config::Config, url: String, ca: &Path) {
+    config.smtp_url = Some(url.into());
+    config.mail_from = Some("Hearth <hearth@example.com>".into());
+    config.smtp_ca_file = Some(ca.to_path_buf());
+}
+
 /// An SMTP URL at 127.0.0.1 with the test credentials, percent-encoded.
 pub fn url_for(scheme: &str, port: u16) -> String {
     let password = PASSWORD.replace('@', "%40").replace(' ', "%20");
