@@ -210,7 +210,12 @@ async fn with_the_smtp_server_down_posts_and_sign_ins_go_on_and_mail_follows() {
     assert_eq!(got[0].subject(), "Held back");
     // The code asked for while the server was down arrives, and signs in.
     let got = smtp
-        .wait_matching("jason@example.com", "sign-in code", 1, Duration::from_secs(40))
+        .wait_matching(
+            "jason@example.com",
+            "sign-in code",
+            1,
+            Duration::from_secs(40),
+        )
         .await;
     assert_eq!(got.len(), 1, "the code followed");
     let code: String = got[0].subject().chars().take(6).collect();
