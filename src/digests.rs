@@ -11,6 +11,9 @@
 //!   ([`crate::db::digests::record`]) before the mail is queued, and a period already recorded
 //!   is skipped. A period with nothing missed is recorded too and sends nothing. Records older
 //!   than [`REMEMBERED`] are pruned (no period that old is due again).
+//! - A digest the mail queue had no room for is not lost: its record is taken back
+//!   ([`crate::db::digests::forget`]), so the next run (a minute later) builds and queues it
+//!   again, with what is still unread then.
 //! - Every digest carries `List-Unsubscribe` with RFC 8058's one-click `POST`
 //!   (`crate::web::mail_pages`), whose signed token names the person.
 //! - The clock is injected: [`Digests::run_as_of`] builds the digests due at any instant, and
@@ -30,7 +33,7 @@ use sqlx::SqlitePool;
 
 use crate::db::digests::{Frequency, Missed, Recipient};
 use crate::letters::{DigestItem, To};
-use crate::mail::Mailer;
+use crate::mail::{Mailer, NotQueued};
 use crate::rails::SignedIdVerifier;
 
 /// How often the scheduler looks for periods that ended.
@@ -192,6 +195,13 @@ impl Digests {
             )?;
             match self.mailer.send(letter) {
                 Ok(()) => sent += 1,
+                Err(NotQueued::Full) => {
+                    crate::db::digests::forget(&self.pool, person.id, end_ms).await?;
+                    tracing::warn!(
+                        user_id = person.id,
+                        "digest not queued (the mail queue is full): built again at the next run"
+                    );
+                }
                 Err(e) => tracing::warn!(error = %e, user_id = person.id, "digest not queued"),
             }
         }

@@ -181,6 +181,21 @@ pub async fn record(
     Ok(changed == 1)
 }
 
+/// Takes back the record of `user_id`'s digest for the period ending at `period_end` (its mail
+/// could not be queued), so that the next run builds it again.
+///
+/// # Errors
+/// A database failure.
+pub async fn forget(pool: &SqlitePool, user_id: i64, period_end: i64) -> sqlx::Result<()> {
+    One::execute(pool, Access::Kept, |_| {
+        sqlx::query("DELETE FROM digest_deliveries WHERE user_id = ? AND period_end = ?")
+            .bind(user_id)
+            .bind(period_end)
+    })
+    .await?;
+    Ok(())
+}
+
 /// Whether the digest of `user_id` for the period ending at `period_end` was built.
 ///
 /// # Errors

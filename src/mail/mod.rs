@@ -197,15 +197,36 @@ impl Mailer {
         self.inner.as_ref().map(|i| i.from.to_string())
     }
 
-    /// Queues `letter` without waiting.
+    /// Queues `letter` without waiting: [`Self::prepare`], then [`Self::enqueue`].
     ///
     /// # Errors
     /// [`NotQueued`]: mail is off, the queue is full (counted as dropped), or the letter's
     /// address does not parse.
     pub fn send(&self, letter: Letter) -> Result<(), NotQueued> {
+        self.enqueue(self.prepare(letter)?)
+    }
+
+    /// The message of `letter` as it would go out (headers and MIME parts encoded), not yet
+    /// queued. A caller that must spend the same work whether or not it sends (the answers
+    /// to unknown addresses, [`crate::web::mail_sign_in`]) prepares every letter and queues
+    /// only the real ones.
+    ///
+    /// # Errors
+    /// [`NotQueued::Off`] without mail; [`NotQueued::Invalid`] for an address or header that
+    /// does not parse.
+    pub fn prepare(&self, letter: Letter) -> Result<Prepared, NotQueued> {
         let inner = self.inner.as_ref().ok_or(NotQueued::Off)?;
-        let message = build(&inner.from, letter)?;
-        inner.tx.try_send(message).map_err(|_| {
+        Ok(Prepared(build(&inner.from, letter)?))
+    }
+
+    /// Queues a prepared letter without waiting.
+    ///
+    /// # Errors
+    /// [`NotQueued::Off`] without mail; [`NotQueued::Full`] when the queue is full (counted
+    /// as dropped).
+    pub fn enqueue(&self, letter: Prepared) -> Result<(), NotQueued> {
+        let inner = self.inner.as_ref().ok_or(NotQueued::Off)?;
+        inner.tx.try_send(letter.0).map_err(|_| {
             inner.counters.dropped.increment(1);
             tracing::warn!("mail queue full: letter dropped");
             NotQueued::Full
@@ -221,6 +242,10 @@ fn header_text(text: &str) -> String {
         .map(|c| if c.is_control() { ' ' } else { c })
         .collect()
 }
+
+/// A letter built into its message ([`Mailer::prepare`]), ready for [`Mailer::enqueue`].
+#[derive(Debug)]
+pub struct Prepared(lettre::Message);
 
 /// The lettre message of `letter`, from `from`.
 fn build(from: &Mailbox, letter: Letter) -> Result<lettre::Message, NotQueued> {

@@ -10,7 +10,10 @@
 //! - Every request is under the sign-in rate limit of the client's address (429 past it).
 //! - The answer to a request for a code or a link is the same page, status and work on the
 //!   request path whether or not the address has an account: looking the address up, storing
-//!   the code and queueing the letter happen in a task of their own after the answer.
+//!   the code and queueing the letter happen in a task of their own after the answer. That
+//!   task does the same work for an address without an account too (a code and its HMAC, the
+//!   same write, storing nothing; a signed token; the letter built), and leaves out only the
+//!   queueing, so that what it takes from the machine does not tell the two apart either.
 //! - A code: 6 digits, [`crate::db::sign_in_codes::CODE_TTL_MS`] (10 minutes), single use,
 //!   only the newest works, stored as an HMAC ([`crate::mail::keys`]), dead after 5 wrong tries.
 //! - A reset link: Rails 7.1's `generates_token_for :password_reset, expires_in: 15.minutes`
@@ -75,6 +78,11 @@ struct ResetPage<'a> {
     min_password_bytes: usize,
 }
 
+/// The user id the work for an address without an account is done for (no row has it).
+const NOBODY: i64 = 0;
+/// The password salt tail a reset token for [`NOBODY`] carries: as long as a real one.
+const NOBODY_SALT_TAIL: &str = "0000000000";
+
 fn page(status: StatusCode, html: askama::Result<String>) -> Result<Response, AppError> {
     Ok((status, Html(html?)).into_response())
 }
@@ -134,7 +142,9 @@ pub async fn request_code(
 
 /// Issues a code for `email`'s active account, if any, and queues the letter (`account`: the
 /// account's name, for the letter); nothing for a person whose passwords are refused or who
-/// had their hourly codes.
+/// had their hourly codes. An address without an account costs the same work: a code, its
+/// HMAC, the same write (which stores nothing, [`sign_in_codes::issue`]) and the letter built;
+/// only the queueing is left out.
 async fn send_code(
     pool: &sqlx::SqlitePool,
     mailer: &crate::mail::Mailer,
@@ -142,29 +152,32 @@ async fn send_code(
     account: &str,
     email: &str,
 ) -> anyhow::Result<()> {
-    let Some((user, _)) = users::find_active_for_login(pool, email).await? else {
-        return Ok(());
-    };
-    if refuses_password(pool, sso, &user).await? {
-        tracing::info!(user_id = user.id, "no sign-in code: single sign-on only");
-        return Ok(());
+    let found = users::find_active_for_login(pool, email).await?;
+    let mut person = found.as_ref().map(|(user, _)| user);
+    if let Some(user) = person {
+        if refuses_password(pool, sso, user).await? {
+            tracing::info!(user_id = user.id, "no sign-in code: single sign-on only");
+            person = None;
+        }
     }
     let keys = mailer
         .keys()
         .ok_or_else(|| anyhow::anyhow!("mail is off"))?;
+    let (user_id, name, address) = person.map_or((NOBODY, "", email), |user| {
+        let address = user.email_address.as_deref().unwrap_or(email);
+        (user.id, user.name.as_str(), address)
+    });
     let code = crate::mail::keys::new_code();
-    if !sign_in_codes::issue(pool, user.id, &keys.code_digest(user.id, &code)).await? {
-        tracing::info!(
-            user_id = user.id,
-            "no sign-in code: the hour's codes were sent"
-        );
-        return Ok(());
+    let issued = sign_in_codes::issue(pool, user_id, &keys.code_digest(user_id, &code)).await?;
+    let to = To { address, name };
+    let letter = mailer.prepare(crate::letters::sign_in_code(to, account, &code)?);
+    if person.is_some() {
+        if !issued {
+            tracing::info!(user_id, "no sign-in code: the hour's codes were sent");
+            return Ok(());
+        }
+        mailer.enqueue(letter?)?;
     }
-    let to = To {
-        address: user.email_address.as_deref().unwrap_or(email),
-        name: &user.name,
-    };
-    mailer.send(crate::letters::sign_in_code(to, account, &code)?)?;
     Ok(())
 }
 
@@ -294,38 +307,46 @@ pub async fn request_reset(
 }
 
 /// Queues a reset link at `site` for `email`'s active account, if any (`account`: the
-/// account's name, for the letter); nothing for a person whose passwords are refused.
+/// account's name, for the letter); nothing for a person whose passwords are refused. An
+/// address without an account costs the same work: a token signed for [`NOBODY`] and the
+/// letter built; only the queueing is left out.
 async fn send_reset(
     pool: &sqlx::SqlitePool,
     mailer: &crate::mail::Mailer,
     sso: &Sso,
     (account, email, site): (&str, &str, &str),
 ) -> anyhow::Result<()> {
-    let Some((user, digest)) = users::find_active_for_login(pool, email).await? else {
-        return Ok(());
-    };
-    if refuses_password(pool, sso, &user).await? {
-        tracing::info!(user_id = user.id, "no reset link: single sign-on only");
-        return Ok(());
+    let found = users::find_active_for_login(pool, email).await?;
+    let mut real = found
+        .as_ref()
+        .and_then(|(user, digest)| Some((user, password_salt_tail(digest)?)));
+    if let Some((user, _)) = real {
+        if refuses_password(pool, sso, user).await? {
+            tracing::info!(user_id = user.id, "no reset link: single sign-on only");
+            real = None;
+        }
     }
-    let Some(tail) = password_salt_tail(&digest) else {
-        return Ok(());
-    };
+    let (user_id, name, tail) = real.map_or((NOBODY, "", NOBODY_SALT_TAIL), |(user, tail)| {
+        (user.id, user.name.as_str(), tail)
+    });
     let keys = mailer
         .keys()
         .ok_or_else(|| anyhow::anyhow!("mail is off"))?;
     let token = keys
         .token_for
-        .generate(&PASSWORD_RESET, user.id, tail, SystemTime::now());
+        .generate(&PASSWORD_RESET, user_id, tail, SystemTime::now());
     let query: String = url::form_urlencoded::Serializer::new(String::new())
         .append_pair("token", &token)
         .finish();
     let url = format!("{site}/password_reset/edit?{query}");
     let to = To {
         address: email,
-        name: &user.name,
+        name,
     };
-    mailer.send(crate::letters::password_reset(to, account, &url)?)?;
+    let letter = mailer.prepare(crate::letters::password_reset(to, account, &url)?);
+    if real.is_some() {
+        mailer.enqueue(letter?)?;
+    }
     Ok(())
 }
 

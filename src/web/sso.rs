@@ -151,7 +151,7 @@ pub async fn callback(
         return Ok(refuse(
             &Refusal::OutsideDomains {
                 email,
-                domains: settings.allowed_domains.join(", "),
+                domains: either_of(&settings.allowed_domains),
             },
             Some(&name),
         ));
@@ -267,7 +267,7 @@ pub enum Refusal {
     OutsideDomains {
         /// The address the provider gave.
         email: String,
-        /// The allowed domains, comma-separated.
+        /// The allowed domains as a phrase ([`either_of`]): `a.example or b.example`.
         domains: String,
     },
     /// The person here is deactivated, banned or a bot.
@@ -376,6 +376,15 @@ impl Refusal {
     }
 }
 
+/// `names` as a phrase of alternatives: `a`, `a or b`, `a, b or c` (empty for none).
+fn either_of(names: &[String]) -> String {
+    match names {
+        [] => String::new(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} or {last}", rest.join(", ")),
+    }
+}
+
 /// The refusal's page, deleting the flow cookie (a sign-in gets one answer).
 fn refuse(refusal: &Refusal, provider: Option<&str>) -> Response {
     let (kind, status, title, detail) = refusal.page(provider.unwrap_or("The sign-in provider"));
@@ -401,4 +410,21 @@ pub fn routes() -> axum::Router<SharedState> {
     axum::Router::new()
         .route("/session/oidc", axum::routing::get(start))
         .route(CALLBACK_PATH, axum::routing::get(callback))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::either_of;
+
+    #[test]
+    fn allowed_domains_read_as_alternatives() {
+        let names = |list: &[&str]| list.iter().map(|&n| n.to_owned()).collect::<Vec<_>>();
+        assert_eq!(either_of(&names(&[])), "");
+        assert_eq!(either_of(&names(&["a.test"])), "a.test");
+        assert_eq!(either_of(&names(&["a.test", "b.test"])), "a.test or b.test");
+        assert_eq!(
+            either_of(&names(&["a.test", "b.test", "c.test"])),
+            "a.test, b.test or c.test"
+        );
+    }
 }

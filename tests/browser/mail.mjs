@@ -10,6 +10,9 @@
 // in All Talk; another follows "Forgot password?", opens the e-mailed link, chooses a new
 // password and lands in All Talk; the link then says it no longer works. Screenshots, light
 // and dark, of the sign-in page, the code form, the new-password form and the mail panel.
+// The person signed in by code finds their profile's digest time zone filled with the
+// browser's (Europe/Paris), saves it, and a zone they chose stays theirs (screenshots of the
+// profile with the digest settings).
 import { readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { out, shot, fail, check, start, newPage, signIn, boxInView, finish, SEEDED, base, args } from "./harness.mjs"
@@ -28,6 +31,12 @@ async function mailTo(to, needle, seen = 0) {
     await wait(100)
   }
   await fail(`no mail to ${to} about ${needle}`)
+}
+
+// Submits the profile's digest settings and opens the profile again once they are stored.
+async function saveDigest(page) {
+  await Promise.all([page.waitForResponse((r) => r.url().endsWith("/users/me/digest")), page.click('#digest_settings button[type="submit"]')])
+  await page.goto(`${base}/users/me/profile`)
 }
 
 const shots = async (page, name) => {
@@ -60,7 +69,7 @@ try {
   const people = { "1280x900": ["user2@example.com", "user3@example.com"], "390x844": ["user4@example.com", "user5@example.com"] }
   for (const [tag, viewport] of viewports) {
     const [coder, resetter] = people[tag]
-    const page = await newPage(`code-${tag}`, viewport)
+    const page = await newPage(`code-${tag}`, viewport, { timezoneId: "Europe/Paris" })
     await page.goto(`${base}/session/new`)
     const button = await boxInView(page, 'button[name="email_code"]', "Email me a code")
     const signInButton = await boxInView(page, 'button[name="log_in"]', "Sign in")
@@ -79,6 +88,20 @@ try {
     await Promise.all([page.waitForURL(/\/rooms\/\d+$/), page.click('button[name="sign_in_with_code"]')])
     await boxInView(page, "#composer, .composer", "the composer")
     out("CODE-SIGN-IN", tag, page.url())
+    // No time zone stored yet: the digest settings come filled with the browser's.
+    await page.goto(`${base}/users/me/profile`)
+    const zone = 'input[name="user[time_zone]"]'
+    await boxInView(page, "#digest_settings", "digest settings")
+    await check((await page.getAttribute(zone, "value")) === "", "no zone stored yet")
+    await check((await page.inputValue(zone)) === "Europe/Paris", `prefilled zone ${await page.inputValue(zone)}`)
+    await shots(page, `digest-${tag}`)
+    await saveDigest(page)
+    await check((await page.getAttribute(zone, "value")) === "Europe/Paris", "the browser's zone stored")
+    // A stored zone is kept as it is.
+    await page.fill(zone, "Asia/Tokyo")
+    await saveDigest(page)
+    await check((await page.inputValue(zone)) === "Asia/Tokyo", `stored zone ${await page.inputValue(zone)}`)
+    out("DIGEST-TIME-ZONE", tag)
     await page.context().close()
 
     const forgot = await newPage(`reset-${tag}`, viewport)

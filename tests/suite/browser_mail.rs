@@ -1,8 +1,9 @@
 //! Signing in by mail in a real browser (`tests/browser/mail.mjs`, Debian's headless Chromium
 //! driven by `playwright-core`, against the `hearth` binary) with the real SMTP server of
 //! `tests/smtp/server.py`: the account page's mail panel and its test e-mail, "Email me a code"
-//! to All Talk, and "Forgot password?" through the e-mailed link, at 1280×900 and 390×844,
-//! light and dark (screenshots in `target/artifacts/browser/`).
+//! to All Talk, the profile's digest time zone filled from the browser, and "Forgot password?"
+//! through the e-mailed link, at 1280×900 and 390×844, light and dark (screenshots in
+//! `target/artifacts/browser/`).
 
 use crate::common::browser::{assert_screenshots, assert_steps, run, work_dir};
 use crate::mail::shared_smtp;
@@ -36,9 +37,11 @@ async fn codes_and_reset_links_sign_people_in() {
             "TEST-EMAIL 1280x900",
             "TEST-EMAIL 390x844",
             "CODE-SIGN-IN 1280x900",
+            "DIGEST-TIME-ZONE 1280x900",
             "RESET-SIGN-IN 1280x900",
             "RESET-LINK-DEAD 1280x900",
             "CODE-SIGN-IN 390x844",
+            "DIGEST-TIME-ZONE 390x844",
             "RESET-SIGN-IN 390x844",
             "RESET-LINK-DEAD 390x844",
             "NO-PAGE-ERRORS",
@@ -46,7 +49,7 @@ async fn codes_and_reset_links_sign_people_in() {
         ],
     );
     let mut shots = Vec::new();
-    for name in ["account", "sign-in", "code", "reset"] {
+    for name in ["account", "sign-in", "code", "digest", "reset"] {
         for size in ["1280x900", "390x844"] {
             for scheme in ["light", "dark"] {
                 shots.push(format!("mail-{name}-{size}-{scheme}.png"));

@@ -200,3 +200,61 @@ async fn a_digest_holds_exactly_the_unread_mentions_and_dms_once_per_period() {
     assert_eq!(digests.run_as_of(next).await.unwrap(), 0);
     server.stop().await;
 }
+
+#[tokio::test]
+async fn a_digest_the_full_mail_queue_refused_goes_out_at_the_next_run() {
+    let (server, down) = crate::mail::hearth_with_smtp_down().await;
+    let mut david = server.signed_in("david@example.com", SECRET).await;
+    set_site_url(&server, &mut david, "8").await;
+    let mut jason = server.signed_in("jason@example.com", SECRET).await;
+    set_digest(&mut jason, "hourly", "Asia/Kolkata").await;
+    let mut kevin = server.signed_in("kevin@example.com", SECRET).await;
+    let kevin_dm = direct_room(&mut kevin, "2").await;
+    post_html(
+        &mut kevin,
+        kevin_dm,
+        "<div>the queue was full when this was due</div>",
+        "k-full",
+    )
+    .await;
+    // With the SMTP server down, letters wait (8 in flight, retried); the queue fills up. It
+    // is filled again once the sending task has taken the letters it holds.
+    let mut queued = 0;
+    for _ in 0..2 {
+        while server
+            .state
+            .outbox.mailer
+            .send(crate::mail::letter("filler@example.net", "filler"))
+            .is_ok()
+        {
+            queued += 1;
+            assert!(queued <= 2 * hearth::mail::QUEUE_CAPACITY, "never full");
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let at = next_hour_in_kolkata();
+    let digests = Digests::of(&server.state);
+    assert_eq!(digests.run_as_of(at).await.unwrap(), 0, "nothing queued");
+    let jasons = || async {
+        sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM digest_deliveries WHERE user_id = 2")
+            .fetch_one(&server.state.db.pool)
+            .await
+            .unwrap()
+    };
+    assert_eq!(jasons().await, 0, "the period is not marked sent");
+    // The server is back: the queue drains, and a later run queues Jason's digest.
+    let smtp = down.bring_up().await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    loop {
+        let queued = digests.run_as_of(at).await.unwrap();
+        if jasons().await == 1 {
+            assert!(queued >= 1, "recorded only when queued");
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "never queued");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    assert_eq!(digests.run_as_of(at).await.unwrap(), 0, "once per period");
+    drop(smtp);
+    server.stop().await;
+}

@@ -20,10 +20,52 @@ pub(crate) async fn shared_smtp() -> &'static SmtpServer {
 
 /// A seeded Hearth sending mail to `url`, trusting the test CA.
 pub(crate) async fn hearth_mailing(url: String, ca: &std::path::Path) -> TestServer {
-    TestServer::start_with(|c| smtp::configure(c, url, ca)).await
+    hearth_mailing_with(url, ca, |_| {}).await
 }
 
-fn letter(to: &str, subject: &str) -> Letter {
+/// [`hearth_mailing`] with `tweak` applied to its configuration.
+pub(crate) async fn hearth_mailing_with(
+    url: String,
+    ca: &std::path::Path,
+    tweak: impl FnOnce(&mut hearth::config::Config),
+) -> TestServer {
+    let ca = ca.to_path_buf();
+    TestServer::start_with(move |c| {
+        smtp::configure(c, url, &ca);
+        tweak(c);
+    })
+    .await
+}
+
+/// An SMTP server that is down: nothing listens on `port` until [`SmtpDown::bring_up`].
+pub(crate) struct SmtpDown {
+    port: u16,
+    /// A server started for its CA and certificate (made now), which the one brought up
+    /// later on `port` serves too.
+    first: SmtpServer,
+}
+
+impl SmtpDown {
+    /// Starts the server on the port Hearth sends to.
+    pub(crate) async fn bring_up(&self) -> SmtpServer {
+        SmtpServer::start_like(&self.first.ca_file, self.port).await
+    }
+}
+
+/// A seeded Hearth whose SMTP server (STARTTLS, on a free port) is down until
+/// [`SmtpDown::bring_up`].
+pub(crate) async fn hearth_with_smtp_down() -> (TestServer, SmtpDown) {
+    let port = {
+        let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        probe.local_addr().unwrap().port()
+    };
+    let first = SmtpServer::start().await;
+    let server = hearth_mailing(smtp::url_for("smtp", port), &first.ca_file).await;
+    (server, SmtpDown { port, first })
+}
+
+/// A short letter to `to`.
+pub(crate) fn letter(to: &str, subject: &str) -> Letter {
     Letter {
         to: to.into(),
         to_name: "Someone Ünïcode".into(),
@@ -139,14 +181,7 @@ async fn bad_settings_stop_the_start_with_the_reason() {
 
 #[tokio::test]
 async fn with_the_smtp_server_down_posts_and_sign_ins_go_on_and_mail_follows() {
-    let port = {
-        let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        probe.local_addr().unwrap().port()
-    };
-    // A CA and certificate made now; the server itself starts later, on `port`.
-    let first = SmtpServer::start().await;
-    let ca = first.ca_file.clone();
-    let server = hearth_mailing(smtp::url_for("smtp", port), &ca).await;
+    let (server, down) = hearth_with_smtp_down().await;
     server
         .state
         .outbox
@@ -156,6 +191,9 @@ async fn with_the_smtp_server_down_posts_and_sign_ins_go_on_and_mail_follows() {
     let started = Instant::now();
     let mut david = server.client();
     assert_eq!(david.login(DAVID, SECRET).await.status, 302);
+    let mut jason = server.client();
+    let asked = crate::mail_sign_in::ask_code(&mut jason, "jason@example.com").await;
+    assert_eq!(asked.status, 200, "{}", asked.body);
     let (csrf, _) = david.room(1).await;
     let r = david
         .post_message(1, "while mail is down", "cid-down-1", &csrf)
@@ -166,12 +204,25 @@ async fn with_the_smtp_server_down_posts_and_sign_ins_go_on_and_mail_follows() {
         "{:?}",
         started.elapsed()
     );
-    let smtp = SmtpServer::start_like(&ca, port).await;
+    let smtp = down.bring_up().await;
     let got = smtp
         .wait_for("later@example.net", 1, Duration::from_secs(40))
         .await;
     assert_eq!(got.len(), 1, "delivered once the server is back");
     assert_eq!(got[0].subject(), "Held back");
+    // The code asked for while the server was down arrives, and signs in.
+    let got = smtp
+        .wait_matching(
+            "jason@example.com",
+            "sign-in code",
+            1,
+            Duration::from_secs(40),
+        )
+        .await;
+    assert_eq!(got.len(), 1, "the code followed");
+    let code: String = got[0].subject().chars().take(6).collect();
+    let r = crate::mail_sign_in::use_code(&mut jason, "jason@example.com", &code).await;
+    assert_eq!(r.status, 302, "{}", r.body);
     let retried = metric(
         &server,
         r#"hearth_mail_deliveries_total{outcome="retried"}"#,

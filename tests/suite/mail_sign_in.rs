@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use crate::common::{csrf_meta, form, Client, TestServer};
-use crate::mail::{hearth_mailing, shared_smtp};
+use crate::mail::{hearth_mailing, hearth_mailing_with, shared_smtp};
 
 const DAVID: &str = "david@example.com";
 const SECRET: &str = "secret123456";
@@ -14,12 +14,14 @@ async fn csrf(c: &mut Client) -> String {
     csrf_meta(&c.get("/session/new").await.body)
 }
 
+/// Asks for a code for `email` on the sign-in page's form.
 pub(crate) async fn ask_code(c: &mut Client, email: &str) -> crate::common::Response {
     let token = csrf(c).await;
     let body = form(&[("email_address", email), ("authenticity_token", &token)]);
     c.post_form("/session/code", &body, &[]).await
 }
 
+/// Signs in with `code` for `email`.
 pub(crate) async fn use_code(c: &mut Client, email: &str, code: &str) -> crate::common::Response {
     let token = csrf(c).await;
     let body = form(&[
@@ -291,5 +293,52 @@ async fn a_reset_link_works_once_and_dies_when_the_password_changes() {
     // A tampered token is refused.
     let tampered = second.replacen("token=", "token=A", 1);
     assert_eq!(server.client().get(&tampered).await.status, 404);
+    server.stop().await;
+}
+
+/// `POST /password_reset` for `email`, whatever the answer.
+async fn post_reset(c: &mut Client, email: &str) -> crate::common::Response {
+    let token = csrf_meta(&c.get("/password_reset/new").await.body);
+    let body = form(&[("email_address", email), ("authenticity_token", &token)]);
+    c.post_form("/password_reset", &body, &[]).await
+}
+
+#[tokio::test]
+async fn codes_and_reset_links_are_under_the_sign_in_limit_and_refused_ones_send_nothing() {
+    const CODER: &str = "user8@example.com";
+    const RESETTER: &str = "user9@example.com";
+    let smtp = shared_smtp().await;
+    let server = hearth_mailing_with(smtp.starttls_url(), &smtp.ca_file, |c| {
+        c.login_rate_limit = 4;
+    })
+    .await;
+    // Every request comes from 127.0.0.1: David's sign-in is the first of the 4 attempts.
+    let mut david = server.signed_in(DAVID, SECRET).await;
+    set_site_url(&server, &mut david, "8").await;
+    let mut c = server.client();
+    assert_eq!(post_reset(&mut c, RESETTER).await.status, 200);
+    assert_eq!(ask_code(&mut c, CODER).await.status, 200);
+    assert_eq!(ask_code(&mut c, CODER).await.status, 200);
+    // Past the limit: codes, links and tries of a code are refused with 429 and Retry-After.
+    for refused in [
+        ask_code(&mut c, CODER).await,
+        post_reset(&mut c, RESETTER).await,
+        use_code(&mut c, CODER, "123456").await,
+    ] {
+        assert_eq!(refused.status, 429, "{}", refused.body);
+        assert!(refused.retry_after() >= 1);
+    }
+    // The SMTP server got the letters of the answered requests, and none of the refused ones.
+    let codes = smtp
+        .wait_matching(CODER, "sign-in code", 2, Duration::from_secs(20))
+        .await;
+    let links = smtp
+        .wait_matching(RESETTER, "Reset your", 1, Duration::from_secs(20))
+        .await;
+    assert_eq!((codes.len(), links.len()), (2, 1));
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let codes = smtp.wait_matching(CODER, "", 0, Duration::ZERO).await;
+    let links = smtp.wait_matching(RESETTER, "", 0, Duration::ZERO).await;
+    assert_eq!((codes.len(), links.len()), (2, 1), "nothing more");
     server.stop().await;
 }

@@ -208,7 +208,7 @@ async fn people_sign_in_through_the_provider_and_the_wrong_ones_are_refused() {
         answer.body
     );
     assert!(
-        answer.body.contains("allowed.test, example.com"),
+        answer.body.contains("allowed.test or example.com"),
         "{}",
         answer.body
     );
