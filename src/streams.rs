@@ -27,6 +27,14 @@ pub fn user_bookmarks(user_id: i64) -> String {
     format!("user_{user_id}_bookmarks")
 }
 
+/// `user_<id>_inbox`, the stream of a person's inbox badge: its new count after a boost on
+/// their message or "Mark all read" ([`crate::broadcasts::inbox_count`]). New messages and
+/// reads in a room are told on `user_<id>_unreads` and `user_<id>_reads`, which the sidebar
+/// already follows.
+pub fn user_inbox(user_id: i64) -> String {
+    format!("user_{user_id}_inbox")
+}
+
 /// What the stream history ([`crate::history`]) keeps of a stream's broadcasts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Retention {

@@ -279,6 +279,9 @@ pub async fn create_boost(
     super::fields::refuse_unsafe_chars("boost", content)?;
     let boost = messages::boost(&state.pool, message.id, bot.id, &bot.name, content).await?;
     broadcasts::boost_created(&state.broadcaster, &room, &message, &boost);
+    if message.creator_id != bot.id {
+        super::inbox::after_boost(&state.pool, &state.broadcaster, message.creator_id).await;
+    }
     Ok(head(StatusCode::CREATED))
 }
 

@@ -587,6 +587,9 @@ pub async fn boost(
     super::fields::refuse_unsafe_chars("boost[content]", content)?;
     let boost = messages::boost(&state.pool, message.id, user.id, &user.name, content).await?;
     let html = broadcasts::boost_created(&state.broadcaster, &room, &message, &boost);
+    if message.creator_id != user.id {
+        super::inbox::after_boost(&state.pool, &state.broadcaster, message.creator_id).await;
+    }
     Ok(super::boosts::boosted(&headers, html, &room, &message))
 }
 

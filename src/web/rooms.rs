@@ -401,15 +401,19 @@ pub async fn sidebar(
     let user_rooms_stream = state
         .signer
         .sign(&streams::user_rooms(&state.config.gid_app, user.id));
+    let inbox_stream = state.signer.sign(&streams::user_inbox(user.id));
     let people = crate::db::users::direct_placeholders(&state.pool, user.id).await?;
     let may_create_rooms =
         shared::may_create_rooms(&state.account_settings, &state.pool, user).await?;
+    let unread = crate::db::inbox::unread_count(&state.pool, user.id).await?;
     let token = ctx.csrf_token();
     let view = Sidebar {
         rooms_stream: &rooms_stream,
         user_rooms_stream: &user_rooms_stream,
+        inbox_stream: &inbox_stream,
         nav: SidebarNav {
             user_id: user.id,
+            inbox_badge: crate::render::inbox_badge(unread),
             shared,
             direct,
             threads,

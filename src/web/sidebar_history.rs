@@ -156,8 +156,10 @@ pub async fn catch_up(
             super::rooms::shared::may_create_rooms(&state.account_settings, &state.pool, user)
                 .await?;
         let token = ctx.csrf_token();
+        let unread = crate::db::inbox::unread_count(&state.pool, user.id).await?;
         let nav = askama::Template::render(&SidebarNav {
             user_id: user.id,
+            inbox_badge: render::inbox_badge(unread),
             shared,
             direct,
             threads,
