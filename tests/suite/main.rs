@@ -68,6 +68,7 @@ mod hardening_sessions;
 mod hostile;
 mod import_campfire;
 mod import_slack;
+mod inbox;
 mod layers;
 mod link_previews;
 mod mail;
