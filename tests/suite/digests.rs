@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use crate::common::forms::{direct_room, mention, post_html};
-use crate::common::{csrf_meta, form, Client, TestServer};
+use crate::common::{csrf_meta, form, Client};
 use crate::mail::{hearth_mailing, shared_smtp};
 use crate::mail_sign_in::set_site_url;
 use hearth::digests::Digests;
