@@ -27,9 +27,12 @@ function setBadge(unread) {
   return true
 }
 
-// Asks the count again at most once per 150 ms; `changed` runs when it changed.
+// Asks the count again at most once per 150 ms, and once more 1.5 s later: presence writes a
+// read mark at a bounded rate, so a read notice may come before its mark is written.
+// `changed` runs when the count changed.
 function recounter(changed) {
   let timer = null
+  let later = null
   let stopped = false
   async function recount() {
     timer = null
@@ -44,11 +47,17 @@ function recounter(changed) {
   }
   return {
     soon() {
-      if (!stopped && timer === null) timer = setTimeout(recount, 150)
+      if (stopped) return
+      if (timer === null) timer = setTimeout(recount, 150)
+      clearTimeout(later)
+      later = setTimeout(() => {
+        if (timer === null) timer = setTimeout(recount, 0)
+      }, 1500)
     },
     stop() {
       stopped = true
       clearTimeout(timer)
+      clearTimeout(later)
     },
   }
 }

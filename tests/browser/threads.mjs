@@ -146,7 +146,9 @@ async function inbox({ jason, david, davidAgain, phone, parentDom }) {
   await shots(david, "inbox-1280x900")
   out("INBOX-LISTS", await david.locator("#inbox_items .inbox-item").count())
 
-  // Read in the thread, in this tab: the other tab's badge goes back.
+  // Read in the thread, in this tab (brought to the front: only a visible tab is present):
+  // the other tab's badge goes back.
+  await david.bringToFront()
   await Promise.all([david.waitForURL((url) => url.pathname !== "/inbox"), first.locator("a").click()])
   await connected(david)
   await badgeAt(davidAgain, before, "David's other tab")
