@@ -19,6 +19,7 @@
 //! | direct room found or created | `<user gid param>:rooms`, for every member | `prepend` to `direct_rooms` (each member's own entry) |
 //! | room destroyed | `rooms` | `remove` of `list_rooms_<kind>_<id>` |
 //! | reply in a thread | `<parent room gid param>:messages` | turbo-stream `replace` of `thread_summary_message_<parent's client_message_id>` |
+//! | inbox changed (a boost on one's message, "Mark all read") | `user_<id>_inbox` | turbo-stream `replace` of `inbox_badge` |
 //! | involvement to/from invisible | `<user gid param>:rooms` | `remove` / `prepend` to `shared_rooms` (not for direct rooms) |
 //!
 //! One call per event: it renders the payload once, JSON-encodes it once (ActiveSupport
@@ -214,6 +215,14 @@ pub fn room_read(b: &Broadcaster, room_id: i64, user_id: i64) {
         &streams::reads(user_id),
         format!("{{\"room_id\":{room_id}}}").as_bytes(),
     );
+}
+
+/// Broadcasts `user_id`'s inbox badge with its `count` of unread items
+/// ([`render::inbox_badge`]): a turbo-stream `replace` of `inbox_badge` on `user_<id>_inbox`,
+/// to every open sidebar and inbox page of theirs.
+pub fn inbox_count(b: &Broadcaster, user_id: i64, count: usize) {
+    let html = render::turbo_stream("replace", "inbox_badge", Some(&render::inbox_badge(count)));
+    b.broadcast_string(&streams::user_inbox(user_id), &html);
 }
 
 /// The stream every sidebar listens to for shared room-list changes (`turbo_stream_from :rooms`).

@@ -556,6 +556,24 @@ pub struct ThreadView {
     pub closed: Option<&'static str>,
 }
 
+/// The inbox badge (`<span id="inbox_badge">`): the count of unread inbox items beside the
+/// sidebar's "Inbox" link and on the inbox page ("99+" above 99), hidden at 0. `data-count`
+/// holds the exact count for the page's script.
+pub fn inbox_badge(count: usize) -> String {
+    if count == 0 {
+        return "<span id=\"inbox_badge\" class=\"inbox-badge\" data-count=\"0\" hidden></span>"
+            .to_owned();
+    }
+    let shown = if count > 99 {
+        "99+".to_owned()
+    } else {
+        count.to_string()
+    };
+    format!(
+        "<span id=\"inbox_badge\" class=\"inbox-badge\" data-count=\"{count}\">{shown}<span class=\"visually-hidden\"> unread</span></span>"
+    )
+}
+
 /// The sidebar frame (`GET /users/me/sidebar`).
 #[derive(Template, Debug)]
 #[template(path = "users/sidebar.html")]
@@ -564,6 +582,8 @@ pub struct Sidebar<'a> {
     pub rooms_stream: &'a str,
     /// The signed name of `<user gid>:rooms`.
     pub user_rooms_stream: &'a str,
+    /// The signed name of `user_<id>_inbox` (the inbox badge).
+    pub inbox_stream: &'a str,
     /// The room list inside the frame.
     pub nav: SidebarNav<'a>,
 }
@@ -576,6 +596,8 @@ pub struct Sidebar<'a> {
 pub struct SidebarNav<'a> {
     /// The user's id.
     pub user_id: i64,
+    /// The inbox badge ([`inbox_badge`]).
+    pub inbox_badge: String,
     /// Open and closed rooms.
     pub shared: Vec<SidebarRoom>,
     /// Direct rooms.

@@ -29,20 +29,28 @@ pub fn user_bookmarks(user_id: i64) -> String {
 
 /// Whether `stream` is one of Campfire's own (those of this module, the signed Turbo streams
 /// of its pages): a part of it between `:` is a GlobalID param of app `gid_app` (a room's,
-/// a user's), or it is `user_<id>_bookmarks`, `_unreads` or `_reads`. Campfire's channels
+/// a user's), or it is `user_<id>_bookmarks`, `_unreads`, `_reads` or `_inbox`. Campfire's channels
 /// alone may attach these: what they carry is guarded by memberships an app's channels know
 /// nothing of (`docs/rails-app.md`).
 pub fn is_campfires(stream: &str, gid_app: &str) -> bool {
     let own_gid = stream.split(':').any(|part| {
         crate::rails::global_id::parse_gid_param(part).is_some_and(|(app, _, _)| app == gid_app)
     });
-    let user_stream = ["_bookmarks", "_unreads", "_reads"].iter().any(|suffix| {
+    let user_stream = ["_bookmarks", "_unreads", "_reads", "_inbox"].iter().any(|suffix| {
         stream
             .strip_prefix("user_")
             .and_then(|rest| rest.strip_suffix(suffix))
             .is_some_and(|id| id.parse::<i64>().is_ok())
     });
     own_gid || user_stream
+}
+
+/// `user_<id>_inbox`, the stream of a person's inbox badge: its new count after a boost on
+/// their message or "Mark all read" ([`crate::broadcasts::inbox_count`]). New messages and
+/// reads in a room are told on `user_<id>_unreads` and `user_<id>_reads`, which the sidebar
+/// already follows.
+pub fn user_inbox(user_id: i64) -> String {
+    format!("user_{user_id}_inbox")
 }
 
 /// What the stream history ([`crate::history`]) keeps of a stream's broadcasts.

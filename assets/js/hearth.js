@@ -34,6 +34,7 @@ import { startSounds } from "./sounds.js"
 import { startUploads } from "./uploads.js"
 import { startLightbox } from "./lightbox.js"
 import { startThreads } from "./threads.js"
+import { startInboxBadge, startInboxPage } from "./inbox.js"
 
 let current = null
 
@@ -47,7 +48,7 @@ async function setUp() {
   const roomId = Number(meta("current-room-id"))
   const list = document.querySelector("[data-refresh-room-url-value]")
   if (!roomId || !list) {
-    const stops = setUpSearch()
+    const stops = setUpSearch() ?? (await setUpInbox())
     if (stops) current = { body: document.body, stops }
     return
   }
@@ -86,7 +87,15 @@ async function setUp() {
     startAttention(context),
     startNotifications(context),
     startThreads(context),
+    startInboxBadge(context),
   ]
+}
+
+// The inbox page: its badge and list kept live (inbox.js).
+async function setUpInbox() {
+  if (!document.getElementById("inbox")) return null
+  const consumer = await cable.getConsumer()
+  return [startInboxPage({ consumer })]
 }
 
 // The search page's results read as the room's messages do: times and days in the reader's

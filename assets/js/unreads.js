@@ -4,7 +4,10 @@
 // A mention, or any message in a direct room, also asks for attention (bold and a dot:
 // `room-link--attention`). Any message in a direct room, this one included, moves its entry to
 // the top of the direct rooms (the sidebar lists them by latest activity, as Campfire's
-// sorted list does).
+// sorted list does). A notice that may change the inbox (a mention, a message in a direct room
+// or a thread, a read) asks its badge to count again (inbox.js).
+import { inboxStale } from "./inbox.js"
+
 export function startUnreads({ consumer, roomId }) {
   function toTop(id) {
     const item = document.querySelector(`#user_sidebar #direct_rooms > .room-link[data-room-id="${Number(id)}"]`)
@@ -22,11 +25,14 @@ export function startUnreads({ consumer, roomId }) {
     received({ roomId: id, mentioned }) {
       toTop(id)
       if (id !== roomId) mark(id, true, mentioned === true)
+      const shared = document.querySelector(`#user_sidebar #shared_rooms .room-link[data-room-id="${Number(id)}"]`)
+      if (mentioned === true || !shared) inboxStale()
     },
   })
   const reads = consumer.subscriptions.create({ channel: "ReadRoomsChannel" }, {
     received({ room_id: id }) {
       mark(id, false)
+      inboxStale()
     },
   })
   return () => {

@@ -13,6 +13,7 @@ pub mod bookmarks;
 pub mod boosts;
 pub mod digests;
 pub mod generation;
+pub mod inbox;
 pub mod inline;
 pub mod kinds;
 pub mod mail_settings;

@@ -287,6 +287,9 @@ pub async fn create_boost(
     super::fields::refuse_unsafe_chars("boost", content)?;
     let boost = messages::boost(&db.pool, message.id, bot.id, &bot.name, content).await?;
     broadcasts::boost_created(&delivery.broadcaster, &room, &message, &boost);
+    if message.creator_id != bot.id {
+        super::inbox::after_boost(&db.pool, &delivery.broadcaster, message.creator_id).await;
+    }
     Ok(head(StatusCode::CREATED))
 }
 

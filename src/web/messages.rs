@@ -655,6 +655,9 @@ pub async fn boost(
     super::fields::refuse_unsafe_chars("boost[content]", content)?;
     let boost = messages::boost(&db.pool, message.id, user.id, &user.name, content).await?;
     let html = broadcasts::boost_created(&delivery.broadcaster, &room, &message, &boost);
+    if message.creator_id != user.id {
+        super::inbox::after_boost(&db.pool, &delivery.broadcaster, message.creator_id).await;
+    }
     Ok(super::boosts::boosted(&headers, html, &room, &message))
 }
 

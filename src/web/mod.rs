@@ -20,6 +20,7 @@
 //! | `GET`, `PUT`/`PATCH /rooms/{id}/involvement` | [`rooms::involvements`] |
 //! | `POST /rooms/{id}/unread` | [`rooms::marks`] |
 //! | `POST`/`DELETE /messages/{id}/bookmark`, `GET /users/me/bookmarks` | [`bookmarks`] |
+//! | `GET /inbox`, `GET /inbox/count`, `POST /inbox/read` | [`inbox`] |
 //! | `POST /messages/{id}/thread`, `POST`/`DELETE /rooms/{id}/follow` | [`threads`] |
 //! | `GET`/`POST /first_run` | [`first_run`] |
 //! | `GET`/`POST /join/{join_code}` | [`join`] |
@@ -98,6 +99,7 @@ pub mod files;
 pub mod first_run;
 pub mod flash;
 pub mod form;
+pub mod inbox;
 pub mod internal;
 pub mod join;
 pub mod links;
@@ -214,6 +216,9 @@ pub fn routes(state: SharedState) -> Router {
             post(bookmarks::create).delete(bookmarks::destroy),
         )
         .route("/users/me/bookmarks", get(bookmarks::index))
+        .route("/inbox", get(inbox::index))
+        .route("/inbox/count", get(inbox::count))
+        .route("/inbox/read", post(inbox::read_all))
         .route(
             "/rooms/{room_id}/follow",
             post(threads::follow).delete(threads::unfollow),

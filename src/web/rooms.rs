@@ -435,14 +435,18 @@ pub async fn sidebar(
     let user_rooms_stream = keys
         .signer
         .sign(&streams::user_rooms(&config.gid_app, user.id));
+    let inbox_stream = keys.signer.sign(&streams::user_inbox(user.id));
     let people = crate::db::users::direct_placeholders(&db.pool, user.id).await?;
     let may_create_rooms = shared::may_create_rooms(&db.account_settings, &db.pool, user).await?;
+    let unread = crate::db::inbox::unread_count(&db.pool, user.id).await?;
     let token = ctx.csrf_token();
     let view = Sidebar {
         rooms_stream: &rooms_stream,
         user_rooms_stream: &user_rooms_stream,
+        inbox_stream: &inbox_stream,
         nav: SidebarNav {
             user_id: user.id,
+            inbox_badge: crate::render::inbox_badge(unread),
             shared,
             direct,
             threads,

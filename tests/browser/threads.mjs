@@ -8,7 +8,11 @@
 // he replies there, and the parent's summary ("1 reply", his face) appears live in both of
 // David's tabs. On a 390×844 phone, David follows the summary: the thread opens as its own
 // page (no panel), with its composer. The panel's close button closes it. Screenshots at
-// 1280×900 and 390×844, light and dark. Each step prints one line; "OK" at the end.
+// 1280×900 and 390×844, light and dark. Then the inbox: Jason mentions David in the thread
+// and replies there again; both land in David's inbox and on the sidebar's badge of his two
+// tabs, live; David opens the reply from his inbox in one tab (read there), and the badge of
+// the other tab goes back. The inbox page is shot at 1280×900 and 390×844, light and dark.
+// Each step prints one line; "OK" at the end.
 import { out, shot, fail, check, start, newPage, signIn, connected, finish, SEEDED, base, browser, watch } from "./harness.mjs"
 
 const ROOM = 1
@@ -90,7 +94,70 @@ try {
   await panel.waitFor({ state: "hidden", timeout: 5000 })
   await check(jason.url().endsWith(`/rooms/${ROOM}`), "still in the room")
   out("PANEL-CLOSES")
+
+  await inbox({ jason, david, davidAgain, phone, parentDom })
   await finish()
 } catch (error) {
   await fail(error?.stack ?? String(error))
+}
+
+// The count the badge of `page` shows (`data-count`).
+async function badge(page) {
+  return Number(await page.locator("#inbox_badge").getAttribute("data-count"))
+}
+
+async function badgeAt(page, count, what) {
+  const deadline = Date.now() + 10000
+  while ((await badge(page)) !== count) {
+    if (Date.now() > deadline) throw new Error(`${what}: the badge shows ${await badge(page)}, not ${count}`)
+    await page.waitForTimeout(50)
+  }
+}
+
+// Jason posts `html` in room `room` as the composer would, through the page's own session.
+async function postHtml(page, room, html) {
+  const status = await page.evaluate(async ({ room, html }) => {
+    const token = document.querySelector('meta[name="csrf-token"]').content
+    const body = new URLSearchParams({ "message[body]": html, "message[body_format]": "html", authenticity_token: token })
+    return (await fetch(`/rooms/${room}/messages`, { method: "POST", body, redirect: "manual" })).status
+  }, { room, html })
+  await check(status < 400, `the post answered ${status}`)
+}
+
+async function inbox({ jason, david, davidAgain, phone, parentDom }) {
+  await davidAgain.locator("#inbox_badge").waitFor({ state: "attached", timeout: 10000 })
+  const before = await badge(davidAgain)
+  const thread = Number((await jason.locator(`#thread_summary_${parentDom} a`).first().getAttribute("href")).split("/").pop())
+  const sgid = await jason.evaluate(async () => {
+    const people = await (await fetch("/autocompletable/users?query=David")).json()
+    return people.find((p) => p.value === 1).sgid
+  })
+  await postHtml(jason, thread, `<div><action-text-attachment sgid="${sgid}" content-type="application/vnd.campfire.mention"></action-text-attachment> can you taste-test?</div>`)
+  await postHtml(jason, thread, "<div>Salsa verde or roja?</div>")
+  for (const page of [david, davidAgain]) await badgeAt(page, before + 2, "David's tab")
+  out("INBOX-BADGE-LIVE", `${before} → ${before + 2}`)
+
+  await david.goto(`${base}/inbox`)
+  await david.locator("#inbox_items .inbox-item--unread").first().waitFor({ timeout: 10000 })
+  const first = david.locator("#inbox_items .inbox-item").first()
+  await check((await first.textContent()).includes("Salsa verde or roja?"), "the newest item first")
+  await check(await david.locator('.inbox-item--mentions.inbox-item--unread:has-text("can you taste-test?")').count() === 1, "the mention, unread")
+  await check(await david.locator('.inbox-item--replies.inbox-item--unread:has-text("Salsa verde")').count() === 1, "the reply, unread")
+  await shots(david, "inbox-1280x900")
+  out("INBOX-LISTS", await david.locator("#inbox_items .inbox-item").count())
+
+  // Read in the thread, in this tab (brought to the front: only a visible tab is present):
+  // the other tab's badge goes back.
+  await david.bringToFront()
+  await Promise.all([david.waitForURL((url) => url.pathname !== "/inbox"), first.locator("a").click()])
+  await connected(david)
+  await badgeAt(davidAgain, before, "David's other tab")
+  out("READ-CLEARS-OTHER-TAB", `${before + 2} → ${before}`)
+
+  await phone.goto(`${base}/inbox`)
+  await phone.locator("#inbox_items").waitFor({ timeout: 10000 })
+  const width = await phone.evaluate(() => document.documentElement.scrollWidth)
+  await check(width <= 390, `the inbox fits the phone: ${width}px`)
+  await shots(phone, "inbox-390x844")
+  out("INBOX-PHONE", width)
 }

@@ -5,50 +5,13 @@
 
 use std::time::Duration;
 
-use crate::common::{csrf_meta, form, Client, TestServer};
+use crate::common::forms::{direct_room, mention, post_html};
+use crate::common::{csrf_meta, form, Client};
 use crate::mail::{hearth_mailing, shared_smtp};
 use crate::mail_sign_in::set_site_url;
 use hearth::digests::Digests;
 
 const SECRET: &str = "secret123456";
-
-async fn post_html(c: &mut Client, room: i64, html: &str, cid: &str) {
-    let (token, _) = c.room(room).await;
-    let r = c
-        .post_form(
-            &format!("/rooms/{room}/messages"),
-            &form(&[
-                ("message[body]", html),
-                ("message[body_format]", "html"),
-                ("message[client_message_id]", cid),
-                ("authenticity_token", &token),
-            ]),
-            &[],
-        )
-        .await;
-    assert!(r.status < 400, "{}", r.body);
-}
-
-fn mention(server: &TestServer, user_id: i64, words: &str) -> String {
-    let sgid = server
-        .state
-        .keys
-        .sgids
-        .sign("User", user_id, hearth::rails::ATTACHABLE_PURPOSE);
-    format!(
-        "<div><action-text-attachment sgid=\"{sgid}\" content-type=\"application/vnd.campfire.mention\"></action-text-attachment> {words}</div>"
-    )
-}
-
-/// Opens (or finds) the direct room of `c`'s user with `user_id`: its id.
-async fn direct_room(c: &mut Client, user_id: &str) -> i64 {
-    let token = csrf_meta(&c.get("/account/edit").await.body);
-    let body = form(&[("user_ids[]", user_id), ("authenticity_token", &token)]);
-    let r = c.post_form("/rooms/directs", &body, &[]).await;
-    assert_eq!(r.status, 302, "{}", r.body);
-    let location = r.header("location").unwrap();
-    location.rsplit('/').next().unwrap().parse().unwrap()
-}
 
 async fn set_digest(c: &mut Client, frequency: &str, tz: &str) {
     let page = c.get("/users/me/profile").await.body;

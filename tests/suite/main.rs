@@ -70,6 +70,7 @@ mod hardening_signin;
 mod hostile;
 mod import_campfire;
 mod import_slack;
+mod inbox;
 mod layers;
 mod link_previews;
 mod mail;
