@@ -36,12 +36,14 @@ pub fn is_campfires(stream: &str, gid_app: &str) -> bool {
     let own_gid = stream.split(':').any(|part| {
         crate::rails::global_id::parse_gid_param(part).is_some_and(|(app, _, _)| app == gid_app)
     });
-    let user_stream = ["_bookmarks", "_unreads", "_reads", "_inbox"].iter().any(|suffix| {
-        stream
-            .strip_prefix("user_")
-            .and_then(|rest| rest.strip_suffix(suffix))
-            .is_some_and(|id| id.parse::<i64>().is_ok())
-    });
+    let user_stream = ["_bookmarks", "_unreads", "_reads", "_inbox"]
+        .iter()
+        .any(|suffix| {
+            stream
+                .strip_prefix("user_")
+                .and_then(|rest| rest.strip_suffix(suffix))
+                .is_some_and(|id| id.parse::<i64>().is_ok())
+        });
     own_gid || user_stream
 }
 

@@ -672,6 +672,7 @@ fn fanout_only_uses_the_trigger_url() {
             post: PostTarget::Trigger {
                 url: Endpoint::parse(&format!("{url}/broadcast?stream=bench")).unwrap(),
                 cookie: None,
+                anycable: None,
             },
             server_pid: None,
         };

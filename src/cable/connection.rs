@@ -35,7 +35,9 @@
 //! by forgetting the subscription). Campfire reaches the same end by disconnecting the user
 //! (`reset_remote_connections`); here the connection's other subscriptions stay.
 
+use crate::metrics::Metrics;
 use crate::pubsub::Delivery;
+use crate::registry::Sockets;
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
@@ -122,7 +124,14 @@ pub async fn run(
     let _ = stream.set_nodelay(true);
     let (read_half, mut write_half) = stream.into_split();
     let read_half = peer::SharedRead::new(read_half);
-    let app = app_session(&state, host.as_ref(), app, user.is_some(), &read_half).await;
+    let app = app_session(
+        &state.metrics,
+        host.as_ref(),
+        app,
+        user.is_some(),
+        &read_half,
+    )
+    .await;
     let (app, app_frames) = match app {
         Ok(accepted) => accepted,
         Err(None) => return,
@@ -134,7 +143,7 @@ pub async fn run(
     };
     let restored = restored_subscriptions(extended.as_ref());
     let opening = opening(
-        &state,
+        &state.delivery,
         user.is_some(),
         extended.as_ref(),
         &restored,
@@ -147,7 +156,14 @@ pub async fn run(
     let user_id = user.as_ref().map(|u| u.id);
     let kept_token = session_token.clone();
     let identifiers = app.as_ref().map(|a| a.identifiers.clone());
-    let (conn, revoked) = enter(&state, write_half, user_id, session_token, identifiers);
+    let (conn, revoked) = enter(
+        &state.delivery,
+        &state.sockets,
+        write_half,
+        user_id,
+        session_token,
+        identifiers,
+    );
     let mut reader = Reader {
         state: state.clone(),
         host,
@@ -176,14 +192,14 @@ pub async fn run(
     // Boxed, like every command below: the task's future is sized for its largest state, so
     // rare database work kept inline would make every idle connection pay for it.
     Box::pin(reader.unsubscribe_all()).await;
-    forget(&state, &conn, user_id);
+    forget(&state.delivery, &state.sockets, &conn, user_id);
 }
 
 /// The first bytes of an accepted connection: Campfire's welcome then what the app sent
 /// beside its own welcome (`campfire`: a Campfire session identified it), or the app's
 /// transmissions as they are (its welcome among them).
 fn opening(
-    state: &SharedState,
+    delivery: &Delivery,
     campfire: bool,
     extended: Option<&Extended>,
     restored: &[(Arc<str>, Subscribed)],
@@ -192,7 +208,9 @@ fn opening(
     if !campfire {
         return app::frames(app_frames, false);
     }
-    let mut bytes = Frame::text(&welcome(state, extended, restored)).0.to_vec();
+    let mut bytes = Frame::text(&welcome(delivery, extended, restored))
+        .0
+        .to_vec();
     bytes.extend(app::frames(app_frames, true));
     bytes
 }
@@ -201,33 +219,34 @@ fn opening(
 /// enters the registry (its Signal is returned), and the user's commands reach this node
 /// (Rails' `Connection::InternalChannel#subscribe_to_internal_channel`).
 fn enter(
-    state: &SharedState,
+    delivery: &Delivery,
+    sockets: &Sockets,
     write_half: tokio::net::tcp::OwnedWriteHalf,
     user_id: Option<i64>,
     session_token: Option<String>,
     identifiers: Option<Arc<str>>,
 ) -> (Connection, Signal) {
     let conn = match user_id {
-        Some(id) => state
-            .delivery.fanout
+        Some(id) => delivery
+            .fanout
             .attach_owned(write_half, u64::try_from(id).unwrap_or(u64::MAX)),
-        None => state.delivery.fanout.attach(write_half),
+        None => delivery.fanout.attach(write_half),
     };
-    let revoked = state
-        .sockets.registry
+    let revoked = sockets
+        .registry
         .register(user_id, session_token, identifiers, conn.clone());
     if let Some(id) = user_id {
-        state.delivery.bus.user_connected(id);
+        delivery.bus.user_connected(id);
     }
     (conn, revoked)
 }
 
 /// The end of a connection: it leaves the registry, the user's commands are let go for it
 /// (`user_connected`'s counterpart), and its socket is dropped.
-fn forget(state: &SharedState, conn: &Connection, user_id: Option<i64>) {
-    state.sockets.registry.deregister(conn.id());
+fn forget(delivery: &Delivery, sockets: &Sockets, conn: &Connection, user_id: Option<i64>) {
+    sockets.registry.deregister(conn.id());
     if let Some(id) = user_id {
-        state.delivery.bus.user_disconnected(id);
+        delivery.bus.user_disconnected(id);
     }
     if !conn.is_closed() {
         conn.abort();
@@ -240,7 +259,7 @@ fn forget(state: &SharedState, conn: &Connection, user_id: Option<i64>) {
 /// (counted as rejected); Err(None) when the client left while the app was asked (the call is
 /// abandoned, see `peer`).
 async fn app_session(
-    state: &SharedState,
+    metrics: &Metrics,
     host: &dyn ChannelHost,
     ctx: Option<crate::rpc::ConnectContext>,
     campfire: bool,
@@ -257,7 +276,7 @@ async fn app_session(
     match connected {
         Some(app::Connected::Accepted(session, frames)) => Ok((Some(session), frames)),
         refused if !campfire => {
-            state.metrics.connection_rejected();
+            metrics.connection_rejected();
             Err(Some(app::refusal(refused.as_ref())))
         }
         _ => Ok((None, Vec::new())),

@@ -162,7 +162,7 @@ pub async fn catch_up(
         let may_create_rooms =
             super::rooms::shared::may_create_rooms(&db.account_settings, &db.pool, user).await?;
         let token = ctx.csrf_token();
-        let unread = crate::db::inbox::unread_count(&state.db.pool, user.id).await?;
+        let unread = crate::db::inbox::unread_count(&db.pool, user.id).await?;
         let nav = askama::Template::render(&SidebarNav {
             user_id: user.id,
             inbox_badge: render::inbox_badge(unread),

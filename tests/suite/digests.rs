@@ -186,7 +186,8 @@ async fn a_digest_the_full_mail_queue_refused_goes_out_at_the_next_run() {
     for _ in 0..2 {
         while server
             .state
-            .outbox.mailer
+            .outbox
+            .mailer
             .send(crate::mail::letter("filler@example.net", "filler"))
             .is_ok()
         {
@@ -196,7 +197,7 @@ async fn a_digest_the_full_mail_queue_refused_goes_out_at_the_next_run() {
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
     let at = next_hour_in_kolkata();
-    let digests = Digests::of(&server.state);
+    let digests = Digests::of(&server.state.db, &server.state.keys, &server.state.outbox);
     assert_eq!(digests.run_as_of(at).await.unwrap(), 0, "nothing queued");
     let jasons = || async {
         sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM digest_deliveries WHERE user_id = 2")

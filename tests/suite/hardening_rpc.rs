@@ -258,12 +258,14 @@ async fn the_app_cannot_stream_campfires_own_streams() {
     for name in &campfire {
         server
             .state
-            .delivery.broadcaster
+            .delivery
+            .broadcaster
             .broadcast(name, br#"{"secret":"campfire"}"#);
     }
     server
         .state
-        .delivery.broadcaster
+        .delivery
+        .broadcaster
         .broadcast("open", br#"{"fine":"app"}"#);
     let first = frame_with(&mut ws, "message", Duration::from_secs(5)).await;
     assert!(
@@ -272,13 +274,16 @@ async fn the_app_cannot_stream_campfires_own_streams() {
     );
 }
 
+/// A change to a server's settings.
+type Tweak = fn(&mut hearth::config::Config);
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_rpc_settings_are_refused_at_start() {
     // A key with a line break made every call fail as "could not be reached" (the header is
     // refused when the request is built), an https URL likewise (the client speaks plain
     // HTTP), and a header name that is no header name was never passed: all at run time,
     // each call a breaker failure, nothing said at start.
-    let cases: [(&str, fn(&mut hearth::config::Config)); 4] = [
+    let cases: [(&str, Tweak); 4] = [
         ("--rpc-secret", |c| {
             c.rpc_secret = Some("key\r\nX-Injected: 1".to_owned().into());
         }),

@@ -15,8 +15,8 @@
 //! closed its side, or the server closed it), and the connection's later commands make no
 //! call, as anycable-go discards the calls of a session that ended (`super::peer`).
 
-use std::future::Future;
 use std::collections::HashSet;
+use std::future::Future;
 use std::sync::Arc;
 
 use super::peer::SharedRead;

@@ -133,7 +133,8 @@ pub async fn post_html(c: &mut Client, room: i64, html: &str, cid: &str) {
 pub fn mention(server: &TestServer, user_id: i64, words: &str) -> String {
     let sgid = server
         .state
-        .keys.sgids
+        .keys
+        .sgids
         .sign("User", user_id, hearth::rails::ATTACHABLE_PURPOSE);
     format!(
         "<div><action-text-attachment sgid=\"{sgid}\" content-type=\"application/vnd.campfire.mention\"></action-text-attachment> {words}</div>"
