@@ -263,7 +263,7 @@ pub async fn mark_all_read(pool: &SqlitePool, user_id: i64) -> sqlx::Result<()> 
 }
 
 /// What each of `room_ids` is called in `user_id`'s inbox: a shared room's name, a direct
-/// room's other people, "Thread in <room>" for a thread.
+/// room's other people, "Thread in `<room>`" for a thread.
 ///
 /// # Errors
 /// Database failures.

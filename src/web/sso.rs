@@ -267,7 +267,7 @@ pub enum Refusal {
     OutsideDomains {
         /// The address the provider gave.
         email: String,
-        /// The allowed domains as a phrase ([`either_of`]): `a.example or b.example`.
+        /// The allowed domains as a phrase (`either_of`): `a.example or b.example`.
         domains: String,
     },
     /// The person here is deactivated, banned or a bot.

@@ -148,8 +148,9 @@ async function inbox({ jason, david, davidAgain, phone, parentDom }) {
 
   // Read in the thread, in this tab (brought to the front: only a visible tab is present):
   // the other tab's badge goes back.
+  await check((await first.locator("a").getAttribute("href")).startsWith(`/rooms/${thread}`), "the item links into the thread")
   await david.bringToFront()
-  await Promise.all([david.waitForURL((url) => url.pathname !== "/inbox"), first.locator("a").click()])
+  await david.goto(`${base}/rooms/${thread}`)
   await connected(david)
   await badgeAt(davidAgain, before, "David's other tab")
   out("READ-CLEARS-OTHER-TAB", `${before + 2} → ${before}`)
