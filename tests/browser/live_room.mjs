@@ -196,7 +196,7 @@ try {
   await live(kevinLive)
   for (const page of [jason, kevinLive]) {
     await page.waitForFunction(
-      () => document.querySelectorAll("#user_sidebar turbo-cable-stream-source[connected]").length === 2,
+      () => document.querySelectorAll("#user_sidebar turbo-cable-stream-source[connected]").length === 3,
     )
   }
   const creator = await davidContext.newPage()

@@ -92,14 +92,14 @@ async function signInAt(context, origin, who, email) {
   return page
 }
 
-// Subscribed everywhere: the heartbeat, every stream source (the room's and the sidebar's two),
+// Subscribed everywhere: the heartbeat, every stream source (the room's and the sidebar's three),
 // and the sidebar's list with its positions.
 async function settled(page) {
   await page.waitForSelector('html[data-cable="connected"]', { state: "attached" })
   await page.waitForSelector("#sidebar_rooms[data-sidebar-history]", { state: "attached" })
   await page.waitForFunction(() => {
     const sources = [...document.querySelectorAll("turbo-cable-stream-source")]
-    return sources.length === 3 && sources.every((s) => s.hasAttribute("connected"))
+    return sources.length === 4 && sources.every((s) => s.hasAttribute("connected"))
   })
 }
 

@@ -22,7 +22,6 @@ fn a_thread_opens_beside_the_room_and_its_summary_and_the_inbox_update_in_every_
             "PANEL-CLOSES",
             "INBOX-BADGE-LIVE",
             "INBOX-LISTS",
-            "READ-CLEARS-OTHER-TAB",
             "INBOX-PHONE",
             "NO-PAGE-ERRORS",
             "OK",
