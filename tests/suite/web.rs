@@ -190,12 +190,13 @@ async fn the_room_page_has_what_turbo_needs_and_the_latest_40_messages() {
     assert_eq!(name, "Z2lkOi8vY2FtcGZpcmUvUm9vbXM6Ok9wZW4vMQ:messages");
     let sidebar = c.get("/users/me/sidebar").await;
     assert_eq!(sidebar.status, 200);
+    // The rooms' stream, the user's rooms' stream and the user's inbox stream.
     assert_eq!(
         sidebar
             .body
             .matches("channel=\"Turbo::StreamsChannel\"")
             .count(),
-        2
+        3
     );
     assert!(sidebar.body.contains("All Talk"));
 }
