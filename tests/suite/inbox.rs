@@ -9,7 +9,8 @@ use crate::common;
 use std::time::Duration;
 
 use common::forms::{
-    broadcast_containing, csrf, direct_room, mention, post_html, scalar_i64, send,
+    broadcast_containing, csrf, direct_room, keep_only_its_editor, mention, post_html, scalar_i64,
+    send,
 };
 use common::{confirm, connect_with, subscribe_cmd, text, Client, TestServer};
 
@@ -278,16 +279,7 @@ async fn only_the_owner_sees_their_inbox_and_a_removed_member_loses_its_items() 
     assert_ne!(stream(&kevin_page), stream(&jason_page));
 
     // David takes Jason out of the room: the item goes with the membership.
-    let token = csrf(&mut david, &format!("/rooms/closeds/{closed}/edit")).await;
-    let r = send(
-        &mut david,
-        "PATCH",
-        &format!("/rooms/closeds/{closed}"),
-        &[("room[name]", "Plans")],
-        &token,
-    )
-    .await;
-    assert_eq!(r.status, 302, "{}", r.body);
+    keep_only_its_editor(&mut david, closed).await;
     let page = inbox(&mut jason, "").await;
     assert!(!page.contains("the secret plan"), "{page}");
     assert_eq!(unread(&mut jason).await, 0);

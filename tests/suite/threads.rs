@@ -9,7 +9,9 @@ use crate::common;
 
 use std::time::Duration;
 
-use common::forms::{broadcast_containing, csrf, scalar_i64, scalar_text, send, watch_room};
+use common::forms::{
+    broadcast_containing, csrf, keep_only_its_editor, scalar_i64, scalar_text, send, watch_room,
+};
 use common::{connect_as, reject, subscribe_cmd, TestServer, Ws, WsEvent};
 
 const DAVID: &str = "david@example.com";
@@ -300,16 +302,7 @@ async fn only_the_parent_rooms_members_see_a_thread_and_refused_replies_store_no
     let identifier = serde_json::json!({"channel": "RoomMessagesChannel", "signed_stream_name": server.state.keys.signer.sign(&name)}).to_string();
     jason_ws.send_text(&subscribe_cmd(&identifier)).await;
     frame_containing(&mut jason_ws, "confirm_subscription").await;
-    let token = csrf(&mut david, &format!("/rooms/closeds/{closed}/edit")).await;
-    let r = send(
-        &mut david,
-        "PATCH",
-        &format!("/rooms/closeds/{closed}"),
-        &[("room[name]", "Plans")],
-        &token,
-    )
-    .await;
-    assert_eq!(r.status, 302, "{}", r.body);
+    keep_only_its_editor(&mut david, closed).await;
     let rejected = frame_containing(&mut jason_ws, "reject_subscription").await;
     assert_eq!(rejected, reject(&identifier));
     assert_eq!(involvement(&server, thread, 2).await, "none");

@@ -33,6 +33,15 @@ pub async fn send(
     c.post_form(path, &form(&all), &[]).await
 }
 
+/// Saves closed room `closed` from its edit form with no member ticked (named "Plans"): only
+/// the editor `c` stays in it, everyone else is removed (302 asserted).
+pub async fn keep_only_its_editor(c: &mut Client, closed: i64) {
+    let token = csrf(c, &format!("/rooms/closeds/{closed}/edit")).await;
+    let path = format!("/rooms/closeds/{closed}");
+    let r = send(c, "PATCH", &path, &[("room[name]", "Plans")], &token).await;
+    assert_eq!(r.status, 302, "{}", r.body);
+}
+
 /// [`send`] with a fresh token from a page every member may see (`/rooms/opens/new`).
 pub async fn submit(c: &mut Client, method: &str, path: &str, pairs: &[(&str, &str)]) -> Response {
     let token = csrf(c, "/rooms/opens/new").await;
