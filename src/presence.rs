@@ -225,7 +225,10 @@ impl Presence {
         let (room_id, user_id) = key;
         let result = crate::db::rooms::set_presence(&self.inner.pool, room_id, user_id, tabs).await;
         self.inner.writes.fetch_add(1, Ordering::Relaxed);
-        if result.is_err() {
+        // Unwritten: a failure, or no membership row yet (a thread is open to its parent
+        // room's members before they follow it). Unknown, so the next change or refresh writes
+        // again: a row made meanwhile (a mention, a follow) is then marked present and read.
+        if !matches!(result, Ok(true)) {
             membership.state.lock().written = None;
         }
         result.map(|_| ())
@@ -338,7 +341,8 @@ impl Presence {
     }
 
     /// The `refresh` action (Campfire's `refresh_connection`): re-stamps `connected_at` of a
-    /// connected membership, at most every [`REFRESH_EVERY`]; ignored otherwise.
+    /// connected membership (or one whose presence could not be written yet), at most every
+    /// [`REFRESH_EVERY`]; ignored otherwise.
     ///
     /// # Errors
     /// The database write failed.
@@ -354,7 +358,7 @@ impl Presence {
             let due = state.last_refresh.elapsed() >= REFRESH_EVERY;
             if !state.tabs.contains_key(&connection)
                 || tabs == 0
-                || state.written != Some(true)
+                || state.written == Some(false)
                 || !due
             {
                 return Ok(());
@@ -363,8 +367,12 @@ impl Presence {
             tabs
         };
         self.inner.writes.fetch_add(1, Ordering::Relaxed);
-        crate::db::rooms::set_presence(&self.inner.pool, room_id, user_id, tabs)
-            .await
-            .map(|_| ())
+        let written =
+            crate::db::rooms::set_presence(&self.inner.pool, room_id, user_id, tabs).await?;
+        // A membership unwritten so far (see `flush`) is present from here on.
+        if written {
+            membership.state.lock().written = Some(true);
+        }
+        Ok(())
     }
 }

@@ -146,10 +146,12 @@ async function inbox({ jason, david, davidAgain, phone, parentDom }) {
   await shots(david, "inbox-1280x900")
   out("INBOX-LISTS", await david.locator("#inbox_items .inbox-item").count())
 
-  // Not held yet: reading the items in the thread in one tab did not clear the other tab's
-  // badge in Chromium (it does over /cable: inbox::an_item_read_in_its_room_is_read_...).
+  // Reading the items in their thread in one tab clears the badge of the other.
   await check((await first.locator("a").getAttribute("href")).startsWith(`/rooms/${thread}`), "the item links into the thread")
-
+  await first.locator("a").first().click()
+  await david.waitForURL(new RegExp(`/rooms/${thread}`), { timeout: 10000 })
+  await badgeAt(davidAgain, before, "the other tab after the read")
+  out("READ-CLEARS-OTHER-TAB", `${before + 2} → ${before}`)
 
   await phone.goto(`${base}/inbox`)
   await phone.locator("#inbox_items").waitFor({ timeout: 10000 })

@@ -5,8 +5,8 @@
 //! phone the summary opens the thread as its own page; the panel closes. Screenshots at
 //! 1280×900 and 390×844, light and dark, go to `target/artifacts/browser/`. The inbox: a mention
 //! and a reply in a followed thread reach the other person's inbox and the badge of both their
-//! tabs live; read in one tab, the other's badge goes back; the inbox page is shot too. Chromium must be
-//! installed: without it this test fails, it does not skip.
+//! tabs live; read in one tab, the other's badge goes back; the inbox page is shot too.
+//! Chromium must be installed: without it this test fails, it does not skip.
 
 use crate::common::browser::{assert_screenshots, assert_steps, run, work_dir};
 
@@ -22,6 +22,7 @@ fn a_thread_opens_beside_the_room_and_its_summary_and_the_inbox_update_in_every_
             "PANEL-CLOSES",
             "INBOX-BADGE-LIVE",
             "INBOX-LISTS",
+            "READ-CLEARS-OTHER-TAB",
             "INBOX-PHONE",
             "NO-PAGE-ERRORS",
             "OK",

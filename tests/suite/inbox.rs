@@ -284,3 +284,44 @@ async fn only_the_owner_sees_their_inbox_and_a_removed_member_loses_its_items() 
     assert!(!page.contains("the secret plan"), "{page}");
     assert_eq!(unread(&mut jason).await, 0);
 }
+
+/// A tab present in a room before the person's membership row exists (a thread is open to its
+/// parent room's members before they follow it) is not taken as written: once the row is made
+/// (a mention, a follow) and marked unread, the person's next tab in the room reads it.
+#[tokio::test]
+async fn a_membership_made_while_a_tab_is_present_is_read_by_the_next_tab() {
+    let server = TestServer::start().await;
+    let pool = &server.state.db.pool;
+    let presence = &server.state.sockets.presence;
+    let david = scalar_i64(
+        &server,
+        "SELECT id FROM users WHERE email_address = 'david@example.com'",
+    )
+    .await;
+    let room = scalar_i64(
+        &server,
+        &format!("SELECT MAX(room_id) FROM memberships WHERE user_id = {david}"),
+    )
+    .await;
+    let row = format!("room_id = {room} AND user_id = {david}");
+    sqlx::query("DELETE FROM memberships WHERE room_id = ? AND user_id = ?")
+        .bind(room)
+        .bind(david)
+        .execute(pool)
+        .await
+        .unwrap();
+    presence.subscribed(room, david, 1).await.unwrap();
+    sqlx::query(
+        "INSERT INTO memberships (room_id, user_id, involvement, connections, unread_at, \
+         created_at, updated_at) VALUES (?, ?, 'everything', 0, 1, 1, 1)",
+    )
+    .bind(room)
+    .bind(david)
+    .execute(pool)
+    .await
+    .unwrap();
+    presence.subscribed(room, david, 2).await.unwrap();
+    let state =
+        format!("SELECT connections * 10 + (unread_at IS NULL) FROM memberships WHERE {row}");
+    assert_eq!(scalar_i64(&server, &state).await, 21, "two tabs, read");
+}
