@@ -70,23 +70,34 @@ pub async fn end_all(conn: &mut sqlx::SqliteConnection, user_id: i64) -> sqlx::R
     Ok(())
 }
 
-/// The digest of `user_id`'s live code (unused, unexpired, under the failure limit), if any.
+/// Takes one try at `user_id`'s live code (unused, unexpired, under the failure limit) before
+/// the guess is compared: the try is counted first, in the same statement that reads the
+/// code's digest, so guesses sent at once are each counted and at most
+/// [`MAX_FAILED_ATTEMPTS`] are ever compared with one code. Returns the code's id and digest,
+/// or None when the person has no live code (or its tries are spent). A right guess gives its
+/// try back ([`consume`]).
 ///
 /// # Errors
 /// A database failure.
-pub async fn live_digest(pool: &SqlitePool, user_id: i64) -> sqlx::Result<Option<(i64, String)>> {
-    sqlx::query_as(
-        "SELECT id, code_digest FROM sign_in_codes WHERE user_id = ? AND used_at IS NULL \
-         AND expires_at > ? AND failed_attempts < ? ORDER BY id DESC LIMIT 1",
+pub async fn take_try(pool: &SqlitePool, user_id: i64) -> sqlx::Result<Option<(i64, String)>> {
+    let one = super::One::begin(pool, Access::Kept).await?;
+    let taken = sqlx::query_as(
+        "UPDATE sign_in_codes SET failed_attempts = failed_attempts + 1 WHERE id = \
+         (SELECT id FROM sign_in_codes WHERE user_id = ?1 AND used_at IS NULL \
+          AND expires_at > ?2 AND failed_attempts < ?3 ORDER BY id DESC LIMIT 1) \
+         RETURNING id, code_digest",
     )
     .bind(user_id)
     .bind(super::now_ms())
     .bind(MAX_FAILED_ATTEMPTS)
-    .fetch_optional(pool)
-    .await
+    .fetch_optional(&*one)
+    .await?;
+    one.done();
+    Ok(taken)
 }
 
-/// Marks code `id` used: true only for the one caller that used it while it was live (a
+/// Marks code `id` used after a right guess whose try [`take_try`] took (the try is given
+/// back): true only for the one caller that used it while it was unused and unexpired (a
 /// second use, even at the same moment, gets false).
 ///
 /// # Errors
@@ -94,26 +105,12 @@ pub async fn live_digest(pool: &SqlitePool, user_id: i64) -> sqlx::Result<Option
 pub async fn consume(pool: &SqlitePool, id: i64) -> sqlx::Result<bool> {
     let changed = One::execute(pool, Access::Kept, |now| {
         sqlx::query(
-            "UPDATE sign_in_codes SET used_at = ?1 WHERE id = ?2 AND used_at IS NULL \
-             AND expires_at > ?1 AND failed_attempts < ?3",
+            "UPDATE sign_in_codes SET used_at = ?1, failed_attempts = failed_attempts - 1 \
+             WHERE id = ?2 AND used_at IS NULL AND expires_at > ?1",
         )
         .bind(now)
         .bind(id)
-        .bind(MAX_FAILED_ATTEMPTS)
     })
     .await?;
     Ok(changed == 1)
-}
-
-/// Counts a wrong code against code `id`.
-///
-/// # Errors
-/// A database failure.
-pub async fn count_failure(pool: &SqlitePool, id: i64) -> sqlx::Result<()> {
-    One::execute(pool, Access::Kept, |_| {
-        sqlx::query("UPDATE sign_in_codes SET failed_attempts = failed_attempts + 1 WHERE id = ?")
-            .bind(id)
-    })
-    .await?;
-    Ok(())
 }

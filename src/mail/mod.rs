@@ -160,6 +160,12 @@ impl Mailer {
         let from: Mailbox = from_text
             .parse()
             .map_err(|_| MailSetupError::From(from_text.clone()))?;
+        if mail_from.is_none() {
+            tracing::warn!(
+                from = %from_text,
+                "No --mail-from: letters come from this address; set one your mail server accepts"
+            );
+        }
         let outcome = |value| {
             metrics.labelled_counter(DELIVERIES, ("outcome", value), "Outgoing mail, by outcome.")
         };
@@ -253,7 +259,15 @@ fn build(from: &Mailbox, letter: Letter) -> Result<lettre::Message, NotQueued> {
     let address = letter.to.parse().map_err(|e| invalid(&e))?;
     let name = header_text(letter.to_name.trim());
     let name = (!name.trim().is_empty()).then_some(name);
+    // RFC 5322 §3.6.4: every message SHOULD carry a Message-ID; a unique left part at the
+    // sender's domain (lettre's own would name `localhost`).
+    let message_id = format!(
+        "<{}@{}>",
+        uuid::Uuid::new_v4().simple(),
+        from.email.domain()
+    );
     let mut builder = lettre::Message::builder()
+        .message_id(Some(message_id))
         .from(from.clone())
         .to(Mailbox::new(name, address))
         .subject(header_text(&letter.subject));

@@ -72,6 +72,17 @@ pub fn password_salt_tail(digest: &str) -> Option<&str> {
     digest.get(19..29)
 }
 
+/// The value Hearth's reset tokens carry: [`password_salt_tail`] then 16 hex digits of the
+/// SHA-256 of the address the link was sent to, so a link dies when the password changes
+/// (as in Rails' documentation) and also when the address does (it was mailed to the old
+/// one). `None` for a digest without a salt.
+pub fn password_reset_value(digest: &str, email_address: &str) -> Option<String> {
+    use sha2::Digest as _;
+    let tail = password_salt_tail(digest)?;
+    let hash = sha2::Sha256::digest(email_address.as_bytes());
+    Some(format!("{tail}{}", hex::encode(&hash[..8])))
+}
+
 impl TokenFor {
     /// The verifier of an application with this `secret_key_base` (key derived with `kdf`).
     /// Runs PBKDF2: build it once.

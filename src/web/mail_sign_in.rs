@@ -15,10 +15,12 @@
 //!   same write, storing nothing; a signed token; the letter built), and leaves out only the
 //!   queueing, so that what it takes from the machine does not tell the two apart either.
 //! - A code: 6 digits, [`crate::db::sign_in_codes::CODE_TTL_MS`] (10 minutes), single use,
-//!   only the newest works, stored as an HMAC ([`crate::mail::keys`]), dead after 5 wrong tries.
+//!   only the newest works, stored as an HMAC ([`crate::mail::keys`]), dead after 5 wrong tries
+//!   (each try counted before it is compared, so tries sent at once cannot compare more).
 //! - A reset link: Rails 7.1's `generates_token_for :password_reset, expires_in: 15.minutes`
-//!   carrying the password salt's tail ([`crate::rails::token_for`]): it stops working once the
-//!   password changes, so it works once. A new password ends every session of the person.
+//!   carrying the password salt's tail and a hash of the address it went to
+//!   ([`crate::rails::token_for::password_reset_value`]): it stops working once the password
+//!   changes, so it works once, and once the address changes. A new password ends every session of the person.
 //!   Links need the account's site address (`crate::db::mail_settings`): "Forgot password" is
 //!   hidden until an administrator sets it (a link built from the request's `Host` could be
 //!   pointed elsewhere by whoever asks). Every page carrying the token is `no-store` and sends
@@ -47,7 +49,7 @@ use super::sign_in_options::refuses_password;
 use crate::db::{sign_in_codes, users};
 use crate::letters::To;
 use crate::oidc::Sso;
-use crate::rails::token_for::{password_salt_tail, TokenFor, PASSWORD_RESET};
+use crate::rails::token_for::{password_reset_value, TokenFor, PASSWORD_RESET};
 use crate::state::SharedState;
 use crate::web::account::mail::MailDesk;
 
@@ -80,8 +82,8 @@ struct ResetPage<'a> {
 
 /// The user id the work for an address without an account is done for (no row has it).
 const NOBODY: i64 = 0;
-/// The password salt tail a reset token for [`NOBODY`] carries: as long as a real one.
-const NOBODY_SALT_TAIL: &str = "0000000000";
+/// The value a reset token for [`NOBODY`] carries: as long as a real one.
+const NOBODY_RESET_VALUE: &str = "00000000000000000000000000";
 
 fn page(status: StatusCode, html: askama::Result<String>) -> Result<Response, AppError> {
     Ok((status, Html(html?)).into_response())
@@ -200,7 +202,7 @@ pub async fn verify_code(
         .await?
         .map(|(user, _)| user);
     let live = match &user {
-        Some(user) => sign_in_codes::live_digest(&state.db.pool, user.id).await?,
+        Some(user) => sign_in_codes::take_try(&state.db.pool, user.id).await?,
         None => None,
     };
     if let (Some(user), Some((code_id, digest))) = (&user, &live) {
@@ -221,8 +223,6 @@ pub async fn verify_code(
                 )
                 .await;
             }
-        } else {
-            sign_in_codes::count_failure(&state.db.pool, *code_id).await?;
         }
     }
     tracing::info!(ip = %ctx.ip, "failed sign-in with a code");
@@ -317,24 +317,27 @@ async fn send_reset(
     (account, email, site): (&str, &str, &str),
 ) -> anyhow::Result<()> {
     let found = users::find_active_for_login(pool, email).await?;
-    let mut real = found
-        .as_ref()
-        .and_then(|(user, digest)| Some((user, password_salt_tail(digest)?)));
+    let mut real = found.as_ref().and_then(|(user, digest)| {
+        let address = user.email_address.as_deref()?;
+        Some((user, password_reset_value(digest, address)?))
+    });
     if let Some((user, _)) = real {
         if refuses_password(pool, sso, user).await? {
             tracing::info!(user_id = user.id, "no reset link: single sign-on only");
             real = None;
         }
     }
-    let (user_id, name, tail) = real.map_or((NOBODY, "", NOBODY_SALT_TAIL), |(user, tail)| {
-        (user.id, user.name.as_str(), tail)
-    });
+    let (user_id, name, value) = real
+        .as_ref()
+        .map_or((NOBODY, "", NOBODY_RESET_VALUE), |(user, value)| {
+            (user.id, user.name.as_str(), value.as_str())
+        });
     let keys = mailer
         .keys()
         .ok_or_else(|| anyhow::anyhow!("mail is off"))?;
     let token = keys
         .token_for
-        .generate(&PASSWORD_RESET, user_id, tail, SystemTime::now());
+        .generate(&PASSWORD_RESET, user_id, value, SystemTime::now());
     let query: String = url::form_urlencoded::Serializer::new(String::new())
         .append_pair("token", &token)
         .finish();
@@ -351,7 +354,7 @@ async fn send_reset(
 }
 
 /// The active person a reset token names, if it still resolves: MAC, purpose, expiry, and
-/// the password salt's tail equal to the current one.
+/// the value it carries equal to the current one (the password salt's tail and the address).
 async fn resolve(
     pool: &sqlx::SqlitePool,
     mailer: &crate::mail::Mailer,
@@ -370,8 +373,12 @@ async fn resolve(
         return Ok(None);
     };
     let digest = users::password_digest(pool, user.id).await?;
-    let current = digest.as_deref().and_then(password_salt_tail).unwrap_or("");
-    Ok(TokenFor::resolves(&tail, current).then_some(user))
+    let current = digest
+        .as_deref()
+        .zip(user.email_address.as_deref())
+        .and_then(|(digest, address)| password_reset_value(digest, address))
+        .unwrap_or_default();
+    Ok(TokenFor::resolves(&tail, &current).then_some(user))
 }
 
 fn dead_link(ctx: &Ctx) -> Result<Response, AppError> {

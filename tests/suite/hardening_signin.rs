@@ -7,7 +7,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use hearth::rails::token_for::{password_salt_tail, PASSWORD_RESET};
+use hearth::rails::token_for::{password_reset_value, PASSWORD_RESET};
 
 use crate::common::{csrf_meta, form, oidc, smtp, TestServer};
 use crate::mail::{hearth_mailing, shared_smtp};
@@ -52,6 +52,14 @@ async fn plant_code(server: &TestServer, user_id: i64, code: &str) {
         .unwrap();
 }
 
+async fn address_of(server: &TestServer, user_id: i64) -> String {
+    sqlx::query_scalar("SELECT email_address FROM users WHERE id = ?")
+        .bind(user_id)
+        .fetch_one(&server.state.db.pool)
+        .await
+        .unwrap()
+}
+
 async fn password_digest(server: &TestServer, user_id: i64) -> String {
     hearth::db::users::password_digest(&server.state.db.pool, user_id)
         .await
@@ -66,7 +74,7 @@ async fn reset_token(server: &TestServer, user_id: i64) -> String {
     keys.token_for.generate(
         &PASSWORD_RESET,
         user_id,
-        password_salt_tail(&digest).unwrap(),
+        &password_reset_value(&digest, &address_of(server, user_id).await).unwrap(),
         SystemTime::now(),
     )
 }
@@ -210,6 +218,25 @@ async fn a_code_dies_when_the_address_it_went_to_changes() {
     ));
     let r = use_code(&mut server.client(), "hs-moved@example.com", "246810").await;
     assert_eq!(r.status, 401, "{}", r.body);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_reset_link_dies_when_the_address_it_went_to_changes() {
+    let smtp = shared_smtp().await;
+    let server = hearth_mailing(smtp.starttls_url(), &smtp.ca_file).await;
+    let mut david = server.signed_in("david@example.com", SECRET).await;
+    set_site_url(&server, &mut david, "8").await;
+    let jz = id_of(&server, "jz@example.com").await;
+    let token = reset_token(&server, jz).await;
+    let page = server.client().get(&reset_path(&token)).await;
+    assert_eq!(page.status, 200, "the link works before: {}", page.body);
+    readdress(&server, "jz@example.com", "hs-reset-moved@example.com").await;
+    let page = server.client().get(&reset_path(&token)).await;
+    assert_eq!(page.status, 404, "{}", page.body);
+    let (c, r) = post_reset(&server, &token, "a-new-long-password").await;
+    assert_eq!(r.status, 404, "{}", r.body);
+    assert!(c.cookie("session_token").is_none());
     server.stop().await;
 }
 
@@ -365,4 +392,46 @@ async fn a_member_cannot_send_the_test_letter() {
         .await;
     assert_eq!(r.status, 403, "{}", r.body);
     server.stop().await;
+}
+
+/// Wrong codes sent at once are each counted before they are compared: eight at once leave
+/// five tries counted and the code dead (the right code then fails too), and twenty tries
+/// taken at once get the code's digest five times, never more.
+#[tokio::test]
+async fn wrong_codes_sent_at_once_are_compared_at_most_five_times() {
+    let server = mail_and_sso().await;
+    let jason = id_of(&server, "jason@example.com").await;
+    plant_code(&server, jason, "123456").await;
+    let guesses = (0..8).map(|i| {
+        let mut c = server.client();
+        async move {
+            use_code(&mut c, "jason@example.com", &format!("65432{i}"))
+                .await
+                .status
+        }
+    });
+    let statuses = futures_util::future::join_all(guesses).await;
+    assert_eq!(statuses, vec![401; 8]);
+    let counted: i64 =
+        sqlx::query_scalar("SELECT failed_attempts FROM sign_in_codes WHERE user_id = ?")
+            .bind(jason)
+            .fetch_one(&server.state.db.pool)
+            .await
+            .unwrap();
+    assert_eq!(counted, hearth::db::sign_in_codes::MAX_FAILED_ATTEMPTS);
+    let mut c = server.client();
+    let r = use_code(&mut c, "jason@example.com", "123456").await;
+    assert_eq!(r.status, 401, "{}", r.body);
+    assert!(c.cookie("session_token").is_none());
+
+    let kevin = id_of(&server, "kevin@example.com").await;
+    plant_code(&server, kevin, "123456").await;
+    let pool = &server.state.db.pool;
+    let tries = (0..20).map(|_| hearth::db::sign_in_codes::take_try(pool, kevin));
+    let taken = futures_util::future::join_all(tries).await;
+    let given = taken.into_iter().filter(|t| t.as_ref().unwrap().is_some());
+    assert_eq!(
+        given.count(),
+        hearth::db::sign_in_codes::MAX_FAILED_ATTEMPTS as usize
+    );
 }

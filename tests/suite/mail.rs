@@ -107,6 +107,12 @@ async fn starttls_and_implicit_tls_both_deliver_text_and_html() {
         assert_eq!(m.text().trim(), "Plain words.");
         assert_eq!(m.html().trim(), "<p>Rich <b>words</b>.</p>");
         assert!(m.raw.contains("multipart/alternative"), "{}", m.raw);
+        // A Message-ID at the sender's domain (RFC 5322 §3.6.4), unique per letter.
+        let id = m.header("Message-ID").unwrap_or_default();
+        assert!(
+            id.starts_with('<') && id.ends_with("@example.com>") && id.len() > 30,
+            "{id:?}"
+        );
         let sent = r#"hearth_mail_deliveries_total{outcome="sent"}"#;
         for _ in 0..50 {
             if metric(&server, sent).await == 1 {
