@@ -353,7 +353,7 @@ impl Outbox {
     /// becomes [`State::TooSlow`] and the writer is told. `share` is how many connections are
     /// given the frame (a broadcast group's members): what it charges the byte budgets is its
     /// share of the frame's memory, `len / share` (`budget.rs`).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn push_shared_by(self: &Arc<Self>, frame: &Bytes, share: usize) -> Push {
         let share = share.max(1);
         let (push, wake) = self.enqueue(frame, share);
