@@ -78,6 +78,9 @@ pub enum NotQueued {
     Invalid(String),
 }
 
+/// How long [`Mailer::send_now`] waits for the SMTP server.
+pub const SEND_NOW_TIMEOUT: Duration = Duration::from_secs(15);
+
 #[derive(Debug)]
 struct Counters {
     sent: Counter,
@@ -89,6 +92,9 @@ struct Counters {
 struct Inner {
     keys: keys::MailKeys,
     tx: mpsc::Sender<lettre::Message>,
+    /// The SMTP transport the queue sends through (pooled connections), for a letter sent
+    /// while its sender waits ([`Mailer::send_now`]).
+    transport: AsyncSmtpTransport<Tokio1Executor>,
     from: Mailbox,
     server: SmtpUrl,
     counters: Counters,
@@ -179,11 +185,12 @@ impl Mailer {
         let inner = Arc::new(Inner {
             keys: keys(),
             tx,
+            transport,
             from,
             server,
             counters,
         });
-        tokio::spawn(run(rx, transport, Arc::downgrade(&inner)));
+        tokio::spawn(run(rx, inner.transport.clone(), Arc::downgrade(&inner)));
         tracing::info!(smtp = %inner.server.shown(), from = %inner.from, "outgoing mail on");
         Ok(Self { inner: Some(inner) })
     }
@@ -201,6 +208,38 @@ impl Mailer {
     /// The `From` mailbox, when on.
     pub fn from_shown(&self) -> Option<String> {
         self.inner.as_ref().map(|i| i.from.to_string())
+    }
+
+    /// Sends `letter` once, now, and waits at most [`SEND_NOW_TIMEOUT`] for the SMTP server's
+    /// answer, bypassing the queue and its retries: for the administrator's test letter,
+    /// whose point is the server's answer (counted as sent or failed like the queue's).
+    ///
+    /// # Errors
+    /// A sentence for the administrator: mail is off, the letter does not parse, the server
+    /// could not be reached in time, or what it answered.
+    pub async fn send_now(&self, letter: Letter) -> Result<(), String> {
+        let inner = self
+            .inner
+            .as_ref()
+            .ok_or_else(|| NotQueued::Off.to_string())?;
+        let message = build(&inner.from, letter).map_err(|e| e.to_string())?;
+        let sent = tokio::time::timeout(SEND_NOW_TIMEOUT, inner.transport.send(message)).await;
+        let outcome = match sent {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) => Err(format!("the mail server did not take it: {e}")),
+            Err(_) => Err(format!(
+                "the mail server did not answer within {} s",
+                SEND_NOW_TIMEOUT.as_secs()
+            )),
+        };
+        match &outcome {
+            Ok(()) => inner.counters.sent.increment(1),
+            Err(why) => {
+                tracing::warn!(error = %why, "test e-mail not sent");
+                inner.counters.failed.increment(1);
+            }
+        }
+        outcome
     }
 
     /// Queues `letter` without waiting: [`Self::prepare`], then [`Self::enqueue`].

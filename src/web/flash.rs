@@ -27,6 +27,8 @@ const FLASH_SECS: u64 = 60;
 pub enum Notice {
     /// A settings form was saved (Campfire's "✓").
     Saved,
+    /// The SMTP server took the administrator's test letter.
+    TestMailSent,
 }
 
 impl Notice {
@@ -34,6 +36,7 @@ impl Notice {
     const fn code(self) -> &'static str {
         match self {
             Self::Saved => "saved",
+            Self::TestMailSent => "test_mail_sent",
         }
     }
 
@@ -41,6 +44,7 @@ impl Notice {
     fn from_code(code: &str) -> Option<Self> {
         match code {
             "saved" => Some(Self::Saved),
+            "test_mail_sent" => Some(Self::TestMailSent),
             _ => None,
         }
     }
@@ -49,6 +53,7 @@ impl Notice {
     pub const fn text(self) -> &'static str {
         match self {
             Self::Saved => "Saved",
+            Self::TestMailSent => "Test e-mail sent",
         }
     }
 }

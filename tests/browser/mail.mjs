@@ -59,6 +59,8 @@ try {
     await boxInView(david, 'button[name="send_test_email"]', "test e-mail button")
     await shots(david, `account-${tag}`)
     await Promise.all([david.waitForURL(/\/account\/edit$/), david.click('button[name="send_test_email"]')])
+    // The server's answer, not a bare "Saved": the letter was sent while the page waited.
+    await check((await david.locator(".flash-notice").textContent()).includes("Test e-mail sent"), "the test e-mail's notice")
     const test = await mailTo("david@example.com", "Test e-mail", tag === "1280x900" ? 0 : 1)
     await check(test.html.includes("Mail works"), "the test e-mail's HTML")
     out("TEST-EMAIL", tag)

@@ -237,3 +237,26 @@ async fn with_the_smtp_server_down_posts_and_sign_ins_go_on_and_mail_follows() {
     assert!(retried >= 1, "{retried}");
     server.stop().await;
 }
+
+/// The administrator's test letter is sent while the page waits, so its answer is the SMTP
+/// server's: with the server down, 422 naming the failure and counted failed; nothing queued
+/// to arrive later.
+#[tokio::test]
+async fn the_test_letter_answers_with_what_the_smtp_server_did() {
+    let (server, _down) = hearth_with_smtp_down().await;
+    let mut david = server.signed_in(DAVID, SECRET).await;
+    let csrf = crate::common::csrf_meta(&david.get("/account/edit").await.body);
+    let body = crate::common::form(&[("authenticity_token", &csrf)]);
+    let r = david
+        .post_form("/account/mail/test_email", &body, &[])
+        .await;
+    assert_eq!(r.status, 422, "{}", r.body);
+    assert!(
+        r.body.contains("The test e-mail was not sent"),
+        "{}",
+        r.body
+    );
+    let failed = r#"hearth_mail_deliveries_total{outcome="failed"}"#;
+    assert_eq!(metric(&server, failed).await, 1);
+    server.stop().await;
+}

@@ -4,9 +4,10 @@
 //!
 //! - `PATCH /account/mail` with `mail[site_url]` (an `http` or `https` origin, empty to
 //!   unset) and `mail[digest_hour]` (0-23): 302 to `/account/edit` with "Saved"; 422 otherwise.
-//! - `POST /account/mail/test_email`: queues a test letter to the administrator's own address
-//!   and answers 302 to `/account/edit` with "Saved" (the queue never waits for SMTP: the
-//!   outcome shows in the inbox and in `/metrics`).
+//! - `POST /account/mail/test_email`: sends a test letter to the administrator's own address
+//!   while the request waits (bounded, past the queue: the point is the SMTP server's answer),
+//!   then 302 to `/account/edit` with "Test e-mail sent"; 422 with the server's answer (or its
+//!   silence) when it did not take the letter.
 
 use axum::extract::{FromRef, State};
 use axum::response::Response;
@@ -125,7 +126,8 @@ pub async fn update(State(desk): State<MailDesk>, Admin(ctx): Admin) -> Result<R
 ///
 /// # Errors
 /// 404 without mail; 401/403 for others than administrators; 422 when the administrator has
-/// no address or the queue refuses the letter.
+/// no address, or with the SMTP server's answer (or its silence) when it did not take the
+/// letter ([`crate::mail::Mailer::send_now`]).
 pub async fn test_email(
     State(desk): State<MailDesk>,
     Admin(ctx): Admin,
@@ -143,8 +145,13 @@ pub async fn test_email(
     };
     let letter = crate::letters::test(to, &account.name, &server)?;
     desk.mailer
-        .send(letter)
-        .map_err(|e| AppError::Unprocessable(e.to_string()))?;
-    tracing::info!(user_id = user.id, "test e-mail queued");
-    Ok(found_with("/account/edit", Notice::Saved, ctx.secure))
+        .send_now(letter)
+        .await
+        .map_err(|why| AppError::Unprocessable(format!("The test e-mail was not sent: {why}")))?;
+    tracing::info!(user_id = user.id, "test e-mail sent");
+    Ok(found_with(
+        "/account/edit",
+        Notice::TestMailSent,
+        ctx.secure,
+    ))
 }
