@@ -52,7 +52,7 @@ pub struct Config {
     pub bind: SocketAddr,
 
     /// SQLite database file (created and migrated when missing; seeded when empty, unless
-    /// `--no-seed` or `--production`).
+    /// `--no-seed` or `--production`). With `--data-dir` given and this not: `<data-dir>/hearth.sqlite3`.
     #[arg(
         long,
         env = "HEARTH_DATABASE",
@@ -60,7 +60,9 @@ pub struct Config {
     )]
     pub database: PathBuf,
 
-    /// Directory for generated state (the secret_key_base file when SECRET_KEY_BASE is unset).
+    /// Directory for Hearth's state: the secret_key_base file when SECRET_KEY_BASE is unset,
+    /// the files of the disk service (unless --storage-root), and the database (unless
+    /// --database).
     #[arg(long, env = "HEARTH_DATA_DIR", default_value = "storage")]
     pub data_dir: PathBuf,
 

@@ -3,7 +3,8 @@
 //! `import`, `export`, `backup` and `restore` move a team in and out (`hearth::transfer`).
 //! Thin on purpose: the work is in the library.
 
-use clap::{Parser, Subcommand};
+use clap::parser::ValueSource;
+use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use std::path::PathBuf;
 
@@ -56,6 +57,9 @@ enum Cmd {
         broadcast_key: Option<Redacted<String>>,
         #[command(flatten)]
         secret: SecretFlags,
+        /// anycable-go's names, as `hearth serve` reads them (hidden).
+        #[command(flatten)]
+        anycable: hearth::config::AnyCableNames,
     },
     /// Print the signed name of a stream, as Turbo's `signed_stream_name` would.
     SignStream {
@@ -70,6 +74,9 @@ enum Cmd {
         key_generator_digest: KdfDigest,
         #[command(flatten)]
         secret: SecretFlags,
+        /// anycable-go's names, as `hearth serve` reads them (hidden).
+        #[command(flatten)]
+        anycable: hearth::config::AnyCableNames,
     },
     /// Bring a team's history in: a Campfire `storage/` directory or a Slack export.
     #[command(subcommand)]
@@ -318,9 +325,47 @@ fn init_tracing(level: &str, json: bool) {
     }
 }
 
+/// `<data-dir>/hearth.sqlite3` when the command's `--data-dir` (or `HEARTH_DATA_DIR`) was given
+/// and its `--database` (or `HEARTH_DATABASE`) was not: one flag moves all of Hearth's state.
+/// None otherwise, and for commands without both flags.
+fn database_beside_data_dir(matches: &ArgMatches) -> Option<PathBuf> {
+    let mut leaf = matches;
+    while let Some((_, sub)) = leaf.subcommand() {
+        leaf = sub;
+    }
+    // `try_get_raw` answers an error, where `value_source` would panic, for an unknown id.
+    leaf.try_get_raw("database").ok()?;
+    let data_dir = leaf.try_get_one::<PathBuf>("data_dir").ok()??;
+    let given = |id| {
+        !matches!(
+            leaf.value_source(id),
+            None | Some(ValueSource::DefaultValue)
+        )
+    };
+    (!given("database") && given("data_dir")).then(|| data_dir.join("hearth.sqlite3"))
+}
+
+impl Cmd {
+    /// Sets the database file of a command that has one ([`database_beside_data_dir`]).
+    fn set_database(&mut self, database: PathBuf) {
+        match self {
+            Self::Serve(config) => config.database = database,
+            Self::Import(ImportCmd::Campfire { target, .. } | ImportCmd::Slack { target, .. })
+            | Self::Export { target, .. }
+            | Self::Backup { target, .. }
+            | Self::Restore { target, .. } => target.database = database,
+            Self::Seed { .. } | Self::BroadcastKey { .. } | Self::SignStream { .. } => {}
+        }
+    }
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let cli = Cli::parse();
+    let matches = Cli::command().get_matches();
+    let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    if let Some(database) = database_beside_data_dir(&matches) {
+        cli.command.set_database(database);
+    }
     match cli.command {
         Cmd::Serve(config) => {
             let mut config = *config;
@@ -349,20 +394,44 @@ async fn main() -> anyhow::Result<()> {
         Cmd::BroadcastKey {
             broadcast_key,
             secret,
-        } => match broadcast_key.as_deref().filter(|k| !k.is_empty()) {
-            Some(key) => println!("{key}"),
-            None => println!(
-                "{}",
-                hearth::anycable::broadcast_key(&secret.secret_key_base()?)
-            ),
-        },
+            anycable,
+        } => {
+            // As `hearth serve` picks it: Hearth's name, then anycable-go's two, else derived
+            // from ANYCABLE_SECRET or secret_key_base.
+            let given = [
+                &broadcast_key,
+                &anycable.go_broadcast_key,
+                &anycable.go_http_broadcast_secret,
+            ]
+            .into_iter()
+            .flatten()
+            .find(|k| !k.is_empty());
+            match given {
+                Some(key) => println!("{}", key.as_str()),
+                None => {
+                    let base = match anycable.key_base() {
+                        Some(base) => base.to_owned(),
+                        None => secret.secret_key_base()?,
+                    };
+                    println!("{}", hearth::anycable::broadcast_key(&base));
+                }
+            }
+        }
         Cmd::SignStream {
             name,
             turbo_verifier_key,
             key_generator_digest,
             secret,
+            anycable,
         } => {
-            let signer = match &turbo_verifier_key {
+            // As `hearth serve` picks it: Hearth's hex key, else anycable-go's Turbo secret
+            // or common secret as the key itself.
+            let go_key = [&anycable.go_turbo_streams_secret, &anycable.go_secret]
+                .into_iter()
+                .flatten()
+                .find(|k| !k.is_empty())
+                .map(|k| Redacted(hex::encode(k.as_bytes())));
+            let signer = match turbo_verifier_key.filter(|k| !k.is_empty()).or(go_key) {
                 Some(key) => {
                     hearth::rails::StreamNameSigner::from_raw_key(&hex::decode(key.trim())?)
                 }

@@ -705,3 +705,42 @@ async fn hostile_backups_are_refused_naming_the_problem_and_the_target_is_untouc
         let _ = std::fs::remove_dir_all(d);
     }
 }
+
+/// `--data-dir` alone names the database too (`<data-dir>/hearth.sqlite3`): a backup and a
+/// restore given only the data directory read and write the database in it, never the one
+/// of the working directory.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_data_dir_alone_names_the_database() {
+    let dir = common::temp_dir("backup-data-dir");
+    let server = Hearth::start(&dir, &[]).await;
+    let out = common::temp_dir("backup-data-dir-file");
+    let file = out.join("team.tar");
+    let taken = hearth(&[
+        "backup",
+        "--to",
+        text(&file),
+        "--data-dir",
+        text(&dir),
+        "--quiet",
+    ])
+    .await;
+    assert!(taken.ok, "{}", taken.stderr);
+    drop(server);
+    let fresh = common::temp_dir("backup-data-dir-restored");
+    let args = [
+        "restore",
+        "--from",
+        text(&file),
+        "--data-dir",
+        text(&fresh),
+        "--quiet",
+    ];
+    let restored = hearth(&args).await;
+    assert!(restored.ok, "{}", restored.stderr);
+    let mut before = open(&dir.join("hearth.sqlite3")).await;
+    let mut after = open(&fresh.join("hearth.sqlite3")).await;
+    assert_eq!(
+        table_counts(&mut after).await.get("users"),
+        table_counts(&mut before).await.get("users")
+    );
+}
