@@ -800,6 +800,14 @@ impl Server {
         let _ = stop_tx.send(true);
         drop(done_tx);
         drain(&state, &mut done_rx).await;
+        // The app's `disconnect` for each connection closed above (`--rpc-url`).
+        if let Some(rpc) = &state.apps.rpc {
+            let within = Duration::from_secs(state.config.drain_timeout);
+            let left = rpc.disconnects.flush(within).await;
+            if left > 0 {
+                tracing::warn!(left, "stopping: RPC disconnects left unsent");
+            }
+        }
         state.delivery.bus.stop();
         state.db.pool.close().await;
         Ok(())

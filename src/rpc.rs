@@ -21,7 +21,10 @@
 //! Disconnects go through a bounded queue ([`DisconnectQueue`]): at most
 //! [`DISCONNECT_BACKLOG`] waiting, sent at most [`DISCONNECTS_PER_SECOND`] per second, so a
 //! mass disconnect (a restart of many clients) cannot flood the app; past the backlog they
-//! are dropped and counted. A call whose caller gives up on it (the client went away while it
+//! are dropped and counted. When the server stops, the disconnects of the connections it
+//! closed are sent without that pause, for at most `--drain-timeout` seconds
+//! ([`DisconnectQueue::flush`]), as anycable-go drains its queue at shutdown, so the app's
+//! `disconnect` callbacks run for every client. A call whose caller gives up on it (the client went away while it
 //! was pending, `cable::connection::peer`) is abandoned and counted as canceled, as
 //! anycable-go's `rpc_canceled`.
 
@@ -719,13 +722,31 @@ pub struct Disconnect {
 pub struct DisconnectQueue {
     sender: tokio::sync::mpsc::Sender<Disconnect>,
     dropped: Counter,
+    /// Queued or being sent.
+    pending: Arc<std::sync::atomic::AtomicUsize>,
+    /// Set at shutdown: no pause between calls.
+    hurry: Arc<std::sync::atomic::AtomicBool>,
+    /// Told whenever `pending` falls to 0.
+    idle: Arc<tokio::sync::Notify>,
 }
 
 impl DisconnectQueue {
     /// Starts the queue's sender task over `client`.
     pub fn start(client: Arc<RpcClient>) -> Self {
+        use std::sync::atomic::Ordering::SeqCst;
         let (sender, mut receiver) = tokio::sync::mpsc::channel::<Disconnect>(DISCONNECT_BACKLOG);
-        let dropped = client.metrics.disconnects_dropped.clone();
+        let queue = Self {
+            sender,
+            dropped: client.metrics.disconnects_dropped.clone(),
+            pending: Arc::default(),
+            hurry: Arc::default(),
+            idle: Arc::default(),
+        };
+        let (pending, hurry, idle) = (
+            queue.pending.clone(),
+            queue.hurry.clone(),
+            queue.idle.clone(),
+        );
         tokio::spawn(async move {
             let pause = Duration::from_secs(1) / DISCONNECTS_PER_SECOND;
             while let Some(d) = receiver.recv().await {
@@ -738,17 +759,45 @@ impl DisconnectQueue {
                     Ok(_) => {}
                     Err(e) => tracing::warn!(error = %e, "RPC disconnect failed"),
                 }
-                tokio::time::sleep_until(started + pause).await;
+                if pending.fetch_sub(1, SeqCst) == 1 {
+                    idle.notify_waiters();
+                }
+                if !hurry.load(SeqCst) {
+                    tokio::time::sleep_until(started + pause).await;
+                }
             }
         });
-        Self { sender, dropped }
+        queue
     }
 
     /// Queues a disconnect; dropped (and counted) when the queue is full.
     pub fn push(&self, disconnect: Disconnect) {
+        use std::sync::atomic::Ordering::SeqCst;
+        self.pending.fetch_add(1, SeqCst);
         if self.sender.try_send(disconnect).is_err() {
+            self.pending.fetch_sub(1, SeqCst);
             self.dropped.increment(1);
         }
+    }
+
+    /// At shutdown: sends what is queued without the pause between calls, and waits until
+    /// nothing is left or `within` has passed. Returns how many were left unsent.
+    pub async fn flush(&self, within: Duration) -> usize {
+        use std::sync::atomic::Ordering::SeqCst;
+        self.hurry.store(true, SeqCst);
+        let drained = async {
+            loop {
+                let notified = self.idle.notified();
+                tokio::pin!(notified);
+                notified.as_mut().enable();
+                if self.pending.load(SeqCst) == 0 {
+                    return;
+                }
+                notified.await;
+            }
+        };
+        let _ = tokio::time::timeout(within, drained).await;
+        self.pending.load(SeqCst)
     }
 }
 

@@ -142,3 +142,50 @@ fn key_commands_print_the_keys_serve_uses() {
         "an explicit secret writes no file"
     );
 }
+
+/// `hearth broadcast-key` and `hearth sign-stream` read anycable-go's names as `hearth serve`
+/// does, so a deployment moving from anycable-go prints the keys its server uses.
+#[test]
+fn key_commands_read_anycable_gos_names_as_serve_does() {
+    let with_env = |args: &[&str], env: &[(&str, &str)]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_hearth"))
+            .args(args)
+            .envs(env.iter().copied())
+            .env_remove("HEARTH_BROADCAST_KEY")
+            .env_remove("HEARTH_TURBO_VERIFIER_KEY")
+            .output()
+            .expect("hearth runs");
+        assert!(out.status.success(), "{args:?} {env:?} failed");
+        String::from_utf8(out.stdout).unwrap().trim_end().to_owned()
+    };
+    let base = "0123456789abcdef".repeat(8);
+    let key = ["broadcast-key", "--secret-key-base", &base];
+    assert_eq!(
+        with_env(&key, &[("ANYCABLE_BROADCAST_KEY", "go-k3y")]),
+        "go-k3y"
+    );
+    assert_eq!(
+        with_env(&key, &[("ANYCABLE_HTTP_BROADCAST_SECRET", "old-k3y")]),
+        "old-k3y"
+    );
+    assert_eq!(
+        with_env(&key, &[("ANYCABLE_SECRET", "common")]),
+        hearth::anycable::broadcast_key("common")
+    );
+    // Hearth's own name wins.
+    let both = [
+        "broadcast-key",
+        "--broadcast-key",
+        "mine",
+        "--secret-key-base",
+        &base,
+    ];
+    assert_eq!(with_env(&both, &[("ANYCABLE_BROADCAST_KEY", "go")]), "mine");
+
+    let sign = ["sign-stream", "rooms", "--secret-key-base", &base];
+    for var in ["ANYCABLE_TURBO_STREAMS_SECRET", "ANYCABLE_SECRET"] {
+        let signed = with_env(&sign, &[(var, "turbo-secret")]);
+        let signer = hearth::rails::StreamNameSigner::from_raw_key(b"turbo-secret");
+        assert_eq!(signer.verify(&signed).as_deref(), Some("rooms"), "{var}");
+    }
+}

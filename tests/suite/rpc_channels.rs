@@ -625,3 +625,42 @@ async fn the_calls_of_a_client_gone_are_dropped_and_its_disconnect_still_sent() 
         "{metrics}"
     );
 }
+
+/// A stopping server sends the app's `disconnect` for every connection it closes, without the
+/// queue's pause between calls: 300 clients' disconnects reach the app before the process
+/// exits (at 100 a second they would take 3 s, and the process would exit first).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopping_server_sends_every_connections_disconnect_to_the_app() {
+    let app = App::start().await;
+    let dir = common::temp_dir("rpc-stop");
+    let url = format!("{}/_anycable", app.url);
+    let flags = [
+        "--rpc-url",
+        &url,
+        "--rpc-secret",
+        KEY,
+        "--drain-spread",
+        "0",
+        "--max-connections-per-address",
+        "0",
+    ];
+    let mut server = common::child::Hearth::start(&dir, &flags).await;
+    let origin = format!("http://{}", server.addr);
+    let mut clients = Vec::new();
+    for n in 0..300 {
+        let cookie = format!("username=stop{n}");
+        let mut ws = Ws::connect(server.addr, Some(&cookie), Some(&origin), None).await;
+        assert!(frame_with(&mut ws, "welcome", Duration::from_secs(5))
+            .await
+            .is_some());
+        clients.push(ws);
+    }
+    server.signal("INT");
+    server.wait(Duration::from_secs(30)).await;
+    let calls = app_calls(&app).await;
+    let sent = (0..300)
+        .filter(|n| calls.contains(&format!(r#""event":"disconnect","username":"stop{n}""#)))
+        .count();
+    assert_eq!(sent, 300);
+    drop(clients);
+}
