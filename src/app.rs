@@ -75,7 +75,14 @@ fn routes_by_role(state: SharedState) -> axum::Router {
         );
     }
     // The channel host, chosen once: the app node's (a cable node), or this node's.
-    let local = LocalHost::new(state.clone());
+    let local = LocalHost::new(
+        state.db.clone(),
+        state.delivery.clone(),
+        state.keys.clone(),
+        state.sockets.clone(),
+    );
+    // The app node's end of the cable nodes' calls runs on the same host.
+    let internal_host = local.clone();
     let campfire: Arc<dyn ChannelHost> = match &state.apps.app_link {
         Some(link) => RemoteHost::new(link.clone(), local),
         None => local,
@@ -88,6 +95,7 @@ fn routes_by_role(state: SharedState) -> axum::Router {
     };
     let cable_state = CableState {
         state: state.clone(),
+        cable: axum::extract::FromRef::from_ref(&state),
         host,
     };
     if app_only {
@@ -110,10 +118,9 @@ fn routes_by_role(state: SharedState) -> axum::Router {
         routes = routes.route("/cable", axum::routing::any(cable).with_state(cable_state));
     }
     let direct = direct.merge(state.assets.routes()).merge(
-        crate::web::internal::routes(state.clone()).layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            internal_guard,
-        )),
+        crate::web::internal::routes(internal_host, state.keys.internal_key.clone()).layer(
+            axum::middleware::from_fn_with_state(state.clone(), internal_guard),
+        ),
     );
     let prepared = axum::middleware::from_fn_with_state(state, crate::web::context::prepare);
     // Wrapping the router (not `Router::layer`) runs the middleware before routing, so the
@@ -335,7 +342,7 @@ async fn up(
 /// [`crate::cable::verify_restore`]), then upgrades as [`crate::cable::upgrade`]. 503 while
 /// the app node cannot answer.
 async fn cable_via_app(
-    axum::extract::State(CableState { state, host }): axum::extract::State<CableState>,
+    axum::extract::State(CableState { state, cable, host }): axum::extract::State<CableState>,
     request: axum::extract::Request,
 ) -> axum::response::Response {
     use crate::web::context::SESSION_COOKIE;
@@ -376,7 +383,7 @@ async fn cable_via_app(
     };
     let session_token = token.filter(|_| user.is_some());
     crate::cable::upgrade(
-        state,
+        cable,
         host,
         request,
         Identity {
@@ -394,7 +401,7 @@ async fn cable_via_app(
 /// session of the cookie's session) looks the session up again, uncached, and re-checks its
 /// rooms ([`crate::cable::verify_restore`]); 503 when the database cannot answer.
 async fn cable(
-    axum::extract::State(CableState { state, host }): axum::extract::State<CableState>,
+    axum::extract::State(CableState { state, cable, host }): axum::extract::State<CableState>,
     request: axum::extract::Request,
 ) -> axum::response::Response {
     use axum::response::IntoResponse as _;
@@ -426,13 +433,13 @@ async fn cable(
         };
         identity.identified_afresh = true;
     }
-    crate::cable::upgrade(state, host, request, identity).await
+    crate::cable::upgrade(cable, host, request, identity).await
 }
 
 /// `GET /cable` of the cable server alone (`--channels rpc`): no Campfire session is looked
 /// up (there is no database); the app's `connect` identifies the connection.
 async fn cable_app_only(
-    axum::extract::State(CableState { state, host }): axum::extract::State<CableState>,
+    axum::extract::State(CableState { state, cable, host }): axum::extract::State<CableState>,
     request: axum::extract::Request,
 ) -> axum::response::Response {
     let peer = request
@@ -450,13 +457,14 @@ async fn cable_app_only(
         secure,
         ..Identity::default()
     };
-    crate::cable::upgrade(state, host, request, identity).await
+    crate::cable::upgrade(cable, host, request, identity).await
 }
 
 /// What the `/cable` handlers take: the state and the channel host chosen at start.
 #[derive(Clone, Debug)]
 struct CableState {
     state: SharedState,
+    cable: crate::cable::CableHandles,
     host: Arc<dyn ChannelHost>,
 }
 
@@ -718,6 +726,7 @@ impl Server {
     pub async fn bind(config: Config) -> anyhow::Result<Self> {
         let listener = listen(config.bind).with_context(|| format!("binding {}", config.bind))?;
         let state = AppState::build(config).await?;
+        spawn_webhook_worker(&state);
         let weak = state.downgrade();
         state.delivery.bus.on_control(Box::new(move |command| {
             if let Some(state) = SharedState::upgrade(&weak) {
@@ -775,8 +784,15 @@ impl Server {
                 state.metrics.wal_stats(),
             ));
             background.push(crate::db::upkeep::spawn(state.db.pool.clone()));
-            background.push(crate::web::files::spawn_purger(state.clone()));
-            background.push(crate::web::files::spawn_resume_processing(state.clone()));
+            background.push(crate::web::files::spawn_purger(
+                state.db.clone(),
+                state.storage.clone(),
+            ));
+            background.push(crate::web::files::spawn_resume_processing(
+                state.db.clone(),
+                state.delivery.clone(),
+                state.storage.clone(),
+            ));
         }
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         // Every HTTP connection task holds a clone of `done_tx`; when the last is dropped,
@@ -1009,4 +1025,31 @@ pub async fn shutdown_signal() {
         () = term => {},
     }
     tracing::info!("shutdown signal received");
+}
+
+/// The bots' webhook deliveries of this server (`crate::web::webhooks`): takes each off the
+/// queue, at most [`crate::webhooks::CONCURRENCY`] at once. Holds the state weakly, so it ends
+/// with the server.
+fn spawn_webhook_worker(state: &SharedState) {
+    let Some(mut rx) = state.outbox.webhooks.take_receiver() else {
+        return;
+    };
+    let weak = state.downgrade();
+    tokio::spawn(async move {
+        let permits = Arc::new(tokio::sync::Semaphore::new(crate::webhooks::CONCURRENCY));
+        while let Some(delivery) = rx.recv().await {
+            let Ok(permit) = permits.clone().acquire_owned().await else {
+                break;
+            };
+            let Some(state) = SharedState::upgrade(&weak) else {
+                break;
+            };
+            let posting: crate::web::messages::Posting = axum::extract::FromRef::from_ref(&state);
+            drop(state);
+            tokio::spawn(async move {
+                crate::web::webhooks::deliver(&posting, &delivery).await;
+                drop(permit);
+            });
+        }
+    });
 }

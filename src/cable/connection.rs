@@ -55,13 +55,13 @@ use super::channels::{self, Outcome, Subscribed};
 use super::deflate::{Agreed, Inflater};
 use super::protocol::{self, close_code, Command};
 use super::reader::{Inbound, MessageReader};
+use super::CableHandles;
 use crate::db::users::User;
 use crate::fanout::frame::Frame;
 use crate::fanout::{Connection, Variant};
 use crate::loggable::loggable;
 use crate::rate_limit::{Action, Client, TokenBucket};
 use crate::registry::Signal;
-use crate::state::SharedState;
 
 /// How long a connection refused for a bad message keeps draining the client's input after
 /// its close frame, before the socket is dropped.
@@ -111,7 +111,7 @@ pub struct Extended {
 /// its compressed messages are inflated.
 #[allow(clippy::too_many_arguments)]
 pub async fn run(
-    state: SharedState,
+    state: CableHandles,
     host: Arc<dyn ChannelHost>,
     stream: TcpStream,
     leftover: Bytes,
@@ -137,7 +137,6 @@ pub async fn run(
         Err(None) => return,
         Err(Some(refusal)) => {
             refuse(read_half, write_half, refusal).await;
-            tracing::info!("An unauthorized connection attempt was rejected");
             return;
         }
     };
@@ -275,8 +274,14 @@ async fn app_session(
     };
     match connected {
         Some(app::Connected::Accepted(session, frames)) => Ok((Some(session), frames)),
+        // The app could not answer (down, slow, a bad answer): not a refusal of the client.
+        Some(app::Connected::Failed) if !campfire => {
+            tracing::warn!("Closing a connection: the app's connect could not be answered");
+            Err(Some(app::refusal(Some(&app::Connected::Failed))))
+        }
         refused if !campfire => {
             metrics.connection_rejected();
+            tracing::info!("An unauthorized connection attempt was rejected");
             Err(Some(app::refusal(refused.as_ref())))
         }
         _ => Ok((None, Vec::new())),
@@ -341,7 +346,7 @@ async fn refuse(
 }
 
 struct Reader {
-    state: SharedState,
+    state: CableHandles,
     /// Where the channels run (here, or on the app node).
     host: Arc<dyn ChannelHost>,
     /// The Campfire user (`current_user`), when a Campfire session identified the connection.

@@ -30,7 +30,58 @@ use sha1::Digest as _;
 use tokio::net::TcpStream;
 
 use crate::db::users::User;
-use crate::state::SharedState;
+use crate::metrics::Metrics;
+use crate::pubsub::Delivery;
+use crate::rails::Keys;
+use crate::rate_limit::Limits;
+use crate::registry::Sockets;
+use std::sync::Arc;
+
+/// What the cable face and its connections touch: the settings (limits of a connection), the
+/// delivery (bus, fan-out, history), the keys (Turbo's stream signer), the request limits (a
+/// connection's commands), the metrics and the sockets (registry, sessions, presence,
+/// permits). Built once by the wiring and cloned into each connection.
+#[derive(Clone, Debug)]
+pub struct CableHandles {
+    /// The settings.
+    pub config: Arc<Config>,
+    /// Broadcasts in and out.
+    pub delivery: Delivery,
+    /// Turbo's stream signer.
+    pub keys: Keys,
+    /// The per-user request limits.
+    pub limits: Limits,
+    /// The metrics.
+    pub metrics: Arc<Metrics>,
+    /// Open connections, sessions, presence and permits.
+    pub sockets: Sockets,
+    /// The app's RPC (`--rpc-url`), whose `connect` a connection asks.
+    pub rpc: Option<Arc<crate::rpc::RpcApp>>,
+}
+
+impl<S> axum::extract::FromRef<S> for CableHandles
+where
+    S: Send + Sync,
+    Arc<Config>: axum::extract::FromRef<S>,
+    Delivery: axum::extract::FromRef<S>,
+    Keys: axum::extract::FromRef<S>,
+    Limits: axum::extract::FromRef<S>,
+    Arc<Metrics>: axum::extract::FromRef<S>,
+    Sockets: axum::extract::FromRef<S>,
+    crate::app_link::Apps: axum::extract::FromRef<S>,
+{
+    fn from_ref(state: &S) -> Self {
+        Self {
+            config: Arc::from_ref(state),
+            delivery: Delivery::from_ref(state),
+            keys: Keys::from_ref(state),
+            limits: Limits::from_ref(state),
+            metrics: Arc::from_ref(state),
+            sockets: Sockets::from_ref(state),
+            rpc: crate::app_link::Apps::from_ref(state).rpc,
+        }
+    }
+}
 
 /// The subprotocols Rails supports, in its order (`ActionCable::INTERNAL[:protocols]`).
 pub const PROTOCOLS: [&str; 2] = ["actioncable-v1-json", "actioncable-unsupported"];
@@ -221,7 +272,7 @@ pub fn requested_sid(request: &Request<Body>) -> Option<String> {
 /// identified the request afresh, [`Identity::identified_afresh`], and [`verify_restore`]
 /// allows it), so a restore turned away by any of these checks can be retried.
 pub async fn upgrade(
-    state: SharedState,
+    state: CableHandles,
     host: std::sync::Arc<dyn channels::host::ChannelHost>,
     mut request: Request<Body>,
     identity: Identity,
@@ -307,24 +358,20 @@ pub async fn upgrade(
     };
     // The app's `connect` (`--rpc-url`) is asked once the socket is open, with the request as
     // it came (AnyCable's `env`).
-    let app = state
-        .apps
-        .rpc
-        .as_ref()
-        .map(|rpc| crate::rpc::ConnectContext {
-            sid: extended
-                .as_ref()
-                .map_or_else(crate::resumable::new_sid, |e| e.sid.clone()),
-            env: crate::rpc::request_env(
-                request_url(&request, identity.secure),
-                request.headers(),
-                &rpc.headers,
-                request
-                    .extensions()
-                    .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
-                    .map_or(std::net::Ipv4Addr::LOCALHOST.into(), |c| c.0.ip()),
-            ),
-        });
+    let app = state.rpc.as_ref().map(|rpc| crate::rpc::ConnectContext {
+        sid: extended
+            .as_ref()
+            .map_or_else(crate::resumable::new_sid, |e| e.sid.clone()),
+        env: crate::rpc::request_env(
+            request_url(&request, identity.secure),
+            request.headers(),
+            &rpc.headers,
+            request
+                .extensions()
+                .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+                .map_or(std::net::Ipv4Addr::LOCALHOST.into(), |c| c.0.ip()),
+        ),
+    });
     let on_upgrade = hyper::upgrade::on(&mut request);
     tokio::spawn(async move {
         let _permit = permit;

@@ -22,7 +22,6 @@ use super::respond::{found, turbo_stream, wants_turbo_stream};
 use crate::db::bookmarks;
 use crate::pubsub::Broadcaster;
 use crate::rails::{ActiveStorageVerifier, StreamNameSigner};
-use crate::state::SharedState;
 
 /// The most bookmarks the list shows.
 pub const MAX_LISTED: i64 = 200;
@@ -42,14 +41,27 @@ pub struct BookmarksHandle {
     pub scripts: std::sync::Arc<str>,
 }
 
-impl FromRef<SharedState> for BookmarksHandle {
-    fn from_ref(state: &SharedState) -> Self {
+impl<S> FromRef<S> for BookmarksHandle
+where
+    S: Send + Sync,
+    crate::db::Db: FromRef<S>,
+    crate::pubsub::Delivery: FromRef<S>,
+    crate::rails::Keys: FromRef<S>,
+    std::sync::Arc<crate::storage::Storage>: FromRef<S>,
+    std::sync::Arc<crate::assets::BrowserAssets>: FromRef<S>,
+{
+    fn from_ref(state: &S) -> Self {
+        let db = crate::db::Db::from_ref(state);
+        let delivery = crate::pubsub::Delivery::from_ref(state);
+        let keys = crate::rails::Keys::from_ref(state);
+        let storage: std::sync::Arc<crate::storage::Storage> = FromRef::from_ref(state);
+        let assets: std::sync::Arc<crate::assets::BrowserAssets> = FromRef::from_ref(state);
         Self {
-            pool: state.db.pool.clone(),
-            broadcaster: state.delivery.broadcaster.clone(),
-            signer: state.keys.signer.clone(),
-            urls: state.storage.verifier.clone(),
-            scripts: state.assets.head_html().into(),
+            pool: db.pool,
+            broadcaster: delivery.broadcaster,
+            signer: keys.signer,
+            urls: storage.verifier.clone(),
+            scripts: assets.head_html().into(),
         }
     }
 }

@@ -40,7 +40,6 @@ use crate::db::rooms::Room;
 use crate::db::users::User;
 use crate::db::{messages, rooms};
 use crate::rails::marshal::Value;
-use crate::state::SharedState;
 use crate::storage::disk::UploadError;
 use crate::storage::{self, identify, process, DirectUpload};
 
@@ -575,12 +574,12 @@ pub async fn purge_orphans(db: &Db, storage: &Storage) {
 }
 
 /// Runs [`purge_orphans`] every hour.
-pub fn spawn_purger(state: SharedState) -> tokio::task::JoinHandle<()> {
+pub fn spawn_purger(db: Db, storage: Arc<Storage>) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(std::time::Duration::from_secs(3600));
         loop {
             tick.tick().await;
-            purge_orphans(&state.db, &state.storage).await;
+            purge_orphans(&db, &storage).await;
         }
     })
 }
@@ -594,21 +593,17 @@ pub fn spawn_purger(state: SharedState) -> tokio::task::JoinHandle<()> {
 /// `ActiveStorage::Blob::Analyzable#analyze` does when its analyzer fails, so the message shows
 /// it as a plain file chip, and the `replace` is broadcast either way (Rails' image analyzer
 /// logs and returns no metadata for an image it cannot read, rails/rails#36072).
-pub fn spawn_processing(state: SharedState, room: Room, message_id: i64, blob: Blob) {
+pub fn spawn_processing(
+    (db, delivery, storage): (Db, Delivery, Arc<Storage>),
+    room: Room,
+    message_id: i64,
+    blob: Blob,
+) {
     if !(blob.is_image() || blob.is_video()) {
         return;
     }
     tokio::spawn(async move {
-        process_and_broadcast(
-            &state.db,
-            &state.delivery,
-            &state.storage,
-            &room,
-            message_id,
-            &blob,
-            true,
-        )
-        .await
+        process_and_broadcast(&db, &delivery, &storage, &room, message_id, &blob, true).await
     });
 }
 
@@ -670,8 +665,12 @@ const RESUME_BATCH: i64 = 64;
 /// analyzed and shown as a file chip. Runs on its own task from the start of an app node,
 /// never delaying the listener (Rails' `ActiveStorage::AnalyzeJob` is likewise retried from
 /// its queue after a crash).
-pub fn spawn_resume_processing(state: SharedState) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move { resume_processing(&state.db, &state.delivery, &state.storage).await })
+pub fn spawn_resume_processing(
+    db: Db,
+    delivery: Delivery,
+    storage: Arc<Storage>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move { resume_processing(&db, &delivery, &storage).await })
 }
 
 /// [`spawn_resume_processing`]'s work, to its end.

@@ -20,7 +20,6 @@ use super::form::Form;
 use super::respond::found;
 use super::sessions::{hash_password, start_session};
 use crate::db::accounts;
-use crate::state::SharedState;
 
 /// The first-run form (`templates/first_runs/show.html`).
 #[derive(Template, Debug)]
@@ -48,6 +47,21 @@ pub async fn show(
     Ok((StatusCode::OK, Html(page.render()?)).into_response())
 }
 
+handles_of! {
+    /// What the first run uses: the settings, the database, the cookie keys (the first
+    /// session) and the files (the administrator's avatar).
+    pub struct FirstRun {
+        /// The settings.
+        config: std::sync::Arc<crate::config::Config>,
+        /// The database.
+        db: Db,
+        /// The cookie jar's keys.
+        keys: crate::rails::Keys,
+        /// The files.
+        storage: std::sync::Arc<crate::storage::Storage>,
+    }
+}
+
 /// `POST /first_run` with `user[name]` (1-100 characters), `user[email_address]` and
 /// `user[password]` (1-72 bytes), urlencoded, or as multipart with an optional `user[avatar]`
 /// image: creates the account, the administrator (with the avatar) and the room "All Talk",
@@ -55,7 +69,7 @@ pub async fn show(
 /// past `--max-upload-bytes`; 302 to `/` without creating anything once the account exists. An
 /// avatar the decoders cannot read leaves the account made without it (the profile can add one).
 pub async fn create(
-    State(state): State<SharedState>,
+    State(state): State<FirstRun>,
     Extension(ctx): Extension<Ctx>,
     request: Request,
 ) -> Result<Response, AppError> {
@@ -151,7 +165,7 @@ async fn read_multipart(
 
 /// Stores the first run's picture as the new administrator's avatar.
 async fn store_avatar(
-    state: &crate::state::AppState,
+    state: &FirstRun,
     user_id: i64,
     filename: &str,
     bytes: bytes::Bytes,

@@ -29,7 +29,6 @@ use super::respond::{found, turbo_stream, wants_turbo_stream};
 use crate::db::inbox::{self, Item, Kind};
 use crate::pubsub::Broadcaster;
 use crate::rails::StreamNameSigner;
-use crate::state::SharedState;
 
 /// The most items the page lists.
 pub const MAX_LISTED: usize = 100;
@@ -53,13 +52,24 @@ pub struct InboxHandle {
     pub scripts: std::sync::Arc<str>,
 }
 
-impl FromRef<SharedState> for InboxHandle {
-    fn from_ref(state: &SharedState) -> Self {
+impl<S> FromRef<S> for InboxHandle
+where
+    S: Send + Sync,
+    crate::db::Db: FromRef<S>,
+    crate::pubsub::Delivery: FromRef<S>,
+    crate::rails::Keys: FromRef<S>,
+    std::sync::Arc<crate::assets::BrowserAssets>: FromRef<S>,
+{
+    fn from_ref(state: &S) -> Self {
+        let db = crate::db::Db::from_ref(state);
+        let delivery = crate::pubsub::Delivery::from_ref(state);
+        let keys = crate::rails::Keys::from_ref(state);
+        let assets: std::sync::Arc<crate::assets::BrowserAssets> = FromRef::from_ref(state);
         Self {
-            pool: state.db.pool.clone(),
-            broadcaster: state.delivery.broadcaster.clone(),
-            signer: state.keys.signer.clone(),
-            scripts: state.assets.head_html().into(),
+            pool: db.pool,
+            broadcaster: delivery.broadcaster,
+            signer: keys.signer,
+            scripts: assets.head_html().into(),
         }
     }
 }

@@ -4,6 +4,8 @@
 //! [`LocalHost`] (the same host a `--role all` node runs its channels on). Without the key
 //! every call gets 404, as if the route did not exist.
 
+use std::sync::Arc;
+
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -15,20 +17,26 @@ use crate::cable::channels::remote::{
     IdentifyRequest, IdentifyResponse, PerformRequest, StillAllowedRequest, SubscribeRequest,
     UnsubscribedRequest,
 };
-use crate::state::SharedState;
+/// What the internal route answers with: this node's channels and the key a caller must give.
+#[derive(Clone, Debug)]
+struct Internal {
+    host: Arc<LocalHost>,
+    key: Arc<str>,
+}
 
-/// The route, to mount beside the app's own (it needs no cookies, session or CSRF).
-pub fn routes(state: SharedState) -> axum::Router {
+/// The route, to mount beside the app's own (it needs no cookies, session or CSRF): the cable
+/// node's calls run on `host`, for callers that give `key` (`crate::app_link::internal_key`).
+pub fn routes(host: Arc<LocalHost>, key: Arc<str>) -> axum::Router {
     axum::Router::new()
         .route(
             &format!("{}{{op}}", crate::app_link::INTERNAL_PATH),
             axum::routing::post(call),
         )
-        .with_state(state)
+        .with_state(Internal { host, key })
 }
 
 async fn call(
-    State(state): State<SharedState>,
+    State(internal): State<Internal>,
     Path(op): Path<String>,
     headers: HeaderMap,
     body: axum::body::Bytes,
@@ -36,10 +44,10 @@ async fn call(
     let auth = headers
         .get(axum::http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
-    if !crate::anycable::bearer_matches(auth, &state.keys.internal_key) {
+    if !crate::anycable::bearer_matches(auth, &internal.key) {
         return StatusCode::NOT_FOUND.into_response();
     }
-    match answer(&state, &op, &body).await {
+    match answer(&internal.host, &op, &body).await {
         Ok(response) => response,
         Err(e) => {
             tracing::warn!(op, error = %e, "internal cable call failed");
@@ -48,12 +56,11 @@ async fn call(
     }
 }
 
-async fn answer(state: &SharedState, op: &str, body: &[u8]) -> anyhow::Result<Response> {
+/// The cable node's channels run here, on this node's `host`.
+async fn answer(host: &LocalHost, op: &str, body: &[u8]) -> anyhow::Result<Response> {
     let Some(op) = Op::from_path(op) else {
         return Ok(StatusCode::NOT_FOUND.into_response());
     };
-    // The cable node's channels run here, on this node's host.
-    let host = LocalHost::new(state.clone());
     let who = |user, connection_id| Who {
         user,
         connection_id,

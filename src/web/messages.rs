@@ -10,7 +10,7 @@ use crate::outbox::Outbox;
 use crate::pubsub::Delivery;
 use crate::rails::Keys;
 use crate::storage::Storage;
-use axum::extract::{FromRef, Path, Request, State};
+use axum::extract::{Path, Request, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use axum::Extension;
@@ -29,7 +29,6 @@ use crate::db::{messages, users};
 use crate::metrics::PostSource;
 use crate::render;
 use crate::rich_text;
-use crate::state::SharedState;
 
 /// Longest accepted `client_message_id`, in bytes.
 pub const MAX_CLIENT_MESSAGE_ID: usize = 64;
@@ -318,7 +317,8 @@ async fn post_fields(
 
 handles_of! {
     /// What posting and editing touch: the database (the write and group commit), the
-    /// broadcaster, the mention signer, the files (an attachment) and the outbox (pushes).
+    /// broadcaster, the mention signer, the files (an attachment), the outbox (pushes and
+    /// webhooks), the settings (limits) and the metrics.
     pub struct Posting {
         /// The database.
         db: Db,
@@ -328,15 +328,19 @@ handles_of! {
         keys: Keys,
         /// Active Storage.
         storage: Arc<Storage>,
-        /// Pushes.
+        /// Pushes and webhooks.
         outbox: Outbox,
+        /// The limits of a post (its body, its file).
+        config: Arc<crate::config::Config>,
+        /// The post's timing.
+        metrics: Arc<crate::metrics::Metrics>,
     }
 }
 
 /// Posts `fields` as `author`; when the post fails, purges a blob the request itself uploaded;
 /// when it succeeds, starts processing the file (off the post path).
 async fn post_with_file(
-    state: &SharedState,
+    state: &Posting,
     room: &Room,
     author: &User,
     fields: PostFields,
@@ -363,21 +367,22 @@ async fn post_with_file(
             blob.is_some(),
         )
         .await?;
-        post_message(
-            &Posting::from_ref(state),
-            room,
-            author,
-            &body,
-            &cid,
-            blob.as_ref(),
-        )
-        .await
+        post_message(state, room, author, &body, &cid, blob.as_ref()).await
     }
     .await;
     match posted {
         Ok(posted) => {
             if let Some(blob) = blob {
-                files::spawn_processing(state.clone(), room.clone(), posted.0.id, blob);
+                files::spawn_processing(
+                    (
+                        state.db.clone(),
+                        state.delivery.clone(),
+                        state.storage.clone(),
+                    ),
+                    room.clone(),
+                    posted.0.id,
+                    blob,
+                );
             }
             Ok(posted)
         }
@@ -397,7 +402,7 @@ async fn post_with_file(
 /// # Errors
 /// As [`post_message`].
 pub async fn post_file(
-    state: &SharedState,
+    state: &Posting,
     room: &Room,
     author: &User,
     blob: Blob,
@@ -432,7 +437,7 @@ pub struct Posted {
 /// a blank body without a file 422, one over [`rich_text::MAX_BODY_BYTES`] 413. The
 /// membership comes from the access cache ([`CachedMemberRoom`]).
 pub async fn create(
-    State(state): State<SharedState>,
+    State(state): State<Posting>,
     Extension(ctx): Extension<Ctx>,
     CachedMemberRoom { user, room }: CachedMemberRoom,
     headers: HeaderMap,
@@ -482,7 +487,7 @@ pub async fn create(
 /// past [`rich_text::MAX_BODY_BYTES`] (or `--max-upload-bytes` for the file). A bad key gets a
 /// bare 401 (no body, no cookie); a room the bot is not in, a bare 404 (Campfire's `head`).
 pub async fn create_by_bot(
-    State(state): State<SharedState>,
+    State(state): State<Posting>,
     Extension(ctx): Extension<Ctx>,
     Path((room_id, bot_key)): Path<(String, String)>,
     headers: HeaderMap,
@@ -668,7 +673,7 @@ pub async fn boost(
 /// # Errors
 /// As [`post_message`]; 404 when the parent room is gone.
 async fn also_send_to_room(
-    state: &SharedState,
+    state: &Posting,
     thread_room: &crate::db::rooms::Room,
     author: &User,
     text: &str,
@@ -685,15 +690,7 @@ async fn also_send_to_room(
     }
     let body = body_from_form(&state.db, &state.keys, parent_room.id, text, format).await?;
     let cid = crate::db::messages::new_client_message_id();
-    post_message(
-        &Posting::from_ref(state),
-        &parent_room,
-        author,
-        &body,
-        &cid,
-        None,
-    )
-    .await?;
+    post_message(state, &parent_room, author, &body, &cid, None).await?;
     Ok(())
 }
 

@@ -29,7 +29,6 @@ use super::flash::{found_with, Notice};
 use super::links::{origin, transfer_link, ShareLink};
 use super::sessions::{verify_password, MAX_PASSWORD_BYTES};
 use crate::db::users::{self, CredentialsChange, Profile, ProfileMembership, User};
-use crate::state::SharedState;
 
 /// The hue of a user's initials avatar (the message partial's formula).
 pub fn avatar_hue(user_id: i64) -> u32 {
@@ -41,15 +40,30 @@ pub fn avatar_hue(user_id: i64) -> u32 {
 /// # Errors
 /// Database failures.
 pub async fn avatar_url(
-    state: &crate::state::AppState,
+    storage: &crate::storage::Storage,
+    pool: &sqlx::SqlitePool,
     user_id: i64,
 ) -> Result<Option<String>, AppError> {
-    Ok(state
-        .storage
+    Ok(storage
         .avatars
-        .get(&state.db.pool, user_id)
+        .get(pool, user_id)
         .await?
         .map(|v| crate::storage::avatar_path(user_id, Some(v))))
+}
+
+handles_of! {
+    /// What the profile pages use: the settings, the database, the cookie keys (a new
+    /// password ends the other sessions) and the files (the avatar).
+    pub struct ProfileHandles {
+        /// The settings.
+        config: std::sync::Arc<crate::config::Config>,
+        /// The database.
+        db: crate::db::Db,
+        /// The cookie jar's keys.
+        keys: crate::rails::Keys,
+        /// The files.
+        storage: std::sync::Arc<crate::storage::Storage>,
+    }
 }
 
 /// A profile page (`templates/users/show.html`).
@@ -111,7 +125,7 @@ pub const MIN_PASSWORD_BYTES: usize = 8;
 /// `GET /users/{user_id}`: any user's profile, for signed-in people (302 to the sign-in
 /// form otherwise); 404 for an unknown id.
 pub async fn show(
-    State(state): State<SharedState>,
+    State(state): State<ProfileHandles>,
     SignedInPage { ctx, user: viewer }: SignedInPage,
     headers: HeaderMap,
     Path(user_id): Path<String>,
@@ -127,7 +141,7 @@ pub async fn show(
         csrf_token: &token,
         hue: avatar_hue(profile.user.id),
         initials: crate::render::initials(&profile.user.name),
-        avatar: avatar_url(&state, profile.user.id).await?,
+        avatar: avatar_url(&state.storage, &state.db.pool, profile.user.id).await?,
         is_self,
         can_ban: administers && person,
         can_ping: !is_self && profile.user.is_active(),
@@ -151,7 +165,8 @@ pub async fn show(
 /// `GET /users/me/profile`: the signed-in user's edit form (302 to the sign-in form
 /// otherwise).
 pub async fn edit(
-    State(state): State<SharedState>,
+    State(state): State<ProfileHandles>,
+    State(desk): State<super::account::mail::MailDesk>,
     SignedInPage { ctx, user }: SignedInPage,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
@@ -166,12 +181,11 @@ pub async fn edit(
         bio: &profile.bio,
         hue: avatar_hue(user.id),
         initials: crate::render::initials(&profile.user.name),
-        avatar: avatar_url(&state, user.id).await?,
+        avatar: avatar_url(&state.storage, &state.db.pool, user.id).await?,
         memberships: &memberships,
         transfer: transfer_link(&state.keys, &origin(&ctx, &headers, &state.config), user.id),
         min_password_bytes: MIN_PASSWORD_BYTES,
-        digest: super::digest_settings::panel(&axum::extract::FromRef::from_ref(&state), user.id)
-            .await?,
+        digest: super::digest_settings::panel(&desk, user.id).await?,
     };
     Ok((StatusCode::OK, Html(page.render()?)).into_response())
 }

@@ -29,7 +29,6 @@ use super::respond::found;
 use crate::db::sso::{self as store, Match};
 use crate::oidc::{Identity, Provider, Sso, SsoError};
 use crate::rails::SignedCookieJar;
-use crate::state::SharedState;
 
 /// The signed cookie holding `state`, `nonce` and the PKCE verifier of a sign-in under way.
 pub const FLOW_COOKIE: &str = "oidc_sign_in";
@@ -63,13 +62,24 @@ impl SsoHandle {
     }
 }
 
-impl FromRef<SharedState> for SsoHandle {
-    fn from_ref(state: &SharedState) -> Self {
+impl<S> FromRef<S> for SsoHandle
+where
+    S: Send + Sync,
+    crate::db::Db: FromRef<S>,
+    crate::oidc::Sso: FromRef<S>,
+    crate::rails::Keys: FromRef<S>,
+    std::sync::Arc<crate::config::Config>: FromRef<S>,
+{
+    fn from_ref(state: &S) -> Self {
+        let db = crate::db::Db::from_ref(state);
+        let sso = crate::oidc::Sso::from_ref(state);
+        let keys = crate::rails::Keys::from_ref(state);
+        let config: std::sync::Arc<crate::config::Config> = FromRef::from_ref(state);
         Self {
-            pool: state.db.pool.clone(),
-            sso: state.sso.clone(),
-            cookies: state.keys.cookies.clone(),
-            production: state.config.production,
+            pool: db.pool,
+            sso,
+            cookies: keys.cookies,
+            production: config.production,
         }
     }
 }
@@ -127,7 +137,7 @@ pub struct CallbackParams {
 
 /// `GET /session/oidc/callback` (see the module docs).
 pub async fn callback(
-    State(state): State<SharedState>,
+    State(state): State<super::sessions::SignIn>,
     Extension(ctx): Extension<Ctx>,
     headers: HeaderMap,
     Query(params): Query<CallbackParams>,
@@ -204,7 +214,7 @@ pub async fn callback(
 /// The provider's answer checked against the flow cookie, the code exchanged and the ID token
 /// checked.
 async fn checked_identity(
-    state: &SharedState,
+    state: &super::sessions::SignIn,
     ctx: &Ctx,
     headers: &HeaderMap,
     provider: &Provider,
@@ -406,7 +416,7 @@ fn refuse(refusal: &Refusal, provider: Option<&str>) -> Response {
 }
 
 /// The routes of single sign-on.
-pub fn routes() -> axum::Router<SharedState> {
+pub fn routes() -> axum::Router<crate::state::SharedState> {
     axum::Router::new()
         .route("/session/oidc", axum::routing::get(start))
         .route(CALLBACK_PATH, axum::routing::get(callback))

@@ -29,7 +29,6 @@ use super::respond::found;
 use crate::db::threads::{self, Thread};
 use crate::db::users::User;
 use crate::pubsub::Broadcaster;
-use crate::state::SharedState;
 
 /// The 422 detail of a reply to a thread whose parent message was deleted.
 pub const PARENT_DELETED: &str =
@@ -50,11 +49,18 @@ pub struct ThreadsHandle {
     pub broadcaster: Broadcaster,
 }
 
-impl FromRef<SharedState> for ThreadsHandle {
-    fn from_ref(state: &SharedState) -> Self {
+impl<S> FromRef<S> for ThreadsHandle
+where
+    S: Send + Sync,
+    crate::db::Db: FromRef<S>,
+    crate::pubsub::Delivery: FromRef<S>,
+{
+    fn from_ref(state: &S) -> Self {
+        let db = crate::db::Db::from_ref(state);
+        let delivery = crate::pubsub::Delivery::from_ref(state);
         Self {
-            pool: state.db.pool.clone(),
-            broadcaster: state.delivery.broadcaster.clone(),
+            pool: db.pool,
+            broadcaster: delivery.broadcaster,
         }
     }
 }

@@ -41,7 +41,6 @@ use crate::config::Config;
 use crate::db::Db;
 use crate::outbox::Outbox;
 use crate::storage::Storage;
-use std::sync::{Arc, Weak};
 
 use serde_json::json;
 
@@ -54,13 +53,12 @@ use crate::db::messages::{self, Message};
 use crate::db::rooms::{self, Room};
 use crate::db::users::User;
 use crate::db::webhooks::{self as store, Recipient};
-use crate::state::{AppState, SharedState};
-use crate::webhooks::{Delivery, DeliveryError, CONCURRENCY, ENDPOINT_TIMEOUT};
+use crate::webhooks::{Delivery, DeliveryError, ENDPOINT_TIMEOUT};
 
 /// The layer after a person's post: hands what the handler stored ([`Posted`], in the
 /// response's extensions) to [`deliver_later`]. Other responses pass untouched.
 pub async fn after_post(
-    State(state): State<SharedState>,
+    State(state): State<super::messages::Posting>,
     request: Request,
     next: Next,
 ) -> Response {
@@ -73,17 +71,21 @@ pub async fn after_post(
 
 /// After `message` by `author` is stored in `room`: reaches the bots it should (see the
 /// module docs), off the post path.
-pub fn deliver_later(state: &SharedState, room: &Room, author: &User, message: &Message) {
+pub fn deliver_later(
+    state: &super::messages::Posting,
+    room: &Room,
+    author: &User,
+    message: &Message,
+) {
     if state.outbox.webhooks.present().known() == Some(false) {
         return;
     }
-    start_worker(state);
-    let state = state.clone();
+    let (db, outbox) = (state.db.clone(), state.outbox.clone());
     let room = room.clone();
     let author = author.clone();
     let message = message.clone();
     tokio::spawn(async move {
-        if let Err(e) = queue(&state.db, &state.outbox, &room, &author, &message).await {
+        if let Err(e) = queue(&db, &outbox, &room, &author, &message).await {
             tracing::warn!(error = %e, message_id = message.id, "webhook lookup failed");
         }
     });
@@ -217,33 +219,10 @@ pub fn payload(
     payload.to_string().into_bytes()
 }
 
-/// Starts the delivery loop of this server once (it ends when the server's state is dropped).
-fn start_worker(state: &SharedState) {
-    let Some(mut rx) = state.outbox.webhooks.take_receiver() else {
-        return;
-    };
-    let weak: Weak<AppState> = state.downgrade();
-    tokio::spawn(async move {
-        let permits = Arc::new(tokio::sync::Semaphore::new(CONCURRENCY));
-        while let Some(delivery) = rx.recv().await {
-            let Ok(permit) = permits.clone().acquire_owned().await else {
-                break;
-            };
-            let Some(state) = SharedState::upgrade(&weak) else {
-                break;
-            };
-            tokio::spawn(async move {
-                deliver(&state, &delivery).await;
-                drop(permit);
-            });
-        }
-    });
-}
-
 /// One delivery and its answer (Campfire's `Webhook#deliver`): a 200 with text is posted as
 /// text, a 200 with another content type as a file, a timeout as "Failed to respond within 7
 /// seconds".
-async fn deliver(state: &SharedState, delivery: &Delivery) {
+pub async fn deliver(state: &super::messages::Posting, delivery: &Delivery) {
     let answer = match state.outbox.webhooks.deliver(delivery).await {
         Ok(reply) if reply.status == 200 && !reply.body.is_empty() => answer_of(reply),
         Ok(reply) => {
@@ -351,7 +330,7 @@ enum Answer {
 /// no mentions kept; plain text is escaped); a file is stored with the limits of the bot API's
 /// uploads (rate and `--max-upload-bytes`) and processed like any.
 async fn post_answer(
-    state: &SharedState,
+    state: &super::messages::Posting,
     delivery: &Delivery,
     answer: Answer,
 ) -> anyhow::Result<()> {

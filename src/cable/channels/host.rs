@@ -24,8 +24,11 @@ use serde_json::{Map, Value};
 
 use super::{ChannelContext, Outcome, Subscribed};
 use crate::db::users::User;
+use crate::db::Db;
+use crate::pubsub::Delivery;
+use crate::rails::Keys;
+use crate::registry::Sockets;
 use crate::rpc::{CommandResponse, ConnectContext, ConnectResponse, Env, StringMap};
-use crate::state::SharedState;
 
 /// Who a channel call is for: the connection's user and its id (unique across the nodes that
 /// share an app node: presence is kept per connection).
@@ -154,24 +157,33 @@ pub trait ChannelHost: Send + Sync + std::fmt::Debug {
 /// Channels run here, against this node's database.
 #[derive(Clone, Debug)]
 pub struct LocalHost {
-    state: SharedState,
+    db: Db,
+    delivery: Delivery,
+    keys: Keys,
+    sockets: Sockets,
 }
 
 impl LocalHost {
-    /// The host over this node's state.
-    pub fn new(state: SharedState) -> Arc<Self> {
-        Arc::new(Self { state })
+    /// The host over this node's database, delivery, keys (the stream signer) and sockets
+    /// (presence).
+    pub fn new(db: Db, delivery: Delivery, keys: Keys, sockets: Sockets) -> Arc<Self> {
+        Arc::new(Self {
+            db,
+            delivery,
+            keys,
+            sockets,
+        })
     }
 
     /// The channel context of `who`.
     pub fn ctx<'a>(&'a self, who: Who<'a>) -> ChannelContext<'a> {
         ChannelContext {
-            pool: &self.state.db.pool,
-            auth_cache: &self.state.db.auth_cache,
-            broadcaster: &self.state.delivery.broadcaster,
-            signer: &self.state.keys.signer,
+            pool: &self.db.pool,
+            auth_cache: &self.db.auth_cache,
+            broadcaster: &self.delivery.broadcaster,
+            signer: &self.keys.signer,
             user: who.user,
-            presence: &self.state.sockets.presence,
+            presence: &self.sockets.presence,
             connection_id: who.connection_id,
         }
     }
@@ -184,11 +196,11 @@ impl ChannelHost for LocalHost {
         fresh: bool,
     ) -> BoxFuture<'a, anyhow::Result<Option<User>>> {
         Box::pin(async move {
-            let pool = &self.state.db.pool;
+            let pool = &self.db.pool;
             Ok(if fresh {
                 crate::db::sessions::resume(pool, session_token).await?
             } else {
-                self.state.db.auth_cache.resume(pool, session_token).await?
+                self.db.auth_cache.resume(pool, session_token).await?
             })
         })
     }

@@ -21,7 +21,6 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 
 use crate::db::accounts;
-use crate::state::SharedState;
 use crate::web::context::Ctx;
 use crate::web::error::AppError;
 use crate::web::extract::{Admin, AdminPage, SignedInPage};
@@ -79,7 +78,8 @@ pub async fn invite_link(
 
 /// `GET /account/edit` (see the module docs); 302 to the sign-in form when signed out.
 pub async fn edit(
-    State(state): State<SharedState>,
+    State(state): State<crate::web::sessions::SignIn>,
+    State(desk): State<super::mail::MailDesk>,
     SignedInPage { ctx, user }: SignedInPage,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
@@ -90,7 +90,6 @@ pub async fn edit(
     let (sso, mail) = if administrator {
         let origin = origin(&ctx, &headers, &state.config);
         let sso = crate::web::account::sso::view(&state.db.pool, &state.sso, &origin).await?;
-        let desk = axum::extract::FromRef::from_ref(&state);
         (sso, super::mail::panel(&desk, origin).await?)
     } else {
         (None, None)

@@ -8,7 +8,6 @@ use axum::response::Response;
 use sqlx::SqlitePool;
 
 use crate::pubsub::Broadcaster;
-use crate::state::SharedState;
 use crate::web::error::AppError;
 use crate::web::extract::MemberRoom;
 use crate::web::respond::{found, turbo_stream, wants_turbo_stream};
@@ -22,11 +21,18 @@ pub struct MarksHandle {
     pub broadcaster: Broadcaster,
 }
 
-impl FromRef<SharedState> for MarksHandle {
-    fn from_ref(state: &SharedState) -> Self {
+impl<S> FromRef<S> for MarksHandle
+where
+    S: Send + Sync,
+    crate::db::Db: FromRef<S>,
+    crate::pubsub::Delivery: FromRef<S>,
+{
+    fn from_ref(state: &S) -> Self {
+        let db = crate::db::Db::from_ref(state);
+        let delivery = crate::pubsub::Delivery::from_ref(state);
         Self {
-            pool: state.db.pool.clone(),
-            broadcaster: state.delivery.broadcaster.clone(),
+            pool: db.pool,
+            broadcaster: delivery.broadcaster,
         }
     }
 }

@@ -16,7 +16,6 @@ use crate::db::memberships;
 use crate::db::rooms::{self, Room};
 use crate::db::users::User;
 use crate::render::{Person, RoomForm};
-use crate::state::SharedState;
 use crate::web::context::Ctx;
 use crate::web::error::AppError;
 use crate::web::extract::parse_id;
@@ -127,13 +126,14 @@ pub struct SharedRoom {
     pub room: Room,
 }
 
-impl FromRequestParts<SharedState> for SharedRoom {
+impl<S> FromRequestParts<S> for SharedRoom
+where
+    S: Send + Sync,
+    Db: axum::extract::FromRef<S>,
+{
     type Rejection = Response;
 
-    async fn from_request_parts(
-        parts: &mut Parts,
-        state: &SharedState,
-    ) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
         let user = parts
             .extensions
             .get::<Ctx>()
@@ -142,7 +142,8 @@ impl FromRequestParts<SharedState> for SharedRoom {
         let Path(raw_id) = Path::<String>::from_request_parts(parts, state)
             .await
             .map_err(|_| AppError::NotFound.into_response())?;
-        match find_room(&state.db, &user, &raw_id, Scope::Shared).await {
+        let db = <Db as axum::extract::FromRef<S>>::from_ref(state);
+        match find_room(&db, &user, &raw_id, Scope::Shared).await {
             Ok(Some(room)) => Ok(Self { user, room }),
             Ok(None) => Err(not_found_or_inaccessible()),
             Err(e) => Err(e.into_response()),
