@@ -175,12 +175,22 @@ pub fn bearer_matches(header: Option<&str>, key: &str) -> bool {
     else {
         return false;
     };
+    // A key configured with spaces around it is the key without them, as a given one is.
+    let key = key.trim();
     !key.is_empty() && subtle::ConstantTimeEq::ct_eq(given.trim().as_bytes(), key.as_bytes()).into()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_key_configured_with_spaces_around_it_matches_without_them() {
+        assert!(bearer_matches(Some("Bearer k1"), " k1 "));
+        assert!(bearer_matches(Some("bearer  k1 "), "k1"));
+        assert!(!bearer_matches(Some("Bearer k2"), " k1 "));
+        assert!(!bearer_matches(Some("Bearer "), "  "));
+    }
 
     #[test]
     fn one_or_many_publications() {

@@ -199,7 +199,8 @@ impl SlackFlags {
 /// command is asked.
 #[derive(Debug, clap::Args)]
 struct TargetFlags {
-    /// Hearth's SQLite database file (as `hearth serve --database`).
+    /// Hearth's SQLite database file (as `hearth serve --database`); with `--data-dir` given
+    /// and this not, `<data-dir>/hearth.sqlite3`.
     #[arg(
         long,
         env = "HEARTH_DATABASE",
@@ -345,6 +346,26 @@ fn database_beside_data_dir(matches: &ArgMatches) -> Option<PathBuf> {
     (!given("database") && given("data_dir")).then(|| data_dir.join("hearth.sqlite3"))
 }
 
+/// Where the database was before `--data-dir` alone named it too: relative to the working
+/// directory, whatever the data directory.
+const FORMER_DEFAULT_DATABASE: &str = "storage/hearth.sqlite3";
+
+/// Refuses to go on with `database` (named by `--data-dir` alone) when it does not exist yet
+/// but a database is at the former default path: a team that kept its data there would
+/// otherwise get a new, empty (or seeded) database without a word.
+fn refuse_a_left_database(database: &std::path::Path) -> anyhow::Result<()> {
+    let former = std::path::Path::new(FORMER_DEFAULT_DATABASE);
+    if !database.exists() && former.exists() && database != former {
+        anyhow::bail!(
+            "{} does not exist, but a database is at {FORMER_DEFAULT_DATABASE}: give \
+             --database {FORMER_DEFAULT_DATABASE} to use it, or move it (with its -wal and -shm \
+             files) into the data directory",
+            database.display()
+        );
+    }
+    Ok(())
+}
+
 impl Cmd {
     /// Sets the database file of a command that has one ([`database_beside_data_dir`]).
     fn set_database(&mut self, database: PathBuf) {
@@ -364,6 +385,7 @@ async fn main() -> anyhow::Result<()> {
     let matches = Cli::command().get_matches();
     let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     if let Some(database) = database_beside_data_dir(&matches) {
+        refuse_a_left_database(&database)?;
         cli.command.set_database(database);
     }
     match cli.command {
@@ -375,6 +397,7 @@ async fn main() -> anyhow::Result<()> {
             tracing::info!(
                 address = %server.local_addr()?,
                 fanout = ?server.state.delivery.fanout.kind(),
+                database = %server.state.config.database.display(),
                 "Hearth is listening"
             );
             server.run(hearth::app::shutdown_signal()).await?;

@@ -99,7 +99,30 @@ pub struct AnyCableNames {
         hide_env_values = true
     )]
     pub go_turbo_streams_secret: Option<Redacted<String>>,
+
+    /// `ANYCABLE_BROADCAST_ADAPTER`: anycable-go's broadcast adapters, comma-separated; one
+    /// that reads Redis (`redis`, `redisx`) turns on [`Config::pubsub`] `redis` (Hearth then
+    /// reads AnyCable's `__anycable__` channel too); `http` is always on.
+    #[arg(
+        long = "broadcast_adapter",
+        env = "ANYCABLE_BROADCAST_ADAPTER",
+        hide = true
+    )]
+    pub go_broadcast_adapter: Option<String>,
+
+    /// `ANYCABLE_HOST`: the host of [`Config::bind`] (anycable-go's default port, 8080, when
+    /// `ANYCABLE_PORT` is not given).
+    #[arg(long = "host", env = "ANYCABLE_HOST", hide = true)]
+    pub go_host: Option<String>,
+
+    /// `ANYCABLE_PORT`: the port of [`Config::bind`] (Hearth's default host, 127.0.0.1, when
+    /// `ANYCABLE_HOST` is not given).
+    #[arg(long = "port", env = "ANYCABLE_PORT", hide = true)]
+    pub go_port: Option<u16>,
 }
+
+/// Hearth's default of `--bind`, which `ANYCABLE_HOST` and `ANYCABLE_PORT` replace.
+const DEFAULT_BIND: &str = "127.0.0.1:3000";
 
 /// Hearth's default of `--rpc-headers`, which `ANYCABLE_HEADERS` replaces.
 const DEFAULT_HEADERS: &str = "cookie";
@@ -148,6 +171,28 @@ impl AnyCableNames {
         }
         if config.redis_url.as_str() == DEFAULT_REDIS_URL && given(names.go_redis_url.as_ref()) {
             config.redis_url = names.go_redis_url.unwrap_or_default();
+        }
+        let redis_adapter = names
+            .go_broadcast_adapter
+            .as_deref()
+            .is_some_and(|a| a.split(',').any(|a| a.trim().starts_with("redis")));
+        if redis_adapter && config.pubsub == super::PubSubKind::Inprocess {
+            config.pubsub = super::PubSubKind::Redis;
+        }
+        if config.bind.to_string() == DEFAULT_BIND
+            && (names.go_host.is_some() || names.go_port.is_some())
+        {
+            let host = names.go_host.as_deref().unwrap_or("127.0.0.1");
+            let port = names.go_port.unwrap_or(8080);
+            let host = if host == "localhost" {
+                "127.0.0.1"
+            } else {
+                host
+            };
+            config.bind = format!("{host}:{port}")
+                .parse()
+                .or_else(|_| format!("[{host}]:{port}").parse())
+                .map_err(|_| anyhow::anyhow!("ANYCABLE_HOST {host:?} is not an IP address"))?;
         }
         if !given(config.turbo_verifier_key.as_ref()) {
             let turbo = [names.go_turbo_streams_secret, names.go_secret]
@@ -226,6 +271,32 @@ mod tests {
             Some("74")
         );
         assert_eq!(config.anycable.key_base(), Some("s"));
+    }
+
+    #[test]
+    fn the_redis_broadcast_adapter_host_and_port_are_read_too() {
+        let config = parse(&[
+            "hearth",
+            "--broadcast_adapter",
+            "http,redisx",
+            "--host",
+            "0.0.0.0",
+            "--port",
+            "8081",
+        ]);
+        assert_eq!(config.pubsub, super::super::PubSubKind::Redis);
+        assert_eq!(config.bind.to_string(), "0.0.0.0:8081");
+        let config = parse(&["hearth", "--broadcast_adapter", "http", "--port", "9000"]);
+        assert_eq!(config.pubsub, super::super::PubSubKind::Inprocess);
+        assert_eq!(config.bind.to_string(), "127.0.0.1:9000");
+        let config = parse(&["hearth", "--host", "localhost"]);
+        assert_eq!(config.bind.to_string(), "127.0.0.1:8080");
+        let config = parse(&["hearth", "--bind", "127.0.0.1:4000", "--port", "9000"]);
+        assert_eq!(
+            config.bind.to_string(),
+            "127.0.0.1:4000",
+            "Hearth's name wins"
+        );
     }
 
     #[test]

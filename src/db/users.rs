@@ -658,6 +658,43 @@ pub async fn update_credentials(
     Ok(CredentialsChange::Done { sessions_ended })
 }
 
+/// Replaces the password digest of user `id` with `new_digest` only while it is still
+/// `old_digest` (a reset link's password, [`crate::web::mail_sign_in`]), and ends every
+/// session of the user, in one transaction. Returns the ended sessions' tokens, or None (and
+/// nothing changed) when the password changed meanwhile: a reset link works once even when it
+/// is used several times at once.
+///
+/// # Errors
+/// A database failure.
+pub async fn reset_password(
+    pool: &SqlitePool,
+    id: i64,
+    old_digest: &str,
+    new_digest: &str,
+) -> sqlx::Result<Option<Vec<String>>> {
+    let mut tx = super::Write::begin(pool, super::Access::Changed).await?;
+    let changed = sqlx::query(
+        "UPDATE users SET password_digest = ?, updated_at = ? \
+         WHERE id = ? AND password_digest = ? AND role != 'bot'",
+    )
+    .bind(new_digest)
+    .bind(super::now_ms())
+    .bind(id)
+    .bind(old_digest)
+    .execute(&mut *tx)
+    .await?
+    .rows_affected();
+    if changed == 0 {
+        return Ok(None);
+    }
+    let ended = sqlx::query_scalar("DELETE FROM sessions WHERE user_id = ? RETURNING token")
+        .bind(id)
+        .fetch_all(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok(Some(ended))
+}
+
 /// One of a user's rooms as the profile lists it, with the user's involvement (bell).
 #[derive(Clone, Debug, sqlx::FromRow, PartialEq, Eq)]
 pub struct ProfileMembership {

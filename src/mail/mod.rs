@@ -95,6 +95,8 @@ struct Inner {
     /// The SMTP transport the queue sends through (pooled connections), for a letter sent
     /// while its sender waits ([`Mailer::send_now`]).
     transport: AsyncSmtpTransport<Tokio1Executor>,
+    /// Held by the test letter being sent ([`Mailer::send_now`]).
+    sending_now: tokio::sync::Mutex<()>,
     from: Mailbox,
     server: SmtpUrl,
     counters: Counters,
@@ -186,6 +188,7 @@ impl Mailer {
             keys: keys(),
             tx,
             transport,
+            sending_now: tokio::sync::Mutex::new(()),
             from,
             server,
             counters,
@@ -223,10 +226,20 @@ impl Mailer {
             .as_ref()
             .ok_or_else(|| NotQueued::Off.to_string())?;
         let message = build(&inner.from, letter).map_err(|e| e.to_string())?;
-        let sent = tokio::time::timeout(SEND_NOW_TIMEOUT, inner.transport.send(message)).await;
-        let outcome = match sent {
-            Ok(Ok(_)) => Ok(()),
-            Ok(Err(e)) => Err(format!("the mail server did not take it: {e}")),
+        // One at a time: a test is one letter, and many at once would each hold a connection.
+        let Ok(_one) = inner.sending_now.try_lock() else {
+            return Err("another test e-mail is on its way: try again in a moment".into());
+        };
+        // The send runs on a task of its own and is never cut off: a send dropped in the
+        // middle of its SMTP exchange would leave its pooled connection with an answer unread,
+        // which the next letter on it would take for its own. Past the wait it ends on its own
+        // (lettre's timeouts) and the page says the server did not answer.
+        let transport = inner.transport.clone();
+        let send = tokio::spawn(async move { transport.send(message).await });
+        let outcome = match tokio::time::timeout(SEND_NOW_TIMEOUT, send).await {
+            Ok(Ok(Ok(_))) => Ok(()),
+            Ok(Ok(Err(e))) => Err(format!("the mail server did not take it: {e}")),
+            Ok(Err(e)) => Err(format!("the send failed: {e}")),
             Err(_) => Err(format!(
                 "the mail server did not answer within {} s",
                 SEND_NOW_TIMEOUT.as_secs()

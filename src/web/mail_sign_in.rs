@@ -50,7 +50,6 @@ use crate::db::{sign_in_codes, users};
 use crate::letters::To;
 use crate::oidc::Sso;
 use crate::rails::token_for::{password_reset_value, TokenFor, PASSWORD_RESET};
-use crate::state::SharedState;
 use crate::web::account::mail::MailDesk;
 
 #[derive(Template)]
@@ -82,6 +81,9 @@ struct ResetPage<'a> {
 
 /// The user id the work for an address without an account is done for (no row has it).
 const NOBODY: i64 = 0;
+/// The stored digest a code for [`NOBODY`] is compared with: as long as a real one (64 hex
+/// digits), and matching nothing.
+const NOBODY_DIGEST: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 /// The value a reset token for [`NOBODY`] carries: as long as a real one.
 const NOBODY_RESET_VALUE: &str = "00000000000000000000000000";
 
@@ -189,7 +191,7 @@ async fn send_code(
 /// # Errors
 /// 404 without mail; 429 past the sign-in limit; database failures.
 pub async fn verify_code(
-    State(state): State<SharedState>,
+    State(state): State<super::sessions::SignIn>,
     Extension(ctx): Extension<Ctx>,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
@@ -201,13 +203,16 @@ pub async fn verify_code(
     let user = users::find_active_for_login(&state.db.pool, &email)
         .await?
         .map(|(user, _)| user);
-    let live = match &user {
-        Some(user) => sign_in_codes::take_try(&state.db.pool, user.id).await?,
-        None => None,
-    };
-    if let (Some(user), Some((code_id, digest))) = (&user, &live) {
-        let well_formed = code.len() == 6 && code.bytes().all(|b| b.is_ascii_digit());
-        if well_formed && keys.code_matches(user.id, code, digest) {
+    // The same work whether or not the address has an account or a live code: the try is
+    // taken (for NOBODY it takes nothing) and the HMAC compared, so the answer's time does not
+    // tell the two apart either.
+    let user_id = user.as_ref().map_or(NOBODY, |u| u.id);
+    let live = sign_in_codes::take_try(&state.db.pool, user_id).await?;
+    let well_formed = code.len() == 6 && code.bytes().all(|b| b.is_ascii_digit());
+    let digest = live.as_ref().map_or(NOBODY_DIGEST, |(_, d)| d.as_str());
+    let matches = keys.code_matches(user_id, code, digest) && well_formed;
+    if let (Some(user), Some((code_id, _))) = (&user, &live) {
+        if matches {
             if refuses_password(&state.db.pool, &state.sso, user).await? {
                 return passwords_refused(&state.db.pool, &state.sso, &ctx).await;
             }
@@ -354,12 +359,13 @@ async fn send_reset(
 }
 
 /// The active person a reset token names, if it still resolves: MAC, purpose, expiry, and
-/// the value it carries equal to the current one (the password salt's tail and the address).
+/// the value it carries equal to the current one (the password salt's tail and the address);
+/// with the password digest it was checked against.
 async fn resolve(
     pool: &sqlx::SqlitePool,
     mailer: &crate::mail::Mailer,
     token: &str,
-) -> Result<Option<users::User>, AppError> {
+) -> Result<Option<(users::User, String)>, AppError> {
     let Some(keys) = mailer.keys() else {
         return Ok(None);
     };
@@ -378,7 +384,9 @@ async fn resolve(
         .zip(user.email_address.as_deref())
         .and_then(|(digest, address)| password_reset_value(digest, address))
         .unwrap_or_default();
-    Ok(TokenFor::resolves(&tail, &current).then_some(user))
+    Ok(TokenFor::resolves(&tail, &current)
+        .then(|| digest.map(|d| (user, d)))
+        .flatten())
 }
 
 fn dead_link(ctx: &Ctx) -> Result<Response, AppError> {
@@ -414,7 +422,7 @@ pub async fn edit_reset(
     Query(query): Query<TokenQuery>,
 ) -> Result<Response, AppError> {
     site_url(&desk.pool, &desk.mailer).await?;
-    let Some(user) = resolve(&desk.pool, &desk.mailer, &query.token).await? else {
+    let Some((user, _)) = resolve(&desk.pool, &desk.mailer, &query.token).await? else {
         return dead_link(&ctx);
     };
     if refuses_password(&desk.pool, &desk.sso, &user).await? {
@@ -482,7 +490,9 @@ pub async fn update_reset(
     site_url(&sign_in.db.pool, &sign_in.outbox.mailer).await?;
     limit(&sign_in.limits.login, &ctx)?;
     let token = ctx.form.get("token").unwrap_or("").to_owned();
-    let Some(user) = resolve(&sign_in.db.pool, &sign_in.outbox.mailer, &token).await? else {
+    let Some((user, checked_digest)) =
+        resolve(&sign_in.db.pool, &sign_in.outbox.mailer, &token).await?
+    else {
         return dead_link(&ctx);
     };
     if refuses_password(&sign_in.db.pool, &sign_in.sso, &user).await? {
@@ -504,12 +514,15 @@ pub async fn update_reset(
         return page(StatusCode::UNPROCESSABLE_ENTITY, html).map(private);
     }
     let digest = hash_password(password).await?;
-    let change =
-        users::update_credentials(&sign_in.db.pool, user_id, None, Some(&digest), None).await?;
-    if let users::CredentialsChange::Done { sessions_ended } = change {
-        for session in &sessions_ended {
-            super::users::close_session(&delivery, user_id, session);
-        }
+    // Only while the password is still the one the link was checked against: of the same
+    // link used at once, one sets the password, the others find it used.
+    let Some(sessions_ended) =
+        users::reset_password(&sign_in.db.pool, user_id, &checked_digest, &digest).await?
+    else {
+        return dead_link(&ctx);
+    };
+    for session in &sessions_ended {
+        super::users::close_session(&delivery, user_id, session);
     }
     tracing::info!(user_id, "password reset by e-mailed link");
     start_session(

@@ -189,3 +189,28 @@ fn key_commands_read_anycable_gos_names_as_serve_does() {
         assert_eq!(signer.verify(&signed).as_deref(), Some("rooms"), "{var}");
     }
 }
+
+/// `--data-dir` alone names `<data-dir>/hearth.sqlite3`; when that does not exist but a
+/// database is at the former default (`storage/hearth.sqlite3` of the working directory),
+/// the command stops and says how to keep it, rather than starting on a new, empty one.
+#[test]
+fn a_database_left_at_the_former_default_is_not_passed_over() {
+    let dir = std::env::temp_dir().join(format!("hearth-cli-left-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("storage")).unwrap();
+    std::fs::write(dir.join("storage/hearth.sqlite3"), b"").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_hearth"))
+        .args(["serve", "--bind", "127.0.0.1:0", "--data-dir", "state"])
+        .current_dir(&dir)
+        .env_remove("HEARTH_DATABASE")
+        .env_remove("HEARTH_DATA_DIR")
+        .output()
+        .expect("hearth runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("--database storage/hearth.sqlite3"),
+        "{stderr}"
+    );
+    assert!(!dir.join("state/hearth.sqlite3").exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+}

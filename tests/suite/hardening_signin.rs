@@ -435,3 +435,37 @@ async fn wrong_codes_sent_at_once_are_compared_at_most_five_times() {
         hearth::db::sign_in_codes::MAX_FAILED_ATTEMPTS as usize
     );
 }
+
+/// One reset link used several times at once sets the password once: the others find the
+/// link used (404) and sign nobody in.
+#[tokio::test]
+async fn a_reset_link_used_at_once_from_several_clients_works_once() {
+    let smtp = shared_smtp().await;
+    let server = hearth_mailing(smtp.starttls_url(), &smtp.ca_file).await;
+    let mut david = server.signed_in("david@example.com", SECRET).await;
+    set_site_url(&server, &mut david, "8").await;
+    let jz = id_of(&server, "jz@example.com").await;
+    let token = reset_token(&server, jz).await;
+    let posts = (0..4).map(|n| {
+        let (server, token) = (&server, &token);
+        async move { post_reset(server, token, &format!("a-new-password-{n}")).await }
+    });
+    let answers = futures_util::future::join_all(posts).await;
+    let statuses: Vec<u16> = answers.iter().map(|(_, r)| r.status).collect();
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 302).count(),
+        1,
+        "{statuses:?}"
+    );
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 404).count(),
+        3,
+        "{statuses:?}"
+    );
+    let signed_in = answers
+        .iter()
+        .filter(|(c, _)| c.cookie("session_token").is_some())
+        .count();
+    assert_eq!(signed_in, 1);
+    server.stop().await;
+}

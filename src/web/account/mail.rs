@@ -14,7 +14,6 @@ use axum::response::Response;
 
 use crate::db::mail_settings::{self, MailSettings};
 use crate::mail::Mailer;
-use crate::state::SharedState;
 use crate::web::error::AppError;
 use crate::web::extract::Admin;
 use crate::web::flash::{found_with, Notice};
@@ -32,13 +31,24 @@ pub struct MailDesk {
     pub sso: crate::oidc::Sso,
 }
 
-impl FromRef<SharedState> for MailDesk {
-    fn from_ref(state: &SharedState) -> Self {
+impl<S> FromRef<S> for MailDesk
+where
+    S: Send + Sync,
+    crate::db::Db: FromRef<S>,
+    crate::outbox::Outbox: FromRef<S>,
+    crate::rails::Keys: FromRef<S>,
+    crate::oidc::Sso: FromRef<S>,
+{
+    fn from_ref(state: &S) -> Self {
+        let db = crate::db::Db::from_ref(state);
+        let outbox = crate::outbox::Outbox::from_ref(state);
+        let keys = crate::rails::Keys::from_ref(state);
+        let sso = crate::oidc::Sso::from_ref(state);
         Self {
-            pool: state.db.pool.clone(),
-            mailer: state.outbox.mailer.clone(),
-            signed_ids: state.keys.signed_ids.clone(),
-            sso: state.sso.clone(),
+            pool: db.pool,
+            mailer: outbox.mailer,
+            signed_ids: keys.signed_ids,
+            sso,
         }
     }
 }
