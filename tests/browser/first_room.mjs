@@ -83,11 +83,17 @@ try {
   // Ada in the first room: Cal's direct room (the newer) first; Bea writes, and hers moves up.
   await ada.goto(firstRoom)
   // People are faces in rows: the order is the reading order of their boxes (row, then left to right).
-  const y = async (first) => {
-    const box = await boxInView(ada, `#direct_rooms .room-link[data-room-id="${directs[first]}"]`, `${first}'s direct room`)
-    return Math.round(box.y) * 10000 + box.x
+  // Both read in one frame: each box checked in view first, then both positions taken at the
+  // same scroll (checking one scrolls the sidebar, which moved the other between two reads).
+  const places = async () => {
+    for (const first of ["Bea", "Cal"]) await boxInView(ada, `#direct_rooms .room-link[data-room-id="${directs[first]}"]`, `${first}'s direct room`)
+    return ada.evaluate((ids) => ids.map((id) => {
+      const r = document.querySelector(`#direct_rooms .room-link[data-room-id="${id}"]`).getBoundingClientRect()
+      return Math.round(r.y) * 10000 + r.x
+    }), [directs.Bea, directs.Cal])
   }
-  if (!((await y("Cal")) < (await y("Bea")))) await fail("the direct rooms are not by latest activity")
+  const [beaBefore, calBefore] = await places()
+  if (!(calBefore < beaBefore)) await fail("the direct rooms are not by latest activity")
   const bea = joined.Bea
   await bea.goto(`${base}/rooms/${directs.Bea}`)
   const editor = bea.locator("trix-editor#message_body")
@@ -101,7 +107,7 @@ try {
     directs.Bea,
     { timeout: 10000 },
   ).catch(() => fail("Bea's direct room did not move to the top"))
-  const [beaY, calY] = [await y("Bea"), await y("Cal")]
+  const [beaY, calY] = await places()
   if (!(beaY < calY)) await fail(`after the message Bea's room is at ${beaY}, Cal's at ${calY} (row × 10000 + x)`)
   out("RESORTED", `bea=${beaY}`, `cal=${calY}`)
   await ada.screenshot({ path: shot("first-room-sidebar-resorted.png") })
