@@ -79,6 +79,17 @@ async fn reset_token(server: &TestServer, user_id: i64) -> String {
     )
 }
 
+/// A Hearth with mail and its site address set, and a live reset link for JZ.
+async fn a_reset_link_for_jz() -> (TestServer, String) {
+    let smtp = shared_smtp().await;
+    let server = hearth_mailing(smtp.starttls_url(), &smtp.ca_file).await;
+    let mut david = server.signed_in("david@example.com", SECRET).await;
+    set_site_url(&server, &mut david, "8").await;
+    let jz = id_of(&server, "jz@example.com").await;
+    let token = reset_token(&server, jz).await;
+    (server, token)
+}
+
 fn reset_path(token: &str) -> String {
     format!("/password_reset/edit?{}", form(&[("token", token)]))
 }
@@ -223,12 +234,7 @@ async fn a_code_dies_when_the_address_it_went_to_changes() {
 
 #[tokio::test]
 async fn a_reset_link_dies_when_the_address_it_went_to_changes() {
-    let smtp = shared_smtp().await;
-    let server = hearth_mailing(smtp.starttls_url(), &smtp.ca_file).await;
-    let mut david = server.signed_in("david@example.com", SECRET).await;
-    set_site_url(&server, &mut david, "8").await;
-    let jz = id_of(&server, "jz@example.com").await;
-    let token = reset_token(&server, jz).await;
+    let (server, token) = a_reset_link_for_jz().await;
     let page = server.client().get(&reset_path(&token)).await;
     assert_eq!(page.status, 200, "the link works before: {}", page.body);
     readdress(&server, "jz@example.com", "hs-reset-moved@example.com").await;
@@ -242,12 +248,7 @@ async fn a_reset_link_dies_when_the_address_it_went_to_changes() {
 
 #[tokio::test]
 async fn the_reset_page_is_never_stored_and_sends_no_referrer() {
-    let smtp = shared_smtp().await;
-    let server = hearth_mailing(smtp.starttls_url(), &smtp.ca_file).await;
-    let mut david = server.signed_in("david@example.com", SECRET).await;
-    set_site_url(&server, &mut david, "8").await;
-    let jz = id_of(&server, "jz@example.com").await;
-    let token = reset_token(&server, jz).await;
+    let (server, token) = a_reset_link_for_jz().await;
     let page = server.client().get(&reset_path(&token)).await;
     assert_eq!(page.status, 200, "{}", page.body);
     assert_eq!(page.header("cache-control"), Some("no-store"));
@@ -440,12 +441,7 @@ async fn wrong_codes_sent_at_once_are_compared_at_most_five_times() {
 /// link used (404) and sign nobody in.
 #[tokio::test]
 async fn a_reset_link_used_at_once_from_several_clients_works_once() {
-    let smtp = shared_smtp().await;
-    let server = hearth_mailing(smtp.starttls_url(), &smtp.ca_file).await;
-    let mut david = server.signed_in("david@example.com", SECRET).await;
-    set_site_url(&server, &mut david, "8").await;
-    let jz = id_of(&server, "jz@example.com").await;
-    let token = reset_token(&server, jz).await;
+    let (server, token) = a_reset_link_for_jz().await;
     let posts = (0..4).map(|n| {
         let (server, token) = (&server, &token);
         async move { post_reset(server, token, &format!("a-new-password-{n}")).await }
