@@ -19,7 +19,7 @@
 //!   `thread_summary_message_<client_message_id>`) and logs a change of the parent, so a page
 //!   that missed the broadcast gets the summary in its catch-up.
 
-use axum::extract::{FromRef, State};
+use axum::extract::State;
 use axum::response::Response;
 use sqlx::SqlitePool;
 
@@ -28,6 +28,7 @@ use super::extract::{MemberMessage, MemberRoom};
 use super::respond::found;
 use crate::db::threads::{self, Thread};
 use crate::db::users::User;
+use crate::db::Db;
 use crate::pubsub::Broadcaster;
 
 /// The 422 detail of a reply to a thread whose parent message was deleted.
@@ -40,43 +41,18 @@ pub const CLOSED: &str = "This thread had no reply for 30 days: it is closed to 
 /// The 422 detail of "Reply in thread" on a message of a thread.
 pub const NESTED: &str = "A message in a thread cannot have a thread of its own";
 
-/// What the thread routes use: the database and the broadcaster.
-#[derive(Clone, Debug)]
-pub struct ThreadsHandle {
-    /// The SQLite pool.
-    pub pool: SqlitePool,
-    /// Where the summaries are broadcast.
-    pub broadcaster: Broadcaster,
-}
-
-impl<S> FromRef<S> for ThreadsHandle
-where
-    S: Send + Sync,
-    crate::db::Db: FromRef<S>,
-    crate::pubsub::Delivery: FromRef<S>,
-{
-    fn from_ref(state: &S) -> Self {
-        let db = crate::db::Db::from_ref(state);
-        let delivery = crate::pubsub::Delivery::from_ref(state);
-        Self {
-            pool: db.pool,
-            broadcaster: delivery.broadcaster,
-        }
-    }
-}
-
 /// `POST /messages/{message_id}/thread` ("Reply in thread"): finds or starts the thread of a
 /// message of a room the user is in, then 302 to the thread's page. 404 for a message the
 /// user cannot see; 422 ([`NESTED`]) for a message that is itself in a thread.
 pub async fn start(
-    State(handle): State<ThreadsHandle>,
+    State(db): State<Db>,
     MemberMessage {
         user,
         message,
         room,
     }: MemberMessage,
 ) -> Result<Response, AppError> {
-    match threads::start(&handle.pool, room.id, room.kind, message.id, user.id).await? {
+    match threads::start(&db.pool, room.id, room.kind, message.id, user.id).await? {
         Ok(id) => Ok(found(&format!("/rooms/{id}"))),
         Err(threads::StartRefused::Nested) => Err(AppError::Unprocessable(NESTED.into())),
     }
@@ -85,30 +61,30 @@ pub async fn start(
 /// `POST /rooms/{room_id}/follow`: the user follows the thread (unread marks, pushes, the
 /// sidebar); 302 back to it. 404 for a room that is no thread or one the user cannot see.
 pub async fn follow(
-    State(handle): State<ThreadsHandle>,
+    State(db): State<Db>,
     MemberRoom { user, room }: MemberRoom,
 ) -> Result<Response, AppError> {
-    set_following(&handle, &user, room.id, true).await
+    set_following(&db.pool, &user, room.id, true).await
 }
 
 /// `DELETE /rooms/{room_id}/follow`: the user stops following the thread; 302 back to it.
 pub async fn unfollow(
-    State(handle): State<ThreadsHandle>,
+    State(db): State<Db>,
     MemberRoom { user, room }: MemberRoom,
 ) -> Result<Response, AppError> {
-    set_following(&handle, &user, room.id, false).await
+    set_following(&db.pool, &user, room.id, false).await
 }
 
 async fn set_following(
-    handle: &ThreadsHandle,
+    pool: &SqlitePool,
     user: &User,
     room_id: i64,
     following: bool,
 ) -> Result<Response, AppError> {
-    let thread = threads::find(&handle.pool, room_id)
+    let thread = threads::find(pool, room_id)
         .await?
         .ok_or(AppError::NotFound)?;
-    threads::set_following(&handle.pool, &thread, user.id, following).await?;
+    threads::set_following(pool, &thread, user.id, following).await?;
     Ok(found(&format!("/rooms/{room_id}")))
 }
 
